@@ -1,0 +1,108 @@
+"""Error codes and the typed errors every layer raises.
+
+Why one exception type: `restore/` raises `ProtocolError` for known conditions (busy thread,
+bad id, ...) and `server/` turns it into a JSON-RPC error with a `data.kind`, so no known
+condition ever reaches a client as a bare -32603.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode:
+    """JSON-RPC error codes. Standard ones first, then sessiond's application range."""
+
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    SERVER_NOT_INITIALIZED = -32002
+    OVERLOADED = -32001
+    REQUEST_CANCELLED = -32800
+    # Application errors: one code per kind so clients that only look at `code` still can tell.
+    THREAD_NOT_FOUND = -32010
+    THREAD_BUSY = -32011
+    THREAD_ARCHIVED = -32012
+    INVALID_ID = -32013
+    STALE_SESSION = -32014
+    PAYLOAD_TOO_LARGE = -32015
+    UNAUTHORIZED = -32016
+    CONFLICTING_OPERATION = -32017
+    STORAGE_FULL = -32018
+    STORAGE_ERROR = -32019
+
+
+class ErrorKind(StrEnum):
+    """The `data.kind` string of every error sessiond sends."""
+
+    PARSE_ERROR = "ParseError"
+    INVALID_REQUEST = "InvalidRequest"
+    METHOD_NOT_FOUND = "MethodNotFound"
+    INVALID_PARAMS = "InvalidParams"
+    INTERNAL_ERROR = "InternalError"
+    SERVER_NOT_INITIALIZED = "ServerNotInitialized"
+    OVERLOADED = "Overloaded"
+    REQUEST_CANCELLED = "RequestCancelled"
+    THREAD_NOT_FOUND = "ThreadNotFound"
+    THREAD_BUSY = "ThreadBusy"
+    THREAD_ARCHIVED = "ThreadArchived"
+    INVALID_ID = "InvalidId"
+    STALE_SESSION = "StaleSession"
+    PAYLOAD_TOO_LARGE = "PayloadTooLarge"
+    UNAUTHORIZED = "Unauthorized"
+    CONFLICTING_OPERATION = "ConflictingOperation"
+    STORAGE_FULL = "StorageFull"
+    STORAGE_ERROR = "StorageError"
+
+
+CODE_OF_KIND: dict[ErrorKind, int] = {
+    ErrorKind.PARSE_ERROR: ErrorCode.PARSE_ERROR,
+    ErrorKind.INVALID_REQUEST: ErrorCode.INVALID_REQUEST,
+    ErrorKind.METHOD_NOT_FOUND: ErrorCode.METHOD_NOT_FOUND,
+    ErrorKind.INVALID_PARAMS: ErrorCode.INVALID_PARAMS,
+    ErrorKind.INTERNAL_ERROR: ErrorCode.INTERNAL_ERROR,
+    ErrorKind.SERVER_NOT_INITIALIZED: ErrorCode.SERVER_NOT_INITIALIZED,
+    ErrorKind.OVERLOADED: ErrorCode.OVERLOADED,
+    ErrorKind.REQUEST_CANCELLED: ErrorCode.REQUEST_CANCELLED,
+    ErrorKind.THREAD_NOT_FOUND: ErrorCode.THREAD_NOT_FOUND,
+    ErrorKind.THREAD_BUSY: ErrorCode.THREAD_BUSY,
+    ErrorKind.THREAD_ARCHIVED: ErrorCode.THREAD_ARCHIVED,
+    ErrorKind.INVALID_ID: ErrorCode.INVALID_ID,
+    ErrorKind.STALE_SESSION: ErrorCode.STALE_SESSION,
+    ErrorKind.PAYLOAD_TOO_LARGE: ErrorCode.PAYLOAD_TOO_LARGE,
+    ErrorKind.UNAUTHORIZED: ErrorCode.UNAUTHORIZED,
+    ErrorKind.CONFLICTING_OPERATION: ErrorCode.CONFLICTING_OPERATION,
+    ErrorKind.STORAGE_FULL: ErrorCode.STORAGE_FULL,
+    ErrorKind.STORAGE_ERROR: ErrorCode.STORAGE_ERROR,
+}
+
+
+class ProtocolError(Exception):
+    """A known failure with a JSON-RPC code and a `data.kind`; `details` go into `data`."""
+
+    def __init__(self, kind: ErrorKind, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.code = CODE_OF_KIND[kind]
+        self.message = message
+        self.details = details
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return {"kind": str(self.kind), **self.details}
+
+    def to_error_object(self) -> dict[str, Any]:
+        """The JSON-RPC `error` member for this failure."""
+        return {"code": self.code, "message": self.message, "data": self.data}
+
+
+def thread_not_found(thread_id: str) -> ProtocolError:
+    return ProtocolError(ErrorKind.THREAD_NOT_FOUND, f"no thread {thread_id}", threadId=thread_id)
+
+
+def invalid_id(value: object, what: str = "threadId") -> ProtocolError:
+    shown = repr(value)[:80]
+    return ProtocolError(ErrorKind.INVALID_ID, f"{what} must be a UUID, got {shown}", field=what)

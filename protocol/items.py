@@ -1,0 +1,182 @@
+"""Item types: the durable records of a thread (DESIGN.md Appendix A).
+
+Clients record the types in `RecordableItem`; the server writes `session_meta`,
+`lifecycle` and `thread_title` itself. Every stored line also carries `v`, `seq`, `ts` and
+`sessionId`, stamped by the store. Unknown fields are kept (a newer client may add some).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+ITEM_ID_MAX = 128
+"""Client-chosen ids are bounded so one bad client cannot bloat the idempotency set."""
+
+ItemId = Annotated[str, Field(min_length=1, max_length=ITEM_ID_MAX)]
+
+CLIENT_ITEM_TYPES = (
+    "message",
+    "turn",
+    "operation",
+    "cost",
+    "todos",
+    "file_edit",
+    "model_override",
+    "permissions",
+    "prompt_section",
+    "verifier",
+)
+SERVER_ITEM_TYPES = ("session_meta", "lifecycle", "thread_title")
+
+LifecycleSource = Literal["startup", "resume", "clear", "compact"]
+
+
+class ItemBase(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: ItemId
+    turnId: str | None = None
+
+
+class ContentPart(BaseModel):
+    """One part of a multi-part message (text, image, ...); images carry base64 `data`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    text: str | None = None
+
+
+class MessageItem(ItemBase):
+    type: Literal["message"] = "message"
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str | list[ContentPart]
+
+
+class TurnItem(ItemBase):
+    type: Literal["turn"] = "turn"
+    turnId: str
+    phase: Literal["started", "completed", "interrupted"]
+    continueReason: str | None = None
+
+
+class OperationItem(ItemBase):
+    type: Literal["operation"] = "operation"
+    operationId: str = Field(min_length=1, max_length=ITEM_ID_MAX)
+    tool: str
+    argsDigest: str | None = None
+    effect: Literal["read", "idempotent", "side_effect"]
+    state: Literal["planned", "started", "committed", "failed"]
+    resultPersisted: bool = False
+    result: Any = None
+
+
+class CostItem(ItemBase):
+    type: Literal["cost"] = "cost"
+    model: str
+    inputTokens: int = Field(ge=0)
+    outputTokens: int = Field(ge=0)
+    usd: float = Field(ge=0)
+
+
+class TodoEntry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class TodosItem(ItemBase):
+    type: Literal["todos"] = "todos"
+    items: list[TodoEntry]
+
+
+class FileEditItem(ItemBase):
+    type: Literal["file_edit"] = "file_edit"
+    path: str
+    beforeSha: str | None = None
+    afterSha: str | None = None
+    author: Literal["agent", "user"] = "agent"
+    operationId: str | None = None
+
+
+class ModelOverrideItem(ItemBase):
+    type: Literal["model_override"] = "model_override"
+    model: str
+
+
+class Permissions(BaseModel):
+    """What the agent may do; restored from the record, never guessed from prompt text."""
+
+    model_config = ConfigDict(extra="allow")
+
+    approvalMode: str
+    sandbox: str | None = None
+    toolProfile: str | None = None
+
+
+class PermissionsItem(ItemBase, Permissions):
+    type: Literal["permissions"] = "permissions"
+
+
+class PromptSectionItem(ItemBase):
+    type: Literal["prompt_section"] = "prompt_section"
+    name: str
+    content: str
+    path: str | None = None
+    sha: str | None = None
+    cacheable: bool = False
+
+
+class VerifierItem(ItemBase):
+    type: Literal["verifier"] = "verifier"
+    name: str
+    passed: int = Field(ge=0)
+    total: int = Field(ge=0)
+    headSha: str | None = None
+
+
+RecordableItem = Annotated[
+    MessageItem
+    | TurnItem
+    | OperationItem
+    | CostItem
+    | TodosItem
+    | FileEditItem
+    | ModelOverrideItem
+    | PermissionsItem
+    | PromptSectionItem
+    | VerifierItem,
+    Field(discriminator="type"),
+]
+
+
+class SessionMetaItem(ItemBase):
+    """First line of every session: where it ran and why it began."""
+
+    type: Literal["session_meta"] = "session_meta"
+    threadId: str
+    source: LifecycleSource
+    reason: str = "user"
+    resumedFrom: str | None = None
+    forkedFrom: dict[str, Any] | None = None
+    cwd: str
+    workspaceFolder: str | None = None
+    repoRoot: str | None = None
+    branch: str | None = None
+    headSha: str | None = None
+    title: str | None = None
+    model: str | None = None
+    permissions: Permissions | None = None
+    client: dict[str, Any] | None = None
+
+
+class ThreadTitleItem(ItemBase):
+    type: Literal["thread_title"] = "thread_title"
+    title: str
+
+
+RECORDABLE_ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(RecordableItem)

@@ -1,0 +1,86 @@
+"""Where things live on disk, derived from ids alone (so resume never needs the index)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.errors import invalid_id
+
+
+def default_home() -> Path:
+    """`$SESSIOND_HOME`, else `$XDG_STATE_HOME/sessiond`, else `~/.local/state/sessiond`."""
+    if home := os.environ.get("SESSIOND_HOME"):
+        return Path(home)
+    if xdg := os.environ.get("XDG_STATE_HOME"):
+        return Path(xdg) / "sessiond"
+    return Path.home() / ".local" / "state" / "sessiond"
+
+
+def validate_thread_id(value: object, what: str = "threadId") -> str:
+    """Return the canonical UUID string, or raise InvalidId before any path is built."""
+    if not isinstance(value, str) or len(value) != 36:
+        raise invalid_id(value, what)
+    try:
+        parsed = uuid.UUID(value)
+    except ValueError:
+        raise invalid_id(value, what) from None
+    canonical = str(parsed)
+    if canonical != value.lower():
+        raise invalid_id(value, what)
+    return canonical
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The data directory: `threads/`, `archived/`, `index.sqlite3`, `recovered/`."""
+
+    home: Path
+
+    @property
+    def threads_dir(self) -> Path:
+        return self.home / "threads"
+
+    @property
+    def archived_dir(self) -> Path:
+        return self.home / "archived"
+
+    @property
+    def recovered_dir(self) -> Path:
+        """Torn tails are copied here before the live file is truncated."""
+        return self.home / "recovered"
+
+    @property
+    def index_path(self) -> Path:
+        return self.home / "index.sqlite3"
+
+    def thread_path(self, thread_id: str, *, archived: bool = False) -> Path:
+        base = self.archived_dir if archived else self.threads_dir
+        return base / thread_id[:2] / f"{thread_id}.jsonl"
+
+    def locate(self, thread_id: str) -> tuple[Path, bool] | None:
+        """The live or archived file of a thread and whether it is archived; None if neither."""
+        thread_id = validate_thread_id(thread_id)
+        for archived in (False, True):
+            path = self.thread_path(thread_id, archived=archived)
+            if path.exists():
+                return path, archived
+        return None
+
+    def iter_thread_files(self) -> list[tuple[Path, bool]]:
+        """Every thread file on disk with its archived flag (a directory scan: index repair)."""
+        found: list[tuple[Path, bool]] = []
+        for archived, base in ((False, self.threads_dir), (True, self.archived_dir)):
+            if not base.is_dir():
+                continue
+            with os.scandir(base) as shards:
+                for shard in shards:
+                    if not shard.is_dir():
+                        continue
+                    with os.scandir(shard.path) as entries:
+                        for entry in entries:
+                            if entry.name.endswith(".jsonl"):
+                                found.append((Path(entry.path), archived))
+        return found

@@ -1,0 +1,113 @@
+"""A thread's listing row (title, preview, cwd, counts), derived from its items.
+
+Derived, never stored as truth: the index holds these rows, and they are rebuilt from the
+JSONL files whenever the index is missing or stale. `ThreadSummary.apply` is incremental so
+a writer keeps its row current without rereading the file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+PREVIEW_CHARS = 160
+_DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]+")
+_LONG_BASE64 = re.compile(r"[A-Za-z0-9+/=]{200,}")
+_WHITESPACE = re.compile(r"\s+")
+
+# Item types the server writes for bookkeeping; they do not count as thread content.
+BOOKKEEPING_TYPES = frozenset({"session_meta", "lifecycle", "thread_title"})
+
+
+def make_preview(content: Any, limit: int = PREVIEW_CHARS) -> str:
+    """A short one-line preview of message content: text only, images and base64 dropped.
+
+    Only the first few KB of text are looked at, so a 200 KB message costs the same as a
+    short one (and is never lost from listings, unlike Claude Code's picker).
+    """
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        texts: list[str] = []
+        for part in content:
+            if isinstance(part, dict):
+                if isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+                elif part.get("type") == "image":
+                    texts.append("[image]")
+            elif isinstance(part, str):
+                texts.append(part)
+        text = " ".join(texts)
+    else:
+        return ""
+    head = text[: limit * 32]
+    head = _DATA_URL.sub("[image]", head)
+    head = _LONG_BASE64.sub("[data]", head)
+    head = _WHITESPACE.sub(" ", head).strip()
+    if len(head) > limit:
+        head = head[: limit - 1].rstrip() + "…"
+    return head
+
+
+@dataclass
+class ThreadSummary:
+    """One row of `thread/list`: the wire ThreadInfo plus where the file is."""
+
+    threadId: str
+    title: str | None = None
+    preview: str = ""
+    cwd: str | None = None
+    workspaceFolder: str | None = None
+    branch: str | None = None
+    headSha: str | None = None
+    createdAt: str | None = None
+    updatedAt: str | None = None
+    itemCount: int = 0
+    archived: bool = False
+    forkedFrom: dict[str, Any] | None = None
+    lastSeq: int = 0
+    latestSessionId: str | None = None
+
+    def apply(self, item: dict[str, Any]) -> None:
+        """Fold one stored item into the row (items must come in seq order)."""
+        ts = item.get("ts")
+        if isinstance(ts, str):
+            if self.createdAt is None:
+                self.createdAt = ts
+            self.updatedAt = ts
+        seq = item.get("seq")
+        if isinstance(seq, int) and seq > self.lastSeq:
+            self.lastSeq = seq
+        kind = item.get("type")
+        if kind == "session_meta":
+            self.latestSessionId = item.get("sessionId") or self.latestSessionId
+            for key in ("cwd", "workspaceFolder", "branch", "headSha"):
+                setattr(self, key, item.get(key))
+            if self.forkedFrom is None and isinstance(item.get("forkedFrom"), dict):
+                self.forkedFrom = item["forkedFrom"]
+            if self.title is None and isinstance(item.get("title"), str):
+                self.title = item["title"]
+        elif kind == "thread_title":
+            if isinstance(item.get("title"), str):
+                self.title = item["title"]
+        elif kind == "message" and not self.preview and item.get("role") == "user":
+            self.preview = make_preview(item.get("content"))
+        if kind not in BOOKKEEPING_TYPES:
+            self.itemCount += 1
+
+    def thread_info(self) -> dict[str, Any]:
+        """The wire `ThreadInfo` (Appendix A)."""
+        row = asdict(self)
+        for private in ("lastSeq", "latestSessionId"):
+            row.pop(private)
+        return row
+
+
+def summarize(
+    thread_id: str, items: list[dict[str, Any]], *, archived: bool = False
+) -> ThreadSummary:
+    summary = ThreadSummary(threadId=thread_id, archived=archived)
+    for item in items:
+        summary.apply(item)
+    return summary
