@@ -1,0 +1,108 @@
+"""The thread file format: one JSON object per line, read tolerantly.
+
+A torn last line, a UTF-8 BOM, a garbage line in the middle or an unknown item type never
+hide the rest of a thread: bad lines are skipped, counted and reported, and kept on disk.
+docs/storage.md describes the format precisely enough to write an independent reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+FORMAT_VERSION = 1
+BOM = b"\xef\xbb\xbf"
+REQUIRED_FIELDS = ("seq", "type", "id")
+
+
+def now_ts() -> str:
+    """Fixed-width UTC timestamp with microseconds, so timestamps sort as text."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line the reader could not use; reported, never deleted."""
+
+    lineNo: int
+    byteOffset: int
+    reason: str
+    preview: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "lineNo": self.lineNo,
+            "byteOffset": self.byteOffset,
+            "reason": self.reason,
+            "preview": self.preview,
+        }
+
+
+@dataclass
+class ThreadFile:
+    """Everything a read of one thread file found."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[SkippedLine] = field(default_factory=list)
+    bom: bool = False
+    torn_tail_offset: int | None = None
+    """Byte offset of an unparsable last line with no newline (a write cut short)."""
+    unterminated_tail: bool = False
+    """The last line parsed but lacks its newline; a writer must add it before appending."""
+    size: int = 0
+
+
+def encode_line(item: dict[str, Any]) -> bytes:
+    return orjson.dumps(item) + b"\n"
+
+
+def parse_bytes(data: bytes) -> ThreadFile:
+    """Split a thread file's bytes into items and skipped lines."""
+    result = ThreadFile(size=len(data))
+    offset = 0
+    if data.startswith(BOM):
+        result.bom = True
+        offset = len(BOM)
+    line_no = 0
+    length = len(data)
+    while offset < length:
+        line_no += 1
+        end = data.find(b"\n", offset)
+        terminated = end != -1
+        if not terminated:
+            end = length
+        raw = data[offset:end]
+        if raw.strip():
+            item, reason = _decode(raw)
+            if item is not None:
+                result.items.append(item)
+                if not terminated:
+                    result.unterminated_tail = True
+            else:
+                if not terminated:
+                    result.torn_tail_offset = offset
+                    reason = "torn_tail"
+                preview = raw[:80].decode("utf-8", "replace")
+                result.skipped.append(SkippedLine(line_no, offset, reason, preview))
+        offset = end + 1
+    return result
+
+
+def _decode(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None, "invalid_json"
+    if not isinstance(value, dict):
+        return None, "not_an_object"
+    if any(key not in value for key in REQUIRED_FIELDS) or not isinstance(value["seq"], int):
+        return None, "missing_fields"
+    return value, ""
+
+
+def read_thread_file(path: Path) -> ThreadFile:
+    return parse_bytes(path.read_bytes())

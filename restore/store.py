@@ -1,0 +1,288 @@
+"""Append-only JSONL thread files: one writer per thread, idempotent, durable before ack.
+
+Why a file per thread with an OS lock: resuming needs nothing but the id (no index, no
+service), a crash can at worst tear the last line, and `flock` makes a second writer (in
+this process or another) fail fast with ThreadBusy instead of interleaving lines.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from protocol.errors import ErrorKind, ProtocolError, thread_not_found
+from restore.jsonl import FORMAT_VERSION, ThreadFile, encode_line, now_ts, parse_bytes
+from restore.paths import Layout, validate_thread_id
+from restore.summary import ThreadSummary, summarize
+
+
+class Durability(StrEnum):
+    """When an append counts as durable (and may be acknowledged)."""
+
+    FSYNC = "fsync"
+    """fsync after every append call: survives power loss. The default."""
+    GROUP = "group"
+    """fdatasync once per append call (a batch of items): survives power loss, cheaper."""
+    NONE = "none"
+    """Written to the OS only: survives a process crash, not a power loss. For tests."""
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    first_seq: int | None
+    last_seq: int | None
+    duplicates: int
+    stored: list[dict[str, Any]]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return ProtocolError(
+            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id
+        )
+    return ProtocolError(
+        ErrorKind.STORAGE_ERROR, f"write failed: {exc.strerror}", threadId=thread_id
+    )
+
+
+class ThreadWriter:
+    """The exclusive, open handle on one thread file; all appends go through it."""
+
+    def __init__(
+        self,
+        thread_id: str,
+        path: Path,
+        fd: int,
+        contents: ThreadFile,
+        durability: Durability,
+        archived: bool,
+    ) -> None:
+        self.thread_id = thread_id
+        self.path = path
+        self._fd = fd
+        self._durability = durability
+        self._size = contents.size
+        self._needs_cut = False
+        self.seq_of_id: dict[str, int] = {}
+        self.last_seq = 0
+        for item in contents.items:
+            self.seq_of_id.setdefault(str(item["id"]), item["seq"])
+            self.last_seq = max(self.last_seq, item["seq"])
+        self.summary: ThreadSummary = summarize(thread_id, contents.items, archived=archived)
+        self.skipped = contents.skipped
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def append(self, items: Iterable[dict[str, Any]], session_id: str) -> AppendResult:
+        """Stamp and write items not seen before; acknowledge only once durable.
+
+        `items` are validated dicts with `type` and `id`. A duplicate `id` (also within the
+        batch) is not written again; its original seq is reported, so a retried request gets
+        the same answer as the first. On a write error the file is cut back to where it
+        was, so a failed append leaves no partial line.
+        """
+        if self.closed:
+            raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
+        seqs: list[int] = []
+        lines: list[bytes] = []
+        stored: list[dict[str, Any]] = []
+        new_ids: dict[str, int] = {}
+        duplicates = 0
+        next_seq = self.last_seq
+        ts = now_ts()
+        for item in items:
+            item_id = str(item["id"])
+            known = self.seq_of_id.get(item_id) or new_ids.get(item_id)
+            if known is not None:
+                duplicates += 1
+                seqs.append(known)
+                continue
+            next_seq += 1
+            line = {
+                "v": FORMAT_VERSION,
+                "seq": next_seq,
+                "ts": ts,
+                "type": item["type"],
+                "sessionId": session_id,
+                "id": item_id,
+            }
+            line.update((k, v) for k, v in item.items() if k not in line)
+            new_ids[item_id] = next_seq
+            seqs.append(next_seq)
+            lines.append(encode_line(line))
+            stored.append(line)
+        if lines:
+            self._write_durably(b"".join(lines))
+            self.seq_of_id.update(new_ids)
+            self.last_seq = next_seq
+            for line in stored:
+                self.summary.apply(line)
+        return AppendResult(min(seqs, default=None), max(seqs, default=None), duplicates, stored)
+
+    def _write_durably(self, data: bytes) -> None:
+        if self._needs_cut:
+            self._cut_back()
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if self._durability is Durability.FSYNC:
+                os.fsync(self._fd)
+            elif self._durability is Durability.GROUP:
+                os.fdatasync(self._fd)
+        except OSError as exc:
+            self._cut_back()
+            raise _storage_error(exc, self.thread_id) from exc
+        self._size += len(data)
+
+    def _cut_back(self) -> None:
+        """Remove a partial write; if even that fails, retry before the next append."""
+        try:
+            os.ftruncate(self._fd, self._size)
+            self._needs_cut = False
+        except OSError:
+            self._needs_cut = True
+
+    def close(self) -> None:
+        """Release the lock; the thread can be written by someone else afterwards."""
+        if not self.closed:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = -1
+
+
+class ThreadStore:
+    """Thread files under one data directory."""
+
+    def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
+        self.layout = layout
+        self.durability = durability
+
+    def create(self, thread_id: str, session_id: str, meta: dict[str, Any]) -> ThreadWriter:
+        """Make a new thread durable at once: its file with the `session_meta` line."""
+        thread_id = validate_thread_id(thread_id)
+        path = self.layout.thread_path(thread_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise ProtocolError(
+                ErrorKind.INVALID_ID, "thread id already exists", threadId=thread_id
+            ) from None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
+        try:
+            writer.append([meta], session_id)
+            _fsync_dir(path.parent)
+        except BaseException:
+            writer.close()
+            path.unlink(missing_ok=True)
+            raise
+        return writer
+
+    def open_writer(self, thread_id: str) -> ThreadWriter:
+        """Take the thread's lock (ThreadBusy if held) and repair a torn tail first."""
+        path, archived = self._locate(thread_id)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ProtocolError(
+                    ErrorKind.THREAD_BUSY,
+                    "another session is writing this thread",
+                    threadId=thread_id,
+                ) from None
+            contents = self._read_locked(fd)
+            contents = self._repair_tail(thread_id, fd, contents)
+            return ThreadWriter(thread_id, path, fd, contents, self.durability, archived)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
+        """Read a thread without locking it (readers never block the writer)."""
+        path, archived = self._locate(thread_id)
+        return parse_bytes(path.read_bytes()), archived
+
+    def read_summary(self, path: Path, archived: bool) -> ThreadSummary | None:
+        """Summary of one file for the index; None when the file vanished meanwhile."""
+        try:
+            contents = parse_bytes(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        return summarize(path.stem, contents.items, archived=archived)
+
+    def move(self, thread_id: str, *, to_archived: bool) -> Path:
+        """Archive or unarchive: rename between `threads/` and `archived/`, under the lock."""
+        writer = self.open_writer(thread_id)
+        try:
+            target = self.layout.thread_path(writer.thread_id, archived=to_archived)
+            if target == writer.path:
+                return target
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(writer.path, target)
+            _fsync_dir(target.parent)
+            _fsync_dir(writer.path.parent)
+            return target
+        finally:
+            writer.close()
+
+    def delete(self, thread_id: str) -> None:
+        writer = self.open_writer(thread_id)
+        try:
+            writer.path.unlink()
+            _fsync_dir(writer.path.parent)
+        finally:
+            writer.close()
+
+    def _locate(self, thread_id: str) -> tuple[Path, bool]:
+        found = self.layout.locate(thread_id)
+        if found is None:
+            raise thread_not_found(thread_id)
+        return found
+
+    @staticmethod
+    def _read_locked(fd: int) -> ThreadFile:
+        size = os.fstat(fd).st_size
+        return parse_bytes(os.pread(fd, size, 0))
+
+    def _repair_tail(self, thread_id: str, fd: int, contents: ThreadFile) -> ThreadFile:
+        """Before appending: copy a torn tail aside and cut it off, or finish an open line.
+
+        The torn bytes go to `recovered/` first and are fsynced, so truncating loses nothing.
+        """
+        if contents.torn_tail_offset is not None:
+            offset = contents.torn_tail_offset
+            torn = os.pread(fd, contents.size - offset, offset)
+            self.layout.recovered_dir.mkdir(parents=True, exist_ok=True)
+            aside = self.layout.recovered_dir / f"{thread_id}.{offset}.{uuid.uuid4().hex[:8]}.torn"
+            with open(aside, "wb") as handle:
+                handle.write(torn)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.ftruncate(fd, offset)
+            os.fsync(fd)
+            return self._read_locked(fd)
+        if contents.unterminated_tail:
+            os.write(fd, b"\n")
+            os.fsync(fd)
+            return self._read_locked(fd)
+        return contents
