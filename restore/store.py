@@ -84,7 +84,8 @@ class ThreadWriter:
             self.seq_of_id.setdefault(str(item["id"]), item["seq"])
             self.last_seq = max(self.last_seq, item["seq"])
         self.summary: ThreadSummary = summarize(thread_id, contents.items, archived=archived)
-        self.skipped = contents.skipped
+        self.loaded: ThreadFile | None = contents
+        """What the open read found; kept for the caller that opened it (resume), then dropped."""
 
     @property
     def closed(self) -> bool:
@@ -139,6 +140,10 @@ class ThreadWriter:
     def _write_durably(self, data: bytes) -> None:
         if self._needs_cut:
             self._cut_back()
+            if self._needs_cut:
+                raise _storage_error(
+                    OSError(errno.EIO, "a partial line could not be removed"), self.thread_id
+                )
         try:
             view = memoryview(data)
             while view:
@@ -210,9 +215,13 @@ class ThreadStore:
                     "another session is writing this thread",
                     threadId=thread_id,
                 ) from None
-            contents = self._read_locked(fd)
-            contents = self._repair_tail(thread_id, fd, contents)
-            return ThreadWriter(thread_id, path, fd, contents, self.durability, archived)
+            found = self._read_locked(fd)
+            repaired = self._repair_tail(thread_id, fd, found)
+            # Report what was found (torn tail included), write on what was repaired.
+            repaired.skipped = found.skipped
+            repaired.bom = found.bom
+            repaired.torn_tail_offset = found.torn_tail_offset
+            return ThreadWriter(thread_id, path, fd, repaired, self.durability, archived)
         except BaseException:
             os.close(fd)
             raise

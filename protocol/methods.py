@@ -1,0 +1,296 @@
+"""Requests, results and notifications (DESIGN.md §6 and Appendix A).
+
+`METHODS` maps each request name to its params and result models; the server validates
+params with these, and `protocol.schema` exports them. Field names are camelCase and fixed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from protocol.items import ITEM_ID_MAX, Permissions
+
+MAX_ITEMS_PER_RECORD = 1000
+MAX_PAGE = 200
+
+
+class Params(BaseModel):
+    """Request params: unknown fields are ignored so newer clients work with older servers."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# --- handshake -------------------------------------------------------------------------
+
+
+class ClientInfo(BaseModel):
+    name: str
+    version: str | None = None
+
+
+class WorkspaceFolder(BaseModel):
+    path: str
+    name: str | None = None
+    trusted: bool = False
+
+
+class InitializeParams(Params):
+    protocolVersion: int = 1
+    clientInfo: ClientInfo | None = None
+    workspaceFolders: list[WorkspaceFolder] = Field(default_factory=list)
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+
+
+class ServerInfo(BaseModel):
+    name: str
+    version: str
+
+
+class ServerCapabilities(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    subsystems: list[str]
+    lifecycleSources: list[str]
+    framing: list[str]
+    durability: str
+    maxFrameBytes: int
+    maxItemsPerRecord: int
+
+
+class InitializeResult(Result):
+    protocolVersion: int
+    serverInfo: ServerInfo
+    capabilities: ServerCapabilities
+
+
+class DidChangeWorkspaceFoldersParams(Params):
+    added: list[WorkspaceFolder] = Field(default_factory=list)
+    removed: list[WorkspaceFolder] = Field(default_factory=list)
+
+
+# --- threads ---------------------------------------------------------------------------
+
+
+class ThreadInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    threadId: str
+    title: str | None = None
+    preview: str = ""
+    cwd: str | None = None
+    workspaceFolder: str | None = None
+    branch: str | None = None
+    headSha: str | None = None
+    createdAt: str | None = None
+    updatedAt: str | None = None
+    itemCount: int = 0
+    archived: bool = False
+    forkedFrom: dict[str, Any] | None = None
+
+
+class ThreadIdParams(Params):
+    threadId: str
+
+
+class SessionParams(ThreadIdParams):
+    sessionId: str
+
+
+class ThreadStartParams(Params):
+    cwd: str = Field(min_length=1)
+    title: str | None = Field(default=None, max_length=500)
+    model: str | None = None
+    permissions: Permissions | None = None
+
+
+class ThreadStartResult(Result):
+    thread: ThreadInfo
+    sessionId: str
+
+
+class ThreadRecordParams(SessionParams):
+    items: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_ITEMS_PER_RECORD)
+    """Each entry is validated against `RecordableItem` (see protocol.items)."""
+
+
+class ThreadRecordResult(Result):
+    firstSeq: int | None
+    lastSeq: int | None
+    duplicates: int
+
+
+class ThreadListParams(Params):
+    cwd: str | None = None
+    workspaceFolder: str | None = None
+    archived: bool = False
+    search: str | None = Field(default=None, max_length=500)
+    cursor: str | None = Field(default=None, max_length=1000)
+    limit: int = Field(default=50, ge=1, le=MAX_PAGE)
+
+
+class ThreadListResult(Result):
+    threads: list[ThreadInfo]
+    nextCursor: str | None
+
+
+class ThreadReadParams(ThreadIdParams):
+    afterSeq: int = Field(default=0, ge=0)
+    limit: int = Field(default=MAX_PAGE, ge=1, le=10_000)
+
+
+class ThreadReadResult(Result):
+    items: list[dict[str, Any]]
+    nextAfterSeq: int | None
+    skippedLines: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ThreadResumeParams(ThreadIdParams):
+    cwd: str | None = None
+    acceptDrift: bool = False
+    messageLimit: int = Field(default=MAX_PAGE, ge=1, le=10_000)
+
+
+class SessionRef(BaseModel):
+    sessionId: str | None
+    resumedFrom: str | None = None
+
+
+class DriftEntry(BaseModel):
+    field: Literal["cwd", "repo", "branch", "head", "worktree"]
+    recorded: Any = None
+    current: Any = None
+    severity: Literal["block", "warn"]
+
+
+class Environment(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    recorded: dict[str, Any] | None = None
+    current: dict[str, Any] | None = None
+    drift: list[DriftEntry] = Field(default_factory=list)
+
+
+class SubsystemReport(BaseModel):
+    name: str
+    status: Literal["restored", "invalidated", "empty", "error"]
+    reason: str | None = None
+    state: Any = None
+
+
+class PendingOperation(BaseModel):
+    operationId: str
+    tool: str
+    state: str
+    recovery: Literal["not_started", "safe_to_retry", "needs_review", "committed_result_missing"]
+
+
+class Recovery(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    skippedLines: list[dict[str, Any]] = Field(default_factory=list)
+    snapshotUsed: bool = False
+    bomStripped: bool = False
+    tornTailRecovered: bool = False
+
+
+class MessagesPage(BaseModel):
+    """Messages after the last clear/compact boundary; fetch more with thread/read."""
+
+    items: list[dict[str, Any]]
+    nextAfterSeq: int | None
+    boundarySeq: int
+
+
+class RestoreReport(Result):
+    status: Literal["ready", "needs_review"]
+    thread: ThreadInfo
+    session: SessionRef
+    environment: Environment
+    subsystems: list[SubsystemReport]
+    pendingOperations: list[PendingOperation] = Field(default_factory=list)
+    lastDurableSeq: int
+    recovery: Recovery
+    continueReason: str | None = None
+    messages: MessagesPage
+
+
+class ThreadForkParams(ThreadIdParams):
+    atTurnId: str | None = Field(default=None, max_length=ITEM_ID_MAX)
+    atSeq: int | None = Field(default=None, ge=1)
+
+
+class ThreadForkResult(Result):
+    thread: ThreadInfo
+    sessionId: str
+
+
+class ThreadSetTitleParams(ThreadIdParams):
+    title: str = Field(max_length=500)
+
+
+class ThreadSetTitleResult(Result):
+    thread: ThreadInfo
+
+
+class EmptyResult(Result):
+    pass
+
+
+# --- notifications ---------------------------------------------------------------------
+
+
+class ThreadStartedNotification(BaseModel):
+    thread: ThreadInfo
+
+
+class ThreadUpdatedNotification(BaseModel):
+    thread: ThreadInfo
+    deleted: bool = False
+
+
+class ProgressValue(BaseModel):
+    kind: Literal["begin", "report", "end"]
+    title: str | None = None
+    message: str | None = None
+    percentage: int | None = None
+
+
+class ProgressNotification(BaseModel):
+    token: str
+    value: ProgressValue
+
+
+METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
+    "initialize": (InitializeParams, InitializeResult),
+    "shutdown": (None, None),
+    "thread/start": (ThreadStartParams, ThreadStartResult),
+    "thread/record": (ThreadRecordParams, ThreadRecordResult),
+    "thread/list": (ThreadListParams, ThreadListResult),
+    "thread/read": (ThreadReadParams, ThreadReadResult),
+    "thread/resume": (ThreadResumeParams, RestoreReport),
+    "thread/fork": (ThreadForkParams, ThreadForkResult),
+    "thread/archive": (ThreadIdParams, EmptyResult),
+    "thread/unarchive": (ThreadIdParams, EmptyResult),
+    "thread/delete": (ThreadIdParams, EmptyResult),
+    "thread/setTitle": (ThreadSetTitleParams, ThreadSetTitleResult),
+    "thread/close": (SessionParams, EmptyResult),
+}
+
+NOTIFICATIONS_IN: dict[str, type[BaseModel] | None] = {
+    "initialized": None,
+    "exit": None,
+    "workspace/didChangeWorkspaceFolders": DidChangeWorkspaceFoldersParams,
+    "$/cancelRequest": None,
+}
+
+NOTIFICATIONS_OUT: dict[str, type[BaseModel]] = {
+    "thread/started": ThreadStartedNotification,
+    "thread/updated": ThreadUpdatedNotification,
+    "$/progress": ProgressNotification,
+}

@@ -1,0 +1,5 @@
+"""Transports, JSON-RPC dispatch, sessions seen from clients, lifecycle hooks, CLI.
+
+Invariant: a handler unpacks params, calls `restore`, shapes the answer; it never decides
+what is stored. `initialize` touches no thread file, index, git or hook config.
+"""

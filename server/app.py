@@ -1,0 +1,80 @@
+"""The sessiond server: shared state (data dir, thread service, worker) and its connections.
+
+All thread work runs on one worker thread, in order: the store needs no locks of its own,
+fsync never blocks the event loop, and the loop stays free to read, cancel and answer
+`initialize`. The thread service (and with it GitPython and SQLite) is created by the first
+request that needs it, never at startup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pygls.protocol import default_converter
+from pygls.server import JsonRPCServer
+
+from server.config import ServerConfig
+from server.rpc import SessiondProtocol
+
+if TYPE_CHECKING:
+    from restore.threads import ThreadService
+
+T = TypeVar("T")
+logger = logging.getLogger("sessiond")
+
+
+class SessiondServer(JsonRPCServer):
+    protocol: SessiondProtocol
+
+    def __init__(self, config: ServerConfig) -> None:
+        super().__init__(SessiondProtocol, default_converter)
+        self.config = config
+        self._service: ThreadService | None = None
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiond-store")
+        self.connections: list[SessiondProtocol] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def service(self) -> ThreadService:
+        """Created on first use (worker thread only), so startup reads no file."""
+        if self._service is None:
+            from restore.paths import Layout
+            from restore.store import Durability
+            from restore.threads import ThreadService
+
+            home = Path(self.config.home)
+            home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._service = ThreadService(Layout(home), Durability(self.config.durability))
+        return self._service
+
+    def connect(self, send_bytes: Callable[[bytes], None]) -> SessiondProtocol:
+        """A protocol for a new connection, with every handler registered on it."""
+        from server.handlers import register
+
+        connection = (
+            self.protocol if not self.connections else SessiondProtocol(self, default_converter())
+        )
+        connection.send_bytes = send_bytes
+        register(connection, self)
+        self.connections.append(connection)
+        return connection
+
+    async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._worker, work, *args)
+
+    def broadcast(self, method: str, params: Any) -> None:
+        for connection in self.connections:
+            if connection.initialized:
+                connection.notify(method, params)
+
+    def close(self) -> None:
+        """Release every writer lock and the index; safe to call more than once."""
+        if self._service is not None:
+            service, self._service = self._service, None
+            self._worker.submit(service.close_all).result()
+        self._worker.shutdown(wait=True)

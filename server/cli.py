@@ -1,0 +1,100 @@
+"""The `sessiond` command: serve (default), list, show, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+import orjson
+
+from server.config import ServerConfig
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sessiond",
+        description=("Durable, resumable AI-agent sessions for editors (JSON-RPC over stdio)."),
+    )
+    parser.add_argument(
+        "--home",
+        help="data directory (default: $SESSIOND_HOME, "
+        "$XDG_STATE_HOME/sessiond or ~/.local/state/sessiond)",
+    )
+    commands = parser.add_subparsers(dest="command")
+
+    serve = commands.add_parser("serve", help="serve JSON-RPC (the default)")
+    serve.add_argument(
+        "--stdio",
+        action="store_true",
+        default=True,
+        help="serve one client on stdin/stdout (default)",
+    )
+    serve.add_argument(
+        "--durability",
+        choices=("fsync", "group", "none"),
+        help="when an append counts as durable (default: fsync)",
+    )
+    serve.add_argument("--max-frame", type=int, help="largest accepted message, in bytes")
+
+    listing = commands.add_parser("list", help="list threads, newest first")
+    listing.add_argument("--cwd", help="only threads started in this directory")
+    listing.add_argument("--workspace-folder", help="only threads in or under this folder")
+    listing.add_argument("--archived", action="store_true", help="list archived threads")
+    listing.add_argument("--search", help="case-insensitive text in title or preview")
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    show = commands.add_parser("show", help="print a thread's items")
+    show.add_argument("thread_id")
+    show.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    commands.add_parser("doctor", help="check every thread file, repair the index")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("SESSIOND_LOG", "WARNING").upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    config = ServerConfig()
+    if args.home:
+        config.home = args.home
+    command = args.command or "serve"
+    if command == "serve":
+        from server.app import SessiondServer
+        from server.stdio import run_stdio
+
+        if getattr(args, "durability", None):
+            config.durability = args.durability
+        if getattr(args, "max_frame", None):
+            config.max_frame = args.max_frame
+        return run_stdio(SessiondServer(config))
+    from server import commands as offline
+
+    try:
+        if command == "list":
+            return offline.list_threads(config, args)
+        if command == "show":
+            return offline.show_thread(config, args)
+        return offline.doctor(config)
+    except Exception as exc:  # a CLI prints a typed error, never a traceback
+        from protocol.errors import ProtocolError
+
+        if isinstance(exc, ProtocolError):
+            print(f"sessiond: {exc.kind}: {exc.message}", file=sys.stderr)
+            return 2
+        raise
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""Server settings: embedded defaults, overridden by environment and command-line flags."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from restore.paths import default_home
+from server.framing import DEFAULT_MAX_FRAME
+
+
+@dataclass
+class ServerConfig:
+    home: str = field(default_factory=lambda: str(default_home()))
+    durability: str = field(default_factory=lambda: os.environ.get("SESSIOND_DURABILITY", "fsync"))
+    max_frame: int = DEFAULT_MAX_FRAME

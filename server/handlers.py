@@ -1,0 +1,326 @@
+"""Request handlers: unpack params, call the thread service on the worker, shape the answer.
+
+Params are validated with the pydantic models of `protocol.methods`, imported by the first
+request that needs them: `initialize` is answered before pydantic, SQLite or GitPython is
+loaded (sessiond promises no warmup).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from protocol import PROTOCOL_VERSION
+from protocol.errors import ErrorKind, ProtocolError
+from server.framing import Framing
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from restore.threads import ThreadService
+    from server.app import SessiondServer
+    from server.rpc import SessiondProtocol
+
+SERVER_NAME = "sessiond"
+SERVER_VERSION = "0.1.0"
+SUBSYSTEMS = (
+    "worktree",
+    "permissions",
+    "model_override",
+    "prompt_sections",
+    "messages",
+    "todos",
+    "file_history",
+    "attribution",
+    "cost",
+    "operations",
+    "verifier",
+)
+LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
+_progress_tokens = itertools.count(1)
+
+
+@dataclass
+class Context:
+    connection: SessiondProtocol
+    server: SessiondServer
+
+    @property
+    def service(self) -> ThreadService:
+        return self.server.service
+
+    def workspace_folder_of(self, cwd: str) -> str | None:
+        """The innermost workspace folder the client opened that contains `cwd`."""
+        best: str | None = None
+        for folder in self.connection.workspace_folders:
+            path = str(folder.get("path", "")).rstrip("/") or "/"
+            inside = cwd == path or cwd.startswith(path + "/")
+            if inside and (best is None or len(path) > len(best)):
+                best = path
+        return best
+
+    def progress(self, title: str) -> Callable[[int, int], None]:
+        """A `$/progress` reporter callable from the worker thread (begin, report, end)."""
+        token = f"sessiond/{next(_progress_tokens)}"
+        loop = self.server.loop
+        assert loop is not None, "progress is only reported while serving"
+        state = {"begun": False, "ended": False}
+
+        def send(value: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(
+                self.connection.notify, "$/progress", {"token": token, "value": value}
+            )
+
+        def report(done: int, total: int) -> None:
+            if state["ended"]:
+                return
+            percentage = 100 if total == 0 else min(100, done * 100 // total)
+            if not state["begun"]:
+                state["begun"] = True
+                send(
+                    {
+                        "kind": "begin",
+                        "title": title,
+                        "percentage": percentage,
+                        "message": f"{done}/{total}",
+                    }
+                )
+            if done >= total:
+                state["ended"] = True
+                send({"kind": "end", "message": f"{total} threads indexed"})
+            elif state["begun"]:
+                send({"kind": "report", "percentage": percentage, "message": f"{done}/{total}"})
+
+        return report
+
+
+Handler = Callable[[Context, Any], Awaitable[Any]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(method: str) -> Callable[[Handler], Handler]:
+    def decorator(handler: Handler) -> Handler:
+        HANDLERS[method] = handler
+        return handler
+
+    return decorator
+
+
+def _validate(method: str, params: dict[str, Any]) -> BaseModel:
+    from protocol.methods import METHODS
+
+    model = METHODS[method][0]
+    assert model is not None
+    return model.model_validate(params)
+
+
+def register(connection: SessiondProtocol, server: SessiondServer) -> None:
+    """Register every handler on a connection's pygls feature manager."""
+    ctx = Context(connection, server)
+    for method, handler in HANDLERS.items():
+        connection.fm.feature(method)(_bind(method, handler, ctx))
+    connection.fm.feature("initialized")(lambda params: None)
+    connection.fm.feature("workspace/didChangeWorkspaceFolders")(
+        lambda params: _change_folders(ctx, params)
+    )
+
+
+def _bind(method: str, handler: Handler, ctx: Context) -> Callable[[Any], Awaitable[Any]]:
+    async def run(params: Any) -> Any:
+        if method in ("initialize", "shutdown"):
+            return await handler(ctx, params)
+        return await handler(ctx, _validate(method, params))
+
+    return run
+
+
+# --- handshake -------------------------------------------------------------------------
+
+
+def _folders(raw: Any) -> list[dict[str, Any]]:
+    if not isinstance(raw, list):
+        raise ProtocolError(ErrorKind.INVALID_PARAMS, "workspaceFolders must be a list")
+    folders = []
+    for entry in raw:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            raise ProtocolError(ErrorKind.INVALID_PARAMS, "each workspace folder needs a path")
+        folders.append(
+            {
+                "path": entry["path"],
+                "name": entry.get("name"),
+                "trusted": entry.get("trusted") is True,
+            }
+        )
+    return folders
+
+
+@handles("initialize")
+async def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """Answered from memory: no file, index, git or hook config is touched here."""
+    if ctx.connection.initialized:
+        raise ProtocolError(ErrorKind.INVALID_REQUEST, "initialize was already called")
+    ctx.connection.workspace_folders = _folders(params.get("workspaceFolders") or [])
+    client = params.get("clientInfo")
+    ctx.connection.client_info = client if isinstance(client, dict) else None
+    ctx.connection.initialized = True
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
+        "capabilities": {
+            "subsystems": list(SUBSYSTEMS),
+            "lifecycleSources": list(LIFECYCLE_SOURCES),
+            "framing": [str(framing) for framing in Framing],
+            "durability": ctx.server.config.durability,
+            "maxFrameBytes": ctx.server.config.max_frame,
+            "maxItemsPerRecord": 1000,
+        },
+    }
+
+
+def _change_folders(ctx: Context, params: dict[str, Any]) -> None:
+    removed = {folder["path"] for folder in _folders(params.get("removed") or [])}
+    kept = [f for f in ctx.connection.workspace_folders if f["path"] not in removed]
+    ctx.connection.workspace_folders = kept + _folders(params.get("added") or [])
+
+
+@handles("shutdown")
+async def shutdown(ctx: Context, params: Any) -> None:
+    ctx.connection.shutdown_requested = True
+    return None
+
+
+# --- threads ---------------------------------------------------------------------------
+
+
+@handles("thread/start")
+async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
+    started = await ctx.server.run_in_worker(
+        lambda: ctx.service.start(
+            cwd=params.cwd,
+            workspace_folder=ctx.workspace_folder_of(params.cwd),
+            title=params.title,
+            model=params.model,
+            permissions=params.permissions.model_dump(exclude_none=True)
+            if params.permissions
+            else None,
+            client=ctx.connection.client_info,
+        )
+    )
+    info = started.summary.thread_info()
+    ctx.server.broadcast("thread/started", {"thread": info})
+    return {"thread": info, "sessionId": started.session_id}
+
+
+@handles("thread/record")
+async def thread_record(ctx: Context, params: Any) -> dict[str, Any]:
+    from protocol.items import RECORDABLE_ITEM_ADAPTER
+
+    items = [
+        RECORDABLE_ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_none=True)
+        for item in params.items
+    ]
+    result, summary = await ctx.server.run_in_worker(
+        ctx.service.record, params.threadId, params.sessionId, items
+    )
+    if result.stored:
+        ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})
+    return {
+        "firstSeq": result.first_seq,
+        "lastSeq": result.last_seq,
+        "duplicates": result.duplicates,
+    }
+
+
+@handles("thread/list")
+async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
+    progress = ctx.progress("Indexing threads")
+    summaries, cursor = await ctx.server.run_in_worker(
+        lambda: ctx.service.list(
+            cwd=params.cwd,
+            workspace_folder=params.workspaceFolder,
+            archived=params.archived,
+            search=params.search,
+            cursor=params.cursor,
+            limit=params.limit,
+            progress=progress,
+        )
+    )
+    return {"threads": [s.thread_info() for s in summaries], "nextCursor": cursor}
+
+
+@handles("thread/read")
+async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
+    items, next_after, contents = await ctx.server.run_in_worker(
+        ctx.service.read, params.threadId, params.afterSeq, params.limit
+    )
+    return {
+        "items": items,
+        "nextAfterSeq": next_after,
+        "skippedLines": [line.to_wire() for line in contents.skipped],
+    }
+
+
+@handles("thread/resume")
+async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
+    report = await ctx.server.run_in_worker(
+        lambda: ctx.service.resume(
+            params.threadId,
+            cwd=params.cwd,
+            accept_drift=params.acceptDrift,
+            message_limit=params.messageLimit,
+        )
+    )
+    if report["session"]["sessionId"]:
+        ctx.server.broadcast("thread/updated", {"thread": report["thread"]})
+    return report
+
+
+@handles("thread/fork")
+async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
+    started = await ctx.server.run_in_worker(
+        lambda: ctx.service.fork(params.threadId, at_turn_id=params.atTurnId, at_seq=params.atSeq)
+    )
+    info = started.summary.thread_info()
+    ctx.server.broadcast("thread/started", {"thread": info})
+    return {"thread": info, "sessionId": started.session_id}
+
+
+async def _set_archived(ctx: Context, thread_id: str, archived: bool) -> dict[str, Any]:
+    summary = await ctx.server.run_in_worker(ctx.service.archive, thread_id, archived)
+    ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})
+    return {}
+
+
+@handles("thread/archive")
+async def thread_archive(ctx: Context, params: Any) -> dict[str, Any]:
+    return await _set_archived(ctx, params.threadId, True)
+
+
+@handles("thread/unarchive")
+async def thread_unarchive(ctx: Context, params: Any) -> dict[str, Any]:
+    return await _set_archived(ctx, params.threadId, False)
+
+
+@handles("thread/delete")
+async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
+    await ctx.server.run_in_worker(ctx.service.delete, params.threadId)
+    ctx.server.broadcast(
+        "thread/updated", {"thread": {"threadId": params.threadId}, "deleted": True}
+    )
+    return {}
+
+
+@handles("thread/setTitle")
+async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
+    summary = await ctx.server.run_in_worker(ctx.service.set_title, params.threadId, params.title)
+    info = summary.thread_info()
+    ctx.server.broadcast("thread/updated", {"thread": info})
+    return {"thread": info}
+
+
+@handles("thread/close")
+async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
+    await ctx.server.run_in_worker(ctx.service.close, params.threadId, params.sessionId)
+    return {}

@@ -1,0 +1,190 @@
+"""One JSON-RPC connection: envelope checks, handshake state, error shaping, framed output.
+
+pygls's `JsonRPCProtocol` does the dispatch (handler registry, async/thread execution,
+request futures and cancellation); this subclass adds what it leaves out and sessiond
+promises: -32700/-32600 answers instead of silently dropped messages, -32002 before
+`initialize`, a typed `data.kind` on every error, orjson output, and either framing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+import orjson
+from pygls.protocol import JsonRPCNotification, JsonRPCProtocol, JsonRPCRequestMessage
+
+from protocol.errors import ErrorKind, ProtocolError
+from server.framing import BadHeader, Event, Frame, FrameTooLarge, Framing, encode
+
+logger = logging.getLogger("sessiond.rpc")
+
+ALWAYS_ALLOWED = frozenset({"initialize", "exit", "$/cancelRequest"})
+
+
+def error_from_exception(exc: BaseException) -> dict[str, Any]:
+    """The JSON-RPC error object for any exception a handler raised."""
+    if isinstance(exc, ProtocolError):
+        return exc.to_error_object()
+    from pydantic import ValidationError  # lazy: keep pydantic off the startup path
+
+    if isinstance(exc, ValidationError):
+        problems = [
+            {"loc": ".".join(str(part) for part in error["loc"]), "msg": error["msg"]}
+            for error in exc.errors()[:20]
+        ]
+        return ProtocolError(
+            ErrorKind.INVALID_PARAMS,
+            f"invalid params: {problems[0]['loc']}: {problems[0]['msg']}"
+            if problems
+            else "invalid params",
+            errors=problems,
+        ).to_error_object()
+    logger.exception("internal error", exc_info=exc)
+    return ProtocolError(
+        ErrorKind.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
+    ).to_error_object()
+
+
+class SessiondProtocol(JsonRPCProtocol):
+    """A connection's protocol state. `send_bytes` writes one framed message to the peer."""
+
+    def __init__(self, server: Any, converter: Any) -> None:
+        super().__init__(server, converter)
+        self.framing: Framing = Framing.HEADERS
+        self.send_bytes: Callable[[bytes], None] = lambda data: None
+        self.initialized = False
+        self.shutdown_requested = False
+        self.exit_requested = False
+        self.client_info: dict[str, Any] | None = None
+        self.workspace_folders: list[dict[str, Any]] = []
+
+    # --- input -------------------------------------------------------------------------
+
+    def handle_event(self, event: Event, framing: Framing | None) -> None:
+        """Handle one decoded frame or framing error from the transport."""
+        if framing is not None:
+            self.framing = framing
+        if isinstance(event, FrameTooLarge):
+            self.send_error(
+                None,
+                ProtocolError(
+                    ErrorKind.PAYLOAD_TOO_LARGE,
+                    f"message of {event.size} bytes exceeds the {event.limit}-byte limit",
+                    limit=event.limit,
+                ),
+            )
+        elif isinstance(event, BadHeader):
+            self.send_error(None, ProtocolError(ErrorKind.PARSE_ERROR, "bad message header"))
+        elif isinstance(event, Frame):
+            self.handle_body(event.body)
+
+    def handle_body(self, body: bytes) -> None:
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            self.send_error(None, ProtocolError(ErrorKind.PARSE_ERROR, f"invalid JSON: {exc}"))
+            return
+        if not isinstance(message, dict):
+            self.send_error(
+                None,
+                ProtocolError(
+                    ErrorKind.INVALID_REQUEST, "expected a JSON object (batches are not supported)"
+                ),
+            )
+            return
+        self.handle_envelope(message)
+
+    def handle_envelope(self, message: dict[str, Any]) -> None:
+        msg_id = message.get("id")
+        has_id = "id" in message and msg_id is not None
+        if has_id and (isinstance(msg_id, bool) or not isinstance(msg_id, str | int)):
+            self.send_error(
+                None, ProtocolError(ErrorKind.INVALID_REQUEST, "id must be a string or integer")
+            )
+            return
+        method = message.get("method")
+        if message.get("jsonrpc") != "2.0" or not isinstance(method, str):
+            if "method" not in message and ("result" in message or "error" in message):
+                return  # a response: sessiond sends no requests, so there is nothing to match
+            self.send_error(
+                msg_id if has_id else None,
+                ProtocolError(
+                    ErrorKind.INVALID_REQUEST, 'expected {"jsonrpc": "2.0", "method": ...}'
+                ),
+            )
+            return
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            if has_id:
+                self.send_error(
+                    msg_id, ProtocolError(ErrorKind.INVALID_PARAMS, "params must be an object")
+                )
+            return
+        params = params or {}
+        if not has_id:
+            self._notification(method, params)
+        elif self.shutdown_requested:
+            self.send_error(
+                msg_id, ProtocolError(ErrorKind.INVALID_REQUEST, "server is shutting down")
+            )
+        elif not self.initialized and method not in ALWAYS_ALLOWED:
+            self.send_error(
+                msg_id, ProtocolError(ErrorKind.SERVER_NOT_INITIALIZED, "send initialize first")
+            )
+        else:
+            self.handle_message(
+                JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)
+            )
+
+    def _notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "$/cancelRequest":
+            future = self._request_futures.pop(params.get("id"), None)  # type: ignore[arg-type]
+            if future is not None:
+                future.cancel()
+            return
+        if method == "exit":
+            self.exit_requested = True
+            return
+        if not self.initialized and method != "initialized":
+            return  # notifications before initialize are dropped, as LSP says
+        self.handle_message(JsonRPCNotification(method=method, jsonrpc="2.0", params=params))
+
+    # --- output ------------------------------------------------------------------------
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        self._request_futures.pop(msg_id, None)
+        if future.cancelled():
+            self.send_error(msg_id, ProtocolError(ErrorKind.REQUEST_CANCELLED, "request cancelled"))
+            return
+        exc = future.exception()
+        if exc is not None:
+            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error_from_exception(exc)})
+        else:
+            self._write({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        """pygls calls this for unknown methods; give them a `data.kind` too."""
+        if error is None:
+            self._write({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            return
+        kind = ErrorKind.METHOD_NOT_FOUND if error.code == -32601 else ErrorKind.INTERNAL_ERROR
+        self.send_error(msg_id, ProtocolError(kind, error.message))
+
+    def send_error(self, msg_id: Any, error: ProtocolError) -> None:
+        self._write({"jsonrpc": "2.0", "id": msg_id, "error": error.to_error_object()})
+
+    def notify(self, method: str, params: Any | None = None) -> None:
+        self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def _write(self, message: dict[str, Any]) -> None:
+        try:
+            body = orjson.dumps(message)
+        except TypeError as exc:
+            logger.exception("unserializable message")
+            body = orjson.dumps(
+                {"jsonrpc": "2.0", "id": message.get("id"), "error": error_from_exception(exc)}
+            )
+        self.send_bytes(encode(self.framing, body))
