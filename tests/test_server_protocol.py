@@ -1,0 +1,128 @@
+"""Bad input over both framings: a typed error each time, and the server keeps serving."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.rpc_client import RpcError, ServerProcess
+
+Spawn = Callable[..., ServerProcess]
+FRAMINGS = ["headers", "lines"]
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_requests_before_initialize_get_32002(spawn: Spawn, framing: str) -> None:
+    server = spawn(framing=framing)
+    with pytest.raises(RpcError) as early:
+        server.request("thread/list", {})
+    assert early.value.code == -32002 and early.value.kind == "ServerNotInitialized"
+    result = server.initialize()
+    assert result["capabilities"]["subsystems"][0] == "worktree"
+    assert result["capabilities"]["subsystems"][-1] == "verifier"
+    assert server.request("thread/list", {}) == {"threads": [], "nextCursor": None}
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+@pytest.mark.parametrize(
+    "bad_id", ["not-a-uuid", "../x", "../../etc/passwd", "", "00000000-0000-0000-0000-00000000000/"]
+)
+def test_invalid_thread_ids_are_typed_errors(spawn: Spawn, framing: str, bad_id: str) -> None:
+    server = spawn(framing=framing)
+    server.initialize()
+    for method in ("thread/read", "thread/resume", "thread/archive", "thread/delete"):
+        with pytest.raises(RpcError) as bad:
+            server.request(method, {"threadId": bad_id})
+        assert bad.value.kind == "InvalidId", method
+    assert server.request("thread/list", {})["threads"] == []
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_unknown_method_and_bad_params(spawn: Spawn, framing: str, tmp_path: Path) -> None:
+    server = spawn(framing=framing)
+    server.initialize()
+    with pytest.raises(RpcError) as unknown:
+        server.request("thread/teleport", {})
+    assert unknown.value.code == -32601 and unknown.value.kind == "MethodNotFound"
+    with pytest.raises(RpcError) as bad:
+        server.request("thread/list", {"limit": "many"})
+    assert bad.value.code == -32602 and bad.value.kind == "InvalidParams"
+    assert bad.value.data["errors"][0]["loc"] == "limit"
+    tid = server.request("thread/start", {"cwd": str(tmp_path)})["thread"]["threadId"]
+    sid = server.request("thread/resume", {"threadId": tid})["session"]["sessionId"]
+    with pytest.raises(RpcError) as server_only:
+        server.request(
+            "thread/record",
+            {
+                "threadId": tid,
+                "sessionId": sid,
+                "items": [
+                    {
+                        "type": "session_meta",
+                        "id": "x",
+                        "cwd": "/",
+                        "threadId": tid,
+                        "source": "startup",
+                    }
+                ],
+            },
+        )
+    assert server_only.value.kind == "InvalidParams"
+    with pytest.raises(RpcError) as missing:
+        server.request("thread/read", {"threadId": "6f1e5a70-0000-4000-8000-000000000000"})
+    assert missing.value.kind == "ThreadNotFound"
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_malformed_json_gets_parse_error_and_serving_continues(spawn: Spawn, framing: str) -> None:
+    server = spawn(framing=framing)
+    server.initialize()
+    body = b'{"jsonrpc": "2.0", "id": 7, "method": "thread/list", "params": {'
+    if framing == "lines":
+        server.send_raw(body + b"\n")
+    else:
+        server.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    error = server.wait_orphan()["error"]
+    assert error["code"] == -32700 and error["data"]["kind"] == "ParseError"
+    server.send({"jsonrpc": "2.0", "id": 8, "method": 42})
+    assert server.response(8)["error"]["data"]["kind"] == "InvalidRequest"
+    server.send({"jsonrpc": "2.0", "id": 9, "method": "thread/list", "params": [1, 2]})
+    assert server.response(9)["error"]["data"]["kind"] == "InvalidParams"
+    server.send([{"jsonrpc": "2.0", "id": 10, "method": "thread/list"}])  # type: ignore[arg-type]
+    assert server.wait_orphan()["error"]["data"]["kind"] == "InvalidRequest"
+    assert server.request("thread/list", {})["threads"] == []
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_20_mb_frame_is_refused_and_serving_continues(
+    spawn: Spawn, framing: str, tmp_path: Path
+) -> None:
+    server = spawn(framing=framing)
+    server.initialize()
+    tid = server.request("thread/start", {"cwd": str(tmp_path)})["thread"]["threadId"]
+    sid = server.request("thread/resume", {"threadId": tid})["session"]["sessionId"]
+    huge = {"type": "message", "id": "huge", "role": "user", "content": "x" * 20_000_000}
+    msg_id = server.request_async(
+        "thread/record", {"threadId": tid, "sessionId": sid, "items": [huge]}
+    )
+    error = server.wait_orphan()["error"]
+    assert error["data"]["kind"] == "PayloadTooLarge"
+    assert error["data"]["limit"] == 16 * 1024 * 1024
+    assert msg_id not in server.responses
+    small = {"type": "message", "id": "small", "role": "user", "content": "fits"}
+    result = server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [small]})
+    assert result["duplicates"] == 0
+    items = server.request("thread/read", {"threadId": tid})["items"]
+    assert [i["id"] for i in items if i["type"] == "message"] == ["small"]
+
+
+def test_clean_shutdown_exits_zero_and_exit_without_shutdown_exits_one(spawn: Spawn) -> None:
+    server = spawn()
+    server.initialize()
+    assert server.shutdown() == 0
+    rude = spawn()
+    rude.initialize()
+    rude.notify("exit")
+    assert rude.proc.wait(timeout=60) == 1

@@ -1,0 +1,412 @@
+"""The walking skeleton end to end: a real server process over a real pipe."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.rpc_client import REPO, RpcError, ServerProcess
+
+Spawn = Callable[..., ServerProcess]
+
+
+def message(text: str, role: str = "user", turn: str | None = None) -> dict:
+    item = {"type": "message", "id": str(uuid.uuid4()), "role": role, "content": text}
+    if turn:
+        item["turnId"] = turn
+    return item
+
+
+def thread_file(home: Path, thread_id: str) -> Path:
+    return home / "threads" / thread_id[:2] / f"{thread_id}.jsonl"
+
+
+def start(server: ServerProcess, cwd: Path | str, **extra: object) -> tuple[str, str]:
+    result = server.request("thread/start", {"cwd": str(cwd), **extra})
+    return result["thread"]["threadId"], result["sessionId"]
+
+
+def list_all(server: ServerProcess, **filters: object) -> list[dict]:
+    return server.request("thread/list", {"limit": 200, **filters})["threads"]
+
+
+def test_round_trip_survives_kill_9(spawn: Spawn, tmp_path: Path, home: Path) -> None:
+    folder_a, folder_b = tmp_path / "ws-a", tmp_path / "ws-b"
+    folder_a.mkdir()
+    folder_b.mkdir()
+    (folder_a / "sub").mkdir()
+    server = spawn()
+    server.initialize([str(folder_a), str(folder_b)])
+    threads = [
+        start(server, folder_a, title="first"),
+        start(server, folder_b),
+        start(server, folder_a / "sub"),
+    ]
+    recorded: dict[str, list[str]] = {tid: [] for tid, _ in threads}
+    for n in range(100):
+        tid, sid = threads[n % 3]
+        item = message(f"message {n} " + "x" * 20, role="user" if n < 3 else "assistant")
+        server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [item]})
+        recorded[tid].append(item["id"])
+    server.kill9()
+
+    again = spawn()
+    again.initialize([str(folder_a), str(folder_b)])
+    in_a = list_all(again, workspaceFolder=str(folder_a))
+    in_b = list_all(again, workspaceFolder=str(folder_b))
+    assert [t["threadId"] for t in in_a] == [threads[2][0], threads[0][0]]  # newest first
+    assert [t["threadId"] for t in in_b] == [threads[1][0]]
+    first = in_a[1]
+    assert first["title"] == "first"
+    assert first["preview"].startswith("message 0 ")
+    assert first["cwd"] == str(folder_a)
+    assert first["workspaceFolder"] == str(folder_a)
+    assert first["itemCount"] == len(recorded[threads[0][0]])
+    assert first["updatedAt"] >= first["createdAt"]
+    for tid, ids in recorded.items():
+        items = again.request("thread/read", {"threadId": tid})["items"]
+        got = [i["id"] for i in items if i["type"] == "message"]
+        assert got == ids
+        seqs = [i["seq"] for i in items]
+        assert seqs == sorted(set(seqs))
+
+
+def test_thread_is_listed_and_readable_before_its_first_message(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    tid, _ = start(server, tmp_path)
+    listed = list_all(server, cwd=str(tmp_path))
+    assert [t["threadId"] for t in listed] == [tid]
+    items = server.request("thread/read", {"threadId": tid})["items"]
+    assert [i["type"] for i in items] == ["session_meta"]
+    assert items[0]["source"] == "startup"
+
+
+def test_branch_is_recorded_from_the_git_repo(
+    server: ServerProcess, make_repo: Callable[..., Path]
+) -> None:
+    repo = make_repo("repo", "fix/payment")
+    result = server.request("thread/start", {"cwd": str(repo)})
+    assert result["thread"]["branch"] == "fix/payment"
+    assert len(result["thread"]["headSha"]) == 40
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Please refactor this module. " + "A" * 200_000,
+        [
+            {"type": "text", "text": "What is in this picture?"},
+            {"type": "image", "data": base64.b64encode(os.urandom(150_000)).decode()},
+        ],
+        "look: data:image/png;base64," + base64.b64encode(os.urandom(100_000)).decode(),
+    ],
+)
+def test_huge_first_message_gets_a_short_preview(
+    server: ServerProcess, tmp_path: Path, content: object
+) -> None:
+    tid, sid = start(server, tmp_path)
+    item = {"type": "message", "id": "m1", "role": "user", "content": content}
+    server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [item]})
+    [listed] = list_all(server, cwd=str(tmp_path))
+    assert listed["threadId"] == tid
+    assert 0 < len(listed["preview"]) <= 160
+    assert "base64" not in listed["preview"]
+    assert listed["preview"].split()[0] in ("Please", "What", "look:")
+
+
+def test_recording_the_same_item_twice_stores_it_once(
+    server: ServerProcess, tmp_path: Path, home: Path
+) -> None:
+    tid, sid = start(server, tmp_path)
+    item = message("hello")
+    first = server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [item]})
+    again = server.request(
+        "thread/record", {"threadId": tid, "sessionId": sid, "items": [item, item]}
+    )
+    assert first["duplicates"] == 0
+    assert again == {"firstSeq": first["firstSeq"], "lastSeq": first["lastSeq"], "duplicates": 2}
+    lines = thread_file(home, tid).read_text().splitlines()
+    assert sum(json.loads(line)["id"] == item["id"] for line in lines) == 1
+
+
+def _damaged_thread(spawn: Spawn, tmp_path: Path, home: Path) -> tuple[str, list[str]]:
+    """A thread whose file gets a BOM, a garbage line mid-file and a torn last line."""
+    server = spawn()
+    server.initialize()
+    tid, sid = start(server, tmp_path)
+    items = [message(f"m{n}") for n in range(6)]
+    server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": items[:3]})
+    server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": items[3:]})
+    server.kill9()
+    path = thread_file(home, tid)
+    lines = path.read_bytes().splitlines(keepends=True)
+    damaged = (
+        b"\xef\xbb\xbf"
+        + lines[0]
+        + lines[1]
+        + lines[2]
+        + b"\x00\x01 this is not json\n"
+        + b"".join(lines[3:])
+        + b'{"v":1,"seq":99,"type":"message","id":"torn","con'
+    )
+    path.write_bytes(damaged)
+    return tid, [i["id"] for i in items]
+
+
+def test_damaged_file_still_lists_reads_and_resumes(
+    spawn: Spawn, tmp_path: Path, home: Path
+) -> None:
+    tid, ids = _damaged_thread(spawn, tmp_path, home)
+    size_before = thread_file(home, tid).stat().st_size
+    server = spawn()
+    server.initialize()
+    assert [t["threadId"] for t in list_all(server)] == [tid]
+    read = server.request("thread/read", {"threadId": tid})
+    assert [i["id"] for i in read["items"] if i["type"] == "message"] == ids
+    assert [s["reason"] for s in read["skippedLines"]] == ["invalid_json", "torn_tail"]
+    assert thread_file(home, tid).stat().st_size == size_before  # reading changes nothing
+
+    report = server.request("thread/resume", {"threadId": tid})
+    assert report["status"] == "ready"
+    assert [s["reason"] for s in report["recovery"]["skippedLines"]] == [
+        "invalid_json",
+        "torn_tail",
+    ]
+    assert report["recovery"]["bomStripped"] is True
+    assert report["recovery"]["tornTailRecovered"] is True
+    assert [m["id"] for m in report["messages"]["items"]] == ids
+    # The torn tail was copied aside before it was cut; the garbage line is still there.
+    aside = list((home / "recovered").iterdir())
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b'{"v":1,"seq":99')
+    assert b"this is not json" in thread_file(home, tid).read_bytes()
+    # Appending after the repair produces well-formed lines.
+    sid = report["session"]["sessionId"]
+    server.request(
+        "thread/record", {"threadId": tid, "sessionId": sid, "items": [message("after")]}
+    )
+    read = server.request("thread/read", {"threadId": tid})
+    assert [i["content"] for i in read["items"] if i["type"] == "message"][-1] == "after"
+
+
+def test_doctor_reports_skipped_lines_and_deletes_nothing(
+    spawn: Spawn, tmp_path: Path, home: Path
+) -> None:
+    tid, _ = _damaged_thread(spawn, tmp_path, home)
+    before = thread_file(home, tid).read_bytes()
+    doctor = subprocess.run(
+        [sys.executable, "-m", "server.cli", "--home", str(home), "doctor"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert doctor.returncode == 1, doctor.stderr
+    assert "line 4 skipped (invalid_json)" in doctor.stdout
+    assert "skipped (torn_tail)" in doctor.stdout
+    assert "BOM" in doctor.stdout
+    assert "index: rebuilt, 1 threads" in doctor.stdout
+    assert thread_file(home, tid).read_bytes() == before
+
+
+@pytest.mark.parametrize("damage", ["delete", "garbage"])
+def test_lost_index_is_rebuilt_with_progress(
+    spawn: Spawn, tmp_path: Path, home: Path, damage: str
+) -> None:
+    server = spawn(env={"SESSIOND_DURABILITY": "none"})
+    server.initialize()
+    made = [start(server, tmp_path / f"w{n % 3}") for n in range(30)]
+    before = list_all(server)
+    server.shutdown()
+    index = home / "index.sqlite3"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(index) + suffix).unlink(missing_ok=True)
+    if damage == "garbage":
+        index.write_bytes(os.urandom(8192))
+    again = spawn()
+    again.initialize()
+    after = list_all(again)
+    assert [t["threadId"] for t in after] == [t["threadId"] for t in before]
+    assert {t["threadId"] for t in after} == {tid for tid, _ in made}
+    kinds = [n["params"]["value"]["kind"] for n in again.wait_notification("$/progress", 2)]
+    assert kinds[0] == "begin" and kinds[-1] == "end"
+
+
+def test_second_server_process_gets_thread_busy(spawn: Spawn, tmp_path: Path, home: Path) -> None:
+    first = spawn()
+    first.initialize()
+    tid, sid = start(first, tmp_path)
+    second = spawn()
+    second.initialize()
+    with pytest.raises(RpcError) as busy:
+        second.request("thread/resume", {"threadId": tid})
+    assert busy.value.kind == "ThreadBusy"
+    with pytest.raises(RpcError) as stale:
+        second.request(
+            "thread/record", {"threadId": tid, "sessionId": sid, "items": [message("intruder")]}
+        )
+    assert stale.value.kind == "StaleSession"
+    for n in range(20):
+        first.request(
+            "thread/record", {"threadId": tid, "sessionId": sid, "items": [message(f"m{n}")]}
+        )
+    lines = thread_file(home, tid).read_bytes().splitlines()
+    assert all(json.loads(line) for line in lines)
+    assert [json.loads(line)["seq"] for line in lines] == list(range(1, 22))
+    first.request("thread/close", {"threadId": tid, "sessionId": sid})
+    resumed = second.request("thread/resume", {"threadId": tid})
+    assert resumed["session"]["resumedFrom"] == sid
+
+
+def test_filtered_list_pages_never_come_back_empty(spawn: Spawn, tmp_path: Path) -> None:
+    server = spawn(env={"SESSIOND_DURABILITY": "none"})
+    server.initialize()
+    target = tmp_path / "target"
+    wanted = []
+    for n in range(505):
+        if n % 101 == 50:
+            wanted.append(start(server, target)[0])
+        else:
+            start(server, tmp_path / "other")
+    pages, cursor = [], None
+    while True:
+        page = server.request(
+            "thread/list",
+            {"cwd": str(target), "limit": 2, **({"cursor": cursor} if cursor else {})},
+        )
+        pages.append([t["threadId"] for t in page["threads"]])
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert [tid for page in pages for tid in page] == list(reversed(wanted))
+
+
+def test_fork_at_turn_copies_exactly_that_prefix(server: ServerProcess, tmp_path: Path) -> None:
+    tid, sid = start(server, tmp_path, title="original")
+    turns = []
+    for n in range(3):
+        turn = f"turn-{n}"
+        turns.append(
+            [
+                {"type": "turn", "id": f"t{n}s", "turnId": turn, "phase": "started"},
+                message(f"ask {n}", turn=turn),
+                message(f"answer {n}", role="assistant", turn=turn),
+                {"type": "turn", "id": f"t{n}c", "turnId": turn, "phase": "completed"},
+            ]
+        )
+        server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": turns[-1]})
+    source = server.request("thread/read", {"threadId": tid})["items"]
+    cut = max(i["seq"] for i in source if i.get("turnId") == "turn-1")
+    fork = server.request("thread/fork", {"threadId": tid, "atTurnId": "turn-1"})
+    new_id = fork["thread"]["threadId"]
+    assert new_id != tid
+    assert fork["thread"]["forkedFrom"] == {"threadId": tid, "seq": cut}
+    copied = server.request("thread/read", {"threadId": new_id})["items"]
+    assert copied[0]["type"] == "session_meta" and copied[0]["forkedFrom"]["threadId"] == tid
+    assert [i["id"] for i in copied[1:]] == [i["id"] for i in turns[0] + turns[1]]
+    # The fork is writable under its own session; the source is untouched.
+    server.request(
+        "thread/record",
+        {
+            "threadId": new_id,
+            "sessionId": fork["sessionId"],
+            "items": [message("only in the fork")],
+        },
+    )
+    assert len(server.request("thread/read", {"threadId": tid})["items"]) == len(source)
+    with pytest.raises(RpcError) as missing:
+        server.request("thread/fork", {"threadId": tid, "atTurnId": "no-such-turn"})
+    assert missing.value.kind == "InvalidParams"
+
+
+def test_resume_starts_a_new_session_linked_to_the_last(
+    spawn: Spawn, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    repo = make_repo("repo", "main")
+    server = spawn()
+    server.initialize([str(repo)])
+    tid, sid = start(server, repo)
+    server.request(
+        "thread/record",
+        {"threadId": tid, "sessionId": sid, "items": [message(f"m{n}") for n in range(5)]},
+    )
+    server.kill9()
+    again = spawn()
+    again.initialize([str(repo)])
+    report = again.request("thread/resume", {"threadId": tid, "messageLimit": 2})
+    assert report["status"] == "ready"
+    assert report["session"]["resumedFrom"] == sid
+    assert report["session"]["sessionId"] not in (None, sid)
+    assert report["environment"]["recorded"]["branch"] == "main"
+    assert report["environment"]["drift"] == []
+    assert len(report["messages"]["items"]) == 2
+    rest = again.request(
+        "thread/read", {"threadId": tid, "afterSeq": report["messages"]["nextAfterSeq"]}
+    )
+    assert [i["content"] for i in rest["items"] if i["type"] == "message"] == ["m2", "m3", "m4"]
+    metas = [i for i in rest["items"] if i["type"] == "session_meta"]
+    assert metas[-1]["source"] == "resume" and metas[-1]["resumedFrom"] == sid
+    with pytest.raises(RpcError) as stale:
+        again.request(
+            "thread/record", {"threadId": tid, "sessionId": sid, "items": [message("old session")]}
+        )
+    assert stale.value.kind == "StaleSession"
+
+
+def test_resume_in_another_directory_needs_review(
+    server: ServerProcess, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    repo_a, repo_b = make_repo("a"), make_repo("b")
+    tid, _ = start(server, repo_a)
+    server.request("thread/close", {"threadId": tid, "sessionId": _})
+    report = server.request("thread/resume", {"threadId": tid, "cwd": str(repo_b)})
+    assert report["status"] == "needs_review"
+    assert report["session"]["sessionId"] is None
+    assert {d["field"] for d in report["environment"]["drift"]} >= {"cwd", "repo"}
+
+
+def test_archive_unarchive_rename_delete(server: ServerProcess, tmp_path: Path, home: Path) -> None:
+    tid, sid = start(server, tmp_path)
+    renamed = server.request("thread/setTitle", {"threadId": tid, "title": "Payment bug"})
+    assert renamed["thread"]["title"] == "Payment bug"
+    server.request("thread/archive", {"threadId": tid})
+    assert list_all(server) == []
+    assert [t["title"] for t in list_all(server, archived=True)] == ["Payment bug"]
+    assert (home / "archived" / tid[:2] / f"{tid}.jsonl").exists()
+    with pytest.raises(RpcError) as archived:
+        server.request("thread/resume", {"threadId": tid})
+    assert archived.value.kind == "ThreadArchived"
+    with pytest.raises(RpcError) as stale:
+        server.request(
+            "thread/record", {"threadId": tid, "sessionId": sid, "items": [message("x")]}
+        )
+    assert stale.value.kind == "StaleSession"
+    server.request("thread/unarchive", {"threadId": tid})
+    assert [t["threadId"] for t in list_all(server)] == [tid]
+    server.request("thread/delete", {"threadId": tid})
+    assert list_all(server) == [] and list_all(server, archived=True) == []
+    with pytest.raises(RpcError) as gone:
+        server.request("thread/read", {"threadId": tid})
+    assert gone.value.kind == "ThreadNotFound"
+    updates = server.wait_notification("thread/updated", 4)
+    assert updates[-1]["params"]["deleted"] is True
+
+
+def test_notifications_announce_new_and_changed_threads(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    tid, sid = start(server, tmp_path)
+    [started] = server.wait_notification("thread/started")
+    assert started["params"]["thread"]["threadId"] == tid
+    server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [message("hi")]})
+    [updated] = server.wait_notification("thread/updated")
+    assert updated["params"]["thread"]["itemCount"] == 1

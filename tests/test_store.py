@@ -1,0 +1,124 @@
+"""The thread store on real files: idempotency, locking, tolerant reads, failed writes."""
+
+from __future__ import annotations
+
+import errno
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from protocol.errors import ErrorKind, ProtocolError
+from restore.jsonl import parse_bytes
+from restore.paths import Layout, validate_thread_id
+from restore.store import Durability, ThreadStore
+
+
+def _store(tmp_path: Path) -> ThreadStore:
+    return ThreadStore(Layout(tmp_path), Durability.FSYNC)
+
+
+def _meta(thread_id: str) -> dict:
+    return {
+        "type": "session_meta",
+        "id": str(uuid.uuid4()),
+        "threadId": thread_id,
+        "source": "startup",
+        "cwd": "/w",
+    }
+
+
+def _msg(item_id: str) -> dict:
+    return {"type": "message", "id": item_id, "role": "user", "content": item_id}
+
+
+def test_lines_carry_the_documented_envelope_in_order(tmp_path: Path) -> None:
+    tid = str(uuid.uuid4())
+    writer = _store(tmp_path).create(tid, "s1", _meta(tid))
+    writer.append([_msg("a")], "s1")
+    first, second = writer.path.read_bytes().splitlines()
+    assert first.startswith(b'{"v":1,"seq":1,"ts":"')
+    assert list(parse_bytes(second + b"\n").items[0])[:6] == [
+        "v",
+        "seq",
+        "ts",
+        "type",
+        "sessionId",
+        "id",
+    ]
+
+
+def test_second_writer_in_the_same_process_is_busy(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    tid = str(uuid.uuid4())
+    writer = store.create(tid, "s1", _meta(tid))
+    with pytest.raises(ProtocolError) as busy:
+        store.open_writer(tid)
+    assert busy.value.kind is ErrorKind.THREAD_BUSY
+    writer.close()
+    store.open_writer(tid).close()
+
+
+def test_duplicate_ids_are_reported_with_their_original_seq(tmp_path: Path) -> None:
+    tid = str(uuid.uuid4())
+    writer = _store(tmp_path).create(tid, "s1", _meta(tid))
+    first = writer.append([_msg("a"), _msg("b")], "s1")
+    again = writer.append([_msg("b"), _msg("a"), _msg("c")], "s1")
+    assert (first.first_seq, first.last_seq, first.duplicates) == (2, 3, 0)
+    assert (again.first_seq, again.last_seq, again.duplicates) == (2, 4, 2)
+    assert [i["id"] for i in parse_bytes(writer.path.read_bytes()).items[1:]] == ["a", "b", "c"]
+
+
+def test_failed_write_leaves_no_partial_line_and_the_next_append_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tid = str(uuid.uuid4())
+    writer = _store(tmp_path).create(tid, "s1", _meta(tid))
+    before = writer.path.read_bytes()
+    real_write = os.write
+
+    def half_then_full(fd: int, data: bytes) -> int:
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(ProtocolError) as full:
+        writer.append([_msg("lost")], "s1")
+    assert full.value.kind is ErrorKind.STORAGE_FULL
+    monkeypatch.setattr(os, "write", real_write)
+    assert writer.path.read_bytes() == before
+    result = writer.append([_msg("lost")], "s1")
+    assert result.first_seq == 2  # the failed item was never acknowledged nor numbered
+
+
+def test_reader_keeps_unknown_item_types_from_newer_versions() -> None:
+    data = (
+        b'{"v":2,"seq":1,"ts":"t","type":"hologram","id":"h","sessionId":"s"}\n'
+        b'{"v":1,"seq":2,"ts":"t","type":"message","id":"m","sessionId":"s"}\n'
+    )
+    parsed = parse_bytes(data)
+    assert [i["type"] for i in parsed.items] == ["hologram", "message"]
+    assert parsed.skipped == []
+
+
+def test_complete_last_line_without_newline_is_kept_and_finished(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    tid = str(uuid.uuid4())
+    writer = store.create(tid, "s1", _meta(tid))
+    writer.append([_msg("a")], "s1")
+    writer.close()
+    writer.path.write_bytes(writer.path.read_bytes().rstrip(b"\n"))
+    reopened = store.open_writer(tid)
+    reopened.append([_msg("b")], "s1")
+    items = parse_bytes(reopened.path.read_bytes()).items
+    assert [i["id"] for i in items[1:]] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "value", ["../x", "x" * 36, None, 5, "6F1E5A70-0000-4000-8000-00000000000G"]
+)
+def test_ids_are_validated_before_any_path_is_built(value: object) -> None:
+    with pytest.raises(ProtocolError) as bad:
+        validate_thread_id(value)
+    assert bad.value.kind is ErrorKind.INVALID_ID
