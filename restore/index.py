@@ -1,0 +1,415 @@
+"""The SQLite thread index: one row per thread, so `thread/list` never reads every file.
+
+An accelerator only. The JSONL files are the truth; this file can be deleted or corrupted
+and nothing is lost: `ensure_ready` rebuilds it from the files, and on every first open in a
+process it reconciles against them (new, changed and vanished files), so rows written by a
+crashed or foreign process are repaired. `sqlite3` is imported only when the index is first
+opened, because sessiond promises that startup imports no sqlite3.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from protocol.errors import ErrorKind, ProtocolError
+from restore.paths import Layout
+from restore.summary import ThreadSummary
+
+if TYPE_CHECKING:
+    import sqlite3
+
+ProgressCallback = Callable[[int, int], None]
+SummaryReader = Callable[[Path, bool], ThreadSummary | None]
+
+MAX_LIMIT = 200
+_BATCH = 100  # files summarized per write transaction and per progress report
+
+# Every ThreadSummary field, in table order; `updatedAt` is stored as '' when unknown so the
+# keyset order has no NULLs to special-case.
+_FIELDS = (
+    "threadId",
+    "title",
+    "preview",
+    "cwd",
+    "workspaceFolder",
+    "branch",
+    "headSha",
+    "createdAt",
+    "updatedAt",
+    "itemCount",
+    "archived",
+    "forkedFrom",
+    "lastSeq",
+    "latestSessionId",
+)
+_COLUMNS = (*_FIELDS, "path", "size", "mtimeNs")
+
+_SCHEMA = """
+CREATE TABLE threads (
+    threadId TEXT PRIMARY KEY NOT NULL,
+    title TEXT,
+    preview TEXT NOT NULL,
+    cwd TEXT,
+    workspaceFolder TEXT,
+    branch TEXT,
+    headSha TEXT,
+    createdAt TEXT,
+    updatedAt TEXT NOT NULL,
+    itemCount INTEGER NOT NULL,
+    archived INTEGER NOT NULL,
+    forkedFrom TEXT,
+    lastSeq INTEGER NOT NULL,
+    latestSessionId TEXT,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtimeNs INTEGER NOT NULL
+);
+-- cwd and workspaceFolder ride along so a workspace filter is checked inside the index,
+-- without a table lookup for each non-matching row.
+CREATE INDEX threads_by_recency ON threads (archived, updatedAt, threadId, cwd, workspaceFolder);
+CREATE INDEX threads_by_cwd ON threads (cwd, archived, updatedAt, threadId);
+"""
+
+_UPSERT = (
+    f"INSERT INTO threads ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+    "ON CONFLICT (threadId) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "threadId")
+)
+# Reconcile must not replace a row that a live writer (maybe another process) refreshed
+# after this scan stat'ed the same file.
+_UPSERT_IF_NOT_NEWER = (
+    _UPSERT + " WHERE NOT (threads.path = excluded.path AND threads.mtimeNs > excluded.mtimeNs)"
+)
+
+
+def _casefold_contains(haystack: str | None, needle: str) -> bool:
+    """SQL `contains(text, needle)`: Unicode case-insensitive, unlike SQLite's ASCII LIKE."""
+    return haystack is not None and needle in haystack.casefold()
+
+
+def encode_cursor(updated_at: str, thread_id: str) -> str:
+    """Opaque keyset cursor: the (updatedAt, threadId) of the last row of a page."""
+    return base64.urlsafe_b64encode(orjson.dumps([updated_at, thread_id])).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    """Inverse of `encode_cursor`; anything else is the client's mistake (InvalidParams)."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        key = orjson.loads(base64.b64decode(padded, altchars=b"-_", validate=True))
+    except (binascii.Error, ValueError, TypeError):
+        key = None
+    if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS, "malformed thread/list cursor", field="cursor"
+        )
+    return key[0], key[1]
+
+
+def _row_values(summary: ThreadSummary, path: Path, stat: os.stat_result) -> tuple[Any, ...]:
+    values: list[Any] = []
+    for name in _FIELDS:
+        value = getattr(summary, name)
+        if name == "updatedAt":
+            value = value or ""
+        elif name == "archived":
+            value = int(value)
+        elif name == "forkedFrom" and value is not None:
+            value = orjson.dumps(value).decode()
+        values.append(value)
+    return (*values, str(path), stat.st_size, stat.st_mtime_ns)
+
+
+def _summary_of(row: tuple[Any, ...]) -> ThreadSummary:
+    fields = dict(zip(_FIELDS, row, strict=False))
+    fields["updatedAt"] = fields["updatedAt"] or None
+    fields["archived"] = bool(fields["archived"])
+    if fields["forkedFrom"] is not None:
+        fields["forkedFrom"] = orjson.loads(fields["forkedFrom"])
+    return ThreadSummary(**fields)
+
+
+class _Corrupt(Exception):
+    """The index file exists but is not a usable index of this schema version."""
+
+
+class ThreadIndex:
+    """One row per thread for fast, filtered, keyset-paged listing.
+
+    Call from one thread at a time (the server's worker); `ensure_ready` is additionally
+    locked so a background rebuild and a first request cannot both open the db.
+    """
+
+    SCHEMA_VERSION = 1
+
+    def __init__(self, layout: Layout, read_summary: SummaryReader) -> None:
+        self._layout = layout
+        self._read_summary = read_summary
+        self._conn: sqlite3.Connection | None = None
+        self._open_lock = threading.Lock()
+
+    # -- opening, rebuild, reconcile -------------------------------------------------------
+
+    def ensure_ready(self, progress: ProgressCallback | None = None) -> str:
+        """Open the index on first use: "opened", "rebuilt", or "ready" if already open."""
+        with self._open_lock:
+            if self._conn is not None:
+                return "ready"
+            path = self._layout.index_path
+            if path.exists():
+                try:
+                    conn = self._open_existing(path)
+                except _Corrupt:
+                    pass
+                else:
+                    self._reconcile(conn, progress)
+                    self._conn = conn
+                    return "opened"
+            self._rebuild(path, progress)
+            self._conn = self._configured(self._connect(path))
+            return "rebuilt"
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        import sqlite3
+
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.create_function("contains", 2, _casefold_contains, deterministic=True)
+        return conn
+
+    @staticmethod
+    def _configured(conn: sqlite3.Connection) -> sqlite3.Connection:
+        """WAL lets several processes share the index; NORMAL is durable enough for a cache."""
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _open_existing(self, path: Path) -> sqlite3.Connection:
+        """Connect and validate; raise _Corrupt (after moving garbage aside) if unusable."""
+        import sqlite3
+
+        conn = self._connect(path)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            healthy = conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            has_table = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'"
+            ).fetchone()
+            if version == self.SCHEMA_VERSION and healthy and has_table:
+                return self._configured(conn)
+            conn.close()
+            if not healthy:
+                self._move_aside(path)
+            raise _Corrupt
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            # Busy, locked, I/O or permission errors say nothing about the file's contents:
+            # moving a healthy index aside for them would only cost a rebuild, so re-raise.
+            name = getattr(exc, "sqlite_errorname", "")
+            if name != "SQLITE_NOTADB" and not name.startswith("SQLITE_CORRUPT"):
+                raise
+            self._move_aside(path)
+            raise _Corrupt from exc
+
+    @staticmethod
+    def _move_aside(path: Path) -> None:
+        """Keep a corrupt index (and its WAL) for inspection instead of deleting it."""
+        aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+        for suffix in ("", "-wal", "-shm"):
+            source = path.with_name(path.name + suffix)
+            if source.exists():
+                os.replace(source, aside.with_name(aside.name + suffix))
+
+    def _rebuild(self, path: Path, progress: ProgressCallback | None) -> None:
+        """Summarize every file into a fresh db beside the index, then rename it into place.
+
+        Building aside means another process never sees a half-built index (it would take
+        the missing table for corruption), and a stale WAL is never replayed onto it.
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = path.with_name(f"{path.name}.rebuild-{os.getpid()}")
+        fresh.unlink(missing_ok=True)
+        conn = self._connect(fresh)
+        try:
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
+            self._refresh(conn, self._chosen_files(), _UPSERT, progress)
+        finally:
+            conn.close()
+        for suffix in ("-wal", "-shm"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+        os.replace(fresh, path)
+
+    def _reconcile(self, conn: sqlite3.Connection, progress: ProgressCallback | None) -> None:
+        """Bring rows in line with the files: re-read new/changed files, drop vanished ones."""
+        stored = {
+            path: (size, mtime_ns)
+            for path, size, mtime_ns in conn.execute("SELECT path, size, mtimeNs FROM threads")
+        }
+        on_disk = self._chosen_files()
+        present = {str(path) for path, _ in on_disk}
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                "DELETE FROM threads WHERE path = ?",
+                [(path,) for path in stored if path not in present],
+            )
+        changed = []
+        for path, archived in on_disk:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            if stored.get(str(path)) != (stat.st_size, stat.st_mtime_ns):
+                changed.append((path, archived))
+        self._refresh(conn, changed, _UPSERT_IF_NOT_NEWER, progress)
+
+    def _chosen_files(self) -> list[tuple[Path, bool]]:
+        """Thread files on disk, one per thread: the live copy wins, as in `Layout.locate`."""
+        files = self._layout.iter_thread_files()
+        live = {path.stem for path, archived in files if not archived}
+        return [(p, archived) for p, archived in files if not (archived and p.stem in live)]
+
+    def _refresh(
+        self,
+        conn: sqlite3.Connection,
+        files: list[tuple[Path, bool]],
+        upsert_sql: str,
+        progress: ProgressCallback | None,
+    ) -> None:
+        """Summarize files and write their rows in short batches (other writers stay unblocked)."""
+        total = len(files)
+        if progress:
+            progress(0, total)
+        for start in range(0, total, _BATCH):
+            batch = files[start : start + _BATCH]
+            rows = list(self._summarized(batch))
+            written = {path for _, path in rows}
+            with conn:
+                conn.execute("BEGIN")
+                conn.executemany(upsert_sql, [values for values, _ in rows])
+                # A file that changed into something unreadable no longer vouches for its row.
+                conn.executemany(
+                    "DELETE FROM threads WHERE path = ?",
+                    [(str(path),) for path, _ in batch if str(path) not in written],
+                )
+            if progress:
+                progress(start + len(batch), total)
+        if progress and total == 0:
+            progress(0, 0)
+
+    def _summarized(self, files: list[tuple[Path, bool]]) -> Iterator[tuple[tuple[Any, ...], str]]:
+        for path, archived in files:
+            try:
+                stat = path.stat()  # before reading: an append during the read shows as a change
+            except FileNotFoundError:
+                continue
+            summary = self._read_summary(path, archived)
+            if summary is not None:
+                yield _row_values(summary, path, stat), str(path)
+
+    def _db(self) -> sqlite3.Connection:
+        """The open connection, opening the index on first use."""
+        self.ensure_ready()
+        assert self._conn is not None
+        return self._conn
+
+    # -- rows --------------------------------------------------------------------------------
+
+    def upsert(self, summary: ThreadSummary, path: Path) -> None:
+        """Store the writer's current row, with the file's size and mtime for reconcile."""
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.execute(_UPSERT, _row_values(summary, path, path.stat()))
+
+    def remove(self, thread_id: str) -> None:
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.execute("DELETE FROM threads WHERE threadId = ?", (thread_id,))
+
+    def get(self, thread_id: str) -> ThreadSummary | None:
+        row = (
+            self._db()
+            .execute(f"SELECT {', '.join(_FIELDS)} FROM threads WHERE threadId = ?", (thread_id,))
+            .fetchone()
+        )
+        return None if row is None else _summary_of(row)
+
+    def list(
+        self,
+        *,
+        cwd: str | None = None,
+        workspace_folder: str | None = None,
+        archived: bool = False,
+        search: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> tuple[list[ThreadSummary], str | None]:
+        """One page, newest first; filters apply before paging; nextCursor only if more exist."""
+        limit = max(1, min(MAX_LIMIT, limit))
+        sql, params = self._list_query(
+            cwd=cwd,
+            workspace_folder=workspace_folder,
+            archived=archived,
+            search=search,
+            cursor=cursor,
+            limit=limit,
+        )
+        rows = self._db().execute(sql, params).fetchall()
+        page = [_summary_of(row) for row in rows[:limit]]
+        if len(rows) <= limit:
+            return page, None
+        last = page[-1]
+        return page, encode_cursor(last.updatedAt or "", last.threadId)
+
+    @staticmethod
+    def _list_query(
+        *,
+        cwd: str | None,
+        workspace_folder: str | None,
+        archived: bool,
+        search: str | None,
+        cursor: str | None,
+        limit: int,
+    ) -> tuple[str, list[Any]]:
+        """The page's SQL: every filter in WHERE, keyset after the cursor, one row past `limit`."""
+        where = ["archived = ?"]
+        params: list[Any] = [int(archived)]
+        if cwd is not None:
+            where.append("cwd = ?")
+            params.append(cwd)
+        if workspace_folder is not None:
+            # "Under the folder" as a byte range [folder/, folder0): '0' follows '/' in ASCII.
+            # Exact and case-sensitive like the filesystem, with no LIKE wildcards to escape.
+            base = workspace_folder.rstrip("/")
+            where.append("(workspaceFolder = ? OR cwd = ? OR (cwd >= ? AND cwd < ?))")
+            params += [workspace_folder, workspace_folder, base + "/", base + "0"]
+        if search:
+            where.append("(contains(title, ?) OR contains(preview, ?))")
+            params += [search.casefold()] * 2
+        if cursor is not None:
+            where.append("(updatedAt, threadId) < (?, ?)")
+            params += decode_cursor(cursor)
+        sql = (
+            f"SELECT {', '.join(_FIELDS)} FROM threads WHERE {' AND '.join(where)} "
+            "ORDER BY updatedAt DESC, threadId DESC LIMIT ?"
+        )
+        return sql, [*params, limit + 1]
+
+    def close(self) -> None:
+        """Close the connection; a later call opens (and reconciles) again."""
+        with self._open_lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
