@@ -1,0 +1,22 @@
+"""The committed JSON Schema is what clients build against: it must match the models."""
+
+from __future__ import annotations
+
+import json
+
+from protocol.schema import SCHEMA_PATH, build_schema, render
+
+
+def test_committed_schema_is_current() -> None:
+    assert SCHEMA_PATH.read_text() == render(), "run: python -m protocol.schema"
+
+
+def test_schema_names_every_method_item_and_error_kind() -> None:
+    schema = json.loads(render())
+    assert {"thread/start", "thread/record", "thread/resume", "thread/fork"} <= set(
+        schema["requests"]
+    )
+    recordable = {d["$ref"].rsplit("/", 1)[-1] for d in schema["$defs"]["RecordableItem"]["oneOf"]}
+    assert {"MessageItem", "OperationItem", "TodosItem", "VerifierItem"} <= recordable
+    assert schema["errors"]["ThreadBusy"] == -32011
+    assert build_schema()["protocolVersion"] == 1
