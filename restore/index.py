@@ -407,6 +407,9 @@ class ThreadIndex:
         )
         return sql, [*params, limit + 1]
 
+    def count(self) -> int:
+        return int(self._db().execute("SELECT count(*) FROM threads").fetchone()[0])
+
     def close(self) -> None:
         """Close the connection; a later call opens (and reconciles) again."""
         with self._open_lock:

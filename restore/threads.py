@@ -280,8 +280,7 @@ class ThreadService:
         thread_id = validate_thread_id(thread_id)
         self._release(thread_id)
         self.store.delete(thread_id)
-        if self.index.is_open:
-            self.index.remove(thread_id)
+        self.index.remove(thread_id)
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -355,9 +354,8 @@ class ThreadService:
         self._index_upsert(writer.summary, writer.path)
 
     def _index_upsert(self, summary: ThreadSummary, path: Any) -> None:
-        """Keep an open index current; an unopened one catches up when it is first opened."""
-        if self.index.is_open:
-            self.index.upsert(summary, path)
+        """Every writer keeps the shared index current, so other processes list its threads."""
+        self.index.upsert(summary, path)
 
     @staticmethod
     def _fork_cut(items: list[dict[str, Any]], at_turn_id: str | None, at_seq: int | None) -> int:

@@ -62,9 +62,10 @@ def test_round_trip_survives_kill_9(spawn: Spawn, tmp_path: Path, home: Path) ->
     again.initialize([str(folder_a), str(folder_b)])
     in_a = list_all(again, workspaceFolder=str(folder_a))
     in_b = list_all(again, workspaceFolder=str(folder_b))
-    assert [t["threadId"] for t in in_a] == [threads[2][0], threads[0][0]]  # newest first
+    # Most recently updated first: message 99 went to thread 0, message 98 to thread 2.
+    assert [t["threadId"] for t in in_a] == [threads[0][0], threads[2][0]]
     assert [t["threadId"] for t in in_b] == [threads[1][0]]
-    first = in_a[1]
+    first = in_a[0]
     assert first["title"] == "first"
     assert first["preview"].startswith("message 0 ")
     assert first["cwd"] == str(folder_a)
@@ -109,6 +110,7 @@ def test_branch_is_recorded_from_the_git_repo(
         ],
         "look: data:image/png;base64," + base64.b64encode(os.urandom(100_000)).decode(),
     ],
+    ids=["200kb-text", "image-part", "data-url"],
 )
 def test_huge_first_message_gets_a_short_preview(
     server: ServerProcess, tmp_path: Path, content: object
@@ -213,7 +215,7 @@ def test_doctor_reports_skipped_lines_and_deletes_nothing(
     assert "line 4 skipped (invalid_json)" in doctor.stdout
     assert "skipped (torn_tail)" in doctor.stdout
     assert "BOM" in doctor.stdout
-    assert "index: rebuilt, 1 threads" in doctor.stdout
+    assert "index: opened, 1 threads" in doctor.stdout
     assert thread_file(home, tid).read_bytes() == before
 
 
