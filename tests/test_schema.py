@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
-from protocol.schema import SCHEMA_PATH, build_schema, render
+from protocol.schema import DOC_PATH, SCHEMA_PATH, build_schema, render, render_markdown
 
 
 def test_committed_schema_is_current() -> None:
     assert SCHEMA_PATH.read_text() == render(), "run: python -m protocol.schema"
+    assert DOC_PATH.read_text() == render_markdown(), "run: python -m protocol.schema"
 
 
 def test_schema_names_every_method_item_and_error_kind() -> None:
