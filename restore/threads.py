@@ -27,10 +27,16 @@ BOUNDARY_TYPES = frozenset({"clear_boundary", "compact_boundary"})
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
 
 
+LOCAL_OWNER = "local"
+
+
 @dataclass
 class OpenSession:
+    """A writable session: its id, the thread's writer, and the client holding the lease."""
+
     session_id: str
     writer: ThreadWriter
+    owner: str = LOCAL_OWNER
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,15 @@ def _latest_meta(items: list[dict[str, Any]]) -> dict[str, Any]:
         if item.get("type") == "session_meta":
             return item
     return {}
+
+
+def _busy(thread_id: str, holder: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorKind.THREAD_BUSY,
+        f"thread is being written by {holder}",
+        threadId=thread_id,
+        holder=holder,
+    )
 
 
 def _without_none(values: dict[str, Any]) -> dict[str, Any]:
@@ -74,6 +89,7 @@ class ThreadService:
         model: str | None = None,
         permissions: dict[str, Any] | None = None,
         client: dict[str, Any] | None = None,
+        owner: str = LOCAL_OWNER,
     ) -> StartedThread:
         """A new thread, durable at once: its file holds the first `session_meta`."""
         environment = probe(cwd)
@@ -87,32 +103,53 @@ class ThreadService:
             permissions=permissions,
             client=client,
         )
-        return self._create(meta)
+        return self._create(meta, owner)
 
     def record(
-        self, thread_id: str, session_id: str, items: list[dict[str, Any]]
+        self,
+        thread_id: str,
+        session_id: str,
+        items: list[dict[str, Any]],
+        owner: str = LOCAL_OWNER,
     ) -> tuple[AppendResult, ThreadSummary]:
-        session = self._session(thread_id, session_id)
+        session = self._session(thread_id, session_id, owner)
         result = session.writer.append(items, session_id)
         self._reindex(session.writer)
         return result, session.writer.summary
 
     def set_title(self, thread_id: str, title: str) -> ThreadSummary:
         """Titles are items too, so a rename survives a lost index."""
+        return self.append_bookkeeping(
+            thread_id, [{"type": "thread_title", "id": _new_id(), "title": title}]
+        )
+
+    def append_bookkeeping(self, thread_id: str, items: list[dict[str, Any]]) -> ThreadSummary:
+        """Server-written items (titles, lifecycle records) for a thread, open or not.
+
+        Uses the open session's writer when this process has one, else takes the lock
+        just for this append (ThreadBusy if another process writes the thread).
+        """
         writer, temporary = self._writer_for_bookkeeping(thread_id)
         try:
             session_id = writer.summary.latestSessionId or _new_id()
-            writer.append([{"type": "thread_title", "id": _new_id(), "title": title}], session_id)
+            writer.append(items, session_id)
             self._reindex(writer)
             return writer.summary
         finally:
             if temporary:
                 writer.close()
 
-    def close(self, thread_id: str, session_id: str) -> None:
-        session = self._session(thread_id, session_id)
+    def close(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> None:
+        session = self._session(thread_id, session_id, owner)
         session.writer.close()
         del self._open[session.writer.thread_id]
+
+    def release_owner(self, owner: str) -> list[str]:
+        """Close every session a client holds (it disconnected); returns their thread ids."""
+        released = [tid for tid, session in self._open.items() if session.owner == owner]
+        for thread_id in released:
+            self._open.pop(thread_id).writer.close()
+        return released
 
     def close_all(self) -> None:
         for session in self._open.values():
@@ -156,7 +193,13 @@ class ThreadService:
     # --- resume and fork ---------------------------------------------------------------
 
     def resume(
-        self, thread_id: str, *, cwd: str | None, accept_drift: bool, message_limit: int
+        self,
+        thread_id: str,
+        *,
+        cwd: str | None,
+        accept_drift: bool,
+        message_limit: int,
+        owner: str = LOCAL_OWNER,
     ) -> dict[str, Any]:
         """A new session on the thread, or `needs_review` (and no session) on drift.
 
@@ -164,7 +207,7 @@ class ThreadService:
         subsystems arrive with the restore engine.
         """
         thread_id = validate_thread_id(thread_id)
-        self._release(thread_id)  # a resume supersedes this process's earlier session
+        self._release(thread_id, owner)  # a resume supersedes the same client's session
         writer = self.store.open_writer(thread_id)
         try:
             if writer.summary.archived:
@@ -195,7 +238,7 @@ class ThreadService:
                 )
                 writer.append([meta], session_id)
                 self._reindex(writer)
-                self._open[thread_id] = OpenSession(session_id, writer)
+                self._open[thread_id] = OpenSession(session_id, writer, owner)
             messages, boundary = self._messages_after_boundary(contents.items, message_limit)
             return {
                 "status": status,
@@ -226,7 +269,14 @@ class ThreadService:
             if thread_id not in self._open or self._open[thread_id].writer is not writer:
                 writer.close()
 
-    def fork(self, thread_id: str, *, at_turn_id: str | None, at_seq: int | None) -> StartedThread:
+    def fork(
+        self,
+        thread_id: str,
+        *,
+        at_turn_id: str | None,
+        at_seq: int | None,
+        owner: str = LOCAL_OWNER,
+    ) -> StartedThread:
         """A new thread holding exactly the items up to the cut (a turn or a seq)."""
         contents, _ = self.store.read(thread_id)
         cut = self._fork_cut(contents.items, at_turn_id, at_seq)
@@ -253,7 +303,7 @@ class ThreadService:
             client=source_meta.get("client"),
             forked_from={"threadId": validate_thread_id(thread_id), "seq": cut},
         )
-        started = self._create(meta)
+        started = self._create(meta, owner)
         if copied:
             session = self._open[started.summary.threadId]
             session.writer.append(copied, started.session_id)
@@ -264,9 +314,9 @@ class ThreadService:
 
     # --- archive and delete ------------------------------------------------------------
 
-    def archive(self, thread_id: str, archived: bool) -> ThreadSummary:
+    def archive(self, thread_id: str, archived: bool, owner: str = LOCAL_OWNER) -> ThreadSummary:
         thread_id = validate_thread_id(thread_id)
-        self._release(thread_id)
+        self._release(thread_id, owner)
         path = self.store.move(thread_id, to_archived=archived)
         summary = self.store.read_summary(path, archived)
         if summary is None:
@@ -276,18 +326,18 @@ class ThreadService:
         self._index_upsert(summary, path)
         return summary
 
-    def delete(self, thread_id: str) -> None:
+    def delete(self, thread_id: str, owner: str = LOCAL_OWNER) -> None:
         thread_id = validate_thread_id(thread_id)
-        self._release(thread_id)
+        self._release(thread_id, owner)
         self.store.delete(thread_id)
         self.index.remove(thread_id)
 
     # --- helpers -----------------------------------------------------------------------
 
-    def _create(self, meta: dict[str, Any]) -> StartedThread:
+    def _create(self, meta: dict[str, Any], owner: str) -> StartedThread:
         thread_id, session_id = meta["threadId"], _new_id()
         writer = self.store.create(thread_id, session_id, meta)
-        self._open[thread_id] = OpenSession(session_id, writer)
+        self._open[thread_id] = OpenSession(session_id, writer, owner)
         self._reindex(writer)
         return StartedThread(writer.summary, session_id)
 
@@ -327,9 +377,11 @@ class ThreadService:
             }
         )
 
-    def _session(self, thread_id: str, session_id: str) -> OpenSession:
+    def _session(self, thread_id: str, session_id: str, owner: str) -> OpenSession:
         thread_id = validate_thread_id(thread_id)
         session = self._open.get(thread_id)
+        if session is not None and session.session_id == session_id and session.owner != owner:
+            raise _busy(thread_id, session.owner)
         if session is None or session.session_id != session_id:
             raise ProtocolError(
                 ErrorKind.STALE_SESSION,
@@ -345,10 +397,15 @@ class ThreadService:
             return session.writer, False
         return self.store.open_writer(thread_id), True
 
-    def _release(self, thread_id: str) -> None:
-        session = self._open.pop(thread_id, None)
-        if session is not None:
-            session.writer.close()
+    def _release(self, thread_id: str, owner: str) -> None:
+        """Close this owner's session on the thread; another owner's lease means ThreadBusy."""
+        session = self._open.get(thread_id)
+        if session is None:
+            return
+        if session.owner != owner:
+            raise _busy(thread_id, session.owner)
+        del self._open[thread_id]
+        session.writer.close()
 
     def _reindex(self, writer: ThreadWriter) -> None:
         self._index_upsert(writer.summary, writer.path)

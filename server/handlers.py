@@ -206,6 +206,7 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
             if params.permissions
             else None,
             client=ctx.connection.client_info,
+            owner=ctx.connection.owner,
         )
     )
     info = started.summary.thread_info()
@@ -222,7 +223,7 @@ async def thread_record(ctx: Context, params: Any) -> dict[str, Any]:
         for item in params.items
     ]
     result, summary = await ctx.server.run_in_worker(
-        ctx.service.record, params.threadId, params.sessionId, items
+        ctx.service.record, params.threadId, params.sessionId, items, ctx.connection.owner
     )
     if result.stored:
         ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})
@@ -270,6 +271,7 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
             cwd=params.cwd,
             accept_drift=params.acceptDrift,
             message_limit=params.messageLimit,
+            owner=ctx.connection.owner,
         )
     )
     if report["session"]["sessionId"]:
@@ -280,7 +282,12 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
 @handles("thread/fork")
 async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
     started = await ctx.server.run_in_worker(
-        lambda: ctx.service.fork(params.threadId, at_turn_id=params.atTurnId, at_seq=params.atSeq)
+        lambda: ctx.service.fork(
+            params.threadId,
+            at_turn_id=params.atTurnId,
+            at_seq=params.atSeq,
+            owner=ctx.connection.owner,
+        )
     )
     info = started.summary.thread_info()
     ctx.server.broadcast("thread/started", {"thread": info})
@@ -288,7 +295,9 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
 
 
 async def _set_archived(ctx: Context, thread_id: str, archived: bool) -> dict[str, Any]:
-    summary = await ctx.server.run_in_worker(ctx.service.archive, thread_id, archived)
+    summary = await ctx.server.run_in_worker(
+        ctx.service.archive, thread_id, archived, ctx.connection.owner
+    )
     ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})
     return {}
 
@@ -305,7 +314,7 @@ async def thread_unarchive(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/delete")
 async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
-    await ctx.server.run_in_worker(ctx.service.delete, params.threadId)
+    await ctx.server.run_in_worker(ctx.service.delete, params.threadId, ctx.connection.owner)
     ctx.server.broadcast(
         "thread/updated", {"thread": {"threadId": params.threadId}, "deleted": True}
     )
@@ -322,5 +331,7 @@ async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/close")
 async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
-    await ctx.server.run_in_worker(ctx.service.close, params.threadId, params.sessionId)
+    await ctx.server.run_in_worker(
+        ctx.service.close, params.threadId, params.sessionId, ctx.connection.owner
+    )
     return {}

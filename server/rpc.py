@@ -8,7 +8,9 @@ promises: -32700/-32600 answers instead of silently dropped messages, -32002 bef
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -21,6 +23,7 @@ from server.framing import BadHeader, Event, Frame, FrameTooLarge, Framing, enco
 
 logger = logging.getLogger("sessiond.rpc")
 
+_connection_ids = itertools.count(1)
 ALWAYS_ALLOWED = frozenset({"initialize", "exit", "$/cancelRequest"})
 
 
@@ -60,6 +63,13 @@ class SessiondProtocol(JsonRPCProtocol):
         self.exit_requested = False
         self.client_info: dict[str, Any] | None = None
         self.workspace_folders: list[dict[str, Any]] = []
+        self.connection_id = next(_connection_ids)
+
+    @property
+    def owner(self) -> str:
+        """How this connection is named to others, e.g. in ThreadBusy's `holder`."""
+        name = (self.client_info or {}).get("name") or "client"
+        return f"{name} (connection {self.connection_id}, pid {os.getpid()})"
 
     # --- input -------------------------------------------------------------------------
 
