@@ -25,6 +25,7 @@ logger = logging.getLogger("sessiond.rpc")
 
 _connection_ids = itertools.count(1)
 ALWAYS_ALLOWED = frozenset({"initialize", "exit", "$/cancelRequest"})
+MAX_IN_FLIGHT = 64
 
 
 def error_from_exception(exc: BaseException) -> dict[str, Any]:
@@ -52,11 +53,15 @@ def error_from_exception(exc: BaseException) -> dict[str, Any]:
 
 
 class SessiondProtocol(JsonRPCProtocol):
-    """A connection's protocol state. `send_bytes` writes one framed message to the peer."""
+    """A connection's protocol state. `send_bytes` writes one framed message to the peer.
+
+    `framing` None means the transport frames messages itself (a WebSocket text frame).
+    """
 
     def __init__(self, server: Any, converter: Any) -> None:
         super().__init__(server, converter)
-        self.framing: Framing = Framing.HEADERS
+        self.framing: Framing | None = Framing.HEADERS
+        self.max_in_flight = MAX_IN_FLIGHT
         self.send_bytes: Callable[[bytes], None] = lambda data: None
         self.initialized = False
         self.shutdown_requested = False
@@ -144,6 +149,17 @@ class SessiondProtocol(JsonRPCProtocol):
             self.send_error(
                 msg_id, ProtocolError(ErrorKind.SERVER_NOT_INITIALIZED, "send initialize first")
             )
+        elif len(self._request_futures) >= self.max_in_flight:
+            # Refuse rather than queue without limit: the client retries after an answer.
+            self.send_error(
+                msg_id,
+                ProtocolError(
+                    ErrorKind.OVERLOADED,
+                    f"more than {self.max_in_flight} requests in flight on this connection",
+                    retryable=True,
+                    limit=self.max_in_flight,
+                ),
+            )
         else:
             self.handle_message(
                 JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)
@@ -197,4 +213,4 @@ class SessiondProtocol(JsonRPCProtocol):
             body = orjson.dumps(
                 {"jsonrpc": "2.0", "id": message.get("id"), "error": error_from_exception(exc)}
             )
-        self.send_bytes(encode(self.framing, body))
+        self.send_bytes(body if self.framing is None else encode(self.framing, body))
