@@ -254,6 +254,13 @@ class ThreadUpdatedNotification(BaseModel):
     deleted: bool = False
 
 
+class ItemRecordedNotification(BaseModel):
+    """Sent to subscribers of a thread: the stored lines of one append, in seq order."""
+
+    threadId: str
+    items: list[dict[str, Any]]
+
+
 class ProgressValue(BaseModel):
     kind: Literal["begin", "report", "end"]
     title: str | None = None
@@ -280,6 +287,8 @@ METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
     "thread/delete": (ThreadIdParams, EmptyResult),
     "thread/setTitle": (ThreadSetTitleParams, ThreadSetTitleResult),
     "thread/close": (SessionParams, EmptyResult),
+    "thread/subscribe": (ThreadIdParams, EmptyResult),
+    "thread/unsubscribe": (ThreadIdParams, EmptyResult),
 }
 
 NOTIFICATIONS_IN: dict[str, type[BaseModel] | None] = {
@@ -292,5 +301,6 @@ NOTIFICATIONS_IN: dict[str, type[BaseModel] | None] = {
 NOTIFICATIONS_OUT: dict[str, type[BaseModel]] = {
     "thread/started": ThreadStartedNotification,
     "thread/updated": ThreadUpdatedNotification,
+    "item/recorded": ItemRecordedNotification,
     "$/progress": ProgressNotification,
 }
