@@ -6,20 +6,30 @@ closed after the probe so no git subprocess or file handle outlives the request.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 from typing import Any
 
-ENVIRONMENT_FIELDS = ("cwd", "repoRoot", "branch", "headSha")
+ENVIRONMENT_FIELDS = ("cwd", "repoRoot", "repoId", "branch", "headSha", "worktree")
 
 
 def probe(cwd: str) -> dict[str, Any]:
-    """The current environment of `cwd`; repo fields are None outside a git repo."""
+    """The current environment of `cwd`; repo fields are None outside a git repo.
+
+    `repoId` names the repository independently of where it is checked out (root commit
+    and origin URL), so "another repo at the same path" is told apart from "same repo".
+    """
     found: dict[str, Any] = {
         "cwd": cwd,
         "cwdExists": os.path.isdir(cwd),
         "repoRoot": None,
+        "repoId": None,
         "branch": None,
         "headSha": None,
+        "worktree": None,
+        "linkedWorktree": False,
+        "dirty": [],
     }
     if not found["cwdExists"]:
         return found
@@ -31,12 +41,21 @@ def probe(cwd: str) -> dict[str, Any]:
         return found
     try:
         found["repoRoot"] = repo.working_tree_dir
+        found["worktree"] = repo.working_tree_dir
+        found["linkedWorktree"] = Path(repo.git_dir).resolve() != Path(repo.common_dir).resolve()
         head = repo.head
         found["branch"] = None if head.is_detached else head.reference.name
         try:
             found["headSha"] = head.commit.hexsha
-        except ValueError:  # a repo with no commits yet
-            found["headSha"] = None
+            roots = repo.git.rev_list("--max-parents=0", "HEAD").split()
+        except (ValueError, git.GitCommandError):  # a repo with no commits yet
+            roots = []
+        origin = None
+        if "origin" in [remote.name for remote in repo.remotes]:
+            origin = next(iter(repo.remote("origin").urls), None)
+        found["repoId"] = f"{roots[-1] if roots else 'empty'}:{origin or ''}"
+        status = repo.git.status("--porcelain", "--untracked-files=normal")
+        found["dirty"] = [line[3:] for line in status.splitlines() if len(line) > 3][:200]
     finally:
         repo.close()
     return found
@@ -45,8 +64,8 @@ def probe(cwd: str) -> dict[str, Any]:
 def detect_drift(recorded: dict[str, Any], current: dict[str, Any]) -> list[dict[str, Any]]:
     """Differences between where the thread ran and where it would run now.
 
-    A different place (cwd, repo, branch) blocks: the agent must not continue silently in
-    the wrong workspace. HEAD moving on the same branch only warns.
+    A different place (cwd, repo, branch, worktree) blocks: the agent must not continue
+    silently in the wrong workspace. HEAD moving on the same branch only warns.
     """
     drift: list[dict[str, Any]] = []
 
@@ -62,10 +81,39 @@ def detect_drift(recorded: dict[str, Any], current: dict[str, Any]) -> list[dict
 
     if recorded.get("cwd") != current.get("cwd") or not current.get("cwdExists", True):
         add("cwd", "cwd", "block")
-    if recorded.get("repoRoot") != current.get("repoRoot"):
-        add("repo", "repoRoot", "block")
+    if recorded.get("repoRoot") != current.get("repoRoot") or (
+        recorded.get("repoId") and recorded.get("repoId") != current.get("repoId")
+    ):
+        add("repo", "repoId" if recorded.get("repoId") else "repoRoot", "block")
+    if recorded.get("worktree") and recorded.get("worktree") != current.get("worktree"):
+        add("worktree", "worktree", "block")
     if recorded.get("branch") != current.get("branch"):
         add("branch", "branch", "block")
     elif recorded.get("headSha") != current.get("headSha"):
         add("head", "headSha", "warn")
     return drift
+
+
+class Workspace:
+    """File access for validators, rooted at the thread's recorded directory."""
+
+    def __init__(self, root: str) -> None:
+        self.root = Path(root)
+        self._shas: dict[str, str | None] = {}
+
+    def resolve(self, path: str) -> Path:
+        return self.root / path if not os.path.isabs(path) else Path(path)
+
+    def file_sha(self, path: str) -> str | None:
+        if path not in self._shas:
+            try:
+                self._shas[path] = hashlib.sha256(self.resolve(path).read_bytes()).hexdigest()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+                self._shas[path] = None
+        return self._shas[path]
+
+    def read_text(self, path: str) -> str | None:
+        try:
+            return self.resolve(path).read_text(encoding="utf-8", errors="replace")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            return None

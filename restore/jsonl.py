@@ -54,20 +54,29 @@ class ThreadFile:
     unterminated_tail: bool = False
     """The last line parsed but lacks its newline; a writer must add it before appending."""
     size: int = 0
+    """File offset where the parsed bytes end."""
+    lines: int = 0
+    """Line count up to `size` (including any before `base_offset` when parsing a tail)."""
+    last_line_start: int | None = None
+    """File offset of the last newline-terminated line: snapshots verify themselves by it."""
 
 
 def encode_line(item: dict[str, Any]) -> bytes:
     return orjson.dumps(item) + b"\n"
 
 
-def parse_bytes(data: bytes) -> ThreadFile:
-    """Split a thread file's bytes into items and skipped lines."""
-    result = ThreadFile(size=len(data))
+def parse_bytes(data: bytes, base_offset: int = 0, base_lines: int = 0) -> ThreadFile:
+    """Split a thread file's bytes into items and skipped lines.
+
+    `data` may be a tail of the file starting at `base_offset` (after a snapshot), in which
+    case offsets and line numbers are reported as positions in the whole file.
+    """
+    result = ThreadFile(size=base_offset + len(data))
     offset = 0
-    if data.startswith(BOM):
+    if base_offset == 0 and data.startswith(BOM):
         result.bom = True
         offset = len(BOM)
-    line_no = 0
+    line_no = base_lines
     length = len(data)
     while offset < length:
         line_no += 1
@@ -75,6 +84,8 @@ def parse_bytes(data: bytes) -> ThreadFile:
         terminated = end != -1
         if not terminated:
             end = length
+        else:
+            result.last_line_start = base_offset + offset
         raw = data[offset:end]
         if raw.strip():
             item, reason = _decode(raw)
@@ -87,8 +98,11 @@ def parse_bytes(data: bytes) -> ThreadFile:
                     result.torn_tail_offset = offset
                     reason = "torn_tail"
                 preview = raw[:80].decode("utf-8", "replace")
-                result.skipped.append(SkippedLine(line_no, offset, reason, preview))
+                result.skipped.append(SkippedLine(line_no, base_offset + offset, reason, preview))
         offset = end + 1
+    result.lines = line_no
+    if result.torn_tail_offset is not None:
+        result.torn_tail_offset += base_offset
     return result
 
 

@@ -53,6 +53,20 @@ class Layout:
         return self.home / "recovered"
 
     @property
+    def snapshots_dir(self) -> Path:
+        return self.home / "snapshots"
+
+    @property
+    def blobs_dir(self) -> Path:
+        return self.home / "blobs"
+
+    def snapshot_path(self, thread_id: str) -> Path:
+        return self.snapshots_dir / thread_id[:2] / f"{thread_id}.json"
+
+    def blob_path(self, sha: str) -> Path:
+        return self.blobs_dir / sha[:2] / sha
+
+    @property
     def index_path(self) -> Path:
         return self.home / "index.sqlite3"
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,22 @@ class Durability(StrEnum):
     """fdatasync once per append call (a batch of items): survives power loss, cheaper."""
     NONE = "none"
     """Written to the OS only: survives a process crash, not a power loss. For tests."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A verified position in a thread file: everything before `offset` is covered.
+
+    The last line before `offset` is identified by its start and sha256, so a snapshot
+    taken from a file that was later rewritten or truncated is detected as stale.
+    """
+
+    offset: int
+    seq: int
+    lines: int
+    line_start: int
+    line_sha: str
+    summary: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -71,6 +88,7 @@ class ThreadWriter:
         contents: ThreadFile,
         durability: Durability,
         archived: bool,
+        base: Checkpoint | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.path = path
@@ -78,14 +96,53 @@ class ThreadWriter:
         self._durability = durability
         self._size = contents.size
         self._needs_cut = False
-        self.seq_of_id: dict[str, int] = {}
-        self.last_seq = 0
-        for item in contents.items:
-            self.seq_of_id.setdefault(str(item["id"]), item["seq"])
-            self.last_seq = max(self.last_seq, item["seq"])
-        self.summary: ThreadSummary = summarize(thread_id, contents.items, archived=archived)
+        self.lines = contents.lines
+        self.last_line_start = contents.last_line_start
+        # Item ids seen so far, for idempotency. Reading them needs the whole file, so after
+        # a snapshot-based open they are loaded by the first append, not by the resume.
+        self._seq_of_id: dict[str, int] | None = None
+        if base is None:
+            self._seq_of_id = {}
+            for item in contents.items:
+                self._seq_of_id.setdefault(str(item["id"]), item["seq"])
+            self.summary = summarize(thread_id, contents.items, archived=archived)
+        else:
+            self.summary = ThreadSummary(**{**base.summary, "archived": archived})
+            for item in contents.items:
+                self.summary.apply(item)
+        self.last_seq = max(
+            (item["seq"] for item in contents.items), default=base.seq if base else 0
+        )
         self.loaded: ThreadFile | None = contents
-        """What the open read found; kept for the caller that opened it (resume), then dropped."""
+        """What the open read found (after `base`, if any); for the opener, then dropped."""
+        self.base = base
+        self.base_rejected: str | None = None
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def checkpoint(self) -> Checkpoint | None:
+        """Where the file stands now, for a snapshot to verify itself against later."""
+        if self.last_line_start is None:
+            return None
+        line = os.pread(self._fd, self._size - self.last_line_start, self.last_line_start)
+        return Checkpoint(
+            offset=self._size,
+            seq=self.last_seq,
+            lines=self.lines,
+            line_start=self.last_line_start,
+            line_sha=hashlib.sha256(line).hexdigest(),
+            summary=asdict(self.summary),
+        )
+
+    def _known_ids(self) -> dict[str, int]:
+        if self._seq_of_id is None:
+            contents = parse_bytes(os.pread(self._fd, self._size, 0))
+            self._seq_of_id = {}
+            for item in contents.items:
+                self._seq_of_id.setdefault(str(item["id"]), item["seq"])
+        return self._seq_of_id
 
     @property
     def closed(self) -> bool:
@@ -101,6 +158,7 @@ class ThreadWriter:
         """
         if self.closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
+        known_ids = self._known_ids()
         seqs: list[int] = []
         lines: list[bytes] = []
         stored: list[dict[str, Any]] = []
@@ -110,7 +168,7 @@ class ThreadWriter:
         ts = now_ts()
         for item in items:
             item_id = str(item["id"])
-            known = self.seq_of_id.get(item_id) or new_ids.get(item_id)
+            known = known_ids.get(item_id) or new_ids.get(item_id)
             if known is not None:
                 duplicates += 1
                 seqs.append(known)
@@ -130,8 +188,11 @@ class ThreadWriter:
             lines.append(encode_line(line))
             stored.append(line)
         if lines:
+            last_start = self._size + sum(len(line) for line in lines[:-1])
             self._write_durably(b"".join(lines))
-            self.seq_of_id.update(new_ids)
+            self.last_line_start = last_start
+            self.lines += len(lines)
+            known_ids.update(new_ids)
             self.last_seq = next_seq
             for line in stored:
                 self.summary.apply(line)
@@ -202,8 +263,13 @@ class ThreadStore:
             raise
         return writer
 
-    def open_writer(self, thread_id: str) -> ThreadWriter:
-        """Take the thread's lock (ThreadBusy if held) and repair a torn tail first."""
+    def open_writer(self, thread_id: str, base: Checkpoint | None = None) -> ThreadWriter:
+        """Take the thread's lock (ThreadBusy if held) and repair a torn tail first.
+
+        With a `base` checkpoint (from a snapshot) only the bytes after it are read, once
+        the checkpoint is verified against the file; `writer.base` is None when it was not
+        usable and the whole file was read instead (`writer.base_rejected` says why).
+        """
         path, archived = self._locate(thread_id)
         fd = os.open(path, os.O_RDWR | os.O_APPEND)
         try:
@@ -215,13 +281,20 @@ class ThreadStore:
                     "another session is writing this thread",
                     threadId=thread_id,
                 ) from None
-            found = self._read_locked(fd)
-            repaired = self._repair_tail(thread_id, fd, found)
+            rejected = None
+            if base is not None:
+                rejected = self._verify(fd, base)
+                if rejected is not None:
+                    base = None
+            found = self._read_locked(fd, base)
+            repaired = self._repair_tail(thread_id, fd, found, base)
             # Report what was found (torn tail included), write on what was repaired.
             repaired.skipped = found.skipped
             repaired.bom = found.bom
             repaired.torn_tail_offset = found.torn_tail_offset
-            return ThreadWriter(thread_id, path, fd, repaired, self.durability, archived)
+            writer = ThreadWriter(thread_id, path, fd, repaired, self.durability, archived, base)
+            writer.base_rejected = rejected
+            return writer
         except BaseException:
             os.close(fd)
             raise
@@ -269,11 +342,32 @@ class ThreadStore:
         return found
 
     @staticmethod
-    def _read_locked(fd: int) -> ThreadFile:
+    def _read_locked(fd: int, base: Checkpoint | None = None) -> ThreadFile:
         size = os.fstat(fd).st_size
-        return parse_bytes(os.pread(fd, size, 0))
+        start = base.offset if base is not None else 0
+        contents = parse_bytes(
+            os.pread(fd, size - start, start), start, base.lines if base is not None else 0
+        )
+        if base is not None and contents.last_line_start is None:
+            contents.last_line_start = base.line_start
+        return contents
 
-    def _repair_tail(self, thread_id: str, fd: int, contents: ThreadFile) -> ThreadFile:
+    @staticmethod
+    def _verify(fd: int, base: Checkpoint) -> str | None:
+        """Why a checkpoint does not describe this file (None when it does)."""
+        size = os.fstat(fd).st_size
+        if base.offset > size:
+            return "stale: the file is shorter than the snapshot"
+        if not 0 <= base.line_start < base.offset:
+            return "corrupt: bad offsets"
+        line = os.pread(fd, base.offset - base.line_start, base.line_start)
+        if hashlib.sha256(line).hexdigest() != base.line_sha:
+            return "stale: the file changed before the snapshot's offset"
+        return None
+
+    def _repair_tail(
+        self, thread_id: str, fd: int, contents: ThreadFile, base: Checkpoint | None = None
+    ) -> ThreadFile:
         """Before appending: copy a torn tail aside and cut it off, or finish an open line.
 
         The torn bytes go to `recovered/` first and are fsynced, so truncating loses nothing.
@@ -289,9 +383,9 @@ class ThreadStore:
                 os.fsync(handle.fileno())
             os.ftruncate(fd, offset)
             os.fsync(fd)
-            return self._read_locked(fd)
+            return self._read_locked(fd, base)
         if contents.unterminated_tail:
             os.write(fd, b"\n")
             os.fsync(fd)
-            return self._read_locked(fd)
+            return self._read_locked(fd, base)
         return contents

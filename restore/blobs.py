@@ -1,0 +1,30 @@
+"""Content-addressed file contents (`blobs/<sha[:2]>/<sha256>`) for file history and rewind."""
+
+from __future__ import annotations
+
+import hashlib
+
+from restore.atomic import write_atomically
+from restore.paths import Layout
+
+
+def sha_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def put(layout: Layout, data: bytes) -> str:
+    """Store `data` durably (once) and return its sha256."""
+    sha = sha_of(data)
+    path = layout.blob_path(sha)
+    if not path.exists():
+        write_atomically(path, data)
+    return sha
+
+
+def get(layout: Layout, sha: str) -> bytes | None:
+    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+        return None  # never build a path from anything but a sha256
+    try:
+        return layout.blob_path(sha).read_bytes()
+    except FileNotFoundError:
+        return None

@@ -1,0 +1,74 @@
+"""Snapshots: a derived, deletable checkpoint of every subsystem's state at some seq.
+
+Resume reads the newest snapshot plus the tail of the file after it, so its cost does not
+grow with the thread. A snapshot that is missing, unreadable, of another version, or that
+no longer matches the file (the store verifies its checkpoint) is ignored in favour of a
+full replay, which gives the same state (property-tested).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+
+from restore.atomic import write_atomically
+from restore.paths import Layout
+from restore.store import Checkpoint
+from restore.subsystems import ThreadState
+
+SNAPSHOT_VERSION = 1
+EVERY_ITEMS = 1000
+"""A snapshot is written after this many items since the last one, and on close."""
+
+
+@dataclass
+class Snapshot:
+    checkpoint: Checkpoint
+    state: ThreadState
+    skipped: list[dict[str, Any]]
+    bom: bool
+    closed_session_id: str | None
+    """Set when the snapshot was taken by a clean close of that session."""
+
+
+def load(layout: Layout, thread_id: str) -> tuple[Snapshot | None, str | None]:
+    """The thread's snapshot, or None and why not ("missing", "corrupt: ...")."""
+    path = layout.snapshot_path(thread_id)
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, orjson.JSONDecodeError) as exc:
+        return None, f"corrupt: {type(exc).__name__}"
+    try:
+        if data["v"] != SNAPSHOT_VERSION or data["threadId"] != thread_id:
+            return None, "corrupt: other version or thread"
+        snapshot = Snapshot(
+            checkpoint=Checkpoint(**data["checkpoint"]),
+            state=ThreadState.from_json(data["state"]),
+            skipped=list(data["skipped"]),
+            bom=bool(data["bom"]),
+            closed_session_id=data.get("closedSessionId"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"corrupt: {type(exc).__name__}: {exc}"
+    return snapshot, None
+
+
+def save(layout: Layout, thread_id: str, snapshot: Snapshot) -> None:
+    body = {
+        "v": SNAPSHOT_VERSION,
+        "threadId": thread_id,
+        "checkpoint": asdict(snapshot.checkpoint),
+        "state": snapshot.state.to_json(),
+        "skipped": snapshot.skipped,
+        "bom": snapshot.bom,
+        "closedSessionId": snapshot.closed_session_id,
+    }
+    write_atomically(layout.snapshot_path(thread_id), orjson.dumps(body))
+
+
+def discard(layout: Layout, thread_id: str) -> None:
+    layout.snapshot_path(thread_id).unlink(missing_ok=True)

@@ -1,0 +1,38 @@
+"""8. attribution: which changes are the agent's and which the user's, per file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAME = "attribution"
+
+
+def initial() -> dict[str, Any]:
+    return {"files": {}}
+
+
+def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """Updates `state` in place."""
+    if item.get("type") == "file_edit" and isinstance(item.get("path"), str):
+        author = "user" if item.get("author") == "user" else "agent"
+        entry = state["files"].setdefault(item["path"], {"agent": 0, "user": 0})
+        entry[author] += 1
+        entry["lastAuthor"] = author
+    return state
+
+
+def validate(state: dict[str, Any], ctx: Any) -> Any:
+    from restore.subsystems import Outcome
+
+    history = ctx.results.get("file_history")
+    outside = [f["path"] for f in (history.state["files"] if history else []) if f.get("diverged")]
+    files = {
+        path: {**entry, "changedOutsideAgent": path in outside}
+        for path, entry in state["files"].items()
+    }
+    if not files:
+        return Outcome("empty", {"files": {}})
+    if outside:
+        reason = "changed outside the agent: " + ", ".join(outside)
+        return Outcome("invalidated", {"files": files}, reason)
+    return Outcome("restored", {"files": files})

@@ -1,0 +1,69 @@
+"""5. messages: the history the next model call sees — after the last clear/compact.
+
+The state keeps the seqs of every message after the boundary and only the first page of
+message bodies, so its size (and a snapshot's) stays small for long threads; the rest is
+paged with `thread/read`. A compact boundary carries the summary and is the first entry;
+a rewind drops what came after the turn it rewinds to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAME = "messages"
+HEAD = 200
+
+
+def initial() -> dict[str, Any]:
+    return {"boundarySeq": 0, "boundaryType": None, "seqs": [], "head": []}
+
+
+def _restart(item: dict[str, Any]) -> dict[str, Any]:
+    return {"boundarySeq": item["seq"], "boundaryType": item["type"], "seqs": [], "head": []}
+
+
+def _add(state: dict[str, Any], item: dict[str, Any]) -> None:
+    state["seqs"].append(item["seq"])
+    if len(state["head"]) < HEAD:
+        state["head"].append(item)
+
+
+def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """Updates `state` in place (the seq list would be quadratic to copy)."""
+    kind = item.get("type")
+    if kind == "message":
+        _add(state, item)
+    elif kind == "clear_boundary":
+        return _restart(item)
+    elif kind == "compact_boundary":
+        state = _restart(item)
+        _add(state, item)  # the summary is what the next model call starts from
+    elif kind == "rewind_boundary" and isinstance(item.get("toSeq"), int):
+        cut = item["toSeq"]
+        state["seqs"] = [seq for seq in state["seqs"] if seq <= cut]
+        state["head"] = [entry for entry in state["head"] if entry["seq"] <= cut]
+    return state
+
+
+def page(state: dict[str, Any], limit: int) -> dict[str, Any]:
+    """The first `limit` messages after the boundary and where to continue reading."""
+    limit = min(limit, HEAD)
+    items = state["head"][:limit]
+    more = len(state["seqs"]) > len(items)
+    return {
+        "items": items,
+        "nextAfterSeq": items[-1]["seq"] if more and items else None,
+        "boundarySeq": state["boundarySeq"],
+        "total": len(state["seqs"]),
+    }
+
+
+def validate(state: dict[str, Any], ctx: Any) -> Any:
+    from restore.subsystems import Outcome
+
+    summary = {
+        "boundarySeq": state["boundarySeq"],
+        "boundaryType": state["boundaryType"],
+        "count": len(state["seqs"]),
+    }
+    return Outcome("restored" if state["seqs"] else "empty", summary)
