@@ -20,6 +20,7 @@ from pygls.server import JsonRPCServer
 
 from server.config import ServerConfig
 from server.rpc import SessiondProtocol
+from server.subscriptions import Subscriptions
 
 if TYPE_CHECKING:
     from restore.threads import ThreadService
@@ -38,6 +39,9 @@ class SessiondServer(JsonRPCServer):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiond-store")
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.subscriptions = Subscriptions()
+        self.workspace_listeners: list[Callable[[], None]] = []
+        self._primary_taken = False
 
     @property
     def service(self) -> ThreadService:
@@ -56,13 +60,40 @@ class SessiondServer(JsonRPCServer):
         """A protocol for a new connection, with every handler registered on it."""
         from server.handlers import register
 
-        connection = (
-            self.protocol if not self.connections else SessiondProtocol(self, default_converter())
-        )
+        if self._primary_taken:
+            connection = SessiondProtocol(self, default_converter())
+        else:
+            connection, self._primary_taken = self.protocol, True
         connection.send_bytes = send_bytes
         register(connection, self)
         self.connections.append(connection)
         return connection
+
+    async def disconnect(self, connection: SessiondProtocol) -> None:
+        """A client went away: wait for its requests, then release its leases."""
+        if connection not in self.connections:
+            return
+        self.connections.remove(connection)
+        self.subscriptions.drop(connection)
+        pending = [
+            asyncio.wrap_future(f) if not asyncio.isfuture(f) else f
+            for f in connection._request_futures.values()
+            if not f.done()
+        ]
+        if pending:
+            await asyncio.wait(pending)
+        if self._service is not None:
+            await self.run_in_worker(lambda: self.service.release_owner(connection.owner))
+        self.workspace_changed()
+
+    def workspace_folders(self) -> list[str]:
+        """Every folder an initialized client opened, once each, in connection order."""
+        paths = (f["path"] for c in self.connections for f in c.workspace_folders)
+        return list(dict.fromkeys(paths))
+
+    def workspace_changed(self) -> None:
+        for listener in self.workspace_listeners:
+            listener()
 
     async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._worker, work, *args)

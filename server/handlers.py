@@ -165,6 +165,7 @@ async def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     client = params.get("clientInfo")
     ctx.connection.client_info = client if isinstance(client, dict) else None
     ctx.connection.initialized = True
+    ctx.server.workspace_changed()
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
@@ -183,6 +184,7 @@ def _change_folders(ctx: Context, params: dict[str, Any]) -> None:
     removed = {folder["path"] for folder in _folders(params.get("removed") or [])}
     kept = [f for f in ctx.connection.workspace_folders if f["path"] not in removed]
     ctx.connection.workspace_folders = kept + _folders(params.get("added") or [])
+    ctx.server.workspace_changed()
 
 
 @handles("shutdown")
@@ -226,6 +228,7 @@ async def thread_record(ctx: Context, params: Any) -> dict[str, Any]:
         ctx.service.record, params.threadId, params.sessionId, items, ctx.connection.owner
     )
     if result.stored:
+        ctx.server.subscriptions.publish(summary.threadId, result.stored)
         ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})
     return {
         "firstSeq": result.first_seq,

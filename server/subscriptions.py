@@ -1,0 +1,66 @@
+"""Who follows which thread: `thread/subscribe`, `thread/unsubscribe` and the fan-out.
+
+A subscription is in-memory state of one connection: it ends with `thread/unsubscribe` or
+when the connection goes away, and costs nothing on disk. Subscribers get `item/recorded`
+(the stored lines of each append, in seq order) for the threads they follow; the thread's
+`thread/updated` is broadcast to every client anyway. Order holds because every append
+runs on the one worker, handlers resume in the order the worker finished them, and each
+connection writes its messages in order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import thread_not_found
+from restore.paths import validate_thread_id
+from server.handlers import Context, handles
+
+if TYPE_CHECKING:
+    from server.rpc import SessiondProtocol
+
+
+class Subscriptions:
+    """Followers per thread id, each in the order they subscribed."""
+
+    def __init__(self) -> None:
+        self._followers: dict[str, dict[SessiondProtocol, None]] = {}
+
+    def add(self, thread_id: str, connection: SessiondProtocol) -> None:
+        self._followers.setdefault(thread_id, {})[connection] = None
+
+    def remove(self, thread_id: str, connection: SessiondProtocol) -> None:
+        followers = self._followers.get(thread_id, {})
+        followers.pop(connection, None)
+        if not followers:
+            self._followers.pop(thread_id, None)
+
+    def drop(self, connection: SessiondProtocol) -> None:
+        """Forget a connection that went away."""
+        for thread_id in [t for t, f in self._followers.items() if connection in f]:
+            self.remove(thread_id, connection)
+
+    def followers(self, thread_id: str) -> list[SessiondProtocol]:
+        return list(self._followers.get(thread_id, ()))
+
+    def publish(self, thread_id: str, items: list[dict[str, Any]]) -> None:
+        """`item/recorded` to every follower of the thread; nothing when no item was new."""
+        if not items:
+            return
+        for connection in self.followers(thread_id):
+            connection.notify("item/recorded", {"threadId": thread_id, "items": items})
+
+
+@handles("thread/subscribe")
+async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
+    thread_id = validate_thread_id(params.threadId)
+    if await ctx.server.run_in_worker(ctx.service.layout.locate, thread_id) is None:
+        raise thread_not_found(thread_id)
+    ctx.server.subscriptions.add(thread_id, ctx.connection)
+    return {}
+
+
+@handles("thread/unsubscribe")
+async def thread_unsubscribe(ctx: Context, params: Any) -> dict[str, Any]:
+    ctx.server.subscriptions.remove(validate_thread_id(params.threadId), ctx.connection)
+    return {}
