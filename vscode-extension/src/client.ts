@@ -1,0 +1,232 @@
+// The connection to `sessiond serve --stdio`: spawns it, speaks JSON-RPC with
+// Content-Length framing (vscode-jsonrpc), and starts it again when it dies.
+// Knows nothing of the VS Code API, so integration tests drive it as it is.
+import { spawn, type ChildProcess } from "node:child_process";
+import {
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type MessageConnection,
+} from "vscode-jsonrpc/node";
+import {
+  PROTOCOL_VERSION,
+  type DidChangeWorkspaceFoldersParams,
+  type InitializeResult,
+  type ParamsOf,
+  type ProtocolServerNotifications,
+  type RequestMethod,
+  type ResultOf,
+  type WorkspaceFolder,
+} from "./protocol";
+
+export const INSTALL_HINT = "pip install sessiond (or, from a checkout, pip install -e <repo>)";
+
+/** The configured command could not be started at all, or exited before answering. */
+export class ServerStartError extends Error {
+  constructor(
+    readonly command: readonly string[],
+    readonly missing: boolean,
+    detail: string,
+  ) {
+    super(
+      missing
+        ? `The sessiond server command \`${command.join(" ")}\` was not found. Install it with ${INSTALL_HINT}, or set "sessiond.serverCommand".`
+        : `The sessiond server \`${command.join(" ")}\` did not start: ${detail}. Install or update it with ${INSTALL_HINT}, or check "sessiond.serverCommand".`,
+    );
+    this.name = "ServerStartError";
+  }
+}
+
+export interface SessiondClientOptions {
+  command: readonly string[];
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  clientInfo: { name: string; version: string };
+  /** Read at every (re)start, so a restarted server sees the folders open now. */
+  workspaceFolders: () => WorkspaceFolder[];
+  /** Restarts after an unexpected exit; after this many within a minute the client gives up. */
+  maxRestarts?: number;
+  restartDelayMs?: number;
+  log?: (line: string) => void;
+}
+
+export type ServerState = "starting" | "running" | "restarting" | "stopped" | "failed";
+
+type NotificationMethod = keyof ProtocolServerNotifications;
+type NotificationListener<M extends NotificationMethod> = (params: ProtocolServerNotifications[M]) => void;
+
+export class SessiondClient {
+  private connection: MessageConnection | undefined;
+  private child: ChildProcess | undefined;
+  private running: Promise<InitializeResult> | undefined;
+  private stopping = false;
+  private recentRestarts: number[] = [];
+  private readonly listeners = new Map<NotificationMethod, Set<(params: never) => void>>();
+  private readonly stateListeners = new Set<(state: ServerState, error?: Error) => void>();
+  private stderrTail = "";
+  state: ServerState = "stopped";
+  serverInfo: InitializeResult | undefined;
+
+  constructor(private readonly options: SessiondClientOptions) {}
+
+  /** Starts the server if it is not running; resolves once `initialize` has been answered. */
+  start(): Promise<InitializeResult> {
+    if (!this.running) {
+      this.stopping = false;
+      this.running = this.launch();
+      this.running.catch(() => {
+        this.running = undefined;
+      });
+    }
+    return this.running;
+  }
+
+  async request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+    await this.start();
+    const connection = this.connection;
+    if (!connection) throw new Error("the sessiond server is not running");
+    return params === null
+      ? connection.sendRequest<ResultOf<M>>(method)
+      : connection.sendRequest<ResultOf<M>>(method, params);
+  }
+
+  async changeWorkspaceFolders(change: DidChangeWorkspaceFoldersParams): Promise<void> {
+    await this.start();
+    await this.connection?.sendNotification("workspace/didChangeWorkspaceFolders", change);
+  }
+
+  onNotification<M extends NotificationMethod>(method: M, listener: NotificationListener<M>): { dispose(): void } {
+    let set = this.listeners.get(method);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(method, set);
+    }
+    const entry = listener as (params: never) => void;
+    set.add(entry);
+    return { dispose: () => set.delete(entry) };
+  }
+
+  onStateChange(listener: (state: ServerState, error?: Error) => void): { dispose(): void } {
+    this.stateListeners.add(listener);
+    return { dispose: () => this.stateListeners.delete(listener) };
+  }
+
+  /** `shutdown` then `exit`, as the server expects; kills it if it does not go. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const { connection, child } = this;
+    if (connection && child && child.exitCode === null) {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      try {
+        await Promise.race([connection.sendRequest("shutdown"), delay(2000)]);
+        await connection.sendNotification("exit");
+      } catch {
+        // The server is already gone; killing below is all that is left to do.
+      }
+      const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
+      await exited;
+      clearTimeout(timer);
+    }
+    this.dispose();
+    this.setState("stopped");
+  }
+
+  /** The child process id, for tests and the output channel. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  private async launch(): Promise<InitializeResult> {
+    const [program, ...args] = this.options.command;
+    if (!program) throw new ServerStartError(this.options.command, true, "empty command");
+    this.setState(this.state === "restarting" ? "restarting" : "starting");
+    this.stderrTail = "";
+    const child = spawn(program, args, {
+      cwd: this.options.cwd,
+      env: this.options.env ?? process.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    this.child = child;
+    child.stderr?.on("data", (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-2000);
+      this.options.log?.(chunk.toString("utf8").trimEnd());
+    });
+    const failedToStart = new Promise<never>((_, reject) => {
+      child.once("error", (error: NodeJS.ErrnoException) => {
+        reject(new ServerStartError(this.options.command, error.code === "ENOENT", error.message));
+      });
+      child.once("exit", (code, signal) => {
+        const why = this.stderrTail.trim().split("\n").pop() || `exit ${code ?? signal}`;
+        reject(new ServerStartError(this.options.command, false, why));
+      });
+    });
+    failedToStart.catch(() => undefined);
+    if (!child.stdout || !child.stdin) throw new ServerStartError(this.options.command, false, "no pipes");
+    const connection = createMessageConnection(
+      new StreamMessageReader(child.stdout),
+      new StreamMessageWriter(child.stdin),
+    );
+    for (const method of ["thread/started", "thread/updated", "$/progress"] as const) {
+      connection.onNotification(method, (params: unknown) => {
+        for (const listener of this.listeners.get(method) ?? []) listener(params as never);
+      });
+    }
+    connection.listen();
+    this.connection = connection;
+    try {
+      const result = await Promise.race([
+        connection.sendRequest<InitializeResult>("initialize", {
+          protocolVersion: PROTOCOL_VERSION,
+          clientInfo: this.options.clientInfo,
+          workspaceFolders: this.options.workspaceFolders(),
+        }),
+        failedToStart,
+      ]);
+      await connection.sendNotification("initialized", {});
+      this.serverInfo = result;
+      child.once("exit", (code, signal) => this.onUnexpectedExit(child, code, signal));
+      this.setState("running");
+      return result;
+    } catch (error) {
+      this.dispose();
+      child.kill("SIGKILL");
+      const failure = error instanceof Error ? error : new Error(String(error));
+      this.setState("failed", failure);
+      throw failure;
+    }
+  }
+
+  private onUnexpectedExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.stopping || child !== this.child) return;
+    this.options.log?.(`sessiond exited (${code ?? signal}); restarting`);
+    this.dispose();
+    this.running = undefined;
+    const now = Date.now();
+    this.recentRestarts = this.recentRestarts.filter((at) => now - at < 60_000);
+    if (this.recentRestarts.length >= (this.options.maxRestarts ?? 5)) {
+      const error = new Error(`sessiond exited ${this.recentRestarts.length + 1} times within a minute; not restarting it`);
+      this.setState("failed", error);
+      return;
+    }
+    this.recentRestarts.push(now);
+    this.setState("restarting");
+    setTimeout(() => {
+      if (!this.stopping) this.start().catch(() => undefined);
+    }, this.options.restartDelayMs ?? 500);
+  }
+
+  private dispose(): void {
+    this.connection?.dispose();
+    this.connection = undefined;
+    this.running = undefined;
+  }
+
+  private setState(state: ServerState, error?: Error): void {
+    this.state = state;
+    for (const listener of this.stateListeners) listener(state, error);
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,262 @@
+// Entry point: wires the server connection to the views and commands.
+import * as vscode from "vscode";
+import { INSTALL_HINT, ServerStartError, SessiondClient } from "./client";
+import { describeError } from "./errors";
+import { threadLabel } from "./format";
+import type { ProgressValue, ThreadInfo, WorkspaceFolder } from "./protocol";
+import { SessionController } from "./sessions";
+import { ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
+import { CostStatusItem, DOCUMENT_SCHEME, ReadOnlyDocuments, TodosTreeProvider } from "./views";
+
+export interface SessiondExtensionApi {
+  client: SessiondClient;
+  threads: ThreadsTreeProvider;
+  todos: TodosTreeProvider;
+  sessions: SessionController;
+  documents: ReadOnlyDocuments;
+  cost: CostStatusItem;
+}
+
+const EXTENSION_VERSION = "0.1.0";
+
+export function serverCommand(configured: unknown): string[] {
+  if (typeof configured === "string") return configured.trim().split(/\s+/).filter(Boolean);
+  if (Array.isArray(configured) && configured.every((part) => typeof part === "string")) return configured;
+  return ["sessiond", "serve", "--stdio"];
+}
+
+function protocolFolders(): WorkspaceFolder[] {
+  return (vscode.workspace.workspaceFolders ?? []).map((folder) => ({
+    path: folder.uri.fsPath,
+    name: folder.name,
+    trusted: vscode.workspace.isTrusted,
+  }));
+}
+
+function configuration(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration("sessiond");
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<SessiondExtensionApi> {
+  const output = vscode.window.createOutputChannel("sessiond");
+  const client = new SessiondClient({
+    command: serverCommand(configuration().get("serverCommand")),
+    clientInfo: { name: "sessiond-vscode", version: EXTENSION_VERSION },
+    workspaceFolders: protocolFolders,
+    log: (line) => output.appendLine(line),
+  });
+  const threads = new ThreadsTreeProvider(client, () => configuration().get<number>("threadsPageSize") ?? 50);
+  const todos = new TodosTreeProvider();
+  const documents = new ReadOnlyDocuments();
+  const cost = new CostStatusItem();
+  const sessions = new SessionController(client, documents, todos, cost);
+  const setFolders = () =>
+    threads.setFolders((vscode.workspace.workspaceFolders ?? []).map((f) => ({ path: f.uri.fsPath, name: f.name })));
+  setFolders();
+
+  const threadsView = vscode.window.createTreeView("sessiond.threads", { treeDataProvider: threads, showCollapseAll: true });
+  const todosView = vscode.window.createTreeView("sessiond.todos", { treeDataProvider: todos });
+  todosView.message = "Resume a thread to see its todos.";
+  todos.onDidChangeTreeData(() => {
+    todosView.message = todos.getChildren().length ? undefined : "No todos in this thread.";
+  });
+
+  /** Runs a user action; a failure becomes one readable error message, never an unhandled rejection. */
+  const guarded =
+    <A extends unknown[]>(action: string, run: (...args: A) => Promise<unknown>) =>
+    async (...args: A): Promise<void> => {
+      try {
+        await run(...args);
+      } catch (error) {
+        await showFailure(action, error);
+      }
+    };
+  // Tree commands get a node; commands run from code or tests may pass the ThreadInfo itself.
+  const threadOf = (node: ThreadsNode | ThreadInfo | undefined): ThreadInfo | undefined => {
+    if (!node) return undefined;
+    if ("threadId" in node && typeof node.threadId === "string") return node as ThreadInfo;
+    const treeNode = node as ThreadsNode;
+    return treeNode.kind === "thread" ? treeNode.thread : undefined;
+  };
+  const withThread = (action: string, run: (thread: ThreadInfo) => Promise<unknown>) =>
+    guarded(action, async (node?: ThreadsNode | ThreadInfo) => {
+      const thread = threadOf(node);
+      if (thread) await run(thread);
+    });
+
+  const register = (id: string, handler: (...args: never[]) => unknown) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, handler));
+  register("sessiond.resumeThread", withThread("resume the thread", (thread) => sessions.resume(thread)));
+  register("sessiond.openTranscript", withThread("open the transcript", (thread) => sessions.openTranscript(thread)));
+  register("sessiond.forkThread", withThread("fork the thread", (thread) => sessions.forkAndResume(thread)));
+  register(
+    "sessiond.renameThread",
+    withThread("rename the thread", async (thread) => {
+      const title = await vscode.window.showInputBox({ prompt: "New title", value: thread.title ?? "" });
+      // The tree updates from the server's thread/updated notification.
+      if (title?.trim()) await client.request("thread/setTitle", { threadId: thread.threadId, title: title.trim() });
+    }),
+  );
+  register(
+    "sessiond.archiveThread",
+    withThread("archive the thread", (thread) => client.request("thread/archive", { threadId: thread.threadId })),
+  );
+  register(
+    "sessiond.unarchiveThread",
+    withThread("unarchive the thread", (thread) => client.request("thread/unarchive", { threadId: thread.threadId })),
+  );
+  register(
+    "sessiond.deleteThread",
+    withThread("delete the thread", async (thread) => {
+      const choice = await vscode.window.showWarningMessage(
+        `Delete “${threadLabel(thread)}”? Its history cannot be recovered.`,
+        { modal: true },
+        "Delete",
+      );
+      if (choice === "Delete") await client.request("thread/delete", { threadId: thread.threadId });
+    }),
+  );
+  register(
+    "sessiond.loadMoreThreads",
+    guarded("load more threads", async (node?: ThreadsNode) => {
+      if (node?.kind === "loadMore") await threads.loadMore(node.group);
+    }),
+  );
+  register("sessiond.refreshThreads", () => threads.refresh());
+  register(
+    "sessiond.searchThreads",
+    guarded("search threads", async () => {
+      const search = await vscode.window.showInputBox({ prompt: "Search thread titles and messages", value: threads.search ?? "" });
+      if (search === undefined) return;
+      threads.setSearch(search);
+      threadsView.description = threads.search ? `search: ${threads.search}` : undefined;
+    }),
+  );
+  register("sessiond.clearSearch", () => {
+    threads.setSearch(undefined);
+    threadsView.description = undefined;
+  });
+  register("sessiond.toggleArchived", () => {
+    threads.setShowArchived(!threads.showArchived);
+    threadsView.title = threads.showArchived ? "Archived Threads" : "Threads";
+  });
+  register(
+    "sessiond.newThread",
+    guarded("start a thread", async () => {
+      const folders = vscode.workspace.workspaceFolders ?? [];
+      const folder = folders.length > 1 ? await vscode.window.showWorkspaceFolderPick() : folders[0];
+      if (!folder) {
+        if (folders.length === 0) void vscode.window.showInformationMessage("Open a folder to start a thread in it.");
+        return;
+      }
+      await sessions.newThread(folder.uri.fsPath);
+    }),
+  );
+  register("sessiond.clearThread", guarded("clear the thread", () => sessions.clear()));
+  register("sessiond.compactThread", guarded("compact the thread", () => sessions.compact()));
+  register("sessiond.rewindToTurn", guarded("rewind the thread", () => sessions.rewindToTurn()));
+  register("sessiond.showRestoreReport", guarded("show the restore report", () => sessions.showRestoreReport()));
+  register(
+    "sessiond.restartServer",
+    guarded("restart the server", async () => {
+      await client.stop();
+      await client.start();
+      threads.refresh();
+    }),
+  );
+
+  context.subscriptions.push(
+    threadsView,
+    todosView,
+    cost,
+    output,
+    vscode.workspace.registerTextDocumentContentProvider(DOCUMENT_SCHEME, documents),
+    client.onNotification("thread/updated", ({ thread, deleted }) => {
+      threads.applyThreadChange(thread, deleted ?? false);
+      sessions.applyThreadChange(thread, deleted ?? false);
+    }),
+    client.onNotification("thread/started", ({ thread }) => threads.applyThreadChange(thread, false)),
+    client.onNotification("$/progress", (progress) => showProgress(progress.token, progress.value)),
+    client.onStateChange((state, error) => {
+      if (state === "restarting") output.appendLine("sessiond stopped unexpectedly; restarting it");
+      if (state === "running") threads.refresh();
+      if (state === "failed" && error) void showFailure("start the sessiond server", error);
+    }),
+    vscode.workspace.onDidChangeWorkspaceFolders((event) => {
+      const toProtocol = (folder: vscode.WorkspaceFolder): WorkspaceFolder => ({
+        path: folder.uri.fsPath,
+        name: folder.name,
+        trusted: vscode.workspace.isTrusted,
+      });
+      void client
+        .changeWorkspaceFolders({ added: event.added.map(toProtocol), removed: event.removed.map(toProtocol) })
+        .catch((error: unknown) => showFailure("update the workspace folders", error));
+      setFolders();
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      // The server only runs workspace hooks for folders marked trusted: tell it they are now.
+      const folders = protocolFolders();
+      void client.changeWorkspaceFolders({ removed: folders, added: folders }).catch(() => undefined);
+    }),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration("sessiond.serverCommand")) {
+        void vscode.commands.executeCommand("sessiond.restartServer");
+      }
+    }),
+    { dispose: () => void sessions.closeActive().finally(() => client.stop()) },
+  );
+  client.start().catch((error: unknown) => {
+    threads.refresh(error instanceof ServerStartError && error.missing ? "sessiond is not installed" : "sessiond did not start");
+  });
+  return { client, threads, todos, sessions, documents, cost };
+}
+
+const progressEnds = new Map<string, () => void>();
+const progressReports = new Map<string, vscode.Progress<{ message?: string; increment?: number }>>();
+const progressDone = new Map<string, number>();
+
+/** `$/progress` begin/report/end as one VS Code progress notification per token. */
+function showProgress(token: string, value: ProgressValue): void {
+  if (value.kind === "begin") {
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: value.title ?? "sessiond" },
+      (progress) =>
+        new Promise<void>((resolve) => {
+          progressReports.set(token, progress);
+          progressEnds.set(token, resolve);
+          progressDone.set(token, 0);
+          if (value.message) progress.report({ message: value.message });
+        }),
+    );
+    return;
+  }
+  const progress = progressReports.get(token);
+  if (value.kind === "report" && progress) {
+    const done = progressDone.get(token) ?? 0;
+    const increment = value.percentage != null ? Math.max(0, value.percentage - done) : undefined;
+    if (value.percentage != null) progressDone.set(token, value.percentage);
+    progress.report({ ...(value.message ? { message: value.message } : {}), ...(increment !== undefined ? { increment } : {}) });
+    return;
+  }
+  if (value.kind === "end") {
+    progressEnds.get(token)?.();
+    for (const map of [progressEnds, progressReports, progressDone]) map.delete(token);
+  }
+}
+
+async function showFailure(action: string, error: unknown): Promise<void> {
+  const message = describeError(action, error);
+  if (error instanceof ServerStartError) {
+    const choice = await vscode.window.showErrorMessage(message, "Copy Install Command", "Open Settings");
+    if (choice === "Copy Install Command") await vscode.env.clipboard.writeText("pip install sessiond");
+    if (choice === "Open Settings") await vscode.commands.executeCommand("workbench.action.openSettings", "sessiond.serverCommand");
+    return;
+  }
+  void vscode.window.showErrorMessage(message);
+}
+
+export { INSTALL_HINT };
+
+export async function deactivate(): Promise<void> {
+  // Subscriptions (including the server's shutdown/exit) are disposed by VS Code.
+}

@@ -1,0 +1,64 @@
+// The wire contract as the extension sees it: the generated types, plus the few methods
+// the server is gaining now. Once those are in ../protocol/schema.json, `npm run generate`
+// adds them to ProtocolRequests and the Omit below drops the hand-written stand-ins.
+import type { ProtocolRequests, SubsystemReport, ThreadInfo } from "./protocol.generated";
+
+export * from "./protocol.generated";
+
+interface UpcomingRequests {
+  "thread/clear": {
+    params: { threadId: string; sessionId: string };
+    result: { sessionId: string; previousSessionId: string };
+  };
+  "thread/compact": {
+    params: { threadId: string; sessionId: string; summary: string };
+    result: { boundarySeq: number };
+  };
+  "thread/rewind": {
+    params: {
+      threadId: string;
+      sessionId: string;
+      toTurnId: string;
+      files: boolean;
+      conversation: boolean;
+      force?: boolean;
+    };
+    result: Record<string, unknown>;
+  };
+}
+
+export type Requests = ProtocolRequests & Omit<UpcomingRequests, keyof ProtocolRequests>;
+export type RequestMethod = keyof Requests;
+export type ParamsOf<M extends RequestMethod> = Requests[M]["params"];
+export type ResultOf<M extends RequestMethod> = Requests[M]["result"];
+
+// Subsystem states are `unknown` on the wire (each subsystem owns its shape); these are the
+// shapes the extension displays, read defensively by the parsers in subsystems.ts.
+export interface TodoEntryState {
+  id: string;
+  content: string;
+  status: "pending" | "in_progress" | "completed";
+}
+
+export interface CostState {
+  inputTokens: number;
+  outputTokens: number;
+  usd: number;
+  byModel: Record<string, unknown>;
+}
+
+export interface VerifierCheckpoint {
+  name: string;
+  passed: number;
+  total: number;
+  headSha: string | null;
+  valid: boolean;
+}
+
+export type { SubsystemReport, ThreadInfo };
+
+/** `costUsd` is being added to ThreadInfo; until then it is an extra field, when present. */
+export function threadCostUsd(thread: ThreadInfo): number | undefined {
+  const cost = thread["costUsd"];
+  return typeof cost === "number" ? cost : undefined;
+}

@@ -1,0 +1,306 @@
+// Resume and what follows it: the drift modal, the restored views, and the commands that act
+// on the open session (New Thread, Clear, Compact, Rewind to Turn).
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { SessiondClient } from "./client";
+import { renderRestoreReport, renderTranscript } from "./documents";
+import { errorKind } from "./errors";
+import { driftDetail, threadLabel } from "./format";
+import type { RestoreReport, ThreadInfo } from "./protocol";
+import { costOf, todosOf, troubledSubsystems } from "./subsystems";
+import type { CostStatusItem, ReadOnlyDocuments, TodosTreeProvider } from "./views";
+
+type Item = Record<string, unknown>;
+
+export const CONTINUE_HERE = "Continue here";
+export const FORK_INSTEAD = "Fork into a new thread";
+export const INSPECT = "Inspect";
+
+/** Enough transcript to read; a thread longer than this opens with its newest part cut. */
+const TRANSCRIPT_ITEM_LIMIT = 20_000;
+const TRANSCRIPT_TYPES = new Set(["message", "operation", "turn"]);
+
+export interface ActiveSession {
+  thread: ThreadInfo;
+  sessionId: string;
+  report: RestoreReport | undefined;
+  items: Item[];
+  boundarySeq: number;
+}
+
+export class SessionController {
+  active: ActiveSession | undefined;
+
+  constructor(
+    private readonly client: Pick<SessiondClient, "request">,
+    private readonly documents: ReadOnlyDocuments,
+    private readonly todos: TodosTreeProvider,
+    private readonly cost: CostStatusItem,
+  ) {}
+
+  /** Resume: ready → the restored views; needs_review → the drift modal decides. */
+  async resume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
+    await this.closeActive();
+    const report = await this.client.request("thread/resume", { threadId: thread.threadId });
+    if (report.status === "ready") {
+      await this.showRestored(report);
+      return report;
+    }
+    const choice = await vscode.window.showWarningMessage(
+      `“${threadLabel(report.thread)}” was recorded somewhere else. Continue it here?`,
+      { modal: true, detail: driftDetail(report.environment.drift ?? []) },
+      { title: CONTINUE_HERE },
+      { title: FORK_INSTEAD },
+      { title: "Cancel", isCloseAffordance: true },
+    );
+    if (choice?.title === CONTINUE_HERE) {
+      const accepted = await this.client.request("thread/resume", {
+        threadId: thread.threadId,
+        cwd: currentCwdFor(report.thread),
+        acceptDrift: true,
+      });
+      await this.showRestored(accepted);
+      return accepted;
+    }
+    if (choice?.title === FORK_INSTEAD) return this.forkAndResume(report.thread);
+    return undefined;
+  }
+
+  /** A fork is a new thread bound to the workspace as it is now; resuming it opens it here. */
+  async forkAndResume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
+    await this.closeActive();
+    const fork = await this.client.request("thread/fork", { threadId: thread.threadId });
+    const report = await this.client.request("thread/resume", {
+      threadId: fork.thread.threadId,
+      cwd: currentCwdFor(fork.thread),
+    });
+    if (report.status !== "ready") {
+      void vscode.window.showWarningMessage(`The fork of “${threadLabel(thread)}” also needs review; resume it from the Threads view.`);
+      return report;
+    }
+    await this.showRestored(report);
+    return report;
+  }
+
+  async newThread(cwd: string): Promise<void> {
+    const title = await vscode.window.showInputBox({ prompt: "Title of the new thread (optional)" });
+    if (title === undefined) return;
+    await this.closeActive();
+    const started = await this.client.request("thread/start", { cwd, ...(title.trim() ? { title: title.trim() } : {}) });
+    this.active = { thread: started.thread, sessionId: started.sessionId, report: undefined, items: [], boundarySeq: 0 };
+    this.todos.set([]);
+    this.cost.show(undefined);
+    await this.setSessionContext();
+    await this.showTranscript();
+  }
+
+  async clear(): Promise<void> {
+    const active = this.requireActive();
+    if (!active) return;
+    const result = await this.client.request("thread/clear", { threadId: active.thread.threadId, sessionId: active.sessionId });
+    // Clear keeps todos and cost; only the conversation starts again.
+    Object.assign(active, { sessionId: result.sessionId, items: [], boundarySeq: active.boundarySeq + 1 });
+    await this.showTranscript();
+    void vscode.window.showInformationMessage(`Cleared “${threadLabel(active.thread)}”: a new session starts with an empty conversation.`);
+  }
+
+  async compact(): Promise<void> {
+    const active = this.requireActive();
+    if (!active) return;
+    const summary = await vscode.window.showInputBox({
+      prompt: "Summary that replaces the conversation so far",
+      placeHolder: "What was done, what is left, decisions made…",
+      validateInput: (value) => (value.trim() ? undefined : "A compact needs a summary"),
+    });
+    if (!summary?.trim()) return;
+    const result = await this.client.request("thread/compact", {
+      threadId: active.thread.threadId,
+      sessionId: active.sessionId,
+      summary: summary.trim(),
+    });
+    active.boundarySeq = result.boundarySeq;
+    active.items = await this.readItems(active.thread.threadId, result.boundarySeq - 1);
+    await this.showTranscript();
+  }
+
+  async rewindToTurn(): Promise<void> {
+    const active = this.requireActive();
+    if (!active) return;
+    const turns = userTurns(active.items);
+    if (turns.length === 0) {
+      void vscode.window.showInformationMessage("This thread has no turns to rewind to.");
+      return;
+    }
+    const turn = await vscode.window.showQuickPick(
+      turns.map((entry) => ({ label: entry.text, description: entry.turnId, turnId: entry.turnId })),
+      { placeHolder: "Rewind to just before this request" },
+    );
+    if (!turn) return;
+    const scope = await vscode.window.showQuickPick(
+      [
+        { label: "Files and conversation", files: true, conversation: true },
+        { label: "Conversation only", files: false, conversation: true },
+        { label: "Files only", files: true, conversation: false },
+      ],
+      { placeHolder: "What to rewind" },
+    );
+    if (!scope) return;
+    const params = {
+      threadId: active.thread.threadId,
+      sessionId: active.sessionId,
+      toTurnId: turn.turnId,
+      files: scope.files,
+      conversation: scope.conversation,
+    };
+    try {
+      await this.client.request("thread/rewind", params);
+    } catch (error) {
+      if (errorKind(error) !== "ConflictingOperation") throw error;
+      const force = await vscode.window.showWarningMessage(
+        "Some files changed since the agent edited them. Rewinding overwrites those changes.",
+        { modal: true, detail: error instanceof Error ? error.message : String(error) },
+        "Rewind anyway",
+      );
+      if (force !== "Rewind anyway") return;
+      await this.client.request("thread/rewind", { ...params, force: true });
+    }
+    if (scope.conversation) {
+      const cut = active.items.findIndex((item) => item["turnId"] === turn.turnId);
+      if (cut >= 0) active.items = active.items.slice(0, cut);
+      await this.showTranscript();
+    }
+  }
+
+  /** The whole thread, read without opening a session. */
+  async openTranscript(thread: ThreadInfo): Promise<void> {
+    const items = await this.readItems(thread.threadId, undefined);
+    await this.documents.show(transcriptPath(thread), renderTranscript(thread, items, 0));
+  }
+
+  async showRestoreReport(): Promise<void> {
+    const report = this.active?.report;
+    if (!report) {
+      void vscode.window.showInformationMessage("Resume a thread to see its restore report.");
+      return;
+    }
+    await this.documents.show(reportPath(report.thread), renderRestoreReport(report));
+  }
+
+  /** Keeps the open session's thread current when the server says it changed. */
+  applyThreadChange(thread: ThreadInfo, deleted: boolean): void {
+    if (this.active?.thread.threadId !== thread.threadId) return;
+    if (deleted || thread.archived) {
+      this.active = undefined;
+      this.todos.set([]);
+      this.cost.show(undefined);
+      void this.setSessionContext();
+      return;
+    }
+    this.active.thread = { ...this.active.thread, ...thread };
+  }
+
+  async closeActive(): Promise<void> {
+    const active = this.active;
+    if (!active) return;
+    this.active = undefined;
+    await this.setSessionContext();
+    try {
+      await this.client.request("thread/close", { threadId: active.thread.threadId, sessionId: active.sessionId });
+    } catch (error) {
+      // A session that was already superseded or deleted has nothing left to release.
+      if (!["StaleSession", "ThreadNotFound", "ThreadArchived"].includes(errorKind(error) ?? "")) throw error;
+    }
+  }
+
+  private async showRestored(report: RestoreReport): Promise<void> {
+    const sessionId = report.session.sessionId;
+    if (!sessionId) throw new Error("the server reported ready without opening a session");
+    const items = [...report.messages.items];
+    if (report.messages.nextAfterSeq !== null) {
+      items.push(...(await this.readItems(report.thread.threadId, report.messages.nextAfterSeq)));
+    }
+    this.active = { thread: report.thread, sessionId, report, items, boundarySeq: report.messages.boundarySeq };
+    this.todos.set(todosOf(report));
+    this.cost.show(costOf(report));
+    await this.setSessionContext();
+    await this.showTranscript();
+    await this.warnAboutWhatNeedsReview(report);
+  }
+
+  private async warnAboutWhatNeedsReview(report: RestoreReport): Promise<void> {
+    const troubled = troubledSubsystems(report);
+    const pending = report.pendingOperations ?? [];
+    const warnings = (report.environment.drift ?? []).filter((entry) => entry.severity === "warn");
+    const parts = [
+      ...troubled.map((entry) => `${entry.name} ${entry.status}${entry.reason ? ` (${entry.reason})` : ""}`),
+      ...(pending.length ? [`${pending.length} operation${pending.length === 1 ? "" : "s"} to review`] : []),
+      ...(warnings.length ? [`${warnings.map((entry) => entry.field).join(", ")} changed`] : []),
+    ];
+    if (parts.length === 0) return;
+    const choice = await vscode.window.showWarningMessage(
+      `Resumed “${threadLabel(report.thread)}”, but: ${parts.join("; ")}.`,
+      INSPECT,
+    );
+    if (choice === INSPECT) await this.showRestoreReport();
+  }
+
+  private async showTranscript(): Promise<void> {
+    const active = this.active;
+    if (!active) return;
+    await this.documents.show(transcriptPath(active.thread), renderTranscript(active.thread, active.items, active.boundarySeq));
+  }
+
+  private async readItems(threadId: string, afterSeq: number | undefined): Promise<Item[]> {
+    const items: Item[] = [];
+    let cursor = afterSeq;
+    while (items.length < TRANSCRIPT_ITEM_LIMIT) {
+      const page = await this.client.request("thread/read", {
+        threadId,
+        ...(cursor !== undefined ? { afterSeq: cursor } : {}),
+        limit: 1000,
+      });
+      items.push(...page.items.filter((item) => TRANSCRIPT_TYPES.has(String(item["type"]))));
+      if (page.nextAfterSeq === null || page.nextAfterSeq === undefined) break;
+      cursor = page.nextAfterSeq;
+    }
+    return items;
+  }
+
+  private requireActive(): ActiveSession | undefined {
+    if (!this.active) void vscode.window.showInformationMessage("Resume or start a thread first.");
+    return this.active;
+  }
+
+  private async setSessionContext(): Promise<void> {
+    await vscode.commands.executeCommand("setContext", "sessiond.sessionActive", this.active !== undefined);
+  }
+}
+
+/** Where "here" is: the thread's own directory when it lies in an open folder, else the first folder. */
+export function currentCwdFor(thread: ThreadInfo): string | undefined {
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.fsPath);
+  const inside = (dir: string) => folders.some((folder) => !path.relative(folder, dir).startsWith(".."));
+  if (thread.cwd && inside(thread.cwd)) return thread.cwd;
+  return folders[0] ?? thread.cwd ?? undefined;
+}
+
+export function transcriptPath(thread: ThreadInfo): string {
+  return `/transcript/${thread.threadId}.md`;
+}
+
+export function reportPath(thread: ThreadInfo): string {
+  return `/restore-report/${thread.threadId}.md`;
+}
+
+function userTurns(items: readonly Item[]): { turnId: string; text: string }[] {
+  const seen = new Set<string>();
+  const turns: { turnId: string; text: string }[] = [];
+  for (const item of items) {
+    const turnId = item["turnId"];
+    if (item["type"] !== "message" || item["role"] !== "user" || typeof turnId !== "string" || seen.has(turnId)) continue;
+    seen.add(turnId);
+    const content = typeof item["content"] === "string" ? item["content"] : "(message)";
+    turns.push({ turnId, text: content.split("\n")[0]!.slice(0, 80) });
+  }
+  return turns.reverse();
+}
