@@ -29,8 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--stdio",
         action="store_true",
-        default=True,
-        help="serve one client on stdin/stdout (default)",
+        help="serve one client on stdin/stdout (the default without --ws)",
+    )
+    serve.add_argument(
+        "--ws",
+        metavar="[HOST:]PORT",
+        help="also serve WebSocket clients on a loopback address (port 0: any free port)",
     )
     serve.add_argument(
         "--durability",
@@ -52,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="one JSON object per line")
 
     commands.add_parser("doctor", help="check every thread file, repair the index")
+
+    from server.client import add_arguments
+
+    add_arguments(commands)
     return parser
 
 
@@ -74,7 +82,17 @@ def main(argv: list[str] | None = None) -> int:
             config.durability = args.durability
         if getattr(args, "max_frame", None):
             config.max_frame = args.max_frame
+        if getattr(args, "ws", None):
+            from server import ws
+
+            return ws.run(SessiondServer(config), args.ws, with_stdio=args.stdio)
         return run_stdio(SessiondServer(config))
+    if command == "client":
+        from pathlib import Path
+
+        from server import client
+
+        return client.main(Path(config.home), args)
     from server import commands as offline
 
     try:

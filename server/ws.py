@@ -1,0 +1,234 @@
+"""The WebSocket transport: many local clients, each authenticated, each its own connection.
+
+Why our own `websockets` server and not pygls's: pygls's WebSocket server serves a single
+client and checks nothing, and a localhost WebSocket that accepts any web page is how an
+IDE agent extension got CVE-2025-52882. This one binds loopback only, refuses every
+handshake that carries a browser `Origin`, comes from a non-loopback peer or lacks the
+per-server token, and gives each client its own `SessiondProtocol` (handshake state,
+requests in flight, leases). The token and port are published in a discovery lock file.
+
+One JSON-RPC message per text frame. Outgoing messages of a connection go through one
+queue and one writer task: handlers finish and notifications arrive from many places, and
+a single writer is what keeps them in the order they were produced (concurrent `send`
+calls would each wait for the socket to drain and could overtake each other).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import logging
+import secrets
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+from websockets.typing import Subprotocol
+
+from server.app import SessiondServer
+from server.discovery import LockFile
+
+logger = logging.getLogger("sessiond.ws")
+BEARER_SUBPROTOCOL = "sessiond.bearer."
+MAX_OUTBOX = 65_536  # messages queued for a client that does not read; past it, disconnect
+
+
+class BindRefused(ValueError):
+    """A `--ws` address sessiond will not listen on."""
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """`[HOST:]PORT` (IPv6 hosts in brackets) → a loopback host and a port; else BindRefused."""
+    host, _, port_text = value.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if host == "localhost":
+        host = "127.0.0.1"  # one socket: "localhost" may bind two, on two different ports
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise BindRefused(f"not a port: {port_text!r} (expected [HOST:]PORT)") from None
+    if not 0 <= port <= 65535:
+        raise BindRefused(f"port out of range: {port}")
+    if not is_loopback(host):
+        raise BindRefused(
+            f"refusing to listen on {host}: sessiond binds loopback addresses only "
+            "(127.0.0.1, ::1), because its clients can read and write your sessions"
+        )
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _offered_token(request: Request) -> tuple[str | None, Subprotocol | None]:
+    """The token from `Authorization: Bearer …` or from a `sessiond.bearer.…` subprotocol."""
+    authorization = request.headers.get("Authorization", "")
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip(), None
+    for header in request.headers.get_all("Sec-WebSocket-Protocol"):
+        for offered in header.split(","):
+            offered = offered.strip()
+            if offered.startswith(BEARER_SUBPROTOCOL):
+                return offered[len(BEARER_SUBPROTOCOL) :], Subprotocol(offered)
+    return None, None
+
+
+class WebSocketTransport:
+    """The listening socket, its token and lock file, and one task per client."""
+
+    def __init__(self, server: SessiondServer, host: str, port: int) -> None:
+        self.server = server
+        self.host = host
+        self.requested_port = port
+        self.token = secrets.token_urlsafe(32)
+        self.port = 0
+        self.lock: LockFile | None = None
+        self._listener: Server | None = None
+
+    async def start(self) -> int:
+        self._listener = await serve(
+            self._serve_client,
+            self.host,
+            self.requested_port,
+            process_request=self._authorize,
+            select_subprotocol=self._select_subprotocol,
+            max_size=self.server.config.max_frame,
+            compression=None,  # small JSON frames: deflate costs more CPU than it saves
+            server_header=None,
+        )
+        self.port = self._listener.sockets[0].getsockname()[1]
+        self.lock = LockFile(Path(self.server.config.home), self.host, self.port, self.token)
+        self.lock.write(self.server.workspace_folders())
+        self.server.workspace_listeners.append(self._publish_folders)
+        print(
+            f"sessiond: listening on ws://{self.host}:{self.port} (token in {self.lock.path})",
+            file=sys.stderr,
+            flush=True,
+        )
+        return self.port
+
+    async def close(self) -> None:
+        if self.lock is not None:
+            self.lock.remove()
+        if self._listener is not None:
+            self._listener.close()
+            await self._listener.wait_closed()
+
+    def _publish_folders(self) -> None:
+        if self.lock is not None:
+            self.lock.write(self.server.workspace_folders())
+
+    # --- handshake ---------------------------------------------------------------------
+
+    def _authorize(self, connection: ServerConnection, request: Request) -> Response | None:
+        """Refuse (and log) before any JSON-RPC is read: no state is created for a refusal."""
+        peer = connection.remote_address[0] if connection.remote_address else "?"
+        token, _ = _offered_token(request)
+        if not is_loopback(str(peer)):
+            return self._refuse(connection, 403, peer, "peer is not on this machine")
+        if "Origin" in request.headers:
+            origin = request.headers["Origin"]
+            return self._refuse(connection, 403, peer, f"browser Origin {origin!r} is not allowed")
+        if token is None:
+            return self._refuse(connection, 401, peer, "no token")
+        if not hmac.compare_digest(token.encode(), self.token.encode()):
+            return self._refuse(connection, 401, peer, "wrong token")
+        return None
+
+    @staticmethod
+    def _refuse(connection: ServerConnection, status: int, peer: Any, reason: str) -> Response:
+        logger.warning("refused WebSocket connection from %s: %s", peer, reason)
+        response = connection.respond(status, f"sessiond: {reason}\n")
+        if status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="sessiond"'
+        return response
+
+    @staticmethod
+    def _select_subprotocol(connection: ServerConnection, subprotocols: Any) -> Subprotocol | None:
+        """Answer with the bearer subprotocol the client offered (browsers require the echo)."""
+        _, offered = _offered_token(connection.request) if connection.request else (None, None)
+        return offered if offered in subprotocols else None
+
+    # --- one client --------------------------------------------------------------------
+
+    async def _serve_client(self, ws: ServerConnection) -> None:
+        outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+        def send(data: bytes) -> None:
+            if ws.transport.is_closing():
+                return
+            if outbox.qsize() >= MAX_OUTBOX:
+                logger.warning("dropping a client that stopped reading (%d queued)", MAX_OUTBOX)
+                ws.transport.abort()  # its leases are released as for any disconnect
+                return
+            outbox.put_nowait(data)
+
+        connection = self.server.connect(send)
+        connection.framing = None  # one message per frame: no header, no newline
+        writer = asyncio.create_task(self._write(ws, outbox))
+        logger.info(
+            "WebSocket client %d connected from %s", connection.connection_id, ws.remote_address
+        )
+        try:
+            async for message in ws:
+                connection.handle_body(message.encode() if isinstance(message, str) else message)
+                if connection.exit_requested:
+                    break
+        except ConnectionClosed:
+            pass
+        finally:
+            await self.server.disconnect(connection)
+            outbox.put_nowait(None)
+            await writer
+            logger.info("WebSocket client %d disconnected", connection.connection_id)
+
+    @staticmethod
+    async def _write(ws: ServerConnection, outbox: asyncio.Queue[bytes | None]) -> None:
+        while (data := await outbox.get()) is not None:
+            try:
+                await ws.send(data.decode())
+            except ConnectionClosed:
+                return  # the client is gone; later answers have nobody to go to
+
+
+async def serve_ws(server: SessiondServer, host: str, port: int, *, with_stdio: bool) -> int:
+    """Serve WebSocket clients (and stdio, when asked) until exit or a signal."""
+    loop = asyncio.get_running_loop()
+    server.loop = loop
+    transport = WebSocketTransport(server, host, port)
+    await transport.start()
+    try:
+        if with_stdio:
+            from server.stdio import serve_stdio
+
+            return await serve_stdio(server)  # ends on exit, end of input or a signal
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        return 0
+    finally:
+        await transport.close()
+
+
+def run(server: SessiondServer, address: str, *, with_stdio: bool) -> int:
+    """`sessiond serve --ws [HOST:]PORT`; a non-loopback address is refused before binding."""
+    try:
+        host, port = parse_address(address)
+    except BindRefused as refused:
+        logger.error("%s", refused)
+        return 2
+    try:
+        return asyncio.run(serve_ws(server, host, port, with_stdio=with_stdio))
+    finally:
+        server.close()
