@@ -31,7 +31,7 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from server.app import SessiondServer
-from server.discovery import LockFile
+from server.discovery import LockFile, live_servers
 
 logger = logging.getLogger("sessiond.ws")
 BEARER_SUBPROTOCOL = "sessiond.bearer."
@@ -107,7 +107,9 @@ class WebSocketTransport:
             server_header=None,
         )
         self.port = self._listener.sockets[0].getsockname()[1]
-        self.lock = LockFile(Path(self.server.config.home), self.host, self.port, self.token)
+        home = Path(self.server.config.home)
+        live_servers(home)  # clears stale lock files of servers that died without cleaning up
+        self.lock = LockFile(home, self.host, self.port, self.token)
         self.lock.write(self.server.workspace_folders())
         self.server.workspace_listeners.append(self._publish_folders)
         print(
