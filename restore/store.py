@@ -18,6 +18,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.jsonl import FORMAT_VERSION, ThreadFile, encode_line, now_ts, parse_bytes
 from restore.paths import Layout, validate_thread_id
@@ -135,6 +137,10 @@ class ThreadWriter:
             line_sha=hashlib.sha256(line).hexdigest(),
             summary=asdict(self.summary),
         )
+
+    def seq_of(self, item_id: str) -> int | None:
+        """The seq of an item id already in the file (None if new)."""
+        return self._known_ids().get(str(item_id))
 
     def _known_ids(self) -> dict[str, int]:
         if self._seq_of_id is None:
@@ -255,7 +261,7 @@ class ThreadStore:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
         try:
-            writer.append([meta], session_id)
+            writer.loaded = ThreadFile(items=writer.append([meta], session_id).stored)
             _fsync_dir(path.parent)
         except BaseException:
             writer.close()
@@ -276,11 +282,14 @@ class ThreadStore:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                holder = self._holder(thread_id)
                 raise ProtocolError(
                     ErrorKind.THREAD_BUSY,
-                    "another session is writing this thread",
+                    f"thread is being written by {holder}",
                     threadId=thread_id,
+                    holder=holder,
                 ) from None
+            self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
             rejected = None
             if base is not None:
                 rejected = self._verify(fd, base)
@@ -334,6 +343,30 @@ class ThreadStore:
             _fsync_dir(writer.path.parent)
         finally:
             writer.close()
+
+    def name_holder(self, thread_id: str, holder: str) -> None:
+        """Name the client holding a thread's lock, for other processes' ThreadBusy errors.
+
+        flock says only that the thread is held; the name lives in `locks/<id>.holder`,
+        replaced atomically, and is trusted only while its process is alive.
+        """
+        path = self._holder_path(validate_thread_id(thread_id))
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_bytes(orjson.dumps({"holder": holder, "pid": os.getpid()}))
+        os.replace(temporary, path)
+
+    def _holder_path(self, thread_id: str) -> Path:
+        return self.layout.home / "locks" / f"{thread_id}.holder"
+
+    def _holder(self, thread_id: str) -> str:
+        try:
+            named = orjson.loads(self._holder_path(thread_id).read_bytes())
+            pid, holder = named["pid"], str(named["holder"])
+            os.kill(pid, 0)
+        except (OSError, ValueError, TypeError, KeyError):
+            return "another process"
+        return holder
 
     def _locate(self, thread_id: str) -> tuple[Path, bool]:
         found = self.layout.locate(thread_id)

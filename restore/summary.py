@@ -17,7 +17,17 @@ _LONG_BASE64 = re.compile(r"[A-Za-z0-9+/=]{200,}")
 _WHITESPACE = re.compile(r"\s+")
 
 # Item types the server writes for bookkeeping; they do not count as thread content.
-BOOKKEEPING_TYPES = frozenset({"session_meta", "lifecycle", "thread_title"})
+BOOKKEEPING_TYPES = frozenset(
+    {
+        "session_meta",
+        "lifecycle",
+        "thread_title",
+        "clear_boundary",
+        "compact_boundary",
+        "rewind_boundary",
+        "drift_accepted",
+    }
+)
 
 
 def make_preview(content: Any, limit: int = PREVIEW_CHARS) -> str:

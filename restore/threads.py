@@ -1,42 +1,52 @@
-"""Thread operations as one facade: start, record, read, list, resume, fork, archive, ...
+"""Thread operations as one facade: start, record, read, list, resume, fork, clear, ...
 
 The server calls these from one worker thread and turns results into wire answers; this
-module decides what is written where. Open writers are kept per thread: a session id is
-the key a client writes with, and a thread has at most one open session in a process (a
-second process is kept out by the file lock).
+module decides what is written where. A thread has at most one open session in a
+process, held by one client (its lease); other processes are kept out by the file lock.
+An open session keeps every subsystem's state current as items are appended, so the
+ledger can refuse a conflicting operation and a snapshot costs nothing to take.
 """
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.environment import ENVIRONMENT_FIELDS, detect_drift, probe
+from restore import snapshots
+from restore.engine import judge
+from restore.environment import ENVIRONMENT_FIELDS, probe
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
 from restore.paths import Layout, validate_thread_id
 from restore.store import AppendResult, Durability, ThreadStore, ThreadWriter
-from restore.summary import BOOKKEEPING_TYPES, ThreadSummary
+from restore.subsystems import ThreadState
+from restore.subsystems import messages as messages_subsystem
+from restore.subsystems import operations as ledger
+from restore.summary import ThreadSummary
 
 ProgressCallback = Callable[[int, int], None]
-BOUNDARY_TYPES = frozenset({"clear_boundary", "compact_boundary"})
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
-
-
+# Items that belong to one session of the source thread and are not copied by a fork.
+NOT_FORKED = frozenset({"session_meta", "lifecycle", "thread_title"})
 LOCAL_OWNER = "local"
 
 
 @dataclass
 class OpenSession:
-    """A writable session: its id, the thread's writer, and the client holding the lease."""
+    """A writable session: its id, the writer, the client holding the lease, live state."""
 
     session_id: str
     writer: ThreadWriter
-    owner: str = LOCAL_OWNER
+    owner: str
+    state: ThreadState
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    bom: bool = False
+    snapshot_seq: int = 0
 
 
 @dataclass(frozen=True)
@@ -47,13 +57,6 @@ class StartedThread:
 
 def _new_id() -> str:
     return str(uuid.uuid4())
-
-
-def _latest_meta(items: list[dict[str, Any]]) -> dict[str, Any]:
-    for item in reversed(items):
-        if item.get("type") == "session_meta":
-            return item
-    return {}
 
 
 def _busy(thread_id: str, holder: str) -> ProtocolError:
@@ -70,7 +73,7 @@ def _without_none(values: dict[str, Any]) -> dict[str, Any]:
 
 
 class ThreadService:
-    """Everything a thread request does to the files and the index."""
+    """Everything a thread request does to the files, snapshots and the index."""
 
     def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
         self.layout = layout
@@ -78,7 +81,7 @@ class ThreadService:
         self.index = ThreadIndex(layout, self.store.read_summary)
         self._open: dict[str, OpenSession] = {}  # by thread id
 
-    # --- writing -----------------------------------------------------------------------
+    # --- sessions ----------------------------------------------------------------------
 
     def start(
         self,
@@ -92,11 +95,10 @@ class ThreadService:
         owner: str = LOCAL_OWNER,
     ) -> StartedThread:
         """A new thread, durable at once: its file holds the first `session_meta`."""
-        environment = probe(cwd)
         meta = self._session_meta(
             source="startup",
             reason="user",
-            environment=environment,
+            environment=probe(cwd),
             workspace_folder=workspace_folder,
             title=title,
             model=model,
@@ -104,6 +106,193 @@ class ThreadService:
             client=client,
         )
         return self._create(meta, owner)
+
+    def resume(
+        self,
+        thread_id: str,
+        *,
+        cwd: str | None,
+        accept_drift: bool,
+        message_limit: int,
+        available_models: list[str] | None = None,
+        owner: str = LOCAL_OWNER,
+    ) -> dict[str, Any]:
+        """Restore every subsystem in order; a new session, or `needs_review` and none.
+
+        Reads the newest valid snapshot plus the tail after it (full replay otherwise),
+        judges the state against the current environment, and opens a writable session
+        only when the thread would not continue in the wrong place.
+        """
+        thread_id = validate_thread_id(thread_id)
+        self._release(thread_id, owner)  # a resume supersedes the same client's session
+        snapshot, snapshot_problem = snapshots.load(self.layout, thread_id)
+        writer = self.store.open_writer(thread_id, snapshot.checkpoint if snapshot else None)
+        opened = False
+        try:
+            if writer.summary.archived:
+                raise ProtocolError(
+                    ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
+                )
+            tail = writer.loaded or ThreadFile()
+            writer.loaded = None
+            if snapshot is not None and writer.base is not None:
+                state, skipped, bom = snapshot.state, list(snapshot.skipped), snapshot.bom
+            else:
+                state, skipped, bom = ThreadState(), [], tail.bom
+                snapshot_problem = writer.base_rejected or snapshot_problem
+            skipped += [line.to_wire() for line in tail.skipped]
+            state.apply_all(tail.items)
+            previous = writer.summary.latestSessionId
+            clean = snapshot is not None and snapshot.closed_session_id == previous
+            recorded = state.states["worktree"]
+            current = probe(cwd or recorded.get("cwd") or ".")
+            verdict = judge(state, current, available_models)
+            ready = not verdict.blocked or accept_drift
+            session_id: str | None = None
+            continue_reason = "user" if clean else "process_recovery"
+            if ready:
+                session_id = _new_id()
+                permissions = verdict.outcome("permissions").state or None
+                reason = "acceptDrift" if verdict.blocked else continue_reason
+                meta = self._session_meta(
+                    source="resume",
+                    reason=reason,
+                    environment=current,
+                    workspace_folder=writer.summary.workspaceFolder,
+                    model=(state.states["model_override"] or {}).get("model"),
+                    permissions=permissions,
+                    resumed_from=previous,
+                    thread_id=thread_id,
+                )
+                new_items = [meta]
+                if verdict.blocked:
+                    new_items.append(
+                        {"type": "drift_accepted", "id": _new_id(), "drift": verdict.drift}
+                    )
+                session = OpenSession(session_id, writer, owner, state, skipped, bom, state.seq)
+                self._append(session, new_items, session_id)
+                self._open[thread_id] = session
+                opened = True
+            return {
+                "status": "ready" if ready else "needs_review",
+                "thread": writer.summary.thread_info(),
+                "session": {"sessionId": session_id, "resumedFrom": previous},
+                "environment": {
+                    "recorded": {key: recorded.get(key) for key in ENVIRONMENT_FIELDS},
+                    "current": current,
+                    "drift": verdict.drift,
+                },
+                "subsystems": verdict.subsystem_reports(),
+                "pendingOperations": verdict.outcome("operations").state["open"],
+                "lastDurableSeq": writer.last_seq,
+                "recovery": {
+                    "skippedLines": skipped,
+                    "snapshotUsed": writer.base is not None,
+                    "snapshotProblem": None if writer.base is not None else snapshot_problem,
+                    "replayedItems": len(tail.items),
+                    "bomStripped": bom,
+                    "tornTailRecovered": tail.torn_tail_offset is not None,
+                },
+                "continueReason": continue_reason,
+                "messages": messages_subsystem.page(state.states["messages"], message_limit),
+            }
+        finally:
+            if not opened:
+                writer.close()
+
+    def fork(
+        self,
+        thread_id: str,
+        *,
+        at_turn_id: str | None,
+        at_seq: int | None,
+        owner: str = LOCAL_OWNER,
+    ) -> StartedThread:
+        """A new thread holding exactly the items up to the cut (a turn or a seq)."""
+        contents, _ = self.store.read(thread_id)
+        cut = self._fork_cut(contents.items, at_turn_id, at_seq)
+        prefix = [item for item in contents.items if item["seq"] <= cut]
+        source = ThreadState().apply_all(prefix)
+        title = next(
+            (i.get("title") for i in reversed(prefix) if i.get("type") == "thread_title"), None
+        )
+        latest_meta = next(i for i in reversed(prefix) if i.get("type") == "session_meta")
+        meta = self._session_meta(
+            source="startup",
+            reason="fork",
+            environment=probe(source.states["worktree"].get("cwd") or "."),
+            workspace_folder=latest_meta.get("workspaceFolder"),
+            title=title or latest_meta.get("title"),
+            model=(source.states["model_override"] or {}).get("model"),
+            permissions=source.states["permissions"] or None,
+            client=latest_meta.get("client"),
+            forked_from={"threadId": validate_thread_id(thread_id), "seq": cut},
+        )
+        copied = [
+            {k: v for k, v in item.items() if k not in STAMP_FIELDS}
+            for item in prefix
+            if item.get("type") not in NOT_FORKED
+        ]
+        started = self._create(meta, owner)
+        if copied:
+            self._append(self._open[started.summary.threadId], copied, started.session_id)
+        return StartedThread(
+            self._open[started.summary.threadId].writer.summary, started.session_id
+        )
+
+    def clear(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> dict[str, Any]:
+        """A new session with an empty conversation; cost, todos, model, permissions and
+        file history carry over (they are state, not conversation)."""
+        session = self._session(thread_id, session_id, owner)
+        boundary = {"type": "clear_boundary", "id": _new_id(), "endedSessionId": session_id}
+        self._append(session, [boundary], session_id)
+        new_session = _new_id()
+        meta = self._session_meta(
+            source="clear",
+            reason="user",
+            environment=probe(session.state.states["worktree"].get("cwd") or "."),
+            workspace_folder=session.writer.summary.workspaceFolder,
+            model=(session.state.states["model_override"] or {}).get("model"),
+            permissions=session.state.states["permissions"] or None,
+            resumed_from=session_id,
+            thread_id=session.writer.thread_id,
+        )
+        meta["parentSessionId"] = session_id
+        session.session_id = new_session
+        self._append(session, [meta], new_session)
+        return {"sessionId": new_session, "previousSessionId": session_id}
+
+    def compact(
+        self, thread_id: str, session_id: str, summary: str, owner: str = LOCAL_OWNER
+    ) -> dict[str, Any]:
+        """Replace the history before this point with `summary`; everything else stays."""
+        session = self._session(thread_id, session_id, owner)
+        boundary = {"type": "compact_boundary", "id": _new_id(), "summary": summary}
+        result = self._append(session, [boundary], session_id)
+        return {"boundarySeq": result.last_seq}
+
+    def close(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> None:
+        """End the session: snapshot its state (a clean close), release the writer."""
+        session = self._session(thread_id, session_id, owner)
+        self._snapshot(session, closed=True)
+        session.writer.close()
+        del self._open[session.writer.thread_id]
+
+    def release_owner(self, owner: str) -> list[str]:
+        """Close every session a client holds (it disconnected); returns their thread ids."""
+        released = [tid for tid, session in self._open.items() if session.owner == owner]
+        for thread_id in released:
+            self._close_session(self._open.pop(thread_id))
+        return released
+
+    def close_all(self) -> None:
+        """Server shutdown: every open session ends cleanly, with its snapshot."""
+        for session in self._open.values():
+            self._close_session(session)
+        self._open.clear()
+        self.index.close()
+
+    # --- writing -----------------------------------------------------------------------
 
     def record(
         self,
@@ -113,8 +302,12 @@ class ThreadService:
         owner: str = LOCAL_OWNER,
     ) -> tuple[AppendResult, ThreadSummary]:
         session = self._session(thread_id, session_id, owner)
-        result = session.writer.append(items, session_id)
-        self._reindex(session.writer)
+        items, no_ops = self._check_ledger(session, items)
+        result = self._append(session, items, session_id)
+        if no_ops:
+            result = AppendResult(
+                result.first_seq, result.last_seq, result.duplicates + no_ops, result.stored
+            )
         return result, session.writer.summary
 
     def set_title(self, thread_id: str, title: str) -> ThreadSummary:
@@ -126,36 +319,28 @@ class ThreadService:
     def append_bookkeeping(self, thread_id: str, items: list[dict[str, Any]]) -> ThreadSummary:
         """Server-written items (titles, lifecycle records) for a thread, open or not.
 
-        Uses the open session's writer when this process has one, else takes the lock
-        just for this append (ThreadBusy if another process writes the thread).
+        Uses the open session when this process has one, else takes the lock just for
+        this append (ThreadBusy if another process writes the thread).
         """
-        writer, temporary = self._writer_for_bookkeeping(thread_id)
+        thread_id = validate_thread_id(thread_id)
+        if (session := self._open.get(thread_id)) is not None:
+            self._append(session, items, session.session_id)
+            return session.writer.summary
+        writer = self.store.open_writer(thread_id)
         try:
-            session_id = writer.summary.latestSessionId or _new_id()
-            writer.append(items, session_id)
+            writer.append(items, writer.summary.latestSessionId or _new_id())
             self._reindex(writer)
             return writer.summary
         finally:
-            if temporary:
-                writer.close()
+            writer.close()
 
-    def close(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> None:
-        session = self._session(thread_id, session_id, owner)
-        session.writer.close()
-        del self._open[session.writer.thread_id]
+    def session_for(self, thread_id: str, session_id: str, owner: str) -> OpenSession:
+        """The open session a request names (StaleSession / ThreadBusy otherwise)."""
+        return self._session(thread_id, session_id, owner)
 
-    def release_owner(self, owner: str) -> list[str]:
-        """Close every session a client holds (it disconnected); returns their thread ids."""
-        released = [tid for tid, session in self._open.items() if session.owner == owner]
-        for thread_id in released:
-            self._open.pop(thread_id).writer.close()
-        return released
-
-    def close_all(self) -> None:
-        for session in self._open.values():
-            session.writer.close()
-        self._open.clear()
-        self.index.close()
+    def append(self, session: OpenSession, items: list[dict[str, Any]]) -> AppendResult:
+        """Append server-decided items (edits, rewinds) to an open session."""
+        return self._append(session, items, session.session_id)
 
     # --- reading -----------------------------------------------------------------------
 
@@ -190,128 +375,6 @@ class ThreadService:
             limit=limit,
         )
 
-    # --- resume and fork ---------------------------------------------------------------
-
-    def resume(
-        self,
-        thread_id: str,
-        *,
-        cwd: str | None,
-        accept_drift: bool,
-        message_limit: int,
-        owner: str = LOCAL_OWNER,
-    ) -> dict[str, Any]:
-        """A new session on the thread, or `needs_review` (and no session) on drift.
-
-        Restores the worktree binding and the messages after the last boundary; the other
-        subsystems arrive with the restore engine.
-        """
-        thread_id = validate_thread_id(thread_id)
-        self._release(thread_id, owner)  # a resume supersedes the same client's session
-        writer = self.store.open_writer(thread_id)
-        try:
-            if writer.summary.archived:
-                raise ProtocolError(
-                    ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
-                )
-            contents = writer.loaded or self.store.read(thread_id)[0]
-            writer.loaded = None
-            recorded_meta = _latest_meta(contents.items)
-            recorded = {key: recorded_meta.get(key) for key in ENVIRONMENT_FIELDS}
-            current = probe(cwd or recorded.get("cwd") or ".")
-            drift = detect_drift(recorded, current)
-            blocked = any(entry["severity"] == "block" for entry in drift)
-            status = "needs_review" if blocked and not accept_drift else "ready"
-            previous = writer.summary.latestSessionId
-            session_id: str | None = None
-            if status == "ready":
-                session_id = _new_id()
-                meta = self._session_meta(
-                    source="resume",
-                    reason="acceptDrift" if blocked else "user",
-                    environment=current,
-                    workspace_folder=recorded_meta.get("workspaceFolder"),
-                    model=recorded_meta.get("model"),
-                    permissions=recorded_meta.get("permissions"),
-                    client=recorded_meta.get("client"),
-                    resumed_from=previous,
-                )
-                writer.append([meta], session_id)
-                self._reindex(writer)
-                self._open[thread_id] = OpenSession(session_id, writer, owner)
-            messages, boundary = self._messages_after_boundary(contents.items, message_limit)
-            return {
-                "status": status,
-                "thread": writer.summary.thread_info(),
-                "session": {"sessionId": session_id, "resumedFrom": previous},
-                "environment": {"recorded": recorded, "current": current, "drift": drift},
-                "subsystems": [
-                    {"name": "worktree", "status": "restored", "reason": None, "state": recorded},
-                    {
-                        "name": "messages",
-                        "status": "restored" if messages["items"] else "empty",
-                        "reason": None,
-                        "state": {"boundarySeq": boundary},
-                    },
-                ],
-                "pendingOperations": [],
-                "lastDurableSeq": writer.last_seq,
-                "recovery": {
-                    "skippedLines": [line.to_wire() for line in contents.skipped],
-                    "snapshotUsed": False,
-                    "bomStripped": contents.bom,
-                    "tornTailRecovered": contents.torn_tail_offset is not None,
-                },
-                "continueReason": None,
-                "messages": messages,
-            }
-        finally:
-            if thread_id not in self._open or self._open[thread_id].writer is not writer:
-                writer.close()
-
-    def fork(
-        self,
-        thread_id: str,
-        *,
-        at_turn_id: str | None,
-        at_seq: int | None,
-        owner: str = LOCAL_OWNER,
-    ) -> StartedThread:
-        """A new thread holding exactly the items up to the cut (a turn or a seq)."""
-        contents, _ = self.store.read(thread_id)
-        cut = self._fork_cut(contents.items, at_turn_id, at_seq)
-        source_meta = _latest_meta(contents.items)
-        title = None
-        copied: list[dict[str, Any]] = []
-        for item in contents.items:
-            if item["seq"] > cut:
-                break
-            if item.get("type") == "thread_title":
-                title = item.get("title")
-            if item.get("type") in BOOKKEEPING_TYPES:
-                continue
-            copied.append({k: v for k, v in item.items() if k not in STAMP_FIELDS})
-        cwd = source_meta.get("cwd") or "."
-        meta = self._session_meta(
-            source="startup",
-            reason="fork",
-            environment=probe(cwd),
-            workspace_folder=source_meta.get("workspaceFolder"),
-            title=title or source_meta.get("title"),
-            model=source_meta.get("model"),
-            permissions=source_meta.get("permissions"),
-            client=source_meta.get("client"),
-            forked_from={"threadId": validate_thread_id(thread_id), "seq": cut},
-        )
-        started = self._create(meta, owner)
-        if copied:
-            session = self._open[started.summary.threadId]
-            session.writer.append(copied, started.session_id)
-            self._reindex(session.writer)
-        return StartedThread(
-            self._open[started.summary.threadId].writer.summary, started.session_id
-        )
-
     # --- archive and delete ------------------------------------------------------------
 
     def archive(self, thread_id: str, archived: bool, owner: str = LOCAL_OWNER) -> ThreadSummary:
@@ -323,21 +386,93 @@ class ThreadService:
             raise ProtocolError(
                 ErrorKind.THREAD_NOT_FOUND, "thread vanished while moving", threadId=thread_id
             )
-        self._index_upsert(summary, path)
+        self.index.upsert(summary, path)
         return summary
 
     def delete(self, thread_id: str, owner: str = LOCAL_OWNER) -> None:
         thread_id = validate_thread_id(thread_id)
         self._release(thread_id, owner)
         self.store.delete(thread_id)
+        snapshots.discard(self.layout, thread_id)
         self.index.remove(thread_id)
 
     # --- helpers -----------------------------------------------------------------------
 
+    def _append(
+        self, session: OpenSession, items: list[dict[str, Any]], session_id: str
+    ) -> AppendResult:
+        """The one write path of an open session: file, live state, index, snapshot."""
+        result = session.writer.append(items, session_id)
+        for line in result.stored:
+            session.state.apply(line)
+        if result.stored:
+            self._reindex(session.writer)
+            if session.state.seq - session.snapshot_seq >= snapshots.EVERY_ITEMS:
+                self._snapshot(session, closed=False)
+        return result
+
+    def _check_ledger(
+        self, session: OpenSession, items: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Drop operation items that repeat a state already recorded (a no-op); refuse
+        ones that move an operation backwards (ConflictingOperation), writing nothing."""
+        if not any(item.get("type") == "operation" for item in items):
+            return items, 0
+        simulated = copy.deepcopy(session.state.states["operations"])
+        kept: list[dict[str, Any]] = []
+        no_ops = 0
+        for item in items:
+            if item.get("type") != "operation" or session.writer.seq_of(item["id"]) is not None:
+                kept.append(item)
+                continue
+            verdict = ledger.transition(simulated, item)
+            if verdict == "conflict":
+                previous = simulated["open"].get(item["operationId"], {}).get("state") or (
+                    simulated["closed"].get(item["operationId"])
+                )
+                raise ProtocolError(
+                    ErrorKind.CONFLICTING_OPERATION,
+                    f"operation {item['operationId']} is {previous}; it cannot become "
+                    f"{item['state']}",
+                    operationId=item["operationId"],
+                    recordedState=previous,
+                    requestedState=item["state"],
+                )
+            if verdict == "duplicate":
+                no_ops += 1
+                continue
+            ledger.reduce(simulated, item)
+            kept.append(item)
+        return kept, no_ops
+
+    def _snapshot(self, session: OpenSession, *, closed: bool) -> None:
+        checkpoint = session.writer.checkpoint()
+        if checkpoint is None:
+            return
+        snapshot = snapshots.Snapshot(
+            checkpoint=checkpoint,
+            state=session.state,
+            skipped=session.skipped,
+            bom=session.bom,
+            closed_session_id=session.session_id if closed else None,
+        )
+        snapshots.save(self.layout, session.writer.thread_id, snapshot)
+        session.snapshot_seq = session.state.seq
+
+    def _close_session(self, session: OpenSession) -> None:
+        try:
+            self._snapshot(session, closed=True)
+        finally:
+            session.writer.close()
+
     def _create(self, meta: dict[str, Any], owner: str) -> StartedThread:
         thread_id, session_id = meta["threadId"], _new_id()
         writer = self.store.create(thread_id, session_id, meta)
-        self._open[thread_id] = OpenSession(session_id, writer, owner)
+        state = ThreadState()
+        for line in writer.loaded.items if writer.loaded else []:
+            state.apply(line)
+        writer.loaded = None
+        self._open[thread_id] = OpenSession(session_id, writer, owner, state)
         self._reindex(writer)
         return StartedThread(writer.summary, session_id)
 
@@ -365,11 +500,8 @@ class ThreadService:
                 "reason": reason,
                 "resumedFrom": resumed_from,
                 "forkedFrom": forked_from,
-                "cwd": environment["cwd"],
+                **{key: environment.get(key) for key in ENVIRONMENT_FIELDS},
                 "workspaceFolder": workspace_folder,
-                "repoRoot": environment.get("repoRoot"),
-                "branch": environment.get("branch"),
-                "headSha": environment.get("headSha"),
                 "title": title,
                 "model": model,
                 "permissions": permissions,
@@ -391,12 +523,6 @@ class ThreadService:
             )
         return session
 
-    def _writer_for_bookkeeping(self, thread_id: str) -> tuple[ThreadWriter, bool]:
-        thread_id = validate_thread_id(thread_id)
-        if (session := self._open.get(thread_id)) is not None:
-            return session.writer, False
-        return self.store.open_writer(thread_id), True
-
     def _release(self, thread_id: str, owner: str) -> None:
         """Close this owner's session on the thread; another owner's lease means ThreadBusy."""
         session = self._open.get(thread_id)
@@ -405,14 +531,11 @@ class ThreadService:
         if session.owner != owner:
             raise _busy(thread_id, session.owner)
         del self._open[thread_id]
-        session.writer.close()
+        self._close_session(session)
 
     def _reindex(self, writer: ThreadWriter) -> None:
-        self._index_upsert(writer.summary, writer.path)
-
-    def _index_upsert(self, summary: ThreadSummary, path: Any) -> None:
         """Every writer keeps the shared index current, so other processes list its threads."""
-        self.index.upsert(summary, path)
+        self.index.upsert(writer.summary, writer.path)
 
     @staticmethod
     def _fork_cut(items: list[dict[str, Any]], at_turn_id: str | None, at_seq: int | None) -> int:
@@ -431,16 +554,3 @@ class ThreadService:
                 )
             return at_seq
         return last
-
-    @staticmethod
-    def _messages_after_boundary(
-        items: list[dict[str, Any]], limit: int
-    ) -> tuple[dict[str, Any], int]:
-        boundary = 0
-        for item in items:
-            if item.get("type") in BOUNDARY_TYPES:
-                boundary = item["seq"]
-        messages = [i for i in items if i["seq"] > boundary and i.get("type") == "message"]
-        page = messages[:limit]
-        next_after = page[-1]["seq"] if len(messages) > limit else None
-        return {"items": page, "nextAfterSeq": next_after, "boundarySeq": boundary}, boundary
