@@ -1,0 +1,267 @@
+// A stand-in for the `vscode` module (no VS Code binary exists here). It implements the
+// slice of the API the extension uses, records what the user would see, and lets a test
+// choose the button a dialog returns.
+import Module from "node:module";
+import * as path from "node:path";
+
+type Listener<T> = (value: T) => unknown;
+
+export class EventEmitter<T> {
+  private listeners = new Set<Listener<T>>();
+  event = (listener: Listener<T>) => {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  };
+  fire(value: T): void {
+    for (const listener of [...this.listeners]) listener(value);
+  }
+  dispose(): void {
+    this.listeners.clear();
+  }
+}
+
+export enum TreeItemCollapsibleState {
+  None = 0,
+  Collapsed = 1,
+  Expanded = 2,
+}
+
+export class ThemeIcon {
+  constructor(readonly id: string) {}
+}
+
+export class MarkdownString {
+  constructor(readonly value: string = "") {}
+}
+
+export class TreeItem {
+  id?: string;
+  description?: string;
+  tooltip?: unknown;
+  iconPath?: unknown;
+  contextValue?: string;
+  command?: { command: string; title: string; arguments?: unknown[] };
+  constructor(
+    readonly label: string,
+    readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None,
+  ) {}
+}
+
+export class Uri {
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+  ) {}
+  static from(parts: { scheme: string; path: string }): Uri {
+    return new Uri(parts.scheme, parts.path);
+  }
+  static file(fsPath: string): Uri {
+    return new Uri("file", fsPath);
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  toString(): string {
+    return `${this.scheme}:${this.path}`;
+  }
+}
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+
+export enum ProgressLocation {
+  Notification = 15,
+}
+
+export interface MessageItem {
+  title: string;
+  isCloseAffordance?: boolean;
+}
+
+/** One dialog the extension showed: what a user would have read, and the buttons offered. */
+export interface ShownMessage {
+  severity: "information" | "warning" | "error";
+  message: string;
+  modal: boolean;
+  detail: string | undefined;
+  buttons: string[];
+}
+
+export interface ShownDocument {
+  uri: string;
+  text: string;
+}
+
+type Answer = (shown: ShownMessage) => string | undefined;
+
+/** The world as the stub sees it; tests read and script it through `vscodeStub`. */
+export const vscodeStub = {
+  messages: [] as ShownMessage[],
+  documents: [] as ShownDocument[],
+  /** Chooses the button for each next dialog; without one the user dismisses it (Cancel). */
+  answers: [] as Answer[],
+  inputs: [] as (string | undefined)[],
+  quickPicks: [] as ((items: { label: string }[]) => { label: string } | undefined)[],
+  progress: [] as { title: string; reports: unknown[]; done: boolean }[],
+  commands: new Map<string, (...args: unknown[]) => unknown>(),
+  context: new Map<string, unknown>(),
+  configuration: new Map<string, unknown>(),
+  statusBarItems: [] as StatusBarItem[],
+  treeViews: new Map<string, TreeView>(),
+  contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string }>(),
+  workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
+  isTrusted: true,
+  clipboard: "",
+  reset(): void {
+    this.messages = [];
+    this.documents = [];
+    this.answers = [];
+    this.inputs = [];
+    this.quickPicks = [];
+    this.progress = [];
+    this.commands.clear();
+    this.context.clear();
+    this.configuration.clear();
+    this.statusBarItems = [];
+    this.treeViews.clear();
+    this.contentProviders.clear();
+    this.workspaceFolders = [];
+    this.isTrusted = true;
+  },
+  setWorkspaceFolders(paths: string[]): void {
+    this.workspaceFolders = paths.map((fsPath, index) => ({ uri: Uri.file(fsPath), name: path.basename(fsPath), index }));
+  },
+};
+
+class StatusBarItem {
+  text = "";
+  tooltip: string | undefined;
+  command: string | undefined;
+  visible = false;
+  show(): void {
+    this.visible = true;
+  }
+  hide(): void {
+    this.visible = false;
+  }
+  dispose(): void {
+    this.visible = false;
+  }
+}
+
+class TreeView {
+  message: string | undefined;
+  description: string | undefined;
+  title: string | undefined;
+  constructor(readonly provider: unknown) {}
+  dispose(): void {}
+}
+
+function showMessage(severity: ShownMessage["severity"], message: string, ...rest: unknown[]): Promise<unknown> {
+  let modal = false;
+  let detail: string | undefined;
+  const first = rest[0];
+  if (first && typeof first === "object" && !("title" in first)) {
+    const options = rest.shift() as { modal?: boolean; detail?: string };
+    modal = options.modal ?? false;
+    detail = options.detail;
+  }
+  const items = rest as (string | MessageItem)[];
+  const titleOf = (item: string | MessageItem) => (typeof item === "string" ? item : item.title);
+  const shown: ShownMessage = { severity, message, modal, detail, buttons: items.map(titleOf) };
+  vscodeStub.messages.push(shown);
+  const answer = vscodeStub.answers.shift();
+  const chosen = answer?.(shown);
+  return Promise.resolve(items.find((item) => titleOf(item) === chosen));
+}
+
+export const window = {
+  createOutputChannel: () => ({ appendLine: () => undefined, dispose: () => undefined }),
+  createTreeView: (id: string, options: { treeDataProvider: unknown }) => {
+    const view = new TreeView(options.treeDataProvider);
+    vscodeStub.treeViews.set(id, view);
+    return view;
+  },
+  createStatusBarItem: () => {
+    const item = new StatusBarItem();
+    vscodeStub.statusBarItems.push(item);
+    return item;
+  },
+  showInformationMessage: (message: string, ...rest: unknown[]) => showMessage("information", message, ...rest),
+  showWarningMessage: (message: string, ...rest: unknown[]) => showMessage("warning", message, ...rest),
+  showErrorMessage: (message: string, ...rest: unknown[]) => showMessage("error", message, ...rest),
+  showInputBox: async () => vscodeStub.inputs.shift(),
+  showQuickPick: async (items: { label: string }[]) => vscodeStub.quickPicks.shift()?.(items),
+  showWorkspaceFolderPick: async () => vscodeStub.workspaceFolders[0],
+  showTextDocument: async (document: { uri: Uri; getText(): string }) => {
+    vscodeStub.documents.push({ uri: document.uri.toString(), text: document.getText() });
+    return {};
+  },
+  withProgress: async (options: { title: string }, task: (progress: { report(v: unknown): void }) => Promise<unknown>) => {
+    const entry = { title: options.title, reports: [] as unknown[], done: false };
+    vscodeStub.progress.push(entry);
+    await task({ report: (value) => entry.reports.push(value) });
+    entry.done = true;
+  },
+};
+
+const noEvent = () => ({ dispose: () => undefined });
+
+export const workspace = {
+  get workspaceFolders() {
+    return vscodeStub.workspaceFolders.length ? vscodeStub.workspaceFolders : undefined;
+  },
+  get isTrusted() {
+    return vscodeStub.isTrusted;
+  },
+  getConfiguration: (section: string) => ({
+    get: <T>(key: string): T | undefined => vscodeStub.configuration.get(`${section}.${key}`) as T | undefined,
+  }),
+  registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }) => {
+    vscodeStub.contentProviders.set(scheme, provider);
+    return { dispose: () => vscodeStub.contentProviders.delete(scheme) };
+  },
+  openTextDocument: async (uri: Uri) => {
+    const provider = vscodeStub.contentProviders.get(uri.scheme);
+    if (!provider) throw new Error(`no content provider for ${uri.scheme}`);
+    const text = provider.provideTextDocumentContent(uri);
+    return { uri, getText: () => text, isUntitled: false };
+  },
+  onDidChangeWorkspaceFolders: noEvent,
+  onDidGrantWorkspaceTrust: noEvent,
+  onDidChangeConfiguration: noEvent,
+};
+
+export const commands = {
+  registerCommand: (id: string, handler: (...args: unknown[]) => unknown) => {
+    vscodeStub.commands.set(id, handler);
+    return { dispose: () => vscodeStub.commands.delete(id) };
+  },
+  executeCommand: async (id: string, ...args: unknown[]) => {
+    if (id === "setContext") {
+      vscodeStub.context.set(args[0] as string, args[1]);
+      return undefined;
+    }
+    const handler = vscodeStub.commands.get(id);
+    if (!handler) return undefined;
+    return handler(...args);
+  },
+};
+
+export const env = {
+  clipboard: {
+    writeText: async (text: string) => {
+      vscodeStub.clipboard = text;
+    },
+  },
+};
+
+/** Makes `require("vscode")` return this module. Import this before any extension module. */
+const loader = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
+const originalLoad = loader._load;
+loader._load = function load(request: string, ...rest: unknown[]) {
+  if (request === "vscode") return module.exports;
+  return originalLoad.call(this, request, ...rest);
+};
