@@ -212,6 +212,7 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     info = started.summary.thread_info()
+    await ctx.server.name_holder(info["threadId"], ctx.connection)
     ctx.server.broadcast("thread/started", {"thread": info})
     return {"thread": info, "sessionId": started.session_id}
 
@@ -278,6 +279,7 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     if report["session"]["sessionId"]:
+        await ctx.server.name_holder(report["thread"]["threadId"], ctx.connection)
         ctx.server.broadcast("thread/updated", {"thread": report["thread"]})
     return report
 
@@ -293,6 +295,7 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     info = started.summary.thread_info()
+    await ctx.server.name_holder(info["threadId"], ctx.connection)
     ctx.server.broadcast("thread/started", {"thread": info})
     return {"thread": info, "sessionId": started.session_id}
 
