@@ -28,7 +28,15 @@ CLIENT_ITEM_TYPES = (
     "prompt_section",
     "verifier",
 )
-SERVER_ITEM_TYPES = ("session_meta", "lifecycle", "thread_title")
+SERVER_ITEM_TYPES = (
+    "session_meta",
+    "lifecycle",
+    "thread_title",
+    "clear_boundary",
+    "compact_boundary",
+    "rewind_boundary",
+    "drift_accepted",
+)
 
 LifecycleSource = Literal["startup", "resume", "clear", "compact"]
 
@@ -172,6 +180,35 @@ class SessionMetaItem(ItemBase):
     model: str | None = None
     permissions: Permissions | None = None
     client: dict[str, Any] | None = None
+
+
+class ClearBoundaryItem(ItemBase):
+    """thread/clear: the conversation restarts empty after this point."""
+
+    type: Literal["clear_boundary"] = "clear_boundary"
+    endedSessionId: str
+
+
+class CompactBoundaryItem(ItemBase):
+    """thread/compact: history before this point is replaced by `summary`."""
+
+    type: Literal["compact_boundary"] = "compact_boundary"
+    summary: str
+
+
+class RewindBoundaryItem(ItemBase):
+    """thread/rewind: the conversation continues from the end of `toTurnId`."""
+
+    type: Literal["rewind_boundary"] = "rewind_boundary"
+    toSeq: int
+    toTurnId: str
+
+
+class DriftAcceptedItem(ItemBase):
+    """thread/resume with acceptDrift: the user chose to continue in a changed workspace."""
+
+    type: Literal["drift_accepted"] = "drift_accepted"
+    drift: list[dict[str, Any]]
 
 
 class ThreadTitleItem(ItemBase):

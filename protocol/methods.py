@@ -153,7 +153,57 @@ class ThreadReadResult(Result):
 class ThreadResumeParams(ThreadIdParams):
     cwd: str | None = None
     acceptDrift: bool = False
-    messageLimit: int = Field(default=MAX_PAGE, ge=1, le=10_000)
+    messageLimit: int = Field(default=MAX_PAGE, ge=1, le=MAX_PAGE)
+    availableModels: list[str] | None = None
+    """Models the client can run; a recorded model outside this list is invalidated."""
+
+
+class ThreadClearParams(SessionParams):
+    pass
+
+
+class ThreadClearResult(Result):
+    sessionId: str
+    previousSessionId: str
+
+
+class ThreadCompactParams(SessionParams):
+    summary: str = Field(min_length=1)
+
+
+class ThreadCompactResult(Result):
+    boundarySeq: int
+
+
+class ApplyEditParams(SessionParams):
+    operationId: str = Field(min_length=1, max_length=ITEM_ID_MAX)
+    path: str = Field(min_length=1, max_length=4096)
+    content: str
+    expectedSha: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+
+
+class ApplyEditResult(Result):
+    outcome: Literal["applied", "already_applied", "conflict"]
+    beforeSha: str | None
+    afterSha: str | None
+
+
+class ThreadRewindParams(SessionParams):
+    toTurnId: str = Field(min_length=1, max_length=ITEM_ID_MAX)
+    files: bool = True
+    conversation: bool = True
+    force: bool = False
+
+
+class RewoundFile(BaseModel):
+    path: str
+    sha: str | None
+
+
+class ThreadRewindResult(Result):
+    toSeq: int
+    files: list[RewoundFile]
+    conversation: bool
 
 
 class SessionRef(BaseModel):
@@ -195,6 +245,9 @@ class Recovery(BaseModel):
 
     skippedLines: list[dict[str, Any]] = Field(default_factory=list)
     snapshotUsed: bool = False
+    snapshotProblem: str | None = None
+    """Why no snapshot was used (missing, corrupt, stale); the state came from full replay."""
+    replayedItems: int = 0
     bomStripped: bool = False
     tornTailRecovered: bool = False
 
@@ -205,6 +258,7 @@ class MessagesPage(BaseModel):
     items: list[dict[str, Any]]
     nextAfterSeq: int | None
     boundarySeq: int
+    total: int = 0
 
 
 class RestoreReport(Result):
@@ -287,6 +341,10 @@ METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
     "thread/delete": (ThreadIdParams, EmptyResult),
     "thread/setTitle": (ThreadSetTitleParams, ThreadSetTitleResult),
     "thread/close": (SessionParams, EmptyResult),
+    "thread/clear": (ThreadClearParams, ThreadClearResult),
+    "thread/compact": (ThreadCompactParams, ThreadCompactResult),
+    "fs/applyEdit": (ApplyEditParams, ApplyEditResult),
+    "thread/rewind": (ThreadRewindParams, ThreadRewindResult),
     "thread/subscribe": (ThreadIdParams, EmptyResult),
     "thread/unsubscribe": (ThreadIdParams, EmptyResult),
 }

@@ -15,7 +15,15 @@ from pydantic import BaseModel, TypeAdapter
 
 from protocol import PROTOCOL_VERSION
 from protocol.errors import CODE_OF_KIND
-from protocol.items import RecordableItem, SessionMetaItem, ThreadTitleItem
+from protocol.items import (
+    ClearBoundaryItem,
+    CompactBoundaryItem,
+    DriftAcceptedItem,
+    RecordableItem,
+    RewindBoundaryItem,
+    SessionMetaItem,
+    ThreadTitleItem,
+)
 from protocol.methods import METHODS, NOTIFICATIONS_IN, NOTIFICATIONS_OUT
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
@@ -36,7 +44,14 @@ def build_schema() -> dict[str, Any]:
     item_schema = TypeAdapter(RecordableItem).json_schema(ref_template="#/$defs/{model}")
     defs.update(item_schema.pop("$defs", {}))
     defs["RecordableItem"] = item_schema
-    for model in (SessionMetaItem, ThreadTitleItem):
+    for model in (
+        SessionMetaItem,
+        ThreadTitleItem,
+        ClearBoundaryItem,
+        CompactBoundaryItem,
+        RewindBoundaryItem,
+        DriftAcceptedItem,
+    ):
         _ref(model, defs)
     requests = {
         name: {"params": _ref(params, defs), "result": _ref(result, defs)}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
+from restore.subsystems import SUBSYSTEM_NAMES
 from server.framing import Framing
 
 if TYPE_CHECKING:
@@ -25,19 +26,6 @@ if TYPE_CHECKING:
 
 SERVER_NAME = "sessiond"
 SERVER_VERSION = "0.1.0"
-SUBSYSTEMS = (
-    "worktree",
-    "permissions",
-    "model_override",
-    "prompt_sections",
-    "messages",
-    "todos",
-    "file_history",
-    "attribution",
-    "cost",
-    "operations",
-    "verifier",
-)
 LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
 _progress_tokens = itertools.count(1)
 
@@ -170,7 +158,7 @@ async def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         "protocolVersion": PROTOCOL_VERSION,
         "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
         "capabilities": {
-            "subsystems": list(SUBSYSTEMS),
+            "subsystems": list(SUBSYSTEM_NAMES),
             "lifecycleSources": list(LIFECYCLE_SOURCES),
             "framing": [str(framing) for framing in Framing],
             "durability": ctx.server.config.durability,
@@ -275,6 +263,7 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
             cwd=params.cwd,
             accept_drift=params.acceptDrift,
             message_limit=params.messageLimit,
+            available_models=params.availableModels,
             owner=ctx.connection.owner,
         )
     )
@@ -341,3 +330,55 @@ async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
         ctx.service.close, params.threadId, params.sessionId, ctx.connection.owner
     )
     return {}
+
+
+@handles("thread/clear")
+async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
+    result = await ctx.server.run_in_worker(
+        ctx.service.clear, params.threadId, params.sessionId, ctx.connection.owner
+    )
+    return result
+
+
+@handles("thread/compact")
+async def thread_compact(ctx: Context, params: Any) -> dict[str, Any]:
+    result = await ctx.server.run_in_worker(
+        ctx.service.compact, params.threadId, params.sessionId, params.summary, ctx.connection.owner
+    )
+    return result
+
+
+@handles("fs/applyEdit")
+async def fs_apply_edit(ctx: Context, params: Any) -> dict[str, Any]:
+    from restore.edits import apply_edit
+
+    def work() -> dict[str, Any]:
+        session = ctx.service.session_for(params.threadId, params.sessionId, ctx.connection.owner)
+        return apply_edit(
+            ctx.service,
+            session,
+            operation_id=params.operationId,
+            path=params.path,
+            content=params.content,
+            expected_sha=params.expectedSha,
+        )
+
+    return await ctx.server.run_in_worker(work)
+
+
+@handles("thread/rewind")
+async def thread_rewind(ctx: Context, params: Any) -> dict[str, Any]:
+    from restore.edits import rewind
+
+    def work() -> dict[str, Any]:
+        session = ctx.service.session_for(params.threadId, params.sessionId, ctx.connection.owner)
+        return rewind(
+            ctx.service,
+            session,
+            to_turn_id=params.toTurnId,
+            files=params.files,
+            conversation=params.conversation,
+            force=params.force,
+        )
+
+    return await ctx.server.run_in_worker(work)
