@@ -161,19 +161,24 @@ export class SessiondClient {
       });
     });
     failedToStart.catch(() => undefined);
-    if (!child.stdout || !child.stdin) throw new ServerStartError(this.options.command, false, "no pipes");
-    const connection = createMessageConnection(
-      new StreamMessageReader(child.stdout),
-      new StreamMessageWriter(child.stdin),
-    );
-    for (const method of ["thread/started", "thread/updated", "$/progress"] as const) {
-      connection.onNotification(method, (params: unknown) => {
-        for (const listener of this.listeners.get(method) ?? []) listener(params as never);
-      });
-    }
-    connection.listen();
-    this.connection = connection;
+    // A server that dies mid-write must not take the extension host down with EPIPE.
+    child.stdin?.on("error", (error) => this.options.log?.(`sessiond stdin: ${error.message}`));
     try {
+      // Nothing is written until the process exists: writing to a never-spawned child's stdin
+      // is an error vscode-jsonrpc cannot hand back to us.
+      await Promise.race([new Promise((resolve) => child.once("spawn", resolve)), failedToStart]);
+      if (!child.stdout || !child.stdin) throw new ServerStartError(this.options.command, false, "no pipes");
+      const connection = createMessageConnection(
+        new StreamMessageReader(child.stdout),
+        new StreamMessageWriter(child.stdin),
+      );
+      for (const method of ["thread/started", "thread/updated", "$/progress"] as const) {
+        connection.onNotification(method, (params: unknown) => {
+          for (const listener of this.listeners.get(method) ?? []) listener(params as never);
+        });
+      }
+      connection.listen();
+      this.connection = connection;
       const result = await Promise.race([
         connection.sendRequest<InitializeResult>("initialize", {
           protocolVersion: PROTOCOL_VERSION,

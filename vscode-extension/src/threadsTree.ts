@@ -1,6 +1,7 @@
 // The Threads view: workspace folder → branch → threads, newest first, one page at a time.
 import * as vscode from "vscode";
 import type { SessiondClient } from "./client";
+import { describeError } from "./errors";
 import { threadDescription, threadLabel } from "./format";
 import type { ThreadInfo } from "./protocol";
 
@@ -126,7 +127,14 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
     }
     if (node.kind === "folder") {
       const { group } = node;
-      if (!group.loaded) await this.loadMore(group);
+      if (!group.loaded) {
+        try {
+          await this.loadMore(group);
+        } catch (error) {
+          // The view shows why it is empty; the error dialog comes from whoever started the server.
+          return [{ kind: "notice", text: describeError("list threads", error) }];
+        }
+      }
       const branches = new Map<string | null, ThreadInfo>();
       for (const thread of [...group.threads].sort(newestFirst)) {
         if (!branches.has(thread.branch ?? null)) branches.set(thread.branch ?? null, thread);

@@ -50,8 +50,11 @@ export async function activateExtension(options: {
   command: string[];
   folders: string[];
   pageSize?: number;
+  /** Buttons for the first dialogs, in order (a dialog can appear while activating). */
+  answers?: ((shown: import("./vscode").ShownMessage) => string | undefined)[];
 }): Promise<ActivatedExtension> {
   vscodeStub.reset();
+  vscodeStub.answers.push(...(options.answers ?? []));
   vscodeStub.configuration.set("sessiond.serverCommand", options.command);
   if (options.pageSize) vscodeStub.configuration.set("sessiond.threadsPageSize", options.pageSize);
   vscodeStub.setWorkspaceFolders(options.folders);
