@@ -22,6 +22,8 @@ function renderItem(item: Item): string | undefined {
       return `### ${String(item["role"])}\n\n${messageText(item["content"])}`;
     case "operation":
       return `> tool \`${String(item["tool"])}\` — ${String(item["state"])}`;
+    case "compact_boundary":
+      return `> **Summary of the earlier conversation**\n>\n> ${String(item["summary"]).split("\n").join("\n> ")}`;
     case "turn":
       return item["phase"] === "interrupted" ? "> turn interrupted" : undefined;
     default:

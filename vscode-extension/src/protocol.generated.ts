@@ -17,9 +17,44 @@ export type RecordableItem =
   | PromptSectionItem
   | VerifierItem;
 
+export interface ApplyEditParams {
+  threadId: string;
+  sessionId: string;
+  operationId: string;
+  path: string;
+  content: string;
+  expectedSha?: string | null;
+  [k: string]: unknown;
+}
+export interface ApplyEditResult {
+  outcome: "applied" | "already_applied" | "conflict";
+  beforeSha: string | null;
+  afterSha: string | null;
+  [k: string]: unknown;
+}
+/**
+ * thread/clear: the conversation restarts empty after this point.
+ */
+export interface ClearBoundaryItem {
+  id: string;
+  turnId?: string | null;
+  type?: "clear_boundary";
+  endedSessionId: string;
+  [k: string]: unknown;
+}
 export interface ClientInfo {
   name: string;
   version?: string | null;
+  [k: string]: unknown;
+}
+/**
+ * thread/compact: history before this point is replaced by `summary`.
+ */
+export interface CompactBoundaryItem {
+  id: string;
+  turnId?: string | null;
+  type?: "compact_boundary";
+  summary: string;
   [k: string]: unknown;
 }
 /**
@@ -49,6 +84,18 @@ export interface WorkspaceFolder {
   path: string;
   name?: string | null;
   trusted?: boolean;
+  [k: string]: unknown;
+}
+/**
+ * thread/resume with acceptDrift: the user chose to continue in a changed workspace.
+ */
+export interface DriftAcceptedItem {
+  id: string;
+  turnId?: string | null;
+  type?: "drift_accepted";
+  drift: {
+    [k: string]: unknown;
+  }[];
   [k: string]: unknown;
 }
 export interface DriftEntry {
@@ -115,6 +162,16 @@ export interface ServerCapabilities {
   maxItemsPerRecord: number;
   [k: string]: unknown;
 }
+/**
+ * Sent to subscribers of a thread: the stored lines of one append, in seq order.
+ */
+export interface ItemRecordedNotification {
+  threadId: string;
+  items: {
+    [k: string]: unknown;
+  }[];
+  [k: string]: unknown;
+}
 export interface MessageItem {
   id: string;
   turnId?: string | null;
@@ -132,6 +189,7 @@ export interface MessagesPage {
   }[];
   nextAfterSeq: number | null;
   boundarySeq: number;
+  total?: number;
   [k: string]: unknown;
 }
 export interface ModelOverrideItem {
@@ -240,6 +298,8 @@ export interface Recovery {
     [k: string]: unknown;
   }[];
   snapshotUsed?: boolean;
+  snapshotProblem?: string | null;
+  replayedItems?: number;
   bomStripped?: boolean;
   tornTailRecovered?: boolean;
   [k: string]: unknown;
@@ -289,6 +349,22 @@ export interface SubsystemReport {
   [k: string]: unknown;
 }
 /**
+ * thread/rewind: the conversation continues from the end of `toTurnId`.
+ */
+export interface RewindBoundaryItem {
+  id: string;
+  turnId?: string | null;
+  type?: "rewind_boundary";
+  toSeq: number;
+  toTurnId: string;
+  [k: string]: unknown;
+}
+export interface RewoundFile {
+  path: string;
+  sha: string | null;
+  [k: string]: unknown;
+}
+/**
  * First line of every session: where it ran and why it began.
  */
 export interface SessionMetaItem {
@@ -318,6 +394,26 @@ export interface SessionMetaItem {
 export interface SessionParams {
   threadId: string;
   sessionId: string;
+  [k: string]: unknown;
+}
+export interface ThreadClearParams {
+  threadId: string;
+  sessionId: string;
+  [k: string]: unknown;
+}
+export interface ThreadClearResult {
+  sessionId: string;
+  previousSessionId: string;
+  [k: string]: unknown;
+}
+export interface ThreadCompactParams {
+  threadId: string;
+  sessionId: string;
+  summary: string;
+  [k: string]: unknown;
+}
+export interface ThreadCompactResult {
+  boundarySeq: number;
   [k: string]: unknown;
 }
 export interface ThreadForkParams {
@@ -393,6 +489,22 @@ export interface ThreadResumeParams {
   cwd?: string | null;
   acceptDrift?: boolean;
   messageLimit?: number;
+  availableModels?: string[] | null;
+  [k: string]: unknown;
+}
+export interface ThreadRewindParams {
+  threadId: string;
+  sessionId: string;
+  toTurnId: string;
+  files?: boolean;
+  conversation?: boolean;
+  force?: boolean;
+  [k: string]: unknown;
+}
+export interface ThreadRewindResult {
+  toSeq: number;
+  files: RewoundFile[];
+  conversation: boolean;
   [k: string]: unknown;
 }
 export interface ThreadSetTitleParams {
@@ -447,6 +559,12 @@ export interface ProtocolRequests {
   "thread/delete": { params: ThreadIdParams; result: EmptyResult };
   "thread/setTitle": { params: ThreadSetTitleParams; result: ThreadSetTitleResult };
   "thread/close": { params: SessionParams; result: EmptyResult };
+  "thread/clear": { params: ThreadClearParams; result: ThreadClearResult };
+  "thread/compact": { params: ThreadCompactParams; result: ThreadCompactResult };
+  "fs/applyEdit": { params: ApplyEditParams; result: ApplyEditResult };
+  "thread/rewind": { params: ThreadRewindParams; result: ThreadRewindResult };
+  "thread/subscribe": { params: ThreadIdParams; result: EmptyResult };
+  "thread/unsubscribe": { params: ThreadIdParams; result: EmptyResult };
 }
 
 export interface ProtocolClientNotifications {
@@ -459,5 +577,6 @@ export interface ProtocolClientNotifications {
 export interface ProtocolServerNotifications {
   "thread/started": ThreadStartedNotification;
   "thread/updated": ThreadUpdatedNotification;
+  "item/recorded": ItemRecordedNotification;
   "$/progress": ProgressNotification;
 }

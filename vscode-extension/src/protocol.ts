@@ -1,33 +1,10 @@
-// The wire contract as the extension sees it: the generated types, plus the few methods
-// the server is gaining now. Once those are in ../protocol/schema.json, `npm run generate`
-// adds them to ProtocolRequests and the Omit below drops the hand-written stand-ins.
+// The wire contract as the extension sees it: the generated types, plus the shapes of the
+// subsystem states it displays (those are `unknown` on the wire).
 import type { ProtocolRequests, SubsystemReport, ThreadInfo } from "./protocol.generated";
 
 export * from "./protocol.generated";
 
-interface UpcomingRequests {
-  "thread/clear": {
-    params: { threadId: string; sessionId: string };
-    result: { sessionId: string; previousSessionId: string };
-  };
-  "thread/compact": {
-    params: { threadId: string; sessionId: string; summary: string };
-    result: { boundarySeq: number };
-  };
-  "thread/rewind": {
-    params: {
-      threadId: string;
-      sessionId: string;
-      toTurnId: string;
-      files: boolean;
-      conversation: boolean;
-      force?: boolean;
-    };
-    result: Record<string, unknown>;
-  };
-}
-
-export type Requests = ProtocolRequests & Omit<UpcomingRequests, keyof ProtocolRequests>;
+export type Requests = ProtocolRequests;
 export type RequestMethod = keyof Requests;
 export type ParamsOf<M extends RequestMethod> = Requests[M]["params"];
 export type ResultOf<M extends RequestMethod> = Requests[M]["result"];

@@ -18,7 +18,7 @@ export const INSPECT = "Inspect";
 
 /** Enough transcript to read; a thread longer than this opens with its newest part cut. */
 const TRANSCRIPT_ITEM_LIMIT = 20_000;
-const TRANSCRIPT_TYPES = new Set(["message", "operation", "turn"]);
+const TRANSCRIPT_TYPES = new Set(["message", "operation", "turn", "compact_boundary"]);
 
 export interface ActiveSession {
   thread: ThreadInfo;
@@ -133,7 +133,7 @@ export class SessionController {
     }
     const turn = await vscode.window.showQuickPick(
       turns.map((entry) => ({ label: entry.text, description: entry.turnId, turnId: entry.turnId })),
-      { placeHolder: "Rewind to just before this request" },
+      { placeHolder: "Rewind to the end of this turn; later turns are undone" },
     );
     if (!turn) return;
     const scope = await vscode.window.showQuickPick(
@@ -152,23 +152,27 @@ export class SessionController {
       files: scope.files,
       conversation: scope.conversation,
     };
+    let result;
     try {
-      await this.client.request("thread/rewind", params);
+      result = await this.client.request("thread/rewind", params);
     } catch (error) {
       if (errorKind(error) !== "ConflictingOperation") throw error;
       const force = await vscode.window.showWarningMessage(
-        "Some files changed since the agent edited them. Rewinding overwrites those changes.",
+        "Some files changed since the agent last edited them. Rewinding overwrites those changes.",
         { modal: true, detail: error instanceof Error ? error.message : String(error) },
         "Rewind anyway",
       );
       if (force !== "Rewind anyway") return;
-      await this.client.request("thread/rewind", { ...params, force: true });
+      result = await this.client.request("thread/rewind", { ...params, force: true });
     }
-    if (scope.conversation) {
-      const cut = active.items.findIndex((item) => item["turnId"] === turn.turnId);
-      if (cut >= 0) active.items = active.items.slice(0, cut);
+    if (result.conversation) {
+      active.items = active.items.filter((item) => Number(item["seq"]) <= result.toSeq);
       await this.showTranscript();
     }
+    const files = result.files.length;
+    void vscode.window.showInformationMessage(
+      `Rewound to the end of “${turn.label}”${scope.conversation ? "" : " (files only)"}${files ? `; ${files} file${files === 1 ? "" : "s"} restored` : ""}.`,
+    );
   }
 
   /** The whole thread, read without opening a session. */

@@ -151,4 +151,30 @@ describe("resuming a thread from the Threads view", () => {
     assert.ok(archived.some((line) => /fix login — .* · archived$/.test(line)), archived.join("\n"));
     assert.equal(archived.filter((line) => line.startsWith("    ")).length, 1, "only archived threads are listed");
   });
+
+  it("warns that verification is invalidated when HEAD moved, and Inspect shows why", async () => {
+    const client = extension.api.client;
+    const started = await client.request("thread/start", { cwd: repo, title: "flaky tests" });
+    const head = git(repo, "rev-parse", "HEAD");
+    await client.request("thread/record", {
+      threadId: started.thread.threadId,
+      sessionId: started.sessionId,
+      items: [{ type: "verifier", id: "v1", name: "pytest", passed: 7, total: 9, headSha: head }],
+    });
+    await client.request("thread/close", { threadId: started.thread.threadId, sessionId: started.sessionId });
+    git(repo, "commit", "-q", "--allow-empty", "-m", "move HEAD");
+    vscodeStub.messages = [];
+    // Whether a moved HEAD blocks (modal) or only warns is the server's call; either way the
+    // user continues here and then inspects.
+    const answer = (shown: { modal: boolean; buttons: string[] }) =>
+      shown.modal ? "Continue here" : shown.buttons.includes("Inspect") ? "Inspect" : undefined;
+    vscodeStub.answers.push(answer, answer);
+    await vscodeStub.commands.get("sessiond.resumeThread")!(started.thread);
+
+    const warning = vscodeStub.messages.find((m) => !m.modal && m.severity === "warning");
+    assert.match(warning?.message ?? "", /^Resumed “flaky tests”, but: verifier invalidated/, JSON.stringify(vscodeStub.messages));
+    const report = vscodeStub.documents.find((d) => d.uri === `sessiond:/restore-report/${started.thread.threadId}.md`);
+    assert.match(report?.text ?? "", /- \*\*verifier\*\* invalidated: /);
+    assert.match(report?.text ?? "", /- pytest: 7\/9 at [0-9a-f]{10}/);
+  });
 });

@@ -1,0 +1,97 @@
+// The commands that act on the open session — Rewind to Turn, Compact, Clear, New Thread —
+// against the real server, asserting the transcript and views a user sees after each.
+import { activateExtension, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { SessiondClient } from "../../src/client";
+
+describe("commands on the open session", () => {
+  const root = tempDir("sessiond-ext-commands-");
+  const home = `${root.path}/home`;
+  let extension: ActivatedExtension;
+  let threadId = "";
+  const transcript = () => vscodeStub.documents.filter((d) => d.uri === `sessiond:/transcript/${threadId}.md`).at(-1)?.text ?? "";
+
+  before(async () => {
+    const repo = makeRepo(root.path, "api");
+    const harness = new SessiondClient({
+      command: serverCommand(home),
+      clientInfo: { name: "test-harness", version: "1" },
+      workspaceFolders: () => [{ path: repo, name: "api", trusted: true }],
+    });
+    const started = await harness.request("thread/start", { cwd: repo, title: "rate limiter" });
+    threadId = started.thread.threadId;
+    const turn = (n: number, ask: string, answer: string) => [
+      { type: "turn", id: `t${n}-start`, turnId: `t${n}`, phase: "started" },
+      { type: "message", id: `ask-${n}`, turnId: `t${n}`, role: "user", content: ask },
+      { type: "message", id: `answer-${n}`, turnId: `t${n}`, role: "assistant", content: answer },
+      { type: "turn", id: `t${n}-end`, turnId: `t${n}`, phase: "completed" },
+    ];
+    const todos = { type: "todos", id: "todos-1", items: [{ id: "1", content: "document the limits", status: "pending" }] };
+    await harness.request("thread/record", {
+      threadId,
+      sessionId: started.sessionId,
+      items: [todos, ...turn(1, "add a token bucket", "Added TokenBucket."), ...turn(2, "make it per-user", "Keyed buckets by user id.")],
+    });
+    await harness.request("thread/close", { threadId, sessionId: started.sessionId });
+    await harness.stop();
+    extension = await activateExtension({ command: serverCommand(home), folders: [repo] });
+    await extension.api.sessions.resume(extension.api.threads.loadedThreads()[0] ?? (await loadFirstThread()));
+  });
+
+  async function loadFirstThread() {
+    await renderTree(extension.api.threads);
+    const thread = extension.api.threads.loadedThreads()[0];
+    assert.ok(thread);
+    return thread;
+  }
+
+  after(async () => {
+    await extension?.deactivate();
+    root.remove();
+  });
+
+  it("Rewind to Turn offers the user's requests, newest first, and drops the later turns", async () => {
+    let offered: string[] = [];
+    vscodeStub.quickPicks.push((items) => {
+      offered = items.map((item) => item.label);
+      return items.find((item) => item.label === "add a token bucket");
+    });
+    vscodeStub.quickPicks.push((items) => items.find((item) => item.label === "Conversation only"));
+    await vscodeStub.commands.get("sessiond.rewindToTurn")!();
+    assert.deepEqual(offered, ["make it per-user", "add a token bucket"]);
+    assert.match(transcript(), /Added TokenBucket\./);
+    assert.doesNotMatch(transcript(), /make it per-user/);
+    assert.ok(vscodeStub.messages.some((m) => m.message === "Rewound to the end of “add a token bucket”."), JSON.stringify(vscodeStub.messages));
+  });
+
+  it("Compact asks for the summary and shows it in place of the conversation", async () => {
+    vscodeStub.inputs.push("Built a token bucket rate limiter.");
+    await vscodeStub.commands.get("sessiond.compactThread")!();
+    const text = transcript();
+    assert.match(text, /Summary of the earlier conversation\*\*\n>\n> Built a token bucket rate limiter\./);
+    assert.match(text, /Earlier history, before the last clear or compact, is not shown/);
+    assert.doesNotMatch(text, /add a token bucket/);
+  });
+
+  it("Clear starts a new session with an empty conversation and keeps the todos", async () => {
+    const before = extension.api.sessions.active?.sessionId;
+    await vscodeStub.commands.get("sessiond.clearThread")!();
+    assert.ok(!vscodeStub.messages.some((m) => m.severity === "error"), JSON.stringify(vscodeStub.messages));
+    assert.notEqual(extension.api.sessions.active?.sessionId, before);
+    assert.match(transcript(), /_No messages yet\._/);
+    assert.deepEqual(
+      extension.api.todos.getChildren().map((todo) => todo.content),
+      ["document the limits"],
+    );
+  });
+
+  it("New Thread starts a thread in the workspace folder and lists it", async () => {
+    vscodeStub.inputs.push("add metrics");
+    await vscodeStub.commands.get("sessiond.newThread")!();
+    assert.equal(extension.api.sessions.active?.thread.title, "add metrics");
+    await waitFor("the new thread in the tree", async () =>
+      (await renderTree(extension.api.threads)).some((line) => /^ {4}add metrics — just now · main · 0 items$/.test(line)) || undefined,
+    );
+  });
+});
