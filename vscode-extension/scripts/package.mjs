@@ -18,12 +18,11 @@ const expected = new Set([
   "[Content_Types].xml",
   "extension/package.json",
   "extension/readme.md",
-  "extension/LICENSE.txt",
   "extension/dist/extension.js",
   "extension/media/threads.svg",
 ]);
 const unexpected = listing.filter((entry) => !expected.has(entry));
-const missing = [...expected].filter((entry) => !listing.includes(entry) && entry !== "extension/LICENSE.txt");
+const missing = [...expected].filter((entry) => !listing.includes(entry));
 if (unexpected.length || missing.length) {
   console.error(`${vsix} content is wrong.\n  unexpected: ${unexpected.join(", ") || "-"}\n  missing: ${missing.join(", ") || "-"}`);
   process.exit(1);

@@ -23,6 +23,22 @@ function withoutPropertyTitles(node) {
   return copy;
 }
 
+// pydantic writes `Any` as a schema with no type at all; json-schema-to-typescript would
+// call that an object, but it is any JSON value.
+const TYPE_KEYWORDS = ["type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "items", "properties"];
+function withAnyAsUnknown(node) {
+  if (Array.isArray(node)) return node.map(withAnyAsUnknown);
+  if (node === null || typeof node !== "object") return node;
+  const copy = {};
+  for (const [key, value] of Object.entries(node)) copy[key] = withAnyAsUnknown(value);
+  if (copy.properties) {
+    for (const [name, property] of Object.entries(copy.properties)) {
+      if (!TYPE_KEYWORDS.some((keyword) => keyword in property)) copy.properties[name] = { ...property, tsType: "unknown" };
+    }
+  }
+  return copy;
+}
+
 function typeOfRef(ref) {
   return ref === null ? "null" : ref.$ref.split("/").pop();
 }
@@ -36,7 +52,7 @@ export async function render() {
   const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
   const defs = {};
   for (const [name, def] of Object.entries(schema.$defs)) {
-    defs[name] = { ...withoutPropertyTitles(def), title: name };
+    defs[name] = { ...withAnyAsUnknown(withoutPropertyTitles(def)), title: name };
   }
   const types = await compile(
     { title: "ProtocolDefinitions", type: "object", additionalProperties: false, $defs: defs },

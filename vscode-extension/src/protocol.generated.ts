@@ -100,12 +100,8 @@ export interface DriftAcceptedItem {
 }
 export interface DriftEntry {
   field: "cwd" | "repo" | "branch" | "head" | "worktree";
-  recorded?: {
-    [k: string]: unknown;
-  };
-  current?: {
-    [k: string]: unknown;
-  };
+  recorded?: unknown;
+  current?: unknown;
   severity: "block" | "warn";
   [k: string]: unknown;
 }
@@ -209,9 +205,7 @@ export interface OperationItem {
   effect: "read" | "idempotent" | "side_effect";
   state: "planned" | "started" | "committed" | "failed";
   resultPersisted?: boolean;
-  result?: {
-    [k: string]: unknown;
-  };
+  result?: unknown;
   [k: string]: unknown;
 }
 export interface PendingOperation {
@@ -343,9 +337,7 @@ export interface SubsystemReport {
   name: string;
   status: "restored" | "invalidated" | "empty" | "error";
   reason?: string | null;
-  state?: {
-    [k: string]: unknown;
-  };
+  state?: unknown;
   [k: string]: unknown;
 }
 /**

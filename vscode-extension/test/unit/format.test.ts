@@ -1,0 +1,57 @@
+// What a thread row and the drift modal say, from the protocol's values.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { driftDetail, formatUsd, relativeTime, threadDescription, threadLabel } from "../../src/format";
+
+const now = new Date("2026-03-10T12:00:00Z");
+
+describe("thread rows", () => {
+  it("say how long ago a thread was updated, in the units a person uses", () => {
+    assert.equal(relativeTime("2026-03-10T11:59:30Z", now), "just now");
+    assert.equal(relativeTime("2026-03-10T11:15:00Z", now), "45 min ago");
+    assert.equal(relativeTime("2026-03-10T09:00:00Z", now), "3h ago");
+    assert.equal(relativeTime("2026-03-07T12:00:00Z", now), "3d ago");
+    assert.equal(relativeTime("2026-02-24T12:00:00Z", now), "2w ago");
+    assert.equal(relativeTime("2025-12-01T08:00:00Z", now), "2025-12-01");
+    assert.equal(relativeTime(null, now), "");
+  });
+
+  it("show time, branch, item count, and cost once the server sends costUsd", () => {
+    const thread = { threadId: "t", updatedAt: "2026-03-10T10:00:00Z", branch: "fix/pay", itemCount: 1 };
+    assert.equal(threadDescription(thread, now), "2h ago · fix/pay · 1 item");
+    assert.equal(threadDescription({ ...thread, itemCount: 14, costUsd: 0.4249 }, now), "2h ago · fix/pay · 14 items · $0.42");
+    assert.equal(threadDescription({ ...thread, archived: true, branch: null }, now), "2h ago · 1 item · archived");
+  });
+
+  it("label a thread by title, else its first line, else what it is", () => {
+    assert.equal(threadLabel({ threadId: "t", title: "fix login", preview: "x" }), "fix login");
+    assert.equal(threadLabel({ threadId: "t", title: null, preview: "first line\nsecond" }), "first line");
+    assert.equal(threadLabel({ threadId: "t", forkedFrom: { threadId: "s" } }), "Fork (untitled)");
+    assert.equal(threadLabel({ threadId: "t" }), "Untitled thread");
+  });
+
+  it("format money without claiming precision it does not have", () => {
+    assert.equal(formatUsd(0), "$0.00");
+    assert.equal(formatUsd(0.004), "<$0.01");
+    assert.equal(formatUsd(12.345), "$12.35");
+  });
+});
+
+describe("the drift modal", () => {
+  it("shows each drifted field recorded → current, whether it blocks, and what the buttons do", () => {
+    const detail = driftDetail([
+      { field: "branch", recorded: "main", current: "other", severity: "block" },
+      { field: "head", recorded: "a".repeat(40), current: "b".repeat(40), severity: "warn" },
+      { field: "worktree", recorded: "/w", current: null, severity: "block" },
+    ]);
+    const lines = detail.split("\n");
+    assert.deepEqual(lines.slice(0, 4), [
+      "Recorded → current:",
+      "Branch: main → other (blocks)",
+      "HEAD: aaaaaaaaaa → bbbbbbbbbb (warning)",
+      "Worktree: /w → (none) (blocks)",
+    ]);
+    assert.match(detail, /Continue here: /);
+    assert.match(detail, /Fork: /);
+  });
+});
