@@ -69,6 +69,7 @@ class ServerProcess:
         self.responses: dict[Any, dict[str, Any]] = {}
         self.orphans: list[dict[str, Any]] = []  # responses with id null
         self.notifications: list[dict[str, Any]] = []
+        self.eof = False
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
 
@@ -121,6 +122,7 @@ class ServerProcess:
 
     def _closed(self) -> None:
         with self._lock:
+            self.eof = True
             self._lock.notify_all()
 
     # --- requests ----------------------------------------------------------------------
@@ -137,7 +139,7 @@ class ServerProcess:
         deadline = time.monotonic() + HANG_GUARD
         with self._lock:
             while msg_id not in self.responses:
-                if self.proc.poll() is not None and not self._reader.is_alive():
+                if self.eof:
                     raise ConnectionError(f"server exited: {self.stderr()}")
                 if not self._lock.wait(timeout=max(0.0, deadline - time.monotonic())):
                     raise TimeoutError(f"no answer to request {msg_id}")
