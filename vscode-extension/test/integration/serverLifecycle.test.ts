@@ -2,6 +2,7 @@
 // a restart after the server dies, and the message a user gets when it is not installed.
 import { activateExtension, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
 import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { SessiondClient } from "../../src/client";
 
@@ -22,6 +23,8 @@ describe("the Threads view over many threads", () => {
       await harness.request("thread/close", { threadId: started.thread.threadId, sessionId: started.sessionId });
     }
     await harness.stop();
+    // Without its index the server rebuilds it on the first list, reporting $/progress.
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${home}/index.sqlite3${suffix}`, { force: true });
     extension = await activateExtension({ command: serverCommand(home), folders: [repo], pageSize: 3 });
   });
 
@@ -34,6 +37,8 @@ describe("the Threads view over many threads", () => {
 
   it("shows one page, then the next each time the user clicks Load more", async () => {
     assert.deepEqual(await threadRows(), ["thread 7", "thread 6", "thread 5"]);
+    const indexing = await waitFor("the indexing progress to end", () => vscodeStub.progress.find((p) => p.done));
+    assert.equal(indexing.title, "Indexing threads");
     assert.ok((await renderTree(extension.api.threads)).includes("  Load more…"));
     const loadMore = async () => {
       const folder = (await extension.api.threads.getChildren())[0]!;
