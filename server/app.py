@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +25,7 @@ from server.subscriptions import Subscriptions
 
 if TYPE_CHECKING:
     from restore.threads import ThreadService
+    from server.hooks import LifecycleHooks
 
 T = TypeVar("T")
 logger = logging.getLogger("sessiond")
@@ -42,6 +44,22 @@ class SessiondServer(JsonRPCServer):
         self.subscriptions = Subscriptions()
         self.workspace_listeners: list[Callable[[], None]] = []
         self._primary_taken = False
+        self._hooks: LifecycleHooks | None = None
+
+    @property
+    def hooks(self) -> LifecycleHooks:
+        """Lifecycle hooks, created by the first session start or end: do not add ANY
+        warmup here — no hook config is read and no hook runs before a session needs it."""
+        if self._hooks is None:
+            from server.hooks import LifecycleHooks
+
+            self._hooks = LifecycleHooks(self)
+        return self._hooks
+
+    async def stop_hooks(self) -> None:
+        """Before exit: SessionEnd hooks get a short grace, every other hook is killed."""
+        if self._hooks is not None:
+            await self._hooks.stop()
 
     @property
     def service(self) -> ThreadService:
@@ -66,6 +84,10 @@ class SessiondServer(JsonRPCServer):
             connection, self._primary_taken = self.protocol, True
         connection.send_bytes = send_bytes
         register(connection, self)
+        if os.environ.get("SESSIOND_DEBUG") == "1":
+            from server.debug import register_debug
+
+            register_debug(connection, self)
         self.connections.append(connection)
         return connection
 
@@ -109,6 +131,8 @@ class SessiondServer(JsonRPCServer):
 
     def close(self) -> None:
         """Release every writer lock and the index; safe to call more than once."""
+        if self._hooks is not None:
+            self._hooks.kill_all()
         if self._service is not None:
             service, self._service = self._service, None
             self._worker.submit(service.close_all).result()

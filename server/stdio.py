@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import signal
+import stat
 import sys
 import threading
 from typing import BinaryIO
@@ -23,7 +24,12 @@ async def _open_reader(stdin: BinaryIO) -> asyncio.StreamReader:
     """A stream reader on stdin: a pipe transport when possible, else a reader thread."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=CHUNK)
+    mode = os.fstat(stdin.fileno()).st_mode
     try:
+        # /dev/null and regular files cannot be polled: epoll refuses them only later, in
+        # a callback, which would leave the server waiting forever for input.
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(stdin.fileno())):
+            raise ValueError("not pollable")
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     except (ValueError, OSError):  # a regular file: pipe transports refuse those
 
@@ -84,6 +90,7 @@ async def serve_stdio(
                 ],
                 timeout=DRAIN_SECONDS,
             )
+    await server.stop_hooks()  # no hook process outlives the server
     if connection.exit_requested and not connection.shutdown_requested:
         return 1  # LSP: exit without shutdown is an error exit
     return 0

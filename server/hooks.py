@@ -1,0 +1,549 @@
+"""Lifecycle hooks: run the user's commands and in-process hooks when sessions start and end.
+
+A handler calls `session_started` / `session_ended` after it has computed its answer; both
+return at once and the hooks run in a background task that first waits until that answer
+has been sent. Nothing a hook does can change an answer, delay it, or take the server down:
+
+- hooks of one event run in parallel, each under its own timeout;
+- a command hook runs in its own process group (`start_new_session=True`), and the whole
+  group is killed on timeout, on shutdown and when the server exits (EOF, `exit`, signal);
+- events of one thread are handled in order (a clear's SessionEnd before its SessionStart);
+- every run is recorded in the thread as `lifecycle` items (started, then completed,
+  failed or timed_out, with exit code, bounded stderr and duration) and announced to
+  clients as `lifecycle/hook` notifications;
+- a SessionStart hook's `additionalContext` becomes a `prompt_section` item named
+  `hook:SessionStart:<hook name>`, so the restore engine hands it back on the next resume.
+
+The start of a session is recorded by its `session_meta` line (source, reason,
+resumedFrom, forkedFrom); the end of one by a `lifecycle` item with status `ended`.
+
+No warmup: this module is imported, and `hooks.json` files and entry points are read, only
+when the first lifecycle event fires — never by `initialize` or at process start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from server.hook_config import (
+    ConfigFiles,
+    HookSpec,
+    entry_point_hooks,
+    user_config_dir,
+    workspace_config_path,
+)
+
+if TYPE_CHECKING:
+    from server.app import SessiondServer
+    from server.handlers import Context
+
+logger = logging.getLogger("sessiond.hooks")
+
+STDERR_LIMIT = 4096
+"""Bytes of a hook's stderr kept in its lifecycle item (the tail: errors come last)."""
+STDOUT_LIMIT = 1 << 20
+"""A hook printing more than this on stdout is recorded as failed."""
+SHUTDOWN_GRACE = 5.0
+"""How long SessionEnd hooks may still run after the client said `exit`; SessionStart
+hooks still running then are killed at once."""
+
+
+@dataclass
+class _Session:
+    """What the hooks of a session's end need to know, remembered from its start."""
+
+    session_id: str
+    source: str | None
+    cwd: str | None
+    owner: str
+    transcript_path: str
+
+
+@dataclass
+class _Event:
+    name: str  # SessionStart | SessionEnd
+    thread_id: str
+    session: _Session
+    match_on: str  # the source (SessionStart) or the end reason (SessionEnd)
+    workspace: str | None  # a trusted workspace folder holding cwd, if any
+    extra: dict[str, Any]
+
+    def payload(self) -> dict[str, Any]:
+        """What a hook reads on stdin; Claude Code's snake_case names are there too, so
+        scripts written for Claude Code's SessionStart hooks read it unchanged."""
+        common = {
+            "hookEventName": self.name,
+            "threadId": self.thread_id,
+            "sessionId": self.session.session_id,
+            "source": self.session.source,
+            "cwd": self.session.cwd,
+            "transcriptPath": self.session.transcript_path,
+            **self.extra,
+        }
+        return {
+            **common,
+            "hook_event_name": self.name,
+            "session_id": self.session.session_id,
+            "transcript_path": self.session.transcript_path,
+        }
+
+
+@dataclass
+class _Outcome:
+    status: str  # completed | failed | timed_out
+    exit_code: int | None = None
+    stderr: str | None = None
+    error: str | None = None
+    additional_context: str | None = None
+
+
+class LifecycleHooks:
+    """The server's hooks: configuration, running processes, and the per-thread queue."""
+
+    def __init__(self, server: SessiondServer) -> None:
+        self.server = server
+        self._files = ConfigFiles()
+        self._entry_points: list[HookSpec] | None = None
+        self._sessions: dict[str, _Session] = {}  # open sessions by thread id
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last_of_thread: dict[str, asyncio.Task[None]] = {}
+        self._processes: dict[int, str] = {}  # process group id -> event name
+        self._stopping = False
+
+    # --- called by handlers ------------------------------------------------------------
+
+    def session_started(
+        self,
+        ctx: Context,
+        *,
+        thread_id: str,
+        session_id: str,
+        source: str,
+        cwd: str | None,
+        previous_session_id: str | None = None,
+        forked_from: dict[str, Any] | None = None,
+    ) -> None:
+        """Run the SessionStart hooks matching `source`, after the current answer is sent."""
+        session = _Session(
+            session_id=session_id,
+            source=source,
+            cwd=cwd,
+            owner=ctx.connection.owner,
+            transcript_path=str(self.server.service.layout.thread_path(thread_id)),
+        )
+        self._sessions[thread_id] = session
+        extra: dict[str, Any] = {}
+        if previous_session_id:
+            extra["previousSessionId"] = previous_session_id
+        if forked_from:
+            extra["forkedFrom"] = forked_from
+        event = _Event("SessionStart", thread_id, session, source, _trusted(ctx, cwd), extra)
+        self._schedule(thread_id, lambda: self._run_event(event))
+
+    def session_ended(self, ctx: Context, *, thread_id: str, session_id: str, reason: str) -> None:
+        """Record the end of a session (close, clear, shutdown) and run its SessionEnd hooks."""
+        session = self._sessions.get(thread_id)
+        if session is None or session.session_id != session_id:
+            # Opened before this server knew it (cannot happen today): end it all the same.
+            session = _Session(session_id, None, None, ctx.connection.owner, "")
+        else:
+            del self._sessions[thread_id]
+        event = _Event(
+            "SessionEnd",
+            thread_id,
+            session,
+            reason,
+            _trusted(ctx, session.cwd),
+            {"reason": reason},
+        )
+        self._schedule(thread_id, lambda: self._run_event(event))
+
+    async def connection_shutdown(self, ctx: Context) -> None:
+        """`shutdown`: end every session the connection still holds (reason `shutdown`)."""
+        held = [(tid, s) for tid, s in self._sessions.items() if s.owner == ctx.connection.owner]
+        for thread_id, session in held:
+            if not await self._still_open(ctx, thread_id, session):
+                del self._sessions[thread_id]
+                continue
+            self.session_ended(
+                ctx, thread_id=thread_id, session_id=session.session_id, reason="shutdown"
+            )
+
+    # --- stopping ----------------------------------------------------------------------
+
+    async def stop(self, grace: float = SHUTDOWN_GRACE) -> None:
+        """The server is exiting: kill SessionStart hooks now, give SessionEnd hooks up to
+        `grace` seconds, then kill whatever is left. No new hook starts after this."""
+        self._stopping = True
+        for pgid, event in list(self._processes.items()):
+            if event != "SessionEnd":
+                _kill_group(pgid)
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace)
+        self.kill_all()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace)
+
+    def kill_all(self) -> None:
+        """Kill every hook process group still running (safe from any thread, any time)."""
+        self._stopping = True
+        for pgid in list(self._processes):
+            _kill_group(pgid)
+
+    # --- running -----------------------------------------------------------------------
+
+    def _schedule(self, thread_id: str, work: Callable[[], Awaitable[None]]) -> None:
+        request = asyncio.current_task()
+        previous = self._last_of_thread.get(thread_id)
+
+        async def run() -> None:
+            # pygls sends the answer from a done-callback registered before ours: waiting
+            # for the request's task means the answer is already written when hooks start.
+            if request is not None and not request.done():
+                await asyncio.wait({request})
+            if previous is not None and not previous.done():
+                await asyncio.wait({previous})
+            try:
+                await work()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("lifecycle hooks of thread %s failed", thread_id)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        self._last_of_thread[thread_id] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            self._tasks.discard(done)
+            if self._last_of_thread.get(thread_id) is done:
+                del self._last_of_thread[thread_id]
+
+        task.add_done_callback(forget)
+
+    async def _run_event(self, event: _Event) -> None:
+        if event.name == "SessionEnd":
+            await self._append(
+                event.thread_id,
+                [
+                    _lifecycle_item(
+                        event,
+                        status="ended",
+                        reason=event.match_on,
+                    )
+                ],
+            )
+        specs = [s for s in self._specs(event.workspace) if s.event == event.name]
+        specs = [s for s in specs if s.matches(event.match_on)]
+        names: set[str] = set()
+        runs = []
+        for spec in specs:
+            name = spec.name
+            suffix = 2
+            while name in names:
+                name, suffix = f"{spec.name}:{suffix}", suffix + 1
+            names.add(name)
+            runs.append(self._run_hook(event, spec, name))
+        await asyncio.gather(*runs)
+
+    def _specs(self, workspace: str | None) -> list[HookSpec]:
+        specs = list(self._files.load(user_config_dir() / "hooks.json", "user"))
+        if workspace is not None:
+            path = workspace_config_path(workspace)
+            specs += self._files.load(path, f"workspace:{workspace}")
+        if self._entry_points is None:
+            self._entry_points = entry_point_hooks()
+        return specs + self._entry_points
+
+    async def _run_hook(self, event: _Event, spec: HookSpec, name: str) -> None:
+        if self._stopping and event.name != "SessionEnd":
+            return
+        run_id = str(uuid.uuid4())
+        fields = {"hook": name, "hookType": spec.kind, "origin": spec.origin, "runId": run_id}
+        if spec.command is not None:
+            fields["command"] = spec.command
+        started = _lifecycle_item(event, status="started", **fields)
+        self._notify(event, started)
+        recorded = asyncio.ensure_future(self._append(event.thread_id, [started]))
+        began = time.monotonic()
+        if spec.command is not None:
+            outcome = await self._run_command(event, spec)
+        else:
+            outcome = await self._run_function(event, spec)
+        duration_ms = round((time.monotonic() - began) * 1000)
+        items: list[dict[str, Any]] = []
+        section = None
+        if outcome.additional_context and event.name == "SessionStart":
+            section = f"hook:{event.name}:{name}"
+            items.append(
+                {
+                    "type": "prompt_section",
+                    "id": str(uuid.uuid4()),
+                    "name": section,
+                    "content": outcome.additional_context,
+                    "cacheable": False,
+                    "source": "hook",
+                }
+            )
+        finished = _lifecycle_item(
+            event,
+            status=outcome.status,
+            exitCode=outcome.exit_code,
+            stderr=outcome.stderr,
+            error=outcome.error,
+            durationMs=duration_ms,
+            promptSection=section,
+            **fields,
+        )
+        items.append(finished)
+        await recorded
+        await self._append(event.thread_id, items)
+        self._notify(event, finished)
+
+    async def _run_command(self, event: _Event, spec: HookSpec) -> _Outcome:
+        assert spec.command is not None
+        cwd = event.session.cwd if event.session.cwd and os.path.isdir(event.session.cwd) else None
+        env = {
+            **os.environ,
+            "SESSIOND_HOOK_EVENT": event.name,
+            "SESSIOND_THREAD_ID": event.thread_id,
+            "SESSIOND_SESSION_ID": event.session.session_id,
+            "SESSIOND_PROJECT_DIR": event.workspace or event.session.cwd or "",
+        }
+        try:
+            process = await asyncio.create_subprocess_shell(
+                spec.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,  # its own process group: killpg reaches its children
+            )
+        except OSError as exc:
+            return _Outcome("failed", error=f"could not start: {exc}")
+        self._processes[process.pid] = event.name
+        try:
+            async with asyncio.timeout(spec.timeout):
+                _, stdout, stderr, code = await asyncio.gather(
+                    _feed(process, orjson.dumps(event.payload())),
+                    _read_head(process.stdout, STDOUT_LIMIT + 1),
+                    _read_tail(process.stderr, STDERR_LIMIT),
+                    process.wait(),
+                )
+        except TimeoutError:
+            _kill_group(process.pid)
+            await _reap(process)
+            return _Outcome(
+                "timed_out",
+                exit_code=process.returncode,
+                error=f"no answer within {spec.timeout:g} s; its process group was killed",
+            )
+        except BaseException:
+            _kill_group(process.pid)  # cancelled: the server is going away
+            raise
+        finally:
+            self._processes.pop(process.pid, None)
+        return _judge(code, stdout, _decode_stderr(stderr))
+
+    async def _run_function(self, event: _Event, spec: HookSpec) -> _Outcome:
+        assert spec.function is not None
+        payload = event.payload()
+        try:
+            async with asyncio.timeout(spec.timeout):
+                if asyncio.iscoroutinefunction(spec.function):
+                    result = await spec.function(payload)
+                else:
+                    result = await _in_daemon_thread(spec.function, payload)
+        except TimeoutError:
+            return _Outcome("timed_out", error=f"no answer within {spec.timeout:g} s")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            tail = traceback.format_exc()[-STDERR_LIMIT:]
+            return _Outcome("failed", stderr=tail, error=f"{type(exc).__name__}: {exc}")
+        if result is None:
+            return _Outcome("completed")
+        if not isinstance(result, dict):
+            return _Outcome("failed", error="a hook returns None or a dict")
+        return _context_outcome(result, exit_code=None, stderr=None)
+
+    # --- recording ---------------------------------------------------------------------
+
+    async def _append(self, thread_id: str, items: list[dict[str, Any]]) -> None:
+        """Append to the thread; a hook's record must never break the server, so a thread
+        that vanished or another process holds is logged, not raised."""
+        try:
+            await self.server.run_in_worker(
+                self.server.service.append_bookkeeping, thread_id, items
+            )
+        except Exception as exc:
+            logger.warning("could not record lifecycle items in thread %s: %s", thread_id, exc)
+
+    def _notify(self, event: _Event, item: dict[str, Any]) -> None:
+        params = {"threadId": event.thread_id, "sessionId": item["targetSessionId"]}
+        params.update((k, v) for k, v in item.items() if k not in ("type", "id", "targetSessionId"))
+        with contextlib.suppress(Exception):
+            self.server.broadcast("lifecycle/hook", params)
+
+    async def _still_open(self, ctx: Context, thread_id: str, session: _Session) -> bool:
+        def check() -> bool:
+            try:
+                ctx.service.session_for(thread_id, session.session_id, session.owner)
+            except Exception:
+                return False
+            return True
+
+        return await self.server.run_in_worker(check)
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _trusted(ctx: Context, cwd: str | None) -> str | None:
+    """The innermost workspace folder holding `cwd`, if the client marked it trusted.
+    Workspace hooks run only from a trusted folder (DESIGN.md §7)."""
+    if not cwd:
+        return None
+    folder = ctx.workspace_folder_of(cwd)
+    if folder is None:
+        return None
+    for entry in ctx.connection.workspace_folders:
+        if (str(entry.get("path", "")).rstrip("/") or "/") == folder:
+            return folder if entry.get("trusted") is True else None
+    return None
+
+
+def _lifecycle_item(event: _Event, *, status: str, **fields: Any) -> dict[str, Any]:
+    item = {
+        "type": "lifecycle",
+        "id": str(uuid.uuid4()),
+        "event": event.name,
+        "targetSessionId": event.session.session_id,
+        "source": event.session.source,
+        "reason": event.extra.get("reason"),
+        "status": status,
+        **fields,
+    }
+    return {key: value for key, value in item.items() if value is not None}
+
+
+def _judge(code: int | None, stdout: bytes, stderr: str) -> _Outcome:
+    if code != 0:
+        return _Outcome("failed", exit_code=code, stderr=stderr, error=f"exit code {code}")
+    if len(stdout) > STDOUT_LIMIT:
+        return _Outcome("failed", exit_code=code, stderr=stderr, error="stdout over 1 MiB")
+    if not stdout.strip():
+        return _Outcome("completed", exit_code=code, stderr=stderr or None)
+    try:
+        document = orjson.loads(stdout)
+    except orjson.JSONDecodeError as exc:
+        return _Outcome("failed", exit_code=code, stderr=stderr, error=f"stdout is not JSON: {exc}")
+    if not isinstance(document, dict):
+        return _Outcome("failed", exit_code=code, stderr=stderr, error="stdout is not an object")
+    return _context_outcome(document, exit_code=code, stderr=stderr or None)
+
+
+def _context_outcome(
+    document: dict[str, Any], *, exit_code: int | None, stderr: str | None
+) -> _Outcome:
+    """`additionalContext` at the top level, or in Claude Code's `hookSpecificOutput`."""
+    specific = document.get("hookSpecificOutput")
+    context = document.get("additionalContext")
+    if context is None and isinstance(specific, dict):
+        context = specific.get("additionalContext")
+    if context is not None and not isinstance(context, str):
+        return _Outcome(
+            "failed", exit_code=exit_code, stderr=stderr, error="additionalContext not a string"
+        )
+    return _Outcome("completed", exit_code=exit_code, stderr=stderr, additional_context=context)
+
+
+def _decode_stderr(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write the payload to stdin; a hook that never reads it is not an error."""
+    assert process.stdin is not None
+    try:
+        process.stdin.write(data)
+        await process.stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            process.stdin.close()
+
+
+async def _read_head(stream: asyncio.StreamReader | None, limit: int) -> bytes:
+    """The first `limit` bytes; the rest is read and dropped so the hook never blocks."""
+    assert stream is not None
+    kept = bytearray()
+    while chunk := await stream.read(1 << 16):
+        if len(kept) < limit:
+            kept += chunk[: limit - len(kept)]
+    return bytes(kept)
+
+
+async def _read_tail(stream: asyncio.StreamReader | None, limit: int) -> bytes:
+    assert stream is not None
+    kept = b""
+    truncated = False
+    while chunk := await stream.read(1 << 16):
+        kept += chunk
+        if len(kept) > limit:
+            kept, truncated = kept[-limit:], True
+    return b"[...]" + kept if truncated else kept
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(TimeoutError, ProcessLookupError):
+        async with asyncio.timeout(5):
+            await process.wait()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _in_daemon_thread(function: Callable[[dict[str, Any]], Any], payload: dict[str, Any]) -> Any:
+    """Run a synchronous in-process hook on a daemon thread: if it hangs past its timeout
+    the server stops waiting, and the thread cannot keep the process from exiting."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def deliver(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        try:
+            result = function(payload)
+        except BaseException as exc:
+            loop.call_soon_threadsafe(deliver, None, exc)
+        else:
+            loop.call_soon_threadsafe(deliver, result, None)
+
+    threading.Thread(target=work, name="sessiond-hook", daemon=True).start()
+    return future
