@@ -154,7 +154,9 @@ class ThreadWriter:
     def closed(self) -> bool:
         return self._fd < 0
 
-    def append(self, items: Iterable[dict[str, Any]], session_id: str) -> AppendResult:
+    def append(
+        self, items: Iterable[dict[str, Any]], session_id: str, *, minted: bool = False
+    ) -> AppendResult:
         """Stamp and write items not seen before; acknowledge only once durable.
 
         `items` are validated dicts with `type` and `id`. A duplicate `id` (also within the
@@ -164,7 +166,9 @@ class ThreadWriter:
         """
         if self.closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
-        known_ids = self._known_ids()
+        # Items the server minted (fresh uuid4 ids) cannot be duplicates: skip loading the
+        # id set for them, so a resume from a snapshot never reads the whole file.
+        known_ids: dict[str, int] = {} if minted and self._seq_of_id is None else self._known_ids()
         seqs: list[int] = []
         lines: list[bytes] = []
         stored: list[dict[str, Any]] = []

@@ -170,7 +170,7 @@ class ThreadService:
                         {"type": "drift_accepted", "id": _new_id(), "drift": verdict.drift}
                     )
                 session = OpenSession(session_id, writer, owner, state, skipped, bom, state.seq)
-                self._append(session, new_items, session_id)
+                self._append(session, new_items, session_id, minted=True)
                 self._open[thread_id] = session
                 opened = True
             return {
@@ -399,10 +399,15 @@ class ThreadService:
     # --- helpers -----------------------------------------------------------------------
 
     def _append(
-        self, session: OpenSession, items: list[dict[str, Any]], session_id: str
+        self,
+        session: OpenSession,
+        items: list[dict[str, Any]],
+        session_id: str,
+        *,
+        minted: bool = False,
     ) -> AppendResult:
         """The one write path of an open session: file, live state, index, snapshot."""
-        result = session.writer.append(items, session_id)
+        result = session.writer.append(items, session_id, minted=minted)
         for line in result.stored:
             session.state.apply(line)
         if result.stored:
