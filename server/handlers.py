@@ -178,6 +178,7 @@ def _change_folders(ctx: Context, params: dict[str, Any]) -> None:
 @handles("shutdown")
 async def shutdown(ctx: Context, params: Any) -> None:
     ctx.connection.shutdown_requested = True
+    await ctx.server.hooks.connection_shutdown(ctx)  # SessionEnd(shutdown), after the answer
     return None
 
 
@@ -202,6 +203,13 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
     info = started.summary.thread_info()
     await ctx.server.name_holder(info["threadId"], ctx.connection)
     ctx.server.broadcast("thread/started", {"thread": info})
+    ctx.server.hooks.session_started(
+        ctx,
+        thread_id=info["threadId"],
+        session_id=started.session_id,
+        source="startup",
+        cwd=params.cwd,
+    )
     return {"thread": info, "sessionId": started.session_id}
 
 
@@ -267,9 +275,17 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
             owner=ctx.connection.owner,
         )
     )
-    if report["session"]["sessionId"]:
+    if report["session"]["sessionId"]:  # ready: needs_review opens no session, runs no hook
         await ctx.server.name_holder(report["thread"]["threadId"], ctx.connection)
         ctx.server.broadcast("thread/updated", {"thread": report["thread"]})
+        ctx.server.hooks.session_started(
+            ctx,
+            thread_id=report["thread"]["threadId"],
+            session_id=report["session"]["sessionId"],
+            source="resume",
+            cwd=report["environment"]["current"].get("cwd"),
+            previous_session_id=report["session"]["resumedFrom"],
+        )
     return report
 
 
@@ -286,6 +302,14 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
     info = started.summary.thread_info()
     await ctx.server.name_holder(info["threadId"], ctx.connection)
     ctx.server.broadcast("thread/started", {"thread": info})
+    ctx.server.hooks.session_started(  # a fork is a startup with forkedFrom
+        ctx,
+        thread_id=info["threadId"],
+        session_id=started.session_id,
+        source="startup",
+        cwd=info.get("cwd"),
+        forked_from=info.get("forkedFrom"),
+    )
     return {"thread": info, "sessionId": started.session_id}
 
 
@@ -329,6 +353,9 @@ async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
     await ctx.server.run_in_worker(
         ctx.service.close, params.threadId, params.sessionId, ctx.connection.owner
     )
+    ctx.server.hooks.session_ended(
+        ctx, thread_id=params.threadId, session_id=params.sessionId, reason="close"
+    )
     return {}
 
 
@@ -337,6 +364,11 @@ async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
     result = await ctx.server.run_in_worker(
         ctx.service.clear, params.threadId, params.sessionId, ctx.connection.owner
     )
+    hooks = ctx.server.hooks
+    hooks.session_ended(ctx, thread_id=params.threadId, session_id=params.sessionId, reason="clear")
+    hooks.session_started(
+        ctx, thread_id=params.threadId, session_id=result["sessionId"], source="clear", cwd=None
+    )
     return result
 
 
@@ -344,6 +376,9 @@ async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
 async def thread_compact(ctx: Context, params: Any) -> dict[str, Any]:
     result = await ctx.server.run_in_worker(
         ctx.service.compact, params.threadId, params.sessionId, params.summary, ctx.connection.owner
+    )
+    ctx.server.hooks.session_started(
+        ctx, thread_id=params.threadId, session_id=params.sessionId, source="compact", cwd=None
     )
     return result
 

@@ -118,6 +118,7 @@ class LifecycleHooks:
         self._files = ConfigFiles()
         self._entry_points: list[HookSpec] | None = None
         self._sessions: dict[str, _Session] = {}  # open sessions by thread id
+        self._cwd_of_thread: dict[str, str | None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_of_thread: dict[str, asyncio.Task[None]] = {}
         self._processes: dict[int, str] = {}  # process group id -> event name
@@ -136,7 +137,12 @@ class LifecycleHooks:
         previous_session_id: str | None = None,
         forked_from: dict[str, Any] | None = None,
     ) -> None:
-        """Run the SessionStart hooks matching `source`, after the current answer is sent."""
+        """Run the SessionStart hooks matching `source`, after the current answer is sent.
+
+        `cwd=None` (clear, compact) means the cwd the thread's last session started in."""
+        if cwd is None:
+            cwd = self._cwd_of_thread.get(thread_id)
+        self._cwd_of_thread[thread_id] = cwd
         session = _Session(
             session_id=session_id,
             source=source,
