@@ -92,6 +92,8 @@ class ThreadInfo(BaseModel):
     itemCount: int = 0
     archived: bool = False
     forkedFrom: dict[str, Any] | None = None
+    costUsd: float = 0.0
+    """Money spent on the thread so far, across all its sessions."""
 
 
 class ThreadIdParams(Params):

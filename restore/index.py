@@ -48,6 +48,7 @@ _FIELDS = (
     "itemCount",
     "archived",
     "forkedFrom",
+    "costUsd",
     "lastSeq",
     "latestSessionId",
 )
@@ -67,6 +68,7 @@ CREATE TABLE threads (
     itemCount INTEGER NOT NULL,
     archived INTEGER NOT NULL,
     forkedFrom TEXT,
+    costUsd REAL NOT NULL,
     lastSeq INTEGER NOT NULL,
     latestSessionId TEXT,
     path TEXT NOT NULL,
@@ -149,7 +151,7 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 1
+    SCHEMA_VERSION = 2  # 2: costUsd
 
     def __init__(self, layout: Layout, read_summary: SummaryReader) -> None:
         self._layout = layout

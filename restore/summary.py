@@ -76,6 +76,7 @@ class ThreadSummary:
     itemCount: int = 0
     archived: bool = False
     forkedFrom: dict[str, Any] | None = None
+    costUsd: float = 0.0
     lastSeq: int = 0
     latestSessionId: str | None = None
 
@@ -85,7 +86,9 @@ class ThreadSummary:
         if isinstance(ts, str):
             if self.createdAt is None:
                 self.createdAt = ts
-            self.updatedAt = ts
+            # Hook runs and session ends are bookkeeping: they must not reorder the list.
+            if item.get("type") != "lifecycle" or self.updatedAt is None:
+                self.updatedAt = ts
         seq = item.get("seq")
         if isinstance(seq, int) and seq > self.lastSeq:
             self.lastSeq = seq
@@ -103,6 +106,8 @@ class ThreadSummary:
                 self.title = item["title"]
         elif kind == "message" and not self.preview and item.get("role") == "user":
             self.preview = make_preview(item.get("content"))
+        elif kind == "cost" and isinstance(item.get("usd"), int | float):
+            self.costUsd = round(self.costUsd + float(item["usd"]), 10)
         if kind not in BOOKKEEPING_TYPES:
             self.itemCount += 1
 

@@ -278,6 +278,7 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
         itemCount=3,
         archived=True,
         forkedFrom={"threadId": str(uuid.uuid4()), "seq": 7},
+        costUsd=1.25,
         lastSeq=9,
         latestSessionId=str(uuid.uuid4()),
     )
