@@ -367,7 +367,12 @@ async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
     hooks = ctx.server.hooks
     hooks.session_ended(ctx, thread_id=params.threadId, session_id=params.sessionId, reason="clear")
     hooks.session_started(
-        ctx, thread_id=params.threadId, session_id=result["sessionId"], source="clear", cwd=None
+        ctx,
+        thread_id=params.threadId,
+        session_id=result["sessionId"],
+        source="clear",
+        cwd=None,
+        previous_session_id=params.sessionId,
     )
     return result
 
