@@ -216,4 +216,36 @@ class ThreadTitleItem(ItemBase):
     title: str
 
 
+HookStatus = Literal["started", "completed", "failed", "timed_out"]
+
+
+class LifecycleItem(ItemBase):
+    """Server-written: a lifecycle hook run, or the end of a session.
+
+    A session's start is recorded by its `session_meta` (source, reason, resumedFrom,
+    forkedFrom); its end by `status: "ended"` with the `reason` (close, clear, shutdown).
+    A hook run is two items sharing `runId`: `started`, then `completed`, `failed` or
+    `timed_out`. The line's own `sessionId` is whichever session was writing; the session
+    the event is about is `targetSessionId`.
+    """
+
+    type: Literal["lifecycle"] = "lifecycle"
+    event: Literal["SessionStart", "SessionEnd"]
+    targetSessionId: str
+    status: Literal["ended"] | HookStatus
+    source: LifecycleSource | None = None
+    reason: str | None = None
+    hook: str | None = None
+    hookType: Literal["command", "python"] | None = None
+    origin: str | None = None
+    command: str | None = None
+    runId: str | None = None
+    exitCode: int | None = None
+    stderr: str | None = Field(default=None, max_length=8192)
+    error: str | None = None
+    durationMs: int | None = Field(default=None, ge=0)
+    promptSection: str | None = None
+    """The `prompt_section` this run's additionalContext became."""
+
+
 RECORDABLE_ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(RecordableItem)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocol.items import ITEM_ID_MAX, Permissions
+from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions
 
 MAX_ITEMS_PER_RECORD = 1000
 MAX_PAGE = 200
@@ -317,6 +317,30 @@ class ItemRecordedNotification(BaseModel):
     items: list[dict[str, Any]]
 
 
+class LifecycleHookNotification(BaseModel):
+    """A lifecycle hook's run: `started`, then `completed`, `failed` or `timed_out`.
+
+    Sent after the answer of the request that started or ended the session; hooks never
+    change or delay an answer. The same fields are recorded as `lifecycle` items."""
+
+    threadId: str
+    sessionId: str
+    event: Literal["SessionStart", "SessionEnd"]
+    status: HookStatus
+    hook: str
+    hookType: Literal["command", "python"]
+    runId: str
+    source: LifecycleSource | None = None
+    reason: str | None = None
+    origin: str | None = None
+    command: str | None = None
+    exitCode: int | None = None
+    stderr: str | None = None
+    error: str | None = None
+    durationMs: int | None = None
+    promptSection: str | None = None
+
+
 class ProgressValue(BaseModel):
     kind: Literal["begin", "report", "end"]
     title: str | None = None
@@ -362,5 +386,6 @@ NOTIFICATIONS_OUT: dict[str, type[BaseModel]] = {
     "thread/started": ThreadStartedNotification,
     "thread/updated": ThreadUpdatedNotification,
     "item/recorded": ItemRecordedNotification,
+    "lifecycle/hook": LifecycleHookNotification,
     "$/progress": ProgressNotification,
 }

@@ -19,6 +19,7 @@ from protocol.items import (
     ClearBoundaryItem,
     CompactBoundaryItem,
     DriftAcceptedItem,
+    LifecycleItem,
     RecordableItem,
     RewindBoundaryItem,
     SessionMetaItem,
@@ -51,6 +52,7 @@ def build_schema() -> dict[str, Any]:
         CompactBoundaryItem,
         RewindBoundaryItem,
         DriftAcceptedItem,
+        LifecycleItem,
     ):
         _ref(model, defs)
     requests = {

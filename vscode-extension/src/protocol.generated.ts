@@ -168,6 +168,61 @@ export interface ItemRecordedNotification {
   }[];
   [k: string]: unknown;
 }
+/**
+ * A lifecycle hook's run: `started`, then `completed`, `failed` or `timed_out`.
+ *
+ * Sent after the answer of the request that started or ended the session; hooks never
+ * change or delay an answer. The same fields are recorded as `lifecycle` items.
+ */
+export interface LifecycleHookNotification {
+  threadId: string;
+  sessionId: string;
+  event: "SessionStart" | "SessionEnd";
+  status: "started" | "completed" | "failed" | "timed_out";
+  hook: string;
+  hookType: "command" | "python";
+  runId: string;
+  source?: ("startup" | "resume" | "clear" | "compact") | null;
+  reason?: string | null;
+  origin?: string | null;
+  command?: string | null;
+  exitCode?: number | null;
+  stderr?: string | null;
+  error?: string | null;
+  durationMs?: number | null;
+  promptSection?: string | null;
+  [k: string]: unknown;
+}
+/**
+ * Server-written: a lifecycle hook run, or the end of a session.
+ *
+ * A session's start is recorded by its `session_meta` (source, reason, resumedFrom,
+ * forkedFrom); its end by `status: "ended"` with the `reason` (close, clear, shutdown).
+ * A hook run is two items sharing `runId`: `started`, then `completed`, `failed` or
+ * `timed_out`. The line's own `sessionId` is whichever session was writing; the session
+ * the event is about is `targetSessionId`.
+ */
+export interface LifecycleItem {
+  id: string;
+  turnId?: string | null;
+  type?: "lifecycle";
+  event: "SessionStart" | "SessionEnd";
+  targetSessionId: string;
+  status: "ended" | ("started" | "completed" | "failed" | "timed_out");
+  source?: ("startup" | "resume" | "clear" | "compact") | null;
+  reason?: string | null;
+  hook?: string | null;
+  hookType?: ("command" | "python") | null;
+  origin?: string | null;
+  command?: string | null;
+  runId?: string | null;
+  exitCode?: number | null;
+  stderr?: string | null;
+  error?: string | null;
+  durationMs?: number | null;
+  promptSection?: string | null;
+  [k: string]: unknown;
+}
 export interface MessageItem {
   id: string;
   turnId?: string | null;
@@ -326,6 +381,7 @@ export interface ThreadInfo {
   forkedFrom?: {
     [k: string]: unknown;
   } | null;
+  costUsd?: number;
   [k: string]: unknown;
 }
 export interface SessionRef {
@@ -570,5 +626,6 @@ export interface ProtocolServerNotifications {
   "thread/started": ThreadStartedNotification;
   "thread/updated": ThreadUpdatedNotification;
   "item/recorded": ItemRecordedNotification;
+  "lifecycle/hook": LifecycleHookNotification;
   "$/progress": ProgressNotification;
 }
