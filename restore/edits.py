@@ -18,7 +18,6 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore import blobs
 from restore.atomic import write_atomically
 from restore.faults import crash_point
-from restore.subsystems import file_history
 from restore.subsystems.operations import APPLY_EDIT_TOOL
 from restore.threads import OpenSession, ThreadService
 
@@ -57,9 +56,11 @@ def apply_edit(
     after_sha = blobs.sha_of(after)
     operations = session.state.states["operations"]
     if operations["closed"].get(operation_id) == "committed":
+        # A retry of a finished edit (rare): its shas are in the thread file.
+        items, _ = service.store.read(session.writer.thread_id)
         edit = next(
-            (e for e in session.state.states["file_history"]["edits"]
-             if e.get("operationId") == operation_id), {},
+            (i for i in reversed(items.items)
+             if i.get("type") == "file_edit" and i.get("operationId") == operation_id), {},
         )  # fmt: skip
         return {"outcome": "already_applied", "beforeSha": edit.get("beforeSha"),
                 "afterSha": edit.get("afterSha", after_sha)}  # fmt: skip
@@ -134,7 +135,7 @@ def rewind(
     cut = max(turn_seqs)
     restored: list[dict[str, Any]] = []
     if files:
-        plans = _rewind_plans(session, cut)
+        plans = _rewind_plans(contents.items, cut)
         changed = [p["path"] for p in plans if _sha_of_file(Path(p["path"])) != p["expected"]]
         if changed and not force:
             raise ProtocolError(
@@ -170,14 +171,12 @@ def rewind(
     return {"toSeq": cut, "files": restored, "conversation": conversation}
 
 
-def _rewind_plans(session: OpenSession, cut: int) -> list[dict[str, Any]]:
+def _rewind_plans(items: list[dict[str, Any]], cut: int) -> list[dict[str, Any]]:
     """Per file edited after `cut`: the content to restore and the content expected now."""
-    later = [e for e in session.state.states["file_history"]["edits"] if (e["seq"] or 0) > cut]
     plans: dict[str, dict[str, Any]] = {}
-    for edit in later:
+    for edit in items:
+        if edit.get("type") != "file_edit" or edit["seq"] <= cut:
+            continue
         plan = plans.setdefault(edit["path"], {"path": edit["path"], "target": edit["beforeSha"]})
         plan["expected"] = edit["afterSha"]
-    latest = file_history.latest_by_path(session.state.states["file_history"])
-    for path, plan in plans.items():
-        plan["expected"] = latest[path]["afterSha"]
     return list(plans.values())

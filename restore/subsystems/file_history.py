@@ -1,7 +1,8 @@
 """7. file_history: every agent edit (path, before/after blob, turn), checked against disk.
 
 A file whose content no longer matches the agent's last edit is `diverged`: the agent must
-not assume its own version is still there.
+not assume its own version is still there. The state keeps the latest edit per file (a
+rewind reads the full history from the thread file), so it stays small.
 """
 
 from __future__ import annotations
@@ -13,31 +14,25 @@ FIELDS = ("path", "beforeSha", "afterSha", "author", "operationId", "turnId", "s
 
 
 def initial() -> dict[str, Any]:
-    return {"edits": []}
+    return {"latest": {}, "edits": 0}
 
 
 def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     """Updates `state` in place."""
     if item.get("type") == "file_edit" and isinstance(item.get("path"), str):
-        state["edits"].append({key: item.get(key) for key in FIELDS})
+        state["latest"][item["path"]] = {key: item.get(key) for key in FIELDS}
+        state["edits"] += 1
     return state
-
-
-def latest_by_path(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    latest: dict[str, dict[str, Any]] = {}
-    for edit in state["edits"]:
-        latest[edit["path"]] = edit
-    return latest
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
     from restore.subsystems import Outcome
 
     files = []
-    for path, edit in latest_by_path(state).items():
+    for path, edit in state["latest"].items():
         current = ctx.file_sha(path)
         files.append({**edit, "currentSha": current, "diverged": current != edit["afterSha"]})
-    result = {"files": files, "edits": len(state["edits"])}
+    result = {"files": files, "edits": state["edits"]}
     if not files:
         return Outcome("empty", result)
     diverged = [f["path"] for f in files if f["diverged"]]

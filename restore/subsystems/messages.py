@@ -1,9 +1,9 @@
 """5. messages: the history the next model call sees — after the last clear/compact.
 
-The state keeps the seqs of every message after the boundary and only the first page of
-message bodies, so its size (and a snapshot's) stays small for long threads; the rest is
-paged with `thread/read`. A compact boundary carries the summary and is the first entry;
-a rewind drops what came after the turn it rewinds to.
+The state keeps the seqs of every message after the boundary, as ranges of consecutive
+seqs, and only the first page of message bodies, so its size (and a snapshot's) stays
+small for long threads; the rest is paged with `thread/read`. A compact boundary carries
+the summary and is the first entry; a rewind drops what came after the turn it rewinds to.
 """
 
 from __future__ import annotations
@@ -15,17 +15,30 @@ HEAD = 200
 
 
 def initial() -> dict[str, Any]:
-    return {"boundarySeq": 0, "boundaryType": None, "seqs": [], "head": []}
+    return {"boundarySeq": 0, "boundaryType": None, "ranges": [], "count": 0, "head": []}
 
 
 def _restart(item: dict[str, Any]) -> dict[str, Any]:
-    return {"boundarySeq": item["seq"], "boundaryType": item["type"], "seqs": [], "head": []}
+    return {**initial(), "boundarySeq": item["seq"], "boundaryType": item["type"]}
 
 
 def _add(state: dict[str, Any], item: dict[str, Any]) -> None:
-    state["seqs"].append(item["seq"])
+    seq, ranges = item["seq"], state["ranges"]
+    if ranges and ranges[-1][1] == seq - 1:
+        ranges[-1][1] = seq
+    else:
+        ranges.append([seq, seq])
+    state["count"] += 1
     if len(state["head"]) < HEAD:
         state["head"].append(item)
+
+
+def _cut(state: dict[str, Any], cut: int) -> None:
+    """Forget every message after seq `cut`."""
+    kept = [[start, min(end, cut)] for start, end in state["ranges"] if start <= cut]
+    state["ranges"] = kept
+    state["count"] = sum(end - start + 1 for start, end in kept)
+    state["head"] = [entry for entry in state["head"] if entry["seq"] <= cut]
 
 
 def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
@@ -39,9 +52,7 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
         state = _restart(item)
         _add(state, item)  # the summary is what the next model call starts from
     elif kind == "rewind_boundary" and isinstance(item.get("toSeq"), int):
-        cut = item["toSeq"]
-        state["seqs"] = [seq for seq in state["seqs"] if seq <= cut]
-        state["head"] = [entry for entry in state["head"] if entry["seq"] <= cut]
+        _cut(state, item["toSeq"])
     return state
 
 
@@ -49,12 +60,12 @@ def page(state: dict[str, Any], limit: int) -> dict[str, Any]:
     """The first `limit` messages after the boundary and where to continue reading."""
     limit = min(limit, HEAD)
     items = state["head"][:limit]
-    more = len(state["seqs"]) > len(items)
+    more = state["count"] > len(items)
     return {
         "items": items,
         "nextAfterSeq": items[-1]["seq"] if more and items else None,
         "boundarySeq": state["boundarySeq"],
-        "total": len(state["seqs"]),
+        "total": state["count"],
     }
 
 
@@ -64,6 +75,6 @@ def validate(state: dict[str, Any], ctx: Any) -> Any:
     summary = {
         "boundarySeq": state["boundarySeq"],
         "boundaryType": state["boundaryType"],
-        "count": len(state["seqs"]),
+        "count": state["count"],
     }
-    return Outcome("restored" if state["seqs"] else "empty", summary)
+    return Outcome("restored" if state["count"] else "empty", summary)
