@@ -1,7 +1,8 @@
 """`sessiond doctor`: check every thread file, repair the index, report what was skipped.
 
-It reads and reports only: no thread file is changed or deleted (a writer repairs a torn
-tail itself, after copying it aside, the next time it opens the thread).
+By default it reads and reports only. With `repair`, a torn tail (the only damage a crash
+can cause) is fixed the way a writer fixes it: copied to `recovered/`, then cut off, under
+the thread's lock. Other bad lines are never touched: they are reported and kept.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from protocol.errors import ProtocolError
 from restore.index import ThreadIndex
 from restore.jsonl import SkippedLine, read_thread_file
 from restore.paths import Layout
@@ -24,6 +26,7 @@ class FileFinding:
     skipped: list[SkippedLine] = field(default_factory=list)
     bom: bool = False
     error: str | None = None
+    repaired: bool = False
 
 
 @dataclass
@@ -39,8 +42,22 @@ class DoctorReport:
         return not any(f.skipped or f.error for f in self.findings)
 
 
-def run_doctor(layout: Layout, progress: Progress | None = None) -> DoctorReport:
+def _repair_torn_tail(store: ThreadStore, finding: FileFinding) -> None:
+    """Let the store's writer path do the repair; a thread in use is left to its writer."""
+    try:
+        store.open_writer(finding.path.stem).close()
+    except ProtocolError as exc:
+        finding.error = f"not repaired: {exc.message}"
+        return
+    finding.repaired = True
+    finding.skipped = [line for line in finding.skipped if line.reason != "torn_tail"]
+
+
+def run_doctor(
+    layout: Layout, progress: Progress | None = None, *, repair: bool = False
+) -> DoctorReport:
     report = DoctorReport()
+    store = ThreadStore(layout)
     files = layout.iter_thread_files()
     report.files = len(files)
     for done, (path, _archived) in enumerate(files, start=1):
@@ -51,10 +68,13 @@ def run_doctor(layout: Layout, progress: Progress | None = None) -> DoctorReport
             continue
         report.items += len(contents.items)
         if contents.skipped or contents.bom:
-            report.findings.append(FileFinding(path, contents.skipped, contents.bom))
+            finding = FileFinding(path, contents.skipped, contents.bom)
+            if repair and contents.torn_tail_offset is not None:
+                _repair_torn_tail(store, finding)
+            report.findings.append(finding)
         if progress is not None and (done % 100 == 0 or done == len(files)):
             progress("Checking thread files", done, len(files))
-    index = ThreadIndex(layout, ThreadStore(layout).read_summary)
+    index = ThreadIndex(layout, store.read_summary)
     try:
         report.index_action = index.ensure_ready(
             None if progress is None else lambda d, t: progress("Repairing index", d, t)

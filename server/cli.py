@@ -55,7 +55,12 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("thread_id")
     show.add_argument("--json", action="store_true", help="one JSON object per line")
 
-    commands.add_parser("doctor", help="check every thread file, repair the index")
+    doctor = commands.add_parser("doctor", help="check every thread file, repair the index")
+    doctor.add_argument(
+        "--repair",
+        action="store_true",
+        help="also cut torn tails left by a crash (copied to recovered/ first)",
+    )
 
     from server.client import add_arguments
 
@@ -100,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             return offline.list_threads(config, args)
         if command == "show":
             return offline.show_thread(config, args)
-        return offline.doctor(config)
+        return offline.doctor(config, repair=args.repair)
     except Exception as exc:  # a CLI prints a typed error, never a traceback
         from protocol.errors import ProtocolError
 

@@ -70,12 +70,15 @@ def _progress_bar(title: str, done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def doctor(config: ServerConfig) -> int:
-    report = run_doctor(_layout(config), _progress_bar if sys.stderr.isatty() else None)
+def doctor(config: ServerConfig, *, repair: bool = False) -> int:
+    progress = _progress_bar if sys.stderr.isatty() else None
+    report = run_doctor(_layout(config), progress, repair=repair)
     print(f"checked {report.files} thread files, {report.items} items")
     for finding in report.findings:
         if finding.error:
             print(f"{finding.path}: unreadable: {finding.error}")
+        if finding.repaired:
+            print(f"{finding.path}: torn tail repaired (copied to recovered/)")
         if finding.bom:
             print(f"{finding.path}: UTF-8 BOM at start (ignored)")
         for line in finding.skipped:
