@@ -7,6 +7,7 @@ this process or another) fail fast with ThreadBusy instead of interleaving lines
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -32,7 +33,8 @@ class Durability(StrEnum):
     FSYNC = "fsync"
     """fsync after every append call: survives power loss. The default."""
     GROUP = "group"
-    """fdatasync once per append call (a batch of items): survives power loss, cheaper."""
+    """Group commit: concurrent records share one fdatasync, and each is acknowledged only
+    after that sync. Survives power loss; far more records per second than FSYNC."""
     NONE = "none"
     """Written to the OS only: survives a process crash, not a power loss. For tests."""
 
@@ -98,6 +100,7 @@ class ThreadWriter:
         self._durability = durability
         self._size = contents.size
         self._needs_cut = False
+        self.unsynced = False
         self.lines = contents.lines
         self.last_line_start = contents.last_line_start
         # Item ids seen so far, for idempotency. Reading them needs the whole file, so after
@@ -155,14 +158,20 @@ class ThreadWriter:
         return self._fd < 0
 
     def append(
-        self, items: Iterable[dict[str, Any]], session_id: str, *, minted: bool = False
+        self,
+        items: Iterable[dict[str, Any]],
+        session_id: str,
+        *,
+        minted: bool = False,
+        defer_sync: bool = False,
     ) -> AppendResult:
         """Stamp and write items not seen before; acknowledge only once durable.
 
         `items` are validated dicts with `type` and `id`. A duplicate `id` (also within the
         batch) is not written again; its original seq is reported, so a retried request gets
         the same answer as the first. On a write error the file is cut back to where it
-        was, so a failed append leaves no partial line.
+        was, so a failed append leaves no partial line. With `defer_sync` (group commit)
+        the caller must call `sync()` before acknowledging.
         """
         if self.closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
@@ -199,7 +208,7 @@ class ThreadWriter:
             stored.append(line)
         if lines:
             last_start = self._size + sum(len(line) for line in lines[:-1])
-            self._write_durably(b"".join(lines))
+            self._write_durably(b"".join(lines), defer_sync)
             self.last_line_start = last_start
             self.lines += len(lines)
             known_ids.update(new_ids)
@@ -208,7 +217,7 @@ class ThreadWriter:
                 self.summary.apply(line)
         return AppendResult(min(seqs, default=None), max(seqs, default=None), duplicates, stored)
 
-    def _write_durably(self, data: bytes) -> None:
+    def _write_durably(self, data: bytes, defer_sync: bool = False) -> None:
         if self._needs_cut:
             self._cut_back()
             if self._needs_cut:
@@ -223,11 +232,23 @@ class ThreadWriter:
             if self._durability is Durability.FSYNC:
                 os.fsync(self._fd)
             elif self._durability is Durability.GROUP:
-                os.fdatasync(self._fd)
+                if defer_sync:
+                    self.unsynced = True
+                else:
+                    os.fdatasync(self._fd)
         except OSError as exc:
             self._cut_back()
             raise _storage_error(exc, self.thread_id) from exc
         self._size += len(data)
+
+    def sync(self) -> None:
+        """Make deferred appends durable (one fdatasync for all of them)."""
+        if self.unsynced and not self.closed:
+            try:
+                os.fdatasync(self._fd)
+            except OSError as exc:
+                raise _storage_error(exc, self.thread_id) from exc
+            self.unsynced = False
 
     def _cut_back(self) -> None:
         """Remove a partial write; if even that fails, retry before the next append."""
@@ -240,6 +261,9 @@ class ThreadWriter:
     def close(self) -> None:
         """Release the lock; the thread can be written by someone else afterwards."""
         if not self.closed:
+            if self.unsynced:
+                with contextlib.suppress(OSError):
+                    os.fdatasync(self._fd)
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = -1
 

@@ -80,6 +80,10 @@ class ThreadService:
         self.store = ThreadStore(layout, durability)
         self.index = ThreadIndex(layout, self.store.read_summary)
         self._open: dict[str, OpenSession] = {}  # by thread id
+        # Group commit: writers with appends not yet synced, and a counter of such appends
+        # so the server can tell which acknowledgements a sync covers.
+        self._unsynced: dict[str, ThreadWriter] = {}
+        self.write_generation = 0
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -300,10 +304,17 @@ class ThreadService:
         session_id: str,
         items: list[dict[str, Any]],
         owner: str = LOCAL_OWNER,
+        *,
+        defer_sync: bool = False,
     ) -> tuple[AppendResult, ThreadSummary]:
+        """Append client items. With `defer_sync` (group commit) the items are written but
+        not yet durable: acknowledge only after `sync_pending` covers `write_generation`."""
         session = self._session(thread_id, session_id, owner)
         items, no_ops = self._check_ledger(session, items)
-        result = self._append(session, items, session_id)
+        result = self._append(session, items, session_id, defer_sync=defer_sync)
+        if defer_sync and result.stored:
+            self._unsynced[session.writer.thread_id] = session.writer
+            self.write_generation += 1
         if no_ops:
             result = AppendResult(
                 result.first_seq, result.last_seq, result.duplicates + no_ops, result.stored
@@ -333,6 +344,21 @@ class ThreadService:
             return writer.summary
         finally:
             writer.close()
+
+    def sync_pending(self) -> int:
+        """One sync per writer for every deferred append; returns the generation covered."""
+        covered = self.write_generation
+        writers, self._unsynced = self._unsynced, {}
+        failure: ProtocolError | None = None
+        for thread_id, writer in writers.items():
+            try:
+                writer.sync()
+            except ProtocolError as exc:
+                self._unsynced[thread_id] = writer  # still owed a sync
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+        return covered
 
     def session_for(self, thread_id: str, session_id: str, owner: str) -> OpenSession:
         """The open session a request names (StaleSession / ThreadBusy otherwise)."""
@@ -405,9 +431,10 @@ class ThreadService:
         session_id: str,
         *,
         minted: bool = False,
+        defer_sync: bool = False,
     ) -> AppendResult:
         """The one write path of an open session: file, live state, index, snapshot."""
-        result = session.writer.append(items, session_id, minted=minted)
+        result = session.writer.append(items, session_id, minted=minted, defer_sync=defer_sync)
         for line in result.stored:
             session.state.apply(line)
         if result.stored:

@@ -41,6 +41,8 @@ class SessiondServer(JsonRPCServer):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiond-store")
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._commit: asyncio.Future[int] | None = None
+        self._synced_generation = 0
         self.subscriptions = Subscriptions()
         self.workspace_listeners: list[Callable[[], None]] = []
         self._primary_taken = False
@@ -123,6 +125,24 @@ class SessiondServer(JsonRPCServer):
 
     async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._worker, work, *args)
+
+    async def durable(self, generation: int) -> None:
+        """Group commit: wait until one sync covers write `generation`.
+
+        The sync runs on the worker after every write queued before it, so all records
+        that arrive while a sync is in progress share the next one: under load one
+        fdatasync acknowledges many records.
+        """
+        while self._synced_generation < generation:
+            if self._commit is None:
+                self._commit = asyncio.ensure_future(self.run_in_worker(self.service.sync_pending))
+            commit = self._commit
+            try:
+                covered = await asyncio.shield(commit)
+            finally:
+                if self._commit is commit and commit.done():
+                    self._commit = None
+            self._synced_generation = max(self._synced_generation, covered)
 
     def broadcast(self, method: str, params: Any) -> None:
         for connection in self.connections:

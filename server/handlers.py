@@ -221,9 +221,17 @@ async def thread_record(ctx: Context, params: Any) -> dict[str, Any]:
         RECORDABLE_ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_none=True)
         for item in params.items
     ]
-    result, summary = await ctx.server.run_in_worker(
-        ctx.service.record, params.threadId, params.sessionId, items, ctx.connection.owner
-    )
+    group = ctx.server.config.durability == "group"
+
+    def work() -> tuple[Any, Any, int]:
+        result, summary = ctx.service.record(
+            params.threadId, params.sessionId, items, ctx.connection.owner, defer_sync=group
+        )
+        return result, summary, ctx.service.write_generation
+
+    result, summary, generation = await ctx.server.run_in_worker(work)
+    if group and result.stored:
+        await ctx.server.durable(generation)
     if result.stored:
         ctx.server.subscriptions.publish(summary.threadId, result.stored)
         ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})

@@ -412,3 +412,25 @@ def test_notifications_announce_new_and_changed_threads(
     server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [message("hi")]})
     [updated] = server.wait_notification("thread/updated")
     assert updated["params"]["thread"]["itemCount"] == 1
+
+
+def test_group_commit_acknowledges_every_pipelined_record(
+    spawn: Spawn, tmp_path: Path, home: Path
+) -> None:
+    server = spawn(env={"SESSIOND_DURABILITY": "group"})
+    assert server.initialize()["capabilities"]["durability"] == "group"
+    threads = [start(server, tmp_path) for _ in range(3)]
+    pending = {}
+    for n in range(60):  # below the 64-requests-in-flight bound of a connection
+        tid, sid = threads[n % 3]
+        item = message(f"m{n}")
+        pending[server.request_async("thread/record", {
+            "threadId": tid, "sessionId": sid, "items": [item]})] = (tid, item["id"])  # fmt: skip
+    acknowledged: dict[str, list[str]] = {tid: [] for tid, _ in threads}
+    for msg_id, (tid, item_id) in pending.items():
+        assert "result" in server.response(msg_id)
+        acknowledged[tid].append(item_id)
+    server.kill9()
+    for tid, ids in acknowledged.items():
+        lines = [json.loads(line) for line in thread_file(home, tid).read_bytes().splitlines()]
+        assert [line["id"] for line in lines if line["type"] == "message"] == ids
