@@ -1,0 +1,113 @@
+"""`python -m bench`: every workload beside its baseline, in one run, as one report.
+
+    python -m bench [--quick] [--update-docs]
+
+Prints a markdown report (startup vs the pygls floor, list via index vs a directory scan,
+resume via snapshot vs full replay, record throughput vs the disk's raw sync limit, peak
+memory vs the floor) and writes docs/bench-latency.png, latency against size. With
+`--update-docs` the report replaces the generated block in docs/benchmarks.md.
+`--quick` uses small sizes (a smoke run, not for publishing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import listing, memory, record, resume, startup
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+CHART = DOCS / "bench-latency.png"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def startup_section(runs: int) -> tuple[str, dict[str, float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        floor, sessiond = startup.interleaved(runs, Path(tmp) / "home")
+    floor_ms, sessiond_ms = statistics.median(floor) * 1000, statistics.median(sessiond) * 1000
+    bare_ms = startup.bare_interpreter() * 1000
+    table = "\n".join([
+        "| spawn → `initialize` answer | median ms | vs floor |",
+        "|---|---:|---:|",
+        f"| bare interpreter (`python -c pass`, no imports) | {bare_ms:.0f} | — |",
+        f"| floor: minimal pygls server (interpreter + pygls imports) | {floor_ms:.0f} | 1.00x |",
+        f"| sessiond | {sessiond_ms:.0f} | {sessiond_ms / floor_ms:.2f}x |",
+    ])  # fmt: skip
+    return table, {"floor": floor_ms, "sessiond": sessiond_ms}
+
+
+def chart(list_rows: list[dict[str, Any]], resume_rows: list[dict[str, Any]]) -> str:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "(chart skipped: `pip install -e '.[bench]'` for matplotlib)"
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    sizes = [r["threads"] for r in list_rows]
+    left.loglog(sizes, [r["index_p50"] for r in list_rows], "o-", label="index (p50)")
+    left.loglog(sizes, [r["scan_p50"] for r in list_rows], "s--", label="directory scan (p50)")
+    left.set(title="thread/list, first page", xlabel="threads", ylabel="ms")
+    items = [r["items"] for r in resume_rows]
+    right.loglog(items, [r["snapshot_ms"] for r in resume_rows], "o-", label="snapshot + tail")
+    right.loglog(items, [r["replay_ms"] for r in resume_rows], "s--", label="full replay")
+    right.set(title="thread/resume", xlabel="items in thread", ylabel="ms")
+    for axis in (left, right):
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(CHART, dpi=110)
+    plt.close(figure)
+    return f"![latency against size]({CHART.name})"
+
+
+def codex_note() -> str:
+    if shutil.which("codex") is None:
+        return ("`codex` (npm @openai/codex) is not on PATH, so the peer comparison was not "
+                "run; install it and re-run to add Codex app-server ratios.")  # fmt: skip
+    return "`codex` is on PATH, but the rollout generator for it is not written yet."
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--update-docs", action="store_true")
+    args = parser.parse_args()
+    sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
+    began = time.perf_counter()
+    startup_table, _ = startup_section(5 if args.quick else 20)
+    list_rows = listing.run(sizes)
+    resume_rows = resume.run(sizes, 3 if args.quick else 7)
+    records = record.run(500 if args.quick else 2000, 32)
+    memory_result = memory.run(2000 if args.quick else 10_000)
+    picture = chart(list_rows, resume_rows)
+    elapsed = time.perf_counter() - began
+    report = "\n".join([
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {startup.machine()}, "
+        f"Python {platform.python_version()}; the whole run took {elapsed / 60:.1f} min.",
+        "", "### Startup", "", startup_table,
+        "", "### Listing", "", listing.render(list_rows),
+        "", "### Resume", "", resume.render(resume_rows),
+        "", "### Recording", "", record.render(records, 32),
+        "", "### Memory", "", memory.render(memory_result),
+        "", "### Peers", "", codex_note(),
+        "", picture,
+    ])  # fmt: skip
+    print(report)
+    if args.update_docs:
+        path = DOCS / "benchmarks.md"
+        text = path.read_text()
+        start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+        path.write_text(text[:start] + "\n" + report + "\n" + text[end:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Record throughput and acknowledgement latency per durability mode, against the disk.
+
+    python -m bench.record [--records 2000] [--in-flight 32]
+
+The baseline is the raw limit of this disk measured in the same run: a loop of one small
+write + fsync (and + fdatasync) on a file in the same directory. A server in `fsync` mode
+cannot beat it (one sync per record); `group` commit shares one fdatasync among all
+records that arrive while the previous sync runs, so under concurrency it may exceed it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.rpc import PipelinedServer
+
+MODES = ("fsync", "group", "none")
+THREADS = 8
+
+
+def raw_sync_limit(directory: Path, syncs: int, sync: Any) -> float:
+    """Small write + sync operations per second on this disk."""
+    path = directory / "raw.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        line = b'{"v":1,"seq":1,"type":"message","content":"' + b"x" * 150 + b'"}\n'
+        began = time.perf_counter()
+        for _ in range(syncs):
+            os.write(fd, line)
+            sync(fd)
+        return syncs / (time.perf_counter() - began)
+    finally:
+        os.close(fd)
+        path.unlink()
+
+
+def server_throughput(home: Path, mode: str, records: int, in_flight: int) -> dict[str, Any]:
+    server = PipelinedServer(home, {"SESSIOND_DURABILITY": mode})
+    try:
+        server.request("initialize", {"clientInfo": {"name": "bench"}})
+        sessions = []
+        for _ in range(THREADS):
+            started = server.request("thread/start", {"cwd": str(home)})
+            sessions.append((started["thread"]["threadId"], started["sessionId"]))
+        server.latencies.clear()
+        window = []
+        began = time.perf_counter()
+        for n in range(records):
+            thread_id, session_id = sessions[n % THREADS]
+            item = {"type": "message", "id": str(uuid.uuid4()), "role": "assistant",
+                    "content": "x" * 150}  # fmt: skip
+            window.append(server.send("thread/record", {
+                "threadId": thread_id, "sessionId": session_id, "items": [item]}))  # fmt: skip
+            if len(window) >= in_flight:
+                window.pop(0).result(timeout=600)
+        for future in window:
+            future.result(timeout=600)
+        elapsed = time.perf_counter() - began
+        latencies = sorted(server.latencies)
+    finally:
+        server.close()
+    return {
+        "mode": mode,
+        "per_second": records / elapsed,
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": latencies[round(0.99 * (len(latencies) - 1))] * 1000,
+    }
+
+
+def run(records: int, in_flight: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(dir=os.environ.get("SESSIOND_BENCH_DIR")) as tmp:
+        directory = Path(tmp)
+        fsync_limit = raw_sync_limit(directory, 1000, os.fsync)
+        fdatasync_limit = raw_sync_limit(directory, 1000, os.fdatasync)
+        modes = [server_throughput(directory / mode, mode, records, in_flight) for mode in MODES]
+    return {"fsync_limit": fsync_limit, "fdatasync_limit": fdatasync_limit, "modes": modes}
+
+
+def render(result: dict[str, Any], in_flight: int) -> str:
+    raw = result["fsync_limit"]
+    lines = [
+        f"Raw disk limit, same run: {raw:,.0f} write+fsync/s, "
+        f"{result['fdatasync_limit']:,.0f} write+fdatasync/s. Server: {THREADS} threads, "
+        f"{in_flight} records in flight, one item per record.",
+        "",
+        "| durability | records/s | vs raw fsync limit | ack p50 (ms) | ack p99 (ms) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for mode in result["modes"]:
+        lines.append(
+            f"| {mode['mode']} | {mode['per_second']:,.0f} | {mode['per_second'] / raw:.0%} | "
+            f"{mode['p50_ms']:.1f} | {mode['p99_ms']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=2000)
+    parser.add_argument("--in-flight", type=int, default=32)
+    args = parser.parse_args()
+    print(render(run(args.records, args.in_flight), args.in_flight))
+
+
+if __name__ == "__main__":
+    main()
