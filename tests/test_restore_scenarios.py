@@ -475,3 +475,17 @@ def test_removed_linked_worktree_needs_review(
     assert report["status"] == "needs_review"
     fields = {d["field"] for d in report["environment"]["drift"]}
     assert {"cwd", "worktree", "branch"} <= fields
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "/etc/sessiond-test", "sub/../../x"])
+def test_apply_edit_never_writes_outside_the_workspace(
+    server: ServerProcess, tmp_path: Path, path: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    tid, sid = started(server, work)
+    with pytest.raises(RpcError) as refused:
+        _edit(server, tid, sid, "op-escape", path, "pwned\n")
+    assert refused.value.kind == "InvalidParams"
+    assert not (tmp_path / "outside.txt").exists() and not Path("/etc/sessiond-test").exists()
+    assert server.request("thread/resume", {"threadId": tid})["pendingOperations"] == []
