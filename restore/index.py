@@ -244,7 +244,8 @@ class ThreadIndex:
         try:
             conn.executescript(_SCHEMA)
             conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
-            self._refresh(conn, self._chosen_files(), _UPSERT, progress)
+            files = [(Path(path), archived) for path, archived, _ in self._chosen_files()]
+            self._refresh(conn, files, _UPSERT, progress)
         finally:
             conn.close()
         for suffix in ("-wal", "-shm"):
@@ -258,28 +259,25 @@ class ThreadIndex:
             for path, size, mtime_ns in conn.execute("SELECT path, size, mtimeNs FROM threads")
         }
         on_disk = self._chosen_files()
-        present = {str(path) for path, _ in on_disk}
+        present = {path for path, _, _ in on_disk}
         with conn:
             conn.execute("BEGIN")
             conn.executemany(
                 "DELETE FROM threads WHERE path = ?",
                 [(path,) for path in stored if path not in present],
             )
-        changed = []
-        for path, archived in on_disk:
-            try:
-                stat = path.stat()
-            except FileNotFoundError:
-                continue
-            if stored.get(str(path)) != (stat.st_size, stat.st_mtime_ns):
-                changed.append((path, archived))
+        changed = [
+            (Path(path), archived)
+            for path, archived, stat in on_disk
+            if stored.get(path) != (stat.st_size, stat.st_mtime_ns)
+        ]
         self._refresh(conn, changed, _UPSERT_IF_NOT_NEWER, progress)
 
-    def _chosen_files(self) -> list[tuple[Path, bool]]:
+    def _chosen_files(self) -> list[tuple[str, bool, os.stat_result]]:
         """Thread files on disk, one per thread: the live copy wins, as in `Layout.locate`."""
-        files = self._layout.iter_thread_files()
-        live = {path.stem for path, archived in files if not archived}
-        return [(p, archived) for p, archived in files if not (archived and p.stem in live)]
+        files = self._layout.scan_thread_files()
+        live = {os.path.basename(path) for path, archived, _ in files if not archived}
+        return [entry for entry in files if not (entry[1] and os.path.basename(entry[0]) in live)]
 
     def _refresh(
         self,

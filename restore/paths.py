@@ -85,7 +85,12 @@ class Layout:
 
     def iter_thread_files(self) -> list[tuple[Path, bool]]:
         """Every thread file on disk with its archived flag (a directory scan: index repair)."""
-        found: list[tuple[Path, bool]] = []
+        return [(Path(path), archived) for path, archived, _ in self.scan_thread_files()]
+
+    def scan_thread_files(self) -> list[tuple[str, bool, os.stat_result]]:
+        """Every thread file as (path, archived, stat), without building Path objects:
+        the index reconciles 100k files with this at its first use in a process."""
+        found: list[tuple[str, bool, os.stat_result]] = []
         for archived, base in ((False, self.threads_dir), (True, self.archived_dir)):
             if not base.is_dir():
                 continue
@@ -96,5 +101,8 @@ class Layout:
                     with os.scandir(shard.path) as entries:
                         for entry in entries:
                             if entry.name.endswith(".jsonl"):
-                                found.append((Path(entry.path), archived))
+                                try:
+                                    found.append((entry.path, archived, entry.stat()))
+                                except FileNotFoundError:
+                                    continue  # removed while scanning
         return found
