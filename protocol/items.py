@@ -16,28 +16,6 @@ ITEM_ID_MAX = 128
 
 ItemId = Annotated[str, Field(min_length=1, max_length=ITEM_ID_MAX)]
 
-CLIENT_ITEM_TYPES = (
-    "message",
-    "turn",
-    "operation",
-    "cost",
-    "todos",
-    "file_edit",
-    "model_override",
-    "permissions",
-    "prompt_section",
-    "verifier",
-)
-SERVER_ITEM_TYPES = (
-    "session_meta",
-    "lifecycle",
-    "thread_title",
-    "clear_boundary",
-    "compact_boundary",
-    "rewind_boundary",
-    "drift_accepted",
-)
-
 LifecycleSource = Literal["startup", "resume", "clear", "compact"]
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
+from restore.atomic import fsync_dir
 from restore.jsonl import FORMAT_VERSION, ThreadFile, encode_line, now_ts, parse_bytes
 from restore.paths import Layout, validate_thread_id
 from restore.summary import ThreadSummary, summarize
@@ -61,14 +62,6 @@ class AppendResult:
     last_seq: int | None
     duplicates: int
     stored: list[dict[str, Any]]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
@@ -290,7 +283,7 @@ class ThreadStore:
         writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
         try:
             writer.loaded = ThreadFile(items=writer.append([meta], session_id).stored)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         except BaseException:
             writer.close()
             path.unlink(missing_ok=True)
@@ -358,8 +351,8 @@ class ThreadStore:
                 return target
             target.parent.mkdir(parents=True, exist_ok=True)
             os.rename(writer.path, target)
-            _fsync_dir(target.parent)
-            _fsync_dir(writer.path.parent)
+            fsync_dir(target.parent)
+            fsync_dir(writer.path.parent)
             return target
         finally:
             writer.close()
@@ -368,7 +361,7 @@ class ThreadStore:
         writer = self.open_writer(thread_id)
         try:
             writer.path.unlink()
-            _fsync_dir(writer.path.parent)
+            fsync_dir(writer.path.parent)
         finally:
             writer.close()
 

@@ -11,23 +11,15 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from protocol.names import SERVER_ITEM_TYPES
+
 PREVIEW_CHARS = 160
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]+")
 _LONG_BASE64 = re.compile(r"[A-Za-z0-9+/=]{200,}")
 _WHITESPACE = re.compile(r"\s+")
 
 # Item types the server writes for bookkeeping; they do not count as thread content.
-BOOKKEEPING_TYPES = frozenset(
-    {
-        "session_meta",
-        "lifecycle",
-        "thread_title",
-        "clear_boundary",
-        "compact_boundary",
-        "rewind_boundary",
-        "drift_accepted",
-    }
-)
+BOOKKEEPING_TYPES = frozenset(SERVER_ITEM_TYPES)
 
 
 def make_preview(content: Any, limit: int = PREVIEW_CHARS) -> str:

@@ -396,37 +396,41 @@ async def thread_compact(ctx: Context, params: Any) -> dict[str, Any]:
     return result
 
 
+async def _in_session(ctx: Context, params: Any, work: Callable[..., Any], **kwargs: Any) -> Any:
+    """Run `work(service, session, **kwargs)` on the worker for the session params name."""
+
+    def run() -> Any:
+        session = ctx.service.session_for(params.threadId, params.sessionId, ctx.connection.owner)
+        return work(ctx.service, session, **kwargs)
+
+    return await ctx.server.run_in_worker(run)
+
+
 @handles("fs/applyEdit")
 async def fs_apply_edit(ctx: Context, params: Any) -> dict[str, Any]:
     from restore.edits import apply_edit
 
-    def work() -> dict[str, Any]:
-        session = ctx.service.session_for(params.threadId, params.sessionId, ctx.connection.owner)
-        return apply_edit(
-            ctx.service,
-            session,
-            operation_id=params.operationId,
-            path=params.path,
-            content=params.content,
-            expected_sha=params.expectedSha,
-        )
-
-    return await ctx.server.run_in_worker(work)
+    return await _in_session(
+        ctx,
+        params,
+        apply_edit,
+        operation_id=params.operationId,
+        path=params.path,
+        content=params.content,
+        expected_sha=params.expectedSha,
+    )
 
 
 @handles("thread/rewind")
 async def thread_rewind(ctx: Context, params: Any) -> dict[str, Any]:
     from restore.edits import rewind
 
-    def work() -> dict[str, Any]:
-        session = ctx.service.session_for(params.threadId, params.sessionId, ctx.connection.owner)
-        return rewind(
-            ctx.service,
-            session,
-            to_turn_id=params.toTurnId,
-            files=params.files,
-            conversation=params.conversation,
-            force=params.force,
-        )
-
-    return await ctx.server.run_in_worker(work)
+    return await _in_session(
+        ctx,
+        params,
+        rewind,
+        to_turn_id=params.toTurnId,
+        files=params.files,
+        conversation=params.conversation,
+        force=params.force,
+    )
