@@ -278,6 +278,15 @@ class ThreadService:
     def close(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> None:
         """End the session: snapshot its state (a clean close), release the writer."""
         session = self._session(thread_id, session_id, owner)
+        end = {
+            "type": "lifecycle",
+            "id": _new_id(),
+            "event": "SessionEnd",
+            "status": "ended",
+            "reason": "close",
+            "targetSessionId": session_id,
+        }
+        self._append(session, [end], session_id)  # the session's end, as its start has meta
         self._snapshot(session, closed=True)
         session.writer.close()
         del self._open[session.writer.thread_id]
@@ -326,6 +335,18 @@ class ThreadService:
         return self.append_bookkeeping(
             thread_id, [{"type": "thread_title", "id": _new_id(), "title": title}]
         )
+
+    def append_if_open(self, thread_id: str, items: list[dict[str, Any]]) -> bool:
+        """Server-written items (hook records) through a session this process has open.
+
+        Never takes the thread's lock: once closed, the thread may already be another
+        process's, and a late record must not make it busy for them. False: not written.
+        """
+        session = self._open.get(validate_thread_id(thread_id))
+        if session is None:
+            return False
+        self._append(session, items, session.session_id)
+        return True
 
     def append_bookkeeping(self, thread_id: str, items: list[dict[str, Any]]) -> ThreadSummary:
         """Server-written items (titles, lifecycle records) for a thread, open or not.

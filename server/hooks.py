@@ -243,7 +243,8 @@ class LifecycleHooks:
         task.add_done_callback(forget)
 
     async def _run_event(self, event: _Event) -> None:
-        if event.name == "SessionEnd":
+        if event.name == "SessionEnd" and event.match_on != "close":
+            # A close records its own end (restore/threads.py) before releasing the lock.
             await self._append(
                 event.thread_id,
                 [
@@ -392,14 +393,18 @@ class LifecycleHooks:
     # --- recording ---------------------------------------------------------------------
 
     async def _append(self, thread_id: str, items: list[dict[str, Any]]) -> None:
-        """Append to the thread; a hook's record must never break the server, so a thread
-        that vanished or another process holds is logged, not raised."""
+        """Record in the thread while this process has it open; never take its lock again
+        after a close (whoever resumes it next must not find it busy). What cannot be
+        recorded is still announced by `lifecycle/hook` and logged, never raised."""
         try:
-            await self.server.run_in_worker(
-                self.server.service.append_bookkeeping, thread_id, items
+            written = await self.server.run_in_worker(
+                self.server.service.append_if_open, thread_id, items
             )
         except Exception as exc:
             logger.warning("could not record lifecycle items in thread %s: %s", thread_id, exc)
+            return
+        if not written:
+            logger.info("thread %s is closed here; hook records only announced", thread_id)
 
     def _notify(self, event: _Event, item: dict[str, Any]) -> None:
         params = {"threadId": event.thread_id, "sessionId": item["targetSessionId"]}

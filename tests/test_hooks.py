@@ -160,12 +160,13 @@ def test_each_source_fires_its_hooks_once_with_the_documented_payload(
     again.initialize()
     lifecycle = items_of(again, tid, "lifecycle")
     finished = [item for item in lifecycle if item["status"] in FINAL]
+    # The close's SessionEnd hook ran (its run is in the log above) but is only announced:
+    # after a close the thread may be another process's, so it is not written to again.
     assert [item["hook"] for item in finished] == [
         "on-startup",
         "on-compact",
         "on-end",
         "on-clear",
-        "on-end",
         "on-resume",
         "on-end",
     ]
