@@ -1,17 +1,21 @@
 """`sessiond doctor`: check every thread file, repair the index, report what was skipped.
 
-By default it reads and reports only. With `repair`, a torn tail (the only damage a crash
-can cause) is fixed the way a writer fixes it: copied to `recovered/`, then cut off, under
-the thread's lock. Other bad lines are never touched: they are reported and kept.
+By default it reads and reports only. With `repair`, the two kinds of damage a crash can
+cause are fixed: a torn tail the way a writer fixes it (copied to `recovered/`, then cut
+off, under the thread's lock), and an empty file (a `thread/start` killed before its first
+line) moved to `recovered/`. Other bad lines are never touched: they are reported and kept.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from protocol.errors import ProtocolError
+from restore.atomic import fsync_dir
 from restore.index import ThreadIndex
 from restore.jsonl import SkippedLine, read_thread_file
 from restore.paths import Layout
@@ -27,6 +31,8 @@ class FileFinding:
     bom: bool = False
     error: str | None = None
     repaired: bool = False
+    empty: bool = False
+    """A 0-byte file: no record, so no thread (a kill between creating and writing it)."""
 
 
 @dataclass
@@ -39,7 +45,7 @@ class DoctorReport:
 
     @property
     def clean(self) -> bool:
-        return not any(f.skipped or f.error for f in self.findings)
+        return not any(f.skipped or f.error or f.empty for f in self.findings)
 
 
 def _repair_torn_tail(store: ThreadStore, finding: FileFinding) -> None:
@@ -51,6 +57,25 @@ def _repair_torn_tail(store: ThreadStore, finding: FileFinding) -> None:
         return
     finding.repaired = True
     finding.skipped = [line for line in finding.skipped if line.reason != "torn_tail"]
+
+
+def _move_empty_aside(layout: Layout, finding: FileFinding) -> None:
+    """Under the thread's lock, and only if still empty: there is nothing in it to lose."""
+    fd = os.open(finding.path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            finding.error = "not repaired: the thread is being written"
+            return
+        if os.fstat(fd).st_size == 0:
+            layout.recovered_dir.mkdir(parents=True, exist_ok=True)
+            os.replace(finding.path, layout.recovered_dir / f"{finding.path.stem}.empty")
+            fsync_dir(finding.path.parent)
+    finally:
+        os.close(fd)
+    finding.empty = False
+    finding.repaired = True
 
 
 def run_doctor(
@@ -67,7 +92,12 @@ def run_doctor(
             report.findings.append(FileFinding(path, error=exc.strerror or str(exc)))
             continue
         report.items += len(contents.items)
-        if contents.skipped or contents.bom:
+        if contents.size == 0:
+            finding = FileFinding(path, empty=True)
+            if repair:
+                _move_empty_aside(layout, finding)
+            report.findings.append(finding)
+        elif contents.skipped or contents.bom:
             finding = FileFinding(path, contents.skipped, contents.bom)
             if repair and contents.torn_tail_offset is not None:
                 _repair_torn_tail(store, finding)

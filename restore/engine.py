@@ -60,7 +60,13 @@ def judge(
         workspace=Workspace(recorded.get("cwd") or current["cwd"]),
         available_models=available_models,
     )
-    ctx.drift = detect_drift(recorded, current) if recorded else []
+    # No session_meta was read (an empty or damaged file): where the thread ran is unknown,
+    # and unknown must never pass for "here".
+    ctx.drift = (
+        detect_drift(recorded, current)
+        if recorded
+        else [{"field": "cwd", "recorded": None, "current": current["cwd"], "severity": "block"}]
+    )
     for module in RESTORE_ORDER:
         try:
             outcome = module.validate(state.states[module.NAME], ctx)

@@ -340,6 +340,8 @@ class ThreadStore:
             contents = parse_bytes(path.read_bytes())
         except FileNotFoundError:
             return None
+        if not contents.items:  # no record at all (a thread/start cut short): nothing to list
+            return None
         return summarize(path.stem, contents.items, archived=archived)
 
     def move(self, thread_id: str, *, to_archived: bool) -> Path:

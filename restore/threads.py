@@ -220,7 +220,13 @@ class ThreadService:
         title = next(
             (i.get("title") for i in reversed(prefix) if i.get("type") == "thread_title"), None
         )
-        latest_meta = next(i for i in reversed(prefix) if i.get("type") == "session_meta")
+        latest_meta = next((i for i in reversed(prefix) if i.get("type") == "session_meta"), None)
+        if latest_meta is None:  # an empty file (a thread/start cut short) or a damaged one
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                "nothing to fork: no session_meta record before the cut",
+                threadId=validate_thread_id(thread_id),
+            )
         meta = self._session_meta(
             source="startup",
             reason="fork",

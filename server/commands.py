@@ -77,8 +77,12 @@ def doctor(config: ServerConfig, *, repair: bool = False) -> int:
     for finding in report.findings:
         if finding.error:
             print(f"{finding.path}: unreadable: {finding.error}")
-        if finding.repaired:
+        if finding.empty:
+            print(f"{finding.path}: empty file (a thread/start that never completed)")
+        if finding.repaired and finding.path.exists():
             print(f"{finding.path}: torn tail repaired (copied to recovered/)")
+        elif finding.repaired:
+            print(f"{finding.path}: empty file moved to recovered/")
         if finding.bom:
             print(f"{finding.path}: UTF-8 BOM at start (ignored)")
         for line in finding.skipped:

@@ -84,23 +84,3 @@ def test_doctor_draws_a_progress_bar_on_a_terminal(
     assert done.returncode == 0, done.stdout
     assert "checked 3 thread files" in done.stdout and "clean" in done.stdout
     assert b"Checking thread files" in drawn and b"3/3" in drawn
-
-
-def test_doctor_repair_cuts_a_torn_tail_after_copying_it_aside(
-    spawn: Callable[..., ServerProcess], home: Path, tmp_path: Path
-) -> None:
-    server = spawn()
-    server.initialize()
-    tid = server.request("thread/start", {"cwd": str(tmp_path)})["thread"]["threadId"]
-    server.kill9()
-    path = home / "threads" / tid[:2] / f"{tid}.jsonl"
-    intact = path.read_bytes()
-    path.write_bytes(intact + b'{"v":1,"seq":2,"type":"mess')
-    assert sessiond(home, "doctor").returncode == 1  # reported, not yet repaired
-    repaired = sessiond(home, "doctor", "--repair")
-    assert repaired.returncode == 0, repaired.stdout
-    assert "torn tail repaired" in repaired.stdout and "clean" in repaired.stdout
-    assert path.read_bytes() == intact
-    [aside] = (home / "recovered").iterdir()
-    assert aside.read_bytes() == b'{"v":1,"seq":2,"type":"mess'
-    assert sessiond(home, "doctor").returncode == 0

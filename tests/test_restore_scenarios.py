@@ -1,9 +1,10 @@
-"""The restore contract end to end: real git repos, a real server, real kill -9."""
+"""The restore contract end to end: real git repos, a real server, real kill -9.
+
+Drift, crash-point and ledger faults live in tests/faults/."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -269,67 +270,6 @@ def _edit(server: ServerProcess, tid: str, sid: str, op: str, path: str, text: s
                                            "path": path, "content": text})  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("crash_at", "recovery", "content_after_crash"),
-    [("apply_edit.before_write", "not_started", "old\n"),
-     ("apply_edit.after_write", "committed_result_missing", "new\n")],
-    ids=["before-the-tool-runs", "after-commit-before-result"],
-)  # fmt: skip
-def test_kill_9_around_an_edit_never_repeats_it(
-    spawn: Spawn, tmp_path: Path, crash_at: str, recovery: str, content_after_crash: str
-) -> None:
-    target = tmp_path / "config.toml"
-    target.write_text("old\n")
-    server = spawn(env={"SESSIOND_CRASH_AT": crash_at})
-    server.initialize()
-    tid, sid = started(server, tmp_path)
-    msg_id = server.request_async("fs/applyEdit", {
-        "threadId": tid, "sessionId": sid, "operationId": "op-cfg", "path": "config.toml",
-        "content": "new\n"})  # fmt: skip
-    with pytest.raises(ConnectionError):
-        server.response(msg_id)
-    assert server.proc.wait(timeout=60) == -9
-    assert target.read_text() == content_after_crash
-
-    again = spawn()
-    again.initialize()
-    report = again.request("thread/resume", {"threadId": tid})
-    [pending] = report["pendingOperations"]
-    assert (pending["operationId"], pending["recovery"]) == ("op-cfg", recovery)
-    assert pending["decidedBy"].startswith("hash")
-    inode_before = os.stat(target).st_ino
-    retry = _edit(again, tid, report["session"]["sessionId"], "op-cfg", "config.toml", "new\n")
-    expected = "applied" if recovery == "not_started" else "already_applied"
-    assert retry["outcome"] == expected
-    assert target.read_text() == "new\n"
-    if expected == "already_applied":
-        assert os.stat(target).st_ino == inode_before  # not written a second time
-    final = again.request("thread/resume", {"threadId": tid})
-    assert final["pendingOperations"] == []
-    edits = subsystem(final, "file_history")["state"]["edits"]
-    assert edits == 1
-
-
-def test_kill_9_after_result_before_verifier_leaves_verification_pending(
-    spawn: Spawn, make_repo: Callable[..., Path]
-) -> None:
-    repo = make_repo("repo")
-    server = spawn()
-    server.initialize()
-    tid, sid = started(server, repo)
-    record(server, tid, sid, {"type": "verifier", "name": "tests", "passed": 7, "total": 9,
-                              "headSha": git(repo, "rev-parse", "HEAD")})  # fmt: skip
-    assert _edit(server, tid, sid, "op-fix", "fix.py", "fixed = True\n")["outcome"] == "applied"
-    server.kill9()
-    again = spawn()
-    again.initialize()
-    report = again.request("thread/resume", {"threadId": tid})
-    assert report["pendingOperations"] == []
-    verifier = subsystem(report, "verifier")
-    assert verifier["status"] == "invalidated" and verifier["state"]["pending"] is True
-    assert "pending" in verifier["reason"]
-
-
 def test_client_recorded_operations_get_their_recovery_class(spawn: Spawn, tmp_path: Path) -> None:
     server = spawn()
     server.initialize()
@@ -358,35 +298,6 @@ def test_client_recorded_operations_get_their_recovery_class(spawn: Spawn, tmp_p
                        "pay": "committed_result_missing"}  # fmt: skip
 
 
-def test_duplicate_commit_is_a_no_op_and_going_backwards_is_refused(
-    server: ServerProcess, tmp_path: Path, home: Path
-) -> None:
-    tid, sid = started(server, tmp_path)
-    commit = {
-        "type": "operation",
-        "operationId": "op",
-        "tool": "charge",
-        "effect": "side_effect",
-        "state": "committed",
-        "resultPersisted": True,
-    }
-    first = record(server, tid, sid, dict(commit))
-    again = record(server, tid, sid, dict(commit))  # same transition, new item id
-    assert first["duplicates"] == 0 and again["duplicates"] == 1
-    with pytest.raises(RpcError) as conflict:
-        record(
-            server,
-            tid,
-            sid,
-            {**commit, "state": "started"},
-            {"type": "message", "role": "user", "content": "must not be written"},
-        )
-    assert conflict.value.kind == "ConflictingOperation"
-    assert conflict.value.data["recordedState"] == "committed"
-    items = server.request("thread/read", {"threadId": tid})["items"]
-    assert [i["type"] for i in items] == ["session_meta", "operation"]
-
-
 def test_rewind_restores_files_and_conversation_but_not_over_user_changes(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -412,80 +323,3 @@ def test_rewind_restores_files_and_conversation_but_not_over_user_changes(
     server.request("thread/close", {"threadId": tid, "sessionId": sid})
     report = server.request("thread/resume", {"threadId": tid})
     assert [m["content"] for m in report["messages"]["items"]] == ["one"]
-
-
-def _closed_thread(server: ServerProcess, cwd: Path) -> str:
-    tid, sid = started(server, cwd)
-    server.request("thread/close", {"threadId": tid, "sessionId": sid})
-    return tid
-
-
-def test_head_moved_on_the_same_branch_warns_and_invalidates_verification(
-    server: ServerProcess, make_repo: Callable[..., Path]
-) -> None:
-    repo = make_repo("repo")
-    tid, sid = started(server, repo)
-    record(server, tid, sid, {"type": "verifier", "name": "tests", "passed": 9, "total": 9,
-                              "headSha": git(repo, "rev-parse", "HEAD")})  # fmt: skip
-    server.request("thread/close", {"threadId": tid, "sessionId": sid})
-    git(repo, "commit", "-q", "--allow-empty", "-m", "someone else's commit")
-    report = server.request("thread/resume", {"threadId": tid})
-    assert report["status"] == "ready"
-    assert [(d["field"], d["severity"]) for d in report["environment"]["drift"]] == [
-        ("head", "warn")]  # fmt: skip
-    assert subsystem(report, "verifier")["status"] == "invalidated"
-    assert subsystem(report, "worktree")["reason"] == "moved since: head"
-
-
-def test_deleted_cwd_needs_review(server: ServerProcess, tmp_path: Path) -> None:
-    work = tmp_path / "gone"
-    work.mkdir()
-    tid = _closed_thread(server, work)
-    work.rmdir()
-    report = server.request("thread/resume", {"threadId": tid})
-    assert report["status"] == "needs_review"
-    assert report["environment"]["current"]["cwdExists"] is False
-    assert "cwd" in {d["field"] for d in report["environment"]["drift"]}
-
-
-def test_another_repo_at_the_same_path_needs_review(
-    server: ServerProcess, make_repo: Callable[..., Path], tmp_path: Path
-) -> None:
-    repo = make_repo("repo")
-    tid = _closed_thread(server, repo)
-    git(repo, "remote", "add", "origin", "https://example.invalid/other.git")
-    report = server.request("thread/resume", {"threadId": tid})
-    [repo_drift] = [d for d in report["environment"]["drift"] if d["field"] == "repo"]
-    assert report["status"] == "needs_review" and repo_drift["severity"] == "block"
-    assert repo_drift["current"].endswith("other.git")
-
-
-def test_removed_linked_worktree_needs_review(
-    server: ServerProcess, make_repo: Callable[..., Path], tmp_path: Path
-) -> None:
-    repo = make_repo("repo")
-    linked = tmp_path / "linked"
-    git(repo, "worktree", "add", "-q", "-b", "feature", str(linked))
-    tid, sid = started(server, linked)
-    server.request("thread/close", {"threadId": tid, "sessionId": sid})
-    items = server.request("thread/read", {"threadId": tid})["items"]
-    assert items[0]["worktree"] == str(linked) and items[0]["branch"] == "feature"
-    git(repo, "worktree", "remove", str(linked))
-    report = server.request("thread/resume", {"threadId": tid, "cwd": str(repo)})
-    assert report["status"] == "needs_review"
-    fields = {d["field"] for d in report["environment"]["drift"]}
-    assert {"cwd", "worktree", "branch"} <= fields
-
-
-@pytest.mark.parametrize("path", ["../outside.txt", "/etc/sessiond-test", "sub/../../x"])
-def test_apply_edit_never_writes_outside_the_workspace(
-    server: ServerProcess, tmp_path: Path, path: str
-) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    tid, sid = started(server, work)
-    with pytest.raises(RpcError) as refused:
-        _edit(server, tid, sid, "op-escape", path, "pwned\n")
-    assert refused.value.kind == "InvalidParams"
-    assert not (tmp_path / "outside.txt").exists() and not Path("/etc/sessiond-test").exists()
-    assert server.request("thread/resume", {"threadId": tid})["pendingOperations"] == []

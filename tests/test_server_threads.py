@@ -5,15 +5,13 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.rpc_client import REPO, RpcError, ServerProcess
+from tests.rpc_client import RpcError, ServerProcess
 
 Spawn = Callable[..., ServerProcess]
 
@@ -123,149 +121,6 @@ def test_huge_first_message_gets_a_short_preview(
     assert 0 < len(listed["preview"]) <= 160
     assert "base64" not in listed["preview"]
     assert listed["preview"].split()[0] in ("Please", "What", "look:")
-
-
-def test_recording_the_same_item_twice_stores_it_once(
-    server: ServerProcess, tmp_path: Path, home: Path
-) -> None:
-    tid, sid = start(server, tmp_path)
-    item = message("hello")
-    first = server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [item]})
-    again = server.request(
-        "thread/record", {"threadId": tid, "sessionId": sid, "items": [item, item]}
-    )
-    assert first["duplicates"] == 0
-    assert again == {"firstSeq": first["firstSeq"], "lastSeq": first["lastSeq"], "duplicates": 2}
-    lines = thread_file(home, tid).read_text().splitlines()
-    assert sum(json.loads(line)["id"] == item["id"] for line in lines) == 1
-
-
-def _damaged_thread(spawn: Spawn, tmp_path: Path, home: Path) -> tuple[str, list[str]]:
-    """A thread whose file gets a BOM, a garbage line mid-file and a torn last line."""
-    server = spawn()
-    server.initialize()
-    tid, sid = start(server, tmp_path)
-    items = [message(f"m{n}") for n in range(6)]
-    server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": items[:3]})
-    server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": items[3:]})
-    server.kill9()
-    path = thread_file(home, tid)
-    lines = path.read_bytes().splitlines(keepends=True)
-    damaged = (
-        b"\xef\xbb\xbf"
-        + lines[0]
-        + lines[1]
-        + lines[2]
-        + b"\x00\x01 this is not json\n"
-        + b"".join(lines[3:])
-        + b'{"v":1,"seq":99,"type":"message","id":"torn","con'
-    )
-    path.write_bytes(damaged)
-    return tid, [i["id"] for i in items]
-
-
-def test_damaged_file_still_lists_reads_and_resumes(
-    spawn: Spawn, tmp_path: Path, home: Path
-) -> None:
-    tid, ids = _damaged_thread(spawn, tmp_path, home)
-    size_before = thread_file(home, tid).stat().st_size
-    server = spawn()
-    server.initialize()
-    assert [t["threadId"] for t in list_all(server)] == [tid]
-    read = server.request("thread/read", {"threadId": tid})
-    assert [i["id"] for i in read["items"] if i["type"] == "message"] == ids
-    assert [s["reason"] for s in read["skippedLines"]] == ["invalid_json", "torn_tail"]
-    assert thread_file(home, tid).stat().st_size == size_before  # reading changes nothing
-
-    report = server.request("thread/resume", {"threadId": tid})
-    assert report["status"] == "ready"
-    assert [s["reason"] for s in report["recovery"]["skippedLines"]] == [
-        "invalid_json",
-        "torn_tail",
-    ]
-    assert report["recovery"]["bomStripped"] is True
-    assert report["recovery"]["tornTailRecovered"] is True
-    assert [m["id"] for m in report["messages"]["items"]] == ids
-    # The torn tail was copied aside before it was cut; the garbage line is still there.
-    aside = list((home / "recovered").iterdir())
-    assert len(aside) == 1 and aside[0].read_bytes().startswith(b'{"v":1,"seq":99')
-    assert b"this is not json" in thread_file(home, tid).read_bytes()
-    # Appending after the repair produces well-formed lines.
-    sid = report["session"]["sessionId"]
-    server.request(
-        "thread/record", {"threadId": tid, "sessionId": sid, "items": [message("after")]}
-    )
-    read = server.request("thread/read", {"threadId": tid})
-    assert [i["content"] for i in read["items"] if i["type"] == "message"][-1] == "after"
-
-
-def test_doctor_reports_skipped_lines_and_deletes_nothing(
-    spawn: Spawn, tmp_path: Path, home: Path
-) -> None:
-    tid, _ = _damaged_thread(spawn, tmp_path, home)
-    before = thread_file(home, tid).read_bytes()
-    doctor = subprocess.run(
-        [sys.executable, "-m", "server.cli", "--home", str(home), "doctor"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert doctor.returncode == 1, doctor.stderr
-    assert "line 4 skipped (invalid_json)" in doctor.stdout
-    assert "skipped (torn_tail)" in doctor.stdout
-    assert "BOM" in doctor.stdout
-    assert "index: opened, 1 threads" in doctor.stdout
-    assert thread_file(home, tid).read_bytes() == before
-
-
-@pytest.mark.parametrize("damage", ["delete", "garbage"])
-def test_lost_index_is_rebuilt_with_progress(
-    spawn: Spawn, tmp_path: Path, home: Path, damage: str
-) -> None:
-    server = spawn(env={"SESSIOND_DURABILITY": "none"})
-    server.initialize()
-    made = [start(server, tmp_path / f"w{n % 3}") for n in range(30)]
-    before = list_all(server)
-    server.shutdown()
-    index = home / "index.sqlite3"
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(index) + suffix).unlink(missing_ok=True)
-    if damage == "garbage":
-        index.write_bytes(os.urandom(8192))
-    again = spawn()
-    again.initialize()
-    after = list_all(again)
-    assert [t["threadId"] for t in after] == [t["threadId"] for t in before]
-    assert {t["threadId"] for t in after} == {tid for tid, _ in made}
-    kinds = [n["params"]["value"]["kind"] for n in again.wait_notification("$/progress", 2)]
-    assert kinds[0] == "begin" and kinds[-1] == "end"
-
-
-def test_second_server_process_gets_thread_busy(spawn: Spawn, tmp_path: Path, home: Path) -> None:
-    first = spawn()
-    first.initialize()
-    tid, sid = start(first, tmp_path)
-    second = spawn()
-    second.initialize()
-    with pytest.raises(RpcError) as busy:
-        second.request("thread/resume", {"threadId": tid})
-    assert busy.value.kind == "ThreadBusy"
-    with pytest.raises(RpcError) as stale:
-        second.request(
-            "thread/record", {"threadId": tid, "sessionId": sid, "items": [message("intruder")]}
-        )
-    assert stale.value.kind == "StaleSession"
-    for n in range(20):
-        first.request(
-            "thread/record", {"threadId": tid, "sessionId": sid, "items": [message(f"m{n}")]}
-        )
-    lines = thread_file(home, tid).read_bytes().splitlines()
-    assert all(json.loads(line) for line in lines)
-    assert [json.loads(line)["seq"] for line in lines] == list(range(1, 22))
-    first.request("thread/close", {"threadId": tid, "sessionId": sid})
-    resumed = second.request("thread/resume", {"threadId": tid})
-    assert resumed["session"]["resumedFrom"] == sid
 
 
 def test_filtered_list_pages_never_come_back_empty(spawn: Spawn, tmp_path: Path) -> None:

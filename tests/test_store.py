@@ -1,9 +1,7 @@
-"""The thread store on real files: idempotency, locking, tolerant reads, failed writes."""
+"""The thread store on real files: idempotency, locking, tolerant reads (faults: tests/faults/)."""
 
 from __future__ import annotations
 
-import errno
-import os
 import uuid
 from pathlib import Path
 
@@ -68,28 +66,6 @@ def test_duplicate_ids_are_reported_with_their_original_seq(tmp_path: Path) -> N
     assert (first.first_seq, first.last_seq, first.duplicates) == (2, 3, 0)
     assert (again.first_seq, again.last_seq, again.duplicates) == (2, 4, 2)
     assert [i["id"] for i in parse_bytes(writer.path.read_bytes()).items[1:]] == ["a", "b", "c"]
-
-
-def test_failed_write_leaves_no_partial_line_and_the_next_append_works(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    tid = str(uuid.uuid4())
-    writer = _store(tmp_path).create(tid, "s1", _meta(tid))
-    before = writer.path.read_bytes()
-    real_write = os.write
-
-    def half_then_full(fd: int, data: bytes) -> int:
-        real_write(fd, bytes(data[: len(data) // 2]))
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(os, "write", half_then_full)
-    with pytest.raises(ProtocolError) as full:
-        writer.append([_msg("lost")], "s1")
-    assert full.value.kind is ErrorKind.STORAGE_FULL
-    monkeypatch.setattr(os, "write", real_write)
-    assert writer.path.read_bytes() == before
-    result = writer.append([_msg("lost")], "s1")
-    assert result.first_seq == 2  # the failed item was never acknowledged nor numbered
 
 
 def test_reader_keeps_unknown_item_types_from_newer_versions() -> None:

@@ -1,0 +1,70 @@
+"""Hostile or oversized input: a typed error each time, nothing outside the data dir or
+the workspace is touched, and the server keeps serving."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.faults.helpers import Spawn
+from tests.faults.helpers import start as started
+from tests.rpc_client import RpcError, ServerProcess
+
+FRAMINGS = ["headers", "lines"]
+
+
+def _edit(server: ServerProcess, tid: str, sid: str, op: str, path: str, text: str) -> dict:
+    return server.request("fs/applyEdit", {"threadId": tid, "sessionId": sid, "operationId": op,
+                                           "path": path, "content": text})  # fmt: skip
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+@pytest.mark.parametrize(
+    "bad_id", ["not-a-uuid", "../x", "../../etc/passwd", "", "00000000-0000-0000-0000-00000000000/"]
+)
+def test_invalid_thread_ids_are_typed_errors(spawn: Spawn, framing: str, bad_id: str) -> None:
+    server = spawn(framing=framing)
+    server.initialize()
+    for method in ("thread/read", "thread/resume", "thread/archive", "thread/delete"):
+        with pytest.raises(RpcError) as bad:
+            server.request(method, {"threadId": bad_id})
+        assert bad.value.kind == "InvalidId", method
+    assert server.request("thread/list", {})["threads"] == []
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_20_mb_frame_is_refused_and_serving_continues(
+    spawn: Spawn, framing: str, tmp_path: Path
+) -> None:
+    server = spawn(framing=framing)
+    server.initialize()
+    tid = server.request("thread/start", {"cwd": str(tmp_path)})["thread"]["threadId"]
+    sid = server.request("thread/resume", {"threadId": tid})["session"]["sessionId"]
+    huge = {"type": "message", "id": "huge", "role": "user", "content": "x" * 20_000_000}
+    msg_id = server.request_async(
+        "thread/record", {"threadId": tid, "sessionId": sid, "items": [huge]}
+    )
+    error = server.wait_orphan()["error"]
+    assert error["data"]["kind"] == "PayloadTooLarge"
+    assert error["data"]["limit"] == 16 * 1024 * 1024
+    assert msg_id not in server.responses
+    small = {"type": "message", "id": "small", "role": "user", "content": "fits"}
+    result = server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [small]})
+    assert result["duplicates"] == 0
+    items = server.request("thread/read", {"threadId": tid})["items"]
+    assert [i["id"] for i in items if i["type"] == "message"] == ["small"]
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "/etc/sessiond-test", "sub/../../x"])
+def test_apply_edit_never_writes_outside_the_workspace(
+    server: ServerProcess, tmp_path: Path, path: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    tid, sid = started(server, work)
+    with pytest.raises(RpcError) as refused:
+        _edit(server, tid, sid, "op-escape", path, "pwned\n")
+    assert refused.value.kind == "InvalidParams"
+    assert not (tmp_path / "outside.txt").exists() and not Path("/etc/sessiond-test").exists()
+    assert server.request("thread/resume", {"threadId": tid})["pendingOperations"] == []

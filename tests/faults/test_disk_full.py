@@ -1,0 +1,139 @@
+"""Disk full during an append (ENOSPC): a typed error, the file intact, and the next
+append works once space returns.
+
+First on a real small filesystem (a 512 KiB tmpfs holding the data dir, filled up by
+another file) against a real server. Mounting needs root; where it is impossible the same
+test runs the injected write failure below instead (never a skip). The injected failure
+also runs on its own: it writes half the batch before failing, which a real full disk
+rarely does on cue, and proves the half line is cut off.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from protocol.errors import ErrorKind, ProtocolError
+from restore.paths import Layout
+from restore.store import Durability, ThreadStore
+from tests.faults.helpers import message, start, thread_file
+from tests.rpc_client import RpcError, ServerProcess
+
+
+def _store(tmp_path: Path) -> ThreadStore:
+    return ThreadStore(Layout(tmp_path), Durability.FSYNC)
+
+
+def _meta(thread_id: str) -> dict:
+    return {
+        "type": "session_meta",
+        "id": str(uuid.uuid4()),
+        "threadId": thread_id,
+        "source": "startup",
+        "cwd": "/w",
+    }
+
+
+def _msg(item_id: str) -> dict:
+    return {"type": "message", "id": item_id, "role": "user", "content": item_id}
+
+
+def test_failed_write_leaves_no_partial_line_and_the_next_append_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _half_write_then_enospc(tmp_path, monkeypatch)
+
+
+def _half_write_then_enospc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tid = str(uuid.uuid4())
+    writer = _store(tmp_path).create(tid, "s1", _meta(tid))
+    before = writer.path.read_bytes()
+    real_write = os.write
+
+    def half_then_full(fd: int, data: bytes) -> int:
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(ProtocolError) as full:
+        writer.append([_msg("lost")], "s1")
+    assert full.value.kind is ErrorKind.STORAGE_FULL
+    monkeypatch.setattr(os, "write", real_write)
+    assert writer.path.read_bytes() == before
+    result = writer.append([_msg("lost")], "s1")
+    assert result.first_seq == 2  # the failed item was never acknowledged nor numbered
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path | None]:
+    """A 512 KiB tmpfs mounted on a fresh dir (None where mounting is impossible)."""
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    mounted = (
+        os.geteuid() == 0
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(mount_point)],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
+    try:
+        yield mount_point if mounted else None
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def _fill(disk: Path) -> Path:
+    """Take every free block of `disk` with one file; returns it."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for chunk in (65536, 4096, 1):
+            while True:
+                try:
+                    os.write(fd, b"\0" * chunk)
+                except OSError as exc:
+                    assert exc.errno == errno.ENOSPC
+                    break
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_disk_full_on_a_real_filesystem_is_storage_full_and_the_next_append_works(
+    small_disk: Path | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if small_disk is None:  # no mount on this machine: the injected failure instead
+        _half_write_then_enospc(tmp_path, monkeypatch)
+        return
+    server = ServerProcess(small_disk)
+    try:
+        server.initialize()
+        tid, sid = start(server, tmp_path)
+        server.request("thread/record", {"threadId": tid, "sessionId": sid,
+                                         "items": [message("before")]})  # fmt: skip
+        path = thread_file(small_disk, tid)
+        intact = path.read_bytes()
+        filler = _fill(small_disk)
+        big = message("x" * 100_000)  # needs new blocks; a few bytes could fit in the last one
+        with pytest.raises(RpcError) as full:
+            server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [big]})
+        assert full.value.kind == "StorageFull"
+        assert path.read_bytes() == intact
+        filler.unlink()
+        done = server.request("thread/record", {"threadId": tid, "sessionId": sid,
+                                                "items": [big]})  # fmt: skip
+        assert done["duplicates"] == 0 and done["firstSeq"] == done["lastSeq"] == 3
+        items = server.request("thread/read", {"threadId": tid})["items"]
+        assert [i["id"] for i in items if i["type"] == "message"] == [
+            items[1]["id"], big["id"]]  # fmt: skip
+        assert server.shutdown() == 0
+    finally:
+        server.close()
