@@ -149,8 +149,11 @@ def test_stale_snapshot_falls_back_to_full_replay(tmp_path: Path) -> None:
     service, tid = _thread_with_snapshot(tmp_path / "home", tmp_path)
     path = service.layout.thread_path(tid)
     lines = path.read_bytes().splitlines(keepends=True)
-    # The file was rewritten (e.g. restored from a backup): its last line differs now.
-    path.write_bytes(b"".join(lines[:-1]) + lines[-1].replace(b"keep me", b"KEEP ME"))
+    # The file was rewritten (e.g. restored from a backup): the todos and the last line
+    # (the close's lifecycle record) differ now.
+    lines = [line.replace(b"keep me", b"KEEP ME") for line in lines]
+    lines[-1] = lines[-1].replace(b'{"v":1,', b'{"v": 1,', 1)
+    path.write_bytes(b"".join(lines))
     report = _resume(service, tid)
     assert report["recovery"]["snapshotUsed"] is False
     assert report["recovery"]["snapshotProblem"].startswith("stale")
