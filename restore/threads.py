@@ -292,7 +292,8 @@ class ThreadService:
             "reason": "close",
             "targetSessionId": session_id,
         }
-        self._append(session, [end], session_id)  # the session's end, as its start has meta
+        # The session's end, as its start has meta. Minted id: no need to load the id set.
+        self._append(session, [end], session_id, minted=True)
         self._snapshot(session, closed=True)
         session.writer.close()
         del self._open[session.writer.thread_id]
