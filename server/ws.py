@@ -218,6 +218,7 @@ async def serve_ws(server: SessiondServer, host: str, port: int, *, with_stdio: 
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
+        await server.stop_hooks()  # SessionEnd hooks get their grace, then none outlives us
         return 0
     finally:
         await transport.close()

@@ -34,8 +34,9 @@ export interface VerifierCheckpoint {
 
 export type { SubsystemReport, ThreadInfo };
 
-/** `costUsd` is being added to ThreadInfo; until then it is an extra field, when present. */
+/** The thread's spend, or undefined when nothing was spent (or the server is older):
+ * a row shows a cost only when there is one. */
 export function threadCostUsd(thread: ThreadInfo): number | undefined {
-  const cost = thread["costUsd"];
-  return typeof cost === "number" ? cost : undefined;
+  const cost = thread.costUsd;
+  return typeof cost === "number" && cost > 0 ? cost : undefined;
 }

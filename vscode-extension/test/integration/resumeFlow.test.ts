@@ -51,7 +51,8 @@ describe("resuming a thread from the Threads view", () => {
     const lines = await renderTree(extension.api.threads);
     assert.equal(lines[0], `shop — ${repo}`);
     assert.equal(lines[1], "  main");
-    assert.match(lines[2]!, /^ {4}fix login — just now · main · 6 items$/);
+    // The row carries the thread's spend, as the server totals it from its cost items.
+    assert.match(lines[2]!, /^ {4}fix login — just now · main · 6 items · \$0\.42$/);
     assert.match(lines[3]!, /^ {4}older thread — just now · main · 0 items$/);
     assert.equal(lines.length, 4);
   });
@@ -117,7 +118,7 @@ describe("resuming a thread from the Threads view", () => {
       return rendered.includes("  feature/login") ? rendered : undefined;
     });
     assert.equal(lines[1], "  feature/login", "the newest branch group comes first");
-    assert.match(lines[2]!, /^ {4}the login form rejects valid passwords — just now · feature\/login · \d+ items$/);
+    assert.match(lines[2]!, /^ {4}the login form rejects valid passwords — just now · feature\/login · \d+ items · \$0\.42$/);
   });
 
   it("Continue here resumes the original thread in the workspace as it is now", async () => {
