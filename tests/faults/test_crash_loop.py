@@ -163,7 +163,7 @@ class CrashLoop:
         thread = self.rng.choice([t for t in self.threads.values() if t.session_id])
         items: list[dict[str, Any]] = []
         for _ in range(self.rng.randint(1, 3)):
-            size = 40_000 if self.rng.random() < 0.05 else self.rng.randint(1, 200)
+            size = 16_000 if self.rng.random() < 0.01 else self.rng.randint(1, 200)
             items.append({"id": str(uuid.uuid4()), "content": "x" * size})
         if thread.unacked and self.rng.random() < 0.3:  # the client retries a lost answer
             items.append({"id": self.rng.choice(sorted(thread.unacked)), "content": "retry"})
