@@ -88,37 +88,41 @@ class ServerProcess:
             self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
     def _read_loop(self) -> None:
+        """Collect messages until the output closes; a message cut short by a kill -9 ends
+        the stream like EOF does (it was never a complete message)."""
+        try:
+            while (message := self._read_message()) is not None:
+                with self._lock:
+                    if "method" in message:
+                        self.notifications.append(message)
+                    elif message.get("id") is None:
+                        self.orphans.append(message)
+                    else:
+                        self.responses[message["id"]] = message
+                    self._lock.notify_all()
+        finally:
+            self._closed()
+
+    def _read_message(self) -> dict[str, Any] | None:
         stream = self.proc.stdout
         assert stream is not None
-        while True:
-            if self.framing == "lines":
-                line = stream.readline()
-                if not line:
-                    break
-                body = line
-            else:
-                length = None
-                while True:
-                    header = stream.readline()
-                    if not header:
-                        return self._closed()
-                    if header in (b"\r\n", b"\n"):
-                        break
-                    name, _, value = header.decode().partition(":")
-                    if name.strip().lower() == "content-length":
-                        length = int(value)
-                assert length is not None, "response without Content-Length"
-                body = stream.read(length)
-            message = json.loads(body)
-            with self._lock:
-                if "method" in message:
-                    self.notifications.append(message)
-                elif message.get("id") is None:
-                    self.orphans.append(message)
-                else:
-                    self.responses[message["id"]] = message
-                self._lock.notify_all()
-        self._closed()
+        if self.framing == "lines":
+            body = stream.readline()
+            if not body.endswith(b"\n"):
+                return None
+        else:
+            length = None
+            while (header := stream.readline()) not in (b"\r\n", b"\n"):
+                if not header.endswith(b"\n"):
+                    return None
+                name, _, value = header.decode().partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            assert length is not None, "response without Content-Length"
+            body = stream.read(length)
+            if len(body) < length:
+                return None
+        return json.loads(body)
 
     def _closed(self) -> None:
         with self._lock:
