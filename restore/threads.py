@@ -72,6 +72,46 @@ def _without_none(values: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
+@dataclass
+class _Loaded:
+    """A thread's state as a resume read it: snapshot + tail, or a full replay."""
+
+    state: ThreadState
+    skipped: list[dict[str, Any]]
+    bom: bool
+    replayed: int
+    torn_tail: bool
+    snapshot_used: bool
+    snapshot_problem: str | None
+
+    @classmethod
+    def read(
+        cls, writer: ThreadWriter, snapshot: snapshots.Snapshot | None, problem: str | None
+    ) -> _Loaded:
+        tail = writer.loaded or ThreadFile()
+        writer.loaded = None  # the writer does not keep the items alive
+        if snapshot is not None and writer.base is not None:
+            state, skipped, bom = snapshot.state, list(snapshot.skipped), snapshot.bom
+            problem = None
+        else:
+            state, skipped, bom = ThreadState(), [], tail.bom
+            problem = writer.base_rejected or problem
+        skipped += [line.to_wire() for line in tail.skipped]
+        state.apply_all(tail.items)
+        return cls(state, skipped, bom, len(tail.items), tail.torn_tail_offset is not None,
+                   writer.base is not None, problem)  # fmt: skip
+
+    def recovery(self) -> dict[str, Any]:
+        return {
+            "skippedLines": self.skipped,
+            "snapshotUsed": self.snapshot_used,
+            "snapshotProblem": self.snapshot_problem,
+            "replayedItems": self.replayed,
+            "bomStripped": self.bom,
+            "tornTailRecovered": self.torn_tail,
+        }
+
+
 class ThreadService:
     """Everything a thread request does to the files, snapshots and the index."""
 
@@ -137,34 +177,25 @@ class ThreadService:
                 raise ProtocolError(
                     ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
                 )
-            tail = writer.loaded or ThreadFile()
-            writer.loaded = None
-            if snapshot is not None and writer.base is not None:
-                state, skipped, bom = snapshot.state, list(snapshot.skipped), snapshot.bom
-            else:
-                state, skipped, bom = ThreadState(), [], tail.bom
-                snapshot_problem = writer.base_rejected or snapshot_problem
-            skipped += [line.to_wire() for line in tail.skipped]
-            state.apply_all(tail.items)
+            loaded = _Loaded.read(writer, snapshot, snapshot_problem)
+            state = loaded.state
             previous = writer.summary.latestSessionId
             clean = snapshot is not None and snapshot.closed_session_id == previous
+            continue_reason = "user" if clean else "process_recovery"
             recorded = state.states["worktree"]
             current = probe(cwd or recorded.get("cwd") or ".")
             verdict = judge(state, current, available_models)
             ready = not verdict.blocked or accept_drift
             session_id: str | None = None
-            continue_reason = "user" if clean else "process_recovery"
             if ready:
                 session_id = _new_id()
-                permissions = verdict.outcome("permissions").state or None
-                reason = "acceptDrift" if verdict.blocked else continue_reason
                 meta = self._session_meta(
                     source="resume",
-                    reason=reason,
+                    reason="acceptDrift" if verdict.blocked else continue_reason,
                     environment=current,
                     workspace_folder=writer.summary.workspaceFolder,
                     model=(state.states["model_override"] or {}).get("model"),
-                    permissions=permissions,
+                    permissions=verdict.outcome("permissions").state or None,
                     resumed_from=previous,
                     thread_id=thread_id,
                 )
@@ -173,7 +204,9 @@ class ThreadService:
                     new_items.append(
                         {"type": "drift_accepted", "id": _new_id(), "drift": verdict.drift}
                     )
-                session = OpenSession(session_id, writer, owner, state, skipped, bom, state.seq)
+                session = OpenSession(
+                    session_id, writer, owner, state, loaded.skipped, loaded.bom, state.seq
+                )
                 self._append(session, new_items, session_id, minted=True)
                 self._open[thread_id] = session
                 opened = True
@@ -189,14 +222,7 @@ class ThreadService:
                 "subsystems": verdict.subsystem_reports(),
                 "pendingOperations": verdict.outcome("operations").state["open"],
                 "lastDurableSeq": writer.last_seq,
-                "recovery": {
-                    "skippedLines": skipped,
-                    "snapshotUsed": writer.base is not None,
-                    "snapshotProblem": None if writer.base is not None else snapshot_problem,
-                    "replayedItems": len(tail.items),
-                    "bomStripped": bom,
-                    "tornTailRecovered": tail.torn_tail_offset is not None,
-                },
+                "recovery": loaded.recovery(),
                 "continueReason": continue_reason,
                 "messages": messages_subsystem.page(state.states["messages"], message_limit),
             }
