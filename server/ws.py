@@ -32,6 +32,7 @@ from websockets.typing import Subprotocol
 
 from server.app import SessiondServer
 from server.discovery import LockFile, live_servers
+from server.framing import FrameTooLarge
 
 logger = logging.getLogger("sessiond.ws")
 BEARER_SUBPROTOCOL = "sessiond.bearer."
@@ -102,7 +103,9 @@ class WebSocketTransport:
             self.requested_port,
             process_request=self._authorize,
             select_subprotocol=self._select_subprotocol,
-            max_size=self.server.config.max_frame,
+            # Frames up to twice the limit are read and answered with a typed PayloadTooLarge
+            # (the connection stays usable); anything larger closes it (code 1009).
+            max_size=2 * self.server.config.max_frame,
             compression=None,  # small JSON frames: deflate costs more CPU than it saves
             server_header=None,
         )
@@ -183,7 +186,13 @@ class WebSocketTransport:
         )
         try:
             async for message in ws:
-                connection.handle_body(message.encode() if isinstance(message, str) else message)
+                body = message.encode() if isinstance(message, str) else message
+                if len(body) > self.server.config.max_frame:
+                    connection.handle_event(
+                        FrameTooLarge(len(body), self.server.config.max_frame), None
+                    )
+                else:
+                    connection.handle_body(body)
                 if connection.exit_requested:
                     break
         except ConnectionClosed:

@@ -326,3 +326,20 @@ def test_headless_client_lists_resumes_and_records(
     gone = client("list")  # the dead server's file is stale: ignored and cleaned
     assert gone.returncode == 2 and "no running sessiond" in gone.stderr
     assert not list((home / "servers").glob("*.json"))
+
+
+async def test_oversized_frame_gets_a_typed_error_and_the_connection_keeps_serving(
+    ws_server: Callable[..., WsServerProcess], tmp_path: Path
+) -> None:
+    server = ws_server("--max-frame", "1000000")
+    client = await WsClient.open(server.record)
+    huge = {"jsonrpc": "2.0", "id": 99, "method": "thread/list", "params": {"x": "y" * 1_500_000}}
+    await client.send(huge)
+    deadline = asyncio.get_running_loop().time() + HANG_GUARD
+    while not client.orphans and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    [refused] = client.orphans
+    assert refused["error"]["data"]["kind"] == "PayloadTooLarge"
+    assert refused["error"]["data"]["limit"] == 1_000_000
+    assert (await client.request("thread/list"))["threads"] == []
+    await client.close()
