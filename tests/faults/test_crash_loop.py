@@ -125,7 +125,7 @@ class CrashLoop:
             if self.rng.random() < 0.15:  # sometimes during resume, not only while recording
                 killer = self._arm(server, self.rng.uniform(0.0, 0.2))
             if self._resume_all(server):
-                killer = killer or self._arm(server, self.rng.uniform(0.005, 0.4))
+                killer = killer or self._arm(server, self.rng.uniform(0.005, 0.06))
                 self._stream(server)
             server.proc.wait(timeout=HANG_GUARD)
             assert server.proc.returncode == -signal.SIGKILL, server.stderr()
