@@ -217,15 +217,17 @@ async def serve_ws(server: SessiondServer, host: str, port: int, *, with_stdio: 
     loop = asyncio.get_running_loop()
     server.loop = loop
     transport = WebSocketTransport(server, host, port)
+    # Signal handlers go in before the lock file is written: a client (or a test) that
+    # sees the file may signal at once, and must get a clean shutdown, not a dead process.
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
     await transport.start()
     try:
         if with_stdio:
             from server.stdio import serve_stdio
 
             return await serve_stdio(server)  # ends on exit, end of input or a signal
-        stop = asyncio.Event()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
         await stop.wait()
         await server.stop_hooks()  # SessionEnd hooks get their grace, then none outlives us
         return 0
