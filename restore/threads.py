@@ -10,6 +10,7 @@ ledger can refuse a conflicting operation and a snapshot costs nothing to take.
 from __future__ import annotations
 
 import copy
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from restore.subsystems import operations as ledger
 from restore.summary import ThreadSummary
 
 ProgressCallback = Callable[[int, int], None]
+INDEX_FLUSH_SECONDS = 0.5
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
 # Items that belong to one session of the source thread and are not copied by a fork.
@@ -124,6 +126,8 @@ class ThreadService:
         # so the server can tell which acknowledgements a sync covers.
         self._unsynced: dict[str, ThreadWriter] = {}
         self.write_generation = 0
+        self._index_dirty: dict[str, ThreadWriter] = {}
+        self._index_flushed = 0.0
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -320,9 +324,8 @@ class ThreadService:
         }
         # The session's end, as its start has meta. Minted id: no need to load the id set.
         self._append(session, [end], session_id, minted=True)
-        self._snapshot(session, closed=True)
-        session.writer.close()
         del self._open[session.writer.thread_id]
+        self._close_session(session)
 
     def release_owner(self, owner: str) -> list[str]:
         """Close every session a client holds (it disconnected); returns their thread ids."""
@@ -336,6 +339,7 @@ class ThreadService:
         for session in self._open.values():
             self._close_session(session)
         self._open.clear()
+        self.flush_index()
         self.index.close()
 
     # --- writing -----------------------------------------------------------------------
@@ -394,7 +398,7 @@ class ThreadService:
         writer = self.store.open_writer(thread_id)
         try:
             writer.append(items, writer.summary.latestSessionId or _new_id())
-            self._reindex(writer)
+            self.index.upsert(writer.summary, writer.path)
             return writer.summary
         finally:
             writer.close()
@@ -446,6 +450,7 @@ class ThreadService:
         progress: ProgressCallback | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
         self.index.ensure_ready(progress)
+        self.flush_index()
         return self.index.list(
             cwd=cwd,
             workspace_folder=workspace_folder,
@@ -548,6 +553,7 @@ class ThreadService:
     def _close_session(self, session: OpenSession) -> None:
         try:
             self._snapshot(session, closed=True)
+            self.flush_index()  # while the writer is open: its row is written from it
         finally:
             session.writer.close()
 
@@ -620,8 +626,27 @@ class ThreadService:
         self._close_session(session)
 
     def _reindex(self, writer: ThreadWriter) -> None:
-        """Every writer keeps the shared index current, so other processes list its threads."""
-        self.index.upsert(writer.summary, writer.path)
+        """Every writer keeps the shared index current, so other processes list its threads.
+
+        Rows are written in batches, at most `INDEX_FLUSH_SECONDS` after a change (the
+        server also flushes when a stream of records pauses), and always before this
+        process lists, closes or moves a thread: one SQLite transaction per record would
+        cost more than the record itself.
+        """
+        self._index_dirty[writer.thread_id] = writer
+        if time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS:
+            self.flush_index()
+
+    def flush_index(self) -> None:
+        """Write every pending index row now."""
+        self._index_flushed = time.monotonic()
+        if self._index_dirty:
+            dirty, self._index_dirty = self._index_dirty, {}
+            self.index.upsert_many([(w.summary, w.path) for w in dirty.values() if not w.closed])
+
+    @property
+    def index_pending(self) -> bool:
+        return bool(self._index_dirty)
 
     @staticmethod
     def _fork_cut(items: list[dict[str, Any]], at_turn_id: str | None, at_seq: int | None) -> int:

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,6 +31,11 @@ T = TypeVar("T")
 logger = logging.getLogger("sessiond")
 
 
+def _log_failure(future: Future[Any]) -> None:
+    if not future.cancelled() and (error := future.exception()) is not None:
+        logger.error("background index flush failed: %s", error)
+
+
 class SessiondServer(JsonRPCServer):
     protocol: SessiondProtocol
 
@@ -42,6 +47,7 @@ class SessiondServer(JsonRPCServer):
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._commit: asyncio.Future[int] | None = None
+        self._flush_handle: asyncio.TimerHandle | None = None
         self._synced_generation = 0
         self.subscriptions = Subscriptions()
         self.workspace_listeners: list[Callable[[], None]] = []
@@ -125,6 +131,19 @@ class SessiondServer(JsonRPCServer):
 
     async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._worker, work, *args)
+
+    def schedule_index_flush(self) -> None:
+        """After a burst of records, write the batched index rows once it pauses, so other
+        processes listing the same data dir see them within about a second."""
+        if self._flush_handle is None and self.loop is not None:
+            from restore.threads import INDEX_FLUSH_SECONDS
+
+            self._flush_handle = self.loop.call_later(INDEX_FLUSH_SECONDS, self._flush_index)
+
+    def _flush_index(self) -> None:
+        self._flush_handle = None
+        if self._service is not None:
+            self._worker.submit(self._service.flush_index).add_done_callback(_log_failure)
 
     async def durable(self, generation: int) -> None:
         """Group commit: wait until one sync covers write `generation`.

@@ -233,6 +233,8 @@ async def thread_record(ctx: Context, params: Any) -> dict[str, Any]:
     if group and result.stored:
         await ctx.server.durable(generation)
     if result.stored:
+        ctx.server.schedule_index_flush()
+    if result.stored:
         ctx.server.subscriptions.publish(summary.threadId, result.stored)
         ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})
     return {

@@ -8,6 +8,7 @@ promises: -32700/-32600 answers instead of silently dropped messages, -32002 bef
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import logging
 import os
@@ -16,7 +17,7 @@ from concurrent.futures import Future
 from typing import Any
 
 import orjson
-from pygls.protocol import JsonRPCNotification, JsonRPCProtocol, JsonRPCRequestMessage
+from pygls.protocol import JsonRPCNotification, JsonRPCProtocol
 
 from protocol.errors import ErrorKind, ProtocolError
 from server.framing import BadHeader, Event, Frame, FrameTooLarge, Framing, encode
@@ -161,9 +162,9 @@ class SessiondProtocol(JsonRPCProtocol):
                 ),
             )
         else:
-            self.handle_message(
-                JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)
-            )
+            # Straight to pygls's request path: `handle_message` would first try the message
+            # against four runtime-checkable Protocols (~50 µs), for a type known already.
+            contextvars.copy_context().run(self._handle_request, msg_id, method, params)
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "$/cancelRequest":

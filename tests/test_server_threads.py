@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -289,3 +290,21 @@ def test_group_commit_acknowledges_every_pipelined_record(
     for tid, ids in acknowledged.items():
         lines = [json.loads(line) for line in thread_file(home, tid).read_bytes().splitlines()]
         assert [line["id"] for line in lines if line["type"] == "message"] == ids
+
+
+def test_another_process_lists_what_a_writer_recorded(spawn: Spawn, tmp_path: Path) -> None:
+    writer = spawn()
+    writer.initialize()
+    tid, sid = start(writer, tmp_path)
+    reader = spawn()
+    reader.initialize()
+    assert [t["itemCount"] for t in list_all(reader)] == [0]
+    writer.request(
+        "thread/record",
+        {"threadId": tid, "sessionId": sid, "items": [message(f"m{n}") for n in range(3)]},
+    )
+    # Index rows are batched; the writer flushes them when its stream pauses.
+    deadline = time.monotonic() + 60
+    while [t["itemCount"] for t in list_all(reader)] != [3]:
+        assert time.monotonic() < deadline, "the other process never saw the new items"
+        time.sleep(0.1)
