@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.rpc_client import ServerProcess
+from tests.ws_client import WsServerProcess
 
 
 @pytest.fixture
@@ -63,3 +64,18 @@ def make_repo(tmp_path: Path) -> Callable[[str, str], Path]:
         return repo
 
     return make
+
+
+@pytest.fixture
+def ws_server(home: Path) -> Iterator[Callable[..., WsServerProcess]]:
+    """Start `sessiond serve --ws 0` servers on the test's data dir; killed at the end."""
+    started: list[WsServerProcess] = []
+
+    def start(*args: str, durability: str = "none") -> WsServerProcess:
+        server = WsServerProcess(home, *args, durability=durability)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.close()

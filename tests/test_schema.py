@@ -21,3 +21,14 @@ def test_schema_names_every_method_item_and_error_kind() -> None:
     assert {"MessageItem", "OperationItem", "TodosItem", "VerifierItem"} <= recordable
     assert schema["errors"]["ThreadBusy"] == -32011
     assert build_schema()["protocolVersion"] == 1
+
+
+def test_thread_info_on_the_wire_matches_the_listing_rows() -> None:
+    """restore builds ThreadInfo without pydantic (it is on the fast path); the two field
+    lists must not drift apart."""
+    from protocol.methods import ThreadInfo
+    from restore.summary import ThreadSummary
+
+    row = ThreadSummary(threadId="t").thread_info()
+    assert list(row) == list(ThreadInfo.model_fields)
+    assert ThreadInfo.model_validate(row).model_dump() == row

@@ -9,32 +9,15 @@ import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.jsonl import parse_bytes
-from restore.paths import Layout, validate_thread_id
-from restore.store import Durability, ThreadStore
-
-
-def _store(tmp_path: Path) -> ThreadStore:
-    return ThreadStore(Layout(tmp_path), Durability.FSYNC)
-
-
-def _meta(thread_id: str) -> dict:
-    return {
-        "type": "session_meta",
-        "id": str(uuid.uuid4()),
-        "threadId": thread_id,
-        "source": "startup",
-        "cwd": "/w",
-    }
-
-
-def _msg(item_id: str) -> dict:
-    return {"type": "message", "id": item_id, "role": "user", "content": item_id}
+from restore.paths import validate_thread_id
+from tests.store_items import make_store, session_meta
+from tests.store_items import message as store_message
 
 
 def test_lines_carry_the_documented_envelope_in_order(tmp_path: Path) -> None:
     tid = str(uuid.uuid4())
-    writer = _store(tmp_path).create(tid, "s1", _meta(tid))
-    writer.append([_msg("a")], "s1")
+    writer = make_store(tmp_path).create(tid, "s1", session_meta(tid))
+    writer.append([store_message("a")], "s1")
     first, second = writer.path.read_bytes().splitlines()
     assert first.startswith(b'{"v":1,"seq":1,"ts":"')
     assert list(parse_bytes(second + b"\n").items[0])[:6] == [
@@ -48,9 +31,9 @@ def test_lines_carry_the_documented_envelope_in_order(tmp_path: Path) -> None:
 
 
 def test_second_writer_in_the_same_process_is_busy(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+    store = make_store(tmp_path)
     tid = str(uuid.uuid4())
-    writer = store.create(tid, "s1", _meta(tid))
+    writer = store.create(tid, "s1", session_meta(tid))
     with pytest.raises(ProtocolError) as busy:
         store.open_writer(tid)
     assert busy.value.kind is ErrorKind.THREAD_BUSY
@@ -60,9 +43,9 @@ def test_second_writer_in_the_same_process_is_busy(tmp_path: Path) -> None:
 
 def test_duplicate_ids_are_reported_with_their_original_seq(tmp_path: Path) -> None:
     tid = str(uuid.uuid4())
-    writer = _store(tmp_path).create(tid, "s1", _meta(tid))
-    first = writer.append([_msg("a"), _msg("b")], "s1")
-    again = writer.append([_msg("b"), _msg("a"), _msg("c")], "s1")
+    writer = make_store(tmp_path).create(tid, "s1", session_meta(tid))
+    first = writer.append([store_message("a"), store_message("b")], "s1")
+    again = writer.append([store_message("b"), store_message("a"), store_message("c")], "s1")
     assert (first.first_seq, first.last_seq, first.duplicates) == (2, 3, 0)
     assert (again.first_seq, again.last_seq, again.duplicates) == (2, 4, 2)
     assert [i["id"] for i in parse_bytes(writer.path.read_bytes()).items[1:]] == ["a", "b", "c"]
@@ -79,14 +62,14 @@ def test_reader_keeps_unknown_item_types_from_newer_versions() -> None:
 
 
 def test_complete_last_line_without_newline_is_kept_and_finished(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+    store = make_store(tmp_path)
     tid = str(uuid.uuid4())
-    writer = store.create(tid, "s1", _meta(tid))
-    writer.append([_msg("a")], "s1")
+    writer = store.create(tid, "s1", session_meta(tid))
+    writer.append([store_message("a")], "s1")
     writer.close()
     writer.path.write_bytes(writer.path.read_bytes().rstrip(b"\n"))
     reopened = store.open_writer(tid)
-    reopened.append([_msg("b")], "s1")
+    reopened.append([store_message("b")], "s1")
     items = parse_bytes(reopened.path.read_bytes()).items
     assert [i["id"] for i in items[1:]] == ["a", "b"]
 

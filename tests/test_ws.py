@@ -11,7 +11,7 @@ import stat
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,20 +22,6 @@ from tests.rpc_client import HANG_GUARD, REPO, RpcError, ServerProcess
 from tests.ws_client import WsClient, WsServerProcess, server_env, wait_for_record
 
 Spawn = Callable[..., ServerProcess]
-
-
-@pytest.fixture
-def ws_server(home: Path) -> Iterator[Callable[..., WsServerProcess]]:
-    started: list[WsServerProcess] = []
-
-    def start(*args: str, durability: str = "none") -> WsServerProcess:
-        server = WsServerProcess(home, *args, durability=durability)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.close()
 
 
 def message(text: str) -> dict:

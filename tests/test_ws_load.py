@@ -5,28 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from tests.ws_client import WsClient, WsServerProcess
 
 WRITERS, FOLLOWERS, ITEMS = 50, 5, 200
-
-
-@pytest.fixture
-def ws_server(home: Path) -> Iterator[Callable[..., WsServerProcess]]:
-    started: list[WsServerProcess] = []
-
-    def start(*args: str, durability: str = "none") -> WsServerProcess:
-        server = WsServerProcess(home, *args, durability=durability)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.close()
 
 
 class Follower:

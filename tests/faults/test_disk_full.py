@@ -20,28 +20,10 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.paths import Layout
-from restore.store import Durability, ThreadStore
 from tests.faults.helpers import message, start, thread_file
 from tests.rpc_client import RpcError, ServerProcess
-
-
-def _store(tmp_path: Path) -> ThreadStore:
-    return ThreadStore(Layout(tmp_path), Durability.FSYNC)
-
-
-def _meta(thread_id: str) -> dict:
-    return {
-        "type": "session_meta",
-        "id": str(uuid.uuid4()),
-        "threadId": thread_id,
-        "source": "startup",
-        "cwd": "/w",
-    }
-
-
-def _msg(item_id: str) -> dict:
-    return {"type": "message", "id": item_id, "role": "user", "content": item_id}
+from tests.store_items import make_store, session_meta
+from tests.store_items import message as store_message
 
 
 def test_failed_write_leaves_no_partial_line_and_the_next_append_works(
@@ -52,7 +34,7 @@ def test_failed_write_leaves_no_partial_line_and_the_next_append_works(
 
 def _half_write_then_enospc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tid = str(uuid.uuid4())
-    writer = _store(tmp_path).create(tid, "s1", _meta(tid))
+    writer = make_store(tmp_path).create(tid, "s1", session_meta(tid))
     before = writer.path.read_bytes()
     real_write = os.write
 
@@ -62,11 +44,11 @@ def _half_write_then_enospc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(os, "write", half_then_full)
     with pytest.raises(ProtocolError) as full:
-        writer.append([_msg("lost")], "s1")
+        writer.append([store_message("lost")], "s1")
     assert full.value.kind is ErrorKind.STORAGE_FULL
     monkeypatch.setattr(os, "write", real_write)
     assert writer.path.read_bytes() == before
-    result = writer.append([_msg("lost")], "s1")
+    result = writer.append([store_message("lost")], "s1")
     assert result.first_seq == 2  # the failed item was never acknowledged nor numbered
 
 
