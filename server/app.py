@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from server.hooks import LifecycleHooks
 
 T = TypeVar("T")
+UPDATE_COALESCE_SECONDS = 0.05
 logger = logging.getLogger("sessiond")
 
 
@@ -48,6 +49,7 @@ class SessiondServer(JsonRPCServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self._commit: asyncio.Future[int] | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
+        self._pending_updates: dict[str, Any] = {}
         self._synced_generation = 0
         self.subscriptions = Subscriptions()
         self.workspace_listeners: list[Callable[[], None]] = []
@@ -162,6 +164,22 @@ class SessiondServer(JsonRPCServer):
                 if self._commit is commit and commit.done():
                     self._commit = None
             self._synced_generation = max(self._synced_generation, covered)
+
+    def announce_update(self, summary: Any) -> None:
+        """`thread/updated` after records, coalesced: at most one per thread every
+        `UPDATE_COALESCE_SECONDS`, carrying the latest row. A client streaming records
+        would otherwise get one notification per record, which doubles the traffic."""
+        if self.loop is None:
+            return
+        first = summary.threadId not in self._pending_updates
+        self._pending_updates[summary.threadId] = summary
+        if first:
+            self.loop.call_later(UPDATE_COALESCE_SECONDS, self._send_update, summary.threadId)
+
+    def _send_update(self, thread_id: str) -> None:
+        summary = self._pending_updates.pop(thread_id, None)
+        if summary is not None:
+            self.broadcast("thread/updated", {"thread": summary.thread_info()})
 
     def broadcast(self, method: str, params: Any) -> None:
         for connection in self.connections:

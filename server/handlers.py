@@ -234,9 +234,8 @@ async def thread_record(ctx: Context, params: Any) -> dict[str, Any]:
         await ctx.server.durable(generation)
     if result.stored:
         ctx.server.schedule_index_flush()
-    if result.stored:
         ctx.server.subscriptions.publish(summary.threadId, result.stored)
-        ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})
+        ctx.server.announce_update(summary)
     return {
         "firstSeq": result.first_seq,
         "lastSeq": result.last_seq,
