@@ -6,6 +6,7 @@ closed after the probe so no git subprocess or file handle outlives the request.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -45,17 +46,20 @@ def probe(cwd: str) -> dict[str, Any]:
         found["linkedWorktree"] = Path(repo.git_dir).resolve() != Path(repo.common_dir).resolve()
         head = repo.head
         found["branch"] = None if head.is_detached else head.reference.name
-        try:
+        status = repo.git.status("--porcelain", "--untracked-files=normal")  # fails first
+        with contextlib.suppress(ValueError):  # a repo with no commits yet has no HEAD
             found["headSha"] = head.commit.hexsha
-            roots = repo.git.rev_list("--max-parents=0", "HEAD").split()
-        except (ValueError, git.GitCommandError):  # a repo with no commits yet
-            roots = []
+        roots = repo.git.rev_list("--max-parents=0", "HEAD").split() if found["headSha"] else []
         origin = None
         if "origin" in [remote.name for remote in repo.remotes]:
             origin = next(iter(repo.remote("origin").urls), None)
         found["repoId"] = f"{roots[-1] if roots else 'empty'}:{origin or ''}"
-        status = repo.git.status("--porcelain", "--untracked-files=normal")
         found["dirty"] = [line[3:] for line in status.splitlines() if len(line) > 3][:200]
+    except git.GitCommandError as exc:
+        # git refused to work here (e.g. "dubious ownership" of a repo owned by another
+        # user): keep what was read from the files, say why the rest is missing, never fail.
+        message = str(exc.stderr or exc).strip().replace("stderr: ", "").strip("'\" ")
+        found["repoError"] = next(iter(message.splitlines()), "git failed")[:300]
     finally:
         repo.close()
     return found

@@ -70,7 +70,7 @@ def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
             ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id
         )
     return ProtocolError(
-        ErrorKind.STORAGE_ERROR, f"write failed: {exc.strerror}", threadId=thread_id
+        ErrorKind.STORAGE_ERROR, f"thread file: {exc.strerror}", threadId=thread_id
     )
 
 
@@ -298,7 +298,10 @@ class ThreadStore:
         usable and the whole file was read instead (`writer.base_rejected` says why).
         """
         path, archived = self._locate(thread_id)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        except OSError as exc:
+            raise _storage_error(exc, thread_id) from exc
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -332,13 +335,17 @@ class ThreadStore:
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
         """Read a thread without locking it (readers never block the writer)."""
         path, archived = self._locate(thread_id)
-        return parse_bytes(path.read_bytes()), archived
+        try:
+            return parse_bytes(path.read_bytes()), archived
+        except OSError as exc:
+            raise _storage_error(exc, thread_id) from exc
 
     def read_summary(self, path: Path, archived: bool) -> ThreadSummary | None:
-        """Summary of one file for the index; None when the file vanished meanwhile."""
+        """Summary of one file for the index; None when it vanished or cannot be read (one
+        unreadable file must not stop a listing; `sessiond doctor` reports it)."""
         try:
             contents = parse_bytes(path.read_bytes())
-        except FileNotFoundError:
+        except OSError:
             return None
         if not contents.items:  # no record at all (a thread/start cut short): nothing to list
             return None

@@ -593,6 +593,7 @@ class ThreadService:
                 "resumedFrom": resumed_from,
                 "forkedFrom": forked_from,
                 **{key: environment.get(key) for key in ENVIRONMENT_FIELDS},
+                "repoError": environment.get("repoError"),  # why repo fields may be missing
                 "workspaceFolder": workspace_folder,
                 "title": title,
                 "model": model,
@@ -643,10 +644,6 @@ class ThreadService:
         if self._index_dirty:
             dirty, self._index_dirty = self._index_dirty, {}
             self.index.upsert_many([(w.summary, w.path) for w in dirty.values() if not w.closed])
-
-    @property
-    def index_pending(self) -> bool:
-        return bool(self._index_dirty)
 
     @staticmethod
     def _fork_cut(items: list[dict[str, Any]], at_turn_id: str | None, at_seq: int | None) -> int:

@@ -3,6 +3,8 @@ the workspace is touched, and the server keeps serving."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,28 @@ def test_apply_edit_never_writes_outside_the_workspace(
     assert refused.value.kind == "InvalidParams"
     assert not (tmp_path / "outside.txt").exists() and not Path("/etc/sessiond-test").exists()
     assert server.request("thread/resume", {"threadId": tid})["pendingOperations"] == []
+
+
+def test_a_repo_git_refuses_to_read_is_a_typed_answer_not_a_crash(
+    server: ServerProcess, make_repo: Callable[..., Path]
+) -> None:
+    repo = make_repo("foreign")
+    subprocess.run(["chown", "-R", "nobody", str(repo)], check=True)  # "dubious ownership"
+    started_thread = server.request("thread/start", {"cwd": str(repo)})["thread"]
+    assert started_thread["branch"] == "main"  # read from the files, without git's help
+    items = server.request("thread/read", {"threadId": started_thread["threadId"]})["items"]
+    assert "dubious ownership" in items[0]["repoError"]
+
+
+def test_an_unreadable_thread_file_is_a_storage_error_and_the_rest_still_lists(
+    server: ServerProcess, home: Path, tmp_path: Path
+) -> None:
+    good, _ = started(server, tmp_path)
+    broken = "6f1e5a70-0000-4000-8000-000000000001"
+    (home / "threads" / broken[:2] / f"{broken}.jsonl").mkdir(parents=True)  # not a file
+    for method in ("thread/read", "thread/resume"):
+        with pytest.raises(RpcError) as unreadable:
+            server.request(method, {"threadId": broken})
+        assert unreadable.value.kind == "StorageError", method
+    listed = server.request("thread/list", {})["threads"]
+    assert [t["threadId"] for t in listed] == [good]
