@@ -21,7 +21,8 @@ REQUIRED_FIELDS = ("seq", "type", "id")
 
 def now_ts() -> str:
     """Fixed-width UTC timestamp with microseconds, so timestamps sort as text."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat is about twice as fast as strftime, and this runs for every append.
+    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 @dataclass(frozen=True)

@@ -122,10 +122,8 @@ class ThreadService:
         self.store = ThreadStore(layout, durability)
         self.index = ThreadIndex(layout, self.store.read_summary)
         self._open: dict[str, OpenSession] = {}  # by thread id
-        # Group commit: writers with appends not yet synced, and a counter of such appends
-        # so the server can tell which acknowledgements a sync covers.
+        # Group commit: writers with appends not yet synced (`sync_pending` syncs them).
         self._unsynced: dict[str, ThreadWriter] = {}
-        self.write_generation = 0
         self._index_dirty: dict[str, ThreadWriter] = {}
         self._index_flushed = 0.0
 
@@ -354,13 +352,12 @@ class ThreadService:
         defer_sync: bool = False,
     ) -> tuple[AppendResult, ThreadSummary]:
         """Append client items. With `defer_sync` (group commit) the items are written but
-        not yet durable: acknowledge only after `sync_pending` covers `write_generation`."""
+        not yet durable: acknowledge them only after the next `sync_pending`."""
         session = self._session(thread_id, session_id, owner)
         items, no_ops = self._check_ledger(session, items)
         result = self._append(session, items, session_id, defer_sync=defer_sync)
         if defer_sync and result.stored:
             self._unsynced[session.writer.thread_id] = session.writer
-            self.write_generation += 1
         if no_ops:
             result = AppendResult(
                 result.first_seq, result.last_seq, result.duplicates + no_ops, result.stored
@@ -403,9 +400,8 @@ class ThreadService:
         finally:
             writer.close()
 
-    def sync_pending(self) -> int:
-        """One sync per writer for every deferred append; returns the generation covered."""
-        covered = self.write_generation
+    def sync_pending(self) -> None:
+        """One sync per writer for every deferred append."""
         writers, self._unsynced = self._unsynced, {}
         failure: ProtocolError | None = None
         for thread_id, writer in writers.items():
@@ -416,7 +412,6 @@ class ThreadService:
                 failure = failure or exc
         if failure is not None:
             raise failure
-        return covered
 
     def session_for(self, thread_id: str, session_id: str, owner: str) -> OpenSession:
         """The open session a request names (StaleSession / ThreadBusy otherwise)."""
@@ -603,8 +598,10 @@ class ThreadService:
         )
 
     def _session(self, thread_id: str, session_id: str, owner: str) -> OpenSession:
-        thread_id = validate_thread_id(thread_id)
-        session = self._open.get(thread_id)
+        session = self._open.get(thread_id)  # an open thread's id is valid already
+        if session is None:
+            thread_id = validate_thread_id(thread_id)
+            session = self._open.get(thread_id)
         if session is not None and session.session_id == session_id and session.owner != owner:
             raise _busy(thread_id, session.owner)
         if session is None or session.session_id != session_id:

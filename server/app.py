@@ -1,9 +1,9 @@
 """The sessiond server: shared state (data dir, thread service, worker) and its connections.
 
-All thread work runs on one worker thread, in order: the store needs no locks of its own,
-fsync never blocks the event loop, and the loop stays free to read, cancel and answer
-`initialize`. The thread service (and with it GitPython and SQLite) is created by the first
-request that needs it, never at startup.
+All thread work runs on one worker thread, in order (server/worker.py): the store needs no
+locks of its own, fsync never blocks the event loop, and the loop stays free to read, cancel
+and answer `initialize`. The thread service (and with it GitPython and SQLite) is created
+by the first request that needs it, never at startup.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,6 +21,7 @@ from pygls.server import JsonRPCServer
 from server.config import ServerConfig
 from server.rpc import SessiondProtocol
 from server.subscriptions import Subscriptions
+from server.worker import StoreWorker
 
 if TYPE_CHECKING:
     from restore.threads import ThreadService
@@ -32,7 +32,7 @@ UPDATE_COALESCE_SECONDS = 0.05
 logger = logging.getLogger("sessiond")
 
 
-def _log_failure(future: Future[Any]) -> None:
+def _log_failure(future: asyncio.Future[Any]) -> None:
     if not future.cancelled() and (error := future.exception()) is not None:
         logger.error("background index flush failed: %s", error)
 
@@ -44,13 +44,12 @@ class SessiondServer(JsonRPCServer):
         super().__init__(SessiondProtocol, default_converter)
         self.config = config
         self._service: ThreadService | None = None
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiond-store")
+        # Group commit: a batch of records ends with one sync of every file it wrote.
+        self.worker = StoreWorker(commit=lambda: self.service.sync_pending())
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._commit: asyncio.Future[int] | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self._pending_updates: dict[str, Any] = {}
-        self._synced_generation = 0
         self.subscriptions = Subscriptions()
         self.workspace_listeners: list[Callable[[], None]] = []
         self._primary_taken = False
@@ -131,8 +130,10 @@ class SessiondServer(JsonRPCServer):
         for listener in self.workspace_listeners:
             listener()
 
-    async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._worker, work, *args)
+    async def run_in_worker(self, work: Callable[..., T], *args: Any, durable: bool = False) -> T:
+        """`work(*args)` on the store thread. `durable`: answered only once a sync covers
+        what it wrote (group commit; in the other modes every append syncs by itself)."""
+        return await self.worker.submit(work, *args, durable=durable)
 
     def schedule_index_flush(self) -> None:
         """After a burst of records, write the batched index rows once it pauses, so other
@@ -145,25 +146,7 @@ class SessiondServer(JsonRPCServer):
     def _flush_index(self) -> None:
         self._flush_handle = None
         if self._service is not None:
-            self._worker.submit(self._service.flush_index).add_done_callback(_log_failure)
-
-    async def durable(self, generation: int) -> None:
-        """Group commit: wait until one sync covers write `generation`.
-
-        The sync runs on the worker after every write queued before it, so all records
-        that arrive while a sync is in progress share the next one: under load one
-        fdatasync acknowledges many records.
-        """
-        while self._synced_generation < generation:
-            if self._commit is None:
-                self._commit = asyncio.ensure_future(self.run_in_worker(self.service.sync_pending))
-            commit = self._commit
-            try:
-                covered = await asyncio.shield(commit)
-            finally:
-                if self._commit is commit and commit.done():
-                    self._commit = None
-            self._synced_generation = max(self._synced_generation, covered)
+            self.worker.submit(self._service.flush_index).add_done_callback(_log_failure)
 
     def announce_update(self, summary: Any) -> None:
         """`thread/updated` after records, coalesced: at most one per thread every
@@ -192,5 +175,5 @@ class SessiondServer(JsonRPCServer):
             self._hooks.kill_all()
         if self._service is not None:
             service, self._service = self._service, None
-            self._worker.submit(service.close_all).result()
-        self._worker.shutdown(wait=True)
+            self.worker.run_blocking(service.close_all)
+        self.worker.shutdown()

@@ -7,6 +7,7 @@ loaded (sessiond promises no warmup).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from server.framing import Framing
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from restore.store import AppendResult
+    from restore.summary import ThreadSummary
     from restore.threads import ThreadService
     from server.app import SessiondServer
     from server.rpc import SessiondProtocol
@@ -116,12 +119,10 @@ def register(connection: SessiondProtocol, server: SessiondServer) -> None:
 
 
 def _bind(method: str, handler: Handler, ctx: Context) -> Callable[[Any], Awaitable[Any]]:
-    async def run(params: Any) -> Any:
-        if method in ("initialize", "shutdown"):
-            return await handler(ctx, params)
-        return await handler(ctx, _validate(method, params))
-
-    return run
+    """The handler with its params validated; invalid params raise before any work."""
+    if method in ("initialize", "shutdown"):
+        return lambda params: handler(ctx, params)
+    return lambda params: handler(ctx, _validate(method, params))
 
 
 # --- handshake -------------------------------------------------------------------------
@@ -214,7 +215,9 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
 
 
 @handles("thread/record")
-async def thread_record(ctx: Context, params: Any) -> dict[str, Any]:
+def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
+    """Not a coroutine: this is the hot path, answered from the worker's batch directly
+    (no task per record). Group commit: the batch's sync comes before the answer."""
     from protocol.items import RECORDABLE_ITEM_ADAPTER
 
     items = [
@@ -223,24 +226,25 @@ async def thread_record(ctx: Context, params: Any) -> dict[str, Any]:
     ]
     group = ctx.server.config.durability == "group"
 
-    def work() -> tuple[Any, Any, int]:
-        result, summary = ctx.service.record(
-            params.threadId, params.sessionId, items, ctx.connection.owner, defer_sync=group
-        )
-        return result, summary, ctx.service.write_generation
+    def recorded(outcome: tuple[AppendResult, ThreadSummary]) -> dict[str, Any]:
+        result, summary = outcome
+        if result.stored:
+            ctx.server.schedule_index_flush()
+            ctx.server.subscriptions.publish(summary.threadId, result.stored)
+            ctx.server.announce_update(summary)
+        return {
+            "firstSeq": result.first_seq,
+            "lastSeq": result.last_seq,
+            "duplicates": result.duplicates,
+        }
 
-    result, summary, generation = await ctx.server.run_in_worker(work)
-    if group and result.stored:
-        await ctx.server.durable(generation)
-    if result.stored:
-        ctx.server.schedule_index_flush()
-        ctx.server.subscriptions.publish(summary.threadId, result.stored)
-        ctx.server.announce_update(summary)
-    return {
-        "firstSeq": result.first_seq,
-        "lastSeq": result.last_seq,
-        "duplicates": result.duplicates,
-    }
+    return ctx.server.worker.submit_in_turn(
+        lambda: ctx.service.record(
+            params.threadId, params.sessionId, items, ctx.connection.owner, defer_sync=group
+        ),
+        durable=group,
+        then=recorded,
+    )
 
 
 @handles("thread/list")

@@ -1,19 +1,21 @@
-"""One JSON-RPC connection: envelope checks, handshake state, error shaping, framed output.
+"""One JSON-RPC connection: envelope checks, handshake state, dispatch, framed output.
 
-pygls's `JsonRPCProtocol` does the dispatch (handler registry, async/thread execution,
-request futures and cancellation); this subclass adds what it leaves out and sessiond
-promises: -32700/-32600 answers instead of silently dropped messages, -32002 before
-`initialize`, a typed `data.kind` on every error, orjson output, and either framing.
+pygls's `JsonRPCProtocol` keeps the handler registry (`fm`) and runs notifications; this
+subclass adds what it leaves out and sessiond promises: -32700/-32600 answers instead of
+silently dropped messages, -32002 before `initialize`, a typed `data.kind` on every
+error, orjson output, and either framing. Requests are dispatched here, not by pygls:
+its path (runtime Protocol checks, `inspect` of the handler, a context copy) cost about
+as much CPU per request as appending a record, and `thread/record` is the hot path.
 """
 
 from __future__ import annotations
 
-import contextvars
+import asyncio
+import functools
 import itertools
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 import orjson
@@ -67,15 +69,21 @@ class SessiondProtocol(JsonRPCProtocol):
         self.initialized = False
         self.shutdown_requested = False
         self.exit_requested = False
-        self.client_info: dict[str, Any] | None = None
         self.workspace_folders: list[dict[str, Any]] = []
         self.connection_id = next(_connection_ids)
+        self.client_info = None
 
     @property
-    def owner(self) -> str:
-        """How this connection is named to others, e.g. in ThreadBusy's `holder`."""
-        name = (self.client_info or {}).get("name") or "client"
-        return f"{name} (connection {self.connection_id}, pid {os.getpid()})"
+    def client_info(self) -> dict[str, Any] | None:
+        return self._client_info
+
+    @client_info.setter
+    def client_info(self, value: dict[str, Any] | None) -> None:
+        self._client_info = value
+        name = (value or {}).get("name") or "client"
+        # How this connection is named to others, e.g. in ThreadBusy's `holder`; every
+        # request passes it, so it is built once.
+        self.owner = f"{name} (connection {self.connection_id}, pid {os.getpid()})"
 
     # --- input -------------------------------------------------------------------------
 
@@ -162,9 +170,27 @@ class SessiondProtocol(JsonRPCProtocol):
                 ),
             )
         else:
-            # Straight to pygls's request path: `handle_message` would first try the message
-            # against four runtime-checkable Protocols (~50 µs), for a type known already.
-            contextvars.copy_context().run(self._handle_request, msg_id, method, params)
+            self._dispatch(msg_id, method, params)
+
+    def _dispatch(self, msg_id: str | int, method: str, params: dict[str, Any]) -> None:
+        """Run a request's handler; answer when its result (or awaitable) is ready."""
+        handler = self.fm.features.get(method)
+        if handler is None:
+            self.send_error(
+                msg_id, ProtocolError(ErrorKind.METHOD_NOT_FOUND, f"unknown method {method!r}")
+            )
+            return
+        try:
+            outcome = handler(params)
+        except Exception as exc:
+            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error_from_exception(exc)})
+            return
+        if asyncio.iscoroutine(outcome) or asyncio.isfuture(outcome):
+            future = asyncio.ensure_future(outcome)
+            self._request_futures[msg_id] = future
+            future.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
+        else:
+            self._write({"jsonrpc": "2.0", "id": msg_id, "result": outcome})
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "$/cancelRequest":
@@ -181,7 +207,7 @@ class SessiondProtocol(JsonRPCProtocol):
 
     # --- output ------------------------------------------------------------------------
 
-    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+    def _send_handler_result(self, future: asyncio.Future[Any], *, msg_id: Any) -> None:
         self._request_futures.pop(msg_id, None)
         if future.cancelled():
             self.send_error(msg_id, ProtocolError(ErrorKind.REQUEST_CANCELLED, "request cancelled"))
@@ -191,14 +217,6 @@ class SessiondProtocol(JsonRPCProtocol):
             self._write({"jsonrpc": "2.0", "id": msg_id, "error": error_from_exception(exc)})
         else:
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
-
-    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
-        """pygls calls this for unknown methods; give them a `data.kind` too."""
-        if error is None:
-            self._write({"jsonrpc": "2.0", "id": msg_id, "result": result})
-            return
-        kind = ErrorKind.METHOD_NOT_FOUND if error.code == -32601 else ErrorKind.INTERNAL_ERROR
-        self.send_error(msg_id, ProtocolError(kind, error.message))
 
     def send_error(self, msg_id: Any, error: ProtocolError) -> None:
         self._write({"jsonrpc": "2.0", "id": msg_id, "error": error.to_error_object()})

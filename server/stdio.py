@@ -10,6 +10,7 @@ import signal
 import stat
 import sys
 import threading
+from collections.abc import Callable
 from typing import BinaryIO
 
 from server.app import SessiondServer
@@ -20,26 +21,47 @@ CHUNK = 1 << 16
 DRAIN_SECONDS = 30.0
 
 
-async def _open_reader(stdin: BinaryIO) -> asyncio.StreamReader:
-    """A stream reader on stdin: a pipe transport when possible, else a reader thread."""
+class _Input(asyncio.Protocol):
+    """Bytes from stdin straight into the frame decoder, as the loop receives them.
+
+    A protocol rather than a StreamReader: a read task and an `asyncio.wait` per chunk
+    cost more CPU than decoding the chunk's messages.
+    """
+
+    def __init__(self, feed: Callable[[bytes], None], ended: asyncio.Event) -> None:
+        self.feed = feed
+        self.ended = ended
+
+    def data_received(self, data: bytes) -> None:
+        if not self.ended.is_set():
+            self.feed(data)
+
+    def eof_received(self) -> bool:
+        self.ended.set()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended.set()
+
+
+async def _read_input(stdin: BinaryIO, protocol: _Input) -> None:
+    """Feed `protocol` from stdin: a pipe transport when possible, else a reader thread."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=CHUNK)
     mode = os.fstat(stdin.fileno()).st_mode
     try:
         # /dev/null and regular files cannot be polled: epoll refuses them only later, in
         # a callback, which would leave the server waiting forever for input.
         if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(stdin.fileno())):
             raise ValueError("not pollable")
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        await loop.connect_read_pipe(lambda: protocol, stdin)
     except (ValueError, OSError):  # a regular file: pipe transports refuse those
 
         def pump() -> None:
             while chunk := os.read(stdin.fileno(), CHUNK):
-                loop.call_soon_threadsafe(reader.feed_data, chunk)
-            loop.call_soon_threadsafe(reader.feed_eof)
+                loop.call_soon_threadsafe(protocol.data_received, chunk)
+            loop.call_soon_threadsafe(protocol.eof_received)
 
         threading.Thread(target=pump, name="sessiond-stdin", daemon=True).start()
-    return reader
 
 
 async def serve_stdio(
@@ -50,35 +72,50 @@ async def serve_stdio(
     out = stdout or sys.stdout.buffer
     loop = asyncio.get_running_loop()
     server.loop = loop
-    stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    ended = asyncio.Event()  # exit, end of input, a signal, or the client gone
+    stop = asyncio.Event()  # a signal, or the client gone: leave without draining
 
-    def send(data: bytes) -> None:
+    def stop_now() -> None:
+        stop.set()
+        ended.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop_now)
+
+    flush_scheduled = False
+
+    def flush() -> None:
+        nonlocal flush_scheduled
+        flush_scheduled = False
         try:
-            out.write(data)
             out.flush()
         except (BrokenPipeError, ValueError):
-            stop.set()  # the client is gone; nobody is left to answer
+            stop_now()  # the client is gone; nobody is left to answer
+
+    def send(data: bytes) -> None:
+        # Messages written in one turn of the loop (a batch of answers) leave in one write.
+        nonlocal flush_scheduled
+        try:
+            out.write(data)
+        except (BrokenPipeError, ValueError):
+            stop_now()
+            return
+        if not flush_scheduled:
+            flush_scheduled = True
+            loop.call_soon(flush)
 
     connection = server.connect(send)
     decoder = FrameDecoder(server.config.max_frame)
-    reader = await _open_reader(stdin)
-    stopped = asyncio.ensure_future(stop.wait())
-    while not connection.exit_requested and not stop.is_set():
-        read = asyncio.ensure_future(reader.read(CHUNK))
-        await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        if not read.done():
-            read.cancel()
-            break
-        chunk = read.result()
-        if not chunk:
-            break
+
+    def feed(chunk: bytes) -> None:
         for event in decoder.feed(chunk):
             connection.handle_event(event, decoder.framing)
             if connection.exit_requested:
-                break
-    stopped.cancel()
+                ended.set()
+                return
+
+    await _read_input(stdin, _Input(feed, ended))
+    await ended.wait()
     pending = [f for f in list(connection._request_futures.values()) if not f.done()]
     if pending and not stop.is_set():
         # Input ended with requests in flight: answer them before leaving.
@@ -91,6 +128,7 @@ async def serve_stdio(
                 timeout=DRAIN_SECONDS,
             )
     await server.stop_hooks()  # no hook process outlives the server
+    flush()
     if connection.exit_requested and not connection.shutdown_requested:
         return 1  # LSP: exit without shutdown is an error exit
     return 0

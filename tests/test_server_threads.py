@@ -292,6 +292,29 @@ def test_group_commit_acknowledges_every_pipelined_record(
         assert [line["id"] for line in lines if line["type"] == "message"] == ids
 
 
+@pytest.mark.parametrize("durability", ["fsync", "group", "none"])
+def test_pipelined_requests_take_effect_in_the_order_sent(
+    spawn: Spawn, tmp_path: Path, home: Path, durability: str
+) -> None:
+    """Records are batched on their way to the store; a close sent after them still comes
+    after them, and a record sent after the close finds the session closed."""
+    server = spawn(env={"SESSIOND_DURABILITY": durability})
+    server.initialize()
+    tid, sid = start(server, tmp_path)
+    session = {"threadId": tid, "sessionId": sid}
+    before = [message(f"before {n}") for n in range(20)]
+    after = message("after close")
+    sent = [server.request_async("thread/record", {**session, "items": [item]}) for item in before]
+    closing = server.request_async("thread/close", session)
+    late = server.request_async("thread/record", {**session, "items": [after]})
+    assert [server.response(msg_id)["result"]["lastSeq"] for msg_id in sent] == list(range(2, 22))
+    assert "result" in server.response(closing)
+    assert server.response(late)["error"]["data"]["kind"] == "StaleSession"
+    lines = [json.loads(line) for line in thread_file(home, tid).read_bytes().splitlines()]
+    recorded = [line["content"] for line in lines if line["type"] == "message"]
+    assert recorded == [item["content"] for item in before]
+
+
 def test_another_process_lists_what_a_writer_recorded(spawn: Spawn, tmp_path: Path) -> None:
     writer = spawn()
     writer.initialize()
