@@ -4,8 +4,9 @@
 
 Prints a markdown report (startup vs the pygls floor, list via index vs a directory scan,
 resume via snapshot vs full replay, record throughput vs the disk's raw sync limit, peak
-memory vs the floor) and writes docs/bench-latency.png, latency against size. With
-`--update-docs` the report replaces the generated block in docs/benchmarks.md.
+memory vs the floor, and the Codex app-server peer when `codex` is on PATH) and writes
+docs/bench-latency.png, latency against size. With `--update-docs` the report replaces the
+generated block in docs/benchmarks.md.
 `--quick` uses small sizes (a smoke run, not for publishing).
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import shutil
 import statistics
 import tempfile
 import time
@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import listing, memory, record, resume, startup
+from bench import codex_peer, listing, memory, record, resume, startup
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 CHART = DOCS / "bench-latency.png"
@@ -69,11 +69,22 @@ def chart(list_rows: list[dict[str, Any]], resume_rows: list[dict[str, Any]]) ->
     return f"![latency against size]({CHART.name})"
 
 
-def codex_note() -> str:
-    if shutil.which("codex") is None:
+def codex_section(sizes: list[int], runs: int, list_rows: list[dict[str, Any]],
+                  resume_rows: list[dict[str, Any]]) -> str:  # fmt: skip
+    """The Codex app-server peer beside sessiond's rows; a note (and how to install) without it."""
+    if not codex_peer.available():
         return ("`codex` (npm @openai/codex) is not on PATH, so the peer comparison was not "
-                "run; install it and re-run to add Codex app-server ratios.")  # fmt: skip
-    return "`codex` is on PATH, but the rollout generator for it is not written yet."
+                f"run; install it (`{codex_peer.INSTALL}`, then put "
+                "`/tmp/codex-peer/node_modules/.bin` on PATH) and re-run to add Codex "
+                "app-server ratios.")  # fmt: skip
+    began = time.perf_counter()
+    try:
+        rows = codex_peer.run(sizes, runs)
+    except codex_peer.CodexError as failed:  # a report beats losing the run's other sections
+        return f"`codex` is on PATH, but the peer comparison failed: {failed}"
+    took = time.perf_counter() - began
+    table = codex_peer.render(rows, list_rows, resume_rows)
+    return f"{table}\n\nThe Codex runs took {took:.0f} s of this run."
 
 
 def main() -> None:
@@ -88,6 +99,7 @@ def main() -> None:
     resume_rows = resume.run(sizes, 3 if args.quick else 7)
     records = record.run(500 if args.quick else 2000, 32)
     memory_result = memory.run(2000 if args.quick else 10_000)
+    peers = codex_section(sizes, 3 if args.quick else 7, list_rows, resume_rows)
     picture = chart(list_rows, resume_rows)
     elapsed = time.perf_counter() - began
     report = "\n".join([
@@ -98,7 +110,7 @@ def main() -> None:
         "", "### Resume", "", resume.render(resume_rows),
         "", "### Recording", "", record.render(records, 32),
         "", "### Memory", "", memory.render(memory_result),
-        "", "### Peers", "", codex_note(),
+        "", "### Peers", "", peers,
         "", picture,
     ])  # fmt: skip
     print(report)
