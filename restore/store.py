@@ -12,6 +12,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -93,7 +94,8 @@ class ThreadWriter:
         self._durability = durability
         self._size = contents.size
         self._needs_cut = False
-        self.unsynced = False
+        self.unsynced = False  # group commit: written, not yet synced
+        self._syncing: PendingSync | None = None
         self.lines = contents.lines
         self.last_line_start = contents.last_line_start
         # Item ids seen so far, for idempotency. Reading them needs the whole file, so after
@@ -234,14 +236,14 @@ class ThreadWriter:
             raise _storage_error(exc, self.thread_id) from exc
         self._size += len(data)
 
-    def sync(self) -> None:
-        """Make deferred appends durable (one fdatasync for all of them)."""
-        if self.unsynced and not self.closed:
-            try:
-                os.fdatasync(self._fd)
-            except OSError as exc:
-                raise _storage_error(exc, self.thread_id) from exc
-            self.unsynced = False
+    def begin_sync(self) -> PendingSync | None:
+        """Group commit: hand the deferred appends' sync to another thread (None: nothing
+        to sync). Appends may go on meanwhile; they are owed the next sync."""
+        if not self.unsynced or self.closed:
+            return None
+        self.unsynced = False
+        self._syncing = PendingSync(self, os.dup(self._fd))
+        return self._syncing
 
     def _cut_back(self) -> None:
         """Remove a partial write; if even that fails, retry before the next append."""
@@ -254,11 +256,41 @@ class ThreadWriter:
     def close(self) -> None:
         """Release the lock; the thread can be written by someone else afterwards."""
         if not self.closed:
+            if self._syncing is not None:
+                # The lock lives until the last descriptor of the open file is closed, the
+                # sync's duplicate included: wait, so the thread is free when close returns.
+                self._syncing.done.wait()
             if self.unsynced:
                 with contextlib.suppress(OSError):
                     os.fdatasync(self._fd)
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = -1
+
+
+class PendingSync:
+    """One file's share of a group commit, run off the store thread.
+
+    It syncs a duplicate of the writer's descriptor: the same open file, so it reports the
+    same write errors, and a close of the writer meanwhile cannot hand the descriptor's
+    number to another file.
+    """
+
+    def __init__(self, writer: ThreadWriter, fd: int) -> None:
+        self.writer = writer
+        self._fd = fd
+        self.error: ProtocolError | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            self.error = _storage_error(exc, self.writer.thread_id)
+            raise self.error from exc
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self.done.set()
 
 
 class ThreadStore:

@@ -23,7 +23,7 @@ from restore.environment import ENVIRONMENT_FIELDS, probe
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
 from restore.paths import Layout, validate_thread_id
-from restore.store import AppendResult, Durability, ThreadStore, ThreadWriter
+from restore.store import AppendResult, Durability, PendingSync, ThreadStore, ThreadWriter
 from restore.subsystems import ThreadState
 from restore.subsystems import messages as messages_subsystem
 from restore.subsystems import operations as ledger
@@ -122,8 +122,9 @@ class ThreadService:
         self.store = ThreadStore(layout, durability)
         self.index = ThreadIndex(layout, self.store.read_summary)
         self._open: dict[str, OpenSession] = {}  # by thread id
-        # Group commit: writers with appends not yet synced (`sync_pending` syncs them).
+        # Group commit: writers with appends not yet synced (`begin_commit` takes them).
         self._unsynced: dict[str, ThreadWriter] = {}
+        self._syncs: list[PendingSync] = []  # begun by `begin_commit`, kept until checked
         self._index_dirty: dict[str, ThreadWriter] = {}
         self._index_flushed = 0.0
 
@@ -352,7 +353,7 @@ class ThreadService:
         defer_sync: bool = False,
     ) -> tuple[AppendResult, ThreadSummary]:
         """Append client items. With `defer_sync` (group commit) the items are written but
-        not yet durable: acknowledge them only after the next `sync_pending`."""
+        not yet durable: acknowledge them only after the next `begin_commit`'s syncs."""
         session = self._session(thread_id, session_id, owner)
         items, no_ops = self._check_ledger(session, items)
         result = self._append(session, items, session_id, defer_sync=defer_sync)
@@ -400,18 +401,39 @@ class ThreadService:
         finally:
             writer.close()
 
-    def sync_pending(self) -> None:
-        """One sync per writer for every deferred append."""
+    def begin_commit(self) -> Callable[[], None] | None:
+        """Group commit, on the store thread: take every deferred append and return the
+        syncs that make them durable (one per file), to run on another thread while this
+        one appends the next batch. None: nothing to sync.
+
+        A file whose previous sync failed is synced again, so a retried record (now a
+        duplicate, which writes nothing) is not acknowledged on the strength of a sync
+        that failed.
+        """
         writers, self._unsynced = self._unsynced, {}
-        failure: ProtocolError | None = None
-        for thread_id, writer in writers.items():
-            try:
-                writer.sync()
-            except ProtocolError as exc:
-                self._unsynced[thread_id] = writer  # still owed a sync
-                failure = failure or exc
-        if failure is not None:
-            raise failure
+        in_flight = []
+        for pending in self._syncs:
+            if not pending.done.is_set():
+                in_flight.append(pending)
+            elif pending.error is not None and not pending.writer.closed:
+                pending.writer.unsynced = True
+                writers.setdefault(pending.writer.thread_id, pending.writer)
+        syncs = [s for w in writers.values() if (s := w.begin_sync()) is not None]
+        self._syncs = in_flight + syncs
+        if not syncs:
+            return None
+
+        def sync_all() -> None:
+            failure: ProtocolError | None = None
+            for pending in syncs:
+                try:
+                    pending.run()
+                except ProtocolError as exc:
+                    failure = failure or exc
+            if failure is not None:
+                raise failure
+
+        return sync_all
 
     def session_for(self, thread_id: str, session_id: str, owner: str) -> OpenSession:
         """The open session a request names (StaleSession / ThreadBusy otherwise)."""

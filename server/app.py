@@ -45,7 +45,7 @@ class SessiondServer(JsonRPCServer):
         self.config = config
         self._service: ThreadService | None = None
         # Group commit: a batch of records ends with one sync of every file it wrote.
-        self.worker = StoreWorker(commit=lambda: self.service.sync_pending())
+        self.worker = StoreWorker(begin_commit=lambda: self.service.begin_commit())
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._flush_handle: asyncio.TimerHandle | None = None

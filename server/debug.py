@@ -29,6 +29,7 @@ def report(server: SessiondServer) -> dict[str, Any]:
         "openFiles": _open_files(),
         "threadServiceCreated": server._service is not None,
         "hooksCreated": server._hooks is not None,
+        "storeWorker": {"hops": server.worker.hops, "commits": server.worker.commits},
     }
 
 

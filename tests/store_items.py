@@ -9,8 +9,8 @@ from restore.paths import Layout
 from restore.store import Durability, ThreadStore
 
 
-def make_store(home: Path) -> ThreadStore:
-    return ThreadStore(Layout(home), Durability.FSYNC)
+def make_store(home: Path, durability: Durability = Durability.FSYNC) -> ThreadStore:
+    return ThreadStore(Layout(home), durability)
 
 
 def session_meta(thread_id: str) -> dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import uuid
 from pathlib import Path
 
@@ -9,7 +11,8 @@ import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.jsonl import parse_bytes
-from restore.paths import validate_thread_id
+from restore.paths import Layout, validate_thread_id
+from restore.store import Durability
 from tests.store_items import make_store, session_meta
 from tests.store_items import message as store_message
 
@@ -81,3 +84,51 @@ def test_ids_are_validated_before_any_path_is_built(value: object) -> None:
     with pytest.raises(ProtocolError) as bad:
         validate_thread_id(value)
     assert bad.value.kind is ErrorKind.INVALID_ID
+
+
+def test_group_commit_close_waits_for_the_sync_so_the_thread_is_free_after(
+    tmp_path: Path,
+) -> None:
+    """A sync runs on a duplicate descriptor, which holds the file's lock too: closing the
+    writer must wait for it, or the same process could not reopen the thread at once."""
+    store = make_store(tmp_path, Durability.GROUP)
+    tid = str(uuid.uuid4())
+    writer = store.create(tid, "s1", session_meta(tid))
+    writer.append([store_message("a")], "s1", defer_sync=True)
+    pending = writer.begin_sync()
+    assert pending is not None and writer.begin_sync() is None  # nothing more owed
+    closer = threading.Thread(target=writer.close)
+    closer.start()
+    closer.join(timeout=0.5)
+    assert closer.is_alive(), "close returned while the sync still held the lock"
+    pending.run()
+    closer.join()
+    store.open_writer(tid).close()  # not ThreadBusy
+    contents, _ = store.read(tid)
+    assert [item["id"] for item in contents.items][1:] == ["a"]
+
+
+def test_group_commit_redoes_a_failed_sync_before_acknowledging_a_retry(
+    tmp_path: Path,
+) -> None:
+    from restore.threads import ThreadService
+
+    service = ThreadService(Layout(tmp_path), Durability.GROUP)
+    started = service.start(cwd=str(tmp_path), workspace_folder=None)
+    tid, sid = started.summary.threadId, started.session_id
+    item = store_message("once")
+    service.record(tid, sid, [item], defer_sync=True)
+    sync = service.begin_commit()
+    assert sync is not None
+    [pending] = service._syncs
+    os.close(pending._fd)  # the disk "fails": fdatasync gets EBADF
+    with pytest.raises(ProtocolError) as failed:
+        sync()
+    assert failed.value.kind is ErrorKind.STORAGE_ERROR
+    result, _ = service.record(tid, sid, [item], defer_sync=True)  # the client retries
+    assert result.duplicates == 1 and not result.stored
+    retry_sync = service.begin_commit()
+    assert retry_sync is not None, "the retry would be acknowledged without any sync"
+    retry_sync()
+    assert service.begin_commit() is None
+    service.close_all()

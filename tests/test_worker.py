@@ -1,8 +1,8 @@
 """The store worker's contract: arrival order, batching, group commit, cancellation.
 
-These run the real StoreWorker (a real thread and a real event loop); the jobs are plain
-callables, because the contract is about when and in which order they run and are
-answered, whatever they do.
+These run the real StoreWorker (real threads and a real event loop); the jobs and syncs
+are plain callables, because the contract is about when and in which order they run and
+are answered, whatever they do. The syncs of real files: tests/test_store.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def run(coro_factory) -> None:  # type: ignore[no-untyped-def]
 def test_jobs_run_in_arrival_order_and_later_ones_share_a_hop() -> None:
     ran: list[int] = []
     gate = threading.Event()
-    worker = StoreWorker(commit=lambda: None)
+    worker = StoreWorker(begin_commit=lambda: None)
 
     async def scenario() -> None:
         first = worker.submit(gate.wait)  # holds the worker while the others queue
@@ -38,10 +38,10 @@ def test_jobs_run_in_arrival_order_and_later_ones_share_a_hop() -> None:
     assert worker.hops == 2  # everything queued behind the busy worker went in one hop
 
 
-def test_durable_jobs_are_answered_only_after_the_commit() -> None:
+def test_durable_jobs_are_answered_only_after_their_sync_and_in_order() -> None:
     events: list[str] = []
     gate = threading.Event()
-    worker = StoreWorker(commit=lambda: events.append("commit"))
+    worker = StoreWorker(begin_commit=lambda: lambda: events.append("sync"))
 
     async def scenario() -> None:
         busy = worker.submit(gate.wait)
@@ -57,18 +57,70 @@ def test_durable_jobs_are_answered_only_after_the_commit() -> None:
 
     run(scenario)
     worker.shutdown()
-    assert events == ["write a", "read b", "commit", "answered", "answered"]
+    assert events == ["write a", "read b", "sync", "answered", "answered"]
 
 
-def test_a_failed_commit_fails_the_durable_jobs_only() -> None:
-    def commit() -> None:
+def test_writes_made_during_a_sync_share_the_next_one() -> None:
+    """Group commit: while one sync runs, every durable batch that finishes waits, and a
+    single next sync covers them all; answers still come in the order sent."""
+    syncing = threading.Event()
+    release = threading.Event()
+    syncs: list[int] = []
+    written: list[int] = []
+
+    def begin_commit():  # type: ignore[no-untyped-def]
+        covered = len(written)
+
+        def sync() -> None:
+            syncs.append(covered)
+            if len(syncs) == 1:
+                syncing.set()
+                release.wait()
+
+        return sync
+
+    worker = StoreWorker(begin_commit=begin_commit)
+    answered: list[int] = []
+
+    async def scenario() -> None:
+        def record(n: int) -> int:
+            written.append(n)
+            return n
+
+        first = worker.submit(record, 0, durable=True)
+        while not syncing.is_set():
+            await asyncio.sleep(0.001)
+        later = []
+        for n in range(1, 6):  # the store thread is idle: most go in a batch of their own
+            later.append(worker.submit(record, n, durable=True))
+            await asyncio.sleep(0)
+        while len(written) < 6:
+            await asyncio.sleep(0.001)
+        release.set()
+        for future in [first, *later]:
+            future.add_done_callback(lambda f: answered.append(f.result()))
+        await asyncio.gather(first, *later)
+
+    run(scenario)
+    worker.shutdown()
+    assert syncs == [1, 6]  # the second sync covers all five later writes
+    assert worker.commits == 2
+    assert answered == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_failed_sync_fails_the_durable_jobs_only() -> None:
+    def failing_sync() -> None:
         raise ProtocolError(ErrorKind.STORAGE_ERROR, "fdatasync failed: EIO")
 
-    worker = StoreWorker(commit=commit)
+    gate = threading.Event()
+    worker = StoreWorker(begin_commit=lambda: failing_sync)
 
     async def scenario() -> tuple[BaseException | None, object]:
+        busy = worker.submit(gate.wait)
         durable = worker.submit(lambda: "written", durable=True)
         plain = worker.submit(lambda: "read")
+        gate.set()
+        await busy
         results = await asyncio.gather(durable, plain, return_exceptions=True)
         return results[0], results[1]
 
@@ -81,7 +133,7 @@ def test_a_failed_commit_fails_the_durable_jobs_only() -> None:
 def test_a_job_cancelled_before_it_starts_never_runs() -> None:
     ran: list[str] = []
     gate = threading.Event()
-    worker = StoreWorker(commit=lambda: None)
+    worker = StoreWorker(begin_commit=lambda: None)
 
     async def scenario() -> None:
         busy = worker.submit(gate.wait)
@@ -100,7 +152,7 @@ def test_a_job_cancelled_before_it_starts_never_runs() -> None:
 
 
 def test_then_finishes_the_answer_on_the_loop() -> None:
-    worker = StoreWorker(commit=lambda: None)
+    worker = StoreWorker(begin_commit=lambda: None)
     threads: list[str] = []
 
     def finish(value: int) -> dict[str, int]:
@@ -116,7 +168,7 @@ def test_then_finishes_the_answer_on_the_loop() -> None:
 
 
 def test_an_error_in_a_job_reaches_its_caller_and_the_next_job_still_runs() -> None:
-    worker = StoreWorker(commit=lambda: None)
+    worker = StoreWorker(begin_commit=lambda: None)
 
     async def scenario() -> tuple[object, object]:
         broken = worker.submit(lambda: 1 / 0)
