@@ -44,20 +44,20 @@ def raw_sync_limit(directory: Path, syncs: int, sync: Any) -> float:
 
 
 def server_throughput(
-    home: Path, mode: str, records: int, in_flight: int, per_record: int = 1
+    home: Path, mode: str, records: int, in_flight: int, per_record: int = 1, threads: int = THREADS
 ) -> dict[str, Any]:
     server = PipelinedServer(home, {"SESSIOND_DURABILITY": mode, "SESSIOND_DEBUG": "1"})
     try:
         server.request("initialize", {"clientInfo": {"name": "bench"}})
         sessions = []
-        for _ in range(THREADS):
+        for _ in range(threads):
             started = server.request("thread/start", {"cwd": str(home)})
             sessions.append((started["thread"]["threadId"], started["sessionId"]))
         server.latencies.clear()
         window = []
         began = time.perf_counter()
         for n in range(records):
-            thread_id, session_id = sessions[n % THREADS]
+            thread_id, session_id = sessions[n % threads]
             items = [{"type": "message", "id": str(uuid.uuid4()), "role": "assistant",
                       "content": "x" * 150} for _ in range(per_record)]  # fmt: skip
             window.append(server.send("thread/record", {
@@ -72,7 +72,9 @@ def server_throughput(
     finally:
         server.close()
     return {
-        "mode": mode if per_record == 1 else f"{mode}, {per_record} items per record",
+        "mode": mode
+        + (f", {per_record} items per record" if per_record > 1 else "")
+        + (f", {threads} thread{'s' if threads > 1 else ''}" if threads != THREADS else ""),
         "per_second": records * per_record / elapsed,
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[round(0.99 * (len(latencies) - 1))] * 1000,
@@ -95,6 +97,10 @@ def run(records: int, in_flight: int, rounds: int = ROUNDS) -> dict[str, Any]:
                 fdatasync_limits.append(raw_sync_limit(directory, RAW_SYNCS, os.fdatasync))
                 home = directory / f"{mode}-{round_}"
                 runs.setdefault(mode, []).append(server_throughput(home, mode, records, in_flight))
+            # One agent streaming into one thread: every record waits for the same file.
+            home = directory / f"one-thread-{round_}"
+            single = server_throughput(home, "group", records, in_flight, threads=1)
+            runs.setdefault(single["mode"], []).append(single)
             # A harness usually records a turn's items together: the same load, batched.
             home = directory / f"batched-{round_}"
             batched = server_throughput(home, "group", records // 4, in_flight, 16)
