@@ -238,12 +238,13 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
             "duplicates": result.duplicates,
         }
 
-    return ctx.server.worker.submit_in_turn(
+    return ctx.server.worker.submit(
         lambda: ctx.service.record(
             params.threadId, params.sessionId, items, ctx.connection.owner, defer_sync=group
         ),
         durable=group,
         then=recorded,
+        next_turn=True,
     )
 
 

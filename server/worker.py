@@ -74,42 +74,25 @@ class StoreWorker:
         *args: Any,
         durable: bool = False,
         then: Callable[[Any], T] | None = None,
+        next_turn: bool = False,
     ) -> asyncio.Future[T]:
         """Queue `work(*args)`. A `durable` job is answered only after the batch's commit.
 
         `then` runs on the loop with work's result and gives the future's value: a handler
         can finish its answer there instead of in a task awaiting the future.
+
+        `next_turn` is for plain (not async) request handlers, to keep arrival order: a
+        coroutine handler's body starts one loop turn after its request arrives, a plain
+        handler at once. Queued at once, a record would overtake a `thread/close` sent
+        before it, so a plain handler's job joins the queue one turn later too.
         """
-        future, job = self._job(work, args, durable, then)
-        self._enqueue(job)
-        return future
-
-    def submit_in_turn(
-        self,
-        work: Callable[..., Any],
-        *args: Any,
-        durable: bool = False,
-        then: Callable[[Any], T] | None = None,
-    ) -> asyncio.Future[T]:
-        """`submit` for a plain (not async) request handler, keeping arrival order.
-
-        A coroutine handler's body starts one loop turn after its request arrives; a plain
-        handler runs at once. Queued at once, a record would overtake a `thread/close`
-        sent before it, so a plain handler's job joins the queue one turn later too.
-        """
-        future, job = self._job(work, args, durable, then)
-        future.get_loop().call_soon(self._enqueue, job)
-        return future
-
-    def _job(
-        self,
-        work: Callable[..., Any],
-        args: tuple[Any, ...],
-        durable: bool,
-        then: Callable[[Any], T] | None,
-    ) -> tuple[asyncio.Future[T], _Job]:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        return future, _Job(functools.partial(work, *args) if args else work, future, durable, then)
+        job = _Job(functools.partial(work, *args) if args else work, future, durable, then)
+        if next_turn:
+            future.get_loop().call_soon(self._enqueue, job)
+        else:
+            self._enqueue(job)
+        return future
 
     def _enqueue(self, job: _Job) -> None:
         self._queue.append(job)
