@@ -242,7 +242,7 @@ class ThreadWriter:
         if not self.unsynced or self.closed:
             return None
         self.unsynced = False
-        self._syncing = PendingSync(self, os.dup(self._fd))
+        self._syncing = PendingSync(self, self._fd)
         return self._syncing
 
     def _cut_back(self) -> None:
@@ -257,8 +257,9 @@ class ThreadWriter:
         """Release the lock; the thread can be written by someone else afterwards."""
         if not self.closed:
             if self._syncing is not None:
-                # The lock lives until the last descriptor of the open file is closed, the
-                # sync's duplicate included: wait, so the thread is free when close returns.
+                # The committer may be about to sync this descriptor: closed under it, its
+                # number could already name another file. (Syncs run in order, so the
+                # latest one done means all are.)
                 self._syncing.done.wait()
             if self.unsynced:
                 with contextlib.suppress(OSError):
@@ -268,11 +269,11 @@ class ThreadWriter:
 
 
 class PendingSync:
-    """One file's share of a group commit, run off the store thread.
+    """One file's share of a group commit, run off the store thread (the committer).
 
-    It syncs a duplicate of the writer's descriptor: the same open file, so it reports the
-    same write errors, and a close of the writer meanwhile cannot hand the descriptor's
-    number to another file.
+    It syncs the writer's own descriptor, which the writer does not close before the sync
+    is done. (Not a duplicate: a `dup` and a `close` per sync cost two more releases of
+    the GIL, and winning the GIL back is most of what a sync costs the committer.)
     """
 
     def __init__(self, writer: ThreadWriter, fd: int) -> None:
@@ -288,8 +289,6 @@ class PendingSync:
             self.error = _storage_error(exc, self.writer.thread_id)
             raise self.error from exc
         finally:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
             self.done.set()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from pathlib import Path
@@ -86,11 +85,9 @@ def test_ids_are_validated_before_any_path_is_built(value: object) -> None:
     assert bad.value.kind is ErrorKind.INVALID_ID
 
 
-def test_group_commit_close_waits_for_the_sync_so_the_thread_is_free_after(
-    tmp_path: Path,
-) -> None:
-    """A sync runs on a duplicate descriptor, which holds the file's lock too: closing the
-    writer must wait for it, or the same process could not reopen the thread at once."""
+def test_group_commit_close_waits_for_the_sync_on_its_descriptor(tmp_path: Path) -> None:
+    """The committer syncs the writer's descriptor: closing must wait for that sync, or
+    the committer could sync a closed descriptor, or a number that names another file."""
     store = make_store(tmp_path, Durability.GROUP)
     tid = str(uuid.uuid4())
     writer = store.create(tid, "s1", session_meta(tid))
@@ -100,8 +97,8 @@ def test_group_commit_close_waits_for_the_sync_so_the_thread_is_free_after(
     closer = threading.Thread(target=writer.close)
     closer.start()
     closer.join(timeout=0.5)
-    assert closer.is_alive(), "close returned while the sync still held the lock"
-    pending.run()
+    assert closer.is_alive(), "close returned while a sync of its descriptor was pending"
+    pending.run()  # not EBADF: the descriptor is still open
     closer.join()
     store.open_writer(tid).close()  # not ThreadBusy
     contents, _ = store.read(tid)
@@ -121,7 +118,7 @@ def test_group_commit_redoes_a_failed_sync_before_acknowledging_a_retry(
     sync = service.begin_commit()
     assert sync is not None
     [pending] = service._syncs
-    os.close(pending._fd)  # the disk "fails": fdatasync gets EBADF
+    pending._fd = 1 << 20  # the disk "fails": fdatasync on a closed descriptor, EBADF
     with pytest.raises(ProtocolError) as failed:
         sync()
     assert failed.value.kind is ErrorKind.STORAGE_ERROR
