@@ -44,7 +44,7 @@ class SessiondServer(JsonRPCServer):
         super().__init__(SessiondProtocol, default_converter)
         self.config = config
         self._service: ThreadService | None = None
-        # Group commit: a batch of records ends with one sync of every file it wrote.
+        # Group commit: the worker syncs every file owing a sync, one commit at a time.
         self.worker = StoreWorker(begin_commit=lambda: self.service.begin_commit())
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -130,10 +130,9 @@ class SessiondServer(JsonRPCServer):
         for listener in self.workspace_listeners:
             listener()
 
-    async def run_in_worker(self, work: Callable[..., T], *args: Any, durable: bool = False) -> T:
-        """`work(*args)` on the store thread. `durable`: answered only once a sync covers
-        what it wrote (group commit; in the other modes every append syncs by itself)."""
-        return await self.worker.submit(work, *args, durable=durable)
+    async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args)` on the store thread, after every job queued before it."""
+        return await self.worker.submit(work, *args)
 
     def schedule_index_flush(self) -> None:
         """After a burst of records, write the batched index rows once it pauses, so other

@@ -1,14 +1,15 @@
 """The store worker: all thread work on one thread, in arrival order, several jobs per hop.
 
-One thread means the store needs no locks and fsync never blocks the event loop. Jobs are
-queued on the loop and handed over in batches: everything that arrived while the worker
-was busy goes in its next hop. A hop per job (executor submit, two futures, a self-pipe
-write to wake the loop) cost as much CPU as appending a record, so under load batching
-is what keeps `thread/record` close to the disk's limit.
+One thread means the store's code needs no locks of its own and fsync never blocks the
+event loop. Jobs are queued on the loop and handed over in batches: everything that
+arrived while the worker was busy goes in its next hop. A hop per job (executor submit,
+two futures, a self-pipe write to wake the loop) cost as much CPU as appending a record,
+so under load batching is what keeps `thread/record` close to the disk's limit.
 
-It is also where group commit happens. `begin_commit` (on the store thread) takes every
-write not yet synced and returns the syncs they need, one fdatasync per file; those run on
-a second thread, the committer, while the store thread goes on appending. Batches with
+It is also where group commit happens. `begin_commit` takes every write not yet synced
+and returns the syncs they need, one fdatasync per file; those run on a second thread,
+the committer, while the store thread goes on appending. (The store thread holds one
+lock around each job, so the committer can begin a commit between two jobs.) Batches with
 durable jobs that finish while a commit runs wait, and the next commit covers them all:
 one sync per file for however many records arrived meanwhile. Batches are answered
 strictly in order, each once it is durable: no answer reports anything before what came
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
-import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-logger = logging.getLogger("sessiond.worker")
 
 
 @dataclass(slots=True)
@@ -186,7 +185,12 @@ class StoreWorker:
 
     def run_blocking(self, work: Callable[[], T]) -> T:
         """For shutdown, when the loop no longer runs: wait for `work` on the thread."""
-        return self._executor.submit(work).result()
+
+        def locked() -> T:
+            with self._store_lock:
+                return work()
+
+        return self._executor.submit(locked).result()
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)
