@@ -9,6 +9,7 @@ ledger can refuse a conflicting operation and a snapshot costs nothing to take.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 import uuid
@@ -313,24 +314,26 @@ class ThreadService:
     def close(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> None:
         """End the session: snapshot its state (a clean close), release the writer."""
         session = self._session(thread_id, session_id, owner)
-        end = {
-            "type": "lifecycle",
-            "id": _new_id(),
-            "event": "SessionEnd",
-            "status": "ended",
-            "reason": "close",
-            "targetSessionId": session_id,
-        }
         # The session's end, as its start has meta. Minted id: no need to load the id set.
-        self._append(session, [end], session_id, minted=True)
+        self._append(session, [_end_item(session_id, "close")], session_id, minted=True)
         del self._open[session.writer.thread_id]
         self._close_session(session)
 
-    def release_owner(self, owner: str) -> list[str]:
-        """Close every session a client holds (it disconnected); returns their thread ids."""
+    def release_owner(self, owner: str, end_reason: str | None = None) -> list[str]:
+        """Close every session a client holds (it disconnected); returns their thread ids.
+
+        With `end_reason` each session's end is recorded first, as a close's is; without
+        one (the client ended them already, e.g. by `shutdown`) they are only closed."""
         released = [tid for tid, session in self._open.items() if session.owner == owner]
         for thread_id in released:
-            self._close_session(self._open.pop(thread_id))
+            session = self._open.pop(thread_id)
+            if end_reason is not None:
+                # Unrecorded (disk full, say), the file shows a session that never ended
+                # cleanly, which is what the next resume reports: true enough to go on.
+                with contextlib.suppress(ProtocolError):
+                    end = _end_item(session.session_id, end_reason)
+                    self._append(session, [end], session.session_id, minted=True)
+            self._close_session(session)  # the client is gone: its lease ends regardless
         return released
 
     def close_all(self) -> None:
@@ -681,3 +684,15 @@ class ThreadService:
                 )
             return at_seq
         return last
+
+
+def _end_item(session_id: str, reason: str) -> dict[str, Any]:
+    """The record of a session's end (close, disconnect), written before its lock goes."""
+    return {
+        "type": "lifecycle",
+        "id": _new_id(),
+        "event": "SessionEnd",
+        "status": "ended",
+        "reason": reason,
+        "targetSessionId": session_id,
+    }

@@ -101,7 +101,7 @@ class SessiondServer(JsonRPCServer):
         return connection
 
     async def disconnect(self, connection: SessiondProtocol) -> None:
-        """A client went away: wait for its requests, then release its leases."""
+        """A client went away: wait for its requests, then end its sessions."""
         if connection not in self.connections:
             return
         self.connections.remove(connection)
@@ -114,7 +114,16 @@ class SessiondServer(JsonRPCServer):
         if pending:
             await asyncio.wait(pending)
         if self._service is not None:
-            await self.run_in_worker(lambda: self.service.release_owner(connection.owner))
+            # Gone without `shutdown` (closed socket, end of input): its sessions end here,
+            # recorded and with their SessionEnd hooks, as a close would end them.
+            reason = None if connection.shutdown_requested else "disconnect"
+            released = await self.run_in_worker(
+                lambda: self.service.release_owner(connection.owner, reason)
+            )
+            if reason is not None and released and self._hooks is not None:
+                from server.handlers import Context
+
+                self._hooks.connection_lost(Context(connection, self), released)
         self.workspace_changed()
 
     async def name_holder(self, thread_id: str, connection: SessiondProtocol) -> None:

@@ -159,8 +159,18 @@ class LifecycleHooks:
         event = _Event("SessionStart", thread_id, session, source, _trusted(ctx, cwd), extra)
         self._schedule(thread_id, lambda: self._run_event(event))
 
-    def session_ended(self, ctx: Context, *, thread_id: str, session_id: str, reason: str) -> None:
-        """Record the end of a session (close, clear, shutdown) and run its SessionEnd hooks."""
+    def session_ended(
+        self,
+        ctx: Context,
+        *,
+        thread_id: str,
+        session_id: str,
+        reason: str,
+        after_answer: bool = True,
+    ) -> None:
+        """Record the end of a session (close, clear, shutdown, disconnect) and run its
+        SessionEnd hooks. `after_answer`: the current task is a request's, whose answer
+        goes out first (a disconnect has no request to wait for)."""
         session = self._sessions.get(thread_id)
         if session is None or session.session_id != session_id:
             # Opened before this server knew it (cannot happen today): end it all the same.
@@ -175,7 +185,21 @@ class LifecycleHooks:
             _trusted(ctx, session.cwd),
             {"reason": reason},
         )
-        self._schedule(thread_id, lambda: self._run_event(event))
+        self._schedule(thread_id, lambda: self._run_event(event), after_answer)
+
+    def connection_lost(self, ctx: Context, thread_ids: list[str]) -> None:
+        """A client went away without `shutdown`: its sessions (closed and recorded as
+        ended by the store already) get their SessionEnd hooks, reason `disconnect`."""
+        for thread_id in thread_ids:
+            session = self._sessions.get(thread_id)
+            if session is not None and session.owner == ctx.connection.owner:
+                self.session_ended(
+                    ctx,
+                    thread_id=thread_id,
+                    session_id=session.session_id,
+                    reason="disconnect",
+                    after_answer=False,
+                )
 
     async def connection_shutdown(self, ctx: Context) -> None:
         """`shutdown`: end every session the connection still holds (reason `shutdown`)."""
@@ -213,13 +237,15 @@ class LifecycleHooks:
 
     # --- running -----------------------------------------------------------------------
 
-    def _schedule(self, thread_id: str, work: Callable[[], Awaitable[None]]) -> None:
-        request = asyncio.current_task()
+    def _schedule(
+        self, thread_id: str, work: Callable[[], Awaitable[None]], after_answer: bool = True
+    ) -> None:
+        request = asyncio.current_task() if after_answer else None
         previous = self._last_of_thread.get(thread_id)
 
         async def run() -> None:
-            # pygls sends the answer from a done-callback registered before ours: waiting
-            # for the request's task means the answer is already written when hooks start.
+            # The connection sends the answer from a done-callback registered before ours:
+            # waiting for the request's task means the answer is written when hooks start.
             if request is not None and not request.done():
                 await asyncio.wait({request})
             if previous is not None and not previous.done():
@@ -243,8 +269,9 @@ class LifecycleHooks:
         task.add_done_callback(forget)
 
     async def _run_event(self, event: _Event) -> None:
-        if event.name == "SessionEnd" and event.match_on != "close":
-            # A close records its own end (restore/threads.py) before releasing the lock.
+        if event.name == "SessionEnd" and event.match_on not in ("close", "disconnect"):
+            # A close or a disconnect records its own end (restore/threads.py) before the
+            # lock is released.
             await self._append(
                 event.thread_id,
                 [

@@ -127,6 +127,11 @@ async def serve_stdio(
                 ],
                 timeout=DRAIN_SECONDS,
             )
+    if not stop.is_set() and not connection.shutdown_requested:
+        # The client left without `shutdown` (end of input, `exit` alone): its sessions end
+        # here as a WebSocket client's do, recorded and with their SessionEnd hooks. (After
+        # `shutdown` they stay open until the exit, so its SessionEnd hooks are recorded.)
+        await server.disconnect(connection)
     await server.stop_hooks()  # no hook process outlives the server
     flush()
     if connection.exit_requested and not connection.shutdown_requested:

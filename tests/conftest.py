@@ -71,8 +71,10 @@ def ws_server(home: Path) -> Iterator[Callable[..., WsServerProcess]]:
     """Start `sessiond serve --ws 0` servers on the test's data dir; killed at the end."""
     started: list[WsServerProcess] = []
 
-    def start(*args: str, durability: str = "none") -> WsServerProcess:
-        server = WsServerProcess(home, *args, durability=durability)
+    def start(
+        *args: str, durability: str = "none", env: dict[str, str] | None = None
+    ) -> WsServerProcess:
+        server = WsServerProcess(home, *args, durability=durability, env=env)
         started.append(server)
         return server
 

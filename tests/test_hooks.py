@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.rpc_client import HANG_GUARD, ServerProcess
+from tests.ws_client import WsClient, WsServerProcess
 
 Spawn = Callable[..., ServerProcess]
 HOOK = Path(__file__).with_name("hook_program.py")
@@ -424,3 +425,73 @@ def test_hook_processes_do_not_outlive_the_server(
         server.proc.stdin.close()
         assert server.proc.wait(timeout=HANG_GUARD) == 0
     wait_dead(pid)
+
+
+def _ended_records(home: Path, thread_id: str) -> list[tuple[str, str]]:
+    lines = [json.loads(line) for line in thread_file(home, thread_id).read_text().splitlines()]
+    return [
+        (line["reason"], line["targetSessionId"])
+        for line in lines
+        if line["type"] == "lifecycle" and line["status"] == "ended"
+    ]
+
+
+def test_a_client_gone_without_shutdown_ends_its_sessions_with_their_hooks(
+    spawn: Spawn, hooks: Hooks, home: Path, tmp_path: Path
+) -> None:
+    """A killed editor (end of input, no `shutdown`): its session's end is recorded, its
+    SessionEnd hooks run (reason `disconnect`), and the thread is free for the next one."""
+    hooks.write({"SessionEnd": [{"hooks": [hooks.hook("on-end", "ok")]}]})
+    server = spawn(env=hooks.env)
+    server.initialize([str(tmp_path)])
+    started = server.request("thread/start", {"cwd": str(tmp_path)})
+    tid, sid = started["thread"]["threadId"], started["sessionId"]
+    assert server.proc.stdin is not None
+    server.proc.stdin.close()
+    assert server.proc.wait(timeout=HANG_GUARD) == 0
+    payload = wait_for_run(hooks, "ok")["payload"]
+    assert (payload["hookEventName"], payload["reason"], payload["sessionId"]) == (
+        "SessionEnd",
+        "disconnect",
+        sid,
+    )
+    assert _ended_records(home, tid) == [("disconnect", sid)]
+    again = spawn()
+    again.initialize()
+    assert again.request("thread/resume", {"threadId": tid})["session"]["sessionId"] != sid
+
+
+async def test_a_websocket_client_gone_without_shutdown_ends_its_sessions_with_their_hooks(
+    ws_server: Callable[..., WsServerProcess], hooks: Hooks, home: Path, tmp_path: Path
+) -> None:
+    """The server keeps serving others: the gone client's session is recorded as ended,
+    its SessionEnd hooks run and are announced to the clients still connected, and the
+    thread can be resumed by another client at once."""
+    hooks.write({"SessionEnd": [{"hooks": [hooks.hook("on-end", "ok")]}]})
+    server = ws_server(env=hooks.env)
+    alpha = await WsClient.open(server.record, name="alpha", folders=[str(tmp_path)])
+    beta = await WsClient.open(server.record, name="beta")
+    started = await alpha.request("thread/start", {"cwd": str(tmp_path)})
+    tid, sid = started["thread"]["threadId"], started["sessionId"]
+    await alpha.close()  # gone without `shutdown`
+
+    def finished() -> list[dict[str, Any]]:
+        return [
+            n["params"]
+            for n in beta.notifications
+            if n["method"] == "lifecycle/hook" and n["params"]["status"] in FINAL
+        ]
+
+    await beta.wait_for(lambda: finished())
+    [announced] = finished()
+    assert (announced["event"], announced["reason"], announced["sessionId"]) == (
+        "SessionEnd",
+        "disconnect",
+        sid,
+    )
+    payload = wait_for_run(hooks, "ok")["payload"]
+    assert (payload["reason"], payload["sessionId"]) == ("disconnect", sid)
+    resumed = await beta.request("thread/resume", {"threadId": tid})
+    assert resumed["session"]["sessionId"] != sid
+    assert _ended_records(home, tid) == [("disconnect", sid)]
+    await beta.close()

@@ -22,8 +22,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from tests.rpc_client import HANG_GUARD, REPO, RpcError
 
 
-def server_env(durability: str = "none") -> dict[str, str]:
-    env = {**os.environ, "SESSIOND_DURABILITY": durability}
+def server_env(durability: str = "none", extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, "SESSIOND_DURABILITY": durability, **(extra or {})}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
@@ -46,7 +46,9 @@ def wait_for_record(home: Path, pid: int) -> dict[str, Any]:
 class WsServerProcess:
     """`sessiond serve --ws 0` (WebSocket only) as a subprocess."""
 
-    def __init__(self, home: Path, *args: str, durability: str = "none") -> None:
+    def __init__(
+        self, home: Path, *args: str, durability: str = "none", env: dict[str, str] | None = None
+    ) -> None:
         self.home = home
         self.stderr_path = home.parent / f"ws-stderr-{id(self)}.log"
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in close()
@@ -56,7 +58,7 @@ class WsServerProcess:
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
             cwd=REPO,
-            env=server_env(durability),
+            env=server_env(durability, env),
         )
         self.record = wait_for_record(home, self.proc.pid)
 
