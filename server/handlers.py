@@ -87,7 +87,7 @@ class Context:
         return report
 
 
-Handler = Callable[[Context, Any], Awaitable[Any]]
+Handler = Callable[[Context, Any], Any]  # a result, or an awaitable of one
 HANDLERS: dict[str, Handler] = {}
 
 
@@ -146,8 +146,11 @@ def _folders(raw: Any) -> list[dict[str, Any]]:
 
 
 @handles("initialize")
-async def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """Answered from memory: no file, index, git or hook config is touched here."""
+def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """Answered from memory: no file, index, git or hook config is touched here.
+
+    Plain, not a coroutine: it takes effect before the next message is read, so a client
+    (a script piping requests) may send its first requests right behind it."""
     if ctx.connection.initialized:
         raise ProtocolError(ErrorKind.INVALID_REQUEST, "initialize was already called")
     ctx.connection.workspace_folders = _folders(params.get("workspaceFolders") or [])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,21 @@ def test_requests_before_initialize_get_32002(spawn: Spawn, framing: str) -> Non
     assert result["capabilities"]["subsystems"][0] == "worktree"
     assert result["capabilities"]["subsystems"][-1] == "verifier"
     assert server.request("thread/list", {}) == {"threads": [], "nextCursor": None}
+
+
+def test_requests_piped_right_behind_initialize_are_served(spawn: Spawn, tmp_path: Path) -> None:
+    """A script writes initialize and its first requests at once, without waiting for the
+    answer: initialize takes effect before the next message is read."""
+    server = spawn(framing="lines")
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "thread/start", "params": {"cwd": str(tmp_path)}},
+        {"jsonrpc": "2.0", "id": 3, "method": "thread/list", "params": {}},
+    ]
+    server.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    assert "result" in server.response(1)
+    started = server.response(2)["result"]["thread"]["threadId"]
+    assert [t["threadId"] for t in server.response(3)["result"]["threads"]] == [started]
 
 
 @pytest.mark.parametrize("framing", FRAMINGS)
