@@ -44,8 +44,7 @@ class SessiondServer(JsonRPCServer):
         super().__init__(SessiondProtocol, default_converter)
         self.config = config
         self._service: ThreadService | None = None
-        # Group commit: the worker syncs every file owing a sync, one commit at a time.
-        self.worker = StoreWorker(begin_commit=lambda: self.service.begin_commit())
+        self.worker = StoreWorker(begin_commit=self._begin_commit)
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
@@ -82,6 +81,11 @@ class SessiondServer(JsonRPCServer):
             home.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._service = ThreadService(Layout(home), Durability(self.config.durability))
         return self._service
+
+    def _begin_commit(self) -> Callable[[], None] | None:
+        """Group commit's first step (server/worker.py). Never creates the service: the
+        committer may ask once more while `close` has already taken it away."""
+        return self._service.begin_commit() if self._service is not None else None
 
     def connect(self, send_bytes: Callable[[bytes], None]) -> SessiondProtocol:
         """A protocol for a new connection, with every handler registered on it."""

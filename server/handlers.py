@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -118,7 +118,7 @@ def register(connection: SessiondProtocol, server: SessiondServer) -> None:
     )
 
 
-def _bind(method: str, handler: Handler, ctx: Context) -> Callable[[Any], Awaitable[Any]]:
+def _bind(method: str, handler: Handler, ctx: Context) -> Callable[[Any], Any]:
     """The handler with its params validated; invalid params raise before any work."""
     if method in ("initialize", "shutdown"):
         return lambda params: handler(ctx, params)
