@@ -149,6 +149,8 @@ class SessionMetaItem(ItemBase):
     reason: str = "user"
     resumedFrom: str | None = None
     forkedFrom: dict[str, Any] | None = None
+    origin: dict[str, Any] | None = None
+    """Set on the first session of a thread that mirrors another agent's session."""
     cwd: str
     workspaceFolder: str | None = None
     repoRoot: str | None = None

@@ -77,6 +77,17 @@ class DidChangeWorkspaceFoldersParams(Params):
 # --- threads ---------------------------------------------------------------------------
 
 
+class ThreadOrigin(BaseModel):
+    """A thread that mirrors a session kept elsewhere (an import, or the ACP front door)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    agent: Literal["claude-code", "codex", "acp"]
+    sessionId: str
+    path: str | None = None
+    agentCommand: list[str] | None = None
+
+
 class ThreadInfo(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -94,6 +105,8 @@ class ThreadInfo(BaseModel):
     forkedFrom: dict[str, Any] | None = None
     costUsd: float = 0.0
     """Money spent on the thread so far, across all its sessions."""
+    origin: ThreadOrigin | None = None
+    """Where the thread came from: null when recorded over this protocol."""
 
 
 class ThreadIdParams(Params):

@@ -49,10 +49,12 @@ _FIELDS = (
     "archived",
     "forkedFrom",
     "costUsd",
+    "origin",
     "lastSeq",
     "latestSessionId",
 )
 _COLUMNS = (*_FIELDS, "path", "size", "mtimeNs")
+_JSON_FIELDS = ("forkedFrom", "origin")  # stored as JSON text
 
 _SCHEMA = """
 CREATE TABLE threads (
@@ -69,6 +71,7 @@ CREATE TABLE threads (
     archived INTEGER NOT NULL,
     forkedFrom TEXT,
     costUsd REAL NOT NULL,
+    origin TEXT,
     lastSeq INTEGER NOT NULL,
     latestSessionId TEXT,
     path TEXT NOT NULL,
@@ -125,7 +128,7 @@ def _row_values(summary: ThreadSummary, path: Path, stat: os.stat_result) -> tup
             value = value or ""
         elif name == "archived":
             value = int(value)
-        elif name == "forkedFrom" and value is not None:
+        elif name in _JSON_FIELDS and value is not None:
             value = orjson.dumps(value).decode()
         values.append(value)
     return (*values, str(path), stat.st_size, stat.st_mtime_ns)
@@ -135,8 +138,9 @@ def _summary_of(row: tuple[Any, ...]) -> ThreadSummary:
     fields = dict(zip(_FIELDS, row, strict=False))
     fields["updatedAt"] = fields["updatedAt"] or None
     fields["archived"] = bool(fields["archived"])
-    if fields["forkedFrom"] is not None:
-        fields["forkedFrom"] = orjson.loads(fields["forkedFrom"])
+    for name in _JSON_FIELDS:
+        if fields[name] is not None:
+            fields[name] = orjson.loads(fields[name])
     return ThreadSummary(**fields)
 
 
@@ -151,7 +155,7 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 2  # 2: costUsd
+    SCHEMA_VERSION = 3  # 2: costUsd, 3: origin
 
     def __init__(self, layout: Layout, read_summary: SummaryReader) -> None:
         self._layout = layout

@@ -69,6 +69,7 @@ class ThreadSummary:
     archived: bool = False
     forkedFrom: dict[str, Any] | None = None
     costUsd: float = 0.0
+    origin: dict[str, Any] | None = None
     lastSeq: int = 0
     latestSessionId: str | None = None
 
@@ -91,6 +92,8 @@ class ThreadSummary:
                 setattr(self, key, item.get(key))
             if self.forkedFrom is None and isinstance(item.get("forkedFrom"), dict):
                 self.forkedFrom = item["forkedFrom"]
+            if self.origin is None and isinstance(item.get("origin"), dict):
+                self.origin = item["origin"]
             if self.title is None and isinstance(item.get("title"), str):
                 self.title = item["title"]
         elif kind == "thread_title":

@@ -141,8 +141,11 @@ class ThreadService:
         permissions: dict[str, Any] | None = None,
         client: dict[str, Any] | None = None,
         owner: str = LOCAL_OWNER,
+        origin: dict[str, Any] | None = None,
     ) -> StartedThread:
-        """A new thread, durable at once: its file holds the first `session_meta`."""
+        """A new thread, durable at once: its file holds the first `session_meta`.
+
+        `origin` marks a thread that mirrors another agent's session (ACP, an import)."""
         meta = self._session_meta(
             source="startup",
             reason="user",
@@ -152,6 +155,7 @@ class ThreadService:
             model=model,
             permissions=permissions,
             client=client,
+            origin=origin,
         )
         return self._create(meta, owner)
 
@@ -602,6 +606,7 @@ class ThreadService:
         resumed_from: str | None = None,
         forked_from: dict[str, Any] | None = None,
         thread_id: str | None = None,
+        origin: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         return _without_none(
             {
@@ -612,6 +617,7 @@ class ThreadService:
                 "reason": reason,
                 "resumedFrom": resumed_from,
                 "forkedFrom": forked_from,
+                "origin": origin,
                 **{key: environment.get(key) for key in ENVIRONMENT_FIELDS},
                 "repoError": environment.get("repoError"),  # why repo fields may be missing
                 "workspaceFolder": workspace_folder,

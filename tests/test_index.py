@@ -279,6 +279,7 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
         archived=True,
         forkedFrom={"threadId": str(uuid.uuid4()), "seq": 7},
         costUsd=1.25,
+        origin={"agent": "codex", "sessionId": "s-1", "path": "/r/rollout.jsonl"},
         lastSeq=9,
         latestSessionId=str(uuid.uuid4()),
     )

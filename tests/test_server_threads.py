@@ -331,3 +331,28 @@ def test_another_process_lists_what_a_writer_recorded(spawn: Spawn, tmp_path: Pa
     while [t["itemCount"] for t in list_all(reader)] != [3]:
         assert time.monotonic() < deadline, "the other process never saw the new items"
         time.sleep(0.1)
+
+
+def test_a_thread_mirroring_another_agent_lists_with_its_origin(
+    spawn: Spawn, tmp_path: Path, home: Path
+) -> None:
+    """Threads made by the ACP front door or an import say where they came from; threads
+    recorded over this protocol say null. The origin survives a lost index."""
+    from restore.paths import Layout
+    from restore.threads import ThreadService
+
+    first = spawn()
+    first.initialize()
+    own, _ = start(first, tmp_path)
+    first.close()
+    origin = {"agent": "codex", "sessionId": "rollout-1", "path": "/x/rollout-1.jsonl"}
+    service = ThreadService(Layout(home))
+    try:
+        mirrored = service.start(cwd=str(tmp_path), workspace_folder=None, origin=origin)
+    finally:
+        service.close_all()
+    (home / "index.sqlite3").unlink()
+    server = spawn()
+    server.initialize()
+    listed = {t["threadId"]: t["origin"] for t in list_all(server)}
+    assert listed == {own: None, mirrored.summary.threadId: origin}

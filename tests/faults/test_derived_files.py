@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from restore.index import ThreadIndex
 from tests.faults.helpers import Spawn, list_all, record, start, subsystem
 
 
@@ -77,7 +78,7 @@ def test_index_from_an_older_schema_is_rebuilt_and_lists_the_same_threads(
     again.shutdown()
     rebuilt = sqlite3.connect(index)
     try:
-        assert rebuilt.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert rebuilt.execute("PRAGMA user_version").fetchone()[0] == ThreadIndex.SCHEMA_VERSION
     finally:
         rebuilt.close()
     assert not list(home.glob("index.sqlite3.corrupt-*"))  # old is not corrupt: nothing aside

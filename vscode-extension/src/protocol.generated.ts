@@ -382,6 +382,17 @@ export interface ThreadInfo {
     [k: string]: unknown;
   } | null;
   costUsd?: number;
+  origin?: ThreadOrigin | null;
+  [k: string]: unknown;
+}
+/**
+ * A thread that mirrors a session kept elsewhere (an import, or the ACP front door).
+ */
+export interface ThreadOrigin {
+  agent: "claude-code" | "codex" | "acp";
+  sessionId: string;
+  path?: string | null;
+  agentCommand?: string[] | null;
   [k: string]: unknown;
 }
 export interface SessionRef {
@@ -424,6 +435,9 @@ export interface SessionMetaItem {
   reason?: string;
   resumedFrom?: string | null;
   forkedFrom?: {
+    [k: string]: unknown;
+  } | null;
+  origin?: {
     [k: string]: unknown;
   } | null;
   cwd: string;
