@@ -35,39 +35,52 @@ class Snapshot:
 
 def load(layout: Layout, thread_id: str) -> tuple[Snapshot | None, str | None]:
     """The thread's snapshot, or None and why not ("missing", "corrupt: ...")."""
-    path = layout.snapshot_path(thread_id)
     try:
-        data = orjson.loads(path.read_bytes())
+        data = layout.snapshot_path(thread_id).read_bytes()
     except FileNotFoundError:
         return None, "missing"
-    except (OSError, orjson.JSONDecodeError) as exc:
+    except OSError as exc:
+        return None, f"corrupt: {type(exc).__name__}"
+    return decode(thread_id, data)
+
+
+def decode(thread_id: str, data: bytes) -> tuple[Snapshot | None, str | None]:
+    """A snapshot from its stored bytes (a file, or a row of the PostgreSQL store)."""
+    try:
+        body = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
         return None, f"corrupt: {type(exc).__name__}"
     try:
-        if data["v"] != SNAPSHOT_VERSION or data["threadId"] != thread_id:
+        if body["v"] != SNAPSHOT_VERSION or body["threadId"] != thread_id:
             return None, "corrupt: other version or thread"
         snapshot = Snapshot(
-            checkpoint=Checkpoint(**data["checkpoint"]),
-            state=ThreadState.from_json(data["state"]),
-            skipped=list(data["skipped"]),
-            bom=bool(data["bom"]),
-            closed_session_id=data.get("closedSessionId"),
+            checkpoint=Checkpoint(**body["checkpoint"]),
+            state=ThreadState.from_json(body["state"]),
+            skipped=list(body["skipped"]),
+            bom=bool(body["bom"]),
+            closed_session_id=body.get("closedSessionId"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"corrupt: {type(exc).__name__}: {exc}"
     return snapshot, None
 
 
+def encode(thread_id: str, snapshot: Snapshot) -> bytes:
+    return orjson.dumps(
+        {
+            "v": SNAPSHOT_VERSION,
+            "threadId": thread_id,
+            "checkpoint": asdict(snapshot.checkpoint),
+            "state": snapshot.state.to_json(),
+            "skipped": snapshot.skipped,
+            "bom": snapshot.bom,
+            "closedSessionId": snapshot.closed_session_id,
+        }
+    )
+
+
 def save(layout: Layout, thread_id: str, snapshot: Snapshot) -> None:
-    body = {
-        "v": SNAPSHOT_VERSION,
-        "threadId": thread_id,
-        "checkpoint": asdict(snapshot.checkpoint),
-        "state": snapshot.state.to_json(),
-        "skipped": snapshot.skipped,
-        "bom": snapshot.bom,
-        "closedSessionId": snapshot.closed_session_id,
-    }
-    write_atomically(layout.snapshot_path(thread_id), orjson.dumps(body))
+    write_atomically(layout.snapshot_path(thread_id), encode(thread_id, snapshot))
 
 
 def discard(layout: Layout, thread_id: str) -> None:

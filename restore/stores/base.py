@@ -1,0 +1,101 @@
+"""The store interface: what `ThreadService` needs from wherever threads are kept.
+
+Two backends implement it: the embedded store (JSONL files + SQLite index under
+`$SESSIOND_HOME`, restore/store.py and restore/index.py) and PostgreSQL
+(restore/stores/postgres.py). Both promise the same things, each by its own means:
+append with a per-thread `seq`, idempotent item ids, one writer per thread (across
+processes and, for PostgreSQL, machines), acknowledgement only once durable (group commit
+included), pages both ways, listing with filters before paging, snapshots, archive and
+delete, content-addressed blobs. One test suite runs against each (tests/test_stores.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from restore.jsonl import FORMAT_VERSION, ThreadFile, now_ts
+from restore.summary import ThreadSummary
+
+ProgressCallback = Callable[[int, int], None]
+Announce = Callable[[str, str, ThreadSummary | None], None]
+"""(event, threadId, row) for a change another process made: started, updated, deleted."""
+
+
+@dataclass(frozen=True)
+class Stamped:
+    """Items stamped for appending: the new lines, every item's seq, how many repeated."""
+
+    stored: list[dict[str, Any]]
+    seqs: list[int]
+    new_ids: dict[str, int]
+    duplicates: int
+    last_seq: int
+
+
+def stamp(
+    items: Iterable[dict[str, Any]],
+    session_id: str,
+    last_seq: int,
+    known_ids: dict[str, int],
+) -> Stamped:
+    """The store envelope (`v, seq, ts, type, sessionId, id`, in that order) on every item
+    whose id is new; a repeated id (also within `items`) keeps its original seq."""
+    seqs: list[int] = []
+    stored: list[dict[str, Any]] = []
+    new_ids: dict[str, int] = {}
+    duplicates = 0
+    ts = now_ts()
+    for item in items:
+        item_id = str(item["id"])
+        known = known_ids.get(item_id) or new_ids.get(item_id)
+        if known is not None:
+            duplicates += 1
+            seqs.append(known)
+            continue
+        last_seq += 1
+        line = {
+            "v": FORMAT_VERSION,
+            "seq": last_seq,
+            "ts": ts,
+            "type": item["type"],
+            "sessionId": session_id,
+            "id": item_id,
+        }
+        line.update((k, v) for k, v in item.items() if k not in line)
+        new_ids[item_id] = last_seq
+        seqs.append(last_seq)
+        stored.append(line)
+    return Stamped(stored, seqs, new_ids, duplicates, last_seq)
+
+
+class Writer(Protocol):
+    """The exclusive handle on one thread: every append of a session goes through it."""
+
+    thread_id: str
+    summary: ThreadSummary
+    last_seq: int
+    loaded: ThreadFile | None
+    """What opening it read (after `base`, if any), for the opener; then dropped."""
+    base: Any
+    """The snapshot checkpoint the open started from; None when it read everything."""
+    base_rejected: str | None
+
+    @property
+    def closed(self) -> bool: ...
+
+    def append(
+        self,
+        items: Iterable[dict[str, Any]],
+        session_id: str,
+        *,
+        minted: bool = False,
+        defer_sync: bool = False,
+    ) -> Any: ...
+
+    def seq_of(self, item_id: str) -> int | None: ...
+
+    def checkpoint(self) -> Any: ...
+
+    def close(self) -> None: ...
