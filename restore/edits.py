@@ -80,8 +80,8 @@ def apply_edit(
             return {"outcome": outcome, "beforeSha": current_sha, "afterSha": after_sha}
         before_sha = current_sha
         if current_sha is not None:
-            blobs.put(service.layout, target.read_bytes())
-        blobs.put(service.layout, after)
+            service.store.put_blob(target.read_bytes())
+        service.store.put_blob(after)
         digest = hashlib.sha256(f"{target}\0{after_sha}".encode()).hexdigest()
         service.append(session, [{
             "type": "operation", "id": str(uuid.uuid4()), "operationId": operation_id,
@@ -151,7 +151,7 @@ def rewind(
             if plan["target"] is None:
                 target.unlink(missing_ok=True)
             else:
-                data = blobs.get(service.layout, plan["target"])
+                data = service.store.get_blob(plan["target"])
                 if data is None:
                     raise ProtocolError(
                         ErrorKind.STORAGE_ERROR,

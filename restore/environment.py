@@ -49,11 +49,7 @@ def probe(cwd: str) -> dict[str, Any]:
         status = repo.git.status("--porcelain", "--untracked-files=normal")  # fails first
         with contextlib.suppress(ValueError):  # a repo with no commits yet has no HEAD
             found["headSha"] = head.commit.hexsha
-        roots = repo.git.rev_list("--max-parents=0", "HEAD").split() if found["headSha"] else []
-        origin = None
-        if "origin" in [remote.name for remote in repo.remotes]:
-            origin = next(iter(repo.remote("origin").urls), None)
-        found["repoId"] = f"{roots[-1] if roots else 'empty'}:{origin or ''}"
+        found["repoId"] = _repo_id(repo, found["headSha"] is not None)
         found["dirty"] = [line[3:] for line in status.splitlines() if len(line) > 3][:200]
     except git.GitCommandError as exc:
         # git refused to work here (e.g. "dubious ownership" of a repo owned by another
@@ -63,6 +59,39 @@ def probe(cwd: str) -> dict[str, Any]:
     finally:
         repo.close()
     return found
+
+
+def _repo_id(repo: Any, has_commits: bool) -> str:
+    """Root commit and origin URL: the same on every clone, whatever its path."""
+    roots = repo.git.rev_list("--max-parents=0", "HEAD").split() if has_commits else []
+    origin = None
+    if "origin" in [remote.name for remote in repo.remotes]:
+        origin = next(iter(repo.remote("origin").urls), None)
+    return f"{roots[-1] if roots else 'empty'}:{origin or ''}"
+
+
+def repo_identity(path: str) -> tuple[str, str] | None:
+    """(repoId, repo root) of the repository containing `path`, without the status scan
+    a full probe runs; None outside a repository or when git refuses it."""
+    if not os.path.isdir(path):
+        return None
+    import git
+
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    try:
+        try:
+            has_commits = repo.head.is_valid()
+        except ValueError:
+            has_commits = False
+        root = repo.working_tree_dir
+        return (_repo_id(repo, has_commits), str(root)) if root else None
+    except git.GitCommandError:
+        return None
+    finally:
+        repo.close()
 
 
 def detect_drift(recorded: dict[str, Any], current: dict[str, Any]) -> list[dict[str, Any]]:

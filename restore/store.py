@@ -152,6 +152,10 @@ class ThreadWriter:
     def closed(self) -> bool:
         return self._fd < 0
 
+    def revalidate(self) -> bool:
+        """Nothing to reload: the file lock lives as long as the descriptor."""
+        return False
+
     def append(
         self,
         items: Iterable[dict[str, Any]],

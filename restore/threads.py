@@ -21,10 +21,10 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore import snapshots
 from restore.engine import judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
-from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
 from restore.paths import Layout, validate_thread_id
-from restore.store import AppendResult, Durability, PendingSync, ThreadStore, ThreadWriter
+from restore.store import AppendResult, Durability, PendingSync
+from restore.stores import Store, Writer, open_store
 from restore.subsystems import ThreadState
 from restore.subsystems import messages as messages_subsystem
 from restore.subsystems import operations as ledger
@@ -44,7 +44,7 @@ class OpenSession:
     """A writable session: its id, the writer, the client holding the lease, live state."""
 
     session_id: str
-    writer: ThreadWriter
+    writer: Writer
     owner: str
     state: ThreadState
     skipped: list[dict[str, Any]] = field(default_factory=list)
@@ -89,7 +89,7 @@ class _Loaded:
 
     @classmethod
     def read(
-        cls, writer: ThreadWriter, snapshot: snapshots.Snapshot | None, problem: str | None
+        cls, writer: Writer, snapshot: snapshots.Snapshot | None, problem: str | None
     ) -> _Loaded:
         tail = writer.loaded or ThreadFile()
         writer.loaded = None  # the writer does not keep the items alive
@@ -116,17 +116,26 @@ class _Loaded:
 
 
 class ThreadService:
-    """Everything a thread request does to the files, snapshots and the index."""
+    """Everything a thread request does to the store: its records, snapshots, listing.
 
-    def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
+    The store is the embedded one (files under `layout`) unless `store` names another
+    backend (restore/stores/: PostgreSQL); both keep the same promises."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        durability: Durability = Durability.FSYNC,
+        *,
+        store: Store | None = None,
+    ) -> None:
         self.layout = layout
-        self.store = ThreadStore(layout, durability)
-        self.index = ThreadIndex(layout, self.store.read_summary)
+        self.store: Store = store if store is not None else open_store(None, layout, durability)
+        self.index = self.store.index
         self._open: dict[str, OpenSession] = {}  # by thread id
         # Group commit: writers with appends not yet synced (`begin_commit` takes them).
-        self._unsynced: dict[str, ThreadWriter] = {}
+        self._unsynced: dict[str, Writer] = {}
         self._syncs: list[PendingSync] = []  # begun by `begin_commit`, kept until checked
-        self._index_dirty: dict[str, ThreadWriter] = {}
+        self._index_dirty: dict[str, Writer] = {}
         self._index_flushed = 0.0
 
     # --- sessions ----------------------------------------------------------------------
@@ -177,7 +186,7 @@ class ThreadService:
         """
         thread_id = validate_thread_id(thread_id)
         self._release(thread_id, owner)  # a resume supersedes the same client's session
-        snapshot, snapshot_problem = snapshots.load(self.layout, thread_id)
+        snapshot, snapshot_problem = self.store.load_snapshot(thread_id)
         writer = self.store.open_writer(thread_id, snapshot.checkpoint if snapshot else None)
         opened = False
         try:
@@ -346,7 +355,7 @@ class ThreadService:
             self._close_session(session)
         self._open.clear()
         self.flush_index()
-        self.index.close()
+        self.store.close()
 
     # --- writing -----------------------------------------------------------------------
 
@@ -415,8 +424,9 @@ class ThreadService:
 
         A file whose previous sync failed is synced again, so a retried record (now a
         duplicate, which writes nothing) is not acknowledged on the strength of a sync
-        that failed.
+        that failed. A store with transactions (PostgreSQL) commits here instead.
         """
+        self.store.begin_commit()
         writers, self._unsynced = self._unsynced, {}
         in_flight = []
         for pending in self._syncs:
@@ -489,21 +499,12 @@ class ThreadService:
     def archive(self, thread_id: str, archived: bool, owner: str = LOCAL_OWNER) -> ThreadSummary:
         thread_id = validate_thread_id(thread_id)
         self._release(thread_id, owner)
-        path = self.store.move(thread_id, to_archived=archived)
-        summary = self.store.read_summary(path, archived)
-        if summary is None:
-            raise ProtocolError(
-                ErrorKind.THREAD_NOT_FOUND, "thread vanished while moving", threadId=thread_id
-            )
-        self.index.upsert(summary, path)
-        return summary
+        return self.store.set_archived(thread_id, archived)
 
     def delete(self, thread_id: str, owner: str = LOCAL_OWNER) -> None:
         thread_id = validate_thread_id(thread_id)
         self._release(thread_id, owner)
-        self.store.delete(thread_id)
-        snapshots.discard(self.layout, thread_id)
-        self.index.remove(thread_id)
+        self.store.delete(thread_id)  # with its snapshot and listing row
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -571,7 +572,7 @@ class ThreadService:
             bom=session.bom,
             closed_session_id=session.session_id if closed else None,
         )
-        snapshots.save(self.layout, session.writer.thread_id, snapshot)
+        self.store.save_snapshot(session.writer.thread_id, snapshot)
         session.snapshot_seq = session.state.seq
 
     def _close_session(self, session: OpenSession) -> None:
@@ -642,7 +643,24 @@ class ThreadService:
                 threadId=thread_id,
                 sessionId=session_id,
             )
+        self._revalidate(session)
         return session
+
+    def _revalidate(self, session: OpenSession) -> None:
+        """A shared store may have lost a transaction (or its connection, and with it the
+        thread's lock): the writer takes the lock again and reloads what is committed, and
+        the session's state is replayed from that. ThreadBusy if another machine took the
+        thread meanwhile (the session is gone); StorageError while the store is down."""
+        try:
+            reloaded = session.writer.revalidate()
+        except ProtocolError as exc:
+            if exc.kind is ErrorKind.THREAD_BUSY:
+                self._open.pop(session.writer.thread_id, None)
+            raise
+        if reloaded:
+            contents, _ = self.store.read(session.writer.thread_id)
+            session.state = ThreadState().apply_all(contents.items)
+            session.snapshot_seq = session.state.seq
 
     def _release(self, thread_id: str, owner: str) -> None:
         """Close this owner's session on the thread; another owner's lease means ThreadBusy."""
@@ -654,7 +672,7 @@ class ThreadService:
         del self._open[thread_id]
         self._close_session(session)
 
-    def _reindex(self, writer: ThreadWriter) -> None:
+    def _reindex(self, writer: Writer) -> None:
         """Every writer keeps the shared index current, so other processes list its threads.
 
         Rows are written in batches, at most `INDEX_FLUSH_SECONDS` after a change (the

@@ -75,12 +75,31 @@ class SessiondServer(JsonRPCServer):
         if self._service is None:
             from restore.paths import Layout
             from restore.store import Durability
+            from restore.stores import open_store
             from restore.threads import ThreadService
 
             home = Path(self.config.home)
             home.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._service = ThreadService(Layout(home), Durability(self.config.durability))
+            layout, durability = Layout(home), Durability(self.config.durability)
+            store = open_store(self.config.store, layout, durability)
+            self._service = ThreadService(layout, durability, store=store)
+            # A shared store: threads other sessiond processes start or change reach this
+            # one's clients (LISTEN/NOTIFY), from the first request on, never before.
+            store.watch(self._changed_elsewhere)
         return self._service
+
+    def _changed_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:
+        """From the store's listener thread: tell this server's clients, on the loop."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._announce_elsewhere, event, thread_id, summary)
+
+    def _announce_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:
+        if event == "started" and summary is not None:
+            self.broadcast("thread/started", {"thread": summary.thread_info()})
+        elif event == "deleted":
+            self.broadcast("thread/updated", {"thread": {"threadId": thread_id}, "deleted": True})
+        elif summary is not None:
+            self.announce_update(summary)
 
     def _begin_commit(self) -> Callable[[], None] | None:
         """Group commit's first step (server/worker.py). Never creates the service: the

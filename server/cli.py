@@ -23,6 +23,12 @@ def _parser() -> argparse.ArgumentParser:
         help="data directory (default: $SESSIOND_HOME, "
         "$XDG_STATE_HOME/sessiond or ~/.local/state/sessiond)",
     )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="a postgresql:// URL: threads in a database shared by every machine "
+        "(default: $SESSIOND_STORE, else the embedded store under --home)",
+    )
     commands = parser.add_subparsers(dest="command")
 
     serve = commands.add_parser("serve", help="serve JSON-RPC (the default)")
@@ -78,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     config = ServerConfig()
     if args.home:
         config.home = args.home
+    if args.store:
+        config.store = args.store
     command = args.command or "serve"
     if command == "serve":
         from server.app import SessiondServer

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from restore.doctor import run_doctor
 from restore.paths import Layout
+from restore.store import Durability
+from restore.stores import open_store
 from restore.threads import ThreadService
 from server.cli import print_json
 from server.config import ServerConfig
@@ -17,8 +19,14 @@ def _layout(config: ServerConfig) -> Layout:
     return Layout(Path(config.home))
 
 
+def _service(config: ServerConfig) -> ThreadService:
+    """The thread service on the configured store (embedded, or the shared database)."""
+    layout = _layout(config)
+    return ThreadService(layout, store=open_store(config.store, layout, Durability.FSYNC))
+
+
 def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
-    service = ThreadService(_layout(config))
+    service = _service(config)
     try:
         threads, _ = service.list(
             cwd=args.cwd,
@@ -44,8 +52,11 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
-    service = ThreadService(_layout(config))
-    contents, _ = service.store.read(args.thread_id)
+    service = _service(config)
+    try:
+        contents, _ = service.store.read(args.thread_id)
+    finally:
+        service.close_all()
     for item in contents.items:
         if args.json:
             print_json(item)
@@ -71,6 +82,8 @@ def _progress_bar(title: str, done: int, total: int) -> None:
 
 
 def doctor(config: ServerConfig, *, repair: bool = False) -> int:
+    if config.store:
+        return _doctor_shared(config)
     progress = _progress_bar if sys.stderr.isatty() else None
     report = run_doctor(_layout(config), progress, repair=repair)
     print(f"checked {report.files} thread files, {report.items} items")
@@ -93,3 +106,16 @@ def doctor(config: ServerConfig, *, repair: bool = False) -> int:
     print(f"index: {report.index_action}, {report.indexed} threads")
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
+
+
+def _doctor_shared(config: ServerConfig) -> int:
+    """A shared store checks itself (constraints, WAL): reach it, bring its schema up to
+    date, count its threads. Files under --home are the embedded store's business."""
+    service = _service(config)
+    try:
+        threads = service.index.count()
+    finally:
+        service.close_all()
+    print(f"{getattr(service.store, 'where', 'store')}: schema up to date, {threads} threads")
+    print("clean")
+    return 0

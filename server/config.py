@@ -14,3 +14,5 @@ class ServerConfig:
     home: str = field(default_factory=lambda: str(default_home()))
     durability: str = field(default_factory=lambda: os.environ.get("SESSIOND_DURABILITY", "fsync"))
     max_frame: int = DEFAULT_MAX_FRAME
+    store: str | None = field(default_factory=lambda: os.environ.get("SESSIOND_STORE") or None)
+    """A `postgresql://` URL for the shared store; None: the embedded store under `home`."""

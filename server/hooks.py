@@ -69,7 +69,7 @@ class _Session:
     source: str | None
     cwd: str | None
     owner: str
-    transcript_path: str
+    transcript_path: str | None  # None: the store keeps no file (PostgreSQL)
 
 
 @dataclass
@@ -148,7 +148,7 @@ class LifecycleHooks:
             source=source,
             cwd=cwd,
             owner=ctx.connection.owner,
-            transcript_path=str(self.server.service.layout.thread_path(thread_id)),
+            transcript_path=self.server.service.store.transcript_path(thread_id),
         )
         self._sessions[thread_id] = session
         extra: dict[str, Any] = {}

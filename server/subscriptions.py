@@ -54,7 +54,7 @@ class Subscriptions:
 @handles("thread/subscribe")
 async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
     thread_id = validate_thread_id(params.threadId)
-    if await ctx.server.run_in_worker(ctx.service.layout.locate, thread_id) is None:
+    if not await ctx.server.run_in_worker(ctx.service.store.exists, thread_id):
         raise thread_not_found(thread_id)
     ctx.server.subscriptions.add(thread_id, ctx.connection)
     return {}

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import pg_cluster
 from tests.rpc_client import ServerProcess
 from tests.ws_client import WsServerProcess
+
+BOTH_STORES = pytest.mark.parametrize("store_url", ["embedded", "postgres"], indirect=True)
+"""Run a test module against both stores: `pytestmark = BOTH_STORES`."""
 
 
 @pytest.fixture
@@ -19,12 +25,48 @@ def home(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[pg_cluster.Cluster]:
+    """The PostgreSQL cluster of this run: CI's (`$SESSIOND_TEST_PG`), else our own,
+    started here the same way (initdb + pg_ctl, socket only) and removed at the end."""
+    if root := os.environ.get(pg_cluster.ENV):
+        yield pg_cluster.Cluster.load(root)
+        return
+    cluster = pg_cluster.create(tempfile.mkdtemp(prefix="sessiond-pg-"))
+    try:
+        yield cluster
+    finally:
+        pg_cluster.destroy(cluster.root)
+
+
 @pytest.fixture
-def spawn(home: Path) -> Iterator[Callable[..., ServerProcess]]:
-    """Start servers on the test's data dir; every one is killed at the end."""
+def store_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """The store a test's servers use: None (embedded) unless parametrized `postgres`,
+    which gets a fresh database of its own, dropped afterwards."""
+    if getattr(request, "param", "embedded") == "embedded":
+        yield None
+        return
+    cluster: pg_cluster.Cluster = request.getfixturevalue("postgres")
+    if not cluster.running():  # a test that stopped it failed before starting it again
+        cluster.start()
+    name = pg_cluster.fresh_database(cluster.url())
+    try:
+        yield cluster.url(name)
+    finally:
+        if not cluster.running():
+            cluster.start()
+        pg_cluster.drop_database(cluster.url(), name)
+
+
+@pytest.fixture
+def spawn(home: Path, store_url: str | None) -> Iterator[Callable[..., ServerProcess]]:
+    """Start servers on the test's data dir (and store); every one is killed at the end."""
     started: list[ServerProcess] = []
 
     def start(**kwargs: object) -> ServerProcess:
+        if store_url is not None:
+            env = {"SESSIOND_STORE": store_url, **(kwargs.pop("env", None) or {})}  # type: ignore[dict-item]
+            kwargs["env"] = env
         server = ServerProcess(home, **kwargs)  # type: ignore[arg-type]
         started.append(server)
         return server

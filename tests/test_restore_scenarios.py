@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import BOTH_STORES, git
 from tests.rpc_client import RpcError, ServerProcess
 
+pytestmark = BOTH_STORES  # the embedded store and PostgreSQL: the same scenarios, same answers
 Spawn = Callable[..., ServerProcess]
 
 

@@ -98,4 +98,89 @@ class Writer(Protocol):
 
     def checkpoint(self) -> Any: ...
 
+    def revalidate(self) -> bool:
+        """Before a session's next request: True when the writer had to reload what the
+        store holds (a shared store lost a transaction), so derived state is rebuilt."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Index(Protocol):
+    """The listing side: one row per thread, filters before paging, keyset cursors."""
+
+    def ensure_ready(self, progress: ProgressCallback | None = None) -> str: ...
+
+    def upsert(self, summary: ThreadSummary, path: Any) -> None: ...
+
+    def upsert_many(self, rows: list[tuple[ThreadSummary, Any]]) -> None: ...
+
+    def remove(self, thread_id: str) -> None: ...
+
+    def get(self, thread_id: str) -> ThreadSummary | None: ...
+
+    def list(
+        self,
+        *,
+        cwd: str | None = None,
+        workspace_folder: str | None = None,
+        archived: bool = False,
+        search: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> tuple[list[ThreadSummary], str | None]: ...
+
+    def close(self) -> None: ...
+
+
+class Store(Protocol):
+    """Where threads live: their records, locks, snapshots, blobs and listing rows."""
+
+    durability: Any
+    index: Index
+
+    def create(self, thread_id: str, session_id: str, meta: dict[str, Any]) -> Writer:
+        """A new thread, durable at once with its first `session_meta`, its writer held."""
+        ...
+
+    def open_writer(self, thread_id: str, base: Any = None) -> Writer:
+        """The thread's one writer (ThreadBusy when another process holds it)."""
+        ...
+
+    def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
+        """Every item (and whether archived), without taking the writer's lock."""
+        ...
+
+    def set_archived(self, thread_id: str, archived: bool) -> ThreadSummary: ...
+
+    def delete(self, thread_id: str) -> None:
+        """The thread, its snapshot and its listing row."""
+        ...
+
+    def exists(self, thread_id: str) -> bool: ...
+
+    def transcript_path(self, thread_id: str) -> str | None:
+        """A file hooks may read the thread from (None: the store has none)."""
+        ...
+
+    def name_holder(self, thread_id: str, holder: str) -> None:
+        """Name the client holding a thread, for other processes' ThreadBusy errors."""
+        ...
+
+    def load_snapshot(self, thread_id: str) -> tuple[Any, str | None]: ...
+
+    def save_snapshot(self, thread_id: str, snapshot: Any) -> None: ...
+
+    def put_blob(self, data: bytes) -> str: ...
+
+    def get_blob(self, sha: str) -> bytes | None: ...
+
+    def begin_commit(self) -> Callable[[], None] | None:
+        """Group commit's store-wide step (a transaction's COMMIT); raises on failure."""
+        ...
+
+    def watch(self, announce: Announce) -> None:
+        """Report other processes' changes (a shared store); a no-op where none reach."""
+        ...
+
     def close(self) -> None: ...

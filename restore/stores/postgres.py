@@ -312,6 +312,7 @@ class PostgresStore:
         self._lost: ProtocolError | None = None  # deferred rows lost before their commit
         self._writers: dict[str, PostgresWriter] = {}  # open in this process
         self._watcher: _Watcher | None = None
+        self.index = SharedIndex(self)
 
     # --- connections ---------------------------------------------------------------------
 
@@ -715,6 +716,10 @@ class PostgresStore:
             raise thread_not_found(thread_id)
         return bool(found[0])
 
+    def transcript_path(self, thread_id: str) -> str | None:
+        """No file to point a hook at: the thread is rows (`sessiond show ID` prints it)."""
+        return None
+
     def exists(self, thread_id: str) -> bool:
         with self._read() as conn:
             return (
@@ -1035,3 +1040,77 @@ class _Watcher(threading.Thread):
             summary = rows.get(thread_id)
             if event == "deleted" or summary is not None:
                 self._announce(event, thread_id, summary)
+
+
+REPO_CACHE_SECONDS = 30.0
+
+
+class SharedIndex:
+    """The listing side of the store, shaped like the embedded index the service flushes:
+    rows are written with their items, so there is nothing to flush, rebuild or remove.
+    A workspace folder inside a git repository also lists that repository's threads
+    recorded on every machine, at the same place inside it."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self._repos: dict[str, tuple[float, tuple[str, str] | None]] = {}
+
+    def ensure_ready(self, progress: Any = None) -> str:
+        return "ready"
+
+    def upsert(self, summary: ThreadSummary, path: Any) -> None:
+        """Written in the items' transaction already."""
+
+    def upsert_many(self, rows: Any) -> None:
+        """Written in the items' transaction already."""
+
+    def remove(self, thread_id: str) -> None:
+        """Deleted with the thread's row already."""
+
+    def close(self) -> None:
+        """The store owns the connections."""
+
+    def get(self, thread_id: str) -> ThreadSummary | None:
+        return self._store.get(thread_id)
+
+    def count(self) -> int:
+        return self._store.count()
+
+    def list(
+        self,
+        *,
+        cwd: str | None = None,
+        workspace_folder: str | None = None,
+        archived: bool = False,
+        search: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> tuple[list[ThreadSummary], str | None]:
+        repo = self._repo_of(workspace_folder) if workspace_folder else None
+        return self._store.list(
+            cwd=cwd,
+            workspace_folder=workspace_folder,
+            archived=archived,
+            search=search,
+            cursor=cursor,
+            limit=limit,
+            repo=repo,
+        )
+
+    def _repo_of(self, folder: str) -> tuple[str, str] | None:
+        """(repoId, the folder's path inside its repository), cached briefly: a listing
+        must not run git for every page."""
+        now = time.monotonic()
+        cached = self._repos.get(folder)
+        if cached is not None and now - cached[0] < REPO_CACHE_SECONDS:
+            return cached[1]
+        from restore.environment import repo_identity
+
+        found = repo_identity(folder)
+        binding = None
+        if found is not None:
+            inside = os.path.relpath(folder, found[1])
+            if not inside.startswith(".."):
+                binding = (found[0], "" if inside == "." else inside)
+        self._repos[folder] = (now, binding)
+        return binding
