@@ -231,6 +231,8 @@ class DriftEntry(BaseModel):
     recorded: Any = None
     current: Any = None
     severity: Literal["block", "warn"]
+    reason: str | None = None
+    """Why, when the field alone does not say: "same repository, other checkout"."""
 
 
 class Environment(BaseModel):

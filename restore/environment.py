@@ -94,11 +94,35 @@ def repo_identity(path: str) -> tuple[str, str] | None:
         repo.close()
 
 
+def _inside(cwd: Any, root: Any) -> str | None:
+    """`cwd` relative to `root` ("" at the root); None when it is not inside."""
+    if not (isinstance(cwd, str) and isinstance(root, str)):
+        return None
+    relative = os.path.relpath(cwd, root)
+    return None if relative.startswith("..") else "" if relative == "." else relative
+
+
+def other_checkout(recorded: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Same repository (root commit and origin), same branch, same directory inside it,
+    another path: a thread recorded at /home/ana/shop/api, resumed at /work/shop/api."""
+    repo_id = recorded.get("repoId")
+    if not repo_id or str(repo_id).startswith("empty:") or repo_id != current.get("repoId"):
+        return False
+    if recorded.get("repoRoot") == current.get("repoRoot") or not current.get("cwdExists", True):
+        return False
+    if recorded.get("branch") != current.get("branch"):
+        return False  # another branch elsewhere: every difference is reported, and blocks
+    here = _inside(current.get("cwd"), current.get("repoRoot"))
+    return here is not None and here == _inside(recorded.get("cwd"), recorded.get("repoRoot"))
+
+
 def detect_drift(recorded: dict[str, Any], current: dict[str, Any]) -> list[dict[str, Any]]:
     """Differences between where the thread ran and where it would run now.
 
     A different place (cwd, repo, branch, worktree) blocks: the agent must not continue
-    silently in the wrong workspace. HEAD moving on the same branch only warns.
+    silently in the wrong workspace. HEAD moving on the same branch only warns, and so does
+    another checkout of the same repository at the same place inside it (`worktree`, with
+    `reason`): a thread bound to a repository, not a path, may move between machines.
     """
     drift: list[dict[str, Any]] = []
 
@@ -112,14 +136,20 @@ def detect_drift(recorded: dict[str, Any], current: dict[str, Any]) -> list[dict
             }
         )
 
-    if recorded.get("cwd") != current.get("cwd") or not current.get("cwdExists", True):
-        add("cwd", "cwd", "block")
-    if recorded.get("repoRoot") != current.get("repoRoot") or (
-        recorded.get("repoId") and recorded.get("repoId") != current.get("repoId")
-    ):
-        add("repo", "repoId" if recorded.get("repoId") else "repoRoot", "block")
-    if recorded.get("worktree") and recorded.get("worktree") != current.get("worktree"):
-        add("worktree", "worktree", "block")
+    if other_checkout(recorded, current):
+        # The same repository at the same place inside it, checked out elsewhere (another
+        # machine, another clone): where the thread belongs, so it may go on, with a word.
+        add("worktree", "repoRoot", "warn")
+        drift[-1]["reason"] = "same repository, other checkout"
+    else:
+        if recorded.get("cwd") != current.get("cwd") or not current.get("cwdExists", True):
+            add("cwd", "cwd", "block")
+        if recorded.get("repoRoot") != current.get("repoRoot") or (
+            recorded.get("repoId") and recorded.get("repoId") != current.get("repoId")
+        ):
+            add("repo", "repoId" if recorded.get("repoId") else "repoRoot", "block")
+        if recorded.get("worktree") and recorded.get("worktree") != current.get("worktree"):
+            add("worktree", "worktree", "block")
     if recorded.get("branch") != current.get("branch"):
         add("branch", "branch", "block")
     elif recorded.get("headSha") != current.get("headSha"):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import git
-from tests.faults.helpers import record, subsystem, thread_file
+from tests.conftest import BOTH_STORES, git
+from tests.faults.helpers import Spawn, record, subsystem, thread_file
 from tests.faults.helpers import start as started
 from tests.rpc_client import ServerProcess
 
@@ -95,3 +95,30 @@ def test_removed_linked_worktree_needs_review(
     assert report["status"] == "needs_review"
     fields = {d["field"] for d in report["environment"]["drift"]}
     assert {"cwd", "worktree", "branch"} <= fields
+
+
+@BOTH_STORES
+def test_same_repository_in_another_checkout_resumes_with_a_warning(
+    spawn: Spawn, make_repo: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Bound to a repository, not a path: recorded in /…/shop/api, resumed in another clone's
+    api/ on the same branch and HEAD (another machine, say) — ready, with a warn drift."""
+    origin = "https://example.invalid/shop.git"
+    repo = make_repo("shop")
+    git(repo, "remote", "add", "origin", origin)
+    (repo / "api").mkdir()
+    clone = tmp_path / "elsewhere" / "shop"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "remote", "set-url", "origin", origin)
+    (clone / "api").mkdir()
+    server = spawn()
+    server.initialize()
+    tid = _closed_thread(server, repo / "api")
+    report = server.request("thread/resume", {"threadId": tid, "cwd": str(clone / "api")})
+    assert report["status"] == "ready", report["environment"]["drift"]
+    assert report["environment"]["drift"] == [{
+        "field": "worktree", "recorded": str(repo), "current": str(clone), "severity": "warn",
+        "reason": "same repository, other checkout"}]  # fmt: skip
+    assert subsystem(report, "worktree")["status"] == "restored"
+    other_subdir = server.request("thread/resume", {"threadId": tid, "cwd": str(clone)})
+    assert other_subdir["status"] == "needs_review"  # the clone's root is not where it ran

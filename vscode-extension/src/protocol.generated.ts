@@ -103,6 +103,7 @@ export interface DriftEntry {
   recorded?: unknown;
   current?: unknown;
   severity: "block" | "warn";
+  reason?: string | null;
   [k: string]: unknown;
 }
 export interface EmptyResult {
