@@ -339,7 +339,7 @@ class PostgresStore:
         except Exception as exc:
             error = storage_error(exc, f"cannot reach {self.where}", self._redact)
             self._backoff.failed(error)
-            logger.warning("%s", error.message)
+            logger.info("%s", error.message)
             raise error from None
         self._backoff.succeeded()
         self._conn = conn
@@ -467,7 +467,7 @@ class PostgresStore:
         else:
             self._drop_connection()
         self._in_tx = False
-        logger.warning("%s", error.message)
+        logger.info("%s", error.message)
         return error
 
     def begin_commit(self) -> None:
