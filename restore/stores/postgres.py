@@ -59,7 +59,7 @@ logger = logging.getLogger("sessiond.postgres")
 CHANNEL = "sessiond"
 CONNECT_TIMEOUT = 5  # seconds, unless the URL says otherwise
 POOL_WAIT = 5.0  # seconds a read waits for a pooled connection
-BACKOFF_FIRST, BACKOFF_MAX = 0.2, 5.0
+BACKOFF_FIRST, BACKOFF_MAX = 0.1, 2.0
 
 # ThreadSummary fields in the order rows are selected (see _summary_of).
 _ROW_COLUMNS = (
@@ -156,7 +156,7 @@ def storage_error(exc: BaseException, where: str, redact: _Redactor) -> Protocol
 
 
 class _Backoff:
-    """Reconnect attempts spaced out after failures (0.2 s doubling to 5 s), so a stream of
+    """Reconnect attempts spaced out after failures (0.1 s doubling to 2 s), so a stream of
     requests against a database that is down fails fast instead of each waiting."""
 
     def __init__(self) -> None:

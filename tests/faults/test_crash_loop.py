@@ -7,6 +7,11 @@ the test SIGKILLs the server at a random moment. After every kill: `sessiond doc
 every acknowledged item is in its thread exactly once (an unacknowledged one may or may not
 be there, never twice), and every thread resumes.
 
+On PostgreSQL the same loop runs against a real cluster, which is also stopped with
+`pg_ctl -m immediate` at random moments and started again while the server runs: records
+in flight are answered StorageError (retryable, never acknowledged), and the service picks
+the database up again by itself.
+
 CI runs a short loop. The long one is behind a flag:
 `SESSIOND_CRASH_LOOP_KILLS=1000 pytest -s tests/faults/test_crash_loop.py`
 (`SESSIOND_CRASH_LOOP_SEED` replays a seed's choices; timing still varies run to run).
@@ -32,6 +37,8 @@ from typing import Any
 import pytest
 
 from server.cli import main as sessiond_main
+from tests import pg_cluster
+from tests.conftest import BOTH_STORES
 from tests.faults.helpers import sessiond
 from tests.rpc_client import HANG_GUARD, ServerProcess
 
@@ -62,6 +69,10 @@ Request = tuple[int, "Thread | None", list[str]]  # (message id, thread or a sta
 class Stats:
     seed: int
     kills: int = 0
+    restarts: int = 0
+    """PostgreSQL stopped with -m immediate and started again under a live server."""
+    refused: int = 0
+    """Records answered StorageError while the database was down (not acknowledged)."""
     requests_acked: int = 0
     items_acked: int = 0
     unacked_found: int = 0
@@ -72,7 +83,8 @@ class Stats:
 
     def line(self) -> str:
         return (
-            f"crash loop: seed={self.seed} kills={self.kills} threads={self.threads} "
+            f"crash loop: seed={self.seed} kills={self.kills} restarts={self.restarts} "
+            f"refused={self.refused} threads={self.threads} "
             f"items acknowledged={self.items_acked} (in {self.requests_acked} requests) "
             f"items verified={self.items_verified} unacknowledged present={self.unacked_found} "
             f"absent={self.unacked_absent} seconds={self.seconds:.0f} "
@@ -81,18 +93,32 @@ class Stats:
         )
 
 
-def _doctor_in_process(home: Path, *args: str) -> tuple[int, str]:
+def _doctor_in_process(home: Path, store: str | None, *args: str) -> tuple[int, str]:
     """The `sessiond doctor` command itself, run in this process to save a startup per kill."""
     out = io.StringIO()
+    where = ["--home", str(home), *(["--store", store] if store else [])]
     with contextlib.redirect_stdout(out):
-        code = sessiond_main(["--home", str(home), "doctor", *args])
+        code = sessiond_main([*where, "doctor", *args])
     return code, out.getvalue()
 
 
 class CrashLoop:
-    def __init__(self, home: Path, work: Path, seed: int, durability: str = "fsync") -> None:
+    def __init__(
+        self,
+        home: Path,
+        work: Path,
+        seed: int,
+        durability: str = "fsync",
+        store: str | None = None,
+        cluster: pg_cluster.Cluster | None = None,
+    ) -> None:
         self.home = home
-        self.env = {"SESSIOND_DURABILITY": durability}
+        self.store = store
+        self.cluster = cluster  # PostgreSQL: also restarted with -m immediate now and then
+        self.env = {
+            "SESSIOND_DURABILITY": durability,
+            **({"SESSIOND_STORE": store} if store else {}),
+        }
         self.work = work
         self.rng = random.Random(seed)
         self.stats = Stats(seed)
@@ -128,8 +154,14 @@ class CrashLoop:
             if self.rng.random() < 0.15:  # sometimes during resume, not only while recording
                 killer = self._arm(server, self.rng.uniform(0.0, 0.2))
             if self._resume_all(server):
-                killer = killer or self._arm(server, self.rng.uniform(0.005, 0.06))
+                restart = None
+                if self.cluster is not None and self.rng.random() < 0.3:
+                    restart = self._restart_database(server, self.rng.uniform(0.005, 0.05))
+                else:
+                    killer = killer or self._arm(server, self.rng.uniform(0.005, 0.06))
                 self._stream(server)
+                if restart is not None:
+                    restart.join()
             server.proc.wait(timeout=HANG_GUARD)
             assert server.proc.returncode == -signal.SIGKILL, server.stderr()
             self._wait_eof(server)
@@ -138,6 +170,26 @@ class CrashLoop:
                 killer.cancel()
             server.close()
         self.stats.kills += 1
+
+    def _restart_database(self, server: ServerProcess, delay: float) -> threading.Thread:
+        """Stop PostgreSQL with -m immediate (a crash, for it) while records stream in,
+        start it again, let the server pick it up by itself and stream on, then kill it."""
+        assert self.cluster is not None
+        cluster = self.cluster
+        after = self.rng.uniform(0.5, 2.5)
+
+        def restart() -> None:
+            time.sleep(delay)
+            cluster.stop("immediate")
+            time.sleep(0.05)
+            cluster.start()
+            self.stats.restarts += 1
+            time.sleep(after)
+            server.proc.send_signal(signal.SIGKILL)
+
+        thread = threading.Thread(target=restart)
+        thread.start()
+        return thread
 
     def _arm(self, server: ServerProcess, delay: float) -> threading.Timer:
         timer = threading.Timer(delay, server.proc.send_signal, (signal.SIGKILL,))
@@ -150,7 +202,7 @@ class CrashLoop:
             thread.session_id = None
         try:
             for thread in self.threads.values():
-                report = server.request("thread/resume", {"threadId": thread.thread_id})
+                report = self._resume(server, thread.thread_id)
                 assert report["status"] == "ready", report
                 assert report["recovery"]["skippedLines"] == []
                 assert report["lastDurableSeq"] > thread.verified_seq
@@ -158,6 +210,19 @@ class CrashLoop:
         except (ConnectionError, OSError):
             return False
         return True
+
+    def _resume(self, server: ServerProcess, thread_id: str) -> dict[str, Any]:
+        """A resume; on PostgreSQL a killed server's lock goes when its backend notices the
+        closed connection, and a restarted database is back a moment later: wait for both."""
+        deadline = time.monotonic() + HANG_GUARD
+        while True:
+            reply = server.response(server.request_async("thread/resume", {"threadId": thread_id}))
+            if "result" in reply:
+                return reply["result"]
+            kind = reply["error"].get("data", {}).get("kind")
+            waiting = self.store is not None and kind in ("ThreadBusy", "StorageError")
+            assert waiting and time.monotonic() < deadline, reply
+            time.sleep(0.05)
 
     def _request(self, server: ServerProcess) -> Request:
         """Send one request: mostly new items, some retries and re-deliveries."""
@@ -198,6 +263,12 @@ class CrashLoop:
 
     def _acknowledge(self, request: Request, reply: dict[str, Any]) -> None:
         _, thread, ids = request
+        if self.store is not None and "error" in reply:
+            # The database was down (or just back): never acknowledged, so never counted.
+            data = reply["error"].get("data", {})
+            assert data.get("kind") == "StorageError" and data.get("retryable"), reply
+            self.stats.refused += 1
+            return
         assert "error" not in reply, reply
         result = reply["result"]
         if thread is None:  # a thread/start
@@ -224,9 +295,9 @@ class CrashLoop:
     # --- after a kill: repair, then check on a fresh server -------------------------------
 
     def repair(self) -> None:
-        code, out = _doctor_in_process(self.home, "--repair")
+        code, out = _doctor_in_process(self.home, self.store, "--repair")
         assert code == 0, out
-        code, out = _doctor_in_process(self.home)
+        code, out = _doctor_in_process(self.home, self.store)
         assert code == 0 and out.rstrip().endswith("clean"), out
 
     def check_threads(self, server: ServerProcess) -> None:
@@ -265,8 +336,9 @@ class CrashLoop:
 
     def final_check(self) -> None:
         """After the last kill: the doctor as its own process, then a full reread."""
+        where = ["--store", self.store] if self.store else []
         for args in (["doctor", "--repair"], ["doctor"]):
-            doctor = sessiond(self.home, *args)
+            doctor = sessiond(self.home, *where, *args)
             assert doctor.returncode == 0, doctor.stdout + doctor.stderr
         server = self.server()
         try:
@@ -299,14 +371,17 @@ def _seed() -> int:
 
 # `group` acknowledges from the committer thread, after a sync of a duplicate descriptor:
 # its own path from append to answer, so it gets its own kills.
+@BOTH_STORES
 @pytest.mark.parametrize("durability", ["fsync", "group"])
 def test_acknowledged_items_survive_random_kill_9_exactly_once(
-    home: Path, tmp_path: Path, durability: str
-) -> None:
+    home: Path, tmp_path: Path, durability: str, store_url: str | None,
+    request: pytest.FixtureRequest,
+) -> None:  # fmt: skip
     seed = _seed()
     work = tmp_path / "work"
     work.mkdir()
-    loop = CrashLoop(home, work, seed, durability)
+    cluster = request.getfixturevalue("postgres") if store_url else None
+    loop = CrashLoop(home, work, seed, durability, store_url, cluster)
     began = time.monotonic()
     try:
         server = loop.server()
@@ -319,7 +394,8 @@ def test_acknowledged_items_survive_random_kill_9_exactly_once(
         loop.final_check()
     except BaseException as exc:
         raise AssertionError(
-            f"crash loop ({durability}) failed with seed {seed} after {loop.stats.kills} kills "
+            f"crash loop ({durability}, {'postgres' if store_url else 'embedded'}) failed with "
+            f"seed {seed} after {loop.stats.kills} kills "
             f"(replay: SESSIOND_CRASH_LOOP_SEED={seed}): {exc!r}"
         ) from exc
     finally:
@@ -329,3 +405,5 @@ def test_acknowledged_items_survive_random_kill_9_exactly_once(
         print(loop.stats.line())
     assert loop.stats.kills >= 1
     assert loop.stats.items_verified == loop.stats.items_acked
+    if cluster is not None:
+        assert loop.stats.restarts >= 1, "the database was never restarted under the loop"
