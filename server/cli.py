@@ -68,6 +68,18 @@ def _parser() -> argparse.ArgumentParser:
         help="also cut torn tails left by a crash (copied to recovered/ first)",
     )
 
+    migrate = commands.add_parser(
+        "migrate",
+        help="copy threads to a shared database or back to files (idempotent both ways)",
+    )
+    migrate.add_argument(
+        "--to",
+        required=True,
+        metavar="URL|DIR",
+        help="a postgresql:// URL (copies the threads of --home into it) or a data directory "
+        "(exports the threads of --store, or of --home, into it as JSONL files)",
+    )
+
     from server.client import add_arguments
 
     add_arguments(commands)
@@ -113,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             return offline.list_threads(config, args)
         if command == "show":
             return offline.show_thread(config, args)
+        if command == "migrate":
+            return offline.migrate(config, args.to)
         return offline.doctor(config, repair=args.repair)
     except Exception as exc:  # a CLI prints a typed error, never a traceback
         from protocol.errors import ProtocolError

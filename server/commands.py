@@ -119,3 +119,30 @@ def _doctor_shared(config: ServerConfig) -> int:
     print(f"{getattr(service.store, 'where', 'store')}: schema up to date, {threads} threads")
     print("clean")
     return 0
+
+
+def migrate(config: ServerConfig, to: str) -> int:
+    """Copy every thread of the configured store to `to` (a URL, or a data directory)."""
+    from restore.stores import is_shared
+    from restore.stores.transfer import copy_threads
+
+    source_url = None if is_shared(to) else config.store
+    source = open_store(source_url, _layout(config), Durability.FSYNC)
+    target_home = _layout(config) if is_shared(to) else Layout(Path(to))
+    target = open_store(to if is_shared(to) else None, target_home, Durability.FSYNC)
+    progress = (lambda done, total: _progress_bar("Copying threads", done, total)) if (
+        sys.stderr.isatty()
+    ) else None  # fmt: skip
+    try:
+        report = copy_threads(source, target, progress)
+    finally:
+        source.close()
+        target.close()
+    where = getattr(target, "where", None) or str(Path(to).resolve())
+    print(
+        f"{report.threads} threads to {where}: {report.copied} records copied, "
+        f"{report.present} already there, {report.blobs} blobs"
+    )
+    for thread_id, why in report.failed:
+        print(f"{thread_id}: not copied: {why}")
+    return 0 if not report.failed else 1

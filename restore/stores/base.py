@@ -175,6 +175,16 @@ class Store(Protocol):
 
     def get_blob(self, sha: str) -> bytes | None: ...
 
+    def blob_shas(self) -> list[str]: ...
+
+    def thread_ids(self) -> list[str]:
+        """Every thread, archived ones too (`sessiond migrate`)."""
+        ...
+
+    def import_thread(self, thread_id: str, items: list[dict[str, Any]], archived: bool) -> int:
+        """Add the records this store lacks, as they are (seq, ts, ids kept); how many."""
+        ...
+
     def begin_commit(self) -> Callable[[], None] | None:
         """Group commit's store-wide step (a transaction's COMMIT); raises on failure."""
         ...

@@ -7,11 +7,16 @@ modules that implement them, so `ThreadService` asks one object whichever backen
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Callable
+from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore import blobs, snapshots
+from restore.atomic import write_atomically
 from restore.index import ThreadIndex
+from restore.jsonl import encode_line, parse_bytes
 from restore.paths import Layout
 from restore.store import Durability, ThreadStore
 from restore.stores.base import Announce
@@ -58,6 +63,57 @@ class EmbeddedStore(ThreadStore):
 
     def get_blob(self, sha: str) -> bytes | None:
         return blobs.get(self.layout, sha)
+
+    def blob_shas(self) -> list[str]:
+        if not self.layout.blobs_dir.is_dir():
+            return []
+        return sorted(
+            path.name for path in self.layout.blobs_dir.glob("??/*") if len(path.name) == 64
+        )
+
+    # --- copying (sessiond migrate) ----------------------------------------------------------
+
+    def thread_ids(self) -> list[str]:
+        """Every thread on disk, once (a live file wins over an archived copy)."""
+        return sorted({path.stem for path, _ in self.layout.iter_thread_files()})
+
+    def import_thread(self, thread_id: str, items: list[dict[str, Any]], archived: bool) -> int:
+        """Write a thread's records as they are (seq, ts and ids kept), under its lock.
+
+        Idempotent: items whose id the file already has are skipped. A file that holds
+        other records at the same seqs (the copies diverged) is left alone: InvalidParams.
+        """
+        found = self.layout.locate(thread_id)
+        if found is None:
+            data = b"".join(encode_line(item) for item in items)
+            write_atomically(self.layout.thread_path(thread_id, archived=archived), data)
+            self.index.close()  # reconciled (with the new file) at its next use
+            return len(items)
+        fd = os.open(found[0], os.O_RDWR | os.O_APPEND)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ProtocolError(
+                    ErrorKind.THREAD_BUSY, "thread is being written", threadId=thread_id
+                ) from None
+            present = parse_bytes(os.pread(fd, os.fstat(fd).st_size, 0)).items
+            ids = {str(item["id"]) for item in present}
+            last = max((item["seq"] for item in present), default=0)
+            new = [item for item in items if str(item["id"]) not in ids]
+            if any(item["seq"] <= last for item in new):
+                raise ProtocolError(
+                    ErrorKind.INVALID_PARAMS,
+                    "the copies diverged: other records at the same seqs",
+                    threadId=thread_id,
+                )
+            if new:
+                os.write(fd, b"".join(encode_line(item) for item in new))
+                os.fsync(fd)
+                self.index.close()
+            return len(new)
+        finally:
+            os.close(fd)
 
     def begin_commit(self) -> Callable[[], None] | None:
         """Group commit here is one fdatasync per file, begun by the service per writer."""

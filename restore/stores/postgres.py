@@ -905,6 +905,10 @@ class PostgresStore:
             )
         return sha
 
+    def blob_shas(self) -> list[str]:
+        with self._read() as conn:
+            return [row[0] for row in conn.execute("SELECT sha256 FROM sessiond_blobs ORDER BY 1")]
+
     def get_blob(self, sha: str) -> bytes | None:
         if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
             return None
@@ -918,7 +922,9 @@ class PostgresStore:
 
     def import_thread(self, thread_id: str, items: list[dict[str, Any]], archived: bool) -> int:
         """Copy a thread's records as they are (seq, ts, ids kept); idempotent: items
-        already present are skipped by their id. Returns how many were added."""
+        already present are skipped by their id. Returns how many were added. Records
+        at seqs the thread already holds under other ids (diverged copies) violate the
+        primary key: nothing of the thread is written (InvalidParams)."""
         thread_id = validate_thread_id(thread_id)
         with self._locked(thread_id) as conn:
             self._commit()
@@ -935,6 +941,12 @@ class PostgresStore:
                     ).fetchall()
                 )
                 new = [item for item in items if str(item["id"]) not in present]
+                if new and min(i["seq"] for i in new) <= max(present.values(), default=0):
+                    raise ProtocolError(
+                        ErrorKind.INVALID_PARAMS,
+                        "the copies diverged: other records at the same seqs",
+                        threadId=thread_id,
+                    )
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO sessiond_items (thread_id, seq, item_id, line) "
