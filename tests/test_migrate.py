@@ -72,9 +72,10 @@ def test_threads_go_to_the_database_and_come_back_as_the_same_files(
     out = sessiond(home, "--store", store_url, "migrate", "--to", str(exported))
     assert out.returncode == 0, out.stderr
     back = thread_files(exported)
-    assert back[f"archived/{shelved[:2]}/{shelved}.jsonl"] == original[
-        f"archived/{shelved[:2]}/{shelved}.jsonl"
-    ]
+    assert (
+        back[f"archived/{shelved[:2]}/{shelved}.jsonl"]
+        == original[f"archived/{shelved[:2]}/{shelved}.jsonl"]
+    )
     kept_file = f"threads/{kept[:2]}/{kept}.jsonl"
     assert back[kept_file].startswith(original[kept_file])  # + the other machine's session
     again = sessiond(home, "--store", store_url, "migrate", "--to", str(exported))
