@@ -33,7 +33,8 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -177,6 +178,13 @@ class _Backoff:
         self.delay, self.next_try, self.last_error = 0.0, 0.0, None
 
 
+@dataclass(slots=True)
+class _Pending:
+    writer: PostgresWriter
+    event: str
+    row: tuple[Any, ...] | None
+
+
 class PostgresWriter:
     """This process's exclusive handle on one thread: its advisory lock, its appends."""
 
@@ -308,7 +316,9 @@ class PostgresStore:
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
         self._in_tx = False
-        self._pending: dict[str, tuple[PostgresWriter, str]] = {}  # thread id → (writer, event)
+        # Threads with rows in the open transaction: their writer, the event to announce,
+        # and the listing row to write once, at the commit.
+        self._pending: dict[str, _Pending] = {}
         self._lost: ProtocolError | None = None  # deferred rows lost before their commit
         self._writers: dict[str, PostgresWriter] = {}  # open in this process
         self._watcher: _Watcher | None = None
@@ -415,9 +425,10 @@ class PostgresStore:
                         for line, text in zip(stored, lines, strict=True)
                     ],
                 )
-                cur.execute(_UPDATE_ROW, _row_values(summary, repo))
             previous = self._pending.get(writer.thread_id)
-            self._pending[writer.thread_id] = (writer, previous[1] if previous else event)
+            self._pending[writer.thread_id] = _Pending(
+                writer, previous.event if previous else event, _row_values(summary, repo)
+            )
         except psycopg.Error as exc:
             raise self._fail(exc) from None
         if defer and self.durability is Durability.GROUP:
@@ -431,10 +442,15 @@ class PostgresStore:
             return
         conn = self._writer_conn()
         try:
-            for thread_id, (_, event) in self._pending.items():
-                payload = orjson.dumps({"e": event, "t": thread_id, "o": self.token}).decode()
-                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
             with conn.cursor() as cur:
+                rows = [p.row for p in self._pending.values() if p.row is not None]
+                if rows:
+                    cur.executemany(_UPDATE_ROW, rows)
+                for thread_id, pending in self._pending.items():
+                    payload = {"e": pending.event, "t": thread_id, "o": self.token}
+                    cur.execute(
+                        "SELECT pg_notify(%s, %s)", (CHANNEL, orjson.dumps(payload).decode())
+                    )
                 cur.execute("COMMIT")
                 committed = cur.statusmessage == "COMMIT"
         except psycopg.Error as exc:
@@ -442,8 +458,8 @@ class PostgresStore:
         self._in_tx = False
         if not committed:
             raise self._fail(psycopg.OperationalError("the transaction was rolled back"))
-        for writer, _ in self._pending.values():
-            writer.unsynced = False
+        for pending in self._pending.values():
+            pending.writer.unsynced = False
         self._pending.clear()
 
     def _fail(self, exc: BaseException) -> ProtocolError:
@@ -451,10 +467,10 @@ class PostgresStore:
         rows in it reloads before its next append; deferred records are failed at the
         next `begin_commit` (never acknowledged)."""
         error = storage_error(exc, self.where, self._redact)
-        deferred = any(writer.unsynced for writer, _ in self._pending.values())
-        for writer, _ in self._pending.values():
-            writer.stale = True
-            writer.unsynced = False
+        deferred = any(pending.writer.unsynced for pending in self._pending.values())
+        for pending in self._pending.values():
+            pending.writer.stale = True
+            pending.writer.unsynced = False
         self._pending.clear()
         if deferred:
             self._lost = error
@@ -558,7 +574,7 @@ class PostgresStore:
                 raise ProtocolError(
                     ErrorKind.INVALID_ID, "thread id already exists", threadId=thread_id
                 )
-            self._pending[thread_id] = (writer, "started")
+            self._pending[thread_id] = _Pending(writer, "started", None)
             writer.loaded = ThreadFile(items=writer.append([meta], session_id).stored)
         except BaseException:
             writer.close()
@@ -1012,6 +1028,7 @@ class _Watcher(threading.Thread):
 
     def run(self) -> None:
         backoff = BACKOFF_FIRST
+        missed_since: str | None = None  # while not listening, from when (writers' clocks)
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(
@@ -1019,11 +1036,28 @@ class _Watcher(threading.Thread):
                 ) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     backoff = BACKOFF_FIRST
+                    if missed_since is not None:
+                        self._catch_up(conn, missed_since)
                     self._listen(conn)
             except Exception as exc:  # down or restarting: try again later
                 logger.info("%s", self._store._redact(f"listen: {exc}"))
+                if missed_since is None:
+                    missed_since = _ts_ago(CATCH_UP_MARGIN)
+            else:
+                continue
             self._stopping.wait(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX)
+
+    def _catch_up(self, conn: psycopg.Connection, since: str) -> None:
+        """Notifications sent while this listener was away are lost: announce every thread
+        changed since then instead (a few too many is harmless: updates are coalesced)."""
+        rows = conn.execute(
+            f"SELECT {_ROW_COLUMNS} FROM sessiond_threads WHERE updated_at >= %s", (since,)
+        ).fetchall()
+        for row in rows:
+            summary = _summary_of(row)
+            started = (summary.createdAt or "") >= since
+            self._announce("started" if started else "updated", summary.threadId, summary)
 
     def _listen(self, conn: psycopg.Connection) -> None:
         while not self._stopping.is_set():
@@ -1055,6 +1089,13 @@ class _Watcher(threading.Thread):
 
 
 REPO_CACHE_SECONDS = 30.0
+CATCH_UP_MARGIN = 60.0  # seconds: other machines' clocks stamp `updated_at`
+
+
+def _ts_ago(seconds: float) -> str:
+    """A timestamp in the records' format (restore/jsonl.py now_ts), `seconds` ago."""
+    moment = datetime.now(UTC) - timedelta(seconds=seconds)
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 class SharedIndex:
