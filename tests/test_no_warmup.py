@@ -23,6 +23,8 @@ LAZY_MODULES = (
     "pydantic",  # param validation: the first request after initialize
     "restore.threads",
     "restore.index",
+    "restore.stores",
+    "psycopg",  # the PostgreSQL driver: only a postgresql:// store, at its first request
     "server.hooks",
     "server.hook_config",
 )
@@ -72,6 +74,7 @@ def test_initialize_loads_nothing_a_later_request_would_need(
     server.request("thread/start", {"cwd": str(workspace)})
     after = server.request("sessiond/debug")
     assert loaded(after, "sqlite3") and loaded(after, "restore.threads")
+    assert not loaded(after, "psycopg")  # the embedded store never imports the driver
     assert loaded(after, "server.hooks") and after["hooksCreated"] is True
     deadline = time.monotonic() + HANG_GUARD
     while not marker.exists():  # the hook config was live all along: now it ran
