@@ -60,12 +60,17 @@ class Editor(Client):
         Path(path).write_text(content)
         return WriteTextFileResponse()
 
-    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> ReadTextFileResponse:
+    async def read_text_file(
+        self, session_id: str, path: str, **kwargs: Any
+    ) -> ReadTextFileResponse:
         return ReadTextFileResponse(content=Path(path).read_text())
 
     def observe(self, event: StreamEvent) -> None:
         message = event.message
-        if event.direction is StreamDirection.INCOMING and message.get("method") == "session/update":
+        if (
+            event.direction is StreamDirection.INCOMING
+            and message.get("method") == "session/update"
+        ):
             self.received.append(message["params"])
 
     def texts(self) -> list[str]:
