@@ -1206,33 +1206,12 @@ def _hook_client(proxy: AcpProxy) -> Any:
 
 async def serve(home: Path, argv: list[str]) -> int:
     """Proxy the editor on stdin/stdout to AGENT until either side ends."""
-    from server.stdin import read_input
+    from server.pipes import BatchedOutput, read_input
 
     loop = asyncio.get_running_loop()
-    out = sys.stdout.buffer
     ended = asyncio.Event()
-    flush_scheduled = False
-
-    def flush() -> None:
-        nonlocal flush_scheduled
-        flush_scheduled = False
-        try:
-            out.flush()
-        except (BrokenPipeError, ValueError):
-            ended.set()
-
-    def write(data: bytes) -> None:
-        nonlocal flush_scheduled
-        try:
-            out.write(data)
-        except (BrokenPipeError, ValueError):
-            ended.set()
-            return
-        if not flush_scheduled:
-            flush_scheduled = True
-            loop.call_soon(flush)
-
-    proxy = AcpProxy(home, argv, write)
+    output = BatchedOutput(sys.stdout.buffer, ended.set)
+    proxy = AcpProxy(home, argv, output.write)
     try:
         await proxy.start_agent()
     except OSError as exc:
@@ -1253,7 +1232,7 @@ async def serve(home: Path, argv: list[str]) -> int:
     try:
         await read_input(sys.stdin.buffer, feed, ended)
         await ended.wait()
-        flush()
+        output.flush()
         await proxy.stop()
     finally:
         proxy.close()

@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 from server.app import SessiondServer
 from server.framing import FrameDecoder
-from server.stdin import read_input
+from server.pipes import BatchedOutput, read_input
 
 logger = logging.getLogger("sessiond.stdio")
 DRAIN_SECONDS = 30.0
@@ -35,29 +35,9 @@ async def serve_stdio(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop_now)
 
-    flush_scheduled = False
+    output = BatchedOutput(out, stop_now)
 
-    def flush() -> None:
-        nonlocal flush_scheduled
-        flush_scheduled = False
-        try:
-            out.flush()
-        except (BrokenPipeError, ValueError):
-            stop_now()  # the client is gone; nobody is left to answer
-
-    def send(data: bytes) -> None:
-        # Messages written in one turn of the loop (a batch of answers) leave in one write.
-        nonlocal flush_scheduled
-        try:
-            out.write(data)
-        except (BrokenPipeError, ValueError):
-            stop_now()
-            return
-        if not flush_scheduled:
-            flush_scheduled = True
-            loop.call_soon(flush)
-
-    connection = server.connect(send)
+    connection = server.connect(output.write)
     decoder = FrameDecoder(server.config.max_frame)
 
     def feed(chunk: bytes) -> None:
@@ -86,7 +66,7 @@ async def serve_stdio(
         # `shutdown` they stay open until the exit, so its SessionEnd hooks are recorded.)
         await server.disconnect(connection)
     await server.stop_hooks()  # no hook process outlives the server
-    flush()
+    output.flush()
     if connection.exit_requested and not connection.shutdown_requested:
         return 1  # LSP: exit without shutdown is an error exit
     return 0

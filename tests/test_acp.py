@@ -51,6 +51,12 @@ async def test_initialize_adds_sessiond_session_methods_to_any_agent(
 ) -> None:
     async with sessiond_acp(home, fake_agent(tmp_path / "agent", caps="none")) as run:
         answer = run.extra["initialize"]
+        maps = Path(f"/proc/{run.process.pid}/maps")
+        before = maps.read_text()
+        await run.conn.list_sessions()
+        after = maps.read_text()
+    # No warmup: the index (SQLite) is loaded by the first session method, not before.
+    assert "_sqlite3" not in before and "_sqlite3" in after
     capabilities = answer.agent_capabilities
     assert capabilities.load_session is True
     sessions = capabilities.session_capabilities
@@ -59,7 +65,6 @@ async def test_initialize_adds_sessiond_session_methods_to_any_agent(
     assert capabilities.prompt_capabilities.image is True  # AGENT's own, passed through
     assert answer.agent_info.name == "fake-agent"
     assert answer.field_meta["sessiond"]["agentCapabilities"]["loadSession"] is False
-    assert not (home / "threads").exists()  # no warmup: initialize touched no thread
 
 
 async def test_a_prompt_is_recorded_onto_the_subsystems_and_listed_everywhere(

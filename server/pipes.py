@@ -1,6 +1,7 @@
-"""Reading stdin on the event loop: bytes straight into a frame decoder as they arrive.
+"""stdin and stdout on the event loop, for `sessiond serve --stdio` and `sessiond acp`.
 
-Shared by `sessiond serve --stdio` and `sessiond acp`. Importing it loads no server state.
+Input goes straight into a frame decoder as it arrives; output written in one turn of the
+loop leaves in one flush. Importing this loads no server state.
 """
 
 from __future__ import annotations
@@ -61,3 +62,30 @@ async def _read_input(stdin: BinaryIO, protocol: _Input) -> None:
 async def read_input(stdin: BinaryIO, feed: Callable[[bytes], None], ended: asyncio.Event) -> None:
     """Start feeding `feed` from stdin; `ended` is set at end of input."""
     await _read_input(stdin, _Input(feed, ended))
+
+
+class BatchedOutput:
+    """Writes to stdout; everything written in one turn of the loop leaves in one flush.
+    `on_gone` is called when the reader is gone (a broken pipe)."""
+
+    def __init__(self, out: BinaryIO, on_gone: Callable[[], None]) -> None:
+        self._out = out
+        self._on_gone = on_gone
+        self._scheduled = False
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._out.write(data)
+        except (BrokenPipeError, ValueError):
+            self._on_gone()
+            return
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        try:
+            self._out.flush()
+        except (BrokenPipeError, ValueError):
+            self._on_gone()  # the reader is gone; nobody is left to answer
