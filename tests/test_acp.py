@@ -394,3 +394,30 @@ def echo_agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
         member.name = "echo_agent.py"
         sdist.extract(member, target, filter="data")
     return target / "echo_agent.py"
+
+
+async def test_fork_is_offered_only_by_an_agent_that_forks_and_copies_the_history(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state, caps="all")) as run:
+        assert run.extra["initialize"].agent_capabilities.session_capabilities.fork is not None
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=session, prompt=text("before the fork"))
+        fork = (await run.conn.fork_session(cwd=str(repo), session_id=session)).session_id
+        await run.conn.prompt(session_id=fork, prompt=text("on the fork"))
+        assert await run.conn.close_session(session_id=session) is not None
+        listed = {s.session_id for s in (await run.conn.list_sessions()).sessions}
+    assert fork != session and listed == {session, fork}
+    forked = thread_items(home, fork)
+    prompts = [i["content"] for i in forked if i["type"] == "message" and i["role"] == "user"]
+    assert prompts == [text("before the fork"), text("on the fork")]
+    meta = next(i for i in forked if i["type"] == "session_meta")
+    assert meta["forkedFrom"]["threadId"] == session
+    events = [(e["event"], e["sid"]) for e in agent_log(state) if e["event"].startswith("session/")]
+    original = next(sid for event, sid in events if event == "session/prompt")
+    agent_sessions = [i["agentSessionId"] for i in forked if i["type"] == "acp_session"]
+    assert agent_sessions[0] == original  # copied with the history; then AGENT's own fork
+    assert ("session/prompt", agent_sessions[-1]) in events and agent_sessions[-1] != original
+    assert ("session/close", original) in events
