@@ -330,6 +330,7 @@ class AcpProxy:
         self.editor_lane = Lane(self._from_editor)
         self.agent_lane = Lane(self._from_agent)
         self.stopping = False
+        self._index_flush: asyncio.TimerHandle | None = None
 
     # --- lazily created parts (no warmup) -------------------------------------------------
 
@@ -724,7 +725,7 @@ class AcpProxy:
         self.live[thread_id] = live
         recorded = live.recorder.agent_session(agent_session, "new", self.argv)
         self._record(live, recorded.add(live.recorder.session_state(result)))
-        self.service.flush_index()
+        self._flush_index_soon()
         self.service.store.name_holder(thread_id, self.owner)
         self._answer_editor(request, {**message, "result": {**result, "sessionId": thread_id}})
         self._adopt(agent_session, thread_id)
@@ -760,7 +761,7 @@ class AcpProxy:
                 live.prime = None  # AGENT has the history now
             self._record(live, ended)
             await self._sync()
-            self.service.flush_index()
+            self._flush_index_soon()
         self._answer_editor(request, message)
 
     # --- the session methods sessiond answers itself --------------------------------------
@@ -1011,7 +1012,7 @@ class AcpProxy:
         )
         self.live[thread_id] = fork
         self._record(fork, fork.recorder.agent_session(agent_session, "new", self.argv))
-        self.service.flush_index()
+        self._flush_index_soon()
         self._adopt(agent_session, thread_id)
         return {**result, "sessionId": thread_id}
 
@@ -1058,6 +1059,23 @@ class AcpProxy:
             )
         except (ProtocolError, OSError) as exc:
             logger.error("could not record in thread %s: %s", live.thread_id, exc)
+
+    def _flush_index_soon(self) -> None:
+        """Other processes (`sessiond serve`, `sessiond list`) see the thread's new row
+        within about a second; never on the critical path of an answer."""
+        if self._index_flush is None:
+            from restore.threads import INDEX_FLUSH_SECONDS
+
+            loop = asyncio.get_running_loop()
+            self._index_flush = loop.call_later(INDEX_FLUSH_SECONDS, self._flush_index)
+
+    def _flush_index(self) -> None:
+        self._index_flush = None
+        if self._service is not None:
+            try:
+                self._service.flush_index()
+            except Exception as exc:  # the index is derived: a failure costs a stale row
+                logger.warning("could not update the thread index: %s", exc)
 
     async def _sync(self) -> None:
         sync = self.service.begin_commit()
