@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
+
+from protocol.base import WireModel
 
 ITEM_ID_MAX = 128
 """Client-chosen ids are bounded so one bad client cannot bloat the idempotency set."""
@@ -19,14 +21,14 @@ ItemId = Annotated[str, Field(min_length=1, max_length=ITEM_ID_MAX)]
 LifecycleSource = Literal["startup", "resume", "clear", "compact"]
 
 
-class ItemBase(BaseModel):
+class ItemBase(WireModel):
     model_config = ConfigDict(extra="allow")
 
     id: ItemId
     turnId: str | None = None
 
 
-class ContentPart(BaseModel):
+class ContentPart(WireModel):
     """One part of a multi-part message (text, image, ...); images carry base64 `data`."""
 
     model_config = ConfigDict(extra="allow")
@@ -67,7 +69,7 @@ class CostItem(ItemBase):
     usd: float = Field(ge=0)
 
 
-class TodoEntry(BaseModel):
+class TodoEntry(WireModel):
     model_config = ConfigDict(extra="allow")
 
     id: str
@@ -94,7 +96,7 @@ class ModelOverrideItem(ItemBase):
     model: str
 
 
-class Permissions(BaseModel):
+class Permissions(WireModel):
     """What the agent may do; restored from the record, never guessed from prompt text."""
 
     model_config = ConfigDict(extra="allow")
@@ -228,4 +230,6 @@ class LifecycleItem(ItemBase):
     """The `prompt_section` this run's additionalContext became."""
 
 
-RECORDABLE_ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(RecordableItem)
+RECORDABLE_ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(
+    RecordableItem, config=ConfigDict(defer_build=True)
+)

@@ -8,33 +8,34 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from protocol.base import WireModel
 from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions
 
 MAX_ITEMS_PER_RECORD = 1000
 MAX_PAGE = 200
 
 
-class Params(BaseModel):
+class Params(WireModel):
     """Request params: unknown fields are ignored so newer clients work with older servers."""
 
     model_config = ConfigDict(extra="ignore")
 
 
-class Result(BaseModel):
+class Result(WireModel):
     model_config = ConfigDict(extra="allow")
 
 
 # --- handshake -------------------------------------------------------------------------
 
 
-class ClientInfo(BaseModel):
+class ClientInfo(WireModel):
     name: str
     version: str | None = None
 
 
-class WorkspaceFolder(BaseModel):
+class WorkspaceFolder(WireModel):
     path: str
     name: str | None = None
     trusted: bool = False
@@ -47,12 +48,12 @@ class InitializeParams(Params):
     capabilities: dict[str, Any] = Field(default_factory=dict)
 
 
-class ServerInfo(BaseModel):
+class ServerInfo(WireModel):
     name: str
     version: str
 
 
-class ServerCapabilities(BaseModel):
+class ServerCapabilities(WireModel):
     model_config = ConfigDict(extra="allow")
 
     subsystems: list[str]
@@ -77,7 +78,7 @@ class DidChangeWorkspaceFoldersParams(Params):
 # --- threads ---------------------------------------------------------------------------
 
 
-class ThreadOrigin(BaseModel):
+class ThreadOrigin(WireModel):
     """A thread that mirrors a session kept elsewhere (an import, or the ACP front door)."""
 
     model_config = ConfigDict(extra="allow")
@@ -88,7 +89,7 @@ class ThreadOrigin(BaseModel):
     agentCommand: list[str] | None = None
 
 
-class ThreadInfo(BaseModel):
+class ThreadInfo(WireModel):
     model_config = ConfigDict(extra="allow")
 
     threadId: str
@@ -155,14 +156,30 @@ class ThreadListResult(Result):
 
 
 class ThreadReadParams(ThreadIdParams):
-    afterSeq: int = Field(default=0, ge=0)
+    """One page: forward with `afterSeq` (the default, from the start), back with `beforeSeq`
+    (the `limit` items just before it); items come in ascending seq either way."""
+
+    afterSeq: int | None = Field(default=None, ge=0)
+    beforeSeq: int | None = Field(default=None, ge=1)
     limit: int = Field(default=MAX_PAGE, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _one_direction(self) -> ThreadReadParams:
+        if self.afterSeq is not None and self.beforeSeq is not None:
+            raise ValueError("give afterSeq or beforeSeq, not both")
+        return self
 
 
 class ThreadReadResult(Result):
+    """A page is also cut by bytes, to stay under the frame limit; its cursor goes on."""
+
     items: list[dict[str, Any]]
-    nextAfterSeq: int | None
+    nextAfterSeq: int | None = None
+    """Going forward: pass as `afterSeq` for the next page; null at the end."""
+    nextBeforeSeq: int | None = None
+    """Going back: pass as `beforeSeq` for the previous page; null at the start."""
     skippedLines: list[dict[str, Any]] = Field(default_factory=list)
+    """Unreadable lines in the bytes this page covered (each reported by one page only)."""
 
 
 class ThreadResumeParams(ThreadIdParams):
@@ -210,7 +227,7 @@ class ThreadRewindParams(SessionParams):
     force: bool = False
 
 
-class RewoundFile(BaseModel):
+class RewoundFile(WireModel):
     path: str
     sha: str | None
 
@@ -221,19 +238,19 @@ class ThreadRewindResult(Result):
     conversation: bool
 
 
-class SessionRef(BaseModel):
+class SessionRef(WireModel):
     sessionId: str | None
     resumedFrom: str | None = None
 
 
-class DriftEntry(BaseModel):
+class DriftEntry(WireModel):
     field: Literal["cwd", "repo", "branch", "head", "worktree"]
     recorded: Any = None
     current: Any = None
     severity: Literal["block", "warn"]
 
 
-class Environment(BaseModel):
+class Environment(WireModel):
     model_config = ConfigDict(extra="allow")
 
     recorded: dict[str, Any] | None = None
@@ -241,21 +258,21 @@ class Environment(BaseModel):
     drift: list[DriftEntry] = Field(default_factory=list)
 
 
-class SubsystemReport(BaseModel):
+class SubsystemReport(WireModel):
     name: str
     status: Literal["restored", "invalidated", "empty", "error"]
     reason: str | None = None
     state: Any = None
 
 
-class PendingOperation(BaseModel):
+class PendingOperation(WireModel):
     operationId: str
     tool: str
     state: str
     recovery: Literal["not_started", "safe_to_retry", "needs_review", "committed_result_missing"]
 
 
-class Recovery(BaseModel):
+class Recovery(WireModel):
     model_config = ConfigDict(extra="allow")
 
     skippedLines: list[dict[str, Any]] = Field(default_factory=list)
@@ -267,11 +284,13 @@ class Recovery(BaseModel):
     tornTailRecovered: bool = False
 
 
-class MessagesPage(BaseModel):
-    """Messages after the last clear/compact boundary; fetch more with thread/read."""
+class MessagesPage(WireModel):
+    """The newest messages after the last clear/compact boundary, ascending; page further
+    back with thread/read `beforeSeq: nextBeforeSeq` (down to `boundarySeq`)."""
 
     items: list[dict[str, Any]]
-    nextAfterSeq: int | None
+    nextBeforeSeq: int | None
+    """null when `items` hold every message since the boundary."""
     boundarySeq: int
     total: int = 0
 
@@ -314,23 +333,23 @@ class EmptyResult(Result):
 # --- notifications ---------------------------------------------------------------------
 
 
-class ThreadStartedNotification(BaseModel):
+class ThreadStartedNotification(WireModel):
     thread: ThreadInfo
 
 
-class ThreadUpdatedNotification(BaseModel):
+class ThreadUpdatedNotification(WireModel):
     thread: ThreadInfo
     deleted: bool = False
 
 
-class ItemRecordedNotification(BaseModel):
+class ItemRecordedNotification(WireModel):
     """Sent to subscribers of a thread: the stored lines of one append, in seq order."""
 
     threadId: str
     items: list[dict[str, Any]]
 
 
-class LifecycleHookNotification(BaseModel):
+class LifecycleHookNotification(WireModel):
     """A lifecycle hook's run: `started`, then `completed`, `failed` or `timed_out`.
 
     Sent after the answer of the request that started or ended the session; hooks never
@@ -354,14 +373,14 @@ class LifecycleHookNotification(BaseModel):
     promptSection: str | None = None
 
 
-class ProgressValue(BaseModel):
+class ProgressValue(WireModel):
     kind: Literal["begin", "report", "end"]
     title: str | None = None
     message: str | None = None
     percentage: int | None = None
 
 
-class ProgressNotification(BaseModel):
+class ProgressNotification(WireModel):
     token: str
     value: ProgressValue
 

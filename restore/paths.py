@@ -63,6 +63,10 @@ class Layout:
     def snapshot_path(self, thread_id: str) -> Path:
         return self.snapshots_dir / thread_id[:2] / f"{thread_id}.json"
 
+    def offsets_path(self, thread_id: str) -> Path:
+        """The thread's seq → byte offset map (restore/pages.py), beside its snapshot."""
+        return self.snapshots_dir / thread_id[:2] / f"{thread_id}.offsets"
+
     def blob_path(self, sha: str) -> Path:
         return self.blobs_dir / sha[:2] / sha
 

@@ -18,7 +18,7 @@ from restore.paths import Layout
 from restore.store import Checkpoint
 from restore.subsystems import ThreadState
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2  # 2: messages keep no bodies (resume reads the newest from the file)
 EVERY_ITEMS = 1000
 """A snapshot is written after this many items since the last one, and on close."""
 

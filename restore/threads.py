@@ -23,6 +23,7 @@ from restore.engine import judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
+from restore.pages import Page, ThreadPages
 from restore.paths import Layout, validate_thread_id
 from restore.store import AppendResult, Durability, PendingSync, ThreadStore, ThreadWriter
 from restore.subsystems import ThreadState
@@ -118,9 +119,15 @@ class _Loaded:
 class ThreadService:
     """Everything a thread request does to the files, snapshots and the index."""
 
-    def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        durability: Durability = Durability.FSYNC,
+        pages: ThreadPages | None = None,
+    ) -> None:
         self.layout = layout
         self.store = ThreadStore(layout, durability)
+        self.pages = pages or ThreadPages(layout)
         self.index = ThreadIndex(layout, self.store.read_summary)
         self._open: dict[str, OpenSession] = {}  # by thread id
         # Group commit: writers with appends not yet synced (`begin_commit` takes them).
@@ -168,12 +175,14 @@ class ThreadService:
         message_limit: int,
         available_models: list[str] | None = None,
         owner: str = LOCAL_OWNER,
+        max_bytes: int = 8 * 1024 * 1024,
     ) -> dict[str, Any]:
         """Restore every subsystem in order; a new session, or `needs_review` and none.
 
         Reads the newest valid snapshot plus the tail after it (full replay otherwise),
         judges the state against the current environment, and opens a writable session
-        only when the thread would not continue in the wrong place.
+        only when the thread would not continue in the wrong place. The newest
+        `message_limit` messages come along, within `max_bytes`.
         """
         thread_id = validate_thread_id(thread_id)
         self._release(thread_id, owner)  # a resume supersedes the same client's session
@@ -232,7 +241,7 @@ class ThreadService:
                 "lastDurableSeq": writer.last_seq,
                 "recovery": loaded.recovery(),
                 "continueReason": continue_reason,
-                "messages": messages_subsystem.page(state.states["messages"], message_limit),
+                "messages": self._newest_messages(writer, state, message_limit, max_bytes),
             }
         finally:
             if not opened:
@@ -453,14 +462,39 @@ class ThreadService:
     # --- reading -----------------------------------------------------------------------
 
     def read(
-        self, thread_id: str, after_seq: int, limit: int
-    ) -> tuple[list[dict[str, Any]], int | None, ThreadFile]:
-        """Items after `after_seq`, at most `limit`; the next cursor only if more remain."""
-        contents, _ = self.store.read(thread_id)
-        later = [item for item in contents.items if item["seq"] > after_seq]
-        page = later[:limit]
-        next_after = page[-1]["seq"] if len(later) > limit else None
-        return page, next_after, contents
+        self,
+        thread_id: str,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int,
+        max_bytes: int,
+    ) -> Page:
+        """One page of items, forward after `after` or back before `before` (restore/pages.py).
+
+        Safe on any thread: it reads the file without its lock, as readers always may."""
+        return self.pages.read(
+            thread_id, after=after, before=before, limit=limit, max_bytes=max_bytes
+        )
+
+    def _newest_messages(
+        self, writer: ThreadWriter, state: ThreadState, limit: int, max_bytes: int
+    ) -> dict[str, Any]:
+        """Resume's `messages`: the newest `limit` after the boundary, read by seq."""
+        reduced = state.states["messages"]
+        seqs = messages_subsystem.newest(reduced, limit)
+        items, cut = self.pages.pick(writer.thread_id, writer.path, seqs, max_bytes)
+        if items:
+            older = cut or reduced["count"] > len(items)
+            next_before = items[0]["seq"] if older else None
+        else:  # none, or the newest alone is too large: thread/read names it
+            next_before = seqs[-1] + 1 if seqs else None
+        return {
+            "items": items,
+            "total": reduced["count"],
+            "boundarySeq": reduced["boundarySeq"],
+            "nextBeforeSeq": next_before,
+        }
 
     def list(
         self,
@@ -503,6 +537,7 @@ class ThreadService:
         self._release(thread_id, owner)
         self.store.delete(thread_id)
         snapshots.discard(self.layout, thread_id)
+        self.pages.forget(thread_id)
         self.index.remove(thread_id)
 
     # --- helpers -----------------------------------------------------------------------

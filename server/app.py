@@ -2,8 +2,10 @@
 
 All thread work runs on one worker thread, in order (server/worker.py): the store needs no
 locks of its own, fsync never blocks the event loop, and the loop stays free to read, cancel
-and answer `initialize`. The thread service (and with it GitPython and SQLite) is created
-by the first request that needs it, never at startup.
+and answer `initialize`. Pages of `thread/read` are the exception: they run on reader
+threads, since files are append-only and readers need no lock, so one client paging
+through a long thread never holds another client's record. The thread service (and with
+it GitPython and SQLite) is created by the first request that needs it, never at startup.
 """
 
 from __future__ import annotations
@@ -11,12 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-
-from pygls.protocol import default_converter
-from pygls.server import JsonRPCServer
 
 from server.config import ServerConfig
 from server.rpc import SessiondProtocol
@@ -24,11 +25,13 @@ from server.subscriptions import Subscriptions
 from server.worker import StoreWorker
 
 if TYPE_CHECKING:
+    from restore.pages import ThreadPages
     from restore.threads import ThreadService
     from server.hooks import LifecycleHooks
 
 T = TypeVar("T")
 UPDATE_COALESCE_SECONDS = 0.05
+READER_THREADS = 2
 logger = logging.getLogger("sessiond")
 
 
@@ -37,21 +40,21 @@ def _log_failure(future: asyncio.Future[Any]) -> None:
         logger.error("background index flush failed: %s", error)
 
 
-class SessiondServer(JsonRPCServer):
-    protocol: SessiondProtocol
-
+class SessiondServer:
     def __init__(self, config: ServerConfig) -> None:
-        super().__init__(SessiondProtocol, default_converter)
         self.config = config
         self._service: ThreadService | None = None
+        self._pages: ThreadPages | None = None
+        self._pages_lock = threading.Lock()
         self.worker = StoreWorker(begin_commit=self._begin_commit)
+        # Threads start on the first read, not here.
+        self._readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="sessiond-read")
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self._pending_updates: dict[str, Any] = {}
         self.subscriptions = Subscriptions()
         self.workspace_listeners: list[Callable[[], None]] = []
-        self._primary_taken = False
         self._hooks: LifecycleHooks | None = None
 
     @property
@@ -79,8 +82,22 @@ class SessiondServer(JsonRPCServer):
 
             home = Path(self.config.home)
             home.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._service = ThreadService(Layout(home), Durability(self.config.durability))
+            self._service = ThreadService(
+                Layout(home), Durability(self.config.durability), self.pages
+            )
         return self._service
+
+    @property
+    def pages(self) -> ThreadPages:
+        """Pages of thread files, for any thread (reader threads, and the service's resume);
+        created on first use, like the service."""
+        with self._pages_lock:
+            if self._pages is None:
+                from restore.pages import ThreadPages
+                from restore.paths import Layout
+
+                self._pages = ThreadPages(Layout(Path(self.config.home)))
+            return self._pages
 
     def _begin_commit(self) -> Callable[[], None] | None:
         """Group commit's first step (server/worker.py). Never creates the service: the
@@ -91,10 +108,7 @@ class SessiondServer(JsonRPCServer):
         """A protocol for a new connection, with every handler registered on it."""
         from server.handlers import register
 
-        if self._primary_taken:
-            connection = SessiondProtocol(self, default_converter())
-        else:
-            connection, self._primary_taken = self.protocol, True
+        connection = SessiondProtocol()
         connection.send_bytes = send_bytes
         register(connection, self)
         if os.environ.get("SESSIOND_DEBUG") == "1":
@@ -110,11 +124,7 @@ class SessiondServer(JsonRPCServer):
             return
         self.connections.remove(connection)
         self.subscriptions.drop(connection)
-        pending = [
-            asyncio.wrap_future(f) if not asyncio.isfuture(f) else f
-            for f in connection._request_futures.values()
-            if not f.done()
-        ]
+        pending = [f for f in connection.in_flight.values() if not f.done()]
         if pending:
             await asyncio.wait(pending)
         if self._service is not None:
@@ -146,6 +156,10 @@ class SessiondServer(JsonRPCServer):
     async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
         """`work(*args)` on the store thread, after every job queued before it."""
         return await self.worker.submit(work, *args)
+
+    async def run_reader(self, work: Callable[[], T]) -> T:
+        """`work()` on a reader thread: for reads that need no lock and no store state."""
+        return await asyncio.get_running_loop().run_in_executor(self._readers, work)
 
     def schedule_index_flush(self) -> None:
         """After a burst of records, write the batched index rows once it pauses, so other
@@ -189,3 +203,4 @@ class SessiondServer(JsonRPCServer):
             service, self._service = self._service, None
             self.worker.run_blocking(service.close_all)
         self.worker.shutdown()
+        self._readers.shutdown(wait=True)

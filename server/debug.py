@@ -19,7 +19,7 @@ METHOD = "sessiond/debug"
 
 
 def register_debug(connection: SessiondProtocol, server: SessiondServer) -> None:
-    connection.fm.feature(METHOD)(lambda params: report(server))
+    connection.methods[METHOD] = lambda params: report(server)
 
 
 def report(server: SessiondServer) -> dict[str, Any]:

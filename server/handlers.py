@@ -108,13 +108,13 @@ def _validate(method: str, params: dict[str, Any]) -> BaseModel:
 
 
 def register(connection: SessiondProtocol, server: SessiondServer) -> None:
-    """Register every handler on a connection's pygls feature manager."""
+    """Register every handler (and the notifications sessiond reads) on a connection."""
     ctx = Context(connection, server)
     for method, handler in HANDLERS.items():
-        connection.fm.feature(method)(_bind(method, handler, ctx))
-    connection.fm.feature("initialized")(lambda params: None)
-    connection.fm.feature("workspace/didChangeWorkspaceFolders")(
-        lambda params: _change_folders(ctx, params)
+        connection.methods[method] = _bind(method, handler, ctx)
+    connection.methods["initialized"] = lambda params: None
+    connection.methods["workspace/didChangeWorkspaceFolders"] = lambda params: _change_folders(
+        ctx, params
     )
 
 
@@ -270,14 +270,18 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/read")
 async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
-    items, next_after, contents = await ctx.server.run_in_worker(
-        ctx.service.read, params.threadId, params.afterSeq, params.limit
+    """Off the store thread: a long read never holds another client's record."""
+    page = await ctx.server.run_reader(
+        lambda: ctx.server.pages.read(
+            params.threadId,
+            after=params.afterSeq,
+            before=params.beforeSeq,
+            limit=params.limit,
+            max_bytes=ctx.server.config.max_frame,
+        )
     )
-    return {
-        "items": items,
-        "nextAfterSeq": next_after,
-        "skippedLines": [line.to_wire() for line in contents.skipped],
-    }
+    cursor = "nextBeforeSeq" if params.beforeSeq is not None else "nextAfterSeq"
+    return {"items": page.items, cursor: page.next_seq, "skippedLines": page.skipped}
 
 
 @handles("thread/resume")
@@ -290,6 +294,7 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
             message_limit=params.messageLimit,
             available_models=params.availableModels,
             owner=ctx.connection.owner,
+            max_bytes=ctx.server.config.max_frame // 2,  # the rest of the report fits beside
         )
     )
     if report["session"]["sessionId"]:  # ready: needs_review opens no session, runs no hook

@@ -1,11 +1,12 @@
 """One JSON-RPC connection: envelope checks, handshake state, dispatch, framed output.
 
-pygls's `JsonRPCProtocol` keeps the handler registry (`fm`) and runs notifications; this
-subclass adds what it leaves out and sessiond promises: -32700/-32600 answers instead of
-silently dropped messages, -32002 before `initialize`, a typed `data.kind` on every
-error, orjson output, and either framing. Requests are dispatched here, not by pygls:
-its path (runtime Protocol checks, `inspect` of the handler, a context copy) cost about
-as much CPU per request as appending a record, and `thread/record` is the hot path.
+What sessiond promises of JSON-RPC is all here: -32700/-32600 answers instead of silently
+dropped messages, -32002 before `initialize`, a typed `data.kind` on every error, bounded
+requests in flight, cancellation, orjson output, and either framing. It was built on
+pygls's `JsonRPCProtocol`, but by the end that lent only a dict of handlers: requests were
+dispatched here already (pygls's per-request path cost as much CPU as appending a record),
+and importing pygls cost ~400 ms of every spawn (`lsprotocol.types`, the whole LSP as
+attrs classes) for it. docs/architecture.md has the measurements.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from pygls.protocol import JsonRPCNotification, JsonRPCProtocol
 
 from protocol.errors import ErrorKind, ProtocolError
 from server.framing import BadHeader, Event, Frame, FrameTooLarge, Framing, encode
@@ -55,14 +55,19 @@ def error_from_exception(exc: BaseException) -> dict[str, Any]:
     ).to_error_object()
 
 
-class SessiondProtocol(JsonRPCProtocol):
+Handler = Callable[[dict[str, Any]], Any]  # a result, or an awaitable of one
+
+
+class SessiondProtocol:
     """A connection's protocol state. `send_bytes` writes one framed message to the peer.
 
     `framing` None means the transport frames messages itself (a WebSocket text frame).
+    `methods` holds the handlers, requests and notifications alike, by method name.
     """
 
-    def __init__(self, server: Any, converter: Any) -> None:
-        super().__init__(server, converter)
+    def __init__(self) -> None:
+        self.methods: dict[str, Handler] = {}
+        self.in_flight: dict[str | int, asyncio.Future[Any]] = {}
         self.framing: Framing | None = Framing.HEADERS
         self.max_in_flight = MAX_IN_FLIGHT
         self.send_bytes: Callable[[bytes], None] = lambda data: None
@@ -158,7 +163,7 @@ class SessiondProtocol(JsonRPCProtocol):
             self.send_error(
                 msg_id, ProtocolError(ErrorKind.SERVER_NOT_INITIALIZED, "send initialize first")
             )
-        elif len(self._request_futures) >= self.max_in_flight:
+        elif len(self.in_flight) >= self.max_in_flight:
             # Refuse rather than queue without limit: the client retries after an answer.
             self.send_error(
                 msg_id,
@@ -174,7 +179,7 @@ class SessiondProtocol(JsonRPCProtocol):
 
     def _dispatch(self, msg_id: str | int, method: str, params: dict[str, Any]) -> None:
         """Run a request's handler; answer when its result (or awaitable) is ready."""
-        handler = self.fm.features.get(method)
+        handler = self.methods.get(method)
         if handler is None:
             self.send_error(
                 msg_id, ProtocolError(ErrorKind.METHOD_NOT_FOUND, f"unknown method {method!r}")
@@ -187,14 +192,14 @@ class SessiondProtocol(JsonRPCProtocol):
             return
         if asyncio.iscoroutine(outcome) or asyncio.isfuture(outcome):
             future = asyncio.ensure_future(outcome)
-            self._request_futures[msg_id] = future
+            self.in_flight[msg_id] = future
             future.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
         else:
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": outcome})
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "$/cancelRequest":
-            future = self._request_futures.pop(params.get("id"), None)  # type: ignore[arg-type]
+            future = self.in_flight.pop(params.get("id"), None)  # type: ignore[arg-type]
             if future is not None:
                 future.cancel()
             return
@@ -203,12 +208,18 @@ class SessiondProtocol(JsonRPCProtocol):
             return
         if not self.initialized and method != "initialized":
             return  # notifications before initialize are dropped, as LSP says
-        self.handle_message(JsonRPCNotification(method=method, jsonrpc="2.0", params=params))
+        handler = self.methods.get(method)
+        if handler is None:
+            return  # an unknown notification is ignored: there is nobody to tell
+        try:
+            handler(params)
+        except Exception:  # a notification has no answer to carry the error
+            logger.exception("notification %s failed", method)
 
     # --- output ------------------------------------------------------------------------
 
     def _send_handler_result(self, future: asyncio.Future[Any], *, msg_id: Any) -> None:
-        self._request_futures.pop(msg_id, None)
+        self.in_flight.pop(msg_id, None)
         if future.cancelled():
             self.send_error(msg_id, ProtocolError(ErrorKind.REQUEST_CANCELLED, "request cancelled"))
             return

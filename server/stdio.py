@@ -116,17 +116,11 @@ async def serve_stdio(
 
     await _read_input(stdin, _Input(feed, ended))
     await ended.wait()
-    pending = [f for f in list(connection._request_futures.values()) if not f.done()]
+    pending = [f for f in list(connection.in_flight.values()) if not f.done()]
     if pending and not stop.is_set():
         # Input ended with requests in flight: answer them before leaving.
         with contextlib.suppress(Exception):
-            await asyncio.wait(
-                [
-                    asyncio.wrap_future(f) if not isinstance(f, asyncio.Future) else f
-                    for f in pending
-                ],
-                timeout=DRAIN_SECONDS,
-            )
+            await asyncio.wait(pending, timeout=DRAIN_SECONDS)
     if not stop.is_set() and not connection.shutdown_requested:
         # The client left without `shutdown` (end of input, `exit` alone): its sessions end
         # here as a WebSocket client's do, recorded and with their SessionEnd hooks. (After

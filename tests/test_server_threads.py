@@ -206,11 +206,17 @@ def test_resume_starts_a_new_session_linked_to_the_last(
     assert report["session"]["sessionId"] not in (None, sid)
     assert report["environment"]["recorded"]["branch"] == "main"
     assert report["environment"]["drift"] == []
-    assert len(report["messages"]["items"]) == 2
-    rest = again.request(
-        "thread/read", {"threadId": tid, "afterSeq": report["messages"]["nextAfterSeq"]}
+    # The newest messages come with the resume; the older ones are a page back from them.
+    assert [m["content"] for m in report["messages"]["items"]] == ["m3", "m4"]
+    assert report["messages"]["total"] == 5
+    older = again.request(
+        "thread/read", {"threadId": tid, "beforeSeq": report["messages"]["nextBeforeSeq"]}
     )
-    assert [i["content"] for i in rest["items"] if i["type"] == "message"] == ["m2", "m3", "m4"]
+    assert [i["content"] for i in older["items"] if i["type"] == "message"] == ["m0", "m1", "m2"]
+    assert older["nextBeforeSeq"] is None and "nextAfterSeq" not in older
+    rest = again.request(
+        "thread/read", {"threadId": tid, "afterSeq": report["messages"]["items"][-1]["seq"]}
+    )
     metas = [i for i in rest["items"] if i["type"] == "session_meta"]
     assert metas[-1]["source"] == "resume" and metas[-1]["resumedFrom"] == sid
     with pytest.raises(RpcError) as stale:

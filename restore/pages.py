@@ -1,0 +1,605 @@
+"""Pages of a thread (thread/read, resume's newest messages) that cost O(page), whatever
+the depth or the file's size.
+
+Thread files are append-only and their seqs increase line by line (docs/storage.md), so a
+sparse map of (seq, byte offset) anchors is enough to seek: a page parses from the anchor
+before it and stops once it is full, instead of parsing the whole file. The map holds one
+anchor per `ANCHOR_BYTES` of file, each found by reading a short window there (the first
+whole good line after the boundary), so building it for a 100k-item thread costs a few
+hundred small reads, not a parse of the thread.
+
+The map is derived state. It is kept beside the thread's snapshot
+(`snapshots/<id[:2]>/<id>.offsets`) and in memory while the process reads the thread;
+before every use it is checked against the file by its last anchor's line (position and
+sha256, `LineMark`), extended over the bytes appended since, and rebuilt from the file when
+it is missing, corrupt or stale. Deleting it changes no answer. A file whose seqs do not
+increase (only hand-made damage does that) is paged by scanning it from the start, which
+gives the same answers the slow way.
+
+Which bad lines a page reports (`skippedLines`): each bad line belongs to the next good
+item after it, and the bad lines after the last item to the end of the file. A page
+reports the bad lines of the items it returns, and the end's when it reaches the end, so
+successive pages in either direction report every bad line once and a page reads only the
+bytes it covers. Line numbers are counted only when a page has bad lines to report.
+
+Pages are cut by bytes as well as by count, so an answer stays under the frame limit; an
+item that cannot fit in any answer is a PayloadTooLarge naming its seq, and the cursor
+just past it lets a client go on.
+
+Thread-safe: the server reads pages off the store thread (a long read never holds another
+client's record), and the store thread uses it for resume.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import itertools
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from protocol.errors import ErrorKind, ProtocolError, thread_not_found
+from restore.atomic import write_atomically
+from restore.jsonl import BOM, LineMark, decode_line
+from restore.paths import Layout, validate_thread_id
+
+ANCHOR_BYTES = 64 * 1024
+"""One anchor per this many bytes: a page parses at most this much beyond its own items."""
+MAP_VERSION = 1
+SAVE_AFTER_ANCHORS = 16  # a map that grew by this many anchors is written again
+ANSWER_OVERHEAD = 512  # the JSON-RPC envelope, the cursor and the keys around a page
+_WINDOW = 8 * 1024  # read per anchor probe
+_CHUNK = 256 * 1024  # read per step of a page
+_MAX_ANCHOR_LINE = 16 * 1024 * 1024  # longer lines are not worth reading for an anchor
+_PROBE_LINES = 8  # bad lines tried after a boundary before giving up on its anchor
+_CACHED_MAPS = 256
+
+
+@dataclass
+class _Line:
+    start: int
+    end: int  # just past its newline (or the end of the file)
+    item: dict[str, Any] | None
+    reason: str = ""
+    preview: str = ""
+
+    @cached_property
+    def size(self) -> int:
+        """Bytes of the item in an answer (only asked of lines a page may return)."""
+        return len(orjson.dumps(self.item)) if self.item is not None else 0
+
+    def skipped(self, line_no: int) -> dict[str, Any]:
+        return {
+            "lineNo": line_no,
+            "byteOffset": self.start,
+            "reason": self.reason,
+            "preview": self.preview,
+        }
+
+
+@dataclass
+class _Entry:
+    """A good line and the bad lines it owns (those between it and the good line before)."""
+
+    line: _Line
+    bad: list[_Line]
+
+    @property
+    def cost(self) -> int:
+        return self.line.size + 1 + _bad_cost(self.bad)
+
+
+@dataclass
+class Page:
+    items: list[dict[str, Any]]
+    next_seq: int | None
+    """nextAfterSeq going forward, nextBeforeSeq going back; None at the end."""
+    skipped: list[dict[str, Any]]
+
+
+@dataclass
+class OffsetMap:
+    """Anchors: the good line at `offsets[i]` has seq `seqs[i]`; both increase."""
+
+    seqs: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    sampled: int = 0
+    """Every anchor boundary below this offset has been probed."""
+    mark: LineMark | None = None
+    """The last anchor's line: while it holds, so do all the anchors."""
+    ordered: bool = True
+    """False once a page saw seqs that do not increase: page by scanning from the start."""
+    line_numbers: dict[int, int] = field(default_factory=dict)
+    """Newlines before an offset, for bad lines' line numbers (counted on demand)."""
+    unsaved: int = 0
+
+    def matches(self, fd: int, size: int) -> bool:
+        return self.sampled <= size and (self.mark is None or self.mark.holds(fd))
+
+    def to_json(self, thread_id: str) -> bytes:
+        mark = self.mark
+        return orjson.dumps(
+            {
+                "v": MAP_VERSION,
+                "threadId": thread_id,
+                "sampled": self.sampled,
+                "mark": None if mark is None else [mark.start, mark.end, mark.sha],
+                "ordered": self.ordered,
+                "seqs": self.seqs,
+                "offsets": self.offsets,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes, thread_id: str) -> OffsetMap | None:
+        """None for anything but a map of this version and thread (it is then rebuilt)."""
+        try:
+            raw = orjson.loads(data)
+            if raw["v"] != MAP_VERSION or raw["threadId"] != thread_id:
+                return None
+            seqs, offsets = [int(s) for s in raw["seqs"]], [int(o) for o in raw["offsets"]]
+            mark = None if raw["mark"] is None else LineMark(*raw["mark"])
+            loaded = cls(seqs, offsets, int(raw["sampled"]), mark, bool(raw["ordered"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            return None
+        increasing = all(a < b for a, b in itertools.pairwise(seqs)) and all(
+            a < b for a, b in itertools.pairwise(offsets)
+        )
+        if len(seqs) != len(offsets) or not increasing or (seqs and mark is None):
+            return None
+        return loaded
+
+
+@dataclass(frozen=True)
+class _Anchors:
+    """A consistent copy of a map's anchors for one page (the map may grow meanwhile)."""
+
+    seqs: list[int]
+    offsets: list[int]
+    ordered: bool
+    source: OffsetMap
+
+    def start_at_or_before(self, seq: int) -> int:
+        """Where to parse from so that the item `seq` and the bad lines it owns are read:
+        the last anchor whose seq is at most `seq`."""
+        if not self.ordered:
+            return 0
+        index = bisect.bisect_right(self.seqs, seq) - 1
+        return self.offsets[index] if index >= 0 else 0
+
+    def unordered(self) -> _Anchors:
+        self.source.ordered = False
+        return _Anchors([], [], False, self.source)
+
+
+class _Unordered(Exception):
+    """Seqs that do not increase in file order: the anchors cannot be trusted to seek."""
+
+
+def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorKind.STORAGE_ERROR, f"thread file: {exc.strerror}", threadId=thread_id
+    )
+
+
+def _too_large(line: _Line, budget: int) -> ProtocolError:
+    assert line.item is not None
+    seq = line.item["seq"]
+    return ProtocolError(
+        ErrorKind.PAYLOAD_TOO_LARGE,
+        f"item seq {seq} ({line.size} bytes) does not fit in one answer of at most "
+        f"{budget} bytes; page past it from seq {seq}",
+        seq=seq,
+        size=line.size,
+        limit=budget,
+    )
+
+
+def _bad_cost(bad: list[_Line]) -> int:
+    return sum(len(line.preview.encode()) + 96 for line in bad)
+
+
+class ThreadPages:
+    """Pages of thread files, through offset maps cached in memory and kept on disk."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self._maps: OrderedDict[str, OffsetMap] = OrderedDict()  # by file path
+        self._lock = threading.Lock()
+
+    # --- pages ----------------------------------------------------------------------------
+
+    def read(
+        self,
+        thread_id: str,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int,
+        max_bytes: int,
+    ) -> Page:
+        """Forward (`after`: the first `limit` items with seq > after) or back (`before`:
+        the last `limit` items with seq < before); items ascending either way."""
+        thread_id = validate_thread_id(thread_id)
+        with _OpenFile(self.layout, thread_id) as (fd, path):
+            size = os.fstat(fd).st_size
+            anchors = self._anchors(thread_id, path, fd, size)
+            budget = max_bytes - ANSWER_OVERHEAD
+            try:
+                if before is not None:
+                    return self._backward(fd, size, anchors, before, limit, budget)
+                return self._forward(fd, size, anchors, after or 0, limit, budget)
+            except _Unordered:
+                anchors = anchors.unordered()
+                if before is not None:
+                    return self._backward(fd, size, anchors, before, limit, budget)
+                return self._forward(fd, size, anchors, after or 0, limit, budget)
+
+    def pick(
+        self, thread_id: str, path: Path, seqs: list[int], max_bytes: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """The items with these seqs (ascending), newest first within `max_bytes`; True when
+        older ones were left out for the budget. Reads from the oldest seq's anchor on."""
+        if not seqs:
+            return [], False
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise _storage_error(exc, thread_id) from exc
+        try:
+            size = os.fstat(fd).st_size
+            anchors = self._anchors(thread_id, path, fd, size)
+            wanted = set(seqs)
+            found: list[_Line] = []
+            for line in _scan(fd, anchors.start_at_or_before(seqs[0]), size):
+                if line.item is None:
+                    continue
+                seq = line.item["seq"]
+                if seq > seqs[-1] and anchors.ordered:
+                    break
+                if seq in wanted:
+                    wanted.discard(seq)
+                    found.append(line)
+        finally:
+            os.close(fd)
+        budget = max_bytes - ANSWER_OVERHEAD
+        kept: list[dict[str, Any]] = []
+        for line in reversed(found):
+            budget -= line.size + 1
+            if budget < 0:
+                break
+            kept.append(line.item)  # type: ignore[arg-type]
+        kept.reverse()
+        return kept, len(kept) < len(found)
+
+    def forget(self, thread_id: str) -> None:
+        """The thread is gone: drop its map (memory and disk)."""
+        with self._lock:
+            for key in [k for k in self._maps if Path(k).stem == thread_id]:
+                del self._maps[key]
+        self.layout.offsets_path(thread_id).unlink(missing_ok=True)
+
+    def _forward(
+        self, fd: int, size: int, anchors: _Anchors, after: int, limit: int, budget: int
+    ) -> Page:
+        used = 0
+        chosen: list[_Entry] = []
+        bad: list[_Line] = []
+        more = False
+        previous = None
+        for line in _scan(fd, anchors.start_at_or_before(after), size):
+            if line.item is None:
+                bad.append(line)
+                continue
+            seq = line.item["seq"]
+            if anchors.ordered:
+                if previous is not None and seq <= previous:
+                    raise _Unordered
+                previous = seq
+            if seq <= after:
+                bad = []  # they belong to an item of an earlier page
+                continue
+            if len(chosen) == limit:
+                more = True
+                break
+            entry = _Entry(line, bad)
+            if used + entry.cost > budget:
+                if not chosen:
+                    raise _too_large(line, budget)
+                more = True
+                break
+            chosen.append(entry)
+            used += entry.cost
+            bad = []
+        if not more:  # the end of the file: its bad lines come with this page
+            chosen.append(_Entry(_Line(size, size, None), bad))
+        items, skipped = self._unpack(fd, anchors, chosen)
+        return Page(items, items[-1]["seq"] if more else None, skipped)
+
+    def _backward(
+        self, fd: int, size: int, anchors: _Anchors, before: int, limit: int, budget: int
+    ) -> Page:
+        # Scan the stretch from the last anchor before `before`, stepping further back
+        # (twice as far each time) until it holds one item more than the page, or
+        # reaches the file's start.
+        anchor = bisect.bisect_left(anchors.seqs, before) - 1
+        end, step = size, 1
+        entries: list[_Entry] = []
+        tail: list[_Line] = []  # the end's bad lines, when the scan reached the end
+        while True:
+            start = anchors.offsets[anchor] if anchor >= 0 else 0
+            newest = end == size
+            found, leftover = _collect_before(fd, start, end, before, anchors.ordered)
+            if newest:
+                tail = leftover or []
+            elif entries:  # bad lines at the end of an older stretch: the next item's
+                entries[0].bad[:0] = leftover or []
+            entries[:0] = found
+            if start == 0 or len(entries) > limit:
+                break
+            end, anchor, step = start, anchor - step, step * 2
+        budget -= _bad_cost(tail)
+        used = 0
+        chosen: list[_Entry] = []
+        for entry in reversed(entries):
+            if len(chosen) == limit:
+                break
+            if used + entry.cost > budget:
+                if not chosen:
+                    raise _too_large(entry.line, budget)
+                break
+            chosen.append(entry)
+            used += entry.cost
+        chosen.reverse()
+        more = len(chosen) < len(entries) or start > 0
+        chosen.append(_Entry(_Line(size, size, None), tail))
+        items, skipped = self._unpack(fd, anchors, chosen)
+        return Page(items, items[0]["seq"] if more and items else None, skipped)
+
+    def _unpack(
+        self, fd: int, anchors: _Anchors, entries: list[_Entry]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        items = [e.line.item for e in entries if e.line.item is not None]
+        bad = [line for e in entries for line in e.bad]
+        numbers = self._line_numbers(fd, anchors.source, [line.start for line in bad])
+        return items, [line.skipped(number) for line, number in zip(bad, numbers, strict=True)]
+
+    def _line_numbers(self, fd: int, offsets: OffsetMap, starts: list[int]) -> list[int]:
+        """1-based line numbers of the lines starting at `starts` (ascending), counted
+        from the nearest offset counted before: only pages with bad lines pay for it."""
+        if not starts:
+            return []
+        with self._lock:
+            at = max((o for o in offsets.line_numbers if o <= starts[0]), default=0)
+            count = offsets.line_numbers.get(at, 0)
+        numbers = []
+        for start in starts:
+            while at < start:
+                chunk = os.pread(fd, min(_CHUNK * 4, start - at), at)
+                if not chunk:
+                    break
+                count += chunk.count(b"\n")
+                at += len(chunk)
+            numbers.append(count + 1)
+        with self._lock:
+            offsets.line_numbers[at] = count
+        return numbers
+
+    # --- the offset map ---------------------------------------------------------------------
+
+    def _anchors(self, thread_id: str, path: Path, fd: int, size: int) -> _Anchors:
+        """The thread's map, verified against the file and extended to its end."""
+        key = str(path)
+        with self._lock:
+            offsets = self._maps.pop(key, None) or self._load(thread_id)
+            rebuilt = offsets is None or not offsets.matches(fd, size)
+            if offsets is None or rebuilt:
+                offsets = OffsetMap()
+            added = _sample(fd, size, offsets)
+            offsets.unsaved += added
+            if offsets.seqs and ((rebuilt and added) or offsets.unsaved >= SAVE_AFTER_ANCHORS):
+                self._save(thread_id, offsets)
+            self._maps[key] = offsets
+            while len(self._maps) > _CACHED_MAPS:
+                self._maps.popitem(last=False)
+            return _Anchors(list(offsets.seqs), list(offsets.offsets), offsets.ordered, offsets)
+
+    def _load(self, thread_id: str) -> OffsetMap | None:
+        try:
+            data = self.layout.offsets_path(thread_id).read_bytes()
+        except OSError:
+            return None
+        return OffsetMap.from_json(data, thread_id)
+
+    def _save(self, thread_id: str, offsets: OffsetMap) -> None:
+        """Best effort: the map is an accelerator, and a read must not fail for it."""
+        try:
+            write_atomically(self.layout.offsets_path(thread_id), offsets.to_json(thread_id))
+            offsets.unsaved = 0
+        except OSError:
+            pass
+
+
+class _OpenFile:
+    """A thread's file opened for reading; a move (archive) between locating and opening
+    it is retried once."""
+
+    def __init__(self, layout: Layout, thread_id: str) -> None:
+        self.layout = layout
+        self.thread_id = thread_id
+        self.fd = -1
+
+    def __enter__(self) -> tuple[int, Path]:
+        for attempt in (1, 2):
+            found = self.layout.locate(self.thread_id)
+            if found is None:
+                break
+            path = found[0]
+            try:
+                self.fd = os.open(path, os.O_RDONLY)
+                return self.fd, path
+            except FileNotFoundError:
+                if attempt == 2:
+                    break
+            except OSError as exc:
+                raise _storage_error(exc, self.thread_id) from exc
+        raise thread_not_found(self.thread_id)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+
+
+def _collect_before(
+    fd: int, start: int, end: int, before: int, ordered: bool
+) -> tuple[list[_Entry], list[_Line] | None]:
+    """Good lines with seq < `before` in [start, end), each with the bad lines it owns, and
+    the bad lines left after the last of them (None when a newer item owns them)."""
+    entries: list[_Entry] = []
+    bad: list[_Line] = []
+    previous = None
+    for line in _scan(fd, start, end):
+        if line.item is None:
+            bad.append(line)
+            continue
+        seq = line.item["seq"]
+        if ordered:
+            if previous is not None and seq <= previous:
+                raise _Unordered
+            previous = seq
+        if seq >= before:
+            if ordered:
+                return entries, None  # everything from here on is newer
+            bad = []
+            continue
+        entries.append(_Entry(line, bad))
+        bad = []
+    return entries, bad
+
+
+def _scan(fd: int, start: int, end: int) -> Iterator[_Line]:
+    """The non-blank lines in [start, end), read in chunks; `start` is a line start."""
+    at = start
+    if start == 0 and os.pread(fd, len(BOM), 0) == BOM:
+        at = len(BOM)
+    parts: list[bytes] = []  # a line cut by a chunk boundary, so far
+    base = at  # file offset of the first unconsumed byte
+    while at < end:
+        chunk = os.pread(fd, min(_CHUNK, end - at), at)
+        if not chunk:
+            break  # truncated meanwhile: what was read is what there is
+        at += len(chunk)
+        if parts and b"\n" not in chunk:
+            parts.append(chunk)
+            continue
+        data = b"".join([*parts, chunk]) if parts else chunk
+        parts = []
+        pos = 0
+        while (newline := data.find(b"\n", pos)) != -1:
+            line = _decoded(data[pos:newline], base + pos, base + newline + 1, True)
+            if line is not None:
+                yield line
+            pos = newline + 1
+        base += pos
+        if pos < len(data):
+            parts.append(data[pos:])
+    if parts:
+        line = _decoded(b"".join(parts), base, at, False)
+        if line is not None:
+            yield line
+
+
+def _decoded(raw: bytes, start: int, end: int, terminated: bool) -> _Line | None:
+    if not raw.strip():
+        return None  # blank lines are ignored, not reported
+    item, reason = decode_line(raw)
+    if item is not None:
+        return _Line(start, end, item)
+    if not terminated:
+        reason = "torn_tail"
+    return _Line(start, end, None, reason, raw[:80].decode("utf-8", "replace"))
+
+
+def _sample(fd: int, size: int, offsets: OffsetMap) -> int:
+    """Probe the anchor boundaries between `offsets.sampled` and `size`; returns how many
+    anchors were added. A boundary whose line is not complete yet is probed again later."""
+    added = 0
+    boundary = -(-max(offsets.sampled, 1) // ANCHOR_BYTES) * ANCHOR_BYTES
+    while boundary < size:
+        probe = _probe(fd, boundary, size)
+        if probe is None:  # the line after it is still being written (or torn)
+            offsets.sampled = boundary
+            return added
+        if probe is not False:
+            seq, start, raw = probe
+            if not offsets.offsets or start > offsets.offsets[-1]:
+                if offsets.seqs and seq <= offsets.seqs[-1]:
+                    offsets.ordered = False
+                else:
+                    offsets.seqs.append(seq)
+                    offsets.offsets.append(start)
+                    sha = hashlib.sha256(raw).hexdigest()
+                    offsets.mark = LineMark(start, start + len(raw), sha)
+                    added += 1
+        boundary += ANCHOR_BYTES
+    offsets.sampled = size
+    return added
+
+
+def _probe(fd: int, boundary: int, size: int) -> tuple[int, int, bytes] | bool | None:
+    """The first good line starting at or after `boundary`: (seq, start, its bytes with the
+    newline); False when there is none worth using nearby; None when the file ends first."""
+    window = os.pread(fd, _WINDOW, boundary - 1)
+    newline = window.find(b"\n")
+    read = len(window)
+    while newline == -1:  # the line across the boundary is long: find its end
+        if read >= ANCHOR_BYTES or boundary - 1 + read >= size:
+            return False if read >= ANCHOR_BYTES else None
+        more = os.pread(fd, _WINDOW, boundary - 1 + read)
+        if not more:
+            return None
+        found = more.find(b"\n")
+        newline = -1 if found == -1 else read + found
+        read += len(more)
+    start = boundary + newline
+    for _ in range(_PROBE_LINES):
+        if start >= size:
+            return None
+        line = _whole_line(fd, start, size)
+        if line is None:
+            return None
+        if line is False:
+            return False
+        item, _ = decode_line(line.rstrip(b"\n"))
+        if item is not None:
+            return item["seq"], start, line
+        start += len(line)
+    return False
+
+
+def _whole_line(fd: int, start: int, size: int) -> bytes | bool | None:
+    """The line at `start` with its newline; None if the file ends before the newline,
+    False if it is too long to be worth reading for an anchor."""
+    parts: list[bytes] = []
+    at = start
+    while at - start < _MAX_ANCHOR_LINE:
+        chunk = os.pread(fd, _WINDOW if at == start else _CHUNK, at)
+        if not chunk:
+            return None
+        newline = chunk.find(b"\n")
+        if newline != -1:
+            parts.append(chunk[: newline + 1])
+            return b"".join(parts)
+        parts.append(chunk)
+        at += len(chunk)
+        if at >= size:
+            return None
+    return False
