@@ -24,9 +24,16 @@ import orjson
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.atomic import fsync_dir
-from restore.jsonl import FORMAT_VERSION, ThreadFile, encode_line, now_ts, parse_bytes
+from restore.jsonl import (
+    FORMAT_VERSION,
+    LineMark,
+    ThreadFile,
+    encode_line,
+    now_ts,
+    parse_bytes,
+)
 from restore.paths import Layout, validate_thread_id
-from restore.summary import ThreadSummary, summarize
+from restore.summary import Indexed, ThreadSummary, summarize
 
 
 class Durability(StrEnum):
@@ -122,17 +129,24 @@ class ThreadWriter:
     def size(self) -> int:
         return self._size
 
-    def checkpoint(self) -> Checkpoint | None:
-        """Where the file stands now, for a snapshot to verify itself against later."""
+    def mark(self) -> LineMark | None:
+        """The last line written: derived state (a snapshot, an index row) keeps it to check
+        later that the file still holds what it was derived from."""
         if self.last_line_start is None:
             return None
-        line = os.pread(self._fd, self._size - self.last_line_start, self.last_line_start)
+        return LineMark.of(self._fd, self.last_line_start, self._size)
+
+    def checkpoint(self) -> Checkpoint | None:
+        """Where the file stands now, for a snapshot to verify itself against later."""
+        mark = self.mark()
+        if mark is None:
+            return None
         return Checkpoint(
             offset=self._size,
             seq=self.last_seq,
             lines=self.lines,
-            line_start=self.last_line_start,
-            line_sha=hashlib.sha256(line).hexdigest(),
+            line_start=mark.start,
+            line_sha=mark.sha,
             summary=asdict(self.summary),
         )
 
@@ -371,16 +385,49 @@ class ThreadStore:
         except OSError as exc:
             raise _storage_error(exc, thread_id) from exc
 
-    def read_summary(self, path: Path, archived: bool) -> ThreadSummary | None:
-        """Summary of one file for the index; None when it vanished or cannot be read (one
-        unreadable file must not stop a listing; `sessiond doctor` reports it)."""
+    def read_summary(
+        self, path: Path, archived: bool, since: Indexed | None = None
+    ) -> Indexed | None:
+        """Summary of one file for the index, and the last line it covers; None when it
+        vanished or cannot be read (one unreadable file must not stop a listing; `sessiond
+        doctor` reports it).
+
+        With `since` (a row's summary and last line), a file that only grew since is read
+        from that line on: files are append-only, and the line still being there proves
+        it. Otherwise it is read whole."""
         try:
-            contents = parse_bytes(path.read_bytes())
+            fd = os.open(path, os.O_RDONLY)
         except OSError:
             return None
-        if not contents.items:  # no record at all (a thread/start cut short): nothing to list
+        try:
+            size = os.fstat(fd).st_size
+            start, summary = 0, None
+            row, mark = since if since is not None else (None, None)
+            if row is not None and mark is not None and mark.end <= size and mark.holds(fd):
+                start = mark.end
+                summary = ThreadSummary(**{**asdict(row), "archived": archived})
+            data = os.pread(fd, size - start, start)
+        except OSError:
             return None
-        return summarize(path.stem, contents.items, archived=archived)
+        finally:
+            os.close(fd)
+        contents = parse_bytes(data, start)
+        if summary is None:
+            if not contents.items:  # no record (a thread/start cut short): nothing to list
+                return None
+            summary = summarize(path.stem, contents.items, archived=archived)
+        else:
+            for item in contents.items:
+                summary.apply(item)
+        # Up to the end of the last whole record: a torn tail is read again next time.
+        torn = contents.torn_tail_offset
+        covered = torn if torn is not None else contents.size
+        if covered == start:  # nothing whole was appended: the same last line
+            return summary, mark
+        end = covered - start
+        line_start = data.rfind(b"\n", 0, end - 1) + 1
+        line = data[line_start:end]
+        return summary, LineMark(start + line_start, covered, hashlib.sha256(line).hexdigest())
 
     def move(self, thread_id: str, *, to_archived: bool) -> Path:
         """Archive or unarchive: rename between `threads/` and `archived/`, under the lock."""

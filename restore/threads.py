@@ -29,7 +29,7 @@ from restore.store import AppendResult, Durability, PendingSync, ThreadStore, Th
 from restore.subsystems import ThreadState
 from restore.subsystems import messages as messages_subsystem
 from restore.subsystems import operations as ledger
-from restore.summary import ThreadSummary
+from restore.summary import Indexed, ThreadSummary
 
 ProgressCallback = Callable[[int, int], None]
 INDEX_FLUSH_SECONDS = 0.5
@@ -128,7 +128,7 @@ class ThreadService:
         self.layout = layout
         self.store = ThreadStore(layout, durability)
         self.pages = pages or ThreadPages(layout)
-        self.index = ThreadIndex(layout, self.store.read_summary)
+        self.index = ThreadIndex(layout, self.store.read_summary, live=self._live_rows)
         self._open: dict[str, OpenSession] = {}  # by thread id
         # Group commit: writers with appends not yet synced (`begin_commit` takes them).
         self._unsynced: dict[str, ThreadWriter] = {}
@@ -412,7 +412,7 @@ class ThreadService:
         writer = self.store.open_writer(thread_id)
         try:
             writer.append(items, writer.summary.latestSessionId or _new_id())
-            self.index.upsert(writer.summary, writer.path)
+            self.index.upsert(writer.summary, writer.path, writer.mark())
             return writer.summary
         finally:
             writer.close()
@@ -524,12 +524,13 @@ class ThreadService:
         thread_id = validate_thread_id(thread_id)
         self._release(thread_id, owner)
         path = self.store.move(thread_id, to_archived=archived)
-        summary = self.store.read_summary(path, archived)
-        if summary is None:
+        found = self.store.read_summary(path, archived)
+        if found is None:
             raise ProtocolError(
                 ErrorKind.THREAD_NOT_FOUND, "thread vanished while moving", threadId=thread_id
             )
-        self.index.upsert(summary, path)
+        summary, covered = found
+        self.index.upsert(summary, path, covered)
         return summary
 
     def delete(self, thread_id: str, owner: str = LOCAL_OWNER) -> None:
@@ -705,8 +706,17 @@ class ThreadService:
         """Write every pending index row now."""
         self._index_flushed = time.monotonic()
         if self._index_dirty:
-            dirty, self._index_dirty = self._index_dirty, {}
-            self.index.upsert_many([(w.summary, w.path) for w in dirty.values() if not w.closed])
+            # Cleared only once written: until then they are live rows (below), which the
+            # index's first open in this process takes instead of reading their files.
+            dirty = [w for w in self._index_dirty.values() if not w.closed]
+            self.index.upsert_many([(w.summary, w.path, w.mark()) for w in dirty])
+            self._index_dirty = {}
+
+    def _live_rows(self) -> dict[str, Indexed]:
+        """Index rows of the files this process writes, current in memory: the index never
+        reads them (its first open in a process would otherwise see our own appends)."""
+        writers = [s.writer for s in self._open.values()] + list(self._index_dirty.values())
+        return {str(w.path): (w.summary, w.mark()) for w in writers if not w.closed}
 
     @staticmethod
     def _fork_cut(items: list[dict[str, Any]], at_turn_id: str | None, at_seq: int | None) -> int:

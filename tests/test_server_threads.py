@@ -79,6 +79,34 @@ def test_round_trip_survives_kill_9(spawn: Spawn, tmp_path: Path, home: Path) ->
         assert seqs == sorted(set(seqs))
 
 
+def test_the_index_never_rereads_what_this_process_appended(
+    spawn: Spawn, tmp_path: Path, home: Path
+) -> None:
+    first = spawn()
+    first.initialize()
+    tid, sid = start(first, tmp_path, title="long")
+    items = [message(f"m{n}") for n in range(300)]
+    first.request("thread/record", {"threadId": tid, "sessionId": sid, "items": items})
+    other, _ = start(first, tmp_path, title="other")
+    assert first.shutdown() == 0
+    # Another program appends to a thread behind the index's back.
+    with thread_file(home, other).open("ab") as out:
+        out.write(json.dumps({"v": 1, "seq": 2, "ts": "2099-01-01T00:00:00.000000Z",
+                              "type": "message", "sessionId": "x", "id": "foreign",
+                              "role": "user", "content": "hi"}).encode() + b"\n")  # fmt: skip
+    again = spawn(env={"SESSIOND_DEBUG": "1"})
+    again.initialize()
+    resumed = again.request("thread/resume", {"threadId": tid})
+    again.request(
+        "thread/record",
+        {"threadId": tid, "sessionId": resumed["session"]["sessionId"], "items": [message("x")]},
+    )
+    rows = {t["threadId"]: t for t in list_all(again)}
+    assert rows[tid]["itemCount"] == 301 and rows[other]["itemCount"] == 1
+    # The resumed thread's row came from its writer; only the foreign append was read.
+    assert again.request("sessiond/debug")["indexFilesRead"] == 1
+
+
 def test_thread_is_listed_and_readable_before_its_first_message(
     server: ServerProcess, tmp_path: Path
 ) -> None:
