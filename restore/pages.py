@@ -210,8 +210,9 @@ def _bad_cost(bad: list[_Line]) -> int:
 class ThreadPages:
     """Pages of thread files, through offset maps cached in memory and kept on disk."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, anchor_bytes: int = ANCHOR_BYTES) -> None:
         self.layout = layout
+        self.anchor_bytes = anchor_bytes
         self._maps: OrderedDict[str, OffsetMap] = OrderedDict()  # by file path
         self._lock = threading.Lock()
 
@@ -403,7 +404,7 @@ class ThreadPages:
             rebuilt = offsets is None or not offsets.matches(fd, size)
             if offsets is None or rebuilt:
                 offsets = OffsetMap()
-            added = _sample(fd, size, offsets)
+            added = _sample(fd, size, offsets, self.anchor_bytes)
             offsets.unsaved += added
             if offsets.seqs and ((rebuilt and added) or offsets.unsaved >= SAVE_AFTER_ANCHORS):
                 self._save(thread_id, offsets)
@@ -528,13 +529,14 @@ def _decoded(raw: bytes, start: int, end: int, terminated: bool) -> _Line | None
     return _Line(start, end, None, reason, raw[:80].decode("utf-8", "replace"))
 
 
-def _sample(fd: int, size: int, offsets: OffsetMap) -> int:
-    """Probe the anchor boundaries between `offsets.sampled` and `size`; returns how many
-    anchors were added. A boundary whose line is not complete yet is probed again later."""
+def _sample(fd: int, size: int, offsets: OffsetMap, spacing: int) -> int:
+    """Probe the anchor boundaries (multiples of `spacing`) between `offsets.sampled` and
+    `size`; returns how many anchors were added. A boundary whose line is not complete yet
+    is probed again later."""
     added = 0
-    boundary = -(-max(offsets.sampled, 1) // ANCHOR_BYTES) * ANCHOR_BYTES
+    boundary = -(-max(offsets.sampled, 1) // spacing) * spacing
     while boundary < size:
-        probe = _probe(fd, boundary, size)
+        probe = _probe(fd, boundary, size, spacing)
         if probe is None:  # the line after it is still being written (or torn)
             offsets.sampled = boundary
             return added
@@ -549,20 +551,20 @@ def _sample(fd: int, size: int, offsets: OffsetMap) -> int:
                     sha = hashlib.sha256(raw).hexdigest()
                     offsets.mark = LineMark(start, start + len(raw), sha)
                     added += 1
-        boundary += ANCHOR_BYTES
+        boundary += spacing
     offsets.sampled = size
     return added
 
 
-def _probe(fd: int, boundary: int, size: int) -> tuple[int, int, bytes] | bool | None:
+def _probe(fd: int, boundary: int, size: int, spacing: int) -> tuple[int, int, bytes] | bool | None:
     """The first good line starting at or after `boundary`: (seq, start, its bytes with the
     newline); False when there is none worth using nearby; None when the file ends first."""
     window = os.pread(fd, _WINDOW, boundary - 1)
     newline = window.find(b"\n")
     read = len(window)
     while newline == -1:  # the line across the boundary is long: find its end
-        if read >= ANCHOR_BYTES or boundary - 1 + read >= size:
-            return False if read >= ANCHOR_BYTES else None
+        if read >= spacing or boundary - 1 + read >= size:
+            return False if read >= spacing else None
         more = os.pread(fd, _WINDOW, boundary - 1 + read)
         if not more:
             return None
