@@ -231,18 +231,31 @@ class ThreadPages:
         the last `limit` items with seq < before); items ascending either way."""
         thread_id = validate_thread_id(thread_id)
         with _OpenFile(self.layout, thread_id) as (fd, path):
-            size = os.fstat(fd).st_size
-            anchors = self._anchors(thread_id, path, fd, size)
-            budget = max_bytes - ANSWER_OVERHEAD
             try:
-                if before is not None:
-                    return self._backward(fd, size, anchors, before, limit, budget)
-                return self._forward(fd, size, anchors, after or 0, limit, budget)
-            except _Unordered:
-                anchors = anchors.unordered()
-                if before is not None:
-                    return self._backward(fd, size, anchors, before, limit, budget)
-                return self._forward(fd, size, anchors, after or 0, limit, budget)
+                size = os.fstat(fd).st_size
+                anchors = self._anchors(thread_id, path, fd, size)
+                try:
+                    return self._page(fd, size, anchors, after, before, limit, max_bytes)
+                except _Unordered:
+                    return self._page(fd, size, anchors.unordered(), after, before, limit,
+                                      max_bytes)  # fmt: skip
+            except OSError as exc:  # e.g. not a regular file
+                raise _storage_error(exc, thread_id) from exc
+
+    def _page(
+        self,
+        fd: int,
+        size: int,
+        anchors: _Anchors,
+        after: int | None,
+        before: int | None,
+        limit: int,
+        max_bytes: int,
+    ) -> Page:
+        budget = max_bytes - ANSWER_OVERHEAD
+        if before is not None:
+            return self._backward(fd, size, anchors, before, limit, budget)
+        return self._forward(fd, size, anchors, after or 0, limit, budget)
 
     def pick(
         self, thread_id: str, path: Path, seqs: list[int], max_bytes: int
@@ -269,6 +282,8 @@ class ThreadPages:
                 if seq in wanted:
                     wanted.discard(seq)
                     found.append(line)
+        except OSError as exc:
+            raise _storage_error(exc, thread_id) from exc
         finally:
             os.close(fd)
         budget = max_bytes - ANSWER_OVERHEAD
