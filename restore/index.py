@@ -325,6 +325,8 @@ class ThreadIndex:
     def _chosen_files(self) -> list[tuple[str, bool, os.stat_result]]:
         """Thread files on disk, one per thread: the live copy wins, as in `Layout.locate`."""
         files = self._layout.scan_thread_files()
+        if not any(archived for _, archived, _ in files):
+            return files
         live = {os.path.basename(path) for path, archived, _ in files if not archived}
         return [entry for entry in files if not (entry[1] and os.path.basename(entry[0]) in live)]
 
@@ -376,6 +378,10 @@ class ThreadIndex:
             if found is not None:
                 summary, covered = found
                 yield _row_values(summary, path, stat, covered), str(path)
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
 
     def _db(self) -> sqlite3.Connection:
         """The open connection, opening the index on first use."""

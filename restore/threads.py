@@ -696,10 +696,13 @@ class ThreadService:
         Rows are written in batches, at most `INDEX_FLUSH_SECONDS` after a change (the
         server also flushes when a stream of records pauses), and always before this
         process lists, closes or moves a thread: one SQLite transaction per record would
-        cost more than the record itself.
+        cost more than the record itself. An index not open yet is not opened here: its
+        first open reconciles every file, which the answer to a start or a resume must
+        not wait for (the server flushes right after it instead).
         """
         self._index_dirty[writer.thread_id] = writer
-        if time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS:
+        stale = time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS
+        if stale and self.index.is_open:
             self.flush_index()
 
     def flush_index(self) -> None:

@@ -205,6 +205,7 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     info = started.summary.thread_info()
+    ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
     ctx.server.broadcast("thread/started", {"thread": info})
     ctx.server.hooks.session_started(
@@ -298,6 +299,7 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     if report["session"]["sessionId"]:  # ready: needs_review opens no session, runs no hook
+        ctx.server.schedule_index_flush()  # its row, for other processes' listings
         await ctx.server.name_holder(report["thread"]["threadId"], ctx.connection)
         ctx.server.broadcast("thread/updated", {"thread": report["thread"]})
         ctx.server.hooks.session_started(
@@ -322,6 +324,7 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     info = started.summary.thread_info()
+    ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
     ctx.server.broadcast("thread/started", {"thread": info})
     ctx.server.hooks.session_started(  # a fork is a startup with forkedFrom
