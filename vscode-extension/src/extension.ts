@@ -6,6 +6,7 @@ import { threadLabel } from "./format";
 import type { ProgressValue, ThreadInfo, WorkspaceFolder } from "./protocol";
 import { SessionController } from "./sessions";
 import { ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
+import { EarlierMessagesLens, LOAD_EARLIER_COMMAND } from "./transcriptLens";
 import { CostStatusItem, DOCUMENT_SCHEME, ReadOnlyDocuments, TodosTreeProvider } from "./views";
 
 export interface SessiondExtensionApi {
@@ -88,6 +89,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     context.subscriptions.push(vscode.commands.registerCommand(id, handler));
   register("sessiond.resumeThread", withThread("resume the thread", (thread) => sessions.resume(thread)));
   register("sessiond.openTranscript", withThread("open the transcript", (thread) => sessions.openTranscript(thread)));
+  register(
+    LOAD_EARLIER_COMMAND,
+    guarded("load earlier messages", async (threadId?: string) => {
+      const id = threadId ?? sessions.active?.thread.threadId;
+      if (id) await sessions.loadEarlierMessages(id);
+    }),
+  );
   register("sessiond.forkThread", withThread("fork the thread", (thread) => sessions.forkAndResume(thread)));
   register(
     "sessiond.renameThread",
@@ -171,6 +179,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     cost,
     output,
     vscode.workspace.registerTextDocumentContentProvider(DOCUMENT_SCHEME, documents),
+    vscode.languages.registerCodeLensProvider({ scheme: DOCUMENT_SCHEME }, new EarlierMessagesLens(sessions)),
     client.onNotification("thread/updated", ({ thread, deleted }) => {
       threads.applyThreadChange(thread, deleted ?? false);
       sessions.applyThreadChange(thread, deleted ?? false);

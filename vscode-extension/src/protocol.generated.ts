@@ -232,13 +232,14 @@ export interface MessageItem {
   [k: string]: unknown;
 }
 /**
- * Messages after the last clear/compact boundary; fetch more with thread/read.
+ * The newest messages after the last clear/compact boundary, ascending; page further
+ * back with thread/read `beforeSeq: nextBeforeSeq` (down to `boundarySeq`).
  */
 export interface MessagesPage {
   items: {
     [k: string]: unknown;
   }[];
-  nextAfterSeq: number | null;
+  nextBeforeSeq: number | null;
   boundarySeq: number;
   total?: number;
   [k: string]: unknown;
@@ -507,17 +508,26 @@ export interface ThreadListResult {
   nextCursor: string | null;
   [k: string]: unknown;
 }
+/**
+ * One page: forward with `afterSeq` (the default, from the start), back with `beforeSeq`
+ * (the `limit` items just before it); items come in ascending seq either way.
+ */
 export interface ThreadReadParams {
   threadId: string;
-  afterSeq?: number;
+  afterSeq?: number | null;
+  beforeSeq?: number | null;
   limit?: number;
   [k: string]: unknown;
 }
+/**
+ * A page is also cut by bytes, to stay under the frame limit; its cursor goes on.
+ */
 export interface ThreadReadResult {
   items: {
     [k: string]: unknown;
   }[];
-  nextAfterSeq: number | null;
+  nextAfterSeq?: number | null;
+  nextBeforeSeq?: number | null;
   skippedLines?: {
     [k: string]: unknown;
   }[];

@@ -16,20 +16,31 @@ export const CONTINUE_HERE = "Continue here";
 export const FORK_INSTEAD = "Fork into a new thread";
 export const INSPECT = "Inspect";
 
-/** Enough transcript to read; a thread longer than this opens with its newest part cut. */
-const TRANSCRIPT_ITEM_LIMIT = 20_000;
+/** Items per "Load earlier messages" (and per page of a transcript opened without resuming). */
+export const EARLIER_PAGE = 200;
 const TRANSCRIPT_TYPES = new Set(["message", "operation", "turn", "compact_boundary"]);
 
-export interface ActiveSession {
+/** What a transcript shows: its newest part, and where to load earlier items from. */
+export interface Transcript {
   thread: ThreadInfo;
-  sessionId: string;
-  report: RestoreReport | undefined;
   items: Item[];
   boundarySeq: number;
+  /** `beforeSeq` for the next "Load earlier messages"; null once everything since the boundary is shown. */
+  earlier: number | null;
+}
+
+export interface ActiveSession extends Transcript {
+  sessionId: string;
+  report: RestoreReport | undefined;
 }
 
 export class SessionController {
   active: ActiveSession | undefined;
+  /** Transcripts opened without a session (Open Transcript), by thread id. */
+  private readonly opened = new Map<string, Transcript>();
+  private readonly transcriptsChanged = new vscode.EventEmitter<void>();
+  /** Fires when a transcript gains or loses earlier messages to load (the code lens follows). */
+  readonly onDidChangeTranscripts = this.transcriptsChanged.event;
 
   constructor(
     private readonly client: Pick<SessiondClient, "request">,
@@ -87,7 +98,7 @@ export class SessionController {
     if (title === undefined) return;
     await this.closeActive();
     const started = await this.client.request("thread/start", { cwd, ...(title.trim() ? { title: title.trim() } : {}) });
-    this.active = { thread: started.thread, sessionId: started.sessionId, report: undefined, items: [], boundarySeq: 0 };
+    this.active = { thread: started.thread, sessionId: started.sessionId, report: undefined, items: [], boundarySeq: 0, earlier: null };
     this.todos.set([]);
     this.cost.show(undefined);
     await this.setSessionContext();
@@ -99,7 +110,7 @@ export class SessionController {
     if (!active) return;
     const result = await this.client.request("thread/clear", { threadId: active.thread.threadId, sessionId: active.sessionId });
     // Clear keeps todos and cost; only the conversation starts again.
-    Object.assign(active, { sessionId: result.sessionId, items: [], boundarySeq: active.boundarySeq + 1 });
+    Object.assign(active, { sessionId: result.sessionId, items: [], boundarySeq: active.boundarySeq + 1, earlier: null });
     await this.showTranscript();
     void vscode.window.showInformationMessage(`Cleared “${threadLabel(active.thread)}”: a new session starts with an empty conversation.`);
   }
@@ -118,8 +129,9 @@ export class SessionController {
       sessionId: active.sessionId,
       summary: summary.trim(),
     });
-    active.boundarySeq = result.boundarySeq;
-    active.items = await this.readItems(active.thread.threadId, result.boundarySeq - 1);
+    // The summary is now the oldest message: the transcript starts again from it.
+    const page = await this.client.request("thread/read", { threadId: active.thread.threadId, afterSeq: result.boundarySeq - 1, limit: EARLIER_PAGE });
+    Object.assign(active, { boundarySeq: result.boundarySeq, items: transcriptItems(page.items, result.boundarySeq), earlier: null });
     await this.showTranscript();
   }
 
@@ -175,10 +187,37 @@ export class SessionController {
     );
   }
 
-  /** The whole thread, read without opening a session. */
+  /** A thread's newest items, read without opening a session; earlier ones load on demand. */
   async openTranscript(thread: ThreadInfo): Promise<void> {
-    const items = await this.readItems(thread.threadId, undefined);
-    await this.documents.show(transcriptPath(thread), renderTranscript(thread, items, 0));
+    const transcript: Transcript = { thread, items: [], boundarySeq: 0, earlier: Number.MAX_SAFE_INTEGER };
+    this.opened.set(thread.threadId, transcript);
+    await this.loadEarlier(transcript);
+  }
+
+  /** The transcript a document shows: the open session's, or one opened without a session. */
+  transcriptOf(threadId: string): Transcript | undefined {
+    return this.active?.thread.threadId === threadId ? this.active : this.opened.get(threadId);
+  }
+
+  /** "Load earlier messages": the page just before the oldest one shown, down to the boundary. */
+  async loadEarlierMessages(threadId: string): Promise<void> {
+    const transcript = this.transcriptOf(threadId);
+    if (transcript && transcript.earlier !== null) await this.loadEarlier(transcript);
+  }
+
+  private async loadEarlier(transcript: Transcript): Promise<void> {
+    if (transcript.earlier === null) return;
+    const page = await this.client.request("thread/read", {
+      threadId: transcript.thread.threadId,
+      beforeSeq: transcript.earlier,
+      limit: EARLIER_PAGE,
+    });
+    transcript.items = [...transcriptItems(page.items, transcript.boundarySeq), ...transcript.items];
+    const oldest = page.items[0]?.["seq"];
+    const reachedBoundary = typeof oldest === "number" && oldest <= transcript.boundarySeq;
+    transcript.earlier = reachedBoundary ? null : (page.nextBeforeSeq ?? null);
+    this.transcriptsChanged.fire();
+    await this.render(transcript);
   }
 
   async showRestoreReport(): Promise<void> {
@@ -219,11 +258,17 @@ export class SessionController {
   private async showRestored(report: RestoreReport): Promise<void> {
     const sessionId = report.session.sessionId;
     if (!sessionId) throw new Error("the server reported ready without opening a session");
-    const items = [...report.messages.items];
-    if (report.messages.nextAfterSeq !== null) {
-      items.push(...(await this.readItems(report.thread.threadId, report.messages.nextAfterSeq)));
-    }
-    this.active = { thread: report.thread, sessionId, report, items, boundarySeq: report.messages.boundarySeq };
+    // The newest messages come with the answer: the transcript shows them at once, and
+    // "Load earlier messages" pages back from there.
+    this.active = {
+      thread: report.thread,
+      sessionId,
+      report,
+      items: [...report.messages.items],
+      boundarySeq: report.messages.boundarySeq,
+      earlier: report.messages.nextBeforeSeq,
+    };
+    this.transcriptsChanged.fire();
     this.todos.set(todosOf(report));
     this.cost.show(costOf(report));
     await this.setSessionContext();
@@ -249,25 +294,12 @@ export class SessionController {
   }
 
   private async showTranscript(): Promise<void> {
-    const active = this.active;
-    if (!active) return;
-    await this.documents.show(transcriptPath(active.thread), renderTranscript(active.thread, active.items, active.boundarySeq));
+    if (this.active) await this.render(this.active);
   }
 
-  private async readItems(threadId: string, afterSeq: number | undefined): Promise<Item[]> {
-    const items: Item[] = [];
-    let cursor = afterSeq;
-    while (items.length < TRANSCRIPT_ITEM_LIMIT) {
-      const page = await this.client.request("thread/read", {
-        threadId,
-        ...(cursor !== undefined ? { afterSeq: cursor } : {}),
-        limit: 1000,
-      });
-      items.push(...page.items.filter((item) => TRANSCRIPT_TYPES.has(String(item["type"]))));
-      if (page.nextAfterSeq === null || page.nextAfterSeq === undefined) break;
-      cursor = page.nextAfterSeq;
-    }
-    return items;
+  private async render(transcript: Transcript): Promise<void> {
+    const { thread, items, boundarySeq, earlier } = transcript;
+    await this.documents.show(transcriptPath(thread), renderTranscript(thread, items, boundarySeq, earlier !== null));
   }
 
   private requireActive(): ActiveSession | undefined {
@@ -294,6 +326,11 @@ export function transcriptPath(thread: ThreadInfo): string {
 
 export function reportPath(thread: ThreadInfo): string {
   return `/restore-report/${thread.threadId}.md`;
+}
+
+/** The items a transcript shows, from the boundary on (a compact's summary is at the boundary). */
+function transcriptItems(items: readonly Item[], boundarySeq: number): Item[] {
+  return items.filter((item) => TRANSCRIPT_TYPES.has(String(item["type"])) && Number(item["seq"]) >= boundarySeq);
 }
 
 function userTurns(items: readonly Item[]): { turnId: string; text: string }[] {

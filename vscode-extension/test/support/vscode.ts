@@ -66,6 +66,34 @@ export class Uri {
   }
 }
 
+export class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+}
+
+export class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(startLine: number, startCharacter: number, endLine: number, endCharacter: number) {
+    this.start = new Position(startLine, startCharacter);
+    this.end = new Position(endLine, endCharacter);
+  }
+}
+
+export class CodeLens {
+  constructor(
+    readonly range: Range,
+    readonly command?: { title: string; command: string; arguments?: unknown[] },
+  ) {}
+}
+
+interface CodeLensProvider {
+  provideCodeLenses(document: { uri: Uri }): CodeLens[];
+  onDidChangeCodeLenses?: (listener: () => unknown) => { dispose(): unknown };
+}
+
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
@@ -100,6 +128,12 @@ type Answer = (shown: ShownMessage) => string | undefined;
 export const vscodeStub = {
   messages: [] as ShownMessage[],
   documents: [] as ShownDocument[],
+  /** The code lenses VS Code would draw on a document, from every provider for its scheme. */
+  codeLensesOf(uriText: string): CodeLens[] {
+    const [scheme, ...rest] = uriText.split(":");
+    const uri = Uri.from({ scheme: scheme!, path: rest.join(":") });
+    return this.codeLensProviders.filter((entry) => entry.selector.scheme === uri.scheme).flatMap((entry) => entry.provider.provideCodeLenses({ uri }));
+  },
   /** Chooses the button for each next dialog; without one the user dismisses it (Cancel). */
   answers: [] as Answer[],
   inputs: [] as (string | undefined)[],
@@ -111,6 +145,7 @@ export const vscodeStub = {
   statusBarItems: [] as StatusBarItem[],
   treeViews: new Map<string, TreeView>(),
   contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string }>(),
+  codeLensProviders: [] as { selector: { scheme: string }; provider: CodeLensProvider }[],
   workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
   isTrusted: true,
   clipboard: "",
@@ -127,6 +162,7 @@ export const vscodeStub = {
     this.statusBarItems = [];
     this.treeViews.clear();
     this.contentProviders.clear();
+    this.codeLensProviders = [];
     this.workspaceFolders = [];
     this.isTrusted = true;
   },
@@ -232,6 +268,14 @@ export const workspace = {
   onDidChangeWorkspaceFolders: noEvent,
   onDidGrantWorkspaceTrust: noEvent,
   onDidChangeConfiguration: noEvent,
+};
+
+export const languages = {
+  registerCodeLensProvider: (selector: { scheme: string }, provider: CodeLensProvider) => {
+    const entry = { selector, provider };
+    vscodeStub.codeLensProviders.push(entry);
+    return { dispose: () => (vscodeStub.codeLensProviders = vscodeStub.codeLensProviders.filter((e) => e !== entry)) };
+  },
 };
 
 export const commands = {
