@@ -40,7 +40,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -63,18 +62,15 @@ _PROBE_LINES = 8  # bad lines tried after a boundary before giving up on its anc
 _CACHED_MAPS = 256
 
 
-@dataclass
+@dataclass(slots=True)
 class _Line:
     start: int
     end: int  # just past its newline (or the end of the file)
     item: dict[str, Any] | None
+    raw: bytes = b""
+    """A good line's JSON text, as sent in an answer (so its size there is exact)."""
     reason: str = ""
     preview: str = ""
-
-    @cached_property
-    def size(self) -> int:
-        """Bytes of the item in an answer (only asked of lines a page may return)."""
-        return len(orjson.dumps(self.item)) if self.item is not None else 0
 
     def skipped(self, line_no: int) -> dict[str, Any]:
         return {
@@ -85,16 +81,17 @@ class _Line:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     """A good line and the bad lines it owns (those between it and the good line before)."""
 
     line: _Line
     bad: list[_Line]
+    cost: int = 0
+    """Bytes it adds to an answer."""
 
-    @property
-    def cost(self) -> int:
-        return self.line.size + 1 + _bad_cost(self.bad)
+    def __post_init__(self) -> None:
+        self.cost = len(self.line.raw) + 1 + (_bad_cost(self.bad) if self.bad else 0)
 
 
 @dataclass
@@ -103,6 +100,8 @@ class Page:
     next_seq: int | None
     """nextAfterSeq going forward, nextBeforeSeq going back; None at the end."""
     skipped: list[dict[str, Any]]
+    raw: list[bytes] = field(default_factory=list)
+    """The items' JSON text as in the file: an answer embeds it rather than encode again."""
 
 
 @dataclass
@@ -195,10 +194,10 @@ def _too_large(line: _Line, budget: int) -> ProtocolError:
     seq = line.item["seq"]
     return ProtocolError(
         ErrorKind.PAYLOAD_TOO_LARGE,
-        f"item seq {seq} ({line.size} bytes) does not fit in one answer of at most "
+        f"item seq {seq} ({len(line.raw)} bytes) does not fit in one answer of at most "
         f"{budget} bytes; page past it from seq {seq}",
         seq=seq,
-        size=line.size,
+        size=len(line.raw),
         limit=budget,
     )
 
@@ -289,7 +288,7 @@ class ThreadPages:
         budget = max_bytes - ANSWER_OVERHEAD
         kept: list[dict[str, Any]] = []
         for line in reversed(found):
-            budget -= line.size + 1
+            budget -= len(line.raw) + 1
             if budget < 0:
                 break
             kept.append(line.item)  # type: ignore[arg-type]
@@ -335,10 +334,10 @@ class ThreadPages:
             chosen.append(entry)
             used += entry.cost
             bad = []
+        next_seq = chosen[-1].line.item["seq"] if more else None  # type: ignore[index]
         if not more:  # the end of the file: its bad lines come with this page
             chosen.append(_Entry(_Line(size, size, None), bad))
-        items, skipped = self._unpack(fd, anchors, chosen)
-        return Page(items, items[-1]["seq"] if more else None, skipped)
+        return self._unpack(fd, anchors, chosen, next_seq)
 
     def _backward(
         self, fd: int, size: int, anchors: _Anchors, before: int, limit: int, budget: int
@@ -356,8 +355,9 @@ class ThreadPages:
             found, leftover = _collect_before(fd, start, end, before, anchors.ordered)
             if newest:
                 tail = leftover or []
-            elif entries:  # bad lines at the end of an older stretch: the next item's
-                entries[0].bad[:0] = leftover or []
+            elif entries and leftover:  # bad lines ending an older stretch: the next item's
+                entries[0].bad[:0] = leftover
+                entries[0].cost += _bad_cost(leftover)
             entries[:0] = found
             if start == 0 or len(entries) > limit:
                 break
@@ -375,18 +375,21 @@ class ThreadPages:
             chosen.append(entry)
             used += entry.cost
         chosen.reverse()
-        more = len(chosen) < len(entries) or start > 0
+        more = (len(chosen) < len(entries) or start > 0) and bool(chosen)
+        next_seq = chosen[0].line.item["seq"] if more else None  # type: ignore[index]
         chosen.append(_Entry(_Line(size, size, None), tail))
-        items, skipped = self._unpack(fd, anchors, chosen)
-        return Page(items, items[0]["seq"] if more and items else None, skipped)
+        return self._unpack(fd, anchors, chosen, next_seq)
 
     def _unpack(
-        self, fd: int, anchors: _Anchors, entries: list[_Entry]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        items = [e.line.item for e in entries if e.line.item is not None]
+        self, fd: int, anchors: _Anchors, entries: list[_Entry], next_seq: int | None
+    ) -> Page:
+        """The page of these entries (the last one may be the end's, with no item)."""
+        good = [e.line for e in entries if e.line.item is not None]
         bad = [line for e in entries for line in e.bad]
         numbers = self._line_numbers(fd, anchors.source, [line.start for line in bad])
-        return items, [line.skipped(number) for line, number in zip(bad, numbers, strict=True)]
+        skipped = [line.skipped(number) for line, number in zip(bad, numbers, strict=True)]
+        items: list[dict[str, Any]] = [line.item for line in good]  # type: ignore[misc]
+        return Page(items, next_seq, skipped, [line.raw for line in good])
 
     def _line_numbers(self, fd: int, offsets: OffsetMap, starts: list[int]) -> list[int]:
         """1-based line numbers of the lines starting at `starts` (ascending), counted
@@ -538,10 +541,10 @@ def _decoded(raw: bytes, start: int, end: int, terminated: bool) -> _Line | None
         return None  # blank lines are ignored, not reported
     item, reason = decode_line(raw)
     if item is not None:
-        return _Line(start, end, item)
+        return _Line(start, end, item, raw)
     if not terminated:
         reason = "torn_tail"
-    return _Line(start, end, None, reason, raw[:80].decode("utf-8", "replace"))
+    return _Line(start, end, None, b"", reason, raw[:80].decode("utf-8", "replace"))
 
 
 def _sample(fd: int, size: int, offsets: OffsetMap, spacing: int) -> int:

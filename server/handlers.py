@@ -281,8 +281,12 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
             max_bytes=ctx.server.config.max_frame,
         )
     )
+    import orjson
+
     cursor = "nextBeforeSeq" if params.beforeSeq is not None else "nextAfterSeq"
-    return {"items": page.items, cursor: page.next_seq, "skippedLines": page.skipped}
+    # The items go out as the file has them: embedded, not decoded and encoded again.
+    items = [orjson.Fragment(raw) for raw in page.raw]
+    return {"items": items, cursor: page.next_seq, "skippedLines": page.skipped}
 
 
 @handles("thread/resume")
