@@ -157,30 +157,54 @@ class OffsetMap:
         return loaded
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Anchors:
-    """A consistent copy of a map's anchors for one page (the map may grow meanwhile)."""
+    """A consistent copy of a map's anchors for one page (the map may grow meanwhile).
 
+    An anchor is checked against the file when a page first seeks to it (the line there
+    must be the item it names), so a map that is well formed but wrong (bytes damaged in
+    a way its checks miss) is caught before it can give a wrong page."""
+
+    fd: int
     seqs: list[int]
     offsets: list[int]
     ordered: bool
     source: OffsetMap
+    checked: set[int] = field(default_factory=set)
+
+    def at(self, index: int) -> int:
+        """The offset of anchor `index` (0: the file's start for index -1)."""
+        if index < 0 or not self.ordered:
+            return 0
+        offset = self.offsets[index]
+        if index not in self.checked:
+            if os.pread(self.fd, 1, offset - 1) != b"\n":
+                raise _WrongMap
+            line = _whole_line(self.fd, offset, offset + _MAX_ANCHOR_LINE)
+            item = decode_line(line.rstrip(b"\n"))[0] if isinstance(line, bytes) else None
+            if item is None or item["seq"] != self.seqs[index]:
+                raise _WrongMap
+            self.checked.add(index)
+        return offset
 
     def start_at_or_before(self, seq: int) -> int:
         """Where to parse from so that the item `seq` and the bad lines it owns are read:
         the last anchor whose seq is at most `seq`."""
         if not self.ordered:
             return 0
-        index = bisect.bisect_right(self.seqs, seq) - 1
-        return self.offsets[index] if index >= 0 else 0
+        return self.at(bisect.bisect_right(self.seqs, seq) - 1)
 
     def unordered(self) -> _Anchors:
         self.source.ordered = False
-        return _Anchors([], [], False, self.source)
+        return _Anchors(self.fd, [], [], False, self.source)
 
 
 class _Unordered(Exception):
     """Seqs that do not increase in file order: the anchors cannot be trusted to seek."""
+
+
+class _WrongMap(Exception):
+    """An anchor does not point at the item it names: the map is rebuilt."""
 
 
 def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
@@ -232,12 +256,18 @@ class ThreadPages:
         with _OpenFile(self.layout, thread_id) as (fd, path):
             try:
                 size = os.fstat(fd).st_size
-                anchors = self._anchors(thread_id, path, fd, size)
-                try:
-                    return self._page(fd, size, anchors, after, before, limit, max_bytes)
-                except _Unordered:
-                    return self._page(fd, size, anchors.unordered(), after, before, limit,
-                                      max_bytes)  # fmt: skip
+                for attempt in (1, 2):
+                    anchors = self._anchors(thread_id, path, fd, size)
+                    try:
+                        return self._page(fd, size, anchors, after, before, limit, max_bytes)
+                    except _Unordered:
+                        return self._page(fd, size, anchors.unordered(), after, before, limit,
+                                          max_bytes)  # fmt: skip
+                    except _WrongMap:
+                        if attempt == 2:
+                            raise
+                        self._drop(thread_id, path)
+                raise AssertionError("unreachable")
             except OSError as exc:  # e.g. not a regular file
                 raise _storage_error(exc, thread_id) from exc
 
@@ -270,9 +300,15 @@ class ThreadPages:
         try:
             size = os.fstat(fd).st_size
             anchors = self._anchors(thread_id, path, fd, size)
+            try:
+                start = anchors.start_at_or_before(seqs[0])
+            except _WrongMap:
+                self._drop(thread_id, path)
+                anchors = self._anchors(thread_id, path, fd, size)
+                start = anchors.start_at_or_before(seqs[0])
             wanted = set(seqs)
             found: list[_Line] = []
-            for line in _scan(fd, anchors.start_at_or_before(seqs[0]), size):
+            for line in _scan(fd, start, size):
                 if line.item is None:
                     continue
                 seq = line.item["seq"]
@@ -300,6 +336,12 @@ class ThreadPages:
         with self._lock:
             for key in [k for k in self._maps if Path(k).stem == thread_id]:
                 del self._maps[key]
+        self.layout.offsets_path(thread_id).unlink(missing_ok=True)
+
+    def _drop(self, thread_id: str, path: Path) -> None:
+        """A map found wrong: the next use rebuilds it from the file."""
+        with self._lock:
+            self._maps.pop(str(path), None)
         self.layout.offsets_path(thread_id).unlink(missing_ok=True)
 
     def _forward(
@@ -350,7 +392,7 @@ class ThreadPages:
         entries: list[_Entry] = []
         tail: list[_Line] = []  # the end's bad lines, when the scan reached the end
         while True:
-            start = anchors.offsets[anchor] if anchor >= 0 else 0
+            start = anchors.at(anchor)
             newest = end == size
             found, leftover = _collect_before(fd, start, end, before, anchors.ordered)
             if newest:
@@ -429,7 +471,7 @@ class ThreadPages:
             self._maps[key] = offsets
             while len(self._maps) > _CACHED_MAPS:
                 self._maps.popitem(last=False)
-            return _Anchors(list(offsets.seqs), list(offsets.offsets), offsets.ordered, offsets)
+            return _Anchors(fd, list(offsets.seqs), list(offsets.offsets), offsets.ordered, offsets)
 
     def _load(self, thread_id: str) -> OffsetMap | None:
         try:

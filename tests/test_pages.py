@@ -249,8 +249,11 @@ def test_the_offset_map_is_kept_beside_the_snapshot_and_survives_deletion(
         lambda data: data[: len(data) // 2],
         lambda data: data.replace(b'"offsets":[', b'"offsets":[1,'),
         lambda data: data.replace(b'"v":1', b'"v":99'),
+        lambda data: orjson.dumps(
+            {**orjson.loads(data), "offsets": [o + 1 for o in orjson.loads(data)["offsets"]]}
+        ),
     ],
-    ids=["garbage", "truncated", "inconsistent", "other-version"],
+    ids=["garbage", "truncated", "inconsistent", "other-version", "anchors-off-by-one"],
 )
 def test_a_corrupt_offset_map_is_rebuilt_with_the_same_answers(
     big_thread: Recorder, spoil: Any
