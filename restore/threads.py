@@ -23,7 +23,7 @@ from restore.engine import judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
-from restore.pages import Page, ThreadPages
+from restore.pages import ThreadPages
 from restore.paths import Layout, validate_thread_id
 from restore.store import AppendResult, Durability, PendingSync, ThreadStore, ThreadWriter
 from restore.subsystems import ThreadState
@@ -459,23 +459,7 @@ class ThreadService:
         """Append server-decided items (edits, rewinds) to an open session."""
         return self._append(session, items, session.session_id)
 
-    # --- reading -----------------------------------------------------------------------
-
-    def read(
-        self,
-        thread_id: str,
-        *,
-        after: int | None = None,
-        before: int | None = None,
-        limit: int,
-        max_bytes: int,
-    ) -> Page:
-        """One page of items, forward after `after` or back before `before` (restore/pages.py).
-
-        Safe on any thread: it reads the file without its lock, as readers always may."""
-        return self.pages.read(
-            thread_id, after=after, before=before, limit=limit, max_bytes=max_bytes
-        )
+    # --- reading (pages of a thread: `self.pages`, safe on any thread) -----------------
 
     def _newest_messages(
         self, writer: ThreadWriter, state: ThreadState, limit: int, max_bytes: int

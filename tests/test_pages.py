@@ -85,6 +85,15 @@ class Recorder:
         self.service.close_all()
 
 
+def recorded(home: Path, steps: list[tuple[str, int]]) -> Recorder:
+    """A thread of these steps, its session closed (so its snapshot is written)."""
+    recorder = Recorder(home)
+    for op, arg in steps:
+        recorder.apply(op, arg)
+    recorder.close()
+    return recorder
+
+
 def damage(path: Path, seed: int, torn: bool) -> None:
     """Garbage lines between records, a BOM or not, and maybe a torn last line."""
     rng = random.Random(seed)
@@ -143,10 +152,7 @@ def test_pages_both_ways_tile_the_thread_exactly(
     steps: list[tuple[str, int]], seed: int, torn: bool, limit: int, slack: int
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        recorder = Recorder(Path(tmp))
-        for op, arg in steps:
-            recorder.apply(op, arg)
-        recorder.close()
+        recorder = recorded(Path(tmp), steps)
         damage(recorder.path, seed, torn)
         whole = parse_bytes(recorder.path.read_bytes())
         truth_items, truth_skipped = whole.items, [line.to_wire() for line in whole.skipped]
@@ -188,10 +194,7 @@ def test_the_newest_messages_of_a_resume_are_the_last_ones_a_full_replay_keeps(
     steps: list[tuple[str, int]], limit: int
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        recorder = Recorder(Path(tmp))
-        for op, arg in steps:
-            recorder.apply(op, arg)
-        recorder.close()
+        recorder = recorded(Path(tmp), steps)
         from_snapshot = recorder.resume(limit)
         recorder.close()
         snapshots.discard(recorder.service.layout, recorder.thread_id)
@@ -222,11 +225,7 @@ def read_all(pages: ThreadPages, thread_id: str) -> Page:
 
 @pytest.fixture
 def big_thread(tmp_path: Path) -> Recorder:
-    recorder = Recorder(tmp_path)
-    for n in range(400):
-        recorder.apply("message", 50 + n % 300)
-    recorder.close()
-    return recorder
+    return recorded(tmp_path, [("message", 50 + n % 300) for n in range(400)])
 
 
 def test_the_offset_map_is_kept_beside_the_snapshot_and_survives_deletion(
@@ -298,10 +297,7 @@ def test_a_page_follows_appends_made_after_its_map(big_thread: Recorder) -> None
 
 
 def test_an_item_too_large_for_any_answer_is_named_and_can_be_paged_past(tmp_path: Path) -> None:
-    recorder = Recorder(tmp_path)
-    for size in (10, 10, 5000, 10, 10):
-        recorder.apply("message", size)
-    recorder.close()
+    recorder = recorded(tmp_path, [("message", size) for size in (10, 10, 5000, 10, 10)])
     items = parse_bytes(recorder.path.read_bytes()).items
     big = next(i for i in items if len(i.get("content", "")) == 5000)
     pages, budget = ThreadPages(recorder.service.layout), ANSWER_OVERHEAD + 1000
