@@ -65,7 +65,8 @@ _CACHED_MAPS = 256
 @dataclass(slots=True)
 class _Line:
     start: int
-    end: int  # just past its newline (or the end of the file)
+    """File offset of a bad line (a good line read in bulk does not need one: -1)."""
+    end: int  # just past its newline (or the end of the file); -1 likewise
     item: dict[str, Any] | None
     raw: bytes = b""
     """A good line's JSON text, as sent in an answer (so its size there is exact)."""
@@ -547,7 +548,11 @@ def _collect_before(
 
 
 def _scan(fd: int, start: int, end: int) -> Iterator[_Line]:
-    """The non-blank lines in [start, end), read in chunks; `start` is a line start."""
+    """The non-blank lines in [start, end), read in chunks; `start` is a line start.
+
+    Every page runs this over every line it reads, so a chunk's whole lines are parsed in
+    one `map` of `orjson.loads` over them; only a chunk with a line that is not a good item
+    (rare: damage) is taken line by line, with offsets."""
     at = start
     if start == 0 and os.pread(fd, len(BOM), 0) == BOM:
         at = len(BOM)
@@ -562,30 +567,52 @@ def _scan(fd: int, start: int, end: int) -> Iterator[_Line]:
             parts.append(chunk)
             continue
         data = b"".join([*parts, chunk]) if parts else chunk
-        parts = []
-        pos = 0
-        while (newline := data.find(b"\n", pos)) != -1:
-            line = _decoded(data[pos:newline], base + pos, base + newline + 1, True)
-            if line is not None:
-                yield line
-            pos = newline + 1
-        base += pos
-        if pos < len(data):
-            parts.append(data[pos:])
+        whole = data.rfind(b"\n") + 1
+        parts = [data[whole:]] if whole < len(data) else []
+        if whole:
+            yield from _lines(data[: whole - 1], base)
+        base += whole
     if parts:
-        line = _decoded(b"".join(parts), base, at, False)
+        raw = b"".join(parts)
+        item, _ = decode_line(raw)
+        line = _Line(base, at, item, raw) if item is not None else _bad(raw, base, at, False)
         if line is not None:
             yield line
 
 
-def _decoded(raw: bytes, start: int, end: int, terminated: bool) -> _Line | None:
+def _lines(data: bytes, base: int) -> list[_Line]:
+    """The lines of `data` (whole lines, without the last newline) at file offset `base`."""
+    raws = data.split(b"\n")
+    try:
+        values = list(map(orjson.loads, raws))
+    except orjson.JSONDecodeError:
+        values = None  # a bad or blank line among them
+    if values is not None and all(
+        type(value) is dict
+        and "seq" in value
+        and "type" in value
+        and "id" in value
+        and isinstance(value["seq"], int)
+        for value in values
+    ):
+        return [_Line(-1, -1, value, raw) for value, raw in zip(values, raws, strict=True)]
+    lines: list[_Line] = []
+    offset = base
+    for raw in raws:
+        item, _ = decode_line(raw)
+        end = offset + len(raw) + 1
+        line = _Line(offset, end, item, raw) if item is not None else _bad(raw, offset, end, True)
+        if line is not None:
+            lines.append(line)
+        offset = end
+    return lines
+
+
+def _bad(raw: bytes, start: int, end: int, terminated: bool) -> _Line | None:
+    """A line that is not a good item: None if blank (ignored), else reported with why."""
     if not raw.strip():
-        return None  # blank lines are ignored, not reported
-    item, reason = decode_line(raw)
-    if item is not None:
-        return _Line(start, end, item, raw)
-    if not terminated:
-        reason = "torn_tail"
+        return None
+    reason = decode_line(raw)[1] if terminated else "torn_tail"
     return _Line(start, end, None, b"", reason, raw[:80].decode("utf-8", "replace"))
 
 
