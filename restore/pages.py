@@ -196,7 +196,12 @@ class _Anchors:
         return self.at(bisect.bisect_right(self.seqs, seq) - 1)
 
     def unordered(self) -> _Anchors:
+        """The file's seqs do not increase: from now on it is scanned from its start."""
         self.source.ordered = False
+        return self.without()
+
+    def without(self) -> _Anchors:
+        """No anchors: pages scan from the file's start (correct for any file)."""
         return _Anchors(self.fd, [], [], False, self.source)
 
 
@@ -257,18 +262,17 @@ class ThreadPages:
         with _OpenFile(self.layout, thread_id) as (fd, path):
             try:
                 size = os.fstat(fd).st_size
-                for attempt in (1, 2):
+                page = (after, before, limit, max_bytes)
+                for _ in (1, 2):
                     anchors = self._anchors(thread_id, path, fd, size)
                     try:
-                        return self._page(fd, size, anchors, after, before, limit, max_bytes)
+                        return self._page(fd, size, anchors, *page)
                     except _Unordered:
-                        return self._page(fd, size, anchors.unordered(), after, before, limit,
-                                          max_bytes)  # fmt: skip
+                        return self._page(fd, size, anchors.unordered(), *page)
                     except _WrongMap:
-                        if attempt == 2:
-                            raise
                         self._drop(thread_id, path)
-                raise AssertionError("unreachable")
+                # Rebuilt and wrong again: the file is changing under us. Scan it instead.
+                return self._page(fd, size, anchors.without(), *page)
             except OSError as exc:  # e.g. not a regular file
                 raise _storage_error(exc, thread_id) from exc
 
