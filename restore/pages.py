@@ -56,7 +56,8 @@ MAP_VERSION = 1
 SAVE_AFTER_ANCHORS = 16  # a map that grew by this many anchors is written again
 ANSWER_OVERHEAD = 512  # the JSON-RPC envelope, the cursor and the keys around a page
 _WINDOW = 8 * 1024  # read per anchor probe
-_CHUNK = 256 * 1024  # read per step of a page
+_CHUNK = 256 * 1024  # read per step of counting lines, and of long lines
+_FIRST_READ, _MAX_READ = 32 * 1024, 1024 * 1024  # a page's reads: small first, then doubling
 _MAX_ANCHOR_LINE = 16 * 1024 * 1024  # longer lines are not worth reading for an anchor
 _PROBE_LINES = 8  # bad lines tried after a boundary before giving up on its anchor
 _CACHED_MAPS = 256
@@ -389,26 +390,30 @@ class ThreadPages:
     def _backward(
         self, fd: int, size: int, anchors: _Anchors, before: int, limit: int, budget: int
     ) -> Page:
-        # Scan the stretch from the last anchor before `before`, stepping further back
-        # (twice as far each time) until it holds one item more than the page, or
-        # reaches the file's start.
-        anchor = bisect.bisect_left(anchors.seqs, before) - 1
-        end, step = size, 1
+        # Scan a stretch ending at the anchor after `before` (its item and the bad lines
+        # before it belong to later pages) or at the end of the file, and starting at the
+        # anchor `limit` seqs earlier (seqs go up by one a record, so that is usually
+        # enough); step further back (twice as far each time) until the stretch holds one
+        # item more than the page, or reaches the file's start.
+        after_before = bisect.bisect_left(anchors.seqs, before)
+        later = after_before < len(anchors.seqs)
+        end = anchors.at(after_before) if later else size
+        anchor = min(after_before, bisect.bisect_right(anchors.seqs, before - limit - 1)) - 1
+        step, first = 1, True
         entries: list[_Entry] = []
         tail: list[_Line] = []  # the end's bad lines, when the scan reached the end
         while True:
             start = anchors.at(anchor)
-            newest = end == size
             found, leftover = _collect_before(fd, start, end, before, anchors.ordered)
-            if newest:
-                tail = leftover or []
+            if first:
+                tail = (leftover or []) if not later else []
             elif entries and leftover:  # bad lines ending an older stretch: the next item's
                 entries[0].bad[:0] = leftover
                 entries[0].cost += _bad_cost(leftover)
             entries[:0] = found
             if start == 0 or len(entries) > limit:
                 break
-            end, anchor, step = start, anchor - step, step * 2
+            end, anchor, step, first = start, anchor - step, step * 2, False
         budget -= _bad_cost(tail)
         used = 0
         chosen: list[_Entry] = []
@@ -562,8 +567,10 @@ def _scan(fd: int, start: int, end: int) -> Iterator[_Line]:
         at = len(BOM)
     parts: list[bytes] = []  # a line cut by a chunk boundary, so far
     base = at  # file offset of the first unconsumed byte
+    step = _FIRST_READ  # a page of a few items stops early; a long read grows its reads
     while at < end:
-        chunk = os.pread(fd, min(_CHUNK, end - at), at)
+        chunk = os.pread(fd, min(step, end - at), at)
+        step = min(step * 2, _MAX_READ)
         if not chunk:
             break  # truncated meanwhile: what was read is what there is
         at += len(chunk)
