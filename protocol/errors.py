@@ -33,6 +33,7 @@ class ErrorCode:
     CONFLICTING_OPERATION = -32017
     STORAGE_FULL = -32018
     STORAGE_ERROR = -32019
+    OUTSIDE_WORKSPACE = -32020
 
 
 class ErrorKind(StrEnum):
@@ -56,6 +57,7 @@ class ErrorKind(StrEnum):
     CONFLICTING_OPERATION = "ConflictingOperation"
     STORAGE_FULL = "StorageFull"
     STORAGE_ERROR = "StorageError"
+    OUTSIDE_WORKSPACE = "OutsideWorkspace"
 
 
 CODE_OF_KIND: dict[ErrorKind, int] = {
@@ -77,6 +79,7 @@ CODE_OF_KIND: dict[ErrorKind, int] = {
     ErrorKind.CONFLICTING_OPERATION: ErrorCode.CONFLICTING_OPERATION,
     ErrorKind.STORAGE_FULL: ErrorCode.STORAGE_FULL,
     ErrorKind.STORAGE_ERROR: ErrorCode.STORAGE_ERROR,
+    ErrorKind.OUTSIDE_WORKSPACE: ErrorCode.OUTSIDE_WORKSPACE,
 }
 
 

@@ -13,7 +13,7 @@ import contextlib
 import copy
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,14 +142,16 @@ class ThreadService:
         client: dict[str, Any] | None = None,
         owner: str = LOCAL_OWNER,
         origin: dict[str, Any] | None = None,
+        trusted_folders: Sequence[str] = (),
     ) -> StartedThread:
         """A new thread, durable at once: its file holds the first `session_meta`.
 
-        `origin` marks a thread that mirrors another agent's session (ACP, an import)."""
+        `origin` marks a thread that mirrors another agent's session (ACP, an import).
+        `trusted_folders` (here and below): where git may run the repository's programs."""
         meta = self._session_meta(
             source="startup",
             reason="user",
-            environment=probe(cwd),
+            environment=probe(cwd, trusted_folders),
             workspace_folder=workspace_folder,
             title=title,
             model=model,
@@ -168,6 +170,7 @@ class ThreadService:
         message_limit: int,
         available_models: list[str] | None = None,
         owner: str = LOCAL_OWNER,
+        trusted_folders: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Restore every subsystem in order; a new session, or `needs_review` and none.
 
@@ -191,7 +194,7 @@ class ThreadService:
             clean = snapshot is not None and snapshot.closed_session_id == previous
             continue_reason = "user" if clean else "process_recovery"
             recorded = state.states["worktree"]
-            current = probe(cwd or recorded.get("cwd") or ".")
+            current = probe(cwd or recorded.get("cwd") or ".", trusted_folders)
             verdict = judge(state, current, available_models)
             ready = not verdict.blocked or accept_drift
             session_id: str | None = None
@@ -245,6 +248,7 @@ class ThreadService:
         at_turn_id: str | None,
         at_seq: int | None,
         owner: str = LOCAL_OWNER,
+        trusted_folders: Sequence[str] = (),
     ) -> StartedThread:
         """A new thread holding exactly the items up to the cut (a turn or a seq)."""
         contents, _ = self.store.read(thread_id)
@@ -264,7 +268,7 @@ class ThreadService:
         meta = self._session_meta(
             source="startup",
             reason="fork",
-            environment=probe(source.states["worktree"].get("cwd") or "."),
+            environment=probe(source.states["worktree"].get("cwd") or ".", trusted_folders),
             workspace_folder=latest_meta.get("workspaceFolder"),
             title=title or latest_meta.get("title"),
             model=(source.states["model_override"] or {}).get("model"),
@@ -284,7 +288,14 @@ class ThreadService:
             self._open[started.summary.threadId].writer.summary, started.session_id
         )
 
-    def clear(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> dict[str, Any]:
+    def clear(
+        self,
+        thread_id: str,
+        session_id: str,
+        owner: str = LOCAL_OWNER,
+        *,
+        trusted_folders: Sequence[str] = (),
+    ) -> dict[str, Any]:
         """A new session with an empty conversation; cost, todos, model, permissions and
         file history carry over (they are state, not conversation)."""
         session = self._session(thread_id, session_id, owner)
@@ -294,7 +305,7 @@ class ThreadService:
         meta = self._session_meta(
             source="clear",
             reason="user",
-            environment=probe(session.state.states["worktree"].get("cwd") or "."),
+            environment=probe(session.state.states["worktree"].get("cwd") or ".", trusted_folders),
             workspace_folder=session.writer.summary.workspaceFolder,
             model=(session.state.states["model_override"] or {}).get("model"),
             permissions=session.state.states["permissions"] or None,

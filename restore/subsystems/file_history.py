@@ -30,8 +30,11 @@ def validate(state: dict[str, Any], ctx: Any) -> Any:
 
     files = []
     for path, edit in state["latest"].items():
-        current = ctx.file_sha(path)
-        files.append({**edit, "currentSha": current, "diverged": current != edit["afterSha"]})
+        current = ctx.file_sha(path)  # None too for a path outside the workspace
+        entry = {**edit, "currentSha": current, "diverged": current != edit["afterSha"]}
+        if refused := ctx.why_unreadable(path):
+            entry["refused"] = refused
+        files.append(entry)
     result = {"files": files, "edits": state["edits"]}
     if not files:
         return Outcome("empty", result)
