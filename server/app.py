@@ -96,6 +96,7 @@ class SessiondServer(JsonRPCServer):
         else:
             connection, self._primary_taken = self.protocol, True
         connection.send_bytes = send_bytes
+        connection.max_frame = self.config.max_frame
         register(connection, self)
         if os.environ.get("SESSIOND_DEBUG") == "1":
             from server.debug import register_debug

@@ -121,6 +121,7 @@ def _validate(method: str, params: dict[str, Any]) -> BaseModel:
 def register(connection: SessiondProtocol, server: SessiondServer) -> None:
     """Register every handler on a connection's pygls feature manager."""
     ctx = Context(connection, server)
+    connection.request_methods = frozenset(HANDLERS)
     for method, handler in HANDLERS.items():
         connection.fm.feature(method)(_bind(method, handler, ctx))
     connection.fm.feature("initialized")(lambda params: None)

@@ -22,9 +22,19 @@ import orjson
 from pygls.protocol import JsonRPCNotification, JsonRPCProtocol
 
 from protocol.errors import ErrorKind, ProtocolError
-from server.framing import BadHeader, Event, Frame, FrameTooLarge, Framing, encode
+from server.framing import (
+    DEFAULT_MAX_FRAME,
+    BadHeader,
+    Event,
+    Frame,
+    FrameTooLarge,
+    Framing,
+    encode,
+)
+from server.refusals import RateLimitedLog
 
 logger = logging.getLogger("sessiond.rpc")
+refusals = RateLimitedLog(logger)
 
 _connection_ids = itertools.count(1)
 ALWAYS_ALLOWED = frozenset({"initialize", "exit", "$/cancelRequest"})
@@ -72,6 +82,8 @@ class SessiondProtocol(JsonRPCProtocol):
         self.workspace_folders: list[dict[str, Any]] = []
         self.connection_id = next(_connection_ids)
         self.client_info = None
+        self.max_frame = DEFAULT_MAX_FRAME  # no answer is larger (the server sets --max-frame)
+        self.request_methods: frozenset[str] = frozenset()  # never run as notifications
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -194,7 +206,10 @@ class SessiondProtocol(JsonRPCProtocol):
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "$/cancelRequest":
-            future = self._request_futures.pop(params.get("id"), None)  # type: ignore[arg-type]
+            target = params.get("id")
+            if isinstance(target, bool) or not isinstance(target, str | int):
+                return  # names no request: cancels nothing (a notification gets no answer)
+            future = self._request_futures.pop(target, None)
             if future is not None:
                 future.cancel()
             return
@@ -203,6 +218,10 @@ class SessiondProtocol(JsonRPCProtocol):
             return
         if not self.initialized and method != "initialized":
             return  # notifications before initialize are dropped, as LSP says
+        if method in self.request_methods:
+            # Without an id its answer (and any error) would have nowhere to go: not run.
+            refusals.warning("ignored %r sent as a notification (it needs an id)", method)
+            return
         self.handle_message(JsonRPCNotification(method=method, jsonrpc="2.0", params=params))
 
     # --- output ------------------------------------------------------------------------
@@ -232,4 +251,16 @@ class SessiondProtocol(JsonRPCProtocol):
             body = orjson.dumps(
                 {"jsonrpc": "2.0", "id": message.get("id"), "error": error_from_exception(exc)}
             )
+        if len(body) > self.max_frame:
+            # No message leaves larger than --max-frame: the client could not read it, and
+            # the copies framing and buffering make would multiply it in memory.
+            size, body = len(body), b""
+            if "method" in message:
+                refusals.warning("dropped a %d-byte %s notification", size, message["method"])
+                return
+            body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error":
+                ProtocolError(ErrorKind.PAYLOAD_TOO_LARGE,
+                    f"the answer ({size} bytes) exceeds the {self.max_frame}-byte frame limit; "
+                    "ask for less (a smaller limit)", limit=self.max_frame, size=size,
+                ).to_error_object()})  # fmt: skip
         self.send_bytes(body if self.framing is None else encode(self.framing, body))
