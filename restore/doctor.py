@@ -19,6 +19,7 @@ from restore.atomic import fsync_dir
 from restore.index import ThreadIndex
 from restore.jsonl import SkippedLine, read_thread_file
 from restore.paths import Layout
+from restore.private import private_dirs
 from restore.store import ThreadStore
 
 Progress = Callable[[str, int, int], None]
@@ -69,7 +70,7 @@ def _move_empty_aside(layout: Layout, finding: FileFinding) -> None:
             finding.error = "not repaired: the thread is being written"
             return
         if os.fstat(fd).st_size == 0:
-            layout.recovered_dir.mkdir(parents=True, exist_ok=True)
+            private_dirs(layout.recovered_dir)
             os.replace(finding.path, layout.recovered_dir / f"{finding.path.stem}.empty")
             fsync_dir(finding.path.parent)
     finally:

@@ -26,6 +26,7 @@ from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.atomic import fsync_dir
 from restore.jsonl import FORMAT_VERSION, ThreadFile, encode_line, now_ts, parse_bytes
 from restore.paths import Layout, validate_thread_id
+from restore.private import private_dirs, write_new
 from restore.summary import ThreadSummary, summarize
 
 
@@ -303,7 +304,7 @@ class ThreadStore:
         """Make a new thread durable at once: its file with the `session_meta` line."""
         thread_id = validate_thread_id(thread_id)
         path = self.layout.thread_path(thread_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -389,7 +390,7 @@ class ThreadStore:
             target = self.layout.thread_path(writer.thread_id, archived=to_archived)
             if target == writer.path:
                 return target
-            target.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(target.parent)
             os.rename(writer.path, target)
             fsync_dir(target.parent)
             fsync_dir(writer.path.parent)
@@ -412,9 +413,8 @@ class ThreadStore:
         replaced atomically, and is trusted only while its process is alive.
         """
         path = self._holder_path(validate_thread_id(thread_id))
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_bytes(orjson.dumps({"holder": holder, "pid": os.getpid()}))
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        write_new(temporary, orjson.dumps({"holder": holder, "pid": os.getpid()}))
         os.replace(temporary, path)
 
     def _holder_path(self, thread_id: str) -> Path:
@@ -469,12 +469,8 @@ class ThreadStore:
         if contents.torn_tail_offset is not None:
             offset = contents.torn_tail_offset
             torn = os.pread(fd, contents.size - offset, offset)
-            self.layout.recovered_dir.mkdir(parents=True, exist_ok=True)
             aside = self.layout.recovered_dir / f"{thread_id}.{offset}.{uuid.uuid4().hex[:8]}.torn"
-            with open(aside, "wb") as handle:
-                handle.write(torn)
-                handle.flush()
-                os.fsync(handle.fileno())
+            write_new(aside, torn, sync=True)
             os.ftruncate(fd, offset)
             os.fsync(fd)
             return self._read_locked(fd, base)

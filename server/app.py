@@ -74,11 +74,11 @@ class SessiondServer(JsonRPCServer):
         """Created on first use (worker thread only), so startup reads no file."""
         if self._service is None:
             from restore.paths import Layout
+            from restore.private import private_dirs
             from restore.store import Durability
             from restore.threads import ThreadService
 
-            home = Path(self.config.home)
-            home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            home = private_dirs(Path(self.config.home))
             self._service = ThreadService(Layout(home), Durability(self.config.durability))
         return self._service
 
