@@ -11,7 +11,9 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import logging
 import os
+import stat
 import threading
 import uuid
 from collections.abc import Iterable
@@ -28,6 +30,8 @@ from restore.jsonl import FORMAT_VERSION, ThreadFile, encode_line, now_ts, parse
 from restore.paths import Layout, validate_thread_id
 from restore.private import private_dirs, write_new
 from restore.summary import ThreadSummary, summarize
+
+logger = logging.getLogger("sessiond.store")
 
 
 class Durability(StrEnum):
@@ -66,14 +70,58 @@ class AppendResult:
     stored: list[dict[str, Any]]
 
 
-def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
+def _storage_error(exc: OSError, thread_id: str, path: Path | None = None) -> ProtocolError:
+    where = str(path) if path is not None else None
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return ProtocolError(
-            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id
+            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id, path=where
         )
     return ProtocolError(
-        ErrorKind.STORAGE_ERROR, f"thread file: {exc.strerror}", threadId=thread_id
+        ErrorKind.STORAGE_ERROR,
+        f"thread file {where or thread_id}: {exc.strerror}",
+        threadId=thread_id,
+        path=where,
     )
+
+
+def open_thread_file(path: Path, flags: int, thread_id: str) -> int:
+    """A descriptor on a thread file, which must be a regular file reached without a
+    symlink (O_NOFOLLOW): a link planted in the data dir would send appends, and a torn
+    tail's repair, to a file elsewhere. StorageError otherwise, naming the path."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ProtocolError(
+                ErrorKind.STORAGE_ERROR,
+                f"thread file {path} is a symlink; sessiond does not follow it",
+                threadId=thread_id,
+                path=str(path),
+            ) from None
+        raise _storage_error(exc, thread_id, path) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ProtocolError(
+            ErrorKind.STORAGE_ERROR,
+            f"thread file {path} is not a regular file",
+            threadId=thread_id,
+            path=str(path),
+        )
+    return fd
+
+
+def read_thread_file(path: Path, thread_id: str) -> bytes:
+    """The whole thread file, read through `open_thread_file`."""
+    fd = open_thread_file(path, os.O_RDONLY, thread_id)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _storage_error(exc, thread_id, path) from exc
+    finally:
+        os.close(fd)
 
 
 class ThreadWriter:
@@ -234,7 +282,7 @@ class ThreadWriter:
                     os.fdatasync(self._fd)
         except OSError as exc:
             self._cut_back()
-            raise _storage_error(exc, self.thread_id) from exc
+            raise _storage_error(exc, self.thread_id, self.path) from exc
         self._size += len(data)
 
     def begin_sync(self) -> PendingSync | None:
@@ -287,7 +335,7 @@ class PendingSync:
         try:
             os.fdatasync(self._fd)
         except OSError as exc:
-            self.error = _storage_error(exc, self.writer.thread_id)
+            self.error = _storage_error(exc, self.writer.thread_id, self.writer.path)
             raise self.error from exc
         finally:
             self.done.set()
@@ -330,10 +378,7 @@ class ThreadStore:
         usable and the whole file was read instead (`writer.base_rejected` says why).
         """
         path, archived = self._locate(thread_id)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
-        except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
+        fd = open_thread_file(path, os.O_RDWR | os.O_APPEND, thread_id)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -367,17 +412,14 @@ class ThreadStore:
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
         """Read a thread without locking it (readers never block the writer)."""
         path, archived = self._locate(thread_id)
-        try:
-            return parse_bytes(path.read_bytes()), archived
-        except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
+        return parse_bytes(read_thread_file(path, thread_id)), archived
 
     def read_summary(self, path: Path, archived: bool) -> ThreadSummary | None:
         """Summary of one file for the index; None when it vanished or cannot be read (one
         unreadable file must not stop a listing; `sessiond doctor` reports it)."""
         try:
-            contents = parse_bytes(path.read_bytes())
-        except OSError:
+            contents = parse_bytes(read_thread_file(path, path.stem))
+        except ProtocolError:
             return None
         if not contents.items:  # no record at all (a thread/start cut short): nothing to list
             return None
@@ -414,8 +456,13 @@ class ThreadStore:
         """
         path = self._holder_path(validate_thread_id(thread_id))
         temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
-        write_new(temporary, orjson.dumps({"holder": holder, "pid": os.getpid()}))
-        os.replace(temporary, path)
+        try:
+            write_new(temporary, orjson.dumps({"holder": holder, "pid": os.getpid()}))
+            os.replace(temporary, path)
+        except OSError as exc:  # only a courtesy to other processes: the thread is ours
+            logger.warning("cannot name the holder of %s: %s", thread_id, exc)
+            with contextlib.suppress(OSError):
+                temporary.unlink()
 
     def _holder_path(self, thread_id: str) -> Path:
         return self.layout.home / "locks" / f"{thread_id}.holder"

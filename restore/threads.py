@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore import snapshots
+from restore import snapshots, storage_errors
 from restore.engine import judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
 from restore.index import ThreadIndex
@@ -32,6 +33,9 @@ from restore.summary import ThreadSummary
 
 ProgressCallback = Callable[[int, int], None]
 INDEX_FLUSH_SECONDS = 0.5
+SNAPSHOT_RETRY_ITEMS = 100
+"""After a failed snapshot, items until the next attempt."""
+logger = logging.getLogger("sessiond.threads")
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
 # Items that belong to one session of the source thread and are not copied by a fork.
@@ -414,7 +418,7 @@ class ThreadService:
         writer = self.store.open_writer(thread_id)
         try:
             writer.append(items, writer.summary.latestSessionId or _new_id())
-            self.index.upsert(writer.summary, writer.path)
+            self._derived("index row", self.index.upsert, writer.summary, writer.path)
             return writer.summary
         finally:
             writer.close()
@@ -484,16 +488,21 @@ class ThreadService:
         limit: int,
         progress: ProgressCallback | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
-        self.index.ensure_ready(progress)
-        self.flush_index()
-        return self.index.list(
-            cwd=cwd,
-            workspace_folder=workspace_folder,
-            archived=archived,
-            search=search,
-            cursor=cursor,
-            limit=limit,
-        )
+        try:
+            self.index.ensure_ready(progress)
+            self.flush_index()
+            return self.index.list(
+                cwd=cwd,
+                workspace_folder=workspace_folder,
+                archived=archived,
+                search=search,
+                cursor=cursor,
+                limit=limit,
+            )
+        except Exception as exc:  # an index that cannot be read: say which file
+            if (storage := storage_errors.typed(exc, self.layout.index_path)) is None:
+                raise
+            raise storage from exc
 
     # --- archive and delete ------------------------------------------------------------
 
@@ -506,15 +515,15 @@ class ThreadService:
             raise ProtocolError(
                 ErrorKind.THREAD_NOT_FOUND, "thread vanished while moving", threadId=thread_id
             )
-        self.index.upsert(summary, path)
+        self._derived("index row", self.index.upsert, summary, path)
         return summary
 
     def delete(self, thread_id: str, owner: str = LOCAL_OWNER) -> None:
         thread_id = validate_thread_id(thread_id)
         self._release(thread_id, owner)
         self.store.delete(thread_id)
-        snapshots.discard(self.layout, thread_id)
-        self.index.remove(thread_id)
+        self._derived("snapshot removal", snapshots.discard, self.layout, thread_id)
+        self._derived("index row removal", self.index.remove, thread_id)
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -572,6 +581,10 @@ class ThreadService:
         return kept, no_ops
 
     def _snapshot(self, session: OpenSession, *, closed: bool) -> None:
+        """Write the session's snapshot. A snapshot is derived: when it cannot be written
+        (disk full, a broken directory) the records it would cover are durable all the
+        same, so the failure is logged and retried `SNAPSHOT_RETRY_ITEMS` items later,
+        never answered to the client."""
         checkpoint = session.writer.checkpoint()
         if checkpoint is None:
             return
@@ -582,8 +595,21 @@ class ThreadService:
             bom=session.bom,
             closed_session_id=session.session_id if closed else None,
         )
-        snapshots.save(self.layout, session.writer.thread_id, snapshot)
-        session.snapshot_seq = session.state.seq
+        thread_id = session.writer.thread_id
+        if self._derived("snapshot", snapshots.save, self.layout, thread_id, snapshot):
+            session.snapshot_seq = session.state.seq
+        else:  # the next attempt comes SNAPSHOT_RETRY_ITEMS items from now
+            session.snapshot_seq = session.state.seq - snapshots.EVERY_ITEMS + SNAPSHOT_RETRY_ITEMS
+
+    def _derived(self, what: str, work: Callable[..., Any], *args: Any) -> bool:
+        """Run a write of derived state (snapshot, index row) after a durable one: a
+        failure is logged, never raised, because what the client wrote is safe."""
+        try:
+            work(*args)
+        except Exception as exc:  # OSError, sqlite3.Error, ProtocolError: all the same here
+            logger.warning("%s not written (retried later): %s", what, exc)
+            return False
+        return True
 
     def _close_session(self, session: OpenSession) -> None:
         try:
@@ -678,11 +704,15 @@ class ThreadService:
             self.flush_index()
 
     def flush_index(self) -> None:
-        """Write every pending index row now."""
+        """Write every pending index row now; rows that cannot be written (SQLite: disk
+        full) stay pending for the next flush. Never raises: the index is derived."""
         self._index_flushed = time.monotonic()
         if self._index_dirty:
             dirty, self._index_dirty = self._index_dirty, {}
-            self.index.upsert_many([(w.summary, w.path) for w in dirty.values() if not w.closed])
+            rows = [(w.summary, w.path) for w in dirty.values() if not w.closed]
+            if not self._derived("index rows", self.index.upsert_many, rows):
+                for thread_id, writer in dirty.items():
+                    self._index_dirty.setdefault(thread_id, writer)
 
     @staticmethod
     def _fork_cut(items: list[dict[str, Any]], at_turn_id: str | None, at_seq: int | None) -> int:

@@ -11,6 +11,7 @@ from restore.paths import Layout
 from restore.threads import ThreadService
 from server.cli import print_json
 from server.config import ServerConfig
+from server.terminal import printable
 
 
 def _layout(config: ServerConfig) -> Layout:
@@ -35,10 +36,11 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
         if args.json:
             print_json(info)
         else:
-            title = info["title"] or info["preview"] or "(empty)"
+            title = printable(info["title"] or info["preview"] or "(empty)", one_line=True)
+            branch = printable(info["branch"] or "-", one_line=True)
             print(
                 f"{info['threadId']}  {info['updatedAt'] or '':27}  {info['itemCount']:>6}  "
-                f"{info['branch'] or '-':20.20}  {title[:60]}"
+                f"{branch:20.20}  {title[:60]}"
             )
     return 0
 
@@ -51,9 +53,10 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
             print_json(item)
         else:
             body = item.get("content") if item.get("type") == "message" else ""
-            role = item.get("role", "")
-            text = body if isinstance(body, str) else "[parts]"
-            print(f"{item['seq']:>6}  {item['type']:14}  {role:9}  {text[:100]!s}")
+            role = printable(str(item.get("role", "")), one_line=True)
+            kind = printable(str(item["type"]), one_line=True)
+            text = printable(body, one_line=True) if isinstance(body, str) else "[parts]"
+            print(f"{item['seq']:>6}  {kind:14}  {role:9}  {text[:100]}")
     for line in contents.skipped:
         print(
             f"skipped line {line.lineNo} ({line.reason}) at byte {line.byteOffset}", file=sys.stderr

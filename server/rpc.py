@@ -45,6 +45,11 @@ def error_from_exception(exc: BaseException) -> dict[str, Any]:
     """The JSON-RPC error object for any exception a handler raised."""
     if isinstance(exc, ProtocolError):
         return exc.to_error_object()
+    from restore.storage_errors import typed
+
+    if (storage := typed(exc)) is not None:  # a filesystem or index failure: say where
+        logger.warning("%s", storage.message)
+        return storage.to_error_object()
     from pydantic import ValidationError  # lazy: keep pydantic off the startup path
 
     if isinstance(exc, ValidationError):

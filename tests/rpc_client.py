@@ -40,6 +40,7 @@ class ServerProcess:
         framing: str = "headers",
         args: list[str] | None = None,
         env: dict[str, str] | None = None,
+        preexec_fn: Any = None,
     ) -> None:
         self.home = home
         self.framing = framing
@@ -63,6 +64,7 @@ class ServerProcess:
             stderr=self._stderr,
             cwd=REPO,
             env=full_env,
+            preexec_fn=preexec_fn,
         )
         self._ids = itertools.count(1)
         self._lock = threading.Condition()
