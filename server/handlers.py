@@ -1,8 +1,8 @@
 """Request handlers: unpack params, call the thread service on the worker, shape the answer.
 
 Params are validated with the pydantic models of `protocol.methods`, imported by the first
-request that needs them: `initialize` is answered before pydantic, SQLite or GitPython is
-loaded (sessiond promises no warmup).
+request that needs them: `initialize` is answered before pydantic or SQLite is loaded, or
+git run (sessiond promises no warmup).
 """
 
 from __future__ import annotations
@@ -121,7 +121,6 @@ def _validate(method: str, params: dict[str, Any]) -> BaseModel:
 def register(connection: SessiondProtocol, server: SessiondServer) -> None:
     """Register every handler on a connection's pygls feature manager."""
     ctx = Context(connection, server)
-    connection.request_methods = frozenset(HANDLERS)
     for method, handler in HANDLERS.items():
         connection.fm.feature(method)(_bind(method, handler, ctx))
     connection.fm.feature("initialized")(lambda params: None)

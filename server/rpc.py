@@ -38,6 +38,8 @@ refusals = RateLimitedLog(logger)
 
 _connection_ids = itertools.count(1)
 ALWAYS_ALLOWED = frozenset({"initialize", "exit", "$/cancelRequest"})
+NOTIFICATIONS = frozenset({"initialized", "workspace/didChangeWorkspaceFolders"})
+"""The notifications a client may send; every other registered method is a request."""
 MAX_IN_FLIGHT = 64
 
 
@@ -88,7 +90,6 @@ class SessiondProtocol(JsonRPCProtocol):
         self.connection_id = next(_connection_ids)
         self.client_info = None
         self.max_frame = DEFAULT_MAX_FRAME  # no answer is larger (the server sets --max-frame)
-        self.request_methods: frozenset[str] = frozenset()  # never run as notifications
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -223,7 +224,7 @@ class SessiondProtocol(JsonRPCProtocol):
             return
         if not self.initialized and method != "initialized":
             return  # notifications before initialize are dropped, as LSP says
-        if method in self.request_methods:
+        if method in self.fm.features and method not in NOTIFICATIONS:
             # Without an id its answer (and any error) would have nowhere to go: not run.
             refusals.warning("ignored %r sent as a notification (it needs an id)", method)
             return
