@@ -54,19 +54,21 @@ def probe(cwd: str, trusted_folders: Iterable[str] = ()) -> dict[str, Any]:
     common_dir = os.path.join(cwd, common_dir)
     found["linkedWorktree"] = os.path.realpath(git_dir) != os.path.realpath(common_dir)
     git.trust(access.inside_any(cwd, trusted_folders) and access.inside_any(root, trusted_folders))
-    branch = git.run("symbolic-ref", "-q", "HEAD")  # exit 1: detached
+    branch, status, head, roots, origin = git.run_all(
+        ("symbolic-ref", "-q", "HEAD"),  # exit 1: detached
+        ("status", "--porcelain", "--untracked-files=normal"),
+        ("rev-parse", "-q", "--verify", "HEAD^{commit}"),  # nothing: no commit yet
+        ("rev-list", "--max-parents=0", "HEAD"),  # fails too when there is no commit
+        ("remote", "get-url", "origin"),  # exit 2: no such remote
+    )
     ref = branch.stdout.strip()
     found["branch"] = ref.removeprefix("refs/heads/") if branch.ok and ref else None
-    status = git.run("status", "--porcelain", "--untracked-files=normal")
     if not status.ok:
         # git refused to work here: keep what was read, say why the rest is missing.
         found["repoError"] = status.first_error_line()
         return found
-    head = git.run("rev-parse", "-q", "--verify", "HEAD^{commit}")  # nothing: no commit yet
     found["headSha"] = (head.stdout.strip() or None) if head.ok else None
-    roots = git.run("rev-list", "--max-parents=0", "HEAD") if found["headSha"] else None
-    origin = git.run("remote", "get-url", "origin")  # exit 2: no such remote
-    root_commits = roots.stdout.split() if roots is not None and roots.ok else []
+    root_commits = roots.stdout.split() if roots.ok and found["headSha"] else []
     origin_url = origin.stdout.strip() if origin.ok else ""
     found["repoId"] = f"{root_commits[-1] if root_commits else 'empty'}:{origin_url}"
     found["dirty"] = [line[3:] for line in status.stdout.splitlines() if len(line) > 3][:200]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 
 GIT_TIMEOUT = 20.0
@@ -79,28 +80,35 @@ class Git:
 
     def run(self, *args: str) -> GitResult:
         """`git args…` in `cwd`; a timeout or a missing git is a failed result, not a raise."""
+        return self.run_all(args)[0]
+
+    def run_all(self, *commands: tuple[str, ...]) -> list[GitResult]:
+        """Several git commands at once (they only read), each answer in order; together
+        they take about as long as the slowest instead of the sum."""
         if not self.trusted and _version() < HARDENING_VERSION:
-            return GitResult(-1, "", "git is older than 2.31: not run on an untrusted folder")
-        command = ["git", "--no-pager", *args]
-        try:
-            done = subprocess.run(
-                command,
-                cwd=self.cwd,
-                env=self.environment(),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GIT_TIMEOUT,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return GitResult(-1, "", f"git {args[0]} did not answer within {GIT_TIMEOUT:g} s")
-        except OSError as exc:
-            return GitResult(-1, "", f"cannot run git: {exc.strerror}")
-        return GitResult(
-            done.returncode,
-            done.stdout.decode("utf-8", errors="replace"),
-            done.stderr.decode("utf-8", errors="replace"),
-        )
+            refused = GitResult(-1, "", "git is older than 2.31: not run on an untrusted folder")
+            return [refused for _ in commands]
+        env = self.environment()
+        started: list[subprocess.Popen[bytes] | GitResult] = []
+        for args in commands:
+            try:
+                started.append(
+                    subprocess.Popen(
+                        ["git", "--no-pager", *args],
+                        cwd=self.cwd,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                    )
+                )
+            except OSError as exc:
+                started.append(GitResult(-1, "", f"cannot run git: {exc.strerror}"))
+        deadline = time.monotonic() + GIT_TIMEOUT
+        return [
+            process if isinstance(process, GitResult) else _finish(process, args, deadline)
+            for process, args in zip(started, commands, strict=True)
+        ]
 
     def environment(self) -> dict[str, str]:
         if self._env is None:
@@ -131,6 +139,20 @@ class Git:
             for driver in sorted(drivers)
             for key, value in _FILTER_KEYS
         )
+
+
+def _finish(process: subprocess.Popen[bytes], args: tuple[str, ...], deadline: float) -> GitResult:
+    try:
+        stdout, stderr = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        return GitResult(-1, "", f"git {args[0]} did not answer within {GIT_TIMEOUT:g} s")
+    return GitResult(
+        process.returncode,
+        stdout.decode("utf-8", errors="replace"),
+        stderr.decode("utf-8", errors="replace"),
+    )
 
 
 @functools.cache
