@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.faults.helpers import Spawn, start
 from tests.rpc_client import HANG_GUARD
@@ -65,15 +66,20 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def test_a_hook_that_double_forks_is_killed_whole_at_its_timeout(
-    spawn: Spawn, tmp_path: Path
-) -> None:
+def _serve_daemon_hook(spawn: Spawn, tmp_path: Path, then: str, timeout: float) -> tuple[Any, int]:
+    """A server whose first session's hook left a detached sleeper; (server, its pid)."""
     hooks = Hooks(tmp_path)
-    pid_file = _daemon_hook(tmp_path, hooks, "hang", timeout=1)
+    pid_file = _daemon_hook(tmp_path, hooks, then, timeout)
     server = spawn(env=hooks.env)
     server.initialize()
     start(server, tmp_path)
-    daemon = _wait_pid(pid_file)
+    return server, _wait_pid(pid_file)
+
+
+def test_a_hook_that_double_forks_is_killed_whole_at_its_timeout(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    server, daemon = _serve_daemon_hook(spawn, tmp_path, "hang", timeout=1)
     try:
         (run,) = finals(server, 1)
         assert run["status"] == "timed_out"
@@ -86,12 +92,7 @@ def test_a_hook_that_double_forks_is_killed_whole_at_its_timeout(
 def test_a_detached_daemon_of_a_finished_hook_does_not_outlive_the_server(
     spawn: Spawn, tmp_path: Path
 ) -> None:
-    hooks = Hooks(tmp_path)
-    pid_file = _daemon_hook(tmp_path, hooks, "exit", timeout=30)
-    server = spawn(env=hooks.env)
-    server.initialize()
-    start(server, tmp_path)
-    daemon = _wait_pid(pid_file)
+    server, daemon = _serve_daemon_hook(spawn, tmp_path, "exit", timeout=30)
     try:
         (run,) = finals(server, 1)
         assert run["status"] == "completed"
