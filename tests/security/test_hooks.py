@@ -125,7 +125,7 @@ def test_a_cwd_spelled_through_a_trusted_folder_runs_no_workspace_hook(
     assert {n["hook"] for n in announced} == {"user-level"}
     # The same folder, spelled plainly and trusted, does run its hooks (the trap is armed).
     start(server, trusted)
-    assert {run["hook"] for run in finals(server, 2)} == {"user-level", "workspace-level"}
+    assert sorted(run["hook"] for run in finals(server, 3)[1:]) == ["user-level", "workspace-level"]
 
 
 def test_a_fifo_as_hooks_json_holds_no_answer(spawn: Spawn, tmp_path: Path) -> None:
