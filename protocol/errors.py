@@ -33,7 +33,9 @@ class ErrorCode:
     CONFLICTING_OPERATION = -32017
     STORAGE_FULL = -32018
     STORAGE_ERROR = -32019
-    OUTSIDE_WORKSPACE = -32020
+    WORKSPACE_DRIFT = -32020
+    OUTSIDE_WORKSPACE = -32021
+    AGENT_EXITED = -32022
 
 
 class ErrorKind(StrEnum):
@@ -57,7 +59,12 @@ class ErrorKind(StrEnum):
     CONFLICTING_OPERATION = "ConflictingOperation"
     STORAGE_FULL = "StorageFull"
     STORAGE_ERROR = "StorageError"
+    WORKSPACE_DRIFT = "WorkspaceDrift"
+    """The thread was recorded on another branch, worktree or directory (`sessiond acp`)."""
     OUTSIDE_WORKSPACE = "OutsideWorkspace"
+    """A path outside the thread's workspace, or not a regular file (restore/access.py)."""
+    AGENT_EXITED = "AgentExited"
+    """The agent `sessiond acp` proxies exited before it answered; the next prompt restarts it."""
 
 
 CODE_OF_KIND: dict[ErrorKind, int] = {
@@ -79,7 +86,9 @@ CODE_OF_KIND: dict[ErrorKind, int] = {
     ErrorKind.CONFLICTING_OPERATION: ErrorCode.CONFLICTING_OPERATION,
     ErrorKind.STORAGE_FULL: ErrorCode.STORAGE_FULL,
     ErrorKind.STORAGE_ERROR: ErrorCode.STORAGE_ERROR,
+    ErrorKind.WORKSPACE_DRIFT: ErrorCode.WORKSPACE_DRIFT,
     ErrorKind.OUTSIDE_WORKSPACE: ErrorCode.OUTSIDE_WORKSPACE,
+    ErrorKind.AGENT_EXITED: ErrorCode.AGENT_EXITED,
 }
 
 

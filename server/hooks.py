@@ -130,8 +130,6 @@ class LifecycleHooks:
         self._orphans = reaper.Orphans()
         self._ran_commands = False
         self._stopping = False
-        # Before any hook starts: what a hook detaches (double fork, setsid) stays ours.
-        reaper.become_subreaper()
 
     # --- called by handlers ------------------------------------------------------------
 
@@ -145,10 +143,12 @@ class LifecycleHooks:
         cwd: str | None,
         previous_session_id: str | None = None,
         forked_from: dict[str, Any] | None = None,
+        after_answer: bool = True,
     ) -> None:
         """Run the SessionStart hooks matching `source`, after the current answer is sent.
 
-        `cwd=None` (clear, compact) means the cwd the thread's last session started in."""
+        `cwd=None` (clear, compact) means the cwd the thread's last session started in.
+        `after_answer=False`: the caller sent its answer already (the ACP proxy)."""
         if cwd is None:
             cwd = self._cwd_of_thread.get(thread_id)
         self._cwd_of_thread[thread_id] = cwd
@@ -166,7 +166,7 @@ class LifecycleHooks:
         if forked_from:
             extra["forkedFrom"] = forked_from
         event = _Event("SessionStart", thread_id, session, source, _folders(ctx), extra)
-        self._schedule(thread_id, lambda: self._run_event(event))
+        self._schedule(thread_id, lambda: self._run_event(event), after_answer)
 
     def session_ended(
         self,
@@ -376,7 +376,11 @@ class LifecycleHooks:
             "SESSIOND_PROJECT_DIR": event.workspace or event.session.cwd or "",
             reaper.MARKER: run_id,  # inherited by everything the hook starts
         }
-        self._ran_commands = True
+        if not self._ran_commands:
+            # Before the first hook process: what a hook detaches (double fork, setsid) is
+            # re-parented to this process, not init, so it can be found and killed.
+            reaper.become_subreaper()
+            self._ran_commands = True
         self._active_runs.add(run_id)
         try:
             process = await asyncio.create_subprocess_shell(
