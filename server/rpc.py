@@ -264,9 +264,14 @@ class SessiondProtocol(JsonRPCProtocol):
             if "method" in message:
                 refusals.warning("dropped a %d-byte %s notification", size, message["method"])
                 return
-            body = orjson.dumps({"jsonrpc": "2.0", "id": message.get("id"), "error":
-                ProtocolError(ErrorKind.PAYLOAD_TOO_LARGE,
-                    f"the answer ({size} bytes) exceeds the {self.max_frame}-byte frame limit; "
-                    "ask for less (a smaller limit)", limit=self.max_frame, size=size,
-                ).to_error_object()})  # fmt: skip
+            too_large = ProtocolError(
+                ErrorKind.PAYLOAD_TOO_LARGE,
+                f"the answer ({size} bytes) exceeds the {self.max_frame}-byte frame limit; "
+                "ask for less (a smaller limit)",
+                limit=self.max_frame,
+                size=size,
+            )
+            body = orjson.dumps(
+                {"jsonrpc": "2.0", "id": message.get("id"), "error": too_large.to_error_object()}
+            )
         self.send_bytes(body if self.framing is None else encode(self.framing, body))
