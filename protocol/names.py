@@ -9,4 +9,5 @@ SERVER_ITEM_TYPES = (
     "compact_boundary",
     "rewind_boundary",
     "drift_accepted",
+    "import_checkpoint",
 )

@@ -19,23 +19,24 @@ from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore import snapshots
-from restore.engine import judge
+from restore.engine import Judgement, judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
 from restore.paths import Layout, validate_thread_id
+from restore.sources.handoff import IMPORTED_AGENTS, handoff_command
 from restore.store import AppendResult, Durability, PendingSync, ThreadStore, ThreadWriter
 from restore.subsystems import ThreadState
 from restore.subsystems import messages as messages_subsystem
 from restore.subsystems import operations as ledger
-from restore.summary import ThreadSummary
+from restore.summary import ThreadSummary, summarize
 
 ProgressCallback = Callable[[int, int], None]
 INDEX_FLUSH_SECONDS = 0.5
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
 # Items that belong to one session of the source thread and are not copied by a fork.
-NOT_FORKED = frozenset({"session_meta", "lifecycle", "thread_title"})
+NOT_FORKED = frozenset({"session_meta", "lifecycle", "thread_title", "import_checkpoint"})
 LOCAL_OWNER = "local"
 
 
@@ -176,6 +177,11 @@ class ThreadService:
         only when the thread would not continue in the wrong place.
         """
         thread_id = validate_thread_id(thread_id)
+        origin = self.store.read_origin(thread_id)
+        if origin is not None and origin.get("agent") in IMPORTED_AGENTS:
+            return self._resume_mirror(
+                thread_id, origin, cwd, accept_drift, message_limit, available_models
+            )
         self._release(thread_id, owner)  # a resume supersedes the same client's session
         snapshot, snapshot_problem = snapshots.load(self.layout, thread_id)
         writer = self.store.open_writer(thread_id, snapshot.checkpoint if snapshot else None)
@@ -218,25 +224,80 @@ class ThreadService:
                 self._append(session, new_items, session_id, minted=True)
                 self._open[thread_id] = session
                 opened = True
-            return {
-                "status": "ready" if ready else "needs_review",
-                "thread": writer.summary.thread_info(),
-                "session": {"sessionId": session_id, "resumedFrom": previous},
-                "environment": {
-                    "recorded": {key: recorded.get(key) for key in ENVIRONMENT_FIELDS},
-                    "current": current,
-                    "drift": verdict.drift,
-                },
-                "subsystems": verdict.subsystem_reports(),
-                "pendingOperations": verdict.outcome("operations").state["open"],
-                "lastDurableSeq": writer.last_seq,
-                "recovery": loaded.recovery(),
-                "continueReason": continue_reason,
-                "messages": messages_subsystem.page(state.states["messages"], message_limit),
-            }
+            return _report(
+                ready,
+                writer.summary,
+                {"sessionId": session_id, "resumedFrom": previous},
+                verdict,
+                current,
+                writer.last_seq,
+                loaded.recovery(),
+                continue_reason,
+                messages_subsystem.page(state.states["messages"], message_limit),
+            )
         finally:
             if not opened:
                 writer.close()
+
+    def _resume_mirror(
+        self,
+        thread_id: str,
+        origin: dict[str, Any],
+        cwd: str | None,
+        accept_drift: bool,
+        message_limit: int,
+        available_models: list[str] | None,
+    ) -> dict[str, Any]:
+        """An imported thread mirrors a session its agent keeps writing, so its resume
+        opens no sessiond session: restored and judged like any thread, it answers with
+        the agent's own resume (`handoff`) once the workspace matches or the drift is
+        accepted. Nothing is written and no lock is taken: the importer appends to this
+        file as the agent goes on, and must never find it held by a reader.
+        """
+        contents, archived = self.store.read(thread_id)
+        if archived:
+            raise ProtocolError(
+                ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
+            )
+        state = ThreadState().apply_all(contents.items)
+        summary = summarize(thread_id, contents.items)
+        recorded = state.states["worktree"]
+        current = probe(cwd or recorded.get("cwd") or ".")
+        verdict = judge(state, current, available_models)
+        ready = not verdict.blocked or accept_drift
+        source_skipped = [
+            {**line, "source": item.get("source")}
+            for item in contents.items
+            if item.get("type") == "import_checkpoint"
+            for line in item.get("skipped") or []
+        ]
+        recovery = {
+            "skippedLines": [line.to_wire() for line in contents.skipped],
+            "snapshotUsed": False,
+            "snapshotProblem": "imported threads are replayed in full",
+            "replayedItems": len(contents.items),
+            "bomStripped": contents.bom,
+            "tornTailRecovered": contents.torn_tail_offset is not None,
+            "sourceSkippedLines": source_skipped,
+        }
+        report = _report(
+            ready,
+            summary,
+            {"sessionId": None, "resumedFrom": summary.latestSessionId},
+            verdict,
+            current,
+            summary.lastSeq,
+            recovery,
+            "handoff",
+            messages_subsystem.page(state.states["messages"], message_limit),
+        )
+        command = handoff_command(origin["agent"], str(origin.get("sessionId")))
+        report["handoff"] = (
+            {"agent": origin["agent"], "command": command, "cwd": recorded.get("cwd")}
+            if ready and command
+            else None
+        )
+        return report
 
     def fork(
         self,
@@ -690,6 +751,37 @@ class ThreadService:
                 )
             return at_seq
         return last
+
+
+def _report(
+    ready: bool,
+    summary: ThreadSummary,
+    session: dict[str, Any],
+    verdict: Judgement,
+    current: dict[str, Any],
+    last_seq: int,
+    recovery: dict[str, Any],
+    continue_reason: str,
+    messages: dict[str, Any],
+) -> dict[str, Any]:
+    """The RestoreReport (DESIGN.md §4) of a judged thread."""
+    recorded = verdict.outcome("worktree").state or {}  # the worktree subsystem's state
+    return {
+        "status": "ready" if ready else "needs_review",
+        "thread": summary.thread_info(),
+        "session": session,
+        "environment": {
+            "recorded": {key: recorded.get(key) for key in ENVIRONMENT_FIELDS},
+            "current": current,
+            "drift": verdict.drift,
+        },
+        "subsystems": verdict.subsystem_reports(),
+        "pendingOperations": verdict.outcome("operations").state["open"],
+        "lastDurableSeq": last_seq,
+        "recovery": recovery,
+        "continueReason": continue_reason,
+        "messages": messages,
+    }
 
 
 def _end_item(session_id: str, reason: str) -> dict[str, Any]:
