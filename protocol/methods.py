@@ -86,6 +86,11 @@ class ThreadOrigin(BaseModel):
     sessionId: str
     path: str | None = None
     agentCommand: list[str] | None = None
+    revision: int | None = Field(
+        default=None,
+        description="Imports: 1 for a session's first import; a source file rewritten (not "
+        "appended to) since is imported again as a new thread with the next revision.",
+    )
 
 
 class ThreadInfo(BaseModel):
@@ -258,6 +263,12 @@ class PendingOperation(BaseModel):
 class Recovery(BaseModel):
     model_config = ConfigDict(extra="allow")
 
+    sourceSkippedLines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Imported threads: lines of the source transcript that could not be "
+        "read (lineNo, byteOffset, reason, preview, source path).",
+    )
+
     skippedLines: list[dict[str, Any]] = Field(default_factory=list)
     snapshotUsed: bool = False
     snapshotProblem: str | None = None
@@ -276,6 +287,20 @@ class MessagesPage(BaseModel):
     total: int = 0
 
 
+class Handoff(BaseModel):
+    """How to continue an imported thread in the agent that keeps the session."""
+
+    agent: Literal["claude-code", "codex"] = Field(description="The agent to hand over to.")
+    command: list[str] = Field(
+        description="The agent's own resume, as an argument list: `claude --resume ID` or "
+        "`codex resume ID`."
+    )
+    cwd: str | None = Field(
+        description="Where to run it: the session's recorded working directory (the agent "
+        "finds its sessions by it)."
+    )
+
+
 class RestoreReport(Result):
     status: Literal["ready", "needs_review"]
     thread: ThreadInfo
@@ -287,6 +312,12 @@ class RestoreReport(Result):
     recovery: Recovery
     continueReason: str | None = None
     messages: MessagesPage
+    handoff: Handoff | None = Field(
+        default=None,
+        description="Imported threads only: resume opens no sessiond session (the importer "
+        "keeps appending the agent's lines); when the workspace matches, or the drift is "
+        "accepted, this is the agent's own command to continue in. Null otherwise.",
+    )
 
 
 class ThreadForkParams(ThreadIdParams):

@@ -19,6 +19,7 @@ from protocol.items import (
     ClearBoundaryItem,
     CompactBoundaryItem,
     DriftAcceptedItem,
+    ImportCheckpointItem,
     LifecycleItem,
     RecordableItem,
     RewindBoundaryItem,
@@ -52,6 +53,7 @@ def build_schema() -> dict[str, Any]:
         CompactBoundaryItem,
         RewindBoundaryItem,
         DriftAcceptedItem,
+        ImportCheckpointItem,
         LifecycleItem,
     ):
         _ref(model, defs)

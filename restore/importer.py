@@ -43,7 +43,7 @@ from restore.threads import ThreadService
 Progress = Callable[[int, int], None]
 HEAD_BYTES = 4096
 BATCH_ITEMS = 2000  # items appended per write while importing one big file
-INDEX_BATCH = 200  # index rows written per transaction during a long import
+CHUNK = 50  # files per batch of a long import: one index transaction, one progress report
 SKIPPED_KEPT = 100  # skipped lines listed per checkpoint (all are counted)
 NAMESPACE = uuid.UUID("5e551070-1a7e-4d1e-9c0d-1a9000000000")
 
@@ -252,12 +252,14 @@ class Importer:
         live: bool = False,
         on_write: Callable[[ThreadWriter], None] | None = None,
     ) -> None:
+        """`on_write` hears of every thread written (default: the service notes its size,
+        so the watcher does not report this process's own writes as another's)."""
         self.service = service
         self.kind = kind
         self.root = (root or kind.default_root()).expanduser().absolute()
         self.live = live
         self.ledger = ImportLedger(service.layout.import_ledger_path)
-        self._on_write = on_write
+        self._on_write = on_write or service.note_written
         self._environments: dict[str, dict[str, Any]] = {}
         self._rows: list[tuple[ThreadSummary, Path]] = []
 
@@ -265,19 +267,28 @@ class Importer:
         """Every session under the root; unchanged ones cost a stat and no read."""
         began = time.perf_counter()
         summary = ImportSummary(self.kind.agent, str(self.root))
-        files = self.kind.session_files(self.root) if self.root.is_dir() else []
-        known = self.ledger.all(self.kind.agent)
+        sources = self.scan()
         if progress:
-            progress(0, len(files))
-        for done, path in enumerate(files, 1):
-            summary.add(self.import_file(path, known.get(str(path)), looked_up=True))
-            if len(self._rows) >= INDEX_BATCH:
-                self.flush_index()
-            if progress and (done % 25 == 0 or done == len(files)):
-                progress(done, len(files))
-        self.flush_index()
+            progress(0, len(sources))
+        for start in range(0, len(sources), CHUNK):
+            for result in self.import_files(sources[start : start + CHUNK]):
+                summary.add(result)
+            if progress:
+                progress(min(start + CHUNK, len(sources)), len(sources))
         summary.seconds = time.perf_counter() - began
         return summary
+
+    def scan(self) -> list[tuple[Path, SourceCheckpoint | None]]:
+        """Every session file under the root, with its ledger row (one query for all)."""
+        files = self.kind.session_files(self.root) if self.root.is_dir() else []
+        known = self.ledger.all(self.kind.agent)
+        return [(path, known.get(str(path))) for path in files]
+
+    def import_files(self, sources: list[tuple[Path, SourceCheckpoint | None]]) -> list[FileResult]:
+        """Import a batch of `scan`'s files, then write their listing rows."""
+        results = [self.import_file(path, known, looked_up=True) for path, known in sources]
+        self.flush_index()
+        return results
 
     def flush_index(self) -> None:
         """Write the listing rows of the threads imported since the last flush."""
@@ -461,7 +472,7 @@ class Importer:
         bookkeeping = bookkeeping or []
         session_id = writer.summary.latestSessionId or _session_of(writer.thread_id)
         stored = writer.append([*items, *bookkeeping], session_id, keep_ts=True).stored
-        if self._on_write is not None and stored:
+        if stored:
             self._on_write(writer)
         marks = {item["id"] for item in bookkeeping}
         return sum(1 for item in stored if item["id"] not in marks)
@@ -498,8 +509,7 @@ class Importer:
                 raise
             writer = self.service.store.open_writer(thread_id)
         writer.loaded = None
-        if self._on_write is not None:
-            self._on_write(writer)
+        self._on_write(writer)
         return writer
 
     def _environment(self, cwd: str) -> dict[str, Any]:

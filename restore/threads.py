@@ -21,6 +21,7 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore import snapshots
 from restore.engine import Judgement, judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
+from restore.external import ExternalThreads
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
 from restore.paths import Layout, validate_thread_id
@@ -129,6 +130,10 @@ class ThreadService:
         self._syncs: list[PendingSync] = []  # begun by `begin_commit`, kept until checked
         self._index_dirty: dict[str, ThreadWriter] = {}
         self._index_flushed = 0.0
+        # Each thread's size after this process last wrote it: a watcher seeing that size
+        # knows the change was ours (restore/external.py).
+        self.written_sizes: dict[str, int] = {}
+        self.external = ExternalThreads(layout, self.written_sizes)
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -464,6 +469,7 @@ class ThreadService:
         writer = self.store.open_writer(thread_id)
         try:
             writer.append(items, writer.summary.latestSessionId or _new_id())
+            self.note_written(writer)
             self.index.upsert(writer.summary, writer.path)
             return writer.summary
         finally:
@@ -724,8 +730,13 @@ class ThreadService:
         cost more than the record itself.
         """
         self._index_dirty[writer.thread_id] = writer
+        self.note_written(writer)
         if time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS:
             self.flush_index()
+
+    def note_written(self, writer: ThreadWriter) -> None:
+        """Remember a thread's size after a write of ours (see `written_sizes`)."""
+        self.written_sizes[writer.thread_id] = writer.size
 
     def flush_index(self) -> None:
         """Write every pending index row now."""

@@ -1,4 +1,4 @@
-"""The `sessiond` command: serve (default), list, show, doctor."""
+"""The `sessiond` command: serve (default), list, show, import, doctor."""
 
 from __future__ import annotations
 
@@ -42,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
         help="when an append counts as durable (default: fsync)",
     )
     serve.add_argument("--max-frame", type=int, help="largest accepted message, in bytes")
+    serve.add_argument(
+        "--follow",
+        metavar="AGENTS",
+        help="claude,codex: import these agents' sessions and follow them live, from the "
+        "first thread/list or thread/subscribe on (stores: $CLAUDE_CONFIG_DIR/projects or "
+        "~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions)",
+    )
 
     listing = commands.add_parser("list", help="list threads, newest first")
     listing.add_argument("--cwd", help="only threads started in this directory")
@@ -54,6 +61,22 @@ def _parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="print a thread's items")
     show.add_argument("thread_id")
     show.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    importing = commands.add_parser(
+        "import", help="import Claude Code or Codex sessions as threads (again: only what is new)"
+    )
+    importing.add_argument("agent", choices=("claude", "codex"))
+    importing.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR",
+        help="the agent's session store (default: $CLAUDE_CONFIG_DIR/projects or "
+        "~/.claude/projects; $CODEX_HOME/sessions or ~/.codex/sessions)",
+    )
+    importing.add_argument(
+        "--watch", action="store_true", help="then keep importing new and growing sessions"
+    )
+    importing.add_argument("--json", action="store_true", help="print results as JSON lines")
 
     doctor = commands.add_parser("doctor", help="check every thread file, repair the index")
     doctor.add_argument(
@@ -87,6 +110,14 @@ def main(argv: list[str] | None = None) -> int:
             config.durability = args.durability
         if getattr(args, "max_frame", None):
             config.max_frame = args.max_frame
+        if getattr(args, "follow", None):
+            from server.config import parse_follow
+
+            try:
+                config.follow = parse_follow(args.follow)
+            except ValueError as exc:
+                print(f"sessiond: {exc}", file=sys.stderr)
+                return 2
         if getattr(args, "ws", None):
             from server import ws
 
@@ -105,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             return offline.list_threads(config, args)
         if command == "show":
             return offline.show_thread(config, args)
+        if command == "import":
+            return offline.import_sessions(config, args)
         return offline.doctor(config, repair=args.repair)
     except Exception as exc:  # a CLI prints a typed error, never a traceback
         from protocol.errors import ProtocolError

@@ -1,16 +1,20 @@
-"""Offline commands (`list`, `show`, `doctor`): the same engine, without a server."""
+"""Offline commands (`list`, `show`, `import`, `doctor`): the same engine, without a server."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from restore.doctor import run_doctor
 from restore.paths import Layout
 from restore.threads import ThreadService
 from server.cli import print_json
 from server.config import ServerConfig
+
+if TYPE_CHECKING:
+    from restore.importer import Importer, ImportSummary
 
 
 def _layout(config: ServerConfig) -> Layout:
@@ -93,3 +97,80 @@ def doctor(config: ServerConfig, *, repair: bool = False) -> int:
     print(f"index: {report.index_action}, {report.indexed} threads")
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
+
+
+def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond import claude|codex [--from DIR] [--watch]`: import, summarize, then
+    (with --watch) follow the store until Ctrl-C."""
+    from restore.importer import SOURCES, Importer
+
+    kind = SOURCES[args.agent]
+    service = ThreadService(_layout(config))
+    root = Path(args.source) if args.source else None
+    importer = Importer(service, kind, root, live=args.watch)
+    try:
+        if not importer.root.is_dir():
+            print(f"sessiond: no {kind.agent} sessions: {importer.root} is not a directory",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        bar = _progress_bar if sys.stderr.isatty() else None
+        progress = (lambda done, total: bar(f"importing {kind.name}", done, total)) if bar else None
+        summary = importer.import_all(progress)
+        _print_summary(summary, as_json=args.json)
+        return _watch(importer, as_json=args.json) if args.watch else 0
+    finally:
+        importer.close()
+        service.close_all()
+
+
+def _print_summary(summary: ImportSummary, *, as_json: bool) -> None:
+    if as_json:
+        print_json(summary.to_json())
+        return
+    print(
+        f"{summary.agent}: {summary.sessions} sessions in {summary.root}: {summary.created} new, "
+        f"{summary.updated} updated, {summary.revisions} new revisions, {summary.unchanged} "
+        f"unchanged, {summary.empty} empty; {summary.items:,} items, {summary.skippedLines} "
+        f"skipped lines, in {summary.seconds:.1f} s"
+    )
+    for problem in summary.problems:
+        _print_problem(problem)
+
+
+def _print_problem(problem: dict[str, Any]) -> None:
+    path = problem["path"]
+    if problem["reason"]:
+        print(f"{path}: {problem['status']}: {problem['reason']}")
+    for line in problem["skipped"]:
+        print(f"{path}: line {line['lineNo']} skipped ({line['reason']}) at byte "
+              f"{line['byteOffset']}: {line['preview']!r}")  # fmt: skip
+    if problem["repaired"]:
+        print(f"{path}: {problem['repaired']} line(s) kept with invalid UTF-8 replaced")
+
+
+def _watch(importer: Importer, *, as_json: bool) -> int:
+    """Import each session file as it is written; Ctrl-C (or SIGTERM) ends it cleanly."""
+    import signal
+
+    from watchfiles import watch
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    try:
+        for changes in watch(importer.root, debounce=200, step=30, recursive=True):
+            paths = sorted({Path(p) for _, p in changes})
+            sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
+            results = [importer.import_file(path) for path in sessions]
+            importer.flush_index()
+            for result in results:
+                if as_json:
+                    print_json({k: v for k, v in result.__dict__.items() if k != "summary"})
+                elif result.changed and result.summary is not None:
+                    title = result.summary.title or result.summary.preview
+                    print(f"{result.status}: {title!r} (+{result.items} items) {result.path}")
+                elif result.reason or result.skipped:
+                    _print_problem({**result.__dict__})
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+    return 0

@@ -8,7 +8,6 @@ loaded (sessiond promises no warmup).
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 SERVER_NAME = "sessiond"
 SERVER_VERSION = "0.1.0"
 LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
-_progress_tokens = itertools.count(1)
 
 
 @dataclass
@@ -53,38 +51,12 @@ class Context:
         return best
 
     def progress(self, title: str) -> Callable[[int, int], None]:
-        """A `$/progress` reporter callable from the worker thread (begin, report, end)."""
-        token = f"sessiond/{next(_progress_tokens)}"
+        """A `$/progress` reporter for this client, callable from the worker thread."""
+        from server.progress import reporter
+
         loop = self.server.loop
         assert loop is not None, "progress is only reported while serving"
-        state = {"begun": False, "ended": False}
-
-        def send(value: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(
-                self.connection.notify, "$/progress", {"token": token, "value": value}
-            )
-
-        def report(done: int, total: int) -> None:
-            if state["ended"]:
-                return
-            percentage = 100 if total == 0 else min(100, done * 100 // total)
-            if not state["begun"]:
-                state["begun"] = True
-                send(
-                    {
-                        "kind": "begin",
-                        "title": title,
-                        "percentage": percentage,
-                        "message": f"{done}/{total}",
-                    }
-                )
-            if done >= total:
-                state["ended"] = True
-                send({"kind": "end", "message": f"{total} threads indexed"})
-            elif state["begun"]:
-                send({"kind": "report", "percentage": percentage, "message": f"{done}/{total}"})
-
-        return report
+        return reporter(loop, self.connection.notify, title, "threads indexed")
 
 
 Handler = Callable[[Context, Any], Any]  # a result, or an awaitable of one
@@ -253,6 +225,7 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 
 @handles("thread/list")
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
+    ctx.server.ensure_watching()  # a client looks at threads: keep them live from now on
     progress = ctx.progress("Indexing threads")
     summaries, cursor = await ctx.server.run_in_worker(
         lambda: ctx.service.list(
