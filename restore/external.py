@@ -34,6 +34,8 @@ class ExternalChange:
     """The thread's row (ThreadInfo); None when the thread is gone."""
     items: list[dict[str, Any]] = field(default_factory=list)
     """Items appended since the last look (none on the first look at a thread)."""
+    row: tuple[ThreadSummary, Path, os.stat_result] | None = None
+    """What the index needs to store the row: the summary, the file and its stat."""
 
 
 class ExternalThreads:
@@ -50,35 +52,32 @@ class ExternalThreads:
             return ExternalChange(thread_id, None)
         path, archived = located
         try:
-            size = os.stat(path).st_size
+            stat = os.stat(path)
         except FileNotFoundError:
             return None  # moved while we looked: the next event says where
-        if self._own_sizes.get(thread_id) == size:
+        if self._own_sizes.get(thread_id) == stat.st_size:
             return None
         tail = self._tails.get(thread_id)
-        if tail is None or tail.path != path or tail.offset > size:
-            return self._read_whole(thread_id, path, archived)
-        if tail.offset == size:
+        whole = tail is None or tail.path != path or tail.offset > stat.st_size
+        start = 0 if whole or tail is None else tail.offset
+        if start == stat.st_size:
             return None
         with open(path, "rb") as handle:
-            handle.seek(tail.offset)
-            data = handle.read(size - tail.offset)
+            handle.seek(start)
+            data = handle.read(stat.st_size - start)
         complete = data.rfind(b"\n") + 1  # a line still being written waits for the next look
-        items = parse_bytes(data[:complete], tail.offset).items
-        for item in items:
-            tail.summary.apply(item)
-        tail.offset += complete
-        return ExternalChange(thread_id, tail.summary.thread_info(), items) if items else None
-
-    def _read_whole(self, thread_id: str, path: Path, archived: bool) -> ExternalChange | None:
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+        items = parse_bytes(data[:complete], start).items
+        if whole or tail is None:
+            if not items:
+                return None  # a thread/start not yet written through
+            tail = _Tail(path, archived, 0, summarize(thread_id, items, archived=archived))
+            self._tails[thread_id] = tail
+            items = []  # the first look announces the thread, not its whole history
+        else:
+            for item in items:
+                tail.summary.apply(item)
+        tail.offset = start + complete
+        if not items and not whole:
             return None
-        complete = data.rfind(b"\n") + 1
-        items = parse_bytes(data[:complete]).items
-        if not items:
-            return None  # a thread/start not yet written through
-        summary = summarize(thread_id, items, archived=archived)
-        self._tails[thread_id] = _Tail(path, archived, complete, summary)
-        return ExternalChange(thread_id, summary.thread_info())
+        return ExternalChange(thread_id, tail.summary.thread_info(), items,
+                              (tail.summary, path, stat))  # fmt: skip

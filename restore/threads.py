@@ -21,7 +21,7 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore import snapshots
 from restore.engine import Judgement, judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
-from restore.external import ExternalThreads
+from restore.external import ExternalChange, ExternalThreads
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
 from restore.paths import Layout, validate_thread_id
@@ -733,6 +733,15 @@ class ThreadService:
         self.note_written(writer)
         if time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS:
             self.flush_index()
+
+    def external_changes(self, thread_ids: list[str]) -> list[ExternalChange]:
+        """What other processes did to these threads (their files changed), with the
+        index rows brought up to date, so this process's listings agree at once."""
+        changes = [c for t in thread_ids if (c := self.external.changed(t)) is not None]
+        rows = [change.row for change in changes if change.row is not None]
+        if rows:
+            self.index.refresh(rows)
+        return changes
 
     def note_written(self, writer: ThreadWriter) -> None:
         """Remember a thread's size after a write of ours (see `written_sizes`)."""

@@ -14,7 +14,7 @@ from server.cli import print_json
 from server.config import ServerConfig
 
 if TYPE_CHECKING:
-    from restore.importer import Importer, ImportSummary
+    from restore.importer import FileResult, Importer, ImportSummary
 
 
 def _layout(config: ServerConfig) -> Layout:
@@ -155,22 +155,34 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
     from watchfiles import watch
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    watching = False
     try:
-        for changes in watch(importer.root, debounce=200, step=30, recursive=True):
+        # The first (empty) yield comes once the watcher is in place: only then are files
+        # written since the first import caught up, so none falls between the two.
+        for changes in watch(importer.root, debounce=200, step=30, rust_timeout=500,
+                             yield_on_timeout=True, recursive=True):  # fmt: skip
+            if not watching:
+                watching = True
+                _report(importer.import_files(importer.scan()), as_json=as_json)
+                print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
             paths = sorted({Path(p) for _, p in changes})
             sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
-            results = [importer.import_file(path) for path in sessions]
-            importer.flush_index()
-            for result in results:
-                if as_json:
-                    print_json({k: v for k, v in result.__dict__.items() if k != "summary"})
-                elif result.changed and result.summary is not None:
-                    title = result.summary.title or result.summary.preview
-                    print(f"{result.status}: {title!r} (+{result.items} items) {result.path}")
-                elif result.reason or result.skipped:
-                    _print_problem({**result.__dict__})
-            sys.stdout.flush()
+            if sessions:
+                _report([importer.import_file(path) for path in sessions], as_json=as_json)
+                importer.flush_index()
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _report(results: list[FileResult], *, as_json: bool) -> None:
+    for result in results:
+        if as_json:
+            if result.status != "unchanged":
+                print_json({k: v for k, v in result.__dict__.items() if k != "summary"})
+        elif result.changed and result.summary is not None:
+            title = result.summary.title or result.summary.preview
+            print(f"{result.status}: {title!r} (+{result.items} items) {result.path}")
+        elif result.reason or result.skipped:
+            _print_problem({**result.__dict__})
+    sys.stdout.flush()

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("sessiond.watch")
 DEBOUNCE_MS = 200  # changes are grouped at most this long: clients see them within a second
 STEP_MS = 30
+READY_MS = 500  # how long an idle watcher waits between (empty) wake-ups
 TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing Codex sessions"}
 
 
@@ -68,10 +69,14 @@ class Watcher:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         watched = [layout.threads_dir, layout.archived_dir, *roots]
         changes_seen = awatch(*watched, stop_event=self._stop, debounce=DEBOUNCE_MS,
-                              step=STEP_MS, recursive=True)  # fmt: skip
-        catch_up = asyncio.create_task(self._catch_up())
+                              step=STEP_MS, rust_timeout=READY_MS, yield_on_timeout=True,
+                              recursive=True)  # fmt: skip
+        catch_up: asyncio.Task[None] | None = None
         try:
             async for changes in changes_seen:
+                # The first (empty) yield comes once the watcher is in place: only then is
+                # each followed store imported, so no session falls between the two.
+                catch_up = catch_up or asyncio.create_task(self._catch_up())
                 added = {Path(path) for change, path in changes if change == Change.added}
                 touched = sorted({Path(path) for _, path in changes})
                 threads = [p for p in touched if p.suffix == ".jsonl" and _under(p, watched[:2])]
@@ -82,7 +87,8 @@ class Watcher:
                     if mine:
                         await self._import(importer, mine)
         finally:
-            catch_up.cancel()
+            if catch_up is not None:
+                catch_up.cancel()
 
     def _make_importers(self) -> list[Importer]:
         from restore.importer import SOURCES, Importer
@@ -130,25 +136,23 @@ class Watcher:
         from restore.external import ExternalChange
         from restore.paths import validate_thread_id
 
-        def work() -> list[tuple[bool, ExternalChange]]:
-            found = []
+        def work() -> list[ExternalChange]:
+            ids = []
             for path in paths:
                 try:
-                    thread_id = validate_thread_id(path.stem)
+                    ids.append(validate_thread_id(path.stem))
                 except ProtocolError:
                     continue  # not a thread file (a temporary, say)
-                change = self.server.service.external.changed(thread_id)
-                if change is not None:
-                    found.append((path in added, change))
-            return found
+            return self.server.service.external_changes(ids)
 
-        for new, change in await self.server.run_in_worker(work):
+        new = {path.stem for path in added}
+        for change in await self.server.run_in_worker(work):
             if change.thread is None:
                 self.server.broadcast("thread/updated", {"thread": {"threadId": change.thread_id},
                                                          "deleted": True})  # fmt: skip
                 continue
-            self.server.broadcast("thread/started" if new else "thread/updated",
-                                  {"thread": change.thread})  # fmt: skip
+            method = "thread/started" if change.thread_id in new else "thread/updated"
+            self.server.broadcast(method, {"thread": change.thread})
             self.server.subscriptions.publish(change.thread_id, change.items)
 
     def close(self) -> None:

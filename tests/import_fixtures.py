@@ -81,8 +81,9 @@ class ClaudeSession:
         self.clock = started
         self.parent: str | None = None
         self.lines: list[bytes] = []
-        self.expected = Expected("claude-code", self.session_id, self.path, cwd, branch, "",
-                                 model=model, approval=mode)  # fmt: skip
+        self.expected = Expected(
+            "claude-code", self.session_id, self.path, cwd, branch, "", model=model, approval=mode
+        )
         self.raw({"type": "permission-mode", "permissionMode": mode, "sessionId": self.session_id})
 
     def raw(self, record: dict[str, Any] | bytes) -> None:
@@ -91,28 +92,45 @@ class ClaudeSession:
     def _entry(self, kind: str, message: dict[str, Any], **extra: Any) -> dict[str, Any]:
         self.clock += timedelta(seconds=7)
         entry = {
-            "parentUuid": self.parent, "isSidechain": False, "userType": "external",
-            "cwd": str(self.cwd), "sessionId": self.session_id, "version": "2.1.37",
-            "gitBranch": self.branch, "type": kind, "message": message,
-            "uuid": str(uuid.uuid4()), "timestamp": _iso(self.clock), **extra,
-        }  # fmt: skip
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": str(self.cwd),
+            "sessionId": self.session_id,
+            "version": "2.1.37",
+            "gitBranch": self.branch,
+            "type": kind,
+            "message": message,
+            "uuid": str(uuid.uuid4()),
+            "timestamp": _iso(self.clock),
+            **extra,
+        }
         self.parent = entry["uuid"]
         return entry
 
     def user(self, text: str) -> None:
-        self.raw(self._entry("user", {"role": "user", "content": text},
-                             permissionMode=self.mode))  # fmt: skip
+        self.raw(self._entry("user", {"role": "user", "content": text}, permissionMode=self.mode))
         self.expected.title = self.expected.title or text.splitlines()[0]
         self.expected.messages.append(text)
 
     def _assistant(self, blocks: list[dict[str, Any]], tokens: tuple[int, int, int]) -> None:
         fresh, output, cached = tokens
-        usage = {"input_tokens": fresh, "cache_creation_input_tokens": 0,
-                 "cache_read_input_tokens": cached, "output_tokens": output,
-                 "service_tier": "standard"}  # fmt: skip
-        message = {"model": self.model, "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message",
-                   "role": "assistant", "content": blocks, "stop_reason": "end_turn",
-                   "usage": usage}  # fmt: skip
+        usage = {
+            "input_tokens": fresh,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": cached,
+            "output_tokens": output,
+            "service_tier": "standard",
+        }
+        message = {
+            "model": self.model,
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "content": blocks,
+            "stop_reason": "end_turn",
+            "usage": usage,
+        }
         self.raw(self._entry("assistant", message, requestId=f"req_{uuid.uuid4().hex[:20]}"))
         self.expected.input_tokens += fresh + cached
         self.expected.output_tokens += output
@@ -121,19 +139,31 @@ class ClaudeSession:
         self._assistant([{"type": "text", "text": text}], tokens)
         self.expected.messages.append(text)
 
-    def _tool(self, name: str, arguments: dict[str, Any], output: str,
-              outcome: Any, tokens: tuple[int, int, int] = (3, 40, 4100)) -> None:  # fmt: skip
+    def _tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        output: str,
+        outcome: Any,
+        tokens: tuple[int, int, int] = (3, 40, 4100),
+    ) -> None:
         call = f"toolu_{uuid.uuid4().hex[:24]}"
-        self._assistant([{"type": "tool_use", "id": call, "name": name, "input": arguments}],
-                        tokens)  # fmt: skip
+        self._assistant(
+            [{"type": "tool_use", "id": call, "name": name, "input": arguments}], tokens
+        )
         result = {"type": "tool_result", "tool_use_id": call, "content": output}
-        self.raw(self._entry("user", {"role": "user", "content": [result]},
-                             toolUseResult=outcome))  # fmt: skip
+        self.raw(self._entry("user", {"role": "user", "content": [result]}, toolUseResult=outcome))
 
     def todo_write(self, todos: list[tuple[str, str]]) -> None:
-        entries = [{"content": text, "status": status, "activeForm": text} for text, status in todos]
-        self._tool("TodoWrite", {"todos": entries}, "Todos have been modified successfully",
-                   {"oldTodos": [], "newTodos": entries})  # fmt: skip
+        entries = [
+            {"content": text, "status": status, "activeForm": text} for text, status in todos
+        ]
+        self._tool(
+            "TodoWrite",
+            {"todos": entries},
+            "Todos have been modified successfully",
+            {"oldTodos": [], "newTodos": entries},
+        )
         self.expected.todos = [text for text, _ in todos]
 
     def edit(self, path: Path, old: str, new: str) -> None:
@@ -141,24 +171,39 @@ class ClaudeSession:
         original = path.read_text()
         updated = original.replace(old, new, 1)
         path.write_text(updated)
-        self._tool("Edit", {"file_path": str(path), "old_string": old, "new_string": new},
-                   f"The file {path} has been updated.",
-                   {"filePath": str(path), "oldString": old, "newString": new,
-                    "originalFile": original, "structuredPatch": [], "userModified": False,
-                    "replaceAll": False})  # fmt: skip
+        self._tool(
+            "Edit",
+            {"file_path": str(path), "old_string": old, "new_string": new},
+            f"The file {path} has been updated.",
+            {
+                "filePath": str(path),
+                "oldString": old,
+                "newString": new,
+                "originalFile": original,
+                "structuredPatch": [],
+                "userModified": False,
+                "replaceAll": False,
+            },
+        )
         self.expected.edited.append(str(path))
 
     def write(self, path: Path, content: str) -> None:
         path.write_text(content)
-        self._tool("Write", {"file_path": str(path), "content": content},
-                   f"File created successfully at: {path}",
-                   {"type": "create", "filePath": str(path), "content": content,
-                    "structuredPatch": []})  # fmt: skip
+        self._tool(
+            "Write",
+            {"file_path": str(path), "content": content},
+            f"File created successfully at: {path}",
+            {"type": "create", "filePath": str(path), "content": content, "structuredPatch": []},
+        )
         self.expected.edited.append(str(path))
 
     def bash(self, command: str, output: str) -> None:
-        self._tool("Bash", {"command": command, "description": "Run it"}, output,
-                   {"stdout": output, "stderr": "", "interrupted": False, "isImage": False})  # fmt: skip
+        self._tool(
+            "Bash",
+            {"command": command, "description": "Run it"},
+            output,
+            {"stdout": output, "stderr": "", "interrupted": False, "isImage": False},
+        )
 
     def custom_title(self, title: str) -> None:
         self.raw({"type": "custom-title", "customTitle": title, "sessionId": self.session_id})
@@ -195,8 +240,17 @@ class CodexSession:
         self.totals = [0, 0]
         git = {"commit_hash": commit, "branch": branch, "repository_url": None}
         self.lines = [codex_peer.session_meta(self.session_id, started, str(cwd), git)]
-        self.expected = Expected("codex", self.session_id, self.path, cwd, branch, "",
-                                 model=model, approval=approval, sandbox=sandbox)  # fmt: skip
+        self.expected = Expected(
+            "codex",
+            self.session_id,
+            self.path,
+            cwd,
+            branch,
+            "",
+            model=model,
+            approval=approval,
+            sandbox=sandbox,
+        )
 
     def _ts(self) -> str:
         self.clock += timedelta(seconds=5)
@@ -204,8 +258,9 @@ class CodexSession:
 
     def user(self, text: str) -> None:
         ts = self._ts()
-        self.lines.append(codex_peer.turn_context(ts, str(self.cwd), self.model, self.approval,
-                                                  self.sandbox))  # fmt: skip
+        self.lines.append(
+            codex_peer.turn_context(ts, str(self.cwd), self.model, self.approval, self.sandbox)
+        )
         self.lines.append(codex_peer.message_lines(ts, "user", text))
         self.expected.title = self.expected.title or text.splitlines()[0]
         self.expected.messages.append(text)
@@ -220,8 +275,15 @@ class CodexSession:
 
     def plan(self, steps: list[tuple[str, str]]) -> None:
         plan = [{"step": text, "status": status} for text, status in steps]
-        self.lines.append(codex_peer.tool_lines(self._ts(), f"call_{uuid.uuid4().hex[:12]}",
-                                                "update_plan", {"plan": plan}, "Plan updated"))  # fmt: skip
+        self.lines.append(
+            codex_peer.tool_lines(
+                self._ts(),
+                f"call_{uuid.uuid4().hex[:12]}",
+                "update_plan",
+                {"plan": plan},
+                "Plan updated",
+            )
+        )
         self.expected.todos = [text for text, _ in steps]
 
     def add_file(self, relative: str, content: str) -> None:
@@ -229,13 +291,23 @@ class CodexSession:
         (self.cwd / relative).write_text(content)
         body = "".join(f"+{line}\n" for line in content.splitlines())
         patch = f"*** Begin Patch\n*** Add File: {relative}\n{body}*** End Patch\n"
-        self.lines.append(codex_peer.tool_lines(self._ts(), f"call_{uuid.uuid4().hex[:12]}",
-                                                "apply_patch", {"input": patch}, "Done!"))  # fmt: skip
+        self.lines.append(
+            codex_peer.tool_lines(
+                self._ts(),
+                f"call_{uuid.uuid4().hex[:12]}",
+                "apply_patch",
+                {"input": patch},
+                "Done!",
+            )
+        )
         self.expected.edited.append(str(self.cwd / relative))
 
     def shell(self, command: list[str], output: str) -> None:
-        self.lines.append(codex_peer.tool_lines(self._ts(), f"call_{uuid.uuid4().hex[:12]}",
-                                                "shell", {"command": command}, output))  # fmt: skip
+        self.lines.append(
+            codex_peer.tool_lines(
+                self._ts(), f"call_{uuid.uuid4().hex[:12]}", "shell", {"command": command}, output
+            )
+        )
 
     def data(self) -> bytes:
         return b"".join(self.lines)
@@ -272,30 +344,49 @@ def build(base: Path, alpha: Path, beta: Path, head: dict[Path, str]) -> Fixture
     branches = {alpha: "main", beta: "feature/login"}
     for n, repo in enumerate((alpha, beta)):
         started = EPOCH + timedelta(hours=n)
-        claude = ClaudeSession(claude_root, repo, branches[repo], started=started,
-                               mode="acceptEdits" if n == 0 else "plan")  # fmt: skip
+        claude = ClaudeSession(
+            claude_root,
+            repo,
+            branches[repo],
+            started=started,
+            mode="acceptEdits" if n == 0 else "plan",
+        )
         claude.user(f"Fix the payment rounding bug in {repo.name}")
         claude.say("I'll look at the rounding code first.")
-        claude.todo_write([("Reproduce the rounding bug", "completed"),
-                           ("Fix round_half_even", "in_progress"),
-                           ("Add a regression test", "pending")])  # fmt: skip
+        claude.todo_write(
+            [
+                ("Reproduce the rounding bug", "completed"),
+                ("Fix round_half_even", "in_progress"),
+                ("Add a regression test", "pending"),
+            ]
+        )
         claude.edit(repo / "README", repo.name, f"{repo.name} (rounding fixed)")
         claude.write(repo / "test_rounding.py", "def test_rounding():\n    assert True\n")
         claude.bash("pytest -q", "1 passed")
         claude.say("Fixed, with a regression test.", tokens=(20, 150, 9000))
         sessions.append(claude.save())
 
-        titled = ClaudeSession(claude_root, repo, branches[repo], started=started + timedelta(minutes=30),
-                               model="claude-opus-4-1-20250805")  # fmt: skip
+        titled = ClaudeSession(
+            claude_root,
+            repo,
+            branches[repo],
+            started=started + timedelta(minutes=30),
+            model="claude-opus-4-1-20250805",
+        )
         titled.user("Explain the ledger module")
         titled.say("The ledger records every operation.")
         titled.custom_title(f"Ledger walkthrough ({repo.name})")
         sessions.append(titled.save())
 
-        codex = CodexSession(codex_root, repo, branches[repo], head[repo],
-                             started=started + timedelta(minutes=10),
-                             approval="on-request" if n == 0 else "never",
-                             sandbox="workspace-write" if n == 0 else "danger-full-access")  # fmt: skip
+        codex = CodexSession(
+            codex_root,
+            repo,
+            branches[repo],
+            head[repo],
+            started=started + timedelta(minutes=10),
+            approval="on-request" if n == 0 else "never",
+            sandbox="workspace-write" if n == 0 else "danger-full-access",
+        )
         codex.user(f"Add a CHANGELOG to {repo.name}")
         codex.plan([("Draft the changelog", "completed"), ("Link it from README", "pending")])
         codex.add_file("CHANGELOG.md", "# Changelog\n\n- rounding fixed\n")
@@ -303,8 +394,14 @@ def build(base: Path, alpha: Path, beta: Path, head: dict[Path, str]) -> Fixture
         codex.say("Added CHANGELOG.md.")
         sessions.append(codex.save())
 
-        second = CodexSession(codex_root, repo, branches[repo], head[repo],
-                              model="o4-mini", started=started + timedelta(minutes=40))  # fmt: skip
+        second = CodexSession(
+            codex_root,
+            repo,
+            branches[repo],
+            head[repo],
+            model="o4-mini",
+            started=started + timedelta(minutes=40),
+        )
         second.user("What does the index do?")
         second.say("It lists threads without reading their files.", tokens=(900, 120))
         sessions.append(second.save())
