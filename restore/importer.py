@@ -413,16 +413,16 @@ class Importer:
                 pending += parser.feed(line.no, record, record.get("timestamp"))
             offset, lines, line_start, tail_sha = line.end, line.no, line.start, _sha(line.data)
             if len(pending) >= BATCH_ITEMS and (writer or parser.state["cwd"]):
-                writer = writer or self._create(thread_id, revision, session_id, source, parser)
+                if writer is None:
+                    writer, added = self._create(thread_id, revision, session_id, source, parser)
+                    result.items += added
                 result.items += self._append(writer, pending)
                 pending = []
-        if writer is None:
-            if records == 0 and not result.skipped:
-                return FileResult(source, "empty", reason="no records, only blank lines")
-            if parser.state["cwd"] is None and self.live:
-                return FileResult(source, "deferred", reason="no line says where it runs yet")
-            writer = self._create(thread_id, revision, session_id, source, parser)
-        elif offset == (start.offset if start else 0) and not pending:
+        if writer is None and records == 0 and not result.skipped:
+            return FileResult(source, "empty", reason="no records, only blank lines")
+        if writer is None and parser.state["cwd"] is None and self.live:
+            return FileResult(source, "deferred", reason="no line says where it runs yet")
+        if writer is not None and offset == (start.offset if start else 0) and not pending:
             result.status = "unchanged"  # touched, or only a torn tail: nothing to add
         checkpoint = SourceCheckpoint(
             source=source, agent=self.kind.agent, sessionId=session_id, revision=revision,
@@ -430,8 +430,14 @@ class Importer:
             headSha=self._head_sha(path, offset), tailSha=tail_sha, size=stat.st_size,
             mtimeNs=stat.st_mtime_ns, parser=parser.state,
         )  # fmt: skip
-        if result.status != "unchanged":
-            closing = self._closing(writer, parser, result, checkpoint)
+        if writer is None:  # a new thread, whole: one write, one sync
+            closing = self._closing(parser.title, parser, result, checkpoint)
+            writer, added = self._create(
+                thread_id, revision, session_id, source, parser, pending, closing
+            )
+            result.items += added
+        elif result.status != "unchanged":
+            closing = self._closing(writer.summary.title, parser, result, checkpoint)
             result.items += self._append(writer, pending, closing)
         writer.close()
         self.ledger.put(checkpoint)
@@ -441,15 +447,16 @@ class Importer:
 
     def _closing(
         self,
-        writer: ThreadWriter,
+        title: str | None,
         parser: SourceParser,
         result: FileResult,
         checkpoint: SourceCheckpoint,
     ) -> list[dict[str, Any]]:
-        """Bookkeeping after a file's items: a new title, then the checkpoint."""
+        """Bookkeeping after a file's items: a new title (the thread has `title`), then the
+        checkpoint."""
         items: list[dict[str, Any]] = []
         stamp = {"ts": parser.last_ts} if parser.last_ts else {}
-        if parser.title and parser.title != writer.summary.title:
+        if parser.title and parser.title != title:
             items.append({"type": "thread_title", "id": f"title:{checkpoint.offset}",
                           "title": parser.title, **stamp})  # fmt: skip
         marker = checkpoint.to_item()
@@ -478,10 +485,18 @@ class Importer:
         return sum(1 for item in stored if item["id"] not in marks)
 
     def _create(
-        self, thread_id: str, revision: int, session_id: str, source: str, parser: SourceParser
-    ) -> ThreadWriter:
-        """The thread, bound to where the session ran: its recorded cwd and branch (and
-        commit, when the agent recorded one) over the repository as it is now."""
+        self,
+        thread_id: str,
+        revision: int,
+        session_id: str,
+        source: str,
+        parser: SourceParser,
+        items: list[dict[str, Any]] | None = None,
+        bookkeeping: list[dict[str, Any]] | None = None,
+    ) -> tuple[ThreadWriter, int]:
+        """The thread (with its first items), bound to where the session ran: its recorded
+        cwd and branch (and commit, when the agent recorded one) over the repository as it
+        is now. Returns the writer and how many of `items` were written."""
         state = parser.state
         cwd = state["cwd"] or self.kind.fallback_cwd(Path(source))
         environment = dict(self._environment(cwd))
@@ -500,17 +515,20 @@ class Importer:
             "title": parser.title, "client": {"name": self.kind.agent},
         }  # fmt: skip
         meta = {key: value for key, value in meta.items() if value is not None}
+        items, bookkeeping = items or [], bookkeeping or []
         try:
             writer = self.service.store.create(
-                thread_id, _session_of(thread_id), meta, keep_ts=True
+                thread_id, _session_of(thread_id), meta, keep_ts=True, items=[*items, *bookkeeping]
             )
         except ProtocolError as exc:  # another importer created it a moment ago
             if exc.kind is not ErrorKind.INVALID_ID:
                 raise
             writer = self.service.store.open_writer(thread_id)
+            writer.loaded = None
+            return writer, self._append(writer, items, bookkeeping)
         writer.loaded = None
         self._on_write(writer)
-        return writer
+        return writer, len(items)
 
     def _environment(self, cwd: str) -> dict[str, Any]:
         """The repository at `cwd` as it is now, probed once per directory per run."""

@@ -304,9 +304,16 @@ class ThreadStore:
         self.durability = durability
 
     def create(
-        self, thread_id: str, session_id: str, meta: dict[str, Any], *, keep_ts: bool = False
+        self,
+        thread_id: str,
+        session_id: str,
+        meta: dict[str, Any],
+        *,
+        keep_ts: bool = False,
+        items: Iterable[dict[str, Any]] = (),
     ) -> ThreadWriter:
-        """Make a new thread durable at once: its file with the `session_meta` line."""
+        """Make a new thread durable at once: its file with the `session_meta` line (and
+        `items` after it, in the same write and sync: an import creates whole threads)."""
         thread_id = validate_thread_id(thread_id)
         path = self.layout.thread_path(thread_id)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -319,7 +326,7 @@ class ThreadStore:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
         try:
-            stored = writer.append([meta], session_id, keep_ts=keep_ts).stored
+            stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
             writer.loaded = ThreadFile(items=stored)
             fsync_dir(path.parent)
         except BaseException:
