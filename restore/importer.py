@@ -394,7 +394,8 @@ class Importer:
         thread_id = thread_id_for(self.kind.agent, session_id, revision)
         parser = self.kind.parser(dict(start.parser) if start else None, _iso(stat.st_mtime))
         offset, lines = (start.offset, start.lines) if start else (0, 0)
-        line_start, tail_sha = (start.lineStart, start.tailSha) if start else (0, _sha(b""))
+        line_start = start.lineStart if start else 0
+        last_line: bytes | None = None  # the last line read; its sha proves appends later
         result = FileResult(source, status, thread_id)
         pending: list[dict[str, Any]] = []
         records = 0
@@ -411,7 +412,7 @@ class Importer:
                 records += 1
                 result.repaired += repaired
                 pending += parser.feed(line.no, record, record.get("timestamp"))
-            offset, lines, line_start, tail_sha = line.end, line.no, line.start, _sha(line.data)
+            offset, lines, line_start, last_line = line.end, line.no, line.start, line.data
             if len(pending) >= BATCH_ITEMS and (writer or parser.state["cwd"]):
                 if writer is None:
                     writer, added = self._create(thread_id, revision, session_id, source, parser)
@@ -424,10 +425,12 @@ class Importer:
             return FileResult(source, "deferred", reason="no line says where it runs yet")
         if writer is not None and offset == (start.offset if start else 0) and not pending:
             result.status = "unchanged"  # touched, or only a torn tail: nothing to add
+        tail_sha = start.tailSha if start else _sha(b"")
         checkpoint = SourceCheckpoint(
             source=source, agent=self.kind.agent, sessionId=session_id, revision=revision,
             threadId=thread_id, offset=offset, lines=lines, lineStart=line_start,
-            headSha=self._head_sha(path, offset), tailSha=tail_sha, size=stat.st_size,
+            headSha=self._head_sha(path, offset), size=stat.st_size,
+            tailSha=_sha(last_line) if last_line is not None else tail_sha,
             mtimeNs=stat.st_mtime_ns, parser=parser.state,
         )  # fmt: skip
         if writer is None:  # a new thread, whole: one write, one sync

@@ -99,6 +99,7 @@ class SourceParser:
             self.state["lastTs"] = fallback_ts
         self._out: list[dict[str, Any]] = []
         self._line = 0
+        self._stamps: dict[Any, str] = {}
 
     def initial(self) -> dict[str, Any]:
         return {
@@ -122,7 +123,11 @@ class SourceParser:
         """The items of one source line (none for lines that carry only metadata)."""
         self._out = []
         self._line = line_no
-        stamp = normalize_ts(ts)
+        stamp = self._stamps.get(ts) if isinstance(ts, str) else None
+        if stamp is None:
+            stamp = normalize_ts(ts)
+            if stamp is not None:  # consecutive lines often share one: parse it once
+                self._stamps = {ts: stamp}
         if stamp:
             self.state["lastTs"] = stamp
             self.state["created"] = self.state["created"] or stamp
