@@ -36,6 +36,8 @@ class ExternalChange:
     """Items appended since the last look (none on the first look at a thread)."""
     row: tuple[ThreadSummary, Path, os.stat_result] | None = None
     """What the index needs to store the row: the summary, the file and its stat."""
+    first_look: bool = False
+    """This process had not seen the thread before (it may be new, or just newly touched)."""
 
 
 class ExternalThreads:
@@ -80,4 +82,4 @@ class ExternalThreads:
         if not items and not whole:
             return None
         return ExternalChange(thread_id, tail.summary.thread_info(), items,
-                              (tail.summary, path, stat))  # fmt: skip
+                              (tail.summary, path, stat), whole)  # fmt: skip

@@ -107,14 +107,21 @@ class ImportLedger:
         )
         return {row[0]: self._checkpoint(row) for row in rows}
 
-    def put(self, checkpoint: SourceCheckpoint) -> None:
-        values = [getattr(checkpoint, c) for c in _COLUMNS]
-        values[_COLUMNS.index("parser")] = orjson.dumps(checkpoint.parser).decode()
-        self._db().execute(
-            f"INSERT OR REPLACE INTO sources ({', '.join(_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(_COLUMNS))})",
-            values,
-        )
+    def put_many(self, checkpoints: list[SourceCheckpoint]) -> None:
+        """Store checkpoints, one transaction for all."""
+        rows = []
+        for checkpoint in checkpoints:
+            values = [getattr(checkpoint, c) for c in _COLUMNS]
+            values[_COLUMNS.index("parser")] = orjson.dumps(checkpoint.parser).decode()
+            rows.append(values)
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                f"INSERT OR REPLACE INTO sources ({', '.join(_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(_COLUMNS))})",
+                rows,
+            )
 
     @staticmethod
     def _checkpoint(row: tuple[Any, ...]) -> SourceCheckpoint:

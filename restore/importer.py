@@ -31,12 +31,14 @@ from typing import Any
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
+from restore.atomic import sync_filesystem
 from restore.environment import ENVIRONMENT_FIELDS, probe
 from restore.import_ledger import ImportLedger, SourceCheckpoint
 from restore.jsonl import BOM, SkippedLine, parse_bytes
 from restore.sources import claude_code, codex
 from restore.sources.common import SourceParser
-from restore.store import ThreadWriter
+from restore.sources.handoff import thread_id_for
+from restore.store import Durability, ThreadStore, ThreadWriter
 from restore.summary import ThreadSummary
 from restore.threads import ThreadService
 
@@ -45,13 +47,6 @@ HEAD_BYTES = 4096
 BATCH_ITEMS = 2000  # items appended per write while importing one big file
 CHUNK = 50  # files per batch of a long import: one index transaction, one progress report
 SKIPPED_KEPT = 100  # skipped lines listed per checkpoint (all are counted)
-NAMESPACE = uuid.UUID("5e551070-1a7e-4d1e-9c0d-1a9000000000")
-
-
-def thread_id_for(agent: str, session_id: str, revision: int) -> str:
-    """The thread of a source session's revision: the same on every machine and run."""
-    name = f"{agent}/{session_id}" + (f"/r{revision}" if revision > 1 else "")
-    return str(uuid.uuid5(NAMESPACE, name))
 
 
 # --- the agents' stores ----------------------------------------------------------------
@@ -189,6 +184,13 @@ class FileResult:
     repaired: int = 0
     reason: str | None = None
     summary: ThreadSummary | None = None
+    appended: list[dict[str, Any]] = field(default_factory=list)
+    """The stored lines an update added (for subscribers; a new thread's are not kept)."""
+
+    def add(self, stored: list[dict[str, Any]], *, keep: bool) -> None:
+        self.items += len(stored)
+        if keep:
+            self.appended += stored
 
     @property
     def changed(self) -> bool:
@@ -262,6 +264,9 @@ class Importer:
         self._on_write = on_write or service.note_written
         self._environments: dict[str, dict[str, Any]] = {}
         self._rows: list[tuple[ThreadSummary, Path]] = []
+        self._checkpoints: list[SourceCheckpoint] = []
+        # Writes go to the OS only; `commit` syncs the batch (see there).
+        self._store = ThreadStore(service.layout, Durability.NONE)
 
     def import_all(self, progress: Progress | None = None) -> ImportSummary:
         """Every session under the root; unchanged ones cost a stat and no read."""
@@ -287,17 +292,25 @@ class Importer:
     def import_files(self, sources: list[tuple[Path, SourceCheckpoint | None]]) -> list[FileResult]:
         """Import a batch of `scan`'s files, then write their listing rows."""
         results = [self.import_file(path, known, looked_up=True) for path, known in sources]
-        self.flush_index()
+        self.commit()
         return results
 
-    def flush_index(self) -> None:
-        """Write the listing rows of the threads imported since the last flush."""
+    def commit(self) -> None:
+        """Make what was imported since the last commit durable, then record it.
+
+        Threads are written without a sync per file; one filesystem sync covers the batch,
+        and only then are the ledger rows written (a checkpoint never gets ahead of the
+        thread it describes) and the listing rows (other processes see the threads)."""
+        if self._checkpoints:
+            sync_filesystem(self.service.layout.home)
+            checkpoints, self._checkpoints = self._checkpoints, []
+            self.ledger.put_many(checkpoints)
         if self._rows:
             rows, self._rows = self._rows, []
             self.service.index.upsert_many(rows)
 
     def close(self) -> None:
-        self.flush_index()
+        self.commit()
         self.ledger.close()
 
     def import_file(
@@ -322,7 +335,7 @@ class Importer:
         writer = None
         if start is not None:
             try:
-                writer = self.service.store.open_writer(thread_id)
+                writer = self._store.open_writer(thread_id)
             except ProtocolError as exc:
                 if exc.kind is not ErrorKind.THREAD_BUSY:
                     raise
@@ -365,15 +378,21 @@ class Importer:
         raise AssertionError("unreachable")
 
     def _recover(self, session_id: str, source: str) -> SourceCheckpoint | None:
-        """The latest checkpoint of this file in its threads (the ledger lost it)."""
+        """The latest checkpoint of this file in its threads (the ledger lost it). A thread
+        of this file without one (cut before its first checkpoint was written) is read
+        into again from the start: the item ids keep what it has from being doubled."""
         found = None
         for revision in itertools.count(1):
-            located = self.service.layout.locate(
-                thread_id_for(self.kind.agent, session_id, revision)
-            )
+            thread_id = thread_id_for(self.kind.agent, session_id, revision)
+            located = self.service.layout.locate(thread_id)
             if located is None:
                 return found
-            for item in parse_bytes(located[0].read_bytes()).items:
+            items = parse_bytes(located[0].read_bytes()).items
+            origin = items[0].get("origin") if items else None
+            if not isinstance(origin, dict) or origin.get("path") != source:
+                continue
+            found = _from_start(source, self.kind.agent, session_id, revision, thread_id)
+            for item in items:
                 if item.get("type") == "import_checkpoint" and item.get("source") == source:
                     found = SourceCheckpoint.from_item(item) or found
         raise AssertionError("unreachable")
@@ -392,7 +411,8 @@ class Importer:
     ) -> FileResult:
         source = str(path)
         thread_id = thread_id_for(self.kind.agent, session_id, revision)
-        parser = self.kind.parser(dict(start.parser) if start else None, _iso(stat.st_mtime))
+        state = dict(start.parser) if start and start.parser else None
+        parser = self.kind.parser(state, _iso(stat.st_mtime))
         offset, lines = (start.offset, start.lines) if start else (0, 0)
         line_start = start.lineStart if start else 0
         last_line: bytes | None = None  # the last line read; its sha proves appends later
@@ -417,7 +437,7 @@ class Importer:
                 if writer is None:
                     writer, added = self._create(thread_id, revision, session_id, source, parser)
                     result.items += added
-                result.items += self._append(writer, pending)
+                result.add(self._append(writer, pending), keep=start is not None)
                 pending = []
         if writer is None and records == 0 and not result.skipped:
             return FileResult(source, "empty", reason="no records, only blank lines")
@@ -441,9 +461,9 @@ class Importer:
             result.items += added
         elif result.status != "unchanged":
             closing = self._closing(writer.summary.title, parser, result, checkpoint)
-            result.items += self._append(writer, pending, closing)
+            result.add(self._append(writer, pending, closing), keep=True)
         writer.close()
-        self.ledger.put(checkpoint)
+        self._checkpoints.append(checkpoint)
         result.summary = writer.summary
         self._rows.append((writer.summary, writer.path))
         return result
@@ -477,15 +497,15 @@ class Importer:
         writer: ThreadWriter,
         items: list[dict[str, Any]],
         bookkeeping: list[dict[str, Any]] | None = None,
-    ) -> int:
-        """Append items (and bookkeeping) in one write; how many of `items` were new."""
+    ) -> list[dict[str, Any]]:
+        """Append items (and bookkeeping) in one write; the items of `items` that were new."""
         bookkeeping = bookkeeping or []
         session_id = writer.summary.latestSessionId or _session_of(writer.thread_id)
         stored = writer.append([*items, *bookkeeping], session_id, keep_ts=True).stored
         if stored:
             self._on_write(writer)
         marks = {item["id"] for item in bookkeeping}
-        return sum(1 for item in stored if item["id"] not in marks)
+        return [item for item in stored if item["id"] not in marks]
 
     def _create(
         self,
@@ -520,15 +540,15 @@ class Importer:
         meta = {key: value for key, value in meta.items() if value is not None}
         items, bookkeeping = items or [], bookkeeping or []
         try:
-            writer = self.service.store.create(
+            writer = self._store.create(
                 thread_id, _session_of(thread_id), meta, keep_ts=True, items=[*items, *bookkeeping]
             )
         except ProtocolError as exc:  # another importer created it a moment ago
             if exc.kind is not ErrorKind.INVALID_ID:
                 raise
-            writer = self.service.store.open_writer(thread_id)
+            writer = self._store.open_writer(thread_id)
             writer.loaded = None
-            return writer, self._append(writer, items, bookkeeping)
+            return writer, len(self._append(writer, items, bookkeeping))
         writer.loaded = None
         self._on_write(writer)
         return writer, len(items)
@@ -538,6 +558,15 @@ class Importer:
         if cwd not in self._environments:
             self._environments[cwd] = probe(cwd)
         return self._environments[cwd]
+
+
+def _from_start(
+    source: str, agent: str, session_id: str, revision: int, thread_id: str
+) -> SourceCheckpoint:
+    """A checkpoint before the first byte: continuing from it reads the whole file."""
+    empty = _sha(b"")
+    return SourceCheckpoint(source, agent, session_id, revision, thread_id, 0, 0, 0, empty,
+                            empty, -1, -1, {})  # fmt: skip
 
 
 def _session_of(thread_id: str) -> str:

@@ -328,7 +328,8 @@ class ThreadStore:
         try:
             stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
             writer.loaded = ThreadFile(items=stored)
-            fsync_dir(path.parent)
+            if self.durability is not Durability.NONE:  # NONE leaves syncing to the caller
+                fsync_dir(path.parent)
         except BaseException:
             writer.close()
             path.unlink(missing_ok=True)

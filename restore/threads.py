@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from restore.external import ExternalChange, ExternalThreads
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
 from restore.paths import Layout, validate_thread_id
-from restore.sources.handoff import IMPORTED_AGENTS, handoff_command
+from restore.sources.handoff import IMPORTED_AGENTS, handoff_command, thread_id_for
 from restore.store import AppendResult, Durability, PendingSync, ThreadStore, ThreadWriter
 from restore.subsystems import ThreadState
 from restore.subsystems import messages as messages_subsystem
@@ -296,10 +297,15 @@ class ThreadService:
             "handoff",
             messages_subsystem.page(state.states["messages"], message_limit),
         )
-        command = handoff_command(origin["agent"], str(origin.get("sessionId")))
+        session = str(origin.get("sessionId"))
+        command = handoff_command(origin["agent"], session)
+        # The agent resumes its session as it is now: an older revision (the transcript
+        # was rewritten since) has nothing to hand over to.
+        revision = origin.get("revision") if isinstance(origin.get("revision"), int) else 1
+        newer = self.layout.locate(thread_id_for(origin["agent"], session, revision + 1))
         report["handoff"] = (
             {"agent": origin["agent"], "command": command, "cwd": recorded.get("cwd")}
-            if ready and command
+            if ready and command and newer is None
             else None
         )
         return report
@@ -742,6 +748,16 @@ class ThreadService:
         if rows:
             self.index.refresh(rows)
         return changes
+
+    def threads_changed_since(self, seconds: float) -> list[str]:
+        """Ids of the thread files modified at or after `seconds` (epoch): what a watcher
+        that was still starting may have missed."""
+        found = []
+        for path, _, stat in self.layout.scan_thread_files():
+            if stat.st_mtime >= seconds:
+                with contextlib.suppress(ProtocolError):  # not a thread file: not ours
+                    found.append(validate_thread_id(os.path.basename(path)[: -len(".jsonl")]))
+        return found
 
     def note_written(self, writer: ThreadWriter) -> None:
         """Remember a thread's size after a write of ours (see `written_sizes`)."""

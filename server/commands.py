@@ -169,7 +169,7 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
             sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
             if sessions:
                 _report([importer.import_file(path) for path in sessions], as_json=as_json)
-                importer.flush_index()
+                importer.commit()
     except KeyboardInterrupt:
         pass
     return 0
@@ -179,7 +179,8 @@ def _report(results: list[FileResult], *, as_json: bool) -> None:
     for result in results:
         if as_json:
             if result.status != "unchanged":
-                print_json({k: v for k, v in result.__dict__.items() if k != "summary"})
+                hidden = ("summary", "appended")
+                print_json({k: v for k, v in result.__dict__.items() if k not in hidden})
         elif result.changed and result.summary is not None:
             title = result.summary.title or result.summary.preview
             print(f"{result.status}: {title!r} (+{result.items} items) {result.path}")

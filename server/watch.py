@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from restore.external import ExternalChange
     from restore.importer import FileResult, Importer
     from server.app import SessiondServer
 
@@ -37,10 +39,15 @@ class Watcher:
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self.importers: list[Importer] = []
+        self._since = 0.0  # when watching was asked for: threads newer than that are new
+        self._since_ts = ""
 
     def ensure_started(self) -> None:
         """Start watching (once); called by the requests that show clients threads."""
         if self._task is None and self.server.loop is not None:
+            from restore.jsonl import now_ts
+
+            self._since, self._since_ts = time.time(), now_ts()
             self._task = self.server.loop.create_task(self._run(), name="sessiond-watch")
 
     async def stop(self) -> None:
@@ -74,8 +81,9 @@ class Watcher:
         catch_up: asyncio.Task[None] | None = None
         try:
             async for changes in changes_seen:
-                # The first (empty) yield comes once the watcher is in place: only then is
-                # each followed store imported, so no session falls between the two.
+                # The first (empty) yield comes once the watcher is in place: only then are
+                # the threads written meanwhile looked at and each followed store imported,
+                # so nothing falls between the two.
                 catch_up = catch_up or asyncio.create_task(self._catch_up())
                 added = {Path(path) for change, path in changes if change == Change.added}
                 touched = sorted({Path(path) for _, path in changes})
@@ -99,10 +107,14 @@ class Watcher:
         ]
 
     async def _catch_up(self) -> None:
-        """The first import of each followed store, in batches, with `$/progress`."""
+        """Threads other processes wrote while the watcher started, then the first import
+        of each followed store, in batches, with `$/progress`."""
         from restore.importer import CHUNK
         from server.progress import reporter
 
+        service = self.server.service
+        since = await self.server.run_in_worker(service.threads_changed_since, self._since)
+        self._announce_external(await self.server.run_in_worker(service.external_changes, since))
         for importer in self.importers:
             sources = await self.server.run_in_worker(importer.scan)
             assert self.server.loop is not None
@@ -119,7 +131,7 @@ class Watcher:
 
         def work() -> list[FileResult]:
             results = [importer.import_file(path) for path in paths]
-            importer.flush_index()
+            importer.commit()
             return results
 
         self._announce(await self.server.run_in_worker(work))
@@ -129,11 +141,11 @@ class Watcher:
             if result.changed and result.summary is not None:
                 kind = "thread/updated" if result.status == "updated" else "thread/started"
                 self.server.broadcast(kind, {"thread": result.summary.thread_info()})
+                self.server.subscriptions.publish(result.summary.threadId, result.appended)
 
     async def _threads_changed(self, paths: list[Path], added: set[Path]) -> None:
         """Thread files another sessiond process wrote: their new rows, to everyone."""
         from protocol.errors import ProtocolError
-        from restore.external import ExternalChange
         from restore.paths import validate_thread_id
 
         def work() -> list[ExternalChange]:
@@ -145,14 +157,23 @@ class Watcher:
                     continue  # not a thread file (a temporary, say)
             return self.server.service.external_changes(ids)
 
-        new = {path.stem for path in added}
-        for change in await self.server.run_in_worker(work):
+        new = frozenset(path.stem for path in added)
+        self._announce_external(await self.server.run_in_worker(work), new)
+
+    def _announce_external(
+        self, changes: list[ExternalChange], added: set[str] = frozenset()
+    ) -> None:
+        """A thread is new to clients when its file was created while watched, or seen
+        for the first time and created after watching began."""
+        for change in changes:
             if change.thread is None:
                 self.server.broadcast("thread/updated", {"thread": {"threadId": change.thread_id},
                                                          "deleted": True})  # fmt: skip
                 continue
-            method = "thread/started" if change.thread_id in new else "thread/updated"
-            self.server.broadcast(method, {"thread": change.thread})
+            created = change.thread.get("createdAt") or ""
+            new = change.thread_id in added or (change.first_look and created >= self._since_ts)
+            self.server.broadcast("thread/started" if new else "thread/updated",
+                                  {"thread": change.thread})  # fmt: skip
             self.server.subscriptions.publish(change.thread_id, change.items)
 
     def close(self) -> None:

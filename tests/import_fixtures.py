@@ -61,7 +61,23 @@ class Expected:
         return ["codex", "resume", self.session_id]
 
 
-class ClaudeSession:
+class SourceFile:
+    """A transcript being written: its lines, where it goes, what resume must give back."""
+
+    path: Path
+    lines: list[bytes]
+    expected: Expected
+
+    def data(self) -> bytes:
+        return b"".join(self.lines)
+
+    def save(self) -> Expected:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(self.data())
+        return self.expected
+
+
+class ClaudeSession(SourceFile):
     """One Claude Code transcript, built line by line as Claude Code writes it."""
 
     def __init__(
@@ -209,16 +225,8 @@ class ClaudeSession:
         self.raw({"type": "custom-title", "customTitle": title, "sessionId": self.session_id})
         self.expected.title = title
 
-    def data(self) -> bytes:
-        return b"".join(self.lines)
 
-    def save(self) -> Expected:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_bytes(self.data())
-        return self.expected
-
-
-class CodexSession:
+class CodexSession(SourceFile):
     """One Codex rollout, built with the line builders Codex app-server accepts."""
 
     def __init__(
@@ -308,14 +316,6 @@ class CodexSession:
                 self._ts(), f"call_{uuid.uuid4().hex[:12]}", "shell", {"command": command}, output
             )
         )
-
-    def data(self) -> bytes:
-        return b"".join(self.lines)
-
-    def save(self) -> Expected:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_bytes(self.data())
-        return self.expected
 
 
 def sha(text: str) -> str:

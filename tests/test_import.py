@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import pty
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -238,6 +240,10 @@ def test_a_rewritten_session_becomes_a_new_revision_never_mixed(
         "A different first question",
         "A different answer",
     ]
+    assert report["handoff"]["command"] == ["claude", "--resume", original.session_id]
+    # The agent can only resume the transcript as it is now: the old revision hands over none.
+    old = server.request("thread/resume", {"threadId": revisions[1]["threadId"]})
+    assert old["status"] == "ready" and old["handoff"] is None
 
 
 def test_faults_never_hide_a_session(fixture: Fixture, home: Path, server: ServerProcess) -> None:
@@ -321,3 +327,52 @@ def test_import_of_a_missing_store_says_so(home: Path, tmp_path: Path) -> None:
     done = sessiond(home, "import", "codex", "--from", str(tmp_path / "nowhere"))
     assert done.returncode == 2
     assert "is not a directory" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_import_draws_a_progress_bar_on_a_terminal(fixture: Fixture, home: Path) -> None:
+    leader, follower = pty.openpty()
+    try:
+        source = str(fixture.claude_root)
+        done = sessiond(home, "import", "claude", "--from", source, stderr=follower)
+        os.close(follower)
+        follower = -1
+        drawn = b""
+        while chunk := _read_pty(leader):
+            drawn += chunk
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+    assert done.returncode == 0
+    assert b"importing claude" in drawn and b"10/10" in drawn
+    assert "10 sessions" in done.stdout and "9 new" in done.stdout and "empty file" in done.stdout
+
+
+def _read_pty(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # the other side closed
+        return b""
+
+
+def test_a_thread_cut_before_its_checkpoint_is_completed_not_doubled(
+    fixture: Fixture, home: Path, server: ServerProcess
+) -> None:
+    import_both(home, fixture)
+    session = fixture.sessions[0]
+    thread = by_session(listed(server))[session.session_id]
+    path = next((home / "threads").rglob(f"{thread['threadId']}.jsonl"))
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert b'"import_checkpoint"' in lines[-1]
+    # A crash (power loss) in the middle of the import's write: the checkpoint is torn and
+    # the ledger row, written only after the sync, is not there.
+    path.write_bytes(b"".join(lines[:-1]) + lines[-1][:40])
+    (home / "imports.sqlite3").unlink()
+    claude, _ = import_both(home, fixture)
+    assert (claude["revisions"], claude["created"], claude["items"]) == (0, 0, 0)
+    rows = [t for t in listed(server) if t["origin"]["sessionId"] == session.session_id]
+    assert [t["threadId"] for t in rows] == [thread["threadId"]]
+    assert rows[0]["itemCount"] == thread["itemCount"]
+    assert b'"import_checkpoint"' in path.read_bytes().splitlines()[-1]
+    again, _ = import_both(home, fixture)
+    assert (again["updated"], again["unchanged"]) == (0, 9)

@@ -151,15 +151,22 @@ async def test_followed_sessions_reach_every_client_as_they_are_written(
             await client.wait_for(
                 lambda c=client, s=session: announced(c, "thread/started", s.session_id)
             )
-    count = announced(second, "thread/started", claude.session_id)[0]["itemCount"]
+    thread = announced(second, "thread/started", claude.session_id)[0]
+    await second.request("thread/subscribe", {"threadId": thread["threadId"]})
     claude.say("Growing")
     claude.save()
     for client in (first, second):
         await client.wait_for(
             lambda c=client: any(
-                t["itemCount"] > count for t in announced(c, "thread/updated", claude.session_id)
+                t["itemCount"] > thread["itemCount"]
+                for t in announced(c, "thread/updated", claude.session_id)
             )
         )
+    # The subscriber also gets the appended lines themselves.
+    await second.wait_for(lambda: any(n["method"] == "item/recorded" for n in second.notifications))
+    (recorded,) = [n["params"] for n in second.notifications if n["method"] == "item/recorded"]
+    assert recorded["threadId"] == thread["threadId"]
+    assert [i.get("content") for i in recorded["items"] if i["type"] == "message"] == ["Growing"]
     await asyncio.gather(first.close(), second.close())
 
 

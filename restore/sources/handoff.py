@@ -1,10 +1,19 @@
-"""How to continue an imported session in the agent that keeps it (the agent's own resume)."""
+"""An imported session's identity in sessiond, and how to continue it in its own agent."""
 
 from __future__ import annotations
+
+import uuid
 
 from restore.sources import claude_code, codex
 
 IMPORTED_AGENTS = (claude_code.AGENT, codex.AGENT)
+NAMESPACE = uuid.UUID("5e551070-1a7e-4d1e-9c0d-1a9000000000")
+
+
+def thread_id_for(agent: str, session_id: str, revision: int) -> str:
+    """The thread of a source session's revision: the same on every machine and run."""
+    name = f"{agent}/{session_id}" + (f"/r{revision}" if revision > 1 else "")
+    return str(uuid.uuid5(NAMESPACE, name))
 
 
 def handoff_command(agent: str, session_id: str) -> list[str] | None:
