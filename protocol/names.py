@@ -10,4 +10,7 @@ SERVER_ITEM_TYPES = (
     "rewind_boundary",
     "drift_accepted",
     "import_checkpoint",
+    "acp_update",
+    "acp_session",
+    "permission_decision",
 )

@@ -16,11 +16,14 @@ from pydantic import BaseModel, TypeAdapter
 from protocol import PROTOCOL_VERSION
 from protocol.errors import CODE_OF_KIND
 from protocol.items import (
+    AcpSessionItem,
+    AcpUpdateItem,
     ClearBoundaryItem,
     CompactBoundaryItem,
     DriftAcceptedItem,
     ImportCheckpointItem,
     LifecycleItem,
+    PermissionDecisionItem,
     RecordableItem,
     RewindBoundaryItem,
     SessionMetaItem,
@@ -55,6 +58,9 @@ def build_schema() -> dict[str, Any]:
         DriftAcceptedItem,
         ImportCheckpointItem,
         LifecycleItem,
+        AcpUpdateItem,
+        AcpSessionItem,
+        PermissionDecisionItem,
     ):
         _ref(model, defs)
     requests = {

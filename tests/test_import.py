@@ -376,3 +376,20 @@ def test_a_thread_cut_before_its_checkpoint_is_completed_not_doubled(
     assert b'"import_checkpoint"' in path.read_bytes().splitlines()[-1]
     again, _ = import_both(home, fixture)
     assert (again["updated"], again["unchanged"]) == (0, 9)
+
+
+async def test_an_acp_editor_is_told_to_continue_an_imported_session_in_its_agent(
+    fixture: Fixture, home: Path, tmp_path: Path
+) -> None:
+    from acp import RequestError
+
+    from tests.acp_editor import fake_agent, sessiond_acp
+
+    import_both(home, fixture)
+    session = fixture.of("claude-code")[0]
+    async with sessiond_acp(home, fake_agent(tmp_path / "agent")) as run:
+        listed_ = await run.conn.list_sessions(cwd=str(session.cwd))
+        (thread_id,) = [s.session_id for s in listed_.sessions if s.title == session.title]
+        with pytest.raises(RequestError) as refused:
+            await run.conn.load_session(cwd=str(session.cwd), session_id=thread_id)
+    assert refused.value.data["handoff"]["command"] == session.handoff

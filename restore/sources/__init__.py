@@ -1,7 +1,10 @@
-"""Outside sources of items: one module per agent format, each a source record in, items out.
+"""Outside sources of items (the ACP front door; the Claude Code and Codex importers), one
+module per source.
 
-Invariant: pure. A module here turns one parsed record of another agent's transcript (a
-Claude Code line, a Codex rollout line) into sessiond items with deterministic ids, and
-keeps what it must remember between lines in a JSON-serializable state; reading files,
-watching them and writing threads happen in `restore/importer.py`, beside them.
+Invariant: like `restore/subsystems`, each module is pure: a source record (an ACP
+message, a line of another agent's history) in, sessiond items out, with deterministic
+item ids, so recording the same input twice writes nothing new. What a source must
+remember between records is plain JSON state. No I/O: the processes that spawn, proxy,
+watch or read files live beside them (`server/acp.py`, `restore/importer.py`,
+`server/watch.py`), thin over these.
 """
