@@ -269,3 +269,14 @@ def feed_state(parser_type: type[SourceParser], records: list[dict[str, Any]]) -
     parser = parser_type()
     feed(parser, records)
     return parser.state
+
+
+def test_a_handoff_is_offered_only_for_plain_session_ids() -> None:
+    from restore.sources.handoff import handoff_command
+
+    session = "0d3c5f0e-5b7a-4e57-9c3f-1f2d3e4a5b6c"
+    assert handoff_command("claude-code", session) == ["claude", "--resume", session]
+    assert handoff_command("codex", session) == ["codex", "resume", session]
+    for crafted in ("--dangerously-skip-permissions", "$(touch pwned)", "a b", "", "x;y"):
+        assert handoff_command("claude-code", crafted) is None
+    assert handoff_command("acp", session) is None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from restore.sources import claude_code, codex
 
 IMPORTED_AGENTS = (claude_code.AGENT, codex.AGENT)
 NAMESPACE = uuid.UUID("5e551070-1a7e-4d1e-9c0d-1a9000000000")
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def thread_id_for(agent: str, session_id: str, revision: int) -> str:
@@ -17,7 +19,10 @@ def thread_id_for(agent: str, session_id: str, revision: int) -> str:
 
 
 def handoff_command(agent: str, session_id: str) -> list[str] | None:
-    """`claude --resume ID` / `codex resume ID`; None for an agent sessiond cannot hand to."""
+    """`claude --resume ID` / `codex resume ID`; None for an agent sessiond cannot hand to,
+    or for an id that is not a plain name (it comes from a file name: no option, no shell)."""
+    if not SAFE_ID.fullmatch(session_id):
+        return None
     if agent == claude_code.AGENT:
         return claude_code.handoff(session_id)
     if agent == codex.AGENT:
