@@ -7,6 +7,7 @@ condition ever reaches a client as a bare -32603.
 
 from __future__ import annotations
 
+import errno
 from enum import StrEnum
 from typing import Any
 
@@ -106,3 +107,15 @@ def thread_not_found(thread_id: str) -> ProtocolError:
 def invalid_id(value: object, what: str = "threadId") -> ProtocolError:
     shown = repr(value)[:80]
     return ProtocolError(ErrorKind.INVALID_ID, f"{what} must be a UUID, got {shown}", field=what)
+
+
+def storage_error(exc: OSError, path: object = None, doing: str = "") -> ProtocolError:
+    """The typed error for a filesystem failure: StorageFull for a full disk or quota,
+    StorageError otherwise, always naming the path (the caller's, else the exception's).
+    `doing` says what failed ("cannot create"), so the message is one line to act on."""
+    where = str(path if path is not None else exc.filename or "the data directory")
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    message = f"{doing} {where}: {reason}" if doing else f"{where}: {reason}"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return ProtocolError(ErrorKind.STORAGE_FULL, f"{message} (disk full)", path=where)
+    return ProtocolError(ErrorKind.STORAGE_ERROR, message, path=where)

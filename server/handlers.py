@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
 from restore.subsystems import SUBSYSTEM_NAMES
+from server import __version__
 from server.framing import Framing
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from server.rpc import SessiondProtocol
 
 SERVER_NAME = "sessiond"
-SERVER_VERSION = "0.1.0"
+SERVER_VERSION = __version__
 LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
 _progress_tokens = itertools.count(1)
 
@@ -65,8 +66,8 @@ class Context:
             )
 
         def report(done: int, total: int) -> None:
-            if state["ended"]:
-                return
+            if state["ended"] or (total == 0 and not state["begun"]):
+                return  # nothing to do (an index that was current) is nothing to report
             percentage = 100 if total == 0 else min(100, done * 100 // total)
             if not state["begun"]:
                 state["begun"] = True

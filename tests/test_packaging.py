@@ -1,0 +1,80 @@
+"""What `pip install .` installs: every package of the checkout, and nothing of the tests.
+
+The wheel is built from a copy of the files git would commit (tracked and new, not
+ignored), so a build never leaves `build/` or `*.egg-info` in the worktree; pip builds
+it as it would for a user, in an isolated environment with the declared setuptools. The full
+install-and-run check (a fresh virtualenv outside the checkout, the README's "Try it"
+block) needs the package index and runs in `.ci/run`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from tests.rpc_client import REPO
+
+NOT_SHIPPED = ("tests", "bench", "vscode-extension")
+
+
+def _checkout_files() -> list[str]:
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    return [name for name in listed.split("\0") if name and (REPO / name).is_file()]
+
+
+def _packages(files: list[str]) -> set[str]:
+    """Every importable package of the checkout, as a dotted name."""
+    return {
+        ".".join(Path(name).parent.parts)
+        for name in files
+        if Path(name).name == "__init__.py" and Path(name).parts[0] not in NOT_SHIPPED
+    }
+
+
+def _build_wheel(tmp_path: Path) -> Path:
+    source = tmp_path / "source"
+    for name in _checkout_files():
+        target = source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, target)
+    out = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = out.glob("sessiond-*.whl")
+    return wheel
+
+
+def test_wheel_holds_every_package_and_the_schema(tmp_path: Path) -> None:
+    wheel = _build_wheel(tmp_path)
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    packages = _packages(_checkout_files())
+    assert {"protocol", "restore", "restore.subsystems", "server"} <= packages
+    missing = {p for p in packages if f"{p.replace('.', '/')}/__init__.py" not in shipped}
+    assert not missing, f"packages left out of the wheel: {sorted(missing)}"
+    assert "protocol/schema.json" in shipped  # package data: clients read it from the install
+    strays = {name.split("/")[0] for name in shipped} & set(NOT_SHIPPED)
+    assert not strays, f"the wheel would install top-level {sorted(strays)}"
+
+
+def test_pytest_starts_without_deprecation_warnings() -> None:
+    """pytest-asyncio warns at start-up while `asyncio_default_fixture_loop_scope` is unset;
+    as an error here, so a new warning of the test set-up is seen, not scrolled past."""
+    run = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-m", "pytest", "-q",
+         "-p", "no:cacheprovider", "tests/test_framing.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
