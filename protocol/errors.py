@@ -81,6 +81,30 @@ CODE_OF_KIND: dict[ErrorKind, int] = {
 }
 
 
+MEANING_OF_KIND: dict[ErrorKind, str] = {
+    ErrorKind.PARSE_ERROR: "The message is not JSON (or its header is malformed).",
+    ErrorKind.INVALID_REQUEST: "Not a JSON-RPC 2.0 request, or sent after `shutdown`.",
+    ErrorKind.METHOD_NOT_FOUND: "This server does not have that method (update the server).",
+    ErrorKind.INVALID_PARAMS: "A parameter is missing or wrong; `data.errors` lists each.",
+    ErrorKind.INTERNAL_ERROR: "A bug in sessiond; nothing known went wrong. Please report it.",
+    ErrorKind.SERVER_NOT_INITIALIZED: "Send `initialize` first.",
+    ErrorKind.OVERLOADED: "Too many requests in flight; retry after an answer arrives.",
+    ErrorKind.REQUEST_CANCELLED: "The request was cancelled by `$/cancelRequest`.",
+    ErrorKind.THREAD_NOT_FOUND: "No thread with that id (deleted, or never existed).",
+    ErrorKind.THREAD_BUSY: "Another client or process holds the thread; `data.holder` says who.",
+    ErrorKind.THREAD_ARCHIVED: "The thread is archived: unarchive it first.",
+    ErrorKind.INVALID_ID: "An id is not a UUID (or a client id is too long).",
+    ErrorKind.STALE_SESSION: "The session is no longer the thread's current one: resume again.",
+    ErrorKind.PAYLOAD_TOO_LARGE: "The message or an item exceeds a limit (`data.limit`).",
+    ErrorKind.UNAUTHORIZED: "The client may not do that.",
+    ErrorKind.CONFLICTING_OPERATION: "An operation's state would move backwards.",
+    ErrorKind.STORAGE_FULL: "The disk holding the data directory is full; nothing was written.",
+    ErrorKind.STORAGE_ERROR: "The data directory could not be read or written; `data.path` "
+    "names where (`data.readOnly`: the directory is read-only).",
+}
+"""What each error means for a client, for docs/protocol.md."""
+
+
 class ProtocolError(Exception):
     """A known failure with a JSON-RPC code and a `data.kind`; `details` go into `data`."""
 

@@ -18,6 +18,7 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore.subsystems import SUBSYSTEM_NAMES
 from server import __version__
 from server.framing import Framing
+from server.terminal import plural
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -81,7 +82,7 @@ class Context:
                 )
             if done >= total:
                 state["ended"] = True
-                send({"kind": "end", "message": f"{total} threads indexed"})
+                send({"kind": "end", "message": f"{plural(total, 'thread')} indexed"})
             elif state["begun"]:
                 send({"kind": "report", "percentage": percentage, "message": f"{done}/{total}"})
 
