@@ -9,9 +9,11 @@ block) needs the package index and runs in `.ci/run`.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -63,8 +65,18 @@ def test_wheel_holds_every_package_and_the_schema(tmp_path: Path) -> None:
     missing = {p for p in packages if f"{p.replace('.', '/')}/__init__.py" not in shipped}
     assert not missing, f"packages left out of the wheel: {sorted(missing)}"
     assert "protocol/schema.json" in shipped  # package data: clients read it from the install
+    assert any(name.endswith("LICENSE") and ".dist-info/" in name for name in shipped)
     strays = {name.split("/")[0] for name in shipped} & set(NOT_SHIPPED)
     assert not strays, f"the wheel would install top-level {sorted(strays)}"
+
+
+def test_license_is_mit_as_declared_and_ships_with_the_extension() -> None:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert pyproject["project"]["license"] == {"text": "MIT"}
+    text = (REPO / "LICENSE").read_text()
+    assert text.startswith("MIT License")
+    assert (REPO / "vscode-extension" / "LICENSE").read_text() == text  # vsce packages it
+    assert json.loads((REPO / "vscode-extension" / "package.json").read_text())["license"] == "MIT"
 
 
 def test_pytest_starts_without_deprecation_warnings() -> None:
