@@ -8,7 +8,7 @@ client's directory (`$cwd`); in a result, `…` stands for any value (timestamps
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 ANY = "…"
@@ -37,6 +37,14 @@ _TURN_END = [
      "outputTokens": 300, "usd": 0.0123},
     {"type": "turn", "id": "t1-completed", "turnId": "t1", "phase": "completed"},
 ]  # fmt: skip
+
+_RECORD_TURN_END = Step(
+    "After the tool: its outcome (with the result, so a resume need not run it again), the "
+    "agent's answer, what the model calls cost, and the end of the turn, in that order.",
+    "thread/record",
+    {"threadId": "$threadId", "sessionId": "$sessionId", "items": _TURN_END},
+    {"firstSeq": 5, "lastSeq": 8, "duplicates": 0},
+)
 
 RECORD_ONE_TURN: tuple[Step, ...] = (
     Step(
@@ -88,22 +96,14 @@ RECORD_ONE_TURN: tuple[Step, ...] = (
         },
         {"firstSeq": 4, "lastSeq": 4, "duplicates": 0},
     ),
-    Step(
-        "After the tool: its outcome (with the result, so a resume need not run it again), "
-        "the agent's answer, what the model calls cost, and the end of the turn, in that "
-        "order.",
-        "thread/record",
-        {"threadId": "$threadId", "sessionId": "$sessionId", "items": _TURN_END},
-        {"firstSeq": 5, "lastSeq": 8, "duplicates": 0},
-    ),
-    Step(
-        "No answer came in time, so the client cannot know whether the items were stored: "
-        "it sends the same request again. Nothing is written twice; the answer names the "
-        "seqs the items already have. (After a reconnect, resume first and send the "
+    _RECORD_TURN_END,
+    replace(
+        _RECORD_TURN_END,
+        why="No answer came in time, so the client cannot know whether the items were "
+        "stored: it sends the same request again. Nothing is written twice; the answer names "
+        "the seqs the items already have. (After a reconnect, resume first and send the "
         "unacknowledged items, same ids, through the new session.)",
-        "thread/record",
-        {"threadId": "$threadId", "sessionId": "$sessionId", "items": _TURN_END},
-        {"firstSeq": 5, "lastSeq": 8, "duplicates": 4},
+        result={"firstSeq": 5, "lastSeq": 8, "duplicates": 4},
     ),
     Step(
         "End the session: its writer is released and a snapshot taken. Tomorrow's "

@@ -18,7 +18,6 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore.subsystems import SUBSYSTEM_NAMES
 from server import __version__
 from server.framing import Framing
-from server.terminal import plural
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -56,6 +55,8 @@ class Context:
 
     def progress(self, title: str) -> Callable[[int, int], None]:
         """A `$/progress` reporter callable from the worker thread (begin, report, end)."""
+        from server.terminal import plural
+
         token = f"sessiond/{next(_progress_tokens)}"
         loop = self.server.loop
         assert loop is not None, "progress is only reported while serving"

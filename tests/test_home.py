@@ -178,6 +178,9 @@ def test_read_only_home_lists_reads_and_resumes_as_a_report(tmp_path: Path) -> N
         assert "index: built in memory (read-only data directory), 1 thread" in checked.stdout
         repair = sessiond(home, "doctor", "--repair", prefix=prefix)
         assert repair.returncode == 2 and "read-only" in repair.stderr
+        websocket = sessiond(home, "serve", "--ws", "0", prefix=prefix)
+        assert websocket.returncode == 2 and websocket.stderr.count("\n") == 1
+        assert websocket.stderr.endswith("serve this one with --stdio\n")
         missing = sessiond(home / "not-yet", "list", prefix=prefix)
         assert missing.returncode == 2
         assert missing.stderr.startswith(f"sessiond: StorageError: cannot create {home}/not-yet:")
