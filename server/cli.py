@@ -13,6 +13,7 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -205,9 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     module, _, function = subcommand.run.partition(":")
     try:
         _configure_logging()
-        return getattr(importlib.import_module(module), function)(config, args)
+        code = getattr(importlib.import_module(module), function)(config, args)
+        sys.stdout.flush()  # here, so a reader that left is seen below, not at exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `sessiond list | head -n 3`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except Exception as exc:
         if (line := _known_failure(exc)) is None:
             raise

@@ -295,3 +295,27 @@ def test_a_wrong_log_level_is_one_line() -> None:
     assert done.stderr == (
         "sessiond: SESSIOND_LOG must be one of DEBUG, INFO, WARNING, ERROR, not 'LOUD'\n"
     )
+
+
+def test_a_reader_that_stops_early_gets_no_error_message(
+    spawn: Callable[..., ServerProcess], home: Path, tmp_path: Path
+) -> None:
+    """`sessiond show ID | head`: more than a pipe holds, and the reader leaves."""
+    server = spawn()
+    server.initialize()
+    started = server.request("thread/start", {"cwd": str(tmp_path)})
+    tid, sid = started["thread"]["threadId"], started["sessionId"]
+    _record(server, tid, sid, *({"type": "message", "id": f"m{n}", "role": "user",
+                                 "content": "x" * 200} for n in range(1000)))  # fmt: skip
+    server.shutdown()
+    shown = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "--home", str(home), "show", tid],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert shown.stdout is not None and shown.stderr is not None
+    assert shown.stdout.readline().startswith(b"thread ")
+    shown.stdout.close()
+    assert shown.wait() == 128 + 13  # as `git log | head` ends: SIGPIPE's status, silently
+    assert shown.stderr.read() == b""
