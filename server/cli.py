@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from protocol import PROTOCOL_VERSION
 from server import __version__
 from server.config import ServerConfig
 
@@ -42,7 +43,6 @@ class Subcommand:
     parent for any nested subcommands."""
     run: str
     """`module:function`, called as `function(config, args) -> exit code`."""
-    description: str | None = None
 
 
 def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -153,14 +153,14 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     parser.add_argument(
-        "--version", action="version", version=f"sessiond {__version__} (protocol 1)"
+        "--version",
+        action="version",
+        version=f"sessiond {__version__} (protocol {PROTOCOL_VERSION})",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for sub in SUBCOMMANDS:
         sub.arguments(
-            commands.add_parser(
-                sub.name, help=sub.help, description=sub.description or sub.help, parents=[common]
-            ),
+            commands.add_parser(sub.name, help=sub.help, description=sub.help, parents=[common]),
             common,
         )
     return parser
@@ -184,8 +184,9 @@ def _configure_logging() -> None:
 def _known_failure(exc: BaseException) -> str | None:
     """The one line for a failure a user can act on; None for a bug (a traceback)."""
     from protocol.errors import ProtocolError, storage_error
+    from server.ws import BindRefused
 
-    if isinstance(exc, CommandError):
+    if isinstance(exc, CommandError | BindRefused):
         return str(exc)
     if isinstance(exc, OSError):
         exc = storage_error(exc)

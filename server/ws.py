@@ -262,11 +262,7 @@ def run(
 ) -> int:
     """`sessiond serve --ws [HOST:]PORT`; a non-loopback address is refused before binding,
     and a data directory that cannot hold the discovery file before listening."""
-    try:
-        host, port = parse_address(address)
-    except BindRefused as refused:
-        logger.error("%s", refused)
-        return 2
+    host, port = parse_address(address)  # BindRefused: the command line says it, exit 2
     home = open_home(Path(server.config.home))
     if home.read_only is not None:  # clients find a WebSocket server only by its file there
         raise ProtocolError(
