@@ -34,6 +34,8 @@ class ErrorCode:
     CONFLICTING_OPERATION = -32017
     STORAGE_FULL = -32018
     STORAGE_ERROR = -32019
+    WORKSPACE_DRIFT = -32020
+    AGENT_EXITED = -32022
 
 
 class ErrorKind(StrEnum):
@@ -57,6 +59,10 @@ class ErrorKind(StrEnum):
     CONFLICTING_OPERATION = "ConflictingOperation"
     STORAGE_FULL = "StorageFull"
     STORAGE_ERROR = "StorageError"
+    WORKSPACE_DRIFT = "WorkspaceDrift"
+    """The thread was recorded on another branch, worktree or directory (`sessiond acp`)."""
+    AGENT_EXITED = "AgentExited"
+    """The agent `sessiond acp` proxies exited before it answered; the next prompt restarts it."""
 
 
 CODE_OF_KIND: dict[ErrorKind, int] = {
@@ -78,6 +84,8 @@ CODE_OF_KIND: dict[ErrorKind, int] = {
     ErrorKind.CONFLICTING_OPERATION: ErrorCode.CONFLICTING_OPERATION,
     ErrorKind.STORAGE_FULL: ErrorCode.STORAGE_FULL,
     ErrorKind.STORAGE_ERROR: ErrorCode.STORAGE_ERROR,
+    ErrorKind.WORKSPACE_DRIFT: ErrorCode.WORKSPACE_DRIFT,
+    ErrorKind.AGENT_EXITED: ErrorCode.AGENT_EXITED,
 }
 
 
@@ -101,6 +109,10 @@ MEANING_OF_KIND: dict[ErrorKind, str] = {
     ErrorKind.STORAGE_FULL: "The disk holding the data directory is full; nothing was written.",
     ErrorKind.STORAGE_ERROR: "The data directory could not be read or written; `data.path` "
     "names where (`data.readOnly`: the directory is read-only).",
+    ErrorKind.WORKSPACE_DRIFT: "`sessiond acp`: the thread was recorded on another branch, "
+    "worktree or directory; `data.drift` lists how (`_meta.sessiond.acceptDrift` continues).",
+    ErrorKind.AGENT_EXITED: "`sessiond acp`: the proxied agent exited before it answered; "
+    "the next prompt restarts it.",
 }
 """What each error means for a client, for docs/protocol.md."""
 

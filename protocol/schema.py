@@ -20,10 +20,13 @@ from protocol import PROTOCOL_VERSION
 from protocol.errors import CODE_OF_KIND, MEANING_OF_KIND
 from protocol.examples import ANY, RECORD_ONE_TURN
 from protocol.items import (
+    AcpSessionItem,
+    AcpUpdateItem,
     ClearBoundaryItem,
     CompactBoundaryItem,
     DriftAcceptedItem,
     LifecycleItem,
+    PermissionDecisionItem,
     RecordableItem,
     RewindBoundaryItem,
     SessionMetaItem,
@@ -41,6 +44,9 @@ SERVER_ITEMS = (
     RewindBoundaryItem,
     DriftAcceptedItem,
     LifecycleItem,
+    AcpUpdateItem,
+    AcpSessionItem,
+    PermissionDecisionItem,
 )
 
 

@@ -98,6 +98,10 @@ def _doctor_arguments(parser: argparse.ArgumentParser, common: argparse.Argument
     )
 
 
+def _acp_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command, after --")
+
+
 def _client_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     from server.client import add_arguments
 
@@ -125,6 +129,13 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         "client", "talk to a running server over WebSocket", _client_arguments, "server.client:run"
+    ),
+    Subcommand(
+        "acp",
+        "serve ACP (Agent Client Protocol) to an editor, proxying AGENT and recording its "
+        "sessions: sessiond acp [--home DIR] -- AGENT [ARGS...]",
+        _acp_arguments,
+        "server.cli:acp",
     ),
 )
 DEFAULT_SUBCOMMAND = "serve"
@@ -243,6 +254,14 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
         folders = [str(Path(folder).resolve()) for folder in args.folder or default]
         return ws.run(SessiondServer(config), args.ws, with_stdio=args.stdio, folders=folders)
     return run_stdio(SessiondServer(config))
+
+
+def acp(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond acp -- AGENT [ARGS...]`: the ACP front door (server/acp.py)."""
+    from server import acp as front_door
+
+    agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
+    return front_door.main(Path(config.home), agent)
 
 
 def print_json(value: Any) -> None:

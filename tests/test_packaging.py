@@ -2,9 +2,10 @@
 
 The wheel is built from a copy of the files git would commit (tracked and new, not
 ignored), so a build never leaves `build/` or `*.egg-info` in the worktree; pip builds
-it as it would for a user, in an isolated environment with the declared setuptools. The full
-install-and-run check (a fresh virtualenv outside the checkout, the README's "Try it"
-block) needs the package index and runs in `.ci/run`.
+it as it would for a user, in an isolated environment with the declared setuptools (from
+the package index or pip's cache; the check of the find configuration alone needs
+neither). The full install-and-run check (a fresh virtualenv outside the checkout, the
+README's "Try it" block) runs in `.ci/run`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 import tomllib
 import zipfile
 from pathlib import Path
+
+from setuptools import find_packages
 
 from tests.rpc_client import REPO
 
@@ -61,7 +64,7 @@ def test_wheel_holds_every_package_and_the_schema(tmp_path: Path) -> None:
     wheel = _build_wheel(tmp_path)
     shipped = set(zipfile.ZipFile(wheel).namelist())
     packages = _packages(_checkout_files())
-    assert {"protocol", "restore", "restore.subsystems", "server"} <= packages
+    assert {"protocol", "restore", "restore.subsystems", "restore.sources", "server"} <= packages
     missing = {p for p in packages if f"{p.replace('.', '/')}/__init__.py" not in shipped}
     assert not missing, f"packages left out of the wheel: {sorted(missing)}"
     assert "protocol/schema.json" in shipped  # package data: clients read it from the install
@@ -90,3 +93,17 @@ def test_pytest_starts_without_deprecation_warnings() -> None:
         text=True,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_find_configuration_includes_every_subpackage() -> None:
+    """restore.subsystems and restore.sources were once left out by a plain package list:
+    `sessiond` from the wheel could not resume. Checked without building anything."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packaged = set(find_packages(REPO, include=config["packages"]["find"]["include"]))
+    on_disk = {
+        ".".join(path.parent.relative_to(REPO).parts)
+        for top in ("protocol", "restore", "server")
+        for path in (REPO / top).rglob("__init__.py")
+    }
+    assert {"restore.subsystems", "restore.sources"} <= on_disk
+    assert on_disk <= packaged
