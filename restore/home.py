@@ -22,12 +22,14 @@ class Home:
     read_only: str | None = None
     """Why nothing can be written here ("mounted read-only", ...); None when writable."""
 
-    def refuse_write(self) -> ProtocolError:
-        """The error every write gets on a read-only home: what, where, and why."""
+    def refuse_write(
+        self, consequence: str = "threads can be listed, read and resumed as a report, not changed"
+    ) -> ProtocolError:
+        """The error every write gets on a read-only home: what, where, why, and what the
+        user can still do."""
         return ProtocolError(
             ErrorKind.STORAGE_ERROR,
-            f"the data directory {self.path} is read-only ({self.read_only}): threads can be "
-            "listed, read and resumed as a report, not changed",
+            f"the data directory {self.path} is read-only ({self.read_only}): {consequence}",
             path=str(self.path),
             readOnly=True,
         )

@@ -30,7 +30,6 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from protocol.errors import ErrorKind, ProtocolError
 from restore.home import open_home
 from server.app import SessiondServer
 from server.discovery import LockFile, live_servers
@@ -265,12 +264,8 @@ def run(
     host, port = parse_address(address)  # BindRefused: the command line says it, exit 2
     home = open_home(Path(server.config.home))
     if home.read_only is not None:  # clients find a WebSocket server only by its file there
-        raise ProtocolError(
-            ErrorKind.STORAGE_ERROR,
-            f"the data directory {home.path} is read-only ({home.read_only}): a WebSocket "
-            "server publishes its port and token there; serve this one with --stdio",
-            path=str(home.path),
-            readOnly=True,
+        raise home.refuse_write(
+            "a WebSocket server publishes its port and token there; serve this one with --stdio"
         )
     try:
         return asyncio.run(serve_ws(server, host, port, with_stdio=with_stdio, folders=folders))
