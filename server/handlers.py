@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
 from restore.subsystems import SUBSYSTEM_NAMES
+from server import __version__
 from server.framing import Framing
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from server.rpc import SessiondProtocol
 
 SERVER_NAME = "sessiond"
-SERVER_VERSION = "0.1.0"
+SERVER_VERSION = __version__
 LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
 
 
@@ -56,7 +57,7 @@ class Context:
 
         loop = self.server.loop
         assert loop is not None, "progress is only reported while serving"
-        return reporter(loop, self.connection.notify, title, "threads indexed")
+        return reporter(loop, self.connection.notify, title, "thread", "indexed")
 
 
 Handler = Callable[[Context, Any], Any]  # a result, or an awaitable of one

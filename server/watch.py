@@ -119,7 +119,7 @@ class Watcher:
             sources = await self.server.run_in_worker(importer.scan)
             assert self.server.loop is not None
             progress = reporter(self.server.loop, self.server.broadcast,
-                                TITLES[importer.kind.agent], "sessions")  # fmt: skip
+                                TITLES[importer.kind.agent], "session", "imported")  # fmt: skip
             progress(0, len(sources))
             for start in range(0, len(sources), CHUNK):
                 batch = sources[start : start + CHUNK]

@@ -44,6 +44,14 @@ export class SessionController {
   async resume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
     await this.closeActive();
     const report = await this.client.request("thread/resume", { threadId: thread.threadId });
+    if (report.readOnly) {
+      // No session can open on a read-only data directory; the drift modal would not help.
+      const { path, reason } = report.readOnly;
+      void vscode.window.showWarningMessage(
+        `sessiond's data directory ${path} is read-only (${reason}): “${threadLabel(report.thread)}” can be read (Open Transcript), not continued.`,
+      );
+      return report;
+    }
     if (report.status === "ready") {
       await (report.handoff ? this.showHandoff(report, report.handoff) : this.showRestored(report));
       return report;
