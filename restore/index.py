@@ -158,9 +158,14 @@ class ThreadIndex:
 
     SCHEMA_VERSION = 3  # 2: costUsd, 3: origin
 
-    def __init__(self, layout: Layout, read_summary: SummaryReader) -> None:
+    def __init__(
+        self, layout: Layout, read_summary: SummaryReader, *, in_memory: bool = False
+    ) -> None:
         self._layout = layout
         self._read_summary = read_summary
+        self._in_memory = in_memory
+        """For a read-only home: the index lives in memory, seeded from the file on disk
+        when there is a usable one, and reconciled against the thread files like any other."""
         self._conn: sqlite3.Connection | None = None
         self._open_lock = threading.Lock()
 
@@ -172,6 +177,11 @@ class ThreadIndex:
             if self._conn is not None:
                 return "ready"
             path = self._layout.index_path
+            if self._in_memory:
+                conn = self._memory_copy(path)
+                self._reconcile(conn, progress)
+                self._conn = conn
+                return "built in memory (read-only data directory)"
             if path.exists():
                 try:
                     conn = self._open_existing(path)
@@ -185,7 +195,33 @@ class ThreadIndex:
             self._conn = self._configured(self._connect(path))
             return "rebuilt"
 
-    def _connect(self, path: Path) -> sqlite3.Connection:
+    def _memory_copy(self, path: Path) -> sqlite3.Connection:
+        """An index in memory, copied from `path` when that is a usable index of this schema.
+
+        The file is opened `immutable=1`: on read-only media SQLite can create neither a
+        lock nor the WAL's `-shm`, and a plain read-only open of a WAL database fails. Rows
+        only in the WAL are not seen; reconcile re-reads their files, as for any stale row.
+        """
+        import sqlite3
+
+        conn = self._connect(":memory:")
+        try:
+            source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+            try:
+                if source.execute("PRAGMA user_version").fetchone()[0] == self.SCHEMA_VERSION:
+                    source.backup(conn)
+            finally:
+                source.close()
+        except sqlite3.Error:
+            pass  # missing or unusable: built from the files instead
+        has_table = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'"
+        ).fetchone()
+        if not has_table:
+            conn.executescript(_SCHEMA)
+        return conn
+
+    def _connect(self, path: Path | str) -> sqlite3.Connection:
         import sqlite3
 
         create_file(path)  # 0600: SQLite gives its -wal and -shm files the same mode
@@ -342,6 +378,17 @@ class ThreadIndex:
             conn.execute("BEGIN")
             conn.executemany(
                 _UPSERT, [_row_values(summary, path, path.stat()) for summary, path in rows]
+            )
+
+    def refresh(self, rows: list[tuple[ThreadSummary, Path, os.stat_result]]) -> None:
+        """Rows read from files another process writes: each replaces the stored row
+        unless that one is newer (its writer got there first), as reconcile does."""
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                _UPSERT_IF_NOT_NEWER,
+                [_row_values(summary, path, stat) for summary, path, stat in rows],
             )
 
     def remove(self, thread_id: str) -> None:

@@ -32,6 +32,7 @@ from restore.private import private_dirs, write_new
 from restore.summary import ThreadSummary, summarize
 
 logger = logging.getLogger("sessiond.store")
+ORIGIN_LINE_MAX = 1 << 16  # a first line longer than this is no session_meta of ours
 
 
 class Durability(StrEnum):
@@ -208,6 +209,7 @@ class ThreadWriter:
         *,
         minted: bool = False,
         defer_sync: bool = False,
+        keep_ts: bool = False,
     ) -> AppendResult:
         """Stamp and write items not seen before; acknowledge only once durable.
 
@@ -215,7 +217,8 @@ class ThreadWriter:
         batch) is not written again; its original seq is reported, so a retried request gets
         the same answer as the first. On a write error the file is cut back to where it
         was, so a failed append leaves no partial line. With `defer_sync` (group commit)
-        the caller must call `sync()` before acknowledging.
+        the caller must call `sync()` before acknowledging. With `keep_ts` an item's own
+        `ts` is kept (an import dates its items by the source transcript, not by now).
         """
         if self.closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
@@ -240,7 +243,7 @@ class ThreadWriter:
             line = {
                 "v": FORMAT_VERSION,
                 "seq": next_seq,
-                "ts": ts,
+                "ts": item["ts"] if keep_ts and isinstance(item.get("ts"), str) else ts,
                 "type": item["type"],
                 "sessionId": session_id,
                 "id": item_id,
@@ -344,12 +347,26 @@ class PendingSync:
 class ThreadStore:
     """Thread files under one data directory."""
 
-    def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
+    def __init__(
+        self, layout: Layout, durability: Durability = Durability.FSYNC, *, read_only: bool = False
+    ) -> None:
         self.layout = layout
         self.durability = durability
+        self.read_only = read_only
+        """A read-only home: `open_writer` opens files for reading only, locks and repairs
+        nothing (the files are nobody's to write here), and its writer cannot append."""
 
-    def create(self, thread_id: str, session_id: str, meta: dict[str, Any]) -> ThreadWriter:
-        """Make a new thread durable at once: its file with the `session_meta` line."""
+    def create(
+        self,
+        thread_id: str,
+        session_id: str,
+        meta: dict[str, Any],
+        *,
+        keep_ts: bool = False,
+        items: Iterable[dict[str, Any]] = (),
+    ) -> ThreadWriter:
+        """Make a new thread durable at once: its file with the `session_meta` line (and
+        `items` after it, in the same write and sync: an import creates whole threads)."""
         thread_id = validate_thread_id(thread_id)
         path = self.layout.thread_path(thread_id)
         private_dirs(path.parent)
@@ -362,8 +379,10 @@ class ThreadStore:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
         try:
-            writer.loaded = ThreadFile(items=writer.append([meta], session_id).stored)
-            fsync_dir(path.parent)
+            stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
+            writer.loaded = ThreadFile(items=stored)
+            if self.durability is not Durability.NONE:  # NONE leaves syncing to the caller
+                fsync_dir(path.parent)
         except BaseException:
             writer.close()
             path.unlink(missing_ok=True)
@@ -378,26 +397,18 @@ class ThreadStore:
         usable and the whole file was read instead (`writer.base_rejected` says why).
         """
         path, archived = self._locate(thread_id)
-        fd = open_thread_file(path, os.O_RDWR | os.O_APPEND, thread_id)
+        flags = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
+        fd = open_thread_file(path, flags, thread_id)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = self._holder(thread_id)
-                raise ProtocolError(
-                    ErrorKind.THREAD_BUSY,
-                    f"thread is being written by {holder}",
-                    threadId=thread_id,
-                    holder=holder,
-                ) from None
-            self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
+            if not self.read_only:
+                self._lock(fd, thread_id)
             rejected = None
             if base is not None:
                 rejected = self._verify(fd, base)
                 if rejected is not None:
                     base = None
             found = self._read_locked(fd, base)
-            repaired = self._repair_tail(thread_id, fd, found, base)
+            repaired = found if self.read_only else self._repair_tail(thread_id, fd, found, base)
             # Report what was found (torn tail included), write on what was repaired.
             repaired.skipped = found.skipped
             repaired.bom = found.bom
@@ -409,10 +420,40 @@ class ThreadStore:
             os.close(fd)
             raise
 
+    def _lock(self, fd: int, thread_id: str) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self._holder(thread_id)
+            raise ProtocolError(
+                ErrorKind.THREAD_BUSY,
+                f"thread is being written by {holder}",
+                threadId=thread_id,
+                holder=holder,
+            ) from None
+        self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
+
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
         """Read a thread without locking it (readers never block the writer)."""
         path, archived = self._locate(thread_id)
         return parse_bytes(read_thread_file(path, thread_id)), archived
+
+    def read_origin(self, thread_id: str) -> dict[str, Any] | None:
+        """The `origin` of a thread's first `session_meta`, from its first line alone (an
+        imported thread is resumed differently, and this must not cost a full read)."""
+        path, _ = self._locate(thread_id)
+        fd = open_thread_file(path, os.O_RDONLY, thread_id)
+        try:
+            with open(fd, "rb", closefd=False) as handle:
+                first = handle.readline(ORIGIN_LINE_MAX)
+        except OSError as exc:
+            raise _storage_error(exc, thread_id, path) from exc
+        finally:
+            os.close(fd)
+        contents = parse_bytes(first if first.endswith(b"\n") else b"")
+        meta = contents.items[0] if contents.items else {}
+        origin = meta.get("origin") if meta.get("type") == "session_meta" else None
+        return origin if isinstance(origin, dict) else None
 
     def read_summary(self, path: Path, archived: bool) -> ThreadSummary | None:
         """Summary of one file for the index; None when it vanished or cannot be read (one

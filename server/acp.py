@@ -849,6 +849,8 @@ class AcpProxy:
             message_limit=HISTORY_LIMIT,
             owner=self.owner,
         )
+        if report.get("readOnly"):  # no session on a read-only data directory: not drift
+            raise self.service.home.refuse_write()
         if report["status"] != "ready":
             drift = report["environment"]["drift"]
             fields = ", ".join(d["field"] for d in drift if d.get("severity") == "block")
@@ -858,6 +860,15 @@ class AcpProxy:
                 "_meta.sessiond.acceptDrift to continue here anyway",
                 threadId=thread_id,
                 drift=drift,
+            )
+        if report.get("handoff") is not None or report["session"]["sessionId"] is None:
+            # An imported Claude Code / Codex session: its own agent keeps it (and the
+            # importer keeps appending to it), so sessiond opens no session to write into.
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                "this session was imported from another agent: continue it there",
+                threadId=thread_id,
+                handoff=report.get("handoff"),
             )
         thread_id = report["thread"]["threadId"]
         session_id = report["session"]["sessionId"]

@@ -8,7 +8,6 @@ git run (sessiond promises no warmup).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
 from restore.subsystems import SUBSYSTEM_NAMES
+from server import __version__
 from server.framing import Framing
 
 if TYPE_CHECKING:
@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     from server.rpc import SessiondProtocol
 
 SERVER_NAME = "sessiond"
-SERVER_VERSION = "0.1.0"
+SERVER_VERSION = __version__
 LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
-_progress_tokens = itertools.count(1)
 
 
 @dataclass
@@ -64,38 +63,12 @@ class Context:
         ]
 
     def progress(self, title: str) -> Callable[[int, int], None]:
-        """A `$/progress` reporter callable from the worker thread (begin, report, end)."""
-        token = f"sessiond/{next(_progress_tokens)}"
+        """A `$/progress` reporter for this client, callable from the worker thread."""
+        from server.progress import reporter
+
         loop = self.server.loop
         assert loop is not None, "progress is only reported while serving"
-        state = {"begun": False, "ended": False}
-
-        def send(value: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(
-                self.connection.notify, "$/progress", {"token": token, "value": value}
-            )
-
-        def report(done: int, total: int) -> None:
-            if state["ended"]:
-                return
-            percentage = 100 if total == 0 else min(100, done * 100 // total)
-            if not state["begun"]:
-                state["begun"] = True
-                send(
-                    {
-                        "kind": "begin",
-                        "title": title,
-                        "percentage": percentage,
-                        "message": f"{done}/{total}",
-                    }
-                )
-            if done >= total:
-                state["ended"] = True
-                send({"kind": "end", "message": f"{total} threads indexed"})
-            elif state["begun"]:
-                send({"kind": "report", "percentage": percentage, "message": f"{done}/{total}"})
-
-        return report
+        return reporter(loop, self.connection.notify, title, "thread", "indexed")
 
 
 Handler = Callable[[Context, Any], Any]  # a result, or an awaitable of one
@@ -279,6 +252,7 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 
 @handles("thread/list")
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
+    ctx.server.ensure_watching()  # a client looks at threads: keep them live from now on
     progress = ctx.progress("Indexing threads")
     summaries, cursor = await ctx.server.run_in_worker(
         lambda: ctx.service.list(

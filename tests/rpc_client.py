@@ -40,8 +40,9 @@ class ServerProcess:
         framing: str = "headers",
         args: list[str] | None = None,
         env: dict[str, str] | None = None,
-        preexec_fn: Any = None,
+        prefix: list[str] | None = None,
     ) -> None:
+        """`prefix` runs the server through another command (tests/confine.py)."""
         self.home = home
         self.framing = framing
         full_env = {**os.environ, "SESSIOND_DURABILITY": "fsync", **(env or {})}
@@ -50,6 +51,7 @@ class ServerProcess:
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             [
+                *(prefix or []),
                 sys.executable,
                 "-m",
                 "server.cli",
@@ -64,7 +66,6 @@ class ServerProcess:
             stderr=self._stderr,
             cwd=REPO,
             env=full_env,
-            preexec_fn=preexec_fn,
         )
         self._ids = itertools.count(1)
         self._lock = threading.Condition()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import subprocess
 import sys
@@ -14,7 +13,6 @@ from typing import Any
 from tests.rpc_client import REPO, ServerProcess
 
 Spawn = Callable[..., ServerProcess]
-PR_CAPBSET_DROP = 24
 
 
 def message(text: str, role: str = "user") -> dict[str, Any]:
@@ -45,18 +43,6 @@ def subsystem(report: dict[str, Any], name: str) -> dict[str, Any]:
 
 def list_all(server: ServerProcess, **filters: Any) -> list[dict[str, Any]]:
     return server.request("thread/list", {"limit": 200, **filters})["threads"]
-
-
-def as_ordinary_user() -> None:
-    """preexec_fn: a server that file permissions bind. Root keeps its uid but loses the
-    capabilities that bypass them (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so a mode-000
-    directory is unreadable to it as to any user; for other users this changes nothing."""
-    if os.geteuid() != 0:
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    for capability in (1, 2):
-        if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
 
 
 def sessiond(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -4,7 +4,7 @@ fail a durable record, and every filesystem error a client sees is typed and nam
 Real failures on a real server: a snapshot directory that is a file, an index on a full
 tmpfs (or, where mounting is impossible, a read-only one), directories made unreadable or
 unwritable with chmod. Root would read through chmod, so those servers run without the
-capabilities that bypass file permissions (`as_ordinary_user`), as any other user does.
+capabilities that bypass file permissions (tests/confine.py), as any other user does.
 """
 
 from __future__ import annotations
@@ -14,15 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.helpers import (
-    Spawn,
-    as_ordinary_user,
-    list_all,
-    message,
-    record,
-    start,
-    thread_file,
-)
+from tests.confine import bound_by_permissions, unreadable
+from tests.faults.helpers import Spawn, list_all, message, record, start, thread_file
 from tests.faults.test_disk_full import _fill, small_disk  # noqa: F401 - a fixture
 from tests.rpc_client import RpcError, ServerProcess
 
@@ -109,26 +102,23 @@ def test_an_unreadable_shard_is_skipped_and_the_other_threads_list_and_resume(
     first.initialize()
     hidden, others = _threads_in_two_shards(first, tmp_path)
     assert first.shutdown() == 0
-    (home / "threads" / hidden[0][:2]).chmod(0)
     (home / "index.sqlite3").unlink()  # the next listing rebuilds it by scanning
-    try:
-        server = spawn(preexec_fn=as_ordinary_user)
+    with unreadable(home / "threads" / hidden[0][:2]) as prefix:
+        server = spawn(prefix=prefix)
         server.initialize()
         assert {t["threadId"] for t in list_all(server)} == set(others)
         assert server.request("thread/resume", {"threadId": others[0]})["status"] == "ready"
-        with pytest.raises(RpcError) as unreadable:
+        with pytest.raises(RpcError) as refused:
             server.request("thread/read", {"threadId": hidden[0]})
-        assert unreadable.value.kind == "StorageError"
-        assert hidden[0][:2] in unreadable.value.data["path"]
+        assert refused.value.kind == "StorageError"
+        assert hidden[0][:2] in refused.value.data["path"]
         assert "skipping" in server.stderr()
-    finally:
-        (home / "threads" / hidden[0][:2]).chmod(0o700)
 
 
 def test_a_permission_error_is_a_storage_error_naming_the_path(
     spawn: Spawn, home: Path, tmp_path: Path
 ) -> None:
-    server = spawn(preexec_fn=as_ordinary_user)
+    server = spawn(prefix=bound_by_permissions())
     server.initialize()
     tid, sid = start(server, tmp_path)
     edit = {"threadId": tid, "sessionId": sid, "path": "a.txt"}
@@ -147,7 +137,7 @@ def test_a_permission_error_is_a_storage_error_naming_the_path(
 def test_a_thread_start_that_cannot_write_leaves_no_thread_behind(
     spawn: Spawn, home: Path, tmp_path: Path
 ) -> None:
-    server = spawn(preexec_fn=as_ordinary_user)
+    server = spawn(prefix=bound_by_permissions())
     server.initialize()
     (home / "threads").mkdir(mode=0o500)
     (home / "locks").mkdir(mode=0o500)
