@@ -224,7 +224,8 @@ class ThreadIndex:
     def _connect(self, path: Path | str) -> sqlite3.Connection:
         import sqlite3
 
-        create_file(path)  # 0600: SQLite gives its -wal and -shm files the same mode
+        if isinstance(path, Path):  # not ":memory:"
+            create_file(path)  # 0600: SQLite gives its -wal and -shm files the same mode
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.create_function("contains", 2, _casefold_contains, deterministic=True)
