@@ -7,8 +7,10 @@ the journeys a person waits for — each from a fresh process over the real pipe
 the Codex app-server peer in the same run when `codex` is on PATH (bench/journeys.py) —
 then the in-process tables: startup vs the floor of the stack, list via index vs a
 directory scan, resume via snapshot vs full replay, record throughput vs the disk's raw
-sync limit, peak memory vs the floor, and Codex beside the in-process calls. With
-`--update-docs` the report replaces the generated block in docs/benchmarks.md.
+sync limit, peak memory vs the floor, the ACP front door vs talking to the agent
+directly, importing 10k Codex sessions beside Codex's own first-start indexing, and Codex
+beside the in-process calls. With `--update-docs` the report replaces the generated block
+in docs/benchmarks.md.
 `--quick` uses small sizes (a smoke run, not for publishing).
 """
 
@@ -23,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import codex_peer, journeys, listing, memory, record, resume, startup
+from bench import acp, codex_peer, import_, journeys, listing, memory, record, resume, startup
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 CHART = DOCS / "bench-latency.png"
@@ -105,6 +107,8 @@ def main() -> None:
     resume_rows = resume.run(sizes, 3 if args.quick else 7)
     records = record.run(500 if args.quick else 2000, 32)
     memory_result = memory.run(2000 if args.quick else 10_000)
+    acp_medians = acp.run(3 if args.quick else 10, 5 if args.quick else 20)
+    imported = import_.run(1000 if args.quick else 10_000, 1 if args.quick else 3, CODEX_TIMEOUT)
     peers = codex_section(sizes, 3 if args.quick else 7, list_rows, resume_rows)
     picture = chart(list_rows, resume_rows)
     elapsed = time.perf_counter() - began
@@ -117,6 +121,8 @@ def main() -> None:
         "", "### Resume (in-process calls)", "", resume.render(resume_rows),
         "", "### Recording", "", record.render(records, 32),
         "", "### Memory", "", memory.render(memory_result),
+        "", "### ACP front door", "", acp.render(acp_medians),
+        "", "### Import", "", import_.render(imported),
         "", "### Peers (sessiond in-process, Codex over its pipe)", "", peers,
         "", picture,
     ])  # fmt: skip

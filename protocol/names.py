@@ -9,4 +9,8 @@ SERVER_ITEM_TYPES = (
     "compact_boundary",
     "rewind_boundary",
     "drift_accepted",
+    "import_checkpoint",
+    "acp_update",
+    "acp_session",
+    "permission_decision",
 )

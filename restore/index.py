@@ -27,6 +27,7 @@ import orjson
 from protocol.errors import ErrorKind, ProtocolError
 from restore.jsonl import LineMark
 from restore.paths import Layout
+from restore.private import create_file, private_dirs
 from restore.summary import Indexed, ThreadSummary
 
 if TYPE_CHECKING:
@@ -172,10 +173,18 @@ class ThreadIndex:
     SCHEMA_VERSION = 4  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha
 
     def __init__(
-        self, layout: Layout, read_summary: SummaryReader, live: LiveRows | None = None
+        self,
+        layout: Layout,
+        read_summary: SummaryReader,
+        *,
+        in_memory: bool = False,
+        live: LiveRows | None = None,
     ) -> None:
         self._layout = layout
         self._read_summary = read_summary
+        self._in_memory = in_memory
+        """For a read-only home: the index lives in memory, seeded from the file on disk
+        when there is a usable one, and reconciled against the thread files like any other."""
         self._live = live or dict
         self.files_read = 0  # files summarized from disk so far (sessiond/debug reports it)
         self._conn: sqlite3.Connection | None = None
@@ -189,6 +198,11 @@ class ThreadIndex:
             if self._conn is not None:
                 return "ready"
             path = self._layout.index_path
+            if self._in_memory:
+                conn = self._memory_copy(path)
+                self._reconcile(conn, progress)
+                self._conn = conn
+                return "built in memory (read-only data directory)"
             if path.exists():
                 try:
                     conn = self._open_existing(path)
@@ -202,9 +216,37 @@ class ThreadIndex:
             self._conn = self._configured(self._connect(path))
             return "rebuilt"
 
-    def _connect(self, path: Path) -> sqlite3.Connection:
+    def _memory_copy(self, path: Path) -> sqlite3.Connection:
+        """An index in memory, copied from `path` when that is a usable index of this schema.
+
+        The file is opened `immutable=1`: on read-only media SQLite can create neither a
+        lock nor the WAL's `-shm`, and a plain read-only open of a WAL database fails. Rows
+        only in the WAL are not seen; reconcile re-reads their files, as for any stale row.
+        """
         import sqlite3
 
+        conn = self._connect(":memory:")
+        try:
+            source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+            try:
+                if source.execute("PRAGMA user_version").fetchone()[0] == self.SCHEMA_VERSION:
+                    source.backup(conn)
+            finally:
+                source.close()
+        except sqlite3.Error:
+            pass  # missing or unusable: built from the files instead
+        has_table = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'"
+        ).fetchone()
+        if not has_table:
+            conn.executescript(_SCHEMA)
+        return conn
+
+    def _connect(self, path: Path | str) -> sqlite3.Connection:
+        import sqlite3
+
+        if isinstance(path, Path):  # not ":memory:"
+            create_file(path)  # 0600: SQLite gives its -wal and -shm files the same mode
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.create_function("contains", 2, _casefold_contains, deterministic=True)
@@ -259,7 +301,7 @@ class ThreadIndex:
         Building aside means another process never sees a half-built index (it would take
         the missing table for corruption), and a stale WAL is never replayed onto it.
         """
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         fresh = path.with_name(f"{path.name}.rebuild-{os.getpid()}")
         fresh.unlink(missing_ok=True)
         conn = self._connect(fresh)
@@ -404,6 +446,17 @@ class ThreadIndex:
             conn.executemany(
                 _UPSERT,
                 [_row_values(summary, path, path.stat(), mark) for summary, path, mark in rows],
+            )
+
+    def refresh(self, rows: list[tuple[ThreadSummary, Path, os.stat_result]]) -> None:
+        """Rows read from files another process writes: each replaces the stored row
+        unless that one is newer (its writer got there first), as reconcile does."""
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                _UPSERT_IF_NOT_NEWER,
+                [_row_values(summary, path, stat, None) for summary, path, stat in rows],
             )
 
     def remove(self, thread_id: str) -> None:

@@ -11,7 +11,6 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -144,7 +143,3 @@ def decode_line(raw: bytes) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(value["seq"], int):
         return None, "missing_fields"
     return value, ""
-
-
-def read_thread_file(path: Path) -> ThreadFile:
-    return parse_bytes(path.read_bytes())

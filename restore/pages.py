@@ -45,10 +45,12 @@ from typing import Any
 
 import orjson
 
-from protocol.errors import ErrorKind, ProtocolError, thread_not_found
+from protocol.errors import ErrorKind, ProtocolError, storage_error, thread_not_found
 from restore.atomic import write_atomically
 from restore.jsonl import BOM, LineMark, decode_line
 from restore.paths import Layout, validate_thread_id
+from restore.private import private_dirs
+from restore.store import open_thread_file
 
 ANCHOR_BYTES = 64 * 1024
 """One anchor per this many bytes: a page parses at most this much beyond its own items."""
@@ -214,10 +216,10 @@ class _WrongMap(Exception):
     """An anchor does not point at the item it names: the map is rebuilt."""
 
 
-def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
-    return ProtocolError(
-        ErrorKind.STORAGE_ERROR, f"thread file: {exc.strerror}", threadId=thread_id
-    )
+def _storage_error(exc: OSError, thread_id: str, path: Path | None = None) -> ProtocolError:
+    error = storage_error(exc, path, "cannot read thread file")
+    error.details["threadId"] = thread_id
+    return error
 
 
 def _too_large(line: _Line, budget: int) -> ProtocolError:
@@ -274,8 +276,8 @@ class ThreadPages:
                         self._drop(thread_id, path)
                 # Rebuilt and wrong again: the file is changing under us. Scan it instead.
                 return self._page(fd, size, anchors.without(), *page)
-            except OSError as exc:  # e.g. not a regular file
-                raise _storage_error(exc, thread_id) from exc
+            except OSError as exc:
+                raise _storage_error(exc, thread_id, path) from exc
 
     def _page(
         self,
@@ -299,10 +301,7 @@ class ThreadPages:
         older ones were left out for the budget. Reads from the oldest seq's anchor on."""
         if not seqs:
             return [], False
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
+        fd = open_thread_file(path, os.O_RDONLY, thread_id)  # a regular file, no symlink
         try:
             size = os.fstat(fd).st_size
             anchors = self._anchors(thread_id, path, fd, size)
@@ -324,7 +323,7 @@ class ThreadPages:
                     wanted.discard(seq)
                     found.append(line)
         except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
+            raise _storage_error(exc, thread_id, path) from exc
         finally:
             os.close(fd)
         budget = max_bytes - ANSWER_OVERHEAD
@@ -493,7 +492,9 @@ class ThreadPages:
     def _save(self, thread_id: str, offsets: OffsetMap) -> None:
         """Best effort: the map is an accelerator, and a read must not fail for it."""
         try:
-            write_atomically(self.layout.offsets_path(thread_id), offsets.to_json(thread_id))
+            path = self.layout.offsets_path(thread_id)
+            private_dirs(path.parent)
+            write_atomically(path, offsets.to_json(thread_id))
             offsets.unsaved = 0
         except OSError:
             pass
@@ -514,14 +515,12 @@ class _OpenFile:
             if found is None:
                 break
             path = found[0]
-            try:
-                self.fd = os.open(path, os.O_RDONLY)
+            try:  # a regular file, reached without a symlink (restore/store.py)
+                self.fd = open_thread_file(path, os.O_RDONLY, self.thread_id)
                 return self.fd, path
-            except FileNotFoundError:
-                if attempt == 2:
-                    break
-            except OSError as exc:
-                raise _storage_error(exc, self.thread_id) from exc
+            except ProtocolError:
+                if attempt == 2 or os.path.lexists(path):
+                    raise
         raise thread_not_found(self.thread_id)
 
     def __exit__(self, *exc: object) -> None:

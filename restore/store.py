@@ -11,7 +11,9 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import logging
 import os
+import stat
 import threading
 import uuid
 from collections.abc import Iterable
@@ -33,7 +35,11 @@ from restore.jsonl import (
     parse_bytes,
 )
 from restore.paths import Layout, validate_thread_id
+from restore.private import private_dirs, write_new
 from restore.summary import Indexed, ThreadSummary, summarize
+
+logger = logging.getLogger("sessiond.store")
+ORIGIN_LINE_MAX = 1 << 16  # a first line longer than this is no session_meta of ours
 
 
 class Durability(StrEnum):
@@ -72,14 +78,58 @@ class AppendResult:
     stored: list[dict[str, Any]]
 
 
-def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
+def _storage_error(exc: OSError, thread_id: str, path: Path | None = None) -> ProtocolError:
+    where = str(path) if path is not None else None
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return ProtocolError(
-            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id
+            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id, path=where
         )
     return ProtocolError(
-        ErrorKind.STORAGE_ERROR, f"thread file: {exc.strerror}", threadId=thread_id
+        ErrorKind.STORAGE_ERROR,
+        f"thread file {where or thread_id}: {exc.strerror}",
+        threadId=thread_id,
+        path=where,
     )
+
+
+def open_thread_file(path: Path, flags: int, thread_id: str) -> int:
+    """A descriptor on a thread file, which must be a regular file reached without a
+    symlink (O_NOFOLLOW): a link planted in the data dir would send appends, and a torn
+    tail's repair, to a file elsewhere. StorageError otherwise, naming the path."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ProtocolError(
+                ErrorKind.STORAGE_ERROR,
+                f"thread file {path} is a symlink; sessiond does not follow it",
+                threadId=thread_id,
+                path=str(path),
+            ) from None
+        raise _storage_error(exc, thread_id, path) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ProtocolError(
+            ErrorKind.STORAGE_ERROR,
+            f"thread file {path} is not a regular file",
+            threadId=thread_id,
+            path=str(path),
+        )
+    return fd
+
+
+def read_thread_file(path: Path, thread_id: str) -> bytes:
+    """The whole thread file, read through `open_thread_file`."""
+    fd = open_thread_file(path, os.O_RDONLY, thread_id)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _storage_error(exc, thread_id, path) from exc
+    finally:
+        os.close(fd)
 
 
 class ThreadWriter:
@@ -173,6 +223,7 @@ class ThreadWriter:
         *,
         minted: bool = False,
         defer_sync: bool = False,
+        keep_ts: bool = False,
     ) -> AppendResult:
         """Stamp and write items not seen before; acknowledge only once durable.
 
@@ -180,7 +231,8 @@ class ThreadWriter:
         batch) is not written again; its original seq is reported, so a retried request gets
         the same answer as the first. On a write error the file is cut back to where it
         was, so a failed append leaves no partial line. With `defer_sync` (group commit)
-        the caller must call `sync()` before acknowledging.
+        the caller must call `sync()` before acknowledging. With `keep_ts` an item's own
+        `ts` is kept (an import dates its items by the source transcript, not by now).
         """
         if self.closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
@@ -205,7 +257,7 @@ class ThreadWriter:
             line = {
                 "v": FORMAT_VERSION,
                 "seq": next_seq,
-                "ts": ts,
+                "ts": item["ts"] if keep_ts and isinstance(item.get("ts"), str) else ts,
                 "type": item["type"],
                 "sessionId": session_id,
                 "id": item_id,
@@ -247,7 +299,7 @@ class ThreadWriter:
                     os.fdatasync(self._fd)
         except OSError as exc:
             self._cut_back()
-            raise _storage_error(exc, self.thread_id) from exc
+            raise _storage_error(exc, self.thread_id, self.path) from exc
         self._size += len(data)
 
     def begin_sync(self) -> PendingSync | None:
@@ -300,7 +352,7 @@ class PendingSync:
         try:
             os.fdatasync(self._fd)
         except OSError as exc:
-            self.error = _storage_error(exc, self.writer.thread_id)
+            self.error = _storage_error(exc, self.writer.thread_id, self.writer.path)
             raise self.error from exc
         finally:
             self.done.set()
@@ -309,15 +361,29 @@ class PendingSync:
 class ThreadStore:
     """Thread files under one data directory."""
 
-    def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
+    def __init__(
+        self, layout: Layout, durability: Durability = Durability.FSYNC, *, read_only: bool = False
+    ) -> None:
         self.layout = layout
         self.durability = durability
+        self.read_only = read_only
+        """A read-only home: `open_writer` opens files for reading only, locks and repairs
+        nothing (the files are nobody's to write here), and its writer cannot append."""
 
-    def create(self, thread_id: str, session_id: str, meta: dict[str, Any]) -> ThreadWriter:
-        """Make a new thread durable at once: its file with the `session_meta` line."""
+    def create(
+        self,
+        thread_id: str,
+        session_id: str,
+        meta: dict[str, Any],
+        *,
+        keep_ts: bool = False,
+        items: Iterable[dict[str, Any]] = (),
+    ) -> ThreadWriter:
+        """Make a new thread durable at once: its file with the `session_meta` line (and
+        `items` after it, in the same write and sync: an import creates whole threads)."""
         thread_id = validate_thread_id(thread_id)
         path = self.layout.thread_path(thread_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -327,8 +393,10 @@ class ThreadStore:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
         try:
-            writer.loaded = ThreadFile(items=writer.append([meta], session_id).stored)
-            fsync_dir(path.parent)
+            stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
+            writer.loaded = ThreadFile(items=stored)
+            if self.durability is not Durability.NONE:  # NONE leaves syncing to the caller
+                fsync_dir(path.parent)
         except BaseException:
             writer.close()
             path.unlink(missing_ok=True)
@@ -343,29 +411,18 @@ class ThreadStore:
         usable and the whole file was read instead (`writer.base_rejected` says why).
         """
         path, archived = self._locate(thread_id)
+        flags = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
+        fd = open_thread_file(path, flags, thread_id)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
-        except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = self._holder(thread_id)
-                raise ProtocolError(
-                    ErrorKind.THREAD_BUSY,
-                    f"thread is being written by {holder}",
-                    threadId=thread_id,
-                    holder=holder,
-                ) from None
-            self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
+            if not self.read_only:
+                self._lock(fd, thread_id)
             rejected = None
             if base is not None:
                 rejected = self._verify(fd, base)
                 if rejected is not None:
                     base = None
             found = self._read_locked(fd, base)
-            repaired = self._repair_tail(thread_id, fd, found, base)
+            repaired = found if self.read_only else self._repair_tail(thread_id, fd, found, base)
             # Report what was found (torn tail included), write on what was repaired.
             repaired.skipped = found.skipped
             repaired.bom = found.bom
@@ -377,13 +434,40 @@ class ThreadStore:
             os.close(fd)
             raise
 
+    def _lock(self, fd: int, thread_id: str) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self._holder(thread_id)
+            raise ProtocolError(
+                ErrorKind.THREAD_BUSY,
+                f"thread is being written by {holder}",
+                threadId=thread_id,
+                holder=holder,
+            ) from None
+        self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
+
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
         """Read a thread without locking it (readers never block the writer)."""
         path, archived = self._locate(thread_id)
+        return parse_bytes(read_thread_file(path, thread_id)), archived
+
+    def read_origin(self, thread_id: str) -> dict[str, Any] | None:
+        """The `origin` of a thread's first `session_meta`, from its first line alone (an
+        imported thread is resumed differently, and this must not cost a full read)."""
+        path, _ = self._locate(thread_id)
+        fd = open_thread_file(path, os.O_RDONLY, thread_id)
         try:
-            return parse_bytes(path.read_bytes()), archived
+            with open(fd, "rb", closefd=False) as handle:
+                first = handle.readline(ORIGIN_LINE_MAX)
         except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
+            raise _storage_error(exc, thread_id, path) from exc
+        finally:
+            os.close(fd)
+        contents = parse_bytes(first if first.endswith(b"\n") else b"")
+        meta = contents.items[0] if contents.items else {}
+        origin = meta.get("origin") if meta.get("type") == "session_meta" else None
+        return origin if isinstance(origin, dict) else None
 
     def read_summary(
         self, path: Path, archived: bool, since: Indexed | None = None
@@ -396,8 +480,8 @@ class ThreadStore:
         from that line on: files are append-only, and the line still being there proves
         it. Otherwise it is read whole."""
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
+            fd = open_thread_file(path, os.O_RDONLY, path.stem)
+        except ProtocolError:
             return None
         try:
             size = os.fstat(fd).st_size
@@ -436,7 +520,7 @@ class ThreadStore:
             target = self.layout.thread_path(writer.thread_id, archived=to_archived)
             if target == writer.path:
                 return target
-            target.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(target.parent)
             os.rename(writer.path, target)
             fsync_dir(target.parent)
             fsync_dir(writer.path.parent)
@@ -459,10 +543,14 @@ class ThreadStore:
         replaced atomically, and is trusted only while its process is alive.
         """
         path = self._holder_path(validate_thread_id(thread_id))
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_bytes(orjson.dumps({"holder": holder, "pid": os.getpid()}))
-        os.replace(temporary, path)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        try:
+            write_new(temporary, orjson.dumps({"holder": holder, "pid": os.getpid()}))
+            os.replace(temporary, path)
+        except OSError as exc:  # only a courtesy to other processes: the thread is ours
+            logger.warning("cannot name the holder of %s: %s", thread_id, exc)
+            with contextlib.suppress(OSError):
+                temporary.unlink()
 
     def _holder_path(self, thread_id: str) -> Path:
         return self.layout.home / "locks" / f"{thread_id}.holder"
@@ -516,12 +604,8 @@ class ThreadStore:
         if contents.torn_tail_offset is not None:
             offset = contents.torn_tail_offset
             torn = os.pread(fd, contents.size - offset, offset)
-            self.layout.recovered_dir.mkdir(parents=True, exist_ok=True)
             aside = self.layout.recovered_dir / f"{thread_id}.{offset}.{uuid.uuid4().hex[:8]}.torn"
-            with open(aside, "wb") as handle:
-                handle.write(torn)
-                handle.flush()
-                os.fsync(handle.fileno())
+            write_new(aside, torn, sync=True)
             os.ftruncate(fd, offset)
             os.fsync(fd)
             return self._read_locked(fd, base)

@@ -5,7 +5,8 @@ locks of its own, fsync never blocks the event loop, and the loop stays free to 
 and answer `initialize`. Pages of `thread/read` are the exception: they run on reader
 threads, since files are append-only and readers need no lock, so one client paging
 through a long thread never holds another client's record. The thread service (and with
-it GitPython and SQLite) is created by the first request that needs it, never at startup.
+it SQLite and the git probe) is created by the first request that needs it, never at
+startup.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from restore.pages import ThreadPages
     from restore.threads import ThreadService
     from server.hooks import LifecycleHooks
+    from server.watch import Watcher
 
 T = TypeVar("T")
 UPDATE_COALESCE_SECONDS = 0.05
@@ -56,6 +58,7 @@ class SessiondServer:
         self.subscriptions = Subscriptions()
         self.workspace_listeners: list[Callable[[], None]] = []
         self._hooks: LifecycleHooks | None = None
+        self._watcher: Watcher | None = None
 
     @property
     def hooks(self) -> LifecycleHooks:
@@ -67,6 +70,19 @@ class SessiondServer:
             self._hooks = LifecycleHooks(self)
         return self._hooks
 
+    def ensure_watching(self) -> None:
+        """Follow files other processes write (server/watch.py), from the first request
+        that shows a client threads on: never at startup (no warmup)."""
+        if self._watcher is None:
+            from server.watch import Watcher
+
+            self._watcher = Watcher(self)
+        self._watcher.ensure_started()
+
+    async def stop_watching(self) -> None:
+        if self._watcher is not None:
+            await self._watcher.stop()
+
     async def stop_hooks(self) -> None:
         """Before exit: SessionEnd hooks get a short grace, every other hook is killed."""
         if self._hooks is not None:
@@ -76,27 +92,33 @@ class SessiondServer:
     def service(self) -> ThreadService:
         """Created on first use (worker thread only), so startup reads no file."""
         if self._service is None:
+            from restore.home import open_home
             from restore.paths import Layout
             from restore.store import Durability
             from restore.threads import ThreadService
 
-            home = Path(self.config.home)
-            home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # A home that is a file or unreadable is StorageError for this request and the
+            # next (checked again: the user may fix it while the server runs).
+            home = open_home(Path(self.config.home))
+            if home.read_only is not None:
+                logger.warning("serving %s read-only: %s", home.path, home.read_only)
             self._service = ThreadService(
-                Layout(home), Durability(self.config.durability), self.pages
+                Layout(home.path), Durability(self.config.durability), home, self.pages
             )
         return self._service
 
     @property
     def pages(self) -> ThreadPages:
         """Pages of thread files, for any thread (reader threads, and the service's resume);
-        created on first use, like the service."""
+        created on first use, like the service, once the data directory checks out."""
         with self._pages_lock:
             if self._pages is None:
+                from restore.home import open_home
                 from restore.pages import ThreadPages
                 from restore.paths import Layout
 
-                self._pages = ThreadPages(Layout(Path(self.config.home)))
+                home = open_home(Path(self.config.home))  # StorageError until it is usable
+                self._pages = ThreadPages(Layout(home.path))
             return self._pages
 
     def _begin_commit(self) -> Callable[[], None] | None:
@@ -108,8 +130,9 @@ class SessiondServer:
         """A protocol for a new connection, with every handler registered on it."""
         from server.handlers import register
 
-        connection = SessiondProtocol()
+        connection = SessiondProtocol(self.config.home)
         connection.send_bytes = send_bytes
+        connection.max_frame = self.config.max_frame
         register(connection, self)
         if os.environ.get("SESSIOND_DEBUG") == "1":
             from server.debug import register_debug
@@ -199,6 +222,8 @@ class SessiondServer:
         """Release every writer lock and the index; safe to call more than once."""
         if self._hooks is not None:
             self._hooks.kill_all()
+        if self._watcher is not None:
+            self.worker.run_blocking(self._watcher.close)
         if self._service is not None:
             service, self._service = self._service, None
             self.worker.run_blocking(service.close_all)

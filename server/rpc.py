@@ -17,22 +17,36 @@ import itertools
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 
-from protocol.errors import ErrorKind, ProtocolError
-from server.framing import BadHeader, Event, Frame, FrameTooLarge, Framing, encode
+from protocol.errors import ErrorKind, ProtocolError, storage_error
+from server.framing import (
+    DEFAULT_MAX_FRAME,
+    BadHeader,
+    Event,
+    Frame,
+    FrameTooLarge,
+    Framing,
+    encode,
+)
+from server.refusals import RateLimitedLog
 
 logger = logging.getLogger("sessiond.rpc")
+refusals = RateLimitedLog(logger)
 
 _connection_ids = itertools.count(1)
 ALWAYS_ALLOWED = frozenset({"initialize", "exit", "$/cancelRequest"})
+NOTIFICATIONS = frozenset({"initialized", "workspace/didChangeWorkspaceFolders"})
+"""The notifications a client may send; every other registered method is a request."""
 MAX_IN_FLIGHT = 64
 
 
-def error_from_exception(exc: BaseException) -> dict[str, Any]:
-    """The JSON-RPC error object for any exception a handler raised."""
+def error_from_exception(exc: BaseException, home: str | None = None) -> dict[str, Any]:
+    """The JSON-RPC error object for any exception a handler raised (`home`: the data
+    directory, to name the index file in an SQLite error)."""
     if isinstance(exc, ProtocolError):
         return exc.to_error_object()
     from pydantic import ValidationError  # lazy: keep pydantic off the startup path
@@ -49,6 +63,15 @@ def error_from_exception(exc: BaseException) -> dict[str, Any]:
             else "invalid params",
             errors=problems,
         ).to_error_object()
+    if isinstance(exc, OSError):  # a filesystem failure no layer below named: still typed
+        return storage_error(exc).to_error_object()
+    if type(exc).__module__ == "sqlite3" and home is not None:  # only the index uses SQLite
+        from restore.paths import Layout
+
+        index = str(Layout(Path(home)).index_path)
+        full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"  # "disk is full"
+        kind = ErrorKind.STORAGE_FULL if full else ErrorKind.STORAGE_ERROR
+        return ProtocolError(kind, f"{index}: {exc}", path=index).to_error_object()
     logger.exception("internal error", exc_info=exc)
     return ProtocolError(
         ErrorKind.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
@@ -65,7 +88,8 @@ class SessiondProtocol:
     `methods` holds the handlers, requests and notifications alike, by method name.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, home: str | None = None) -> None:
+        self.home = home  # the data directory, named in errors about its index
         self.methods: dict[str, Handler] = {}
         self.in_flight: dict[str | int, asyncio.Future[Any]] = {}
         self.framing: Framing | None = Framing.HEADERS
@@ -77,6 +101,7 @@ class SessiondProtocol:
         self.workspace_folders: list[dict[str, Any]] = []
         self.connection_id = next(_connection_ids)
         self.client_info = None
+        self.max_frame = DEFAULT_MAX_FRAME  # no answer is larger (the server sets --max-frame)
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -188,7 +213,7 @@ class SessiondProtocol:
         try:
             outcome = handler(params)
         except Exception as exc:
-            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error_from_exception(exc)})
+            self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
             return
         if asyncio.iscoroutine(outcome) or asyncio.isfuture(outcome):
             future = asyncio.ensure_future(outcome)
@@ -199,7 +224,10 @@ class SessiondProtocol:
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "$/cancelRequest":
-            future = self.in_flight.pop(params.get("id"), None)  # type: ignore[arg-type]
+            target = params.get("id")
+            if isinstance(target, bool) or not isinstance(target, str | int):
+                return  # names no request: cancels nothing (a notification gets no answer)
+            future = self.in_flight.pop(target, None)
             if future is not None:
                 future.cancel()
             return
@@ -211,6 +239,10 @@ class SessiondProtocol:
         handler = self.methods.get(method)
         if handler is None:
             return  # an unknown notification is ignored: there is nobody to tell
+        if method not in NOTIFICATIONS:
+            # Without an id its answer (and any error) would have nowhere to go: not run.
+            refusals.warning("ignored %r sent as a notification (it needs an id)", method)
+            return
         try:
             handler(params)
         except Exception:  # a notification has no answer to carry the error
@@ -225,9 +257,12 @@ class SessiondProtocol:
             return
         exc = future.exception()
         if exc is not None:
-            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error_from_exception(exc)})
+            self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
         else:
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
+
+    def _error_of(self, exc: BaseException) -> dict[str, Any]:
+        return error_from_exception(exc, self.home)
 
     def send_error(self, msg_id: Any, error: ProtocolError) -> None:
         self._write({"jsonrpc": "2.0", "id": msg_id, "error": error.to_error_object()})
@@ -242,5 +277,22 @@ class SessiondProtocol:
             logger.exception("unserializable message")
             body = orjson.dumps(
                 {"jsonrpc": "2.0", "id": message.get("id"), "error": error_from_exception(exc)}
+            )
+        if len(body) > self.max_frame:
+            # No message leaves larger than --max-frame: the client could not read it, and
+            # the copies framing and buffering make would multiply it in memory.
+            size, body = len(body), b""
+            if "method" in message:
+                refusals.warning("dropped a %d-byte %s notification", size, message["method"])
+                return
+            too_large = ProtocolError(
+                ErrorKind.PAYLOAD_TOO_LARGE,
+                f"the answer ({size} bytes) exceeds the {self.max_frame}-byte frame limit; "
+                "ask for less (a smaller limit)",
+                limit=self.max_frame,
+                size=size,
+            )
+            body = orjson.dumps(
+                {"jsonrpc": "2.0", "id": message.get("id"), "error": too_large.to_error_object()}
             )
         self.send_bytes(body if self.framing is None else encode(self.framing, body))

@@ -1,6 +1,7 @@
 // Entry point: wires the server connection to the views and commands.
 import * as vscode from "vscode";
 import { INSTALL_HINT, ServerStartError, SessiondClient } from "./client";
+import { INSTALL_COMMAND } from "./install";
 import { describeError } from "./errors";
 import { threadLabel } from "./format";
 import type { ProgressValue, ThreadInfo, WorkspaceFolder } from "./protocol";
@@ -257,7 +258,7 @@ async function showFailure(action: string, error: unknown): Promise<void> {
   const message = describeError(action, error);
   if (error instanceof ServerStartError) {
     const choice = await vscode.window.showErrorMessage(message, "Copy Install Command", "Open Settings");
-    if (choice === "Copy Install Command") await vscode.env.clipboard.writeText("pip install sessiond");
+    if (choice === "Copy Install Command") await vscode.env.clipboard.writeText(INSTALL_COMMAND);
     if (choice === "Open Settings") await vscode.commands.executeCommand("workbench.action.openSettings", "sessiond.serverCommand");
     return;
   }

@@ -42,6 +42,8 @@ export function threadDescription(thread: ThreadInfo, now: Date): string {
   parts.push(`${count} ${count === 1 ? "item" : "items"}`);
   const cost = threadCostUsd(thread);
   if (cost !== undefined) parts.push(formatUsd(cost));
+  const agent = thread.origin?.agent;
+  if (agent === "claude-code" || agent === "codex") parts.push(agent === "codex" ? "Codex" : "Claude Code");
   if (thread.archived) parts.push("archived");
   return parts.filter(Boolean).join(" · ");
 }

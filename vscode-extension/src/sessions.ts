@@ -6,7 +6,8 @@ import type { SessiondClient } from "./client";
 import { renderRestoreReport, renderTranscript } from "./documents";
 import { errorKind } from "./errors";
 import { driftDetail, threadLabel } from "./format";
-import type { RestoreReport, ThreadInfo } from "./protocol";
+import { AGENT_NAMES, resumeInAgent, resumeLabel } from "./handoff";
+import type { Handoff, RestoreReport, ThreadInfo } from "./protocol";
 import { costOf, todosOf, troubledSubsystems } from "./subsystems";
 import type { CostStatusItem, ReadOnlyDocuments, TodosTreeProvider } from "./views";
 
@@ -49,12 +50,21 @@ export class SessionController {
     private readonly cost: CostStatusItem,
   ) {}
 
-  /** Resume: ready → the restored views; needs_review → the drift modal decides. */
+  /** Resume: ready → the restored views; needs_review → the drift modal decides. An imported
+   * thread comes back with a handoff instead of a session: continue it in its own agent. */
   async resume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
     await this.closeActive();
     const report = await this.client.request("thread/resume", { threadId: thread.threadId });
+    if (report.readOnly) {
+      // No session can open on a read-only data directory; the drift modal would not help.
+      const { path, reason } = report.readOnly;
+      void vscode.window.showWarningMessage(
+        `sessiond's data directory ${path} is read-only (${reason}): “${threadLabel(report.thread)}” can be read (Open Transcript), not continued.`,
+      );
+      return report;
+    }
     if (report.status === "ready") {
-      await this.showRestored(report);
+      await (report.handoff ? this.showHandoff(report, report.handoff) : this.showRestored(report));
       return report;
     }
     const choice = await vscode.window.showWarningMessage(
@@ -70,7 +80,7 @@ export class SessionController {
         cwd: currentCwdFor(report.thread),
         acceptDrift: true,
       });
-      await this.showRestored(accepted);
+      await (accepted.handoff ? this.showHandoff(accepted, accepted.handoff) : this.showRestored(accepted));
       return accepted;
     }
     if (choice?.title === FORK_INSTEAD) return this.forkAndResume(report.thread);
@@ -274,6 +284,30 @@ export class SessionController {
     await this.setSessionContext();
     await this.showTranscript();
     await this.warnAboutWhatNeedsReview(report);
+  }
+
+  /** An imported thread: its restored views (read-only: no session opened) and the offer to
+   * continue in the agent that keeps the session. */
+  private async showHandoff(report: RestoreReport, handoff: Handoff): Promise<void> {
+    // Newest messages first, as for a resumed thread; earlier ones load on demand.
+    const transcript: Transcript = {
+      thread: report.thread,
+      items: [...report.messages.items],
+      boundarySeq: report.messages.boundarySeq,
+      earlier: report.messages.nextBeforeSeq,
+    };
+    this.opened.set(report.thread.threadId, transcript);
+    this.transcriptsChanged.fire();
+    this.todos.set(todosOf(report));
+    this.cost.show(costOf(report));
+    await this.setSessionContext();
+    await this.render(transcript);
+    const agent = AGENT_NAMES[handoff.agent];
+    const choice = await vscode.window.showInformationMessage(
+      `“${threadLabel(report.thread)}” is a ${agent} session: sessiond shows it, ${agent} continues it.`,
+      resumeLabel(handoff),
+    );
+    if (choice === resumeLabel(handoff)) await resumeInAgent(handoff);
   }
 
   private async warnAboutWhatNeedsReview(report: RestoreReport): Promise<void> {

@@ -23,6 +23,13 @@ describe("thread rows", () => {
     assert.equal(threadDescription({ ...thread, archived: true, branch: null }, now), "2h ago · 1 item · archived");
   });
 
+  it("say which agent an imported thread belongs to", () => {
+    const imported = { threadId: "t", updatedAt: "2026-03-10T10:00:00Z", branch: "main", itemCount: 3 };
+    const origin = (agent: "claude-code" | "codex") => ({ agent, sessionId: "s" });
+    assert.equal(threadDescription({ ...imported, origin: origin("claude-code") }, now), "2h ago · main · 3 items · Claude Code");
+    assert.equal(threadDescription({ ...imported, origin: origin("codex") }, now), "2h ago · main · 3 items · Codex");
+  });
+
   it("label a thread by title, else its first line, else what it is", () => {
     assert.equal(threadLabel({ threadId: "t", title: "fix login", preview: "x" }), "fix login");
     assert.equal(threadLabel({ threadId: "t", title: null, preview: "first line\nsecond" }), "first line");
