@@ -1,11 +1,11 @@
 // Entry point: wires the server connection to the views and commands.
 import * as vscode from "vscode";
 import { INSTALL_HINT, ServerStartError, SessiondClient } from "./client";
-import { describeError } from "./errors";
+import { busyHolder, describeError } from "./errors";
 import { threadLabel } from "./format";
 import type { ProgressValue, ThreadInfo, WorkspaceFolder } from "./protocol";
 import { SessionController } from "./sessions";
-import { ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
+import { gitBranch, ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
 import { CostStatusItem, DOCUMENT_SCHEME, ReadOnlyDocuments, TodosTreeProvider } from "./views";
 
 export interface SessiondExtensionApi {
@@ -45,7 +45,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     workspaceFolders: protocolFolders,
     log: (line) => output.appendLine(line),
   });
-  const threads = new ThreadsTreeProvider(client, () => configuration().get<number>("threadsPageSize") ?? 50);
+  const threads = new ThreadsTreeProvider(client, () => configuration().get<number>("threadsPageSize") ?? 50, undefined, gitBranch);
   const todos = new TodosTreeProvider();
   const documents = new ReadOnlyDocuments();
   const cost = new CostStatusItem();
@@ -84,11 +84,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
       if (thread) await run(thread);
     });
 
+  /** Actions that open a thread: its row then shows it open here, or who holds it (ThreadBusy). */
+  const opening = (action: string, run: (thread: ThreadInfo) => Promise<unknown>) =>
+    withThread(action, async (thread) => {
+      try {
+        await run(thread);
+      } catch (error) {
+        const holder = busyHolder(error);
+        if (holder !== undefined) threads.setOpenElsewhere(thread.threadId, holder);
+        throw error;
+      } finally {
+        threads.setOpenHere(sessions.active?.thread.threadId);
+      }
+    });
+
   const register = (id: string, handler: (...args: never[]) => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, handler));
-  register("sessiond.resumeThread", withThread("resume the thread", (thread) => sessions.resume(thread)));
+  register("sessiond.resumeThread", opening("resume the thread", (thread) => sessions.resume(thread)));
   register("sessiond.openTranscript", withThread("open the transcript", (thread) => sessions.openTranscript(thread)));
-  register("sessiond.forkThread", withThread("fork the thread", (thread) => sessions.forkAndResume(thread)));
+  register("sessiond.forkThread", opening("fork the thread", (thread) => sessions.forkAndResume(thread)));
   register(
     "sessiond.renameThread",
     withThread("rename the thread", async (thread) => {
@@ -150,6 +164,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
         return;
       }
       await sessions.newThread(folder.uri.fsPath);
+      threads.setOpenHere(sessions.active?.thread.threadId);
     }),
   );
   register("sessiond.clearThread", guarded("clear the thread", () => sessions.clear()));
@@ -179,7 +194,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     client.onNotification("$/progress", (progress) => showProgress(progress.token, progress.value)),
     client.onStateChange((state, error) => {
       if (state === "restarting") output.appendLine("sessiond stopped unexpectedly; restarting it");
-      if (state === "running") threads.refresh();
+      if (state === "running") threads.setServerProblem(undefined);
+      if (state === "failed") threads.setServerProblem(error instanceof ServerStartError && error.missing ? "missing" : "failed");
       if (state === "failed" && error) void showFailure("start the sessiond server", error);
     }),
     vscode.workspace.onDidChangeWorkspaceFolders((event) => {
@@ -205,9 +221,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     }),
     { dispose: () => void sessions.closeActive().finally(() => client.stop()) },
   );
-  client.start().catch((error: unknown) => {
-    threads.refresh(error instanceof ServerStartError && error.missing ? "sessiond is not installed" : "sessiond did not start");
-  });
+  // A failure reaches the view through onStateChange("failed"): its welcome content says what to do.
+  client.start().catch(() => undefined);
   return { client, threads, todos, sessions, documents, cost };
 }
 

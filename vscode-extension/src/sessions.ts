@@ -288,12 +288,19 @@ export function currentCwdFor(thread: ThreadInfo): string | undefined {
   return folders[0] ?? thread.cwd ?? undefined;
 }
 
+/** The editor tab shows the last path segment: the thread's title, under its id (unique). */
 export function transcriptPath(thread: ThreadInfo): string {
-  return `/transcript/${thread.threadId}.md`;
+  return `/transcript/${thread.threadId}/${tabName(threadLabel(thread))}`;
 }
 
 export function reportPath(thread: ThreadInfo): string {
-  return `/restore-report/${thread.threadId}.md`;
+  return `/restore-report/${thread.threadId}/${tabName(`Restore report: ${threadLabel(thread)}`)}`;
+}
+
+/** A title as one path segment: no separators or control characters, not too long. */
+function tabName(title: string): string {
+  const name = title.replace(/[\\/\u0000-\u001f\u007f]+/g, " ").trim();
+  return name.length > 60 ? `${name.slice(0, 59)}…` : name || "untitled";
 }
 
 function userTurns(items: readonly Item[]): { turnId: string; text: string }[] {

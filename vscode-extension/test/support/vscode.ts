@@ -92,6 +92,7 @@ export interface ShownMessage {
 export interface ShownDocument {
   uri: string;
   text: string;
+  languageId: string;
 }
 
 type Answer = (shown: ShownMessage) => string | undefined;
@@ -195,8 +196,8 @@ export const window = {
   showInputBox: async () => vscodeStub.inputs.shift(),
   showQuickPick: async (items: { label: string }[]) => vscodeStub.quickPicks.shift()?.(items),
   showWorkspaceFolderPick: async () => vscodeStub.workspaceFolders[0],
-  showTextDocument: async (document: { uri: Uri; getText(): string }) => {
-    vscodeStub.documents.push({ uri: document.uri.toString(), text: document.getText() });
+  showTextDocument: async (document: { uri: Uri; getText(): string; languageId: string }) => {
+    vscodeStub.documents.push({ uri: document.uri.toString(), text: document.getText(), languageId: document.languageId });
     return {};
   },
   withProgress: async (options: { title: string }, task: (progress: { report(v: unknown): void }) => Promise<unknown>) => {
@@ -227,11 +228,15 @@ export const workspace = {
     const provider = vscodeStub.contentProviders.get(uri.scheme);
     if (!provider) throw new Error(`no content provider for ${uri.scheme}`);
     const text = provider.provideTextDocumentContent(uri);
-    return { uri, getText: () => text, isUntitled: false };
+    return { uri, getText: () => text, isUntitled: false, languageId: "plaintext" };
   },
   onDidChangeWorkspaceFolders: noEvent,
   onDidGrantWorkspaceTrust: noEvent,
   onDidChangeConfiguration: noEvent,
+};
+
+export const languages = {
+  setTextDocumentLanguage: async <D extends { languageId: string }>(document: D, languageId: string): Promise<D> => ({ ...document, languageId }),
 };
 
 export const commands = {
