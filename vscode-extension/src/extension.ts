@@ -84,7 +84,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
       if (thread) await run(thread);
     });
 
-  /** Actions that open a thread: its row then shows it open here, or who holds it (ThreadBusy). */
+  /** Actions that open a thread: a refusal because another window holds it marks its row. */
   const opening = (action: string, run: (thread: ThreadInfo) => Promise<unknown>) =>
     withThread(action, async (thread) => {
       try {
@@ -93,8 +93,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
         const holder = busyHolder(error);
         if (holder !== undefined) threads.setOpenElsewhere(thread.threadId, holder);
         throw error;
-      } finally {
-        threads.setOpenHere(sessions.active?.thread.threadId);
       }
     });
 
@@ -164,7 +162,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
         return;
       }
       await sessions.newThread(folder.uri.fsPath);
-      threads.setOpenHere(sessions.active?.thread.threadId);
     }),
   );
   register("sessiond.clearThread", guarded("clear the thread", () => sessions.clear()));
@@ -183,6 +180,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
   context.subscriptions.push(
     threadsView,
     todosView,
+    sessions.onDidChangeActive((thread) => threads.setOpenHere(thread?.threadId)),
     cost,
     output,
     vscode.workspace.registerTextDocumentContentProvider(DOCUMENT_SCHEME, documents),

@@ -30,6 +30,9 @@ export interface ActiveSession {
 
 export class SessionController {
   active: ActiveSession | undefined;
+  private readonly activeChanged = new vscode.EventEmitter<ThreadInfo | undefined>();
+  /** The thread open in this window changed (the Threads view marks it). */
+  readonly onDidChangeActive = this.activeChanged.event;
 
   constructor(
     private readonly client: Pick<SessiondClient, "request">,
@@ -276,6 +279,7 @@ export class SessionController {
   }
 
   private async setSessionContext(): Promise<void> {
+    this.activeChanged.fire(this.active?.thread);
     await vscode.commands.executeCommand("setContext", "sessiond.sessionActive", this.active !== undefined);
   }
 }

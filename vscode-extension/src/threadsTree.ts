@@ -57,6 +57,8 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   private readonly changed = new vscode.EventEmitter<ThreadsNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private groups: FolderGroup[] = [];
+  /** Bumped by every refresh: a page asked for before it is dropped, not mixed into the new one. */
+  private generation = 0;
   private serverProblem: ServerProblem | undefined;
   private empty: boolean | undefined;
   private openHere: string | undefined;
@@ -74,12 +76,14 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   setFolders(folders: readonly FolderRef[]): void {
     const list: FolderRef[] = folders.length ? [...folders] : [{ path: null, name: "All threads" }];
     this.groups = list.map((folder) => ({ ...folder, ...unloaded() }));
+    this.generation++;
     this.changed.fire(undefined);
   }
 
   /** Drops every loaded page; the view asks again for what is visible. */
   refresh(): void {
     for (const group of this.groups) Object.assign(group, unloaded());
+    this.generation++;
     this.changed.fire(undefined);
   }
 
@@ -133,7 +137,8 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   }
 
   private async fetchPage(group: FolderGroup): Promise<void> {
-    if (!group.loaded && group.path !== null) group.currentBranch = await this.currentBranch(group.path);
+    const generation = this.generation;
+    const currentBranch = !group.loaded && group.path !== null ? await this.currentBranch(group.path) : group.currentBranch;
     const result = await this.client.request("thread/list", {
       ...(group.path !== null ? { workspaceFolder: group.path } : {}),
       archived: this.showArchived,
@@ -141,6 +146,8 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
       ...(group.nextCursor ? { cursor: group.nextCursor } : {}),
       limit: this.pageSize(),
     });
+    if (generation !== this.generation) return;
+    group.currentBranch = currentBranch;
     const known = new Set(group.threads.map((thread) => thread.threadId));
     group.threads.push(...result.threads.filter((thread) => !known.has(thread.threadId)));
     group.nextCursor = result.nextCursor ?? null;
