@@ -54,6 +54,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     threads.setFolders((vscode.workspace.workspaceFolders ?? []).map((f) => ({ path: f.uri.fsPath, name: f.name })));
   setFolders();
 
+  // A checkout in any folder moves the "current" branch and the needs-review marks.
+  const heads = vscode.workspace.createFileSystemWatcher("**/.git/HEAD");
+  const branchesMoved = () => void threads.refreshBranches();
+  heads.onDidChange(branchesMoved);
+  heads.onDidCreate(branchesMoved);
+
   const threadsView = vscode.window.createTreeView("sessiond.threads", { treeDataProvider: threads, showCollapseAll: true });
   const todosView = vscode.window.createTreeView("sessiond.todos", { treeDataProvider: todos });
   todosView.message = "Resume a thread to see its todos.";
@@ -180,6 +186,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
   context.subscriptions.push(
     threadsView,
     todosView,
+    heads,
     sessions.onDidChangeActive((thread) => threads.setOpenHere(thread?.threadId)),
     cost,
     output,

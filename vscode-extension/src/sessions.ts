@@ -43,7 +43,9 @@ export class SessionController {
 
   /** Resume: ready → the restored views; needs_review → the drift modal decides. */
   async resume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
-    await this.closeActive();
+    // The open session stays open until a new one replaces it (showRestored): a Cancel, a
+    // refusal (ThreadBusy) or a failure leaves the user where they were.
+    if (this.active?.thread.threadId === thread.threadId) await this.closeActive();
     const report = await this.client.request("thread/resume", { threadId: thread.threadId });
     if (report.status === "ready") {
       await this.showRestored(report);
@@ -220,6 +222,7 @@ export class SessionController {
   }
 
   private async showRestored(report: RestoreReport): Promise<void> {
+    await this.closeActive();
     const sessionId = report.session.sessionId;
     if (!sessionId) throw new Error("the server reported ready without opening a session");
     const items = [...report.messages.items];

@@ -80,11 +80,22 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
     this.changed.fire(undefined);
   }
 
-  /** Drops every loaded page; the view asks again for what is visible. */
+  /** Drops every loaded page and what refusals said; the view asks again for what is visible. */
   refresh(): void {
+    this.openElsewhere.clear();
     for (const group of this.groups) Object.assign(group, unloaded());
     this.generation++;
     this.changed.fire(undefined);
+  }
+
+  /** A folder switched branches (its .git/HEAD changed): its marks follow, its pages stay. */
+  async refreshBranches(): Promise<void> {
+    const groups = this.groups.filter((group) => group.loaded && group.path !== null);
+    const branches = await Promise.all(groups.map((group) => this.currentBranch(group.path!)));
+    if (groups.some((group, index) => group.currentBranch !== branches[index])) {
+      groups.forEach((group, index) => (group.currentBranch = branches[index]));
+      this.changed.fire(undefined);
+    }
   }
 
   /** The server is missing or did not start (the view shows how to fix it), or runs again. */

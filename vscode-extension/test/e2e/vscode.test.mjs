@@ -6,7 +6,7 @@
 // see tools.mjs). SESSIOND_E2E_MEDIA=DIR also writes the README's screenshots into DIR.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -32,6 +32,7 @@ import {
   dialogText,
   editorText,
   eventually,
+  notifications,
   statusBarTexts,
   tabLabels,
   treeOutline,
@@ -51,15 +52,19 @@ const CHROMIUM_FLAGS = [
   "--disable-sync",
 ];
 /** Screenshots the README shows, by step name; written only when SESSIOND_E2E_MEDIA is set. */
-const README_MEDIA = { "01-threads": "threads.png", "02-resume": "resume.png", "03-drift-modal": "drift.png" };
+const README_MEDIA = { "00-welcome": "welcome.png", "01-threads": "threads.png", "02-resume": "resume.png", "03-drift-modal": "drift.png" };
 
 const stack = [];
+let failed = false;
 let root = "";
 let sessiond = "";
 let home = "";
 let shop = "";
 let docs = "";
 let page;
+let browser;
+let codeServer;
+let notes = "";
 let shotCount = 0;
 const ids = {};
 
@@ -69,22 +74,24 @@ function step(name, run) {
     try {
       await run();
     } catch (error) {
+      failed = true;
       if (page) await page.screenshot({ path: path.join(root, "screenshots", `failed-${name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60)}.png`) }).catch(() => undefined);
       throw error;
     }
   });
 }
 
-async function screenshot(name) {
+async function screenshot(name, window = page) {
   shotCount++;
   const file = path.join(root, "screenshots", `${name}.png`);
-  await page.screenshot({ path: file });
+  await window.screenshot({ path: file });
   const media = process.env.SESSIOND_E2E_MEDIA;
   if (media && README_MEDIA[name]) copyFileSync(file, path.join(path.resolve(EXTENSION_DIR, media), README_MEDIA[name]));
 }
 
 describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 }, () => {
   before(async () => {
+    failed = true; // until the set-up is done
     const tools = ensureTools();
     root = makeRunDir();
     console.log(`[e2e] run directory: ${root}\n[e2e] screenshots: ${path.join(root, "screenshots")}`);
@@ -93,6 +100,7 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     home = path.join(root, "home");
     shop = makeRepo(path.join(root, "work"), "shop");
     docs = makeRepo(path.join(root, "work"), "docs-site");
+    notes = makeRepo(path.join(root, "work"), "notes");
 
     // An agent harness records the threads through the installed server, oldest first.
     const harness = new Harness(sessiond, home, [shop, docs]);
@@ -112,20 +120,52 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
 
     const workspace = path.join(root, "work/e2e.code-workspace");
     writeFileSync(workspace, JSON.stringify({ folders: [{ path: shop }, { path: docs }] }));
-    const codeServer = await startCodeServer(tools, { root, vsix, sessiond, home });
+    codeServer = await startCodeServer(tools, { root, vsix, sessiond, home });
     stack.push(() => codeServer.stop());
     const { chromium } = createRequire(import.meta.url)(tools.playwright);
-    const browser = await chromium.launch({ executablePath: tools.chromium, args: CHROMIUM_FLAGS });
+    browser = await chromium.launch({ executablePath: tools.chromium, args: CHROMIUM_FLAGS });
     stack.push(() => browser.close());
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.setDefaultTimeout(30_000);
-    await page.goto(`${codeServer.url}/?workspace=${encodeURIComponent(workspace)}`);
-    await page.locator(".activitybar .action-item a[aria-label^='sessiond']").click({ timeout: 90_000 });
+    page = await openWindow(`workspace=${encodeURIComponent(workspace)}`);
+    failed = false;
   });
+
+  /** A VS Code window on `query` (?folder= or ?workspace=), with the sessiond view shown. */
+  async function openWindow(query) {
+    const window = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    window.setDefaultTimeout(30_000);
+    await window.goto(`${codeServer.url}/?${query}`);
+    await window.locator(".activitybar .action-item a[aria-label^='sessiond']").click({ timeout: 90_000 });
+    return window;
+  }
 
   after(async () => {
     for (const stop of stack.reverse()) await Promise.resolve(stop()).catch(() => undefined);
-    console.log(`[e2e] ${shotCount} screenshots in ${path.join(root, "screenshots")}`);
+    // A passing run keeps only its screenshots; a failing one keeps everything (logs are in vscode/).
+    if (root && !failed) {
+      for (const entry of readdirSync(root)) if (entry !== "screenshots") rmSync(path.join(root, entry), { recursive: true, force: true });
+    }
+    console.log(`[e2e] ${shotCount} screenshots in ${path.join(root, "screenshots")}${failed ? `; logs in ${path.join(root, "vscode/user-data/logs")}` : ""}`);
+  });
+
+  step("a folder without threads shows the welcome view, whose New Thread starts one there", async () => {
+    const window = await openWindow(`folder=${encodeURIComponent(notes)}`);
+    try {
+      const welcome = window.locator(".welcome-view-content");
+      await eventually(async () => assert.match(await welcome.innerText(), /No threads yet in this workspace\./));
+      await screenshot("00-welcome", window);
+      await welcome.locator(".monaco-button", { hasText: "New Thread" }).click();
+      await answerInput(window, "first thread");
+      await eventually(async () =>
+        assert.deepEqual(
+          (await treeRows(window, THREADS)).map((row) => [row.label, row.icon]),
+          [["notes", "root-folder"], ["main", "git-branch"], ["first thread", "debug-start"]],
+        ),
+      );
+      assert.equal(await activeTab(window), "first thread");
+      assert.equal(await welcome.count(), 0, "the welcome content is gone");
+    } finally {
+      await window.close();
+    }
   });
 
   step("the Threads view lists each folder's threads, grouped by branch, newest first", async () => {
@@ -193,6 +233,7 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     assert.equal(await activeTab(page), "fix login", "no transcript opened");
     assert.ok(!(await tabLabels(page)).includes("payment retries"));
     assert.deepEqual(await treeOutline(page, THREADS), before, "no thread was added or moved");
+    assert.equal((await treeRows(page, THREADS)).find((row) => row.label === "fix login").icon, "debug-start", "fix login is still open here");
     await screenshot("04-drift-cancel");
   });
 
@@ -232,6 +273,13 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
       assert.match(text, /payments message 1 \(user\)/);
       assert.match(text, /payments message 2 \(assistant\)/);
     });
+    // What came back invalidated is said, with the way to the full report.
+    await eventually(async () =>
+      assert.ok(
+        (await notifications(page)).some((text) => text.startsWith("Resumed “payment retries”, but: worktree invalidated")),
+        (await notifications(page)).join("\n"),
+      ),
+    );
     await screenshot("06-drift-continue");
   });
 
@@ -263,6 +311,39 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     await screenshot("09-delete");
   });
 
+  step("Resume of a thread another window holds says who has it, and marks its row", async () => {
+    // Another editor (its own server process, same data directory) has the thread open.
+    const other = new Harness(sessiond, home, [docs]);
+    try {
+      const report = await other.request("thread/resume", { threadId: ids.draft });
+      assert.equal(report.status, "ready");
+      await clickInlineAction(page, THREADS, "release notes draft", "Resume");
+      await eventually(async () =>
+        assert.ok(
+          (await notifications(page)).some((text) => /^Could not resume the thread: The thread is open in another session\..*e2e-harness/.test(text)),
+          (await notifications(page)).join("\n"),
+        ),
+      );
+      await eventually(async () => assert.equal((await treeRows(page, THREADS)).find((row) => row.label === "release notes draft").icon, "lock"));
+      assert.equal((await treeRows(page, THREADS)).find((row) => row.label === "payment retries").icon, "debug-start", "the open thread stays open");
+      await screenshot("10-open-elsewhere");
+    } finally {
+      await other.stop();
+    }
+  });
+
+  step("a checkout moves the current-branch mark, and flags threads recorded on the old branch", async () => {
+    const marks = async () => {
+      const rows = await treeRows(page, THREADS);
+      return [rows[1].label, rows[1].description, rows.find((row) => row.label === "fix login").icon];
+    };
+    git(shop, "checkout", "-q", "-b", "feature/ui");
+    await eventually(async () => assert.deepEqual(await marks(), ["main", "", "warning"]));
+    await screenshot("11-checkout");
+    git(shop, "checkout", "-q", "main");
+    await eventually(async () => assert.deepEqual(await marks(), ["main", "current", "comment-discussion"]));
+  });
+
   step("the view follows a thread that another process records into", async () => {
     const rowsBefore = await treeOutline(page, THREADS);
     assert.ok(rowsBefore.indexOf("    older thread") > 2, "older thread is not on top yet");
@@ -280,7 +361,7 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     assert.match(older.description, /^just now/);
     await (await treeRow(page, THREADS, "older thread")).click();
     await eventually(async () => assert.match(await editorText(page), /recorded from a terminal/));
-    await screenshot("10-live-update");
+    await screenshot("12-live-update");
   });
 });
 

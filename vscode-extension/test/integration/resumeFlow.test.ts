@@ -51,7 +51,7 @@ describe("resuming a thread from the Threads view", () => {
   it("lists the workspace's threads grouped by folder and branch, newest first", async () => {
     const lines = await renderTree(extension.api.threads);
     assert.equal(lines[0], "shop");
-    assert.equal(lines[1], "  main");
+    assert.equal(lines[1], "  main — current", "the branch the folder is on");
     // The row carries the thread's spend, as the server totals it from its cost items.
     assert.match(lines[2]!, /^ {4}fix login — just now · \$0\.42$/);
     assert.match(lines[3]!, /^ {4}older thread — just now$/);

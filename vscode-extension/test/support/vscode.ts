@@ -230,6 +230,7 @@ export const workspace = {
     const text = provider.provideTextDocumentContent(uri);
     return { uri, getText: () => text, isUntitled: false, languageId: "plaintext" };
   },
+  createFileSystemWatcher: () => ({ onDidChange: noEvent, onDidCreate: noEvent, onDidDelete: noEvent, dispose: () => undefined }),
   onDidChangeWorkspaceFolders: noEvent,
   onDidGrantWorkspaceTrust: noEvent,
   onDidChangeConfiguration: noEvent,

@@ -90,6 +90,31 @@ describe("ThreadsTreeProvider", () => {
     assert.ok(!lines.some((line) => line.includes("elsewhere")));
   });
 
+  it("drops a page asked for before a refresh instead of mixing it into the new listing", async () => {
+    let release: (() => void) | undefined;
+    const slow = {
+      calls: 0,
+      async request(_method: "thread/list", params: ThreadListParams): Promise<ThreadListResult> {
+        slow.calls++;
+        if (slow.calls === 1) {
+          await new Promise<void>((resolve) => (release = resolve));
+          return { threads: [thread("stale", 1, "old-branch")], nextCursor: null };
+        }
+        return source.request("thread/list", params);
+      },
+    };
+    tree = new ThreadsTreeProvider(slow as never, () => 3, now, async () => "main");
+    tree.setFolders([{ path: FOLDER, name: "shop" }]);
+    const first = tree.getChildren();
+    await new Promise((resolve) => setImmediate(resolve));
+    tree.refresh(); // e.g. the server (re)started while the first listing was in flight
+    release!();
+    await first;
+    const lines = await renderTree(tree);
+    assert.ok(!lines.some((line) => line.includes("stale") || line.includes("old-branch")), lines.join("\n"));
+    assert.deepEqual(lines.slice(0, 3), ["shop", "  main — current", "    c — 51 min ago"], "the branch read by the new listing");
+  });
+
   it("marks the folder's current branch, and flags threads recorded on another one as needing review", async () => {
     tree = new ThreadsTreeProvider(source as never, () => 3, now, async (folder) => (folder === FOLDER ? "feature" : undefined));
     tree.setFolders([{ path: FOLDER, name: "shop" }]);
@@ -99,6 +124,22 @@ describe("ThreadsTreeProvider", () => {
     assert.equal(rows.find((row) => row.label === "b")?.icon, "comment-discussion", "b is on the current branch");
     assert.equal(rows.find((row) => row.label === "c")?.icon, "warning", "c was recorded on main");
     assert.equal(rows.find((row) => row.label === "d")?.icon, "comment-discussion", "d has no branch to drift from");
+  });
+
+  it("moves the current-branch mark and the review flags when the folder switches branches", async () => {
+    let checkedOut = "main";
+    tree = new ThreadsTreeProvider(source as never, () => 3, now, async () => checkedOut);
+    tree.setFolders([{ path: FOLDER, name: "shop" }]);
+    let rows = await rowsOf(tree);
+    assert.equal(rows.find((row) => row.label === "c")?.icon, "comment-discussion");
+    checkedOut = "feature";
+    await tree.refreshBranches();
+    rows = await rowsOf(tree);
+    assert.equal(rows.find((row) => row.label === "feature")?.description, "current");
+    assert.equal(rows.find((row) => row.label === "main")?.description, undefined);
+    assert.equal(rows.find((row) => row.label === "c")?.icon, "warning", "c was recorded on main");
+    assert.equal(rows.find((row) => row.label === "b")?.icon, "comment-discussion");
+    assert.equal(source.calls.length, 1, "the threads were not listed again");
   });
 
   it("shows which thread is open in this window, and which one another window holds", async () => {
