@@ -84,6 +84,9 @@ function step(name, run) {
 async function screenshot(name, window = page) {
   shotCount++;
   const file = path.join(root, "screenshots", `${name}.png`);
+  // The pointer goes to the empty title bar, so that no hover or tooltip covers the picture.
+  await window.mouse.move(1000, 18);
+  await eventually(async () => assert.equal(await window.locator(".workbench-hover-container, .monaco-hover:not(.hidden)").count(), 0), 3000).catch(() => undefined);
   await window.screenshot({ path: file });
   const media = process.env.SESSIOND_E2E_MEDIA;
   if (media && README_MEDIA[name]) copyFileSync(file, path.join(path.resolve(EXTENSION_DIR, media), README_MEDIA[name]));
@@ -152,6 +155,8 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     try {
       const welcome = window.locator(".welcome-view-content");
       await eventually(async () => assert.match(await welcome.innerText(), /No threads yet in this workspace\./));
+      // The server indexed the new data directory on the first listing: its progress ends.
+      await eventually(async () => assert.deepEqual(await notifications(window), []));
       await screenshot("00-welcome", window);
       await welcome.locator(".monaco-button", { hasText: "New Thread" }).click();
       await answerInput(window, "first thread");
