@@ -33,6 +33,8 @@ class ErrorCode:
     CONFLICTING_OPERATION = -32017
     STORAGE_FULL = -32018
     STORAGE_ERROR = -32019
+    WORKSPACE_DRIFT = -32020
+    AGENT_EXITED = -32022
 
 
 class ErrorKind(StrEnum):
@@ -56,6 +58,10 @@ class ErrorKind(StrEnum):
     CONFLICTING_OPERATION = "ConflictingOperation"
     STORAGE_FULL = "StorageFull"
     STORAGE_ERROR = "StorageError"
+    WORKSPACE_DRIFT = "WorkspaceDrift"
+    """The thread was recorded on another branch, worktree or directory (`sessiond acp`)."""
+    AGENT_EXITED = "AgentExited"
+    """The agent `sessiond acp` proxies exited before it answered; the next prompt restarts it."""
 
 
 CODE_OF_KIND: dict[ErrorKind, int] = {
@@ -77,6 +83,8 @@ CODE_OF_KIND: dict[ErrorKind, int] = {
     ErrorKind.CONFLICTING_OPERATION: ErrorCode.CONFLICTING_OPERATION,
     ErrorKind.STORAGE_FULL: ErrorCode.STORAGE_FULL,
     ErrorKind.STORAGE_ERROR: ErrorCode.STORAGE_ERROR,
+    ErrorKind.WORKSPACE_DRIFT: ErrorCode.WORKSPACE_DRIFT,
+    ErrorKind.AGENT_EXITED: ErrorCode.AGENT_EXITED,
 }
 
 

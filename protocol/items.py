@@ -196,6 +196,62 @@ class ThreadTitleItem(ItemBase):
     title: str
 
 
+class AcpUpdateItem(ItemBase):
+    """Server-written by `sessiond acp`: one ACP `session/update` exactly as the editor was
+    shown it (the user's prompt too, which agents do not echo), so `session/load` replays
+    the conversation verbatim. The merged `message`, `operation`, `todos`, ... items derived
+    from it are written beside it; this one is what a replay sends."""
+
+    type: Literal["acp_update"] = "acp_update"
+    scope: str = Field(description="The turn (or idle span) the update belongs to.")
+    ord: int = Field(ge=0, description="Its position in the scope; derived item ids use it.")
+    update: dict[str, Any] = Field(description="The ACP `update` object, `_meta` included.")
+    meta: dict[str, Any] | None = Field(
+        default=None, description="The notification's own `_meta`, if it had one."
+    )
+    synthesized: bool = Field(
+        default=False,
+        description="True for a `user_message_chunk` made from the user's prompt: the "
+        "editor showed the prompt itself, a replay must show it too.",
+    )
+
+
+class AcpSessionItem(ItemBase):
+    """Server-written by `sessiond acp`: which session of the proxied agent (AGENT) this
+    thread is talking to now, and how it got there. A new one after AGENT restarts."""
+
+    type: Literal["acp_session"] = "acp_session"
+    agentSessionId: str = Field(description="AGENT's own ACP session id.")
+    via: Literal["new", "resume", "load"] = Field(
+        description="How the proxy reached it: a new AGENT session (primed with the "
+        "restored history when the thread had one), AGENT's session/resume, or its "
+        "session/load with its own replay held back."
+    )
+    agentCommand: list[str] | None = Field(
+        default=None, description="The AGENT command line (argv) that was spawned."
+    )
+
+
+class PermissionDecisionItem(ItemBase):
+    """Server-written: the user's answer to an agent's permission request (ACP
+    `session/request_permission`). The attribution subsystem counts approvals and
+    rejections per file: a change the user approved is still the agent's change."""
+
+    type: Literal["permission_decision"] = "permission_decision"
+    toolCallId: str | None = Field(default=None, description="The tool call it was about.")
+    operationId: str | None = Field(default=None, description="Its `operation` item's id.")
+    title: str | None = Field(default=None, description="What the agent asked to do.")
+    paths: list[str] = Field(default_factory=list, description="Files the tool call touches.")
+    outcome: Literal["selected", "cancelled"] = Field(
+        description="`cancelled`: the turn was cancelled before the user chose."
+    )
+    optionId: str | None = Field(default=None, description="The option the user chose.")
+    optionKind: str | None = Field(
+        default=None, description="allow_once, allow_always, reject_once or reject_always."
+    )
+    allowed: bool = Field(description="Whether the chosen option lets the tool call run.")
+
+
 HookStatus = Literal["started", "completed", "failed", "timed_out"]
 
 

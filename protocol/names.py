@@ -9,4 +9,7 @@ SERVER_ITEM_TYPES = (
     "compact_boundary",
     "rewind_boundary",
     "drift_accepted",
+    "acp_update",
+    "acp_session",
+    "permission_decision",
 )

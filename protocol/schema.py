@@ -16,10 +16,13 @@ from pydantic import BaseModel, TypeAdapter
 from protocol import PROTOCOL_VERSION
 from protocol.errors import CODE_OF_KIND
 from protocol.items import (
+    AcpSessionItem,
+    AcpUpdateItem,
     ClearBoundaryItem,
     CompactBoundaryItem,
     DriftAcceptedItem,
     LifecycleItem,
+    PermissionDecisionItem,
     RecordableItem,
     RewindBoundaryItem,
     SessionMetaItem,
@@ -53,6 +56,9 @@ def build_schema() -> dict[str, Any]:
         RewindBoundaryItem,
         DriftAcceptedItem,
         LifecycleItem,
+        AcpUpdateItem,
+        AcpSessionItem,
+        PermissionDecisionItem,
     ):
         _ref(model, defs)
     requests = {

@@ -1,4 +1,4 @@
-"""The `sessiond` command: serve (default), list, show, doctor."""
+"""The `sessiond` command: serve (default), list, show, doctor, acp."""
 
 from __future__ import annotations
 
@@ -62,6 +62,14 @@ def _parser() -> argparse.ArgumentParser:
         help="also cut torn tails left by a crash (copied to recovered/ first)",
     )
 
+    acp = commands.add_parser(
+        "acp",
+        help="serve ACP (Agent Client Protocol) to an editor, proxying AGENT and recording "
+        "its sessions: sessiond acp -- AGENT [ARGS...]",
+    )
+    acp.add_argument("--home", dest="acp_home", help="data directory (as --home above)")
+    acp.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command, after --")
+
     from server.client import add_arguments
 
     add_arguments(commands)
@@ -92,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
 
             return ws.run(SessiondServer(config), args.ws, with_stdio=args.stdio)
         return run_stdio(SessiondServer(config))
+    if command == "acp":
+        from pathlib import Path
+
+        from server import acp
+
+        agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
+        return acp.main(Path(args.acp_home or config.home), agent)
     if command == "client":
         from pathlib import Path
 

@@ -136,10 +136,12 @@ class LifecycleHooks:
         cwd: str | None,
         previous_session_id: str | None = None,
         forked_from: dict[str, Any] | None = None,
+        after_answer: bool = True,
     ) -> None:
         """Run the SessionStart hooks matching `source`, after the current answer is sent.
 
-        `cwd=None` (clear, compact) means the cwd the thread's last session started in."""
+        `cwd=None` (clear, compact) means the cwd the thread's last session started in.
+        `after_answer=False`: the caller sent its answer already (the ACP proxy)."""
         if cwd is None:
             cwd = self._cwd_of_thread.get(thread_id)
         self._cwd_of_thread[thread_id] = cwd
@@ -157,7 +159,7 @@ class LifecycleHooks:
         if forked_from:
             extra["forkedFrom"] = forked_from
         event = _Event("SessionStart", thread_id, session, source, _trusted(ctx, cwd), extra)
-        self._schedule(thread_id, lambda: self._run_event(event))
+        self._schedule(thread_id, lambda: self._run_event(event), after_answer)
 
     def session_ended(
         self,

@@ -1,4 +1,9 @@
-"""8. attribution: which changes are the agent's and which the user's, per file."""
+"""8. attribution: which changes are the agent's and which the user's, per file.
+
+A `permission_decision` (the user allowed or rejected an agent's tool call, ACP
+`session/request_permission`) counts as `approved` / `rejected` on the files the tool call
+touches: an approved change is still the agent's, but the user saw it first.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,12 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
         entry = state["files"].setdefault(item["path"], {"agent": 0, "user": 0})
         entry[author] += 1
         entry["lastAuthor"] = author
+    elif item.get("type") == "permission_decision" and isinstance(item.get("paths"), list):
+        decision = "approved" if item.get("allowed") is True else "rejected"
+        for path in item["paths"]:
+            if isinstance(path, str):
+                entry = state["files"].setdefault(path, {"agent": 0, "user": 0})
+                entry[decision] = entry.get(decision, 0) + 1
     return state
 
 

@@ -3,7 +3,7 @@
 
 export const PROTOCOL_VERSION = 1;
 
-export type ErrorKind = "ParseError" | "InvalidRequest" | "MethodNotFound" | "InvalidParams" | "InternalError" | "ServerNotInitialized" | "Overloaded" | "RequestCancelled" | "ThreadNotFound" | "ThreadBusy" | "ThreadArchived" | "InvalidId" | "StaleSession" | "PayloadTooLarge" | "Unauthorized" | "ConflictingOperation" | "StorageFull" | "StorageError";
+export type ErrorKind = "ParseError" | "InvalidRequest" | "MethodNotFound" | "InvalidParams" | "InternalError" | "ServerNotInitialized" | "Overloaded" | "RequestCancelled" | "ThreadNotFound" | "ThreadBusy" | "ThreadArchived" | "InvalidId" | "StaleSession" | "PayloadTooLarge" | "Unauthorized" | "ConflictingOperation" | "StorageFull" | "StorageError" | "WorkspaceDrift" | "AgentExited";
 
 export type RecordableItem =
   | MessageItem
@@ -17,6 +17,64 @@ export type RecordableItem =
   | PromptSectionItem
   | VerifierItem;
 
+/**
+ * Server-written by `sessiond acp`: which session of the proxied agent (AGENT) this
+ * thread is talking to now, and how it got there. A new one after AGENT restarts.
+ */
+export interface AcpSessionItem {
+  id: string;
+  turnId?: string | null;
+  type?: "acp_session";
+  /**
+   * AGENT's own ACP session id.
+   */
+  agentSessionId: string;
+  /**
+   * How the proxy reached it: a new AGENT session (primed with the restored history when the thread had one), AGENT's session/resume, or its session/load with its own replay held back.
+   */
+  via: "new" | "resume" | "load";
+  /**
+   * The AGENT command line (argv) that was spawned.
+   */
+  agentCommand?: string[] | null;
+  [k: string]: unknown;
+}
+/**
+ * Server-written by `sessiond acp`: one ACP `session/update` exactly as the editor was
+ * shown it (the user's prompt too, which agents do not echo), so `session/load` replays
+ * the conversation verbatim. The merged `message`, `operation`, `todos`, ... items derived
+ * from it are written beside it; this one is what a replay sends.
+ */
+export interface AcpUpdateItem {
+  id: string;
+  turnId?: string | null;
+  type?: "acp_update";
+  /**
+   * The turn (or idle span) the update belongs to.
+   */
+  scope: string;
+  /**
+   * Its position in the scope; derived item ids use it.
+   */
+  ord: number;
+  /**
+   * The ACP `update` object, `_meta` included.
+   */
+  update: {
+    [k: string]: unknown;
+  };
+  /**
+   * The notification's own `_meta`, if it had one.
+   */
+  meta?: {
+    [k: string]: unknown;
+  } | null;
+  /**
+   * True for a `user_message_chunk` made from the user's prompt: the editor showed the prompt itself, a replay must show it too.
+   */
+  synthesized?: boolean;
+  [k: string]: unknown;
+}
 export interface ApplyEditParams {
   threadId: string;
   sessionId: string;
@@ -268,6 +326,49 @@ export interface PendingOperation {
   tool: string;
   state: string;
   recovery: "not_started" | "safe_to_retry" | "needs_review" | "committed_result_missing";
+  [k: string]: unknown;
+}
+/**
+ * Server-written: the user's answer to an agent's permission request (ACP
+ * `session/request_permission`). The attribution subsystem counts approvals and
+ * rejections per file: a change the user approved is still the agent's change.
+ */
+export interface PermissionDecisionItem {
+  id: string;
+  turnId?: string | null;
+  type?: "permission_decision";
+  /**
+   * The tool call it was about.
+   */
+  toolCallId?: string | null;
+  /**
+   * Its `operation` item's id.
+   */
+  operationId?: string | null;
+  /**
+   * What the agent asked to do.
+   */
+  title?: string | null;
+  /**
+   * Files the tool call touches.
+   */
+  paths?: string[];
+  /**
+   * `cancelled`: the turn was cancelled before the user chose.
+   */
+  outcome: "selected" | "cancelled";
+  /**
+   * The option the user chose.
+   */
+  optionId?: string | null;
+  /**
+   * allow_once, allow_always, reject_once or reject_always.
+   */
+  optionKind?: string | null;
+  /**
+   * Whether the chosen option lets the tool call run.
+   */
+  allowed: boolean;
   [k: string]: unknown;
 }
 /**

@@ -1,0 +1,760 @@
+"""ACP (Agent Client Protocol v1) messages in, sessiond items out: the recording side of
+`sessiond acp`, with no I/O.
+
+One `ThreadRecorder` per thread the proxy has open. Each method takes what the proxy saw
+on the wire (as plain dicts) and returns the items to append, plus the blobs (file
+contents by sha256) those items name. The mapping onto the eleven subsystems:
+
+- the user's prompt and agent message / thought chunks, merged per message → `message`
+  (agents do not echo the prompt; a message ends when another kind of update, another
+  `messageId` or the turn's end comes);
+- `tool_call` / `tool_call_update` → `operation` (kind, status, locations, content; diffs
+  by blob sha), one item each time its state moves forward;
+- `plan` → `todos`; `usage_update` (cumulative cost) and the prompt response's `usage`
+  → `cost`; `current_mode_update` → `permissions`; the model config option →
+  `model_override`; `session_info_update` titles → `thread_title`;
+- diffs of completed tool calls and `fs/write_text_file` → `file_edit` with blobs;
+- `session/request_permission` outcomes → `permission_decision` (attribution).
+
+Every update is also kept raw (`acp_update`), so a `session/load` replays exactly what
+the editor was shown. Item ids are deterministic: `<scope>:<tag><ord>`, where the scope is
+the turn (or the idle span between turns) and `ord` the update's position in it, stored
+in the raw item. So a turn cut short by a crash can be derived again from its raw items
+(`recover`), and recording anything twice writes nothing new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+CHUNKS = {
+    "user_message_chunk": ("user", False),
+    "agent_message_chunk": ("assistant", False),
+    "agent_thought_chunk": ("assistant", True),
+}
+TOOL_STATES = {
+    "pending": "planned",
+    "in_progress": "started",
+    "completed": "committed",
+    "failed": "failed",
+}
+RANK = {"planned": 0, "started": 1, "committed": 2, "failed": 2}
+READ_ONLY_KINDS = frozenset({"read", "search", "think", "fetch"})
+TOOL_FIELDS = ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput")
+TODO_STATUSES = frozenset({"pending", "in_progress", "completed"})
+OPERATION_ID_MAX = 128
+SESSION_CAPABILITIES = ("list", "resume", "close", "delete")
+"""What `sessiond acp` answers itself, whatever AGENT supports."""
+
+
+@dataclass
+class Recorded:
+    """Items to append, in order, and the blobs they name (store those first)."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    blobs: dict[str, bytes] = field(default_factory=dict)
+
+    def add(self, other: Recorded) -> Recorded:
+        self.items += other.items
+        self.blobs.update(other.blobs)
+        return self
+
+
+@dataclass
+class _Message:
+    ord: int
+    kind: str
+    message_id: str | None
+    parts: list[dict[str, Any]]
+
+
+@dataclass
+class _Tool:
+    operation_id: str
+    fields: dict[str, Any]
+    state: str | None = None
+
+
+def sha_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _clean(item: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in item.items() if value is not None}
+
+
+def _operation_id(scope: str, tool_call_id: str) -> str:
+    """Unique in the thread: tool call ids are unique only within one AGENT session."""
+    candidate = f"{scope}:{tool_call_id}"
+    if len(candidate) <= OPERATION_ID_MAX:
+        return candidate
+    return f"{scope}:{sha_of(tool_call_id.encode())[:40]}"
+
+
+def _append_part(parts: list[dict[str, Any]], block: Any) -> None:
+    """Merge text chunks into one text part; keep other content blocks as they are."""
+    if not isinstance(block, dict):
+        return
+    if block.get("type") == "text" and isinstance(block.get("text"), str):
+        if parts and parts[-1].get("type") == "text" and set(parts[-1]) == {"type", "text"}:
+            parts[-1] = {"type": "text", "text": parts[-1]["text"] + block["text"]}
+            return
+        parts.append({"type": "text", "text": block["text"]})
+        return
+    if isinstance(block.get("type"), str):
+        parts.append(dict(block))
+
+
+def _paths(tool: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+    for location in tool.get("locations") or []:
+        if isinstance(location, dict) and isinstance(location.get("path"), str):
+            found.append(location["path"])
+    for content in tool.get("content") or []:
+        diff = isinstance(content, dict) and content.get("type") == "diff"
+        if diff and isinstance(content.get("path"), str):
+            found.append(content["path"])
+    return list(dict.fromkeys(found))
+
+
+def _text_blob(text: Any, blobs: dict[str, bytes]) -> str | None:
+    if not isinstance(text, str):
+        return None
+    data = text.encode()
+    sha = sha_of(data)
+    blobs[sha] = data
+    return sha
+
+
+class ThreadRecorder:
+    """The recording state of one thread: the open message, the turn's tool calls, the
+    model and mode last recorded, and the cumulative cost AGENT reported so far."""
+
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        self.turn_id: str | None = None
+        self.model: str | None = None
+        self.mode: str | None = None
+        self.cost_seen = 0.0
+        self._ord = 0
+        self._message: _Message | None = None
+        self._tools: dict[str, _Tool] = {}
+        self._edits: set[tuple[str, str | None]] = set()
+
+    @classmethod
+    def continuing(cls, items: Iterable[dict[str, Any]], scope: str) -> ThreadRecorder:
+        """A recorder for a thread read back from its file: the model, mode and cost
+        baseline carry over, so nothing is recorded twice after a restart."""
+        recorder = cls(scope)
+        for item in items:
+            kind = item.get("type")
+            if kind == "model_override" and isinstance(item.get("model"), str):
+                recorder.model = item["model"]
+            elif kind == "permissions" and isinstance(item.get("approvalMode"), str):
+                recorder.mode = item["approvalMode"]
+            elif kind == "acp_session" and item.get("via") == "new":
+                recorder.cost_seen = 0.0
+            elif kind == "acp_update" and item.get("update", {}).get("sessionUpdate") == (
+                "usage_update"
+            ):
+                amount = (item["update"].get("cost") or {}).get("amount")
+                if isinstance(amount, int | float):
+                    recorder.cost_seen = float(amount)
+        return recorder
+
+    # --- turns ---------------------------------------------------------------------------
+
+    def begin_turn(self, turn_id: str, prompt: list[Any]) -> Recorded:
+        """The user's prompt: a turn starts, its message, and the prompt as raw chunks (the
+        editor drew it itself; a replay has to draw it too)."""
+        out = Recorded(self._flush_message())
+        self.scope = self.turn_id = turn_id
+        self._ord = 0
+        self._tools = {}
+        self._edits = set()
+        parts: list[dict[str, Any]] = []
+        for block in prompt:
+            _append_part(parts, block)
+        out.items.append(
+            {"type": "turn", "id": f"{turn_id}:start", "turnId": turn_id, "phase": "started"}
+        )
+        out.items.append(
+            {
+                "type": "message",
+                "id": f"{turn_id}:prompt",
+                "role": "user",
+                "content": parts,
+                "turnId": turn_id,
+                "origin": "acp",
+            }
+        )
+        for block in prompt:
+            if isinstance(block, dict):
+                update = {"sessionUpdate": "user_message_chunk", "content": block}
+                out.items.append(self._raw(self._take_ord(), update, None, synthesized=True))
+        return out
+
+    def end_turn(
+        self,
+        next_scope: str,
+        *,
+        stop_reason: str | None = None,
+        usage: Any = None,
+        error: str | None = None,
+        continue_reason: str | None = None,
+    ) -> Recorded:
+        """The turn's end: the open message, the turn's token usage, `turn` completed (or
+        interrupted, with why). Later updates belong to the idle span `next_scope`."""
+        out = Recorded(self._flush_message())
+        turn = self.turn_id
+        if turn is not None:
+            if isinstance(usage, dict):
+                out.items.append(self._usage_cost(f"{turn}:cost", usage))
+            out.items.append(
+                _clean(
+                    {
+                        "type": "turn",
+                        "id": f"{turn}:end",
+                        "turnId": turn,
+                        "phase": "completed" if error is None else "interrupted",
+                        "stopReason": stop_reason,
+                        "error": error,
+                        "continueReason": continue_reason,
+                    }
+                )
+            )
+        self.turn_id = None
+        self.scope = next_scope
+        self._ord = 0
+        return out
+
+    # --- updates -------------------------------------------------------------------------
+
+    def update(self, params: dict[str, Any]) -> Recorded:
+        """One `session/update` notification's params: the raw item, and whatever it
+        completes or changes (a finished message, an operation step, todos, cost, ...)."""
+        update = params.get("update")
+        if not isinstance(update, dict):
+            return Recorded()
+        ord_ = self._take_ord()
+        raw = self._raw(ord_, update, params.get("_meta"))
+        kind = update.get("sessionUpdate")
+        if kind in CHUNKS:
+            message_id = update.get("messageId")
+            current = self._message
+            out = Recorded()
+            if current is None or current.kind != kind or current.message_id != message_id:
+                out.items += self._flush_message()
+                current = self._message = _Message(ord_, kind, message_id, [])
+            _append_part(current.parts, update.get("content"))
+            out.items.append(raw)
+            return out
+        out = Recorded(self._flush_message())
+        out.items.append(raw)
+        if kind in ("tool_call", "tool_call_update"):
+            out.add(self._tool_step(update, ord_))
+        elif kind == "plan" and isinstance(update.get("entries"), list):
+            out.items.append(self._todos(update["entries"], ord_))
+        elif kind == "usage_update":
+            out.items += self._usage_update(update, ord_)
+        elif kind == "current_mode_update":
+            out.items += self._mode_changed(update.get("currentModeId"), ord_)
+        elif kind == "config_option_update":
+            out.items += self._model_changed(_model_of(update), ord_)
+        elif kind == "session_info_update" and isinstance(update.get("title"), str):
+            out.items.append(
+                {"type": "thread_title", "id": f"{self.scope}:t{ord_}", "title": update["title"]}
+            )
+        return out
+
+    def session_state(self, result: Any) -> Recorded:
+        """A session/new, load or resume answer: its current mode and model."""
+        if not isinstance(result, dict):
+            return Recorded()
+        ord_ = self._take_ord()
+        modes = result.get("modes")
+        mode = modes.get("currentModeId") if isinstance(modes, dict) else None
+        items = self._mode_changed(mode, ord_) + self._model_changed(_model_of(result), ord_)
+        return Recorded(items)
+
+    def agent_session(self, agent_session_id: str, via: str, command: list[str]) -> Recorded:
+        """The thread now talks to AGENT's session `agent_session_id`, reached `via` new,
+        resume or load; a new session's cumulative cost starts from zero."""
+        if via == "new":
+            self.cost_seen = 0.0
+        item = {
+            "type": "acp_session",
+            "id": f"{self.scope}:x{self._take_ord()}",
+            "agentSessionId": agent_session_id,
+            "via": via,
+            "agentCommand": command,
+        }
+        return Recorded([item])
+
+    # --- requests AGENT made of the editor -----------------------------------------------
+
+    def permission(self, request: dict[str, Any], result: Any, error: Any = None) -> Recorded:
+        """The user's answer to `session/request_permission` (an error: not answered)."""
+        tool_call = request.get("toolCall") if isinstance(request.get("toolCall"), dict) else {}
+        tool_call_id = tool_call.get("toolCallId")
+        tool = self._tools.get(tool_call_id) if isinstance(tool_call_id, str) else None
+        merged = {**(tool.fields if tool else {}), **_clean(dict(tool_call))}
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        outcome = outcome if isinstance(outcome, dict) else {}
+        chosen = outcome.get("optionId")
+        options = [o for o in request.get("options") or [] if isinstance(o, dict)]
+        option_kind = next((o.get("kind") for o in options if o.get("optionId") == chosen), None)
+        selected = outcome.get("outcome") == "selected" and error is None
+        item = {
+            "type": "permission_decision",
+            "id": f"{self.scope}:p{self._take_ord()}",
+            "toolCallId": tool_call_id if isinstance(tool_call_id, str) else None,
+            "operationId": tool.operation_id if tool else None,
+            "title": merged.get("title") if isinstance(merged.get("title"), str) else None,
+            "paths": _paths(merged),
+            "outcome": "selected" if selected else "cancelled",
+            "optionId": chosen if selected and isinstance(chosen, str) else None,
+            "optionKind": option_kind if selected else None,
+            "allowed": bool(selected and str(option_kind or "").startswith("allow")),
+            "turnId": self.turn_id,
+        }
+        return Recorded([_clean(item)])
+
+    def file_write(self, path: str, before: bytes | None, content: str) -> Recorded:
+        """`fs/write_text_file` the editor carried out: a `file_edit` with both blobs."""
+        blobs: dict[str, bytes] = {}
+        after = _text_blob(content, blobs)
+        if (path, after) in self._edits:
+            return Recorded()
+        before_sha = None
+        if before is not None:
+            before_sha = sha_of(before)
+            blobs[before_sha] = before
+        self._edits.add((path, after))
+        item = self._file_edit(
+            f"{self.scope}:w{self._take_ord()}", path, before_sha, after, self._tool_touching(path)
+        )
+        return Recorded([item], blobs)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _take_ord(self) -> int:
+        ord_ = self._ord
+        self._ord += 1
+        return ord_
+
+    def _raw(
+        self, ord_: int, update: dict[str, Any], meta: Any, *, synthesized: bool = False
+    ) -> dict[str, Any]:
+        raw: dict[str, Any] = {
+            "type": "acp_update",
+            "id": f"{self.scope}:u{ord_}",
+            "scope": self.scope,
+            "ord": ord_,
+            "update": update,
+        }
+        if isinstance(meta, dict):
+            raw["meta"] = meta
+        if synthesized:
+            raw["synthesized"] = True
+        if self.turn_id is not None:
+            raw["turnId"] = self.turn_id
+        return raw
+
+    def _flush_message(self) -> list[dict[str, Any]]:
+        message, self._message = self._message, None
+        if message is None:
+            return []
+        role, thought = CHUNKS[message.kind]
+        item = {
+            "type": "message",
+            "id": f"{self.scope}:m{message.ord}",
+            "role": role,
+            "content": message.parts,
+            "turnId": self.turn_id,
+            "origin": "acp",
+            "messageId": message.message_id,
+            "thought": True if thought else None,
+        }
+        return [_clean(item)]
+
+    def _tool_step(self, update: dict[str, Any], ord_: int) -> Recorded:
+        tool_call_id = update.get("toolCallId")
+        if not isinstance(tool_call_id, str):
+            return Recorded()
+        tool = self._tools.get(tool_call_id)
+        if tool is None:
+            tool = self._tools[tool_call_id] = _Tool(_operation_id(self.scope, tool_call_id), {})
+        tool.fields.update((k, update[k]) for k in TOOL_FIELDS if update.get(k) is not None)
+        state = TOOL_STATES.get(str(tool.fields.get("status") or "pending"), "planned")
+        if tool.state is not None and RANK[state] <= RANK[tool.state]:
+            return Recorded()  # same step again (more content): the raw update has it
+        tool.state = state
+        out = Recorded()
+        kind = tool.fields.get("kind") if isinstance(tool.fields.get("kind"), str) else None
+        raw_input = tool.fields.get("rawInput")
+        digest = None
+        if raw_input is not None:
+            digest = sha_of(json.dumps(raw_input, sort_keys=True, default=str).encode())
+        out.items.append(
+            _clean(
+                {
+                    "type": "operation",
+                    "id": f"{self.scope}:o{ord_}",
+                    "operationId": tool.operation_id,
+                    "tool": kind or "other",
+                    "argsDigest": digest,
+                    "effect": "read" if kind in READ_ONLY_KINDS else "side_effect",
+                    "state": state,
+                    "resultPersisted": state == "committed",
+                    "turnId": self.turn_id,
+                    "toolCallId": tool_call_id,
+                    "title": tool.fields.get("title"),
+                    "status": tool.fields.get("status"),
+                    "locations": tool.fields.get("locations"),
+                    "content": _content_summary(tool.fields.get("content"), out.blobs),
+                }
+            )
+        )
+        if state == "committed":
+            out.items += self._diff_edits(tool, ord_, out.blobs)
+        return out
+
+    def _diff_edits(self, tool: _Tool, ord_: int, blobs: dict[str, bytes]) -> list[dict[str, Any]]:
+        edits = []
+        for index, content in enumerate(tool.fields.get("content") or []):
+            if not isinstance(content, dict) or content.get("type") != "diff":
+                continue
+            path = content.get("path")
+            if not isinstance(path, str):
+                continue
+            after = _text_blob(content.get("newText"), blobs)
+            if (path, after) in self._edits:
+                continue
+            self._edits.add((path, after))
+            before = _text_blob(content.get("oldText"), blobs)
+            edits.append(
+                self._file_edit(
+                    f"{self.scope}:e{ord_}.{index}", path, before, after, tool.operation_id
+                )
+            )
+        return edits
+
+    def _file_edit(
+        self,
+        item_id: str,
+        path: str,
+        before: str | None,
+        after: str | None,
+        operation_id: str | None,
+    ) -> dict[str, Any]:
+        return _clean(
+            {
+                "type": "file_edit",
+                "id": item_id,
+                "path": path,
+                "beforeSha": before,
+                "afterSha": after,
+                "author": "agent",
+                "operationId": operation_id,
+                "turnId": self.turn_id,
+                "origin": "acp",
+            }
+        )
+
+    def _tool_touching(self, path: str) -> str | None:
+        """The operation a file write belongs to: the latest tool call naming the path,
+        else the latest one still running."""
+        tools = list(self._tools.values())
+        for tool in reversed(tools):
+            if path in _paths(tool.fields):
+                return tool.operation_id
+        for tool in reversed(tools):
+            if tool.state in ("planned", "started"):
+                return tool.operation_id
+        return None
+
+    def _todos(self, entries: list[Any], ord_: int) -> dict[str, Any]:
+        todos = []
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                continue
+            status = entry.get("status")
+            todo = {
+                "id": str(index),
+                "content": str(entry.get("content") or ""),
+                "status": status if status in TODO_STATUSES else "pending",
+            }
+            if isinstance(entry.get("priority"), str):
+                todo["priority"] = entry["priority"]
+            todos.append(todo)
+        item = {
+            "type": "todos",
+            "id": f"{self.scope}:d{ord_}",
+            "items": todos,
+            "turnId": self.turn_id,
+        }
+        return _clean(item)
+
+    def _usage_update(self, update: dict[str, Any], ord_: int) -> list[dict[str, Any]]:
+        """`usage_update.cost` is cumulative for AGENT's session: record what it grew by."""
+        cost = update.get("cost")
+        if not isinstance(cost, dict) or not isinstance(cost.get("amount"), int | float):
+            return []
+        amount = float(cost["amount"])
+        delta = amount - self.cost_seen if amount >= self.cost_seen else amount
+        self.cost_seen = amount
+        delta = round(delta, 10)
+        if delta <= 0:
+            return []
+        currency = cost.get("currency") if isinstance(cost.get("currency"), str) else None
+        item = {
+            "type": "cost",
+            "id": f"{self.scope}:c{ord_}",
+            "model": self.model or "unknown",
+            "inputTokens": 0,
+            "outputTokens": 0,
+            "usd": delta if currency == "USD" else 0.0,
+            "amount": delta,
+            "currency": currency,
+            "contextUsed": update.get("used"),
+            "contextSize": update.get("size"),
+            "turnId": self.turn_id,
+        }
+        return [_clean(item)]
+
+    def _usage_cost(self, item_id: str, usage: dict[str, Any]) -> dict[str, Any]:
+        """The prompt response's `usage`: this turn's tokens (money comes from
+        `usage_update`, so it is not counted twice)."""
+
+        def tokens(name: str) -> int | None:
+            value = usage.get(name)
+            return value if isinstance(value, int) and value >= 0 else None
+
+        return _clean(
+            {
+                "type": "cost",
+                "id": item_id,
+                "model": self.model or "unknown",
+                "inputTokens": tokens("inputTokens") or 0,
+                "outputTokens": tokens("outputTokens") or 0,
+                "usd": 0.0,
+                "thoughtTokens": tokens("thoughtTokens"),
+                "cachedReadTokens": tokens("cachedReadTokens"),
+                "cachedWriteTokens": tokens("cachedWriteTokens"),
+                "turnId": self.turn_id,
+            }
+        )
+
+    def _mode_changed(self, mode: Any, ord_: int) -> list[dict[str, Any]]:
+        if not isinstance(mode, str) or mode == self.mode:
+            return []
+        self.mode = mode
+        item = {
+            "type": "permissions",
+            "id": f"{self.scope}:a{ord_}",
+            "approvalMode": mode,
+            "toolProfile": "acp-mode",
+            "turnId": self.turn_id,
+        }
+        return [_clean(item)]
+
+    def _model_changed(self, model: str | None, ord_: int) -> list[dict[str, Any]]:
+        if model is None or model == self.model:
+            return []
+        self.model = model
+        item = {
+            "type": "model_override",
+            "id": f"{self.scope}:n{ord_}",
+            "model": model,
+            "turnId": self.turn_id,
+        }
+        return [_clean(item)]
+
+
+def _model_of(value: dict[str, Any]) -> str | None:
+    """The current model: the config option of category `model`, else the (unstable)
+    `models.currentModelId` of a session answer."""
+    for option in value.get("configOptions") or []:
+        if not isinstance(option, dict):
+            continue
+        if option.get("category") == "model" or option.get("id") == "model":
+            current = option.get("currentValue")
+            if isinstance(current, str):
+                return current
+    models = value.get("models")
+    if isinstance(models, dict) and isinstance(models.get("currentModelId"), str):
+        return str(models["currentModelId"])
+    return None
+
+
+def _content_summary(content: Any, blobs: dict[str, bytes]) -> list[dict[str, Any]] | None:
+    """Tool call content for the operation item: diffs by blob sha (their text is in the
+    blobs and in the raw update), everything else as sent."""
+    if not isinstance(content, list):
+        return None
+    summary = []
+    for entry in content:
+        if isinstance(entry, dict) and entry.get("type") == "diff":
+            summary.append(
+                _clean(
+                    {
+                        "type": "diff",
+                        "path": entry.get("path"),
+                        "oldSha": _text_blob(entry.get("oldText"), blobs),
+                        "newSha": _text_blob(entry.get("newText"), blobs),
+                    }
+                )
+            )
+        elif isinstance(entry, dict):
+            summary.append(entry)
+    return summary
+
+
+# --- reading a thread back ---------------------------------------------------------------
+
+
+def recover(items: list[dict[str, Any]], next_scope: str) -> Recorded:
+    """What a crash kept from being written: for every turn that never ended, the items
+    its raw updates imply (same ids, so those already written are skipped) and its end,
+    `interrupted` with `process_recovery`."""
+    turns = [i for i in items if i.get("type") == "turn"]
+    ended = {i.get("turnId") for i in turns if i.get("phase") != "started"}
+    open_turns = [
+        i["turnId"] for i in turns if i.get("phase") == "started" and i["turnId"] not in ended
+    ]
+    out = Recorded()
+    for turn in open_turns:
+        recorder = ThreadRecorder.continuing(items, turn)
+        recorder.turn_id = turn
+        for item in items:
+            kind = item.get("type")
+            if kind == "file_edit" and item.get("turnId") == turn:
+                recorder._edits.add((item.get("path"), item.get("afterSha")))
+            if kind != "acp_update" or item.get("scope") != turn or item.get("synthesized"):
+                continue
+            recorder._ord = int(item.get("ord") or 0)
+            params: dict[str, Any] = {"update": item.get("update")}
+            if isinstance(item.get("meta"), dict):
+                params["_meta"] = item["meta"]
+            out.add(recorder.update(params))
+        out.add(
+            recorder.end_turn(
+                next_scope,
+                error="sessiond stopped before the turn ended",
+                continue_reason="process_recovery",
+            )
+        )
+    return out
+
+
+def replay(items: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """`session/update` params (without `sessionId`) that redraw the thread: the raw
+    updates as they were sent; messages recorded by other clients as message chunks."""
+    for item in items:
+        kind = item.get("type")
+        if kind == "acp_update" and isinstance(item.get("update"), dict):
+            params: dict[str, Any] = {"update": item["update"]}
+            if isinstance(item.get("meta"), dict):
+                params["_meta"] = item["meta"]
+            yield params
+        elif kind == "message" and item.get("origin") != "acp":
+            chunk = "user_message_chunk" if item.get("role") == "user" else "agent_message_chunk"
+            if item.get("role") not in ("user", "assistant"):
+                continue
+            for block in _blocks(item.get("content")):
+                yield {"update": {"sessionUpdate": chunk, "content": block}}
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [part for part in content if isinstance(part, dict) and "type" in part]
+    return []
+
+
+def _text_of(content: Any) -> str:
+    texts = []
+    for block in _blocks(content):
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif isinstance(block.get("type"), str):
+            texts.append(f"[{block['type']}]")
+    return "".join(texts)
+
+
+def priming_block(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The text block put before the first prompt a new AGENT session gets in place of a
+    session it could not resume or load: the restored history, oldest first."""
+    turns = []
+    for message in messages:
+        if message.get("thought") or message.get("role") not in ("user", "assistant"):
+            continue
+        text = _text_of(message.get("content")).strip()
+        if text:
+            turns.append(f"<{message['role']}>\n{text}\n</{message['role']}>")
+    if not turns:
+        return None
+    text = (
+        "[sessiond] This conversation continues an earlier session whose agent process is "
+        "gone. The history so far, oldest first:\n\n"
+        + "\n".join(turns)
+        + "\n\nContinue from there. The user's new message follows."
+    )
+    return {"type": "text", "text": text}
+
+
+# --- answers the proxy gives itself -------------------------------------------------------
+
+
+def advertise(result: dict[str, Any], version: str) -> dict[str, Any]:
+    """AGENT's `initialize` answer as the editor gets it: its capabilities plus session
+    loading, listing, resuming, closing and deleting, which sessiond answers itself.
+    `fork` (unstable) stays only if AGENT offers it."""
+    capabilities = dict(result.get("agentCapabilities") or {})
+    sessions = dict(capabilities.get("sessionCapabilities") or {})
+    for name in SESSION_CAPABILITIES:
+        sessions[name] = sessions.get(name) or {}
+    capabilities["loadSession"] = True
+    capabilities["sessionCapabilities"] = sessions
+    meta = dict(result.get("_meta") or {})
+    meta["sessiond"] = {"version": version, "agentCapabilities": result.get("agentCapabilities")}
+    return {**result, "agentCapabilities": capabilities, "_meta": meta}
+
+
+def upstream_paths(agent_capabilities: dict[str, Any]) -> list[str]:
+    """How to reach AGENT's old session again, best first: its `session/resume`, its
+    `session/load` (its replay held back), else a new session primed with the history."""
+    sessions = agent_capabilities.get("sessionCapabilities") or {}
+    paths = []
+    if isinstance(sessions, dict) and sessions.get("resume") is not None:
+        paths.append("resume")
+    if agent_capabilities.get("loadSession") is True:
+        paths.append("load")
+    return [*paths, "new"]
+
+
+def session_info(thread: dict[str, Any]) -> dict[str, Any]:
+    """A ThreadInfo as an ACP `SessionInfo` (the session id is the thread id)."""
+    info = {
+        "sessionId": thread["threadId"],
+        "cwd": thread.get("cwd") or "/",
+        "title": thread.get("title") or thread.get("preview") or None,
+        "updatedAt": thread.get("updatedAt"),
+        "_meta": {
+            "sessiond": _clean(
+                {
+                    "branch": thread.get("branch"),
+                    "itemCount": thread.get("itemCount"),
+                    "origin": thread.get("origin"),
+                    "preview": thread.get("preview") or None,
+                }
+            )
+        },
+    }
+    return _clean(info)
