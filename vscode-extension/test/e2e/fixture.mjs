@@ -198,17 +198,30 @@ export async function startCodeServer(tools, { root, vsix, sessiond, home, log }
     child.stdout.on("data", onData);
     child.stderr.on("data", onData);
     child.once("exit", (code, signal) => reject(new Error(`code-server exited (${code ?? signal}):\n${output.join("")}`)));
+    // A hang guard, not a performance limit: it starts in seconds.
+    setTimeout(() => reject(new Error(`code-server did not listen within 2 minutes:\n${output.join("")}`)), 120_000).unref();
   });
-  await listening;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    /** Kills code-server and everything it started (extension host, sessiond), by group. */
-    stop() {
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    },
+  /** Kills code-server and everything it started (extension host, sessiond), by group. */
+  const stop = () => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
   };
+  // Also when this process is interrupted or ends without reaching the suite's `after`.
+  process.once("exit", stop);
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+    process.once(signal, () => {
+      stop();
+      process.exit(128 + (signal === "SIGINT" ? 2 : signal === "SIGTERM" ? 15 : 1));
+    });
+  }
+  try {
+    await listening;
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  return { url: `http://127.0.0.1:${port}`, stop };
 }
