@@ -81,12 +81,14 @@ function step(name, run) {
   });
 }
 
-async function screenshot(name, window = page) {
+async function screenshot(name, window = page, { hover = false } = {}) {
   shotCount++;
   const file = path.join(root, "screenshots", `${name}.png`);
-  // The pointer goes to the empty title bar, so that no hover or tooltip covers the picture.
-  await window.mouse.move(1000, 18);
-  await eventually(async () => assert.equal(await window.locator(".workbench-hover-container, .monaco-hover:not(.hidden)").count(), 0), 3000).catch(() => undefined);
+  if (!hover) {
+    // The pointer goes to the empty title bar, so that no hover or tooltip covers the picture.
+    await window.mouse.move(1000, 18);
+    await eventually(async () => assert.equal(await window.locator(".workbench-hover-container, .monaco-hover:not(.hidden)").count(), 0), 3000).catch(() => undefined);
+  }
   await window.screenshot({ path: file });
   const media = process.env.SESSIOND_E2E_MEDIA;
   if (media && README_MEDIA[name]) copyFileSync(file, path.join(path.resolve(EXTENSION_DIR, media), README_MEDIA[name]));
@@ -200,6 +202,15 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     assert.equal(rows.find((row) => row.label === "payment retries").icon, "warning", "recorded on another branch: needs review");
     assert.equal(login.icon, "comment-discussion");
     await screenshot("01-threads");
+    // The details the row leaves out are in its tooltip.
+    await (await treeRow(page, THREADS, "payment retries")).hover();
+    await eventually(async () => {
+      const hover = await page.locator(".workbench-hover-container, .monaco-hover").last().innerText();
+      assert.match(hover, /payment retries/);
+      assert.match(hover, /branch feature\/payments · 2 items · updated /);
+      assert.match(hover, /Needs review: recorded on feature\/payments, this folder is on main now\. Resume asks first\./);
+    });
+    await screenshot("01-threads-tooltip", page, { hover: true });
   });
 
   step("Resume of a short thread shows its transcript (in a tab named after it), todos and cost", async () => {
