@@ -40,7 +40,7 @@ export interface ThreadState {
   openHere?: boolean;
   /** Held by another client or window: the server's `holder`, e.g. "vscode (connection 3, pid 41235)". */
   openElsewhere?: string;
-  /** The folder is now on another branch than the one recorded: Resume will ask first. */
+  /** The branch the thread's folder is on now; another recorded branch needs review (Resume asks). */
   currentBranch?: string;
 }
 
