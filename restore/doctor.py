@@ -79,10 +79,16 @@ def _move_empty_aside(layout: Layout, finding: FileFinding) -> None:
 
 
 def run_doctor(
-    layout: Layout, progress: Progress | None = None, *, repair: bool = False
+    layout: Layout,
+    progress: Progress | None = None,
+    *,
+    repair: bool = False,
+    read_only: bool = False,
 ) -> DoctorReport:
+    """`read_only`: a home that cannot be written is checked all the same, with its index
+    rebuilt in memory (restore/index.py) instead of repaired on disk."""
     report = DoctorReport()
-    store = ThreadStore(layout)
+    store = ThreadStore(layout, read_only=read_only)
     files = layout.iter_thread_files()
     report.files = len(files)
     for done, (path, _archived) in enumerate(files, start=1):
@@ -104,7 +110,7 @@ def run_doctor(
             report.findings.append(finding)
         if progress is not None and (done % 100 == 0 or done == len(files)):
             progress("Checking thread files", done, len(files))
-    index = ThreadIndex(layout, store.read_summary)
+    index = ThreadIndex(layout, store.read_summary, in_memory=read_only)
     try:
         report.index_action = index.ensure_ready(
             None if progress is None else lambda d, t: progress("Repairing index", d, t)

@@ -157,9 +157,14 @@ class ThreadIndex:
 
     SCHEMA_VERSION = 3  # 2: costUsd, 3: origin
 
-    def __init__(self, layout: Layout, read_summary: SummaryReader) -> None:
+    def __init__(
+        self, layout: Layout, read_summary: SummaryReader, *, in_memory: bool = False
+    ) -> None:
         self._layout = layout
         self._read_summary = read_summary
+        self._in_memory = in_memory
+        """For a read-only home: the index lives in memory, seeded from the file on disk
+        when there is a usable one, and reconciled against the thread files like any other."""
         self._conn: sqlite3.Connection | None = None
         self._open_lock = threading.Lock()
 
@@ -171,6 +176,11 @@ class ThreadIndex:
             if self._conn is not None:
                 return "ready"
             path = self._layout.index_path
+            if self._in_memory:
+                conn = self._memory_copy(path)
+                self._reconcile(conn, progress)
+                self._conn = conn
+                return "built in memory (read-only data directory)"
             if path.exists():
                 try:
                     conn = self._open_existing(path)
@@ -184,7 +194,33 @@ class ThreadIndex:
             self._conn = self._configured(self._connect(path))
             return "rebuilt"
 
-    def _connect(self, path: Path) -> sqlite3.Connection:
+    def _memory_copy(self, path: Path) -> sqlite3.Connection:
+        """An index in memory, copied from `path` when that is a usable index of this schema.
+
+        The file is opened `immutable=1`: on read-only media SQLite can create neither a
+        lock nor the WAL's `-shm`, and a plain read-only open of a WAL database fails. Rows
+        only in the WAL are not seen; reconcile re-reads their files, as for any stale row.
+        """
+        import sqlite3
+
+        conn = self._connect(":memory:")
+        try:
+            source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+            try:
+                if source.execute("PRAGMA user_version").fetchone()[0] == self.SCHEMA_VERSION:
+                    source.backup(conn)
+            finally:
+                source.close()
+        except sqlite3.Error:
+            pass  # missing or unusable: built from the files instead
+        has_table = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'"
+        ).fetchone()
+        if not has_table:
+            conn.executescript(_SCHEMA)
+        return conn
+
+    def _connect(self, path: Path | str) -> sqlite3.Connection:
         import sqlite3
 
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)

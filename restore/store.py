@@ -295,9 +295,14 @@ class PendingSync:
 class ThreadStore:
     """Thread files under one data directory."""
 
-    def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
+    def __init__(
+        self, layout: Layout, durability: Durability = Durability.FSYNC, *, read_only: bool = False
+    ) -> None:
         self.layout = layout
         self.durability = durability
+        self.read_only = read_only
+        """A read-only home: `open_writer` opens files for reading only, locks and repairs
+        nothing (the files are nobody's to write here), and its writer cannot append."""
 
     def create(self, thread_id: str, session_id: str, meta: dict[str, Any]) -> ThreadWriter:
         """Make a new thread durable at once: its file with the `session_meta` line."""
@@ -330,28 +335,19 @@ class ThreadStore:
         """
         path, archived = self._locate(thread_id)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            fd = os.open(path, os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND)
         except OSError as exc:
             raise _storage_error(exc, thread_id) from exc
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = self._holder(thread_id)
-                raise ProtocolError(
-                    ErrorKind.THREAD_BUSY,
-                    f"thread is being written by {holder}",
-                    threadId=thread_id,
-                    holder=holder,
-                ) from None
-            self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
+            if not self.read_only:
+                self._lock(fd, thread_id)
             rejected = None
             if base is not None:
                 rejected = self._verify(fd, base)
                 if rejected is not None:
                     base = None
             found = self._read_locked(fd, base)
-            repaired = self._repair_tail(thread_id, fd, found, base)
+            repaired = found if self.read_only else self._repair_tail(thread_id, fd, found, base)
             # Report what was found (torn tail included), write on what was repaired.
             repaired.skipped = found.skipped
             repaired.bom = found.bom
@@ -362,6 +358,19 @@ class ThreadStore:
         except BaseException:
             os.close(fd)
             raise
+
+    def _lock(self, fd: int, thread_id: str) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self._holder(thread_id)
+            raise ProtocolError(
+                ErrorKind.THREAD_BUSY,
+                f"thread is being written by {holder}",
+                threadId=thread_id,
+                holder=holder,
+            ) from None
+        self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
 
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
         """Read a thread without locking it (readers never block the writer)."""

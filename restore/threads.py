@@ -21,6 +21,7 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore import snapshots
 from restore.engine import judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
+from restore.home import Home
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
 from restore.paths import Layout, validate_thread_id
@@ -118,10 +119,16 @@ class _Loaded:
 class ThreadService:
     """Everything a thread request does to the files, snapshots and the index."""
 
-    def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
+    def __init__(
+        self, layout: Layout, durability: Durability = Durability.FSYNC, home: Home | None = None
+    ) -> None:
         self.layout = layout
-        self.store = ThreadStore(layout, durability)
-        self.index = ThreadIndex(layout, self.store.read_summary)
+        # A read-only home (restore/home.py) is listed from an index in memory, read, and
+        # resumed as a report; every write is refused with StorageError before it starts.
+        self.home = home or Home(layout.home)
+        self.read_only = self.home.read_only is not None
+        self.store = ThreadStore(layout, durability, read_only=self.read_only)
+        self.index = ThreadIndex(layout, self.store.read_summary, in_memory=self.read_only)
         self._open: dict[str, OpenSession] = {}  # by thread id
         # Group commit: writers with appends not yet synced (`begin_commit` takes them).
         self._unsynced: dict[str, ThreadWriter] = {}
@@ -193,7 +200,7 @@ class ThreadService:
             recorded = state.states["worktree"]
             current = probe(cwd or recorded.get("cwd") or ".")
             verdict = judge(state, current, available_models)
-            ready = not verdict.blocked or accept_drift
+            ready = (not verdict.blocked or accept_drift) and not self.read_only
             session_id: str | None = None
             if ready:
                 session_id = _new_id()
@@ -233,6 +240,7 @@ class ThreadService:
                 "recovery": loaded.recovery(),
                 "continueReason": continue_reason,
                 "messages": messages_subsystem.page(state.states["messages"], message_limit),
+                "readOnly": self._read_only_home(),
             }
         finally:
             if not opened:
@@ -397,6 +405,7 @@ class ThreadService:
         this append (ThreadBusy if another process writes the thread).
         """
         thread_id = validate_thread_id(thread_id)
+        self._writable()
         if (session := self._open.get(thread_id)) is not None:
             self._append(session, items, session.session_id)
             return session.writer.summary
@@ -488,6 +497,7 @@ class ThreadService:
 
     def archive(self, thread_id: str, archived: bool, owner: str = LOCAL_OWNER) -> ThreadSummary:
         thread_id = validate_thread_id(thread_id)
+        self._writable()
         self._release(thread_id, owner)
         path = self.store.move(thread_id, to_archived=archived)
         summary = self.store.read_summary(path, archived)
@@ -500,6 +510,7 @@ class ThreadService:
 
     def delete(self, thread_id: str, owner: str = LOCAL_OWNER) -> None:
         thread_id = validate_thread_id(thread_id)
+        self._writable()
         self._release(thread_id, owner)
         self.store.delete(thread_id)
         snapshots.discard(self.layout, thread_id)
@@ -581,7 +592,18 @@ class ThreadService:
         finally:
             session.writer.close()
 
+    def _read_only_home(self) -> dict[str, Any] | None:
+        """Why a resume opened no session though nothing drifted, for the report."""
+        if not self.read_only:
+            return None
+        return {"path": str(self.home.path), "reason": self.home.read_only}
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise self.home.refuse_write()
+
     def _create(self, meta: dict[str, Any], owner: str) -> StartedThread:
+        self._writable()
         thread_id, session_id = meta["threadId"], _new_id()
         writer = self.store.create(thread_id, session_id, meta)
         state = ThreadState()
@@ -629,6 +651,7 @@ class ThreadService:
         )
 
     def _session(self, thread_id: str, session_id: str, owner: str) -> OpenSession:
+        self._writable()  # every write through a session (record, clear, edits) starts here
         session = self._open.get(thread_id)  # an open thread's id is valid already
         if session is None:
             thread_id = validate_thread_id(thread_id)

@@ -848,6 +848,8 @@ class AcpProxy:
             message_limit=HISTORY_LIMIT,
             owner=self.owner,
         )
+        if report.get("readOnly"):  # no session on a read-only data directory: not drift
+            raise self.service.home.refuse_write()
         if report["status"] != "ready":
             drift = report["environment"]["drift"]
             fields = ", ".join(d["field"] for d in drift if d.get("severity") == "block")

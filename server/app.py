@@ -73,13 +73,19 @@ class SessiondServer(JsonRPCServer):
     def service(self) -> ThreadService:
         """Created on first use (worker thread only), so startup reads no file."""
         if self._service is None:
+            from restore.home import open_home
             from restore.paths import Layout
             from restore.store import Durability
             from restore.threads import ThreadService
 
-            home = Path(self.config.home)
-            home.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._service = ThreadService(Layout(home), Durability(self.config.durability))
+            # A home that is a file or unreadable is StorageError for this request and the
+            # next (checked again: the user may fix it while the server runs).
+            home = open_home(Path(self.config.home))
+            if home.read_only is not None:
+                logger.warning("serving %s read-only: %s", home.path, home.read_only)
+            self._service = ThreadService(
+                Layout(home.path), Durability(self.config.durability), home
+            )
         return self._service
 
     def _begin_commit(self) -> Callable[[], None] | None:

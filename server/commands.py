@@ -1,4 +1,8 @@
-"""Offline commands (`list`, `show`, `doctor`): the same engine, without a server."""
+"""Offline commands (`list`, `show`, `doctor`): the same engine, without a server.
+
+Each checks the data directory first (restore/home.py): a home that cannot be used is one
+line and exit code 2 (printed by server/cli.py); a read-only one is read as it is.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,30 @@ import sys
 from pathlib import Path
 
 from restore.doctor import run_doctor
+from restore.home import Home, open_home
 from restore.paths import Layout
 from restore.threads import ThreadService
+from server import transcript
 from server.cli import print_json
 from server.config import ServerConfig
+from server.terminal import clip, plural, relative_time, safe, table
+
+TITLE_COLUMNS = 60
+BRANCH_COLUMNS = 24
 
 
-def _layout(config: ServerConfig) -> Layout:
-    return Layout(Path(config.home))
+def _label(info: dict[str, object]) -> str:
+    """As the extension labels a row: the title, else the first message, else what it is."""
+    return str(info["title"] or info["preview"] or "(no messages yet)")
+
+
+def _service(config: ServerConfig) -> ThreadService:
+    home = open_home(Path(config.home))
+    return ThreadService(Layout(home.path), home=home)
 
 
 def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
-    service = ThreadService(_layout(config))
+    service = _service(config)
     try:
         threads, _ = service.list(
             cwd=args.cwd,
@@ -30,30 +46,45 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
         )
     finally:
         service.close_all()
-    for thread in threads:
-        info = thread.thread_info()
-        if args.json:
+    infos = [thread.thread_info() for thread in threads]
+    if args.json:
+        for info in infos:
             print_json(info)
-        else:
-            title = info["title"] or info["preview"] or "(empty)"
-            print(
-                f"{info['threadId']}  {info['updatedAt'] or '':27}  {info['itemCount']:>6}  "
-                f"{info['branch'] or '-':20.20}  {title[:60]}"
-            )
+        return 0
+    if args.quiet:
+        for info in infos:
+            print(info["threadId"])
+        return 0
+    if not infos:
+        print("no threads" + (" match" if args.cwd or args.workspace_folder or args.search else ""))
+        return 0
+    rows = [
+        [
+            info["threadId"],
+            relative_time(info["updatedAt"] or info["createdAt"]),
+            str(info["itemCount"]),
+            clip(safe(info["branch"] or "-", one_line=True), BRANCH_COLUMNS),
+            clip(safe(_label(info), one_line=True), TITLE_COLUMNS),
+        ]
+        for info in infos
+    ]
+    print(table(("THREAD", "UPDATED", "ITEMS", "BRANCH", "TITLE"), rows, right=(2,)))
     return 0
 
 
 def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
-    service = ThreadService(_layout(config))
-    contents, _ = service.store.read(args.thread_id)
-    for item in contents.items:
-        if args.json:
+    service = _service(config)
+    contents, archived = service.store.read(args.thread_id)
+    if args.json:
+        for item in contents.items:
             print_json(item)
-        else:
-            body = item.get("content") if item.get("type") == "message" else ""
-            role = item.get("role", "")
-            text = body if isinstance(body, str) else "[parts]"
-            print(f"{item['seq']:>6}  {item['type']:14}  {role:9}  {text[:100]!s}")
+    else:
+        title = next((i.get("title") for i in reversed(contents.items) if i.get("title")), None)
+        heading = f"thread {args.thread_id}" + (" (archived)" if archived else "")
+        print(safe(f"{heading}: {title}", one_line=True) if title else heading)
+        for line in transcript.render(contents.items):
+            print(line)
+        print(transcript.footer(contents.items))
     for line in contents.skipped:
         print(
             f"skipped line {line.lineNo} ({line.reason}) at byte {line.byteOffset}", file=sys.stderr
@@ -62,34 +93,42 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def _progress_bar(title: str, done: int, total: int) -> None:
+    if total == 0:
+        return  # nothing to do is nothing to draw
     width = 30
-    filled = width if total == 0 else width * done // total
+    filled = width * done // total
     sys.stderr.write(f"\r{title:24} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
     if done >= total:
         sys.stderr.write("\n")
     sys.stderr.flush()
 
 
-def doctor(config: ServerConfig, *, repair: bool = False) -> int:
+def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
+    home: Home = open_home(Path(config.home))
+    if args.repair and home.read_only is not None:
+        raise home.refuse_write()
     progress = _progress_bar if sys.stderr.isatty() else None
-    report = run_doctor(_layout(config), progress, repair=repair)
-    print(f"checked {report.files} thread files, {report.items} items")
+    report = run_doctor(
+        Layout(home.path), progress, repair=args.repair, read_only=home.read_only is not None
+    )
+    print(f"checked {plural(report.files, 'thread file')}, {plural(report.items, 'item')}")
     for finding in report.findings:
+        where = safe(str(finding.path), one_line=True)
         if finding.error:
-            print(f"{finding.path}: unreadable: {finding.error}")
+            print(f"{where}: unreadable: {finding.error}")
         if finding.empty:
-            print(f"{finding.path}: empty file (a thread/start that never completed)")
+            print(f"{where}: empty file (a thread/start that never completed)")
         if finding.repaired and finding.path.exists():
-            print(f"{finding.path}: torn tail repaired (copied to recovered/)")
+            print(f"{where}: torn tail repaired (copied to recovered/)")
         elif finding.repaired:
-            print(f"{finding.path}: empty file moved to recovered/")
+            print(f"{where}: empty file moved to recovered/")
         if finding.bom:
-            print(f"{finding.path}: UTF-8 BOM at start (ignored)")
+            print(f"{where}: UTF-8 BOM at start (ignored)")
         for line in finding.skipped:
             print(
-                f"{finding.path}: line {line.lineNo} skipped ({line.reason}) at byte "
-                f"{line.byteOffset}: {line.preview!r}"
+                f"{where}: line {line.lineNo} skipped ({line.reason}) at byte "
+                f"{line.byteOffset}: {safe(repr(line.preview), one_line=True)}"
             )
-    print(f"index: {report.index_action}, {report.indexed} threads")
+    print(f"index: {report.index_action}, {plural(report.indexed, 'thread')}")
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1

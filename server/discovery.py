@@ -77,8 +77,11 @@ class LockFile:
             "workspaceFolders": [],
             "protocolVersion": PROTOCOL_VERSION,
         }
+        self.removed = False
 
     def write(self, workspace_folders: Iterable[str] = ()) -> None:
+        if self.removed:
+            return
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.directory, 0o700)
         self.record["workspaceFolders"] = list(workspace_folders)
@@ -93,7 +96,9 @@ class LockFile:
             raise
 
     def remove(self) -> None:
-        """Remove the file if it is still ours (a later server may reuse the port)."""
+        """Remove the file if it is still ours (a later server may reuse the port); later
+        writes do nothing, so a late folder change cannot bring it back."""
+        self.removed = True
         record = _read(self.path)
         if record is not None and record.get("pid") == os.getpid():
             with contextlib.suppress(OSError):

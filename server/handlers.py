@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
 from restore.subsystems import SUBSYSTEM_NAMES
+from server import __version__
 from server.framing import Framing
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from server.rpc import SessiondProtocol
 
 SERVER_NAME = "sessiond"
-SERVER_VERSION = "0.1.0"
+SERVER_VERSION = __version__
 LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
 _progress_tokens = itertools.count(1)
 
@@ -54,6 +55,8 @@ class Context:
 
     def progress(self, title: str) -> Callable[[int, int], None]:
         """A `$/progress` reporter callable from the worker thread (begin, report, end)."""
+        from server.terminal import plural
+
         token = f"sessiond/{next(_progress_tokens)}"
         loop = self.server.loop
         assert loop is not None, "progress is only reported while serving"
@@ -65,8 +68,8 @@ class Context:
             )
 
         def report(done: int, total: int) -> None:
-            if state["ended"]:
-                return
+            if state["ended"] or (total == 0 and not state["begun"]):
+                return  # nothing to do (an index that was current) is nothing to report
             percentage = 100 if total == 0 else min(100, done * 100 // total)
             if not state["begun"]:
                 state["begun"] = True
@@ -80,7 +83,7 @@ class Context:
                 )
             if done >= total:
                 state["ended"] = True
-                send({"kind": "end", "message": f"{total} threads indexed"})
+                send({"kind": "end", "message": f"{plural(total, 'thread')} indexed"})
             elif state["begun"]:
                 send({"kind": "report", "percentage": percentage, "message": f"{done}/{total}"})
 

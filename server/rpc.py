@@ -16,12 +16,13 @@ import itertools
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 from pygls.protocol import JsonRPCNotification, JsonRPCProtocol
 
-from protocol.errors import ErrorKind, ProtocolError
+from protocol.errors import ErrorKind, ProtocolError, storage_error
 from server.framing import BadHeader, Event, Frame, FrameTooLarge, Framing, encode
 
 logger = logging.getLogger("sessiond.rpc")
@@ -31,8 +32,9 @@ ALWAYS_ALLOWED = frozenset({"initialize", "exit", "$/cancelRequest"})
 MAX_IN_FLIGHT = 64
 
 
-def error_from_exception(exc: BaseException) -> dict[str, Any]:
-    """The JSON-RPC error object for any exception a handler raised."""
+def error_from_exception(exc: BaseException, home: str | None = None) -> dict[str, Any]:
+    """The JSON-RPC error object for any exception a handler raised (`home`: the data
+    directory, to name the index file in an SQLite error)."""
     if isinstance(exc, ProtocolError):
         return exc.to_error_object()
     from pydantic import ValidationError  # lazy: keep pydantic off the startup path
@@ -48,6 +50,15 @@ def error_from_exception(exc: BaseException) -> dict[str, Any]:
             if problems
             else "invalid params",
             errors=problems,
+        ).to_error_object()
+    if isinstance(exc, OSError):  # a filesystem failure no layer below named: still typed
+        return storage_error(exc).to_error_object()
+    if type(exc).__module__ == "sqlite3" and home is not None:  # only the index uses SQLite
+        from restore.paths import Layout
+
+        index = str(Layout(Path(home)).index_path)
+        return ProtocolError(
+            ErrorKind.STORAGE_ERROR, f"{index}: {exc}", path=index
         ).to_error_object()
     logger.exception("internal error", exc_info=exc)
     return ProtocolError(
@@ -183,7 +194,7 @@ class SessiondProtocol(JsonRPCProtocol):
         try:
             outcome = handler(params)
         except Exception as exc:
-            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error_from_exception(exc)})
+            self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
             return
         if asyncio.iscoroutine(outcome) or asyncio.isfuture(outcome):
             future = asyncio.ensure_future(outcome)
@@ -214,9 +225,12 @@ class SessiondProtocol(JsonRPCProtocol):
             return
         exc = future.exception()
         if exc is not None:
-            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error_from_exception(exc)})
+            self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
         else:
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
+
+    def _error_of(self, exc: BaseException) -> dict[str, Any]:
+        return error_from_exception(exc, self._server.config.home)
 
     def send_error(self, msg_id: Any, error: ProtocolError) -> None:
         self._write({"jsonrpc": "2.0", "id": msg_id, "error": error.to_error_object()})

@@ -30,6 +30,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
+from restore.home import open_home
 from server.app import SessiondServer
 from server.discovery import LockFile, live_servers
 from server.framing import FrameTooLarge
@@ -87,10 +88,15 @@ def _offered_token(request: Request) -> tuple[str | None, Subprotocol | None]:
 class WebSocketTransport:
     """The listening socket, its token and lock file, and one task per client."""
 
-    def __init__(self, server: SessiondServer, host: str, port: int) -> None:
+    def __init__(
+        self, server: SessiondServer, host: str, port: int, folders: list[str] | None = None
+    ) -> None:
         self.server = server
         self.host = host
         self.requested_port = port
+        self.folders = folders or []
+        """The folders it was started for (`--folder`, else its cwd), published before any
+        client names its own, so "the server whose folders contain my file" matches."""
         self.token = secrets.token_urlsafe(32)
         self.port = 0
         self.lock: LockFile | None = None
@@ -113,7 +119,7 @@ class WebSocketTransport:
         home = Path(self.server.config.home)
         live_servers(home)  # clears stale lock files of servers that died without cleaning up
         self.lock = LockFile(home, self.host, self.port, self.token)
-        self.lock.write(self.server.workspace_folders())
+        self._publish_folders()
         self.server.workspace_listeners.append(self._publish_folders)
         print(
             f"sessiond: listening on ws://{self.host}:{self.port} (token in {self.lock.path})",
@@ -123,15 +129,23 @@ class WebSocketTransport:
         return self.port
 
     async def close(self) -> None:
-        if self.lock is not None:
-            self.lock.remove()
-        if self._listener is not None:
-            self._listener.close()
-            await self._listener.wait_closed()
+        """Stop listening, let connected clients go, then remove the discovery file.
+
+        In that order: a client's disconnect rewrites the file (its folders leave), and a
+        rewrite after the removal would leave a file naming a dead port behind."""
+        if self._publish_folders in self.server.workspace_listeners:
+            self.server.workspace_listeners.remove(self._publish_folders)
+        try:
+            if self._listener is not None:
+                self._listener.close()
+                await self._listener.wait_closed()
+        finally:
+            if self.lock is not None:
+                self.lock.remove()
 
     def _publish_folders(self) -> None:
         if self.lock is not None:
-            self.lock.write(self.server.workspace_folders())
+            self.lock.write(dict.fromkeys([*self.folders, *self.server.workspace_folders()]))
 
     # --- handshake ---------------------------------------------------------------------
 
@@ -212,11 +226,18 @@ class WebSocketTransport:
                 return  # the client is gone; later answers have nobody to go to
 
 
-async def serve_ws(server: SessiondServer, host: str, port: int, *, with_stdio: bool) -> int:
+async def serve_ws(
+    server: SessiondServer,
+    host: str,
+    port: int,
+    *,
+    with_stdio: bool,
+    folders: list[str] | None = None,
+) -> int:
     """Serve WebSocket clients (and stdio, when asked) until exit or a signal."""
     loop = asyncio.get_running_loop()
     server.loop = loop
-    transport = WebSocketTransport(server, host, port)
+    transport = WebSocketTransport(server, host, port, folders)
     # Signal handlers go in before the lock file is written: a client (or a test) that
     # sees the file may signal at once, and must get a clean shutdown, not a dead process.
     stop = asyncio.Event()
@@ -235,14 +256,18 @@ async def serve_ws(server: SessiondServer, host: str, port: int, *, with_stdio: 
         await transport.close()
 
 
-def run(server: SessiondServer, address: str, *, with_stdio: bool) -> int:
-    """`sessiond serve --ws [HOST:]PORT`; a non-loopback address is refused before binding."""
+def run(
+    server: SessiondServer, address: str, *, with_stdio: bool, folders: list[str] | None = None
+) -> int:
+    """`sessiond serve --ws [HOST:]PORT`; a non-loopback address is refused before binding,
+    and a data directory that cannot hold the discovery file before listening."""
+    host, port = parse_address(address)  # BindRefused: the command line says it, exit 2
+    home = open_home(Path(server.config.home))
+    if home.read_only is not None:  # clients find a WebSocket server only by its file there
+        raise home.refuse_write(
+            "a WebSocket server publishes its port and token there; serve this one with --stdio"
+        )
     try:
-        host, port = parse_address(address)
-    except BindRefused as refused:
-        logger.error("%s", refused)
-        return 2
-    try:
-        return asyncio.run(serve_ws(server, host, port, with_stdio=with_stdio))
+        return asyncio.run(serve_ws(server, host, port, with_stdio=with_stdio, folders=folders))
     finally:
         server.close()

@@ -356,3 +356,31 @@ def test_a_thread_mirroring_another_agent_lists_with_its_origin(
     server.initialize()
     listed = {t["threadId"]: t["origin"] for t in list_all(server)}
     assert listed == {own: None, mirrored.summary.threadId: origin}
+
+
+def test_listing_reports_progress_only_when_there_is_indexing_to_do(
+    spawn: Spawn, tmp_path: Path, home: Path
+) -> None:
+    """A current index has nothing to index: no "Indexing threads 0/0" while five threads
+    exist. A lost one is rebuilt with begin … end, ending at the number of threads."""
+    first = spawn()
+    first.initialize()
+    for _ in range(5):
+        start(first, tmp_path)
+    assert len(list_all(first)) == 5
+    first.shutdown()
+
+    current = spawn()
+    current.initialize()
+    assert len(list_all(current)) == 5
+    current.request("thread/list", {"limit": 1})  # a later request: all answered before it
+    assert [n for n in current.notifications if n["method"] == "$/progress"] == []
+    current.shutdown()
+
+    (home / "index.sqlite3").unlink()
+    rebuilt = spawn()
+    rebuilt.initialize()
+    assert len(list_all(rebuilt)) == 5
+    values = [n["params"]["value"] for n in rebuilt.wait_notification("$/progress", 2)]
+    assert values[0]["kind"] == "begin" and values[0]["title"] == "Indexing threads"
+    assert values[-1] == {"kind": "end", "message": "5 threads indexed"}

@@ -84,7 +84,7 @@ def test_doctor_reports_skipped_lines_and_deletes_nothing(
     assert "line 4 skipped (invalid_json)" in doctor.stdout
     assert "skipped (torn_tail)" in doctor.stdout
     assert "BOM" in doctor.stdout
-    assert "index: opened, 1 threads" in doctor.stdout
+    assert "index: opened, 1 thread" in doctor.stdout
     assert thread_file(home, tid).read_bytes() == before
 
 

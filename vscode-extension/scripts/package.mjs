@@ -22,6 +22,7 @@ const expected = new Set([
   "[Content_Types].xml",
   "extension/package.json",
   "extension/readme.md",
+  "extension/LICENSE.txt",
   "extension/dist/extension.js",
   "extension/media/threads.svg",
 ]);

@@ -1,6 +1,7 @@
 // Server errors as sentences a user can act on, keyed by the protocol's `data.kind`.
 import { ResponseError } from "vscode-jsonrpc";
 import { ServerStartError } from "./client";
+import { UPDATE_HINT } from "./install";
 import type { ErrorKind } from "./protocol";
 
 const ADVICE: Partial<Record<ErrorKind, string>> = {
@@ -16,7 +17,7 @@ const ADVICE: Partial<Record<ErrorKind, string>> = {
   ConflictingOperation: "Another operation is in the way.",
   StorageFull: "The disk holding sessiond's data is full.",
   StorageError: "sessiond could not read or write its data.",
-  MethodNotFound: "This sessiond server does not support that yet. Update it: pip install -U sessiond.",
+  MethodNotFound: `This sessiond server does not support that yet. ${UPDATE_HINT}`,
   ServerNotInitialized: "The server is still starting. Try again in a moment.",
 };
 

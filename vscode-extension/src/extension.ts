@@ -2,6 +2,7 @@
 import * as vscode from "vscode";
 import { INSTALL_HINT, ServerStartError, SessiondClient } from "./client";
 import { busyHolder, describeError } from "./errors";
+import { INSTALL_COMMAND } from "./install";
 import { threadLabel } from "./format";
 import type { ProgressValue, ThreadInfo, WorkspaceFolder } from "./protocol";
 import { SessionController } from "./sessions";
@@ -268,7 +269,7 @@ async function showFailure(action: string, error: unknown): Promise<void> {
   const message = describeError(action, error);
   if (error instanceof ServerStartError) {
     const choice = await vscode.window.showErrorMessage(message, "Copy Install Command", "Open Settings");
-    if (choice === "Copy Install Command") await vscode.env.clipboard.writeText("pip install sessiond");
+    if (choice === "Copy Install Command") await vscode.env.clipboard.writeText(INSTALL_COMMAND);
     if (choice === "Open Settings") await vscode.commands.executeCommand("workbench.action.openSettings", "sessiond.serverCommand");
     return;
   }

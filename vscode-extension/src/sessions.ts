@@ -47,6 +47,14 @@ export class SessionController {
     // refusal (ThreadBusy) or a failure leaves the user where they were.
     if (this.active?.thread.threadId === thread.threadId) await this.closeActive();
     const report = await this.client.request("thread/resume", { threadId: thread.threadId });
+    if (report.readOnly) {
+      // No session can open on a read-only data directory; the drift modal would not help.
+      const { path, reason } = report.readOnly;
+      void vscode.window.showWarningMessage(
+        `sessiond's data directory ${path} is read-only (${reason}): “${threadLabel(report.thread)}” can be read (Open Transcript), not continued.`,
+      );
+      return report;
+    }
     if (report.status === "ready") {
       await this.showRestored(report);
       return report;

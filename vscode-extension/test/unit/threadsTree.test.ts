@@ -173,7 +173,7 @@ describe("ThreadsTreeProvider", () => {
     assert.deepEqual(await tree.getChildren(), []);
     assert.equal(source.calls.length, 0, "nothing is asked of a server that is not there");
     assert.equal(vscodeStub.context.get("sessiond.serverProblem"), "missing");
-    assert.match(welcomeFor("sessiond.serverProblem == missing"), /pip install sessiond[\s\S]*\(command:sessiond\.restartServer\)/);
+    assert.match(welcomeFor("sessiond.serverProblem == missing"), /pip install \/path\/to\/sessiond[\s\S]*\(command:sessiond\.restartServer\)/);
     tree.setServerProblem("failed");
     assert.equal(vscodeStub.context.get("sessiond.serverProblem"), "failed");
     assert.match(welcomeFor("sessiond.serverProblem == failed"), /did not start[\s\S]*sessiond\.serverCommand/);
