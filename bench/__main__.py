@@ -4,8 +4,9 @@
 
 Prints a markdown report (startup vs the pygls floor, list via index vs a directory scan,
 resume via snapshot vs full replay, record throughput vs the disk's raw sync limit, peak
-memory vs the floor, the ACP front door vs talking to the agent directly, and the Codex
-app-server peer when `codex` is on PATH) and writes
+memory vs the floor, the ACP front door vs talking to the agent directly, importing 10k
+Codex sessions beside Codex's own first-start indexing, and the Codex app-server peer when
+`codex` is installed) and writes
 docs/bench-latency.png, latency against size. With `--update-docs` the report replaces the
 generated block in docs/benchmarks.md.
 `--quick` uses small sizes (a smoke run, not for publishing).
@@ -22,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import acp, codex_peer, listing, memory, record, resume, startup
+from bench import acp, codex_peer, import_, listing, memory, record, resume, startup
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 CHART = DOCS / "bench-latency.png"
@@ -103,6 +104,7 @@ def main() -> None:
     records = record.run(500 if args.quick else 2000, 32)
     memory_result = memory.run(2000 if args.quick else 10_000)
     acp_medians = acp.run(3 if args.quick else 10, 5 if args.quick else 20)
+    imported = import_.run(1000 if args.quick else 10_000, 1 if args.quick else 3, CODEX_TIMEOUT)
     peers = codex_section(sizes, 3 if args.quick else 7, list_rows, resume_rows)
     picture = chart(list_rows, resume_rows)
     elapsed = time.perf_counter() - began
@@ -115,6 +117,7 @@ def main() -> None:
         "", "### Recording", "", record.render(records, 32),
         "", "### Memory", "", memory.render(memory_result),
         "", "### ACP front door", "", acp.render(acp_medians),
+        "", "### Import", "", import_.render(imported),
         "", "### Peers", "", peers,
         "", picture,
     ])  # fmt: skip

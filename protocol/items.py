@@ -86,6 +86,11 @@ class CostItem(ItemBase):
     inputTokens: int = Field(ge=0, description="Tokens sent to the model.")
     outputTokens: int = Field(ge=0, description="Tokens the model produced.")
     usd: float = Field(ge=0, description="What the call cost, in US dollars.")
+    priced: bool = Field(
+        default=True,
+        description="False when the model's price is unknown: `usd` is 0 and only the "
+        "tokens count (imported sessions of unlisted models).",
+    )
 
 
 class TodoEntry(BaseModel):
@@ -114,6 +119,11 @@ class FileEditItem(ItemBase):
     )
     author: Literal["agent", "user"] = Field("agent", description="Who made the edit.")
     operationId: str | None = Field(None, description="The operation that made it.")
+    contentKnown: bool = Field(
+        default=True,
+        description="False when the edit was recorded without the file's contents (an "
+        "imported diff): the shas are unknown and resume cannot say whether it diverged.",
+    )
 
 
 class ModelOverrideItem(ItemBase):
@@ -238,6 +248,35 @@ class DriftAcceptedItem(ItemBase):
 class ThreadTitleItem(ItemBase):
     type: Literal["thread_title"] = Field("thread_title", description="`thread_title`.")
     title: str = Field(description="The thread's new title.")
+
+
+class ImportCheckpointItem(ItemBase):
+    """Server-written at the end of each import of a source file into its thread."""
+
+    type: Literal["import_checkpoint"] = Field(
+        "import_checkpoint", description="`import_checkpoint`."
+    )
+    source: str = Field(description="The source transcript's path.")
+    agent: str = Field(description="`claude-code` or `codex`.")
+    sessionId: str = Field(description="The agent's session id (what its resume takes).")
+    revision: int = Field(description="The import revision this thread holds.")
+    threadId: str = Field(description="This thread.")
+    offset: int = Field(description="Bytes of the source read so far.")
+    lines: int = Field(description="Lines of the source read so far.")
+    lineStart: int = Field(description="Where the last line read starts.")
+    headSha: str = Field(description="sha256 of the source's first min(offset, 4096) bytes.")
+    tailSha: str = Field(description="sha256 of the last line read (rewrites are detected by "
+                         "these two).")  # fmt: skip
+    size: int = Field(description="The source's size when it was read.")
+    mtimeNs: int = Field(description="The source's modification time when it was read.")
+    parser: dict[str, Any] = Field(description="The parser's state, to continue from here.")
+    skipped: list[dict[str, Any]] = Field(
+        default_factory=list, description="Source lines skipped in this import (first 100)."
+    )
+    skippedCount: int = Field(default=0, description="Source lines skipped in this import.")
+    repairedLines: int = Field(
+        default=0, description="Lines kept with invalid UTF-8 replaced by U+FFFD."
+    )
 
 
 class AcpUpdateItem(ItemBase):

@@ -114,6 +114,11 @@ class ThreadOrigin(BaseModel):
     agentCommand: list[str] | None = Field(
         None, description="The command (argv) that runs the agent, for handing the thread back."
     )
+    revision: int | None = Field(
+        default=None,
+        description="Imports: 1 for a session's first import; a source file rewritten (not "
+        "appended to) since is imported again as a new thread with the next revision.",
+    )
 
 
 class ThreadInfo(BaseModel):
@@ -406,6 +411,11 @@ class Recovery(BaseModel):
     tornTailRecovered: bool = Field(
         False, description="A line torn by a crash was copied to recovered/ and cut off."
     )
+    sourceSkippedLines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Imported threads: lines of the source transcript that could not be "
+        "read (lineNo, byteOffset, reason, preview, source path).",
+    )
 
 
 class MessagesPage(BaseModel):
@@ -424,10 +434,25 @@ class ReadOnlyHome(BaseModel):
     reason: str = Field(description='Why it cannot be written, e.g. "mounted read-only".')
 
 
+class Handoff(BaseModel):
+    """How to continue an imported thread in the agent that keeps the session."""
+
+    agent: Literal["claude-code", "codex"] = Field(description="The agent to hand over to.")
+    command: list[str] = Field(
+        description="The agent's own resume, as an argument list: `claude --resume ID` or "
+        "`codex resume ID`."
+    )
+    cwd: str | None = Field(
+        description="Where to run it: the session's recorded working directory (the agent "
+        "finds its sessions by it)."
+    )
+
+
 class RestoreReport(Result):
     status: Literal["ready", "needs_review"] = Field(
-        description="`ready`: a writable session is open; `needs_review`: none was opened "
-        "(drift that blocks, or a read-only data directory); the client decides what next."
+        description="`ready`: a writable session is open (an imported thread opens none: "
+        "see `handoff`); `needs_review`: none was opened (drift that blocks, or a read-only "
+        "data directory); the client decides what next."
     )
     thread: ThreadInfo = Field(description="The thread as it stands now.")
     session: SessionRef = Field(description="The session this resume opened, if any.")
@@ -450,6 +475,12 @@ class RestoreReport(Result):
         None,
         description="Set when the data directory cannot be written: the report is complete, "
         "but no session was opened and nothing may be recorded.",
+    )
+    handoff: Handoff | None = Field(
+        default=None,
+        description="Imported threads only: resume opens no sessiond session (the importer "
+        "keeps appending the agent's lines); when the workspace matches, or the drift is "
+        "accepted, this is the agent's own command to continue in. Null otherwise.",
     )
 
 

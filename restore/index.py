@@ -378,6 +378,17 @@ class ThreadIndex:
                 _UPSERT, [_row_values(summary, path, path.stat()) for summary, path in rows]
             )
 
+    def refresh(self, rows: list[tuple[ThreadSummary, Path, os.stat_result]]) -> None:
+        """Rows read from files another process writes: each replaces the stored row
+        unless that one is newer (its writer got there first), as reconcile does."""
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                _UPSERT_IF_NOT_NEWER,
+                [_row_values(summary, path, stat) for summary, path, stat in rows],
+            )
+
     def remove(self, thread_id: str) -> None:
         conn = self._db()
         with conn:

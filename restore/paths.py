@@ -70,6 +70,11 @@ class Layout:
     def index_path(self) -> Path:
         return self.home / "index.sqlite3"
 
+    @property
+    def import_ledger_path(self) -> Path:
+        """Where imported sources were left (a cache of the threads' checkpoints)."""
+        return self.home / "imports.sqlite3"
+
     def thread_path(self, thread_id: str, *, archived: bool = False) -> Path:
         base = self.archived_dir if archived else self.threads_dir
         return base / thread_id[:2] / f"{thread_id}.jsonl"

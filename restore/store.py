@@ -28,6 +28,8 @@ from restore.jsonl import FORMAT_VERSION, ThreadFile, encode_line, now_ts, parse
 from restore.paths import Layout, validate_thread_id
 from restore.summary import ThreadSummary, summarize
 
+ORIGIN_LINE_MAX = 1 << 16  # a first line longer than this is no session_meta of ours
+
 
 class Durability(StrEnum):
     """When an append counts as durable (and may be acknowledged)."""
@@ -159,6 +161,7 @@ class ThreadWriter:
         *,
         minted: bool = False,
         defer_sync: bool = False,
+        keep_ts: bool = False,
     ) -> AppendResult:
         """Stamp and write items not seen before; acknowledge only once durable.
 
@@ -166,7 +169,8 @@ class ThreadWriter:
         batch) is not written again; its original seq is reported, so a retried request gets
         the same answer as the first. On a write error the file is cut back to where it
         was, so a failed append leaves no partial line. With `defer_sync` (group commit)
-        the caller must call `sync()` before acknowledging.
+        the caller must call `sync()` before acknowledging. With `keep_ts` an item's own
+        `ts` is kept (an import dates its items by the source transcript, not by now).
         """
         if self.closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
@@ -191,7 +195,7 @@ class ThreadWriter:
             line = {
                 "v": FORMAT_VERSION,
                 "seq": next_seq,
-                "ts": ts,
+                "ts": item["ts"] if keep_ts and isinstance(item.get("ts"), str) else ts,
                 "type": item["type"],
                 "sessionId": session_id,
                 "id": item_id,
@@ -304,8 +308,17 @@ class ThreadStore:
         """A read-only home: `open_writer` opens files for reading only, locks and repairs
         nothing (the files are nobody's to write here), and its writer cannot append."""
 
-    def create(self, thread_id: str, session_id: str, meta: dict[str, Any]) -> ThreadWriter:
-        """Make a new thread durable at once: its file with the `session_meta` line."""
+    def create(
+        self,
+        thread_id: str,
+        session_id: str,
+        meta: dict[str, Any],
+        *,
+        keep_ts: bool = False,
+        items: Iterable[dict[str, Any]] = (),
+    ) -> ThreadWriter:
+        """Make a new thread durable at once: its file with the `session_meta` line (and
+        `items` after it, in the same write and sync: an import creates whole threads)."""
         thread_id = validate_thread_id(thread_id)
         path = self.layout.thread_path(thread_id)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -318,8 +331,10 @@ class ThreadStore:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
         try:
-            writer.loaded = ThreadFile(items=writer.append([meta], session_id).stored)
-            fsync_dir(path.parent)
+            stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
+            writer.loaded = ThreadFile(items=stored)
+            if self.durability is not Durability.NONE:  # NONE leaves syncing to the caller
+                fsync_dir(path.parent)
         except BaseException:
             writer.close()
             path.unlink(missing_ok=True)
@@ -379,6 +394,20 @@ class ThreadStore:
             return parse_bytes(path.read_bytes()), archived
         except OSError as exc:
             raise _storage_error(exc, thread_id) from exc
+
+    def read_origin(self, thread_id: str) -> dict[str, Any] | None:
+        """The `origin` of a thread's first `session_meta`, from its first line alone (an
+        imported thread is resumed differently, and this must not cost a full read)."""
+        path, _ = self._locate(thread_id)
+        try:
+            with open(path, "rb") as handle:
+                first = handle.readline(ORIGIN_LINE_MAX)
+        except OSError as exc:
+            raise _storage_error(exc, thread_id) from exc
+        contents = parse_bytes(first if first.endswith(b"\n") else b"")
+        meta = contents.items[0] if contents.items else {}
+        origin = meta.get("origin") if meta.get("type") == "session_meta" else None
+        return origin if isinstance(origin, dict) else None
 
     def read_summary(self, path: Path, archived: bool) -> ThreadSummary | None:
         """Summary of one file for the index; None when it vanished or cannot be read (one

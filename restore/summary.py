@@ -20,6 +20,7 @@ _WHITESPACE = re.compile(r"\s+")
 
 # Item types the server writes for bookkeeping; they do not count as thread content.
 BOOKKEEPING_TYPES = frozenset(SERVER_ITEM_TYPES)
+_QUIET_TYPES = frozenset({"lifecycle", "import_checkpoint"})
 
 
 def make_preview(content: Any, limit: int = PREVIEW_CHARS) -> str:
@@ -79,8 +80,9 @@ class ThreadSummary:
         if isinstance(ts, str):
             if self.createdAt is None:
                 self.createdAt = ts
-            # Hook runs and session ends are bookkeeping: they must not reorder the list.
-            if item.get("type") != "lifecycle" or self.updatedAt is None:
+            # Hook runs, session ends and import checkpoints are bookkeeping: they must
+            # not reorder the list.
+            if item.get("type") not in _QUIET_TYPES or self.updatedAt is None:
                 self.updatedAt = ts
         seq = item.get("seq")
         if isinstance(seq, int) and seq > self.lastSeq:

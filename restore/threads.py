@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -19,24 +20,26 @@ from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore import snapshots
-from restore.engine import judge
+from restore.engine import Judgement, judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
+from restore.external import ExternalChange, ExternalThreads
 from restore.home import Home
 from restore.index import ThreadIndex
 from restore.jsonl import ThreadFile
 from restore.paths import Layout, validate_thread_id
+from restore.sources.handoff import IMPORTED_AGENTS, handoff_command, thread_id_for
 from restore.store import AppendResult, Durability, PendingSync, ThreadStore, ThreadWriter
 from restore.subsystems import ThreadState
 from restore.subsystems import messages as messages_subsystem
 from restore.subsystems import operations as ledger
-from restore.summary import ThreadSummary
+from restore.summary import ThreadSummary, summarize
 
 ProgressCallback = Callable[[int, int], None]
 INDEX_FLUSH_SECONDS = 0.5
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
 # Items that belong to one session of the source thread and are not copied by a fork.
-NOT_FORKED = frozenset({"session_meta", "lifecycle", "thread_title"})
+NOT_FORKED = frozenset({"session_meta", "lifecycle", "thread_title", "import_checkpoint"})
 LOCAL_OWNER = "local"
 
 
@@ -135,6 +138,10 @@ class ThreadService:
         self._syncs: list[PendingSync] = []  # begun by `begin_commit`, kept until checked
         self._index_dirty: dict[str, ThreadWriter] = {}
         self._index_flushed = 0.0
+        # Each thread's size after this process last wrote it: a watcher seeing that size
+        # knows the change was ours (restore/external.py).
+        self.written_sizes: dict[str, int] = {}
+        self.external = ExternalThreads(layout, self.written_sizes)
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -183,6 +190,11 @@ class ThreadService:
         only when the thread would not continue in the wrong place.
         """
         thread_id = validate_thread_id(thread_id)
+        origin = self.store.read_origin(thread_id)
+        if origin is not None and origin.get("agent") in IMPORTED_AGENTS:
+            return self._resume_mirror(
+                thread_id, origin, cwd, accept_drift, message_limit, available_models
+            )
         self._release(thread_id, owner)  # a resume supersedes the same client's session
         snapshot, snapshot_problem = snapshots.load(self.layout, thread_id)
         writer = self.store.open_writer(thread_id, snapshot.checkpoint if snapshot else None)
@@ -225,26 +237,87 @@ class ThreadService:
                 self._append(session, new_items, session_id, minted=True)
                 self._open[thread_id] = session
                 opened = True
-            return {
-                "status": "ready" if ready else "needs_review",
-                "thread": writer.summary.thread_info(),
-                "session": {"sessionId": session_id, "resumedFrom": previous},
-                "environment": {
-                    "recorded": {key: recorded.get(key) for key in ENVIRONMENT_FIELDS},
-                    "current": current,
-                    "drift": verdict.drift,
-                },
-                "subsystems": verdict.subsystem_reports(),
-                "pendingOperations": verdict.outcome("operations").state["open"],
-                "lastDurableSeq": writer.last_seq,
-                "recovery": loaded.recovery(),
-                "continueReason": continue_reason,
-                "messages": messages_subsystem.page(state.states["messages"], message_limit),
-                "readOnly": self._read_only_home(),
-            }
+            return _report(
+                ready,
+                writer.summary,
+                {"sessionId": session_id, "resumedFrom": previous},
+                verdict,
+                current,
+                writer.last_seq,
+                loaded.recovery(),
+                continue_reason,
+                messages_subsystem.page(state.states["messages"], message_limit),
+                self._read_only_home(),
+            )
         finally:
             if not opened:
                 writer.close()
+
+    def _resume_mirror(
+        self,
+        thread_id: str,
+        origin: dict[str, Any],
+        cwd: str | None,
+        accept_drift: bool,
+        message_limit: int,
+        available_models: list[str] | None,
+    ) -> dict[str, Any]:
+        """An imported thread mirrors a session its agent keeps writing, so its resume
+        opens no sessiond session: restored and judged like any thread, it answers with
+        the agent's own resume (`handoff`) once the workspace matches or the drift is
+        accepted. Nothing is written and no lock is taken: the importer appends to this
+        file as the agent goes on, and must never find it held by a reader.
+        """
+        contents, archived = self.store.read(thread_id)
+        if archived:
+            raise ProtocolError(
+                ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
+            )
+        state = ThreadState().apply_all(contents.items)
+        summary = summarize(thread_id, contents.items)
+        recorded = state.states["worktree"]
+        current = probe(cwd or recorded.get("cwd") or ".")
+        verdict = judge(state, current, available_models)
+        ready = not verdict.blocked or accept_drift
+        source_skipped = [
+            {**line, "source": item.get("source")}
+            for item in contents.items
+            if item.get("type") == "import_checkpoint"
+            for line in item.get("skipped") or []
+        ]
+        recovery = {
+            "skippedLines": [line.to_wire() for line in contents.skipped],
+            "snapshotUsed": False,
+            "snapshotProblem": "imported threads are replayed in full",
+            "replayedItems": len(contents.items),
+            "bomStripped": contents.bom,
+            "tornTailRecovered": contents.torn_tail_offset is not None,
+            "sourceSkippedLines": source_skipped,
+        }
+        report = _report(
+            ready,
+            summary,
+            {"sessionId": None, "resumedFrom": summary.latestSessionId},
+            verdict,
+            current,
+            summary.lastSeq,
+            recovery,
+            "handoff",
+            messages_subsystem.page(state.states["messages"], message_limit),
+            self._read_only_home(),
+        )
+        session = str(origin.get("sessionId"))
+        command = handoff_command(origin["agent"], session)
+        # The agent resumes its session as it is now: an older revision (the transcript
+        # was rewritten since) has nothing to hand over to.
+        revision = origin.get("revision") if isinstance(origin.get("revision"), int) else 1
+        newer = self.layout.locate(thread_id_for(origin["agent"], session, revision + 1))
+        report["handoff"] = (
+            {"agent": origin["agent"], "command": command, "cwd": recorded.get("cwd")}
+            if ready and command and newer is None
+            else None
+        )
+        return report
 
     def fork(
         self,
@@ -412,6 +485,7 @@ class ThreadService:
         writer = self.store.open_writer(thread_id)
         try:
             writer.append(items, writer.summary.latestSessionId or _new_id())
+            self.note_written(writer)
             self.index.upsert(writer.summary, writer.path)
             return writer.summary
         finally:
@@ -686,8 +760,32 @@ class ThreadService:
         cost more than the record itself.
         """
         self._index_dirty[writer.thread_id] = writer
+        self.note_written(writer)
         if time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS:
             self.flush_index()
+
+    def external_changes(self, thread_ids: list[str]) -> list[ExternalChange]:
+        """What other processes did to these threads (their files changed), with the
+        index rows brought up to date, so this process's listings agree at once."""
+        changes = [c for t in thread_ids if (c := self.external.changed(t)) is not None]
+        rows = [change.row for change in changes if change.row is not None]
+        if rows:
+            self.index.refresh(rows)
+        return changes
+
+    def threads_changed_since(self, seconds: float) -> list[str]:
+        """Ids of the thread files modified at or after `seconds` (epoch): what a watcher
+        that was still starting may have missed."""
+        found = []
+        for path, _, stat in self.layout.scan_thread_files():
+            if stat.st_mtime >= seconds:
+                with contextlib.suppress(ProtocolError):  # not a thread file: not ours
+                    found.append(validate_thread_id(os.path.basename(path)[: -len(".jsonl")]))
+        return found
+
+    def note_written(self, writer: ThreadWriter) -> None:
+        """Remember a thread's size after a write of ours (see `written_sizes`)."""
+        self.written_sizes[writer.thread_id] = writer.size
 
     def flush_index(self) -> None:
         """Write every pending index row now."""
@@ -713,6 +811,39 @@ class ThreadService:
                 )
             return at_seq
         return last
+
+
+def _report(
+    ready: bool,
+    summary: ThreadSummary,
+    session: dict[str, Any],
+    verdict: Judgement,
+    current: dict[str, Any],
+    last_seq: int,
+    recovery: dict[str, Any],
+    continue_reason: str,
+    messages: dict[str, Any],
+    read_only: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The RestoreReport (DESIGN.md §4) of a judged thread."""
+    recorded = verdict.outcome("worktree").state or {}  # the worktree subsystem's state
+    return {
+        "status": "ready" if ready else "needs_review",
+        "thread": summary.thread_info(),
+        "session": session,
+        "environment": {
+            "recorded": {key: recorded.get(key) for key in ENVIRONMENT_FIELDS},
+            "current": current,
+            "drift": verdict.drift,
+        },
+        "subsystems": verdict.subsystem_reports(),
+        "pendingOperations": verdict.outcome("operations").state["open"],
+        "lastDurableSeq": last_seq,
+        "recovery": recovery,
+        "continueReason": continue_reason,
+        "messages": messages,
+        "readOnly": read_only,
+    }
 
 
 def _end_item(session_id: str, reason: str) -> dict[str, Any]:

@@ -860,6 +860,15 @@ class AcpProxy:
                 threadId=thread_id,
                 drift=drift,
             )
+        if report.get("handoff") is not None or report["session"]["sessionId"] is None:
+            # An imported Claude Code / Codex session: its own agent keeps it (and the
+            # importer keeps appending to it), so sessiond opens no session to write into.
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                "this session was imported from another agent: continue it there",
+                threadId=thread_id,
+                handoff=report.get("handoff"),
+            )
         thread_id = report["thread"]["threadId"]
         session_id = report["session"]["sessionId"]
         self.service.store.name_holder(thread_id, self.owner)

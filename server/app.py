@@ -26,6 +26,7 @@ from server.worker import StoreWorker
 if TYPE_CHECKING:
     from restore.threads import ThreadService
     from server.hooks import LifecycleHooks
+    from server.watch import Watcher
 
 T = TypeVar("T")
 UPDATE_COALESCE_SECONDS = 0.05
@@ -53,6 +54,7 @@ class SessiondServer(JsonRPCServer):
         self.workspace_listeners: list[Callable[[], None]] = []
         self._primary_taken = False
         self._hooks: LifecycleHooks | None = None
+        self._watcher: Watcher | None = None
 
     @property
     def hooks(self) -> LifecycleHooks:
@@ -63,6 +65,19 @@ class SessiondServer(JsonRPCServer):
 
             self._hooks = LifecycleHooks(self)
         return self._hooks
+
+    def ensure_watching(self) -> None:
+        """Follow files other processes write (server/watch.py), from the first request
+        that shows a client threads on: never at startup (no warmup)."""
+        if self._watcher is None:
+            from server.watch import Watcher
+
+            self._watcher = Watcher(self)
+        self._watcher.ensure_started()
+
+    async def stop_watching(self) -> None:
+        if self._watcher is not None:
+            await self._watcher.stop()
 
     async def stop_hooks(self) -> None:
         """Before exit: SessionEnd hooks get a short grace, every other hook is killed."""
@@ -191,6 +206,8 @@ class SessiondServer(JsonRPCServer):
         """Release every writer lock and the index; safe to call more than once."""
         if self._hooks is not None:
             self._hooks.kill_all()
+        if self._watcher is not None:
+            self.worker.run_blocking(self._watcher.close)
         if self._service is not None:
             service, self._service = self._service, None
             self.worker.run_blocking(service.close_all)

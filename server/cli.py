@@ -72,6 +72,13 @@ def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentP
     parser.add_argument(
         "--max-frame", type=int, metavar="BYTES", help="largest accepted message (default 16 MiB)"
     )
+    parser.add_argument(
+        "--follow",
+        metavar="AGENTS",
+        help="claude,codex: import these agents' sessions and follow them live, from the "
+        "first thread/list or thread/subscribe on (stores: $CLAUDE_CONFIG_DIR/projects or "
+        "~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions)",
+    )
 
 
 def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -83,6 +90,21 @@ def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPa
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="one JSON object (ThreadInfo) a line")
     output.add_argument("-q", "--quiet", action="store_true", help="thread ids only, one a line")
+
+
+def _import_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("agent", choices=("claude", "codex"))
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR",
+        help="the agent's session store (default: $CLAUDE_CONFIG_DIR/projects or "
+        "~/.claude/projects; $CODEX_HOME/sessions or ~/.codex/sessions)",
+    )
+    parser.add_argument(
+        "--watch", action="store_true", help="then keep importing new and growing sessions"
+    )
+    parser.add_argument("--json", action="store_true", help="print results as JSON lines")
 
 
 def _show_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -120,6 +142,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         "show", "print a thread as a transcript", _show_arguments, "server.commands:show_thread"
+    ),
+    Subcommand(
+        "import",
+        "import Claude Code or Codex sessions as threads (again: only what is new)",
+        _import_arguments,
+        "server.commands:import_sessions",
     ),
     Subcommand(
         "doctor",
@@ -242,6 +270,13 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
         config.durability = args.durability
     if args.max_frame:
         config.max_frame = args.max_frame
+    if args.follow:
+        from server.config import parse_follow
+
+        try:
+            config.follow = parse_follow(args.follow)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
     if args.folder and not args.ws:
         raise CommandError("--folder names the folders of a WebSocket server: add --ws PORT")
     if args.ws:

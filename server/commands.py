@@ -1,4 +1,4 @@
-"""Offline commands (`list`, `show`, `doctor`): the same engine, without a server.
+"""Offline commands (`list`, `show`, `import`, `doctor`): the same engine, without a server.
 
 Each checks the data directory first (restore/home.py): a home that cannot be used is one
 line and exit code 2 (printed by server/cli.py); a read-only one is read as it is.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from restore.doctor import run_doctor
 from restore.home import Home, open_home
@@ -21,6 +22,9 @@ from server.terminal import clip, plural, relative_time, safe, table
 
 TITLE_COLUMNS = 60
 BRANCH_COLUMNS = 24
+
+if TYPE_CHECKING:
+    from restore.importer import FileResult, Importer, ImportSummary
 
 
 def _label(info: dict[str, object]) -> str:
@@ -132,3 +136,93 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
     print(f"index: {report.index_action}, {plural(report.indexed, 'thread')}")
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
+
+
+def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond import claude|codex [--from DIR] [--watch]`: import, summarize, then
+    (with --watch) follow the store until Ctrl-C."""
+    from restore.importer import SOURCES, Importer
+
+    kind = SOURCES[args.agent]
+    service = _service(config)
+    root = Path(args.source) if args.source else None
+    importer = Importer(service, kind, root, live=args.watch)
+    try:
+        if not importer.root.is_dir():
+            print(f"sessiond: no {kind.agent} sessions: {importer.root} is not a directory",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        bar = _progress_bar if sys.stderr.isatty() else None
+        progress = (lambda done, total: bar(f"importing {kind.name}", done, total)) if bar else None
+        summary = importer.import_all(progress)
+        _print_summary(summary, as_json=args.json)
+        return _watch(importer, as_json=args.json) if args.watch else 0
+    finally:
+        importer.close()
+        service.close_all()
+
+
+def _print_summary(summary: ImportSummary, *, as_json: bool) -> None:
+    if as_json:
+        print_json(summary.to_json())
+        return
+    print(
+        f"{summary.agent}: {summary.sessions} sessions in {summary.root}: {summary.created} new, "
+        f"{summary.updated} updated, {summary.revisions} new revisions, {summary.unchanged} "
+        f"unchanged, {summary.empty} empty; {summary.items:,} items, {summary.skippedLines} "
+        f"skipped lines, in {summary.seconds:.1f} s"
+    )
+    for problem in summary.problems:
+        _print_problem(problem)
+
+
+def _print_problem(problem: dict[str, Any]) -> None:
+    path = problem["path"]
+    if problem["reason"]:
+        print(f"{path}: {problem['status']}: {problem['reason']}")
+    for line in problem["skipped"]:
+        print(f"{path}: line {line['lineNo']} skipped ({line['reason']}) at byte "
+              f"{line['byteOffset']}: {line['preview']!r}")  # fmt: skip
+    if problem["repaired"]:
+        print(f"{path}: {problem['repaired']} line(s) kept with invalid UTF-8 replaced")
+
+
+def _watch(importer: Importer, *, as_json: bool) -> int:
+    """Import each session file as it is written; Ctrl-C (or SIGTERM) ends it cleanly."""
+    import signal
+
+    from watchfiles import watch
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    watching = False
+    try:
+        # The first (empty) yield comes once the watcher is in place: only then are files
+        # written since the first import caught up, so none falls between the two.
+        for changes in watch(importer.root, debounce=200, step=30, rust_timeout=500,
+                             yield_on_timeout=True, recursive=True):  # fmt: skip
+            if not watching:
+                watching = True
+                _report(importer.import_files(importer.scan()), as_json=as_json)
+                print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
+            paths = sorted({Path(p) for _, p in changes})
+            sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
+            if sessions:
+                _report([importer.import_file(path) for path in sessions], as_json=as_json)
+                importer.commit()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _report(results: list[FileResult], *, as_json: bool) -> None:
+    for result in results:
+        if as_json:
+            if result.status != "unchanged":
+                hidden = ("summary", "appended")
+                print_json({k: v for k, v in result.__dict__.items() if k not in hidden})
+        elif result.changed and result.summary is not None:
+            title = result.summary.title or result.summary.preview
+            print(f"{result.status}: {title!r} (+{result.items} items) {result.path}")
+        elif result.reason or result.skipped:
+            _print_problem({**result.__dict__})
+    sys.stdout.flush()

@@ -8,7 +8,6 @@ loaded (sessiond promises no warmup).
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
 SERVER_NAME = "sessiond"
 SERVER_VERSION = __version__
 LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
-_progress_tokens = itertools.count(1)
 
 
 @dataclass
@@ -54,40 +52,12 @@ class Context:
         return best
 
     def progress(self, title: str) -> Callable[[int, int], None]:
-        """A `$/progress` reporter callable from the worker thread (begin, report, end)."""
-        from server.terminal import plural
+        """A `$/progress` reporter for this client, callable from the worker thread."""
+        from server.progress import reporter
 
-        token = f"sessiond/{next(_progress_tokens)}"
         loop = self.server.loop
         assert loop is not None, "progress is only reported while serving"
-        state = {"begun": False, "ended": False}
-
-        def send(value: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(
-                self.connection.notify, "$/progress", {"token": token, "value": value}
-            )
-
-        def report(done: int, total: int) -> None:
-            if state["ended"] or (total == 0 and not state["begun"]):
-                return  # nothing to do (an index that was current) is nothing to report
-            percentage = 100 if total == 0 else min(100, done * 100 // total)
-            if not state["begun"]:
-                state["begun"] = True
-                send(
-                    {
-                        "kind": "begin",
-                        "title": title,
-                        "percentage": percentage,
-                        "message": f"{done}/{total}",
-                    }
-                )
-            if done >= total:
-                state["ended"] = True
-                send({"kind": "end", "message": f"{plural(total, 'thread')} indexed"})
-            elif state["begun"]:
-                send({"kind": "report", "percentage": percentage, "message": f"{done}/{total}"})
-
-        return report
+        return reporter(loop, self.connection.notify, title, "thread", "indexed")
 
 
 Handler = Callable[[Context, Any], Any]  # a result, or an awaitable of one
@@ -256,6 +226,7 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 
 @handles("thread/list")
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
+    ctx.server.ensure_watching()  # a client looks at threads: keep them live from now on
     progress = ctx.progress("Indexing threads")
     summaries, cursor = await ctx.server.run_in_worker(
         lambda: ctx.service.list(

@@ -65,6 +65,7 @@ async def serve_stdio(
         # here as a WebSocket client's do, recorded and with their SessionEnd hooks. (After
         # `shutdown` they stay open until the exit, so its SessionEnd hooks are recorded.)
         await server.disconnect(connection)
+    await server.stop_watching()
     await server.stop_hooks()  # no hook process outlives the server
     output.flush()
     if connection.exit_requested and not connection.shutdown_requested:

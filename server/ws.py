@@ -250,6 +250,7 @@ async def serve_ws(
 
             return await serve_stdio(server)  # ends on exit, end of input or a signal
         await stop.wait()
+        await server.stop_watching()
         await server.stop_hooks()  # SessionEnd hooks get their grace, then none outlives us
         return 0
     finally:

@@ -44,11 +44,18 @@ export interface ThreadState {
   currentBranch?: string;
 }
 
-/** "2h ago · $0.42": short enough to stay beside the title at the default side-bar width
- * (the branch is the group the row sits in; the rest is in the tooltip). */
+/** The agent that keeps an imported session ("Claude Code", "Codex"), else "". */
+function agentName(thread: ThreadInfo): string {
+  const agent = thread.origin?.agent;
+  return agent === "claude-code" ? "Claude Code" : agent === "codex" ? "Codex" : "";
+}
+
+/** "2h ago · $0.42" (· "Claude Code" for an imported session): short enough to stay beside
+ * the title at the default side-bar width (the branch is the group the row sits in; the
+ * rest is in the tooltip). */
 export function threadDescription(thread: ThreadInfo, now: Date): string {
   const cost = threadCostUsd(thread);
-  return [relativeTime(thread.updatedAt ?? thread.createdAt, now), cost !== undefined ? formatUsd(cost) : ""]
+  return [relativeTime(thread.updatedAt ?? thread.createdAt, now), cost !== undefined ? formatUsd(cost) : "", agentName(thread)]
     .filter(Boolean)
     .join(" · ");
 }

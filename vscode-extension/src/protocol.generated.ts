@@ -233,6 +233,10 @@ export interface CostItem {
    * What the call cost, in US dollars.
    */
   usd: number;
+  /**
+   * False when the model's price is unknown: `usd` is 0 and only the tokens count (imported sessions of unlisted models).
+   */
+  priced?: boolean;
   [k: string]: unknown;
 }
 export interface DidChangeWorkspaceFoldersParams {
@@ -359,6 +363,114 @@ export interface FileEditItem {
    * The operation that made it.
    */
   operationId?: string | null;
+  /**
+   * False when the edit was recorded without the file's contents (an imported diff): the shas are unknown and resume cannot say whether it diverged.
+   */
+  contentKnown?: boolean;
+  [k: string]: unknown;
+}
+/**
+ * How to continue an imported thread in the agent that keeps the session.
+ */
+export interface Handoff {
+  /**
+   * The agent to hand over to.
+   */
+  agent: "claude-code" | "codex";
+  /**
+   * The agent's own resume, as an argument list: `claude --resume ID` or `codex resume ID`.
+   */
+  command: string[];
+  /**
+   * Where to run it: the session's recorded working directory (the agent finds its sessions by it).
+   */
+  cwd: string | null;
+  [k: string]: unknown;
+}
+/**
+ * Server-written at the end of each import of a source file into its thread.
+ */
+export interface ImportCheckpointItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
+  id: string;
+  /**
+   * The turn the item belongs to.
+   */
+  turnId?: string | null;
+  /**
+   * `import_checkpoint`.
+   */
+  type?: "import_checkpoint";
+  /**
+   * The source transcript's path.
+   */
+  source: string;
+  /**
+   * `claude-code` or `codex`.
+   */
+  agent: string;
+  /**
+   * The agent's session id (what its resume takes).
+   */
+  sessionId: string;
+  /**
+   * The import revision this thread holds.
+   */
+  revision: number;
+  /**
+   * This thread.
+   */
+  threadId: string;
+  /**
+   * Bytes of the source read so far.
+   */
+  offset: number;
+  /**
+   * Lines of the source read so far.
+   */
+  lines: number;
+  /**
+   * Where the last line read starts.
+   */
+  lineStart: number;
+  /**
+   * sha256 of the source's first min(offset, 4096) bytes.
+   */
+  headSha: string;
+  /**
+   * sha256 of the last line read (rewrites are detected by these two).
+   */
+  tailSha: string;
+  /**
+   * The source's size when it was read.
+   */
+  size: number;
+  /**
+   * The source's modification time when it was read.
+   */
+  mtimeNs: number;
+  /**
+   * The parser's state, to continue from here.
+   */
+  parser: {
+    [k: string]: unknown;
+  };
+  /**
+   * Source lines skipped in this import (first 100).
+   */
+  skipped?: {
+    [k: string]: unknown;
+  }[];
+  /**
+   * Source lines skipped in this import.
+   */
+  skippedCount?: number;
+  /**
+   * Lines kept with invalid UTF-8 replaced by U+FFFD.
+   */
+  repairedLines?: number;
   [k: string]: unknown;
 }
 export interface InitializeParams {
@@ -1024,11 +1136,17 @@ export interface Recovery {
    * A line torn by a crash was copied to recovered/ and cut off.
    */
   tornTailRecovered?: boolean;
+  /**
+   * Imported threads: lines of the source transcript that could not be read (lineNo, byteOffset, reason, preview, source path).
+   */
+  sourceSkippedLines?: {
+    [k: string]: unknown;
+  }[];
   [k: string]: unknown;
 }
 export interface RestoreReport {
   /**
-   * `ready`: a writable session is open; `needs_review`: none was opened (drift that blocks, or a read-only data directory); the client decides what next.
+   * `ready`: a writable session is open (an imported thread opens none: see `handoff`); `needs_review`: none was opened (drift that blocks, or a read-only data directory); the client decides what next.
    */
   status: "ready" | "needs_review";
   /**
@@ -1071,6 +1189,10 @@ export interface RestoreReport {
    * Set when the data directory cannot be written: the report is complete, but no session was opened and nothing may be recorded.
    */
   readOnly?: ReadOnlyHome | null;
+  /**
+   * Imported threads only: resume opens no sessiond session (the importer keeps appending the agent's lines); when the workspace matches, or the drift is accepted, this is the agent's own command to continue in. Null otherwise.
+   */
+  handoff?: Handoff | null;
   [k: string]: unknown;
 }
 /**
@@ -1157,6 +1279,10 @@ export interface ThreadOrigin {
    * The command (argv) that runs the agent, for handing the thread back.
    */
   agentCommand?: string[] | null;
+  /**
+   * Imports: 1 for a session's first import; a source file rewritten (not appended to) since is imported again as a new thread with the next revision.
+   */
+  revision?: number | null;
   [k: string]: unknown;
 }
 export interface SessionRef {

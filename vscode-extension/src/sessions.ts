@@ -6,7 +6,8 @@ import type { SessiondClient } from "./client";
 import { renderRestoreReport, renderTranscript } from "./documents";
 import { errorKind } from "./errors";
 import { driftDetail, threadLabel } from "./format";
-import type { RestoreReport, ThreadInfo } from "./protocol";
+import { AGENT_NAMES, resumeInAgent, resumeLabel } from "./handoff";
+import type { Handoff, RestoreReport, ThreadInfo } from "./protocol";
 import { costOf, todosOf, troubledSubsystems } from "./subsystems";
 import type { CostStatusItem, ReadOnlyDocuments, TodosTreeProvider } from "./views";
 
@@ -41,7 +42,8 @@ export class SessionController {
     private readonly cost: CostStatusItem,
   ) {}
 
-  /** Resume: ready → the restored views; needs_review → the drift modal decides. */
+  /** Resume: ready → the restored views; needs_review → the drift modal decides. An imported
+   * thread comes back with a handoff instead of a session: continue it in its own agent. */
   async resume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
     // The open session stays open until a new one replaces it (showRestored): a Cancel, a
     // refusal (ThreadBusy) or a failure leaves the user where they were.
@@ -56,7 +58,7 @@ export class SessionController {
       return report;
     }
     if (report.status === "ready") {
-      await this.showRestored(report);
+      await (report.handoff ? this.showHandoff(report, report.handoff) : this.showRestored(report));
       return report;
     }
     const choice = await vscode.window.showWarningMessage(
@@ -72,7 +74,7 @@ export class SessionController {
         cwd: currentCwdFor(report.thread),
         acceptDrift: true,
       });
-      await this.showRestored(accepted);
+      await (accepted.handoff ? this.showHandoff(accepted, accepted.handoff) : this.showRestored(accepted));
       return accepted;
     }
     if (choice?.title === FORK_INSTEAD) return this.forkAndResume(report.thread);
@@ -233,16 +235,38 @@ export class SessionController {
     await this.closeActive();
     const sessionId = report.session.sessionId;
     if (!sessionId) throw new Error("the server reported ready without opening a session");
-    const items = [...report.messages.items];
-    if (report.messages.nextAfterSeq !== null) {
-      items.push(...(await this.readItems(report.thread.threadId, report.messages.nextAfterSeq)));
-    }
+    const items = await this.restoredItems(report);
     this.active = { thread: report.thread, sessionId, report, items, boundarySeq: report.messages.boundarySeq };
     this.todos.set(todosOf(report));
     this.cost.show(costOf(report));
     await this.setSessionContext();
     await this.showTranscript();
     await this.warnAboutWhatNeedsReview(report);
+  }
+
+  /** An imported thread: its restored views (read-only: no session opened) and the offer to
+   * continue in the agent that keeps the session. */
+  private async showHandoff(report: RestoreReport, handoff: Handoff): Promise<void> {
+    await this.closeActive(); // the views now show this thread: the one open before is released
+    const items = await this.restoredItems(report);
+    this.todos.set(todosOf(report));
+    this.cost.show(costOf(report));
+    await this.setSessionContext();
+    await this.documents.show(transcriptPath(report.thread), renderTranscript(report.thread, items, report.messages.boundarySeq));
+    const agent = AGENT_NAMES[handoff.agent];
+    const choice = await vscode.window.showInformationMessage(
+      `“${threadLabel(report.thread)}” is a ${agent} session: sessiond shows it, ${agent} continues it.`,
+      resumeLabel(handoff),
+    );
+    if (choice === resumeLabel(handoff)) await resumeInAgent(handoff);
+  }
+
+  private async restoredItems(report: RestoreReport): Promise<Item[]> {
+    const items = [...report.messages.items];
+    if (report.messages.nextAfterSeq !== null) {
+      items.push(...(await this.readItems(report.thread.threadId, report.messages.nextAfterSeq)));
+    }
+    return items;
   }
 
   private async warnAboutWhatNeedsReview(report: RestoreReport): Promise<void> {

@@ -95,6 +95,14 @@ export interface ShownDocument {
   languageId: string;
 }
 
+/** An integrated terminal the extension opened: where, and what it typed into it. */
+export interface OpenedTerminal {
+  name: string | undefined;
+  cwd: string | undefined;
+  shown: boolean;
+  sent: string[];
+}
+
 type Answer = (shown: ShownMessage) => string | undefined;
 
 /** The world as the stub sees it; tests read and script it through `vscodeStub`. */
@@ -106,6 +114,7 @@ export const vscodeStub = {
   inputs: [] as (string | undefined)[],
   quickPicks: [] as ((items: { label: string }[]) => { label: string } | undefined)[],
   progress: [] as { title: string; reports: unknown[]; done: boolean }[],
+  terminals: [] as OpenedTerminal[],
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   context: new Map<string, unknown>(),
   configuration: new Map<string, unknown>(),
@@ -122,6 +131,7 @@ export const vscodeStub = {
     this.inputs = [];
     this.quickPicks = [];
     this.progress = [];
+    this.terminals = [];
     this.commands.clear();
     this.context.clear();
     this.configuration.clear();
@@ -199,6 +209,17 @@ export const window = {
   showTextDocument: async (document: { uri: Uri; getText(): string; languageId: string }) => {
     vscodeStub.documents.push({ uri: document.uri.toString(), text: document.getText(), languageId: document.languageId });
     return {};
+  },
+  createTerminal: (options: { name?: string; cwd?: string }) => {
+    const opened: OpenedTerminal = { name: options.name, cwd: options.cwd, shown: false, sent: [] };
+    vscodeStub.terminals.push(opened);
+    return {
+      show: () => {
+        opened.shown = true;
+      },
+      sendText: (text: string) => opened.sent.push(text),
+      dispose: () => undefined,
+    };
   },
   withProgress: async (options: { title: string }, task: (progress: { report(v: unknown): void }) => Promise<unknown>) => {
     const entry = { title: options.title, reports: [] as unknown[], done: false };

@@ -49,6 +49,13 @@ describe("thread rows", () => {
     assert.equal(threadIcon({ ...thread, forkedFrom: { threadId: "s" } }, {}), "repo-forked");
   });
 
+  it("say which agent an imported thread belongs to", () => {
+    const imported = { threadId: "t", updatedAt: "2026-03-10T10:00:00Z", branch: "main", itemCount: 3 };
+    const origin = (agent: "claude-code" | "codex") => ({ agent, sessionId: "s" });
+    assert.equal(threadDescription({ ...imported, origin: origin("claude-code") }, now), "2h ago · Claude Code");
+    assert.equal(threadDescription({ ...imported, origin: origin("codex"), costUsd: 1.5 }, now), "2h ago · $1.50 · Codex");
+  });
+
   it("label a thread by title, else its first line, else what it is", () => {
     assert.equal(threadLabel({ threadId: "t", title: "fix login", preview: "x" }), "fix login");
     assert.equal(threadLabel({ threadId: "t", title: null, preview: "first line\nsecond" }), "first line");
