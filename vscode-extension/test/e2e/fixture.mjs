@@ -4,6 +4,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -117,6 +118,51 @@ export function conversation(prefix, count) {
     items.push({ type: "message", id: `${prefix}-m${index}`, turnId, role, content: `${prefix} message ${index} (${role})` });
   }
   return items;
+}
+
+/**
+ * A Claude Code transcript as Claude Code writes it (~/.claude/projects/<cwd, non-alphanumerics
+ * as "-">/<sessionId>.jsonl): a question, an answer with its usage, a TodoWrite and its result.
+ */
+export function writeClaudeSession(projects, cwd, branch, sessionId, question) {
+  let parent = null;
+  let clock = Date.parse("2026-11-02T09:30:00Z");
+  const entry = (type, message, extra = {}) => {
+    clock += 7000;
+    const uuid = randomUUID();
+    const line = { parentUuid: parent, isSidechain: false, userType: "external", cwd, sessionId, version: "2.1.37", gitBranch: branch, type, message, uuid, timestamp: new Date(clock).toISOString(), ...extra };
+    parent = uuid;
+    return line;
+  };
+  const usage = { input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 4000, output_tokens: 80, service_tier: "standard" };
+  const assistant = (content) =>
+    entry("assistant", { model: "claude-sonnet-4-5-20250929", id: `msg_${randomUUID().slice(0, 8)}`, type: "message", role: "assistant", content, stop_reason: "end_turn", usage });
+  const todos = [{ content: "write the toggle test", status: "in_progress", activeForm: "writing the toggle test" }];
+  const lines = [
+    { type: "permission-mode", permissionMode: "acceptEdits", sessionId },
+    entry("user", { role: "user", content: question }, { permissionMode: "acceptEdits" }),
+    assistant([{ type: "text", text: "The toggle goes in the header; the theme is a CSS variable." }]),
+    assistant([{ type: "tool_use", id: "toolu_e2e1", name: "TodoWrite", input: { todos } }]),
+    entry("user", { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_e2e1", content: "Todos have been modified successfully" }] }, { toolUseResult: { oldTodos: [], newTodos: todos } }),
+  ];
+  const file = path.join(projects, cwd.replace(/[^A-Za-z0-9]/g, "-"), `${sessionId}.jsonl`);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+  return file;
+}
+
+/**
+ * A stand-in for an agent's CLI in ~/bin: it only writes down where and how it was started.
+ * VS Code takes its PATH from the user's login shell, so ~/bin is put on it the way Debian's
+ * default ~/.profile does.
+ */
+export function writeAgentStub(home, name, log) {
+  const binDir = path.join(home, "bin");
+  mkdirSync(binDir, { recursive: true });
+  writeFileSync(path.join(home, ".profile"), 'if [ -d "$HOME/bin" ] ; then PATH="$HOME/bin:$PATH"; fi\n');
+  const file = path.join(binDir, name);
+  writeFileSync(file, `#!/bin/sh\nprintf '%s %s\\n' "$PWD" "$*" >> '${log}'\n`, { mode: 0o755 });
+  return file;
 }
 
 function freePort() {

@@ -6,7 +6,7 @@
 // see tools.mjs). SESSIOND_E2E_MEDIA=DIR also writes the README's screenshots into DIR.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -20,6 +20,8 @@ import {
   makeRunDir,
   buildVsix,
   startCodeServer,
+  writeAgentStub,
+  writeClaudeSession,
 } from "./fixture.mjs";
 import { ensureTools } from "./tools.mjs";
 import {
@@ -52,7 +54,13 @@ const CHROMIUM_FLAGS = [
   "--disable-sync",
 ];
 /** Screenshots the README shows, by step name; written only when SESSIOND_E2E_MEDIA is set. */
-const README_MEDIA = { "00-welcome": "welcome.png", "01-threads": "threads.png", "02-resume": "resume.png", "03-drift-modal": "drift.png" };
+const README_MEDIA = {
+  "00-welcome": "welcome.png",
+  "01-threads": "threads.png",
+  "02-resume": "resume.png",
+  "03-drift-modal": "drift.png",
+  "14-resume-in-claude-code": "resume-in-agent.png",
+};
 
 const stack = [];
 let failed = false;
@@ -67,6 +75,8 @@ let codeServer;
 let notes = "";
 let shotCount = 0;
 const ids = {};
+const CLAUDE_SESSION = "7d3f0c2e-5b1a-4c8e-9f61-2a4b6c8d0e13";
+let agentLog = "";
 
 /** A step: on failure, a screenshot of what VS Code showed goes beside the others. */
 function step(name, run) {
@@ -122,6 +132,12 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     ids.stale = await harness.recordThread(docs, "stale experiment", conversation("stale", 2));
     ids.scratch = await harness.recordThread(docs, "scratch", conversation("scratch", 2));
     await harness.stop();
+    // A Claude Code session from before sessiond was installed, imported as users do.
+    const projects = path.join(root, "claude/projects");
+    writeClaudeSession(projects, shop, "main", CLAUDE_SESSION, "add a dark mode toggle");
+    execFileSync(sessiond, ["--home", home, "import", "claude", "--from", projects], { stdio: ["ignore", "ignore", "inherit"] });
+    agentLog = path.join(root, "agent-runs.log");
+    writeAgentStub(root, "claude", agentLog); // root is code-server's HOME
 
     const workspace = path.join(root, "work/e2e.code-workspace");
     writeFileSync(workspace, JSON.stringify({ folders: [{ path: shop }, { path: docs }] }));
@@ -182,6 +198,7 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
         "  main",
         "    fix login",
         "    older thread",
+        "    add a dark mode toggle",
         "  feature/payments",
         "    payment retries",
         "docs-site",
@@ -260,18 +277,19 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     // The fork carries the title and conversation, on this branch, open here; the original stays.
     await eventually(async () =>
       assert.deepEqual(
-        (await treeRows(page, THREADS)).slice(0, 6).map((row) => [row.label, row.icon]),
+        (await treeRows(page, THREADS)).slice(0, 7).map((row) => [row.label, row.icon]),
         [
           ["shop", "root-folder"],
           ["main", "git-branch"],
           ["payment retries", "debug-start"],
           ["fix login", "comment-discussion"],
           ["older thread", "comment-discussion"],
+          ["add a dark mode toggle", "comment-discussion"],
           ["feature/payments", "git-branch"],
         ],
       ),
     );
-    assert.equal((await treeRows(page, THREADS))[6].label, "payment retries");
+    assert.equal((await treeRows(page, THREADS))[7].label, "payment retries");
     await eventually(async () => {
       assert.equal(await activeTab(page), "payment retries");
       assert.match(await editorText(page), /payments message 2 \(assistant\)/);
@@ -379,7 +397,38 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     await eventually(async () => assert.match(await editorText(page), /recorded from a terminal/));
     await screenshot("12-live-update");
   });
+
+  step("an imported Claude Code session: Resume shows it read-only, and Resume in Claude Code continues it in a terminal", async () => {
+    const row = (await treeRows(page, THREADS)).find((candidate) => candidate.label === "add a dark mode toggle");
+    assert.match(row.description, / · Claude Code$/, "the row names the agent that keeps the session");
+    await clickInlineAction(page, THREADS, "add a dark mode toggle", "Resume");
+    await eventually(async () => {
+      assert.equal(await activeTab(page), "add a dark mode toggle");
+      const text = await editorText(page);
+      assert.match(text, /add a dark mode toggle/);
+      assert.match(text, /The toggle goes in the header; the theme is a CSS variable\./);
+    });
+    await eventually(async () =>
+      assert.deepEqual(
+        (await treeRows(page, TODOS)).map((todo) => [todo.label, todo.description]),
+        [["write the toggle test", "in progress"]],
+      ),
+    );
+    const offer = page.locator(".notification-toast", { hasText: "is a Claude Code session" });
+    await offer.waitFor();
+    assert.equal(
+      await offer.locator(".notification-list-item-message").innerText(),
+      "“add a dark mode toggle” is a Claude Code session: sessiond shows it, Claude Code continues it.",
+    );
+    await screenshot("13-imported-session");
+    await offer.locator(".monaco-button", { hasText: "Resume in Claude Code" }).click();
+    // The agent's own resume ran in the session's directory, in a terminal named after it.
+    await eventually(async () => assert.equal(existsSync(agentLog) ? readFileSync(agentLog, "utf8") : "", `${shop} --resume ${CLAUDE_SESSION}\n`), 30_000);
+    await eventually(async () => assert.ok((await page.locator(".part.panel").innerText()).includes("Claude Code"), "the terminal is shown"));
+    await screenshot("14-resume-in-claude-code");
+  });
 });
+
 
 process.on("exit", () => {
   if (root && existsSync(root)) console.log(`[e2e] screenshots: ${path.join(root, "screenshots")}`);
