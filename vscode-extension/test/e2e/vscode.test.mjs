@@ -378,7 +378,7 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     await eventually(async () => assert.deepEqual(await marks(), ["main", "current", "comment-discussion"]));
   });
 
-  step("the view follows a thread that another process records into", async () => {
+  step("the view follows what other clients and other sessiond processes record, without a refresh", async () => {
     const rowsBefore = await treeOutline(page, THREADS);
     assert.ok(rowsBefore.indexOf("    older thread") > 2, "older thread is not on top yet");
     // Another client (a terminal agent, another editor) on the same server, over WebSocket.
@@ -395,6 +395,17 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     assert.match(older.description, /^just now/);
     await (await treeRow(page, THREADS, "older thread")).click();
     await eventually(async () => assert.match(await editorText(page), /recorded from a terminal/));
+    // Another sessiond process (another editor window, an agent harness) on the same data
+    // directory starts a thread: this window's server sees the file and announces it.
+    const other = new Harness(sessiond, home, [docs]);
+    try {
+      await other.recordThread(docs, "from another editor", conversation("other", 2));
+    } finally {
+      await other.stop();
+    }
+    await eventually(async () =>
+      assert.deepEqual((await treeOutline(page, THREADS)).slice(-4), ["docs-site", "  main", "    from another editor", "    release notes draft"]),
+    );
     await screenshot("12-live-update");
   });
 
