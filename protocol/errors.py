@@ -35,6 +35,7 @@ class ErrorCode:
     STORAGE_FULL = -32018
     STORAGE_ERROR = -32019
     WORKSPACE_DRIFT = -32020
+    OUTSIDE_WORKSPACE = -32021
     AGENT_EXITED = -32022
 
 
@@ -61,6 +62,8 @@ class ErrorKind(StrEnum):
     STORAGE_ERROR = "StorageError"
     WORKSPACE_DRIFT = "WorkspaceDrift"
     """The thread was recorded on another branch, worktree or directory (`sessiond acp`)."""
+    OUTSIDE_WORKSPACE = "OutsideWorkspace"
+    """A path outside the thread's workspace, or not a regular file (restore/access.py)."""
     AGENT_EXITED = "AgentExited"
     """The agent `sessiond acp` proxies exited before it answered; the next prompt restarts it."""
 
@@ -85,6 +88,7 @@ CODE_OF_KIND: dict[ErrorKind, int] = {
     ErrorKind.STORAGE_FULL: ErrorCode.STORAGE_FULL,
     ErrorKind.STORAGE_ERROR: ErrorCode.STORAGE_ERROR,
     ErrorKind.WORKSPACE_DRIFT: ErrorCode.WORKSPACE_DRIFT,
+    ErrorKind.OUTSIDE_WORKSPACE: ErrorCode.OUTSIDE_WORKSPACE,
     ErrorKind.AGENT_EXITED: ErrorCode.AGENT_EXITED,
 }
 
@@ -111,6 +115,9 @@ MEANING_OF_KIND: dict[ErrorKind, str] = {
     "names where (`data.readOnly`: the directory is read-only).",
     ErrorKind.WORKSPACE_DRIFT: "`sessiond acp`: the thread was recorded on another branch, "
     "worktree or directory; `data.drift` lists how (`_meta.sessiond.acceptDrift` continues).",
+    ErrorKind.OUTSIDE_WORKSPACE: "A path outside the thread's workspace (or outside the "
+    "client's workspace folders), resolved with symlinks; `data.path` names it. Nothing was "
+    "read or written.",
     ErrorKind.AGENT_EXITED: "`sessiond acp`: the proxied agent exited before it answered; "
     "the next prompt restarts it.",
 }

@@ -17,9 +17,10 @@ from pathlib import Path
 from protocol.errors import ProtocolError
 from restore.atomic import fsync_dir
 from restore.index import ThreadIndex
-from restore.jsonl import SkippedLine, read_thread_file
+from restore.jsonl import SkippedLine, parse_bytes
 from restore.paths import Layout
-from restore.store import ThreadStore
+from restore.private import private_dirs
+from restore.store import ThreadStore, read_thread_file
 
 Progress = Callable[[str, int, int], None]
 
@@ -61,7 +62,7 @@ def _repair_torn_tail(store: ThreadStore, finding: FileFinding) -> None:
 
 def _move_empty_aside(layout: Layout, finding: FileFinding) -> None:
     """Under the thread's lock, and only if still empty: there is nothing in it to lose."""
-    fd = os.open(finding.path, os.O_RDONLY)
+    fd = os.open(finding.path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -69,7 +70,7 @@ def _move_empty_aside(layout: Layout, finding: FileFinding) -> None:
             finding.error = "not repaired: the thread is being written"
             return
         if os.fstat(fd).st_size == 0:
-            layout.recovered_dir.mkdir(parents=True, exist_ok=True)
+            private_dirs(layout.recovered_dir)
             os.replace(finding.path, layout.recovered_dir / f"{finding.path.stem}.empty")
             fsync_dir(finding.path.parent)
     finally:
@@ -93,9 +94,9 @@ def run_doctor(
     report.files = len(files)
     for done, (path, _archived) in enumerate(files, start=1):
         try:
-            contents = read_thread_file(path)
-        except OSError as exc:
-            report.findings.append(FileFinding(path, error=exc.strerror or str(exc)))
+            contents = parse_bytes(read_thread_file(path, path.stem))
+        except ProtocolError as exc:  # unreadable, a symlink (never followed), not a file
+            report.findings.append(FileFinding(path, error=exc.message))
             continue
         report.items += len(contents.items)
         if contents.size == 0:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
+from restore.private import private_dirs
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def open_home(path: Path) -> Home:
         raise storage_error(exc, path, "cannot use") from exc
     if mode is None:
         try:
-            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dirs(path)  # 0700, and so is any missing parent it creates
         except OSError as exc:
             raise storage_error(exc, path, "cannot create") from exc
     elif not stat.S_ISDIR(mode):

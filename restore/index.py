@@ -22,6 +22,7 @@ import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.paths import Layout
+from restore.private import create_file, private_dirs
 from restore.summary import ThreadSummary
 
 if TYPE_CHECKING:
@@ -223,6 +224,8 @@ class ThreadIndex:
     def _connect(self, path: Path | str) -> sqlite3.Connection:
         import sqlite3
 
+        if isinstance(path, Path):  # not ":memory:"
+            create_file(path)  # 0600: SQLite gives its -wal and -shm files the same mode
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.create_function("contains", 2, _casefold_contains, deterministic=True)
@@ -277,7 +280,7 @@ class ThreadIndex:
         Building aside means another process never sees a half-built index (it would take
         the missing table for corruption), and a stale WAL is never replayed onto it.
         """
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         fresh = path.with_name(f"{path.name}.rebuild-{os.getpid()}")
         fresh.unlink(missing_ok=True)
         conn = self._connect(fresh)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -117,7 +116,3 @@ def _decode(raw: bytes) -> tuple[dict[str, Any] | None, str]:
     if any(key not in value for key in REQUIRED_FIELDS) or not isinstance(value["seq"], int):
         return None, "missing_fields"
     return value, ""
-
-
-def read_thread_file(path: Path) -> ThreadFile:
-    return parse_bytes(path.read_bytes())

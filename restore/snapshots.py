@@ -15,6 +15,7 @@ import orjson
 
 from restore.atomic import write_atomically
 from restore.paths import Layout
+from restore.private import private_dirs
 from restore.store import Checkpoint
 from restore.subsystems import ThreadState
 
@@ -67,7 +68,9 @@ def save(layout: Layout, thread_id: str, snapshot: Snapshot) -> None:
         "bom": snapshot.bom,
         "closedSessionId": snapshot.closed_session_id,
     }
-    write_atomically(layout.snapshot_path(thread_id), orjson.dumps(body))
+    path = layout.snapshot_path(thread_id)
+    private_dirs(path.parent)
+    write_atomically(path, orjson.dumps(body))
 
 
 def discard(layout: Layout, thread_id: str) -> None:

@@ -11,7 +11,9 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import logging
 import os
+import stat
 import threading
 import uuid
 from collections.abc import Iterable
@@ -26,8 +28,10 @@ from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.atomic import fsync_dir
 from restore.jsonl import FORMAT_VERSION, ThreadFile, encode_line, now_ts, parse_bytes
 from restore.paths import Layout, validate_thread_id
+from restore.private import private_dirs, write_new
 from restore.summary import ThreadSummary, summarize
 
+logger = logging.getLogger("sessiond.store")
 ORIGIN_LINE_MAX = 1 << 16  # a first line longer than this is no session_meta of ours
 
 
@@ -67,14 +71,58 @@ class AppendResult:
     stored: list[dict[str, Any]]
 
 
-def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
+def _storage_error(exc: OSError, thread_id: str, path: Path | None = None) -> ProtocolError:
+    where = str(path) if path is not None else None
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return ProtocolError(
-            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id
+            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id, path=where
         )
     return ProtocolError(
-        ErrorKind.STORAGE_ERROR, f"thread file: {exc.strerror}", threadId=thread_id
+        ErrorKind.STORAGE_ERROR,
+        f"thread file {where or thread_id}: {exc.strerror}",
+        threadId=thread_id,
+        path=where,
     )
+
+
+def open_thread_file(path: Path, flags: int, thread_id: str) -> int:
+    """A descriptor on a thread file, which must be a regular file reached without a
+    symlink (O_NOFOLLOW): a link planted in the data dir would send appends, and a torn
+    tail's repair, to a file elsewhere. StorageError otherwise, naming the path."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ProtocolError(
+                ErrorKind.STORAGE_ERROR,
+                f"thread file {path} is a symlink; sessiond does not follow it",
+                threadId=thread_id,
+                path=str(path),
+            ) from None
+        raise _storage_error(exc, thread_id, path) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ProtocolError(
+            ErrorKind.STORAGE_ERROR,
+            f"thread file {path} is not a regular file",
+            threadId=thread_id,
+            path=str(path),
+        )
+    return fd
+
+
+def read_thread_file(path: Path, thread_id: str) -> bytes:
+    """The whole thread file, read through `open_thread_file`."""
+    fd = open_thread_file(path, os.O_RDONLY, thread_id)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _storage_error(exc, thread_id, path) from exc
+    finally:
+        os.close(fd)
 
 
 class ThreadWriter:
@@ -237,7 +285,7 @@ class ThreadWriter:
                     os.fdatasync(self._fd)
         except OSError as exc:
             self._cut_back()
-            raise _storage_error(exc, self.thread_id) from exc
+            raise _storage_error(exc, self.thread_id, self.path) from exc
         self._size += len(data)
 
     def begin_sync(self) -> PendingSync | None:
@@ -290,7 +338,7 @@ class PendingSync:
         try:
             os.fdatasync(self._fd)
         except OSError as exc:
-            self.error = _storage_error(exc, self.writer.thread_id)
+            self.error = _storage_error(exc, self.writer.thread_id, self.writer.path)
             raise self.error from exc
         finally:
             self.done.set()
@@ -321,7 +369,7 @@ class ThreadStore:
         `items` after it, in the same write and sync: an import creates whole threads)."""
         thread_id = validate_thread_id(thread_id)
         path = self.layout.thread_path(thread_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -349,10 +397,8 @@ class ThreadStore:
         usable and the whole file was read instead (`writer.base_rejected` says why).
         """
         path, archived = self._locate(thread_id)
-        try:
-            fd = os.open(path, os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND)
-        except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
+        flags = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
+        fd = open_thread_file(path, flags, thread_id)
         try:
             if not self.read_only:
                 self._lock(fd, thread_id)
@@ -390,20 +436,20 @@ class ThreadStore:
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
         """Read a thread without locking it (readers never block the writer)."""
         path, archived = self._locate(thread_id)
-        try:
-            return parse_bytes(path.read_bytes()), archived
-        except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
+        return parse_bytes(read_thread_file(path, thread_id)), archived
 
     def read_origin(self, thread_id: str) -> dict[str, Any] | None:
         """The `origin` of a thread's first `session_meta`, from its first line alone (an
         imported thread is resumed differently, and this must not cost a full read)."""
         path, _ = self._locate(thread_id)
+        fd = open_thread_file(path, os.O_RDONLY, thread_id)
         try:
-            with open(path, "rb") as handle:
+            with open(fd, "rb", closefd=False) as handle:
                 first = handle.readline(ORIGIN_LINE_MAX)
         except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
+            raise _storage_error(exc, thread_id, path) from exc
+        finally:
+            os.close(fd)
         contents = parse_bytes(first if first.endswith(b"\n") else b"")
         meta = contents.items[0] if contents.items else {}
         origin = meta.get("origin") if meta.get("type") == "session_meta" else None
@@ -413,8 +459,8 @@ class ThreadStore:
         """Summary of one file for the index; None when it vanished or cannot be read (one
         unreadable file must not stop a listing; `sessiond doctor` reports it)."""
         try:
-            contents = parse_bytes(path.read_bytes())
-        except OSError:
+            contents = parse_bytes(read_thread_file(path, path.stem))
+        except ProtocolError:
             return None
         if not contents.items:  # no record at all (a thread/start cut short): nothing to list
             return None
@@ -427,7 +473,7 @@ class ThreadStore:
             target = self.layout.thread_path(writer.thread_id, archived=to_archived)
             if target == writer.path:
                 return target
-            target.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(target.parent)
             os.rename(writer.path, target)
             fsync_dir(target.parent)
             fsync_dir(writer.path.parent)
@@ -450,10 +496,14 @@ class ThreadStore:
         replaced atomically, and is trusted only while its process is alive.
         """
         path = self._holder_path(validate_thread_id(thread_id))
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_bytes(orjson.dumps({"holder": holder, "pid": os.getpid()}))
-        os.replace(temporary, path)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        try:
+            write_new(temporary, orjson.dumps({"holder": holder, "pid": os.getpid()}))
+            os.replace(temporary, path)
+        except OSError as exc:  # only a courtesy to other processes: the thread is ours
+            logger.warning("cannot name the holder of %s: %s", thread_id, exc)
+            with contextlib.suppress(OSError):
+                temporary.unlink()
 
     def _holder_path(self, thread_id: str) -> Path:
         return self.layout.home / "locks" / f"{thread_id}.holder"
@@ -507,12 +557,8 @@ class ThreadStore:
         if contents.torn_tail_offset is not None:
             offset = contents.torn_tail_offset
             torn = os.pread(fd, contents.size - offset, offset)
-            self.layout.recovered_dir.mkdir(parents=True, exist_ok=True)
             aside = self.layout.recovered_dir / f"{thread_id}.{offset}.{uuid.uuid4().hex[:8]}.torn"
-            with open(aside, "wb") as handle:
-                handle.write(torn)
-                handle.flush()
-                os.fsync(handle.fileno())
+            write_new(aside, torn, sync=True)
             os.ftruncate(fd, offset)
             os.fsync(fd)
             return self._read_locked(fd, base)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,9 @@ from restore.summary import ThreadSummary, summarize
 
 ProgressCallback = Callable[[int, int], None]
 INDEX_FLUSH_SECONDS = 0.5
+SNAPSHOT_RETRY_ITEMS = 100
+"""After a failed snapshot, items until the next attempt."""
+logger = logging.getLogger("sessiond.threads")
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
 # Items that belong to one session of the source thread and are not copied by a fork.
@@ -156,14 +160,16 @@ class ThreadService:
         client: dict[str, Any] | None = None,
         owner: str = LOCAL_OWNER,
         origin: dict[str, Any] | None = None,
+        trusted_folders: Sequence[str] = (),
     ) -> StartedThread:
         """A new thread, durable at once: its file holds the first `session_meta`.
 
-        `origin` marks a thread that mirrors another agent's session (ACP, an import)."""
+        `origin` marks a thread that mirrors another agent's session (ACP, an import).
+        `trusted_folders` (here and below): where git may run the repository's programs."""
         meta = self._session_meta(
             source="startup",
             reason="user",
-            environment=probe(cwd),
+            environment=probe(cwd, trusted_folders),
             workspace_folder=workspace_folder,
             title=title,
             model=model,
@@ -182,6 +188,7 @@ class ThreadService:
         message_limit: int,
         available_models: list[str] | None = None,
         owner: str = LOCAL_OWNER,
+        trusted_folders: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Restore every subsystem in order; a new session, or `needs_review` and none.
 
@@ -210,7 +217,7 @@ class ThreadService:
             clean = snapshot is not None and snapshot.closed_session_id == previous
             continue_reason = "user" if clean else "process_recovery"
             recorded = state.states["worktree"]
-            current = probe(cwd or recorded.get("cwd") or ".")
+            current = probe(cwd or recorded.get("cwd") or ".", trusted_folders)
             verdict = judge(state, current, available_models)
             ready = (not verdict.blocked or accept_drift) and not self.read_only
             session_id: str | None = None
@@ -326,6 +333,7 @@ class ThreadService:
         at_turn_id: str | None,
         at_seq: int | None,
         owner: str = LOCAL_OWNER,
+        trusted_folders: Sequence[str] = (),
     ) -> StartedThread:
         """A new thread holding exactly the items up to the cut (a turn or a seq)."""
         contents, _ = self.store.read(thread_id)
@@ -345,7 +353,7 @@ class ThreadService:
         meta = self._session_meta(
             source="startup",
             reason="fork",
-            environment=probe(source.states["worktree"].get("cwd") or "."),
+            environment=probe(source.states["worktree"].get("cwd") or ".", trusted_folders),
             workspace_folder=latest_meta.get("workspaceFolder"),
             title=title or latest_meta.get("title"),
             model=(source.states["model_override"] or {}).get("model"),
@@ -365,7 +373,14 @@ class ThreadService:
             self._open[started.summary.threadId].writer.summary, started.session_id
         )
 
-    def clear(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> dict[str, Any]:
+    def clear(
+        self,
+        thread_id: str,
+        session_id: str,
+        owner: str = LOCAL_OWNER,
+        *,
+        trusted_folders: Sequence[str] = (),
+    ) -> dict[str, Any]:
         """A new session with an empty conversation; cost, todos, model, permissions and
         file history carry over (they are state, not conversation)."""
         session = self._session(thread_id, session_id, owner)
@@ -375,7 +390,7 @@ class ThreadService:
         meta = self._session_meta(
             source="clear",
             reason="user",
-            environment=probe(session.state.states["worktree"].get("cwd") or "."),
+            environment=probe(session.state.states["worktree"].get("cwd") or ".", trusted_folders),
             workspace_folder=session.writer.summary.workspaceFolder,
             model=(session.state.states["model_override"] or {}).get("model"),
             permissions=session.state.states["permissions"] or None,
@@ -486,7 +501,7 @@ class ThreadService:
         try:
             writer.append(items, writer.summary.latestSessionId or _new_id())
             self.note_written(writer)
-            self.index.upsert(writer.summary, writer.path)
+            self._derived("index row", self.index.upsert, writer.summary, writer.path)
             return writer.summary
         finally:
             writer.close()
@@ -579,7 +594,7 @@ class ThreadService:
             raise ProtocolError(
                 ErrorKind.THREAD_NOT_FOUND, "thread vanished while moving", threadId=thread_id
             )
-        self.index.upsert(summary, path)
+        self._derived("index row", self.index.upsert, summary, path)
         return summary
 
     def delete(self, thread_id: str, owner: str = LOCAL_OWNER) -> None:
@@ -587,8 +602,8 @@ class ThreadService:
         self._writable()
         self._release(thread_id, owner)
         self.store.delete(thread_id)
-        snapshots.discard(self.layout, thread_id)
-        self.index.remove(thread_id)
+        self._derived("snapshot removal", snapshots.discard, self.layout, thread_id)
+        self._derived("index row removal", self.index.remove, thread_id)
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -646,6 +661,10 @@ class ThreadService:
         return kept, no_ops
 
     def _snapshot(self, session: OpenSession, *, closed: bool) -> None:
+        """Write the session's snapshot. A snapshot is derived: when it cannot be written
+        (disk full, a broken directory) the records it would cover are durable all the
+        same, so the failure is logged and retried `SNAPSHOT_RETRY_ITEMS` items later,
+        never answered to the client."""
         checkpoint = session.writer.checkpoint()
         if checkpoint is None:
             return
@@ -656,8 +675,21 @@ class ThreadService:
             bom=session.bom,
             closed_session_id=session.session_id if closed else None,
         )
-        snapshots.save(self.layout, session.writer.thread_id, snapshot)
-        session.snapshot_seq = session.state.seq
+        thread_id = session.writer.thread_id
+        if self._derived("snapshot", snapshots.save, self.layout, thread_id, snapshot):
+            session.snapshot_seq = session.state.seq
+        else:  # the next attempt comes SNAPSHOT_RETRY_ITEMS items from now
+            session.snapshot_seq = session.state.seq - snapshots.EVERY_ITEMS + SNAPSHOT_RETRY_ITEMS
+
+    def _derived(self, what: str, work: Callable[..., Any], *args: Any) -> bool:
+        """Run a write of derived state (snapshot, index row) after a durable one: a
+        failure is logged, never raised, because what the client wrote is safe."""
+        try:
+            work(*args)
+        except Exception as exc:  # OSError, sqlite3.Error, ProtocolError: all the same here
+            logger.warning("%s not written (retried later): %s", what, exc)
+            return False
+        return True
 
     def _close_session(self, session: OpenSession) -> None:
         try:
@@ -788,11 +820,15 @@ class ThreadService:
         self.written_sizes[writer.thread_id] = writer.size
 
     def flush_index(self) -> None:
-        """Write every pending index row now."""
+        """Write every pending index row now; rows that cannot be written (SQLite: disk
+        full) stay pending for the next flush. Never raises: the index is derived."""
         self._index_flushed = time.monotonic()
         if self._index_dirty:
             dirty, self._index_dirty = self._index_dirty, {}
-            self.index.upsert_many([(w.summary, w.path) for w in dirty.values() if not w.closed])
+            rows = [(w.summary, w.path) for w in dirty.values() if not w.closed]
+            if not self._derived("index rows", self.index.upsert_many, rows):
+                for thread_id, writer in dirty.items():
+                    self._index_dirty.setdefault(thread_id, writer)
 
     @staticmethod
     def _fork_cut(items: list[dict[str, Any]], at_turn_id: str | None, at_seq: int | None) -> int:

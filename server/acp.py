@@ -339,10 +339,11 @@ class AcpProxy:
         """The embedded store, created by the first session method that needs it."""
         if self._service is None:
             from restore.paths import Layout
+            from restore.private import private_dirs
             from restore.store import Durability
             from restore.threads import ThreadService
 
-            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dirs(self.home)  # 0700, and so are any parents it creates
             self._service = ThreadService(Layout(self.home), Durability.GROUP)
         return self._service
 
@@ -656,7 +657,8 @@ class AcpProxy:
             and message["method"] == "fs/write_text_file"
             and isinstance(params, dict)
         ):
-            before = _read_before(params.get("path"))
+            session = self.service.session_for(live.thread_id, live.session_id, self.owner)
+            before = _read_before(session.state.states["worktree"], params.get("path"))
         request_id = next(self._ids)
         assert self.agent is not None
         self.downstream[request_id] = Downstream(
@@ -1171,31 +1173,18 @@ def _agent_session_of(items: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _read_before(path: Any) -> bytes | None:
+def _read_before(worktree: dict[str, Any], path: Any) -> bytes | None:
     """A file's content before the editor writes it, for its `file_edit` before-blob.
 
-    Only read, never written, and only a regular file of bounded size.
-    TODO(containment): once restore/ has its path-containment module, ask it here."""
-    if not isinstance(path, str) or not os.path.isabs(path):
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        import stat
+    Only read, never written: a regular file of bounded size inside the thread's workspace,
+    as restore/access.py decides for every client-named path. Anything else has no
+    before-blob (the write itself is the editor's to allow or refuse)."""
+    from restore.access import Scope, read_regular
 
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BEFORE_BYTES:
-            return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
+    try:
+        return read_regular(Scope.of_thread(worktree).resolve(path), MAX_BEFORE_BYTES)
+    except (ProtocolError, OSError):
         return None
-    finally:
-        os.close(fd)
 
 
 # --- hooks ---------------------------------------------------------------------------------

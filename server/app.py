@@ -2,8 +2,8 @@
 
 All thread work runs on one worker thread, in order (server/worker.py): the store needs no
 locks of its own, fsync never blocks the event loop, and the loop stays free to read, cancel
-and answer `initialize`. The thread service (and with it GitPython and SQLite) is created
-by the first request that needs it, never at startup.
+and answer `initialize`. The thread service (and with it SQLite and the git probe) is
+created by the first request that needs it, never at startup.
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ class SessiondServer(JsonRPCServer):
         else:
             connection, self._primary_taken = self.protocol, True
         connection.send_bytes = send_bytes
+        connection.max_frame = self.config.max_frame
         register(connection, self)
         if os.environ.get("SESSIOND_DEBUG") == "1":
             from server.debug import register_debug

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from protocol import PROTOCOL_VERSION
+from restore.private import private_dirs
 
 
 def servers_dir(home: Path) -> Path:
@@ -82,7 +83,7 @@ class LockFile:
     def write(self, workspace_folders: Iterable[str] = ()) -> None:
         if self.removed:
             return
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(self.directory)  # and the data dir, 0700, if this server creates it
         os.chmod(self.directory, 0o700)
         self.record["workspaceFolders"] = list(workspace_folders)
         fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")

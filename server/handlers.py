@@ -1,13 +1,14 @@
 """Request handlers: unpack params, call the thread service on the worker, shape the answer.
 
 Params are validated with the pydantic models of `protocol.methods`, imported by the first
-request that needs them: `initialize` is answered before pydantic, SQLite or GitPython is
-loaded (sessiond promises no warmup).
+request that needs them: `initialize` is answered before pydantic or SQLite is loaded, or
+git run (sessiond promises no warmup).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,14 +43,24 @@ class Context:
         return self.server.service
 
     def workspace_folder_of(self, cwd: str) -> str | None:
-        """The innermost workspace folder the client opened that contains `cwd`."""
-        best: str | None = None
-        for folder in self.connection.workspace_folders:
-            path = str(folder.get("path", "")).rstrip("/") or "/"
-            inside = cwd == path or cwd.startswith(path + "/")
-            if inside and (best is None or len(path) > len(best)):
-                best = path
-        return best
+        """The innermost workspace folder the client opened that holds `cwd` (resolved:
+        `A/../B` is not in A). Does file I/O (realpath): call it on the worker."""
+        from restore.access import folder_of
+
+        return folder_of(cwd, self.folder_paths())
+
+    def folder_paths(self) -> list[str]:
+        """Every workspace folder the client opened, as it named them."""
+        return [str(folder.get("path", "")) for folder in self.connection.workspace_folders]
+
+    def trusted_folders(self) -> list[str]:
+        """The folders the client marked trusted: only there may git run the repository's
+        own programs (fsmonitor, hooks, filters) and workspace hooks run."""
+        return [
+            str(folder.get("path", ""))
+            for folder in self.connection.workspace_folders
+            if folder.get("trusted") is True
+        ]
 
     def progress(self, title: str) -> Callable[[int, int], None]:
         """A `$/progress` reporter for this client, callable from the worker thread."""
@@ -162,12 +173,27 @@ async def shutdown(ctx: Context, params: Any) -> None:
 # --- threads ---------------------------------------------------------------------------
 
 
+def _absolute(cwd: str) -> str:
+    """A cwd a client names: absolute and without NUL (InvalidParams otherwise)."""
+    from restore.access import checked_text
+
+    if not os.path.isabs(checked_text(cwd, "cwd")):
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS, f"cwd must be an absolute path: {cwd!r}", field="cwd"
+        )
+    return cwd
+
+
 @handles("thread/start")
 async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
+    from restore.access import existing_directory
+
+    trusted = ctx.trusted_folders()
     started = await ctx.server.run_in_worker(
         lambda: ctx.service.start(
-            cwd=params.cwd,
+            cwd=existing_directory(params.cwd),
             workspace_folder=ctx.workspace_folder_of(params.cwd),
+            trusted_folders=trusted,
             title=params.title,
             model=params.model,
             permissions=params.permissions.model_dump(exclude_none=True)
@@ -256,10 +282,14 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/resume")
 async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
+    if params.cwd is not None:
+        _absolute(params.cwd)
+    trusted = ctx.trusted_folders()
     report = await ctx.server.run_in_worker(
         lambda: ctx.service.resume(
             params.threadId,
             cwd=params.cwd,
+            trusted_folders=trusted,
             accept_drift=params.acceptDrift,
             message_limit=params.messageLimit,
             available_models=params.availableModels,
@@ -288,6 +318,7 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
             at_turn_id=params.atTurnId,
             at_seq=params.atSeq,
             owner=ctx.connection.owner,
+            trusted_folders=ctx.trusted_folders(),
         )
     )
     info = started.summary.thread_info()
@@ -352,8 +383,11 @@ async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/clear")
 async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
+    trusted = ctx.trusted_folders()
     result = await ctx.server.run_in_worker(
-        ctx.service.clear, params.threadId, params.sessionId, ctx.connection.owner
+        lambda: ctx.service.clear(
+            params.threadId, params.sessionId, ctx.connection.owner, trusted_folders=trusted
+        )
     )
     hooks = ctx.server.hooks
     hooks.session_ended(ctx, thread_id=params.threadId, session_id=params.sessionId, reason="clear")
@@ -401,6 +435,7 @@ async def fs_apply_edit(ctx: Context, params: Any) -> dict[str, Any]:
         path=params.path,
         content=params.content,
         expected_sha=params.expectedSha,
+        folders=ctx.folder_paths(),
     )
 
 
@@ -416,4 +451,5 @@ async def thread_rewind(ctx: Context, params: Any) -> dict[str, Any]:
         files=params.files,
         conversation=params.conversation,
         force=params.force,
+        folders=ctx.folder_paths(),
     )

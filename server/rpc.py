@@ -23,12 +23,24 @@ import orjson
 from pygls.protocol import JsonRPCNotification, JsonRPCProtocol
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
-from server.framing import BadHeader, Event, Frame, FrameTooLarge, Framing, encode
+from server.framing import (
+    DEFAULT_MAX_FRAME,
+    BadHeader,
+    Event,
+    Frame,
+    FrameTooLarge,
+    Framing,
+    encode,
+)
+from server.refusals import RateLimitedLog
 
 logger = logging.getLogger("sessiond.rpc")
+refusals = RateLimitedLog(logger)
 
 _connection_ids = itertools.count(1)
 ALWAYS_ALLOWED = frozenset({"initialize", "exit", "$/cancelRequest"})
+NOTIFICATIONS = frozenset({"initialized", "workspace/didChangeWorkspaceFolders"})
+"""The notifications a client may send; every other registered method is a request."""
 MAX_IN_FLIGHT = 64
 
 
@@ -57,9 +69,9 @@ def error_from_exception(exc: BaseException, home: str | None = None) -> dict[st
         from restore.paths import Layout
 
         index = str(Layout(Path(home)).index_path)
-        return ProtocolError(
-            ErrorKind.STORAGE_ERROR, f"{index}: {exc}", path=index
-        ).to_error_object()
+        full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"  # "disk is full"
+        kind = ErrorKind.STORAGE_FULL if full else ErrorKind.STORAGE_ERROR
+        return ProtocolError(kind, f"{index}: {exc}", path=index).to_error_object()
     logger.exception("internal error", exc_info=exc)
     return ProtocolError(
         ErrorKind.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
@@ -83,6 +95,7 @@ class SessiondProtocol(JsonRPCProtocol):
         self.workspace_folders: list[dict[str, Any]] = []
         self.connection_id = next(_connection_ids)
         self.client_info = None
+        self.max_frame = DEFAULT_MAX_FRAME  # no answer is larger (the server sets --max-frame)
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -205,7 +218,10 @@ class SessiondProtocol(JsonRPCProtocol):
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "$/cancelRequest":
-            future = self._request_futures.pop(params.get("id"), None)  # type: ignore[arg-type]
+            target = params.get("id")
+            if isinstance(target, bool) or not isinstance(target, str | int):
+                return  # names no request: cancels nothing (a notification gets no answer)
+            future = self._request_futures.pop(target, None)
             if future is not None:
                 future.cancel()
             return
@@ -214,6 +230,10 @@ class SessiondProtocol(JsonRPCProtocol):
             return
         if not self.initialized and method != "initialized":
             return  # notifications before initialize are dropped, as LSP says
+        if method in self.fm.features and method not in NOTIFICATIONS:
+            # Without an id its answer (and any error) would have nowhere to go: not run.
+            refusals.warning("ignored %r sent as a notification (it needs an id)", method)
+            return
         self.handle_message(JsonRPCNotification(method=method, jsonrpc="2.0", params=params))
 
     # --- output ------------------------------------------------------------------------
@@ -245,5 +265,22 @@ class SessiondProtocol(JsonRPCProtocol):
             logger.exception("unserializable message")
             body = orjson.dumps(
                 {"jsonrpc": "2.0", "id": message.get("id"), "error": error_from_exception(exc)}
+            )
+        if len(body) > self.max_frame:
+            # No message leaves larger than --max-frame: the client could not read it, and
+            # the copies framing and buffering make would multiply it in memory.
+            size, body = len(body), b""
+            if "method" in message:
+                refusals.warning("dropped a %d-byte %s notification", size, message["method"])
+                return
+            too_large = ProtocolError(
+                ErrorKind.PAYLOAD_TOO_LARGE,
+                f"the answer ({size} bytes) exceeds the {self.max_frame}-byte frame limit; "
+                "ask for less (a smaller limit)",
+                limit=self.max_frame,
+                size=size,
+            )
+            body = orjson.dumps(
+                {"jsonrpc": "2.0", "id": message.get("id"), "error": too_large.to_error_object()}
             )
         self.send_bytes(body if self.framing is None else encode(self.framing, body))

@@ -35,6 +35,12 @@ def _without_dac_caps() -> list[str]:
     return [setpriv, f"--bounding-set={DAC_CAPS}", f"--inh-caps={DAC_CAPS}"]
 
 
+def bound_by_permissions() -> list[str]:
+    """A prefix under which chmod binds the server as it binds any user, root included
+    (for a test that changes modes while the server runs)."""
+    return _without_dac_caps()
+
+
 def _probe_fails(prefix: list[str], code: str, path: Path) -> bool:
     """True when `code` (given `path` as argv[1]) raises OSError under `prefix`."""
     run = subprocess.run(

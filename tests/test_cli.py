@@ -31,6 +31,8 @@ def test_list_and_show_print_what_the_server_recorded(
 ) -> None:
     server = spawn()
     server.initialize()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
     started = server.request("thread/start", {"cwd": str(tmp_path / "a"), "title": "Alpha"})
     tid, sid = started["thread"]["threadId"], started["sessionId"]
     server.request(

@@ -35,9 +35,12 @@ def validate(state: dict[str, Any], ctx: Any) -> Any:
 
     files = []
     for path, edit in state["latest"].items():
-        current = ctx.file_sha(path)
+        current = ctx.file_sha(path)  # None too for a path outside the workspace
         diverged = None if edit.get("contentKnown") is False else current != edit["afterSha"]
-        files.append({**edit, "currentSha": current, "diverged": diverged})
+        entry = {**edit, "currentSha": current, "diverged": diverged}
+        if refused := ctx.why_unreadable(path):
+            entry["refused"] = refused
+        files.append(entry)
     result = {"files": files, "edits": state["edits"]}
     if not files:
         return Outcome("empty", result)

@@ -67,7 +67,7 @@ def test_apply_edit_never_writes_outside_the_workspace(
     tid, sid = started(server, work)
     with pytest.raises(RpcError) as refused:
         _edit(server, tid, sid, "op-escape", path, "pwned\n")
-    assert refused.value.kind == "InvalidParams"
+    assert refused.value.kind == "OutsideWorkspace"
     assert not (tmp_path / "outside.txt").exists() and not Path("/etc/sessiond-test").exists()
     assert server.request("thread/resume", {"threadId": tid})["pendingOperations"] == []
 

@@ -17,6 +17,7 @@ const ADVICE: Partial<Record<ErrorKind, string>> = {
   ConflictingOperation: "Another operation is in the way.",
   StorageFull: "The disk holding sessiond's data is full.",
   StorageError: "sessiond could not read or write its data.",
+  OutsideWorkspace: "That path is outside the thread's workspace, or not a regular file; sessiond will not touch it.",
   MethodNotFound: `This sessiond server does not support that yet. ${UPDATE_HINT}`,
   ServerNotInitialized: "The server is still starting. Try again in a moment.",
 };

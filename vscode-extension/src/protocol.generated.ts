@@ -3,7 +3,7 @@
 
 export const PROTOCOL_VERSION = 1;
 
-export type ErrorKind = "ParseError" | "InvalidRequest" | "MethodNotFound" | "InvalidParams" | "InternalError" | "ServerNotInitialized" | "Overloaded" | "RequestCancelled" | "ThreadNotFound" | "ThreadBusy" | "ThreadArchived" | "InvalidId" | "StaleSession" | "PayloadTooLarge" | "Unauthorized" | "ConflictingOperation" | "StorageFull" | "StorageError" | "WorkspaceDrift" | "AgentExited";
+export type ErrorKind = "ParseError" | "InvalidRequest" | "MethodNotFound" | "InvalidParams" | "InternalError" | "ServerNotInitialized" | "Overloaded" | "RequestCancelled" | "ThreadNotFound" | "ThreadBusy" | "ThreadArchived" | "InvalidId" | "StaleSession" | "PayloadTooLarge" | "Unauthorized" | "ConflictingOperation" | "StorageFull" | "StorageError" | "WorkspaceDrift" | "OutsideWorkspace" | "AgentExited";
 
 export type RecordableItem =
   | MessageItem
