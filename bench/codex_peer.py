@@ -41,7 +41,7 @@ import orjson
 from bench import listing, resume
 from bench.listing import FOLDERS, PAGE
 
-INSTALL = "npm install --prefix /tmp/codex-peer @openai/codex"
+INSTALL = "npm install --prefix /tmp/codex-peer @openai/codex@0.171.0"
 PROVIDER = "bench"
 CONFIG = f"""\
 # Written by bench.codex_peer: a provider on 127.0.0.1 and no plugin or app syncs, so

@@ -38,3 +38,10 @@ export function describeError(action: string, error: unknown): string {
   if (advice) return `Could not ${action}: ${advice} (${kind}: ${serverMessage})`;
   return `Could not ${action}: ${kind ? `${kind}: ` : ""}${serverMessage}`;
 }
+
+/** Who holds the thread, from a ThreadBusy error (`data.holder`), else undefined. */
+export function busyHolder(error: unknown): string | undefined {
+  if (errorKind(error) !== "ThreadBusy" || !(error instanceof ResponseError)) return undefined;
+  const data = error.data as { holder?: unknown };
+  return typeof data.holder === "string" ? data.holder : "another window";
+}

@@ -42,6 +42,9 @@ export class SessionController {
   private readonly transcriptsChanged = new vscode.EventEmitter<void>();
   /** Fires when a transcript gains or loses earlier messages to load (the code lens follows). */
   readonly onDidChangeTranscripts = this.transcriptsChanged.event;
+  private readonly activeChanged = new vscode.EventEmitter<ThreadInfo | undefined>();
+  /** The thread open in this window changed (the Threads view marks it). */
+  readonly onDidChangeActive = this.activeChanged.event;
 
   constructor(
     private readonly client: Pick<SessiondClient, "request">,
@@ -53,7 +56,9 @@ export class SessionController {
   /** Resume: ready → the restored views; needs_review → the drift modal decides. An imported
    * thread comes back with a handoff instead of a session: continue it in its own agent. */
   async resume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
-    await this.closeActive();
+    // The open session stays open until a new one replaces it (showRestored): a Cancel, a
+    // refusal (ThreadBusy) or a failure leaves the user where they were.
+    if (this.active?.thread.threadId === thread.threadId) await this.closeActive();
     const report = await this.client.request("thread/resume", { threadId: thread.threadId });
     if (report.readOnly) {
       // No session can open on a read-only data directory; the drift modal would not help.
@@ -266,6 +271,7 @@ export class SessionController {
   }
 
   private async showRestored(report: RestoreReport): Promise<void> {
+    await this.closeActive();
     const sessionId = report.session.sessionId;
     if (!sessionId) throw new Error("the server reported ready without opening a session");
     // The newest messages come with the answer: the transcript shows them at once, and
@@ -289,6 +295,7 @@ export class SessionController {
   /** An imported thread: its restored views (read-only: no session opened) and the offer to
    * continue in the agent that keeps the session. */
   private async showHandoff(report: RestoreReport, handoff: Handoff): Promise<void> {
+    await this.closeActive(); // the views now show this thread: the one open before is released
     // Newest messages first, as for a resumed thread; earlier ones load on demand.
     const transcript: Transcript = {
       thread: report.thread,
@@ -342,6 +349,7 @@ export class SessionController {
   }
 
   private async setSessionContext(): Promise<void> {
+    this.activeChanged.fire(this.active?.thread);
     await vscode.commands.executeCommand("setContext", "sessiond.sessionActive", this.active !== undefined);
   }
 }
@@ -354,12 +362,19 @@ export function currentCwdFor(thread: ThreadInfo): string | undefined {
   return folders[0] ?? thread.cwd ?? undefined;
 }
 
+/** The editor tab shows the last path segment: the thread's title, under its id (unique). */
 export function transcriptPath(thread: ThreadInfo): string {
-  return `/transcript/${thread.threadId}.md`;
+  return `/transcript/${thread.threadId}/${tabName(threadLabel(thread))}`;
 }
 
 export function reportPath(thread: ThreadInfo): string {
-  return `/restore-report/${thread.threadId}.md`;
+  return `/restore-report/${thread.threadId}/${tabName(`Restore report: ${threadLabel(thread)}`)}`;
+}
+
+/** A title as one path segment: no separators or control characters, not too long. */
+function tabName(title: string): string {
+  const name = title.replace(/[\\/\u0000-\u001f\u007f]+/g, " ").trim();
+  return name.length > 60 ? `${name.slice(0, 59)}…` : name || "untitled";
 }
 
 /** The items a transcript shows, from the boundary on (a compact's summary is at the boundary). */

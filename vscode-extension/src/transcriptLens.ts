@@ -14,7 +14,7 @@ export class EarlierMessagesLens implements vscode.CodeLensProvider {
   }
 
   provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
-    const threadId = /^\/transcript\/(.+)\.md$/.exec(document.uri.path)?.[1];
+    const threadId = /^\/transcript\/([^/]+)\//.exec(document.uri.path)?.[1]; // see transcriptPath
     const transcript = threadId === undefined ? undefined : this.sessions.transcriptOf(threadId);
     if (!transcript || transcript.earlier === null) return [];
     const command = { title: LOAD_EARLIER, command: LOAD_EARLIER_COMMAND, arguments: [threadId] };

@@ -93,9 +93,9 @@ describe("when the server command is missing", () => {
       assert.deepEqual(error.buttons, ["Copy Install Command", "Open Settings"]);
       await waitFor("the clipboard", () => vscodeStub.clipboard || undefined);
       assert.equal(vscodeStub.clipboard, "pip install /path/to/sessiond");
-      const tree = await renderTree(extension.api.threads);
-      assert.deepEqual(tree.slice(0, 2), ["sessiond is not installed", "All threads"]);
-      assert.match(tree[2] ?? "", /^ {2}The sessiond server command .* was not found/);
+      // The view is empty, so that its welcome content (chosen by this context key) shows how to install it.
+      assert.deepEqual(await renderTree(extension.api.threads), []);
+      assert.equal(vscodeStub.context.get("sessiond.serverProblem"), "missing");
     } finally {
       await extension.deactivate();
     }
@@ -107,6 +107,7 @@ describe("when the server command is missing", () => {
       const error = await waitFor("the error message", () => vscodeStub.messages.find((m) => m.severity === "error"));
       assert.match(error.message, /did not start: boom: bad install/);
       assert.match(error.message, /pip install \/path\/to\/sessiond/);
+      assert.equal(vscodeStub.context.get("sessiond.serverProblem"), "failed");
     } finally {
       await extension.deactivate();
     }

@@ -14,7 +14,7 @@ describe("a long transcript", () => {
   const home = `${root.path}/home`;
   let extension: ActivatedExtension;
   let threadId = "";
-  const uri = () => `sessiond:/transcript/${threadId}.md`;
+  const uri = () => `sessiond:/transcript/${threadId}/long thread`;
   const transcript = () => vscodeStub.documents.filter((d) => d.uri === uri()).at(-1)?.text ?? "";
   const shown = () => [...transcript().matchAll(/^message (\d+)$/gm)].map((match) => Number(match[1]));
   const range = (from: number, to: number) => Array.from({ length: to - from }, (_, n) => from + n);

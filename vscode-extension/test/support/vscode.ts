@@ -120,6 +120,7 @@ export interface ShownMessage {
 export interface ShownDocument {
   uri: string;
   text: string;
+  languageId: string;
 }
 
 /** An integrated terminal the extension opened: where, and what it typed into it. */
@@ -241,8 +242,8 @@ export const window = {
   showInputBox: async () => vscodeStub.inputs.shift(),
   showQuickPick: async (items: { label: string }[]) => vscodeStub.quickPicks.shift()?.(items),
   showWorkspaceFolderPick: async () => vscodeStub.workspaceFolders[0],
-  showTextDocument: async (document: { uri: Uri; getText(): string }) => {
-    vscodeStub.documents.push({ uri: document.uri.toString(), text: document.getText() });
+  showTextDocument: async (document: { uri: Uri; getText(): string; languageId: string }) => {
+    vscodeStub.documents.push({ uri: document.uri.toString(), text: document.getText(), languageId: document.languageId });
     return {};
   },
   createTerminal: (options: { name?: string; cwd?: string }) => {
@@ -284,8 +285,9 @@ export const workspace = {
     const provider = vscodeStub.contentProviders.get(uri.scheme);
     if (!provider) throw new Error(`no content provider for ${uri.scheme}`);
     const text = provider.provideTextDocumentContent(uri);
-    return { uri, getText: () => text, isUntitled: false };
+    return { uri, getText: () => text, isUntitled: false, languageId: "plaintext" };
   },
+  createFileSystemWatcher: () => ({ onDidChange: noEvent, onDidCreate: noEvent, onDidDelete: noEvent, dispose: () => undefined }),
   onDidChangeWorkspaceFolders: noEvent,
   onDidGrantWorkspaceTrust: noEvent,
   onDidChangeConfiguration: noEvent,
@@ -297,6 +299,7 @@ export const languages = {
     vscodeStub.codeLensProviders.push(entry);
     return { dispose: () => (vscodeStub.codeLensProviders = vscodeStub.codeLensProviders.filter((e) => e !== entry)) };
   },
+  setTextDocumentLanguage: async <D extends { languageId: string }>(document: D, languageId: string): Promise<D> => ({ ...document, languageId }),
 };
 
 export const commands = {

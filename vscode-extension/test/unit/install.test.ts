@@ -22,6 +22,8 @@ describe("install guidance", () => {
       describeError("resume the thread", new ResponseError(-32601, "unknown method", { kind: "MethodNotFound" })),
       packageJson.contributes.configuration.properties["sessiond.serverCommand"].markdownDescription,
       INSTALL_HINT,
+      // The Threads view's welcome content while the server is missing.
+      packageJson.contributes.viewsWelcome.find((entry: { when?: string }) => entry.when === "sessiond.serverProblem == missing").contents,
     ]) {
       assert.doesNotMatch(message, FROM_PYPI, message);
       assert.match(message, /pip install \/path\/to\/sessiond/, message);
