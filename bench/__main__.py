@@ -2,13 +2,16 @@
 
     python -m bench [--quick] [--update-docs]
 
-Prints a markdown report (startup vs the pygls floor, list via index vs a directory scan,
-resume via snapshot vs full replay, record throughput vs the disk's raw sync limit, peak
-memory vs the floor, the PostgreSQL store beside the embedded one (bench/stores.py), the
-ACP front door vs talking to the agent directly, and the Codex app-server peer when
-`codex` is on PATH) and writes
-docs/bench-latency.png, latency against size. With `--update-docs` the report replaces the
-generated block in docs/benchmarks.md.
+Prints a markdown report and writes docs/bench-latency.png, latency against size. First
+the journeys a person waits for — each from a fresh process over the real pipe, beside
+the Codex app-server peer in the same run when `codex` is on PATH (bench/journeys.py) —
+then the in-process tables: startup vs the floor of the stack, list via index vs a
+directory scan, resume via snapshot vs full replay, record throughput vs the disk's raw
+sync limit, peak memory vs the floor, the PostgreSQL store beside the embedded one
+(bench/stores.py), the ACP front door vs talking to the agent directly, importing 10k
+Codex sessions beside Codex's own first-start indexing, and Codex beside the in-process
+calls. With `--update-docs` the report replaces the generated block
+in docs/benchmarks.md.
 `--quick` uses small sizes (a smoke run, not for publishing).
 """
 
@@ -23,7 +26,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import acp, codex_peer, listing, memory, record, resume, startup, stores
+from bench import (
+    acp,
+    codex_peer,
+    import_,
+    journeys,
+    listing,
+    memory,
+    record,
+    resume,
+    startup,
+    stores,
+)
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 CHART = DOCS / "bench-latency.png"
@@ -40,7 +54,8 @@ def startup_section(runs: int) -> tuple[str, dict[str, float]]:
         "| spawn → `initialize` answer | median ms | vs floor |",
         "|---|---:|---:|",
         f"| bare interpreter (`python -c pass`, no imports) | {bare_ms:.0f} | — |",
-        f"| floor: minimal pygls server (interpreter + pygls imports) | {floor_ms:.0f} | 1.00x |",
+        f"| floor: minimal asyncio JSON-RPC server (interpreter + asyncio + orjson) | "
+        f"{floor_ms:.0f} | 1.00x |",
         f"| sessiond | {sessiond_ms:.0f} | {sessiond_ms / floor_ms:.2f}x |",
     ])  # fmt: skip
     return table, {"floor": floor_ms, "sessiond": sessiond_ms}
@@ -98,6 +113,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
     began = time.perf_counter()
+    journey_rows = journeys.run(1000, 10_000, 1) if args.quick else journeys.run(10_000, 100_000, 3)
     startup_table, _ = startup_section(5 if args.quick else 20)
     list_rows = listing.run(sizes)
     resume_rows = resume.run(sizes, 3 if args.quick else 7)
@@ -105,20 +121,23 @@ def main() -> None:
     memory_result = memory.run(2000 if args.quick else 10_000)
     shared = stores.run(sizes[-1], sizes[-1], 500 if args.quick else 2000)
     acp_medians = acp.run(3 if args.quick else 10, 5 if args.quick else 20)
+    imported = import_.run(1000 if args.quick else 10_000, 1 if args.quick else 3, CODEX_TIMEOUT)
     peers = codex_section(sizes, 3 if args.quick else 7, list_rows, resume_rows)
     picture = chart(list_rows, resume_rows)
     elapsed = time.perf_counter() - began
     report = "\n".join([
         f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {startup.machine()}, "
         f"Python {platform.python_version()}; the whole run took {elapsed / 60:.1f} min.",
+        "", "### Journeys (fresh processes, over the pipe)", "", journeys.render(journey_rows),
         "", "### Startup", "", startup_table,
-        "", "### Listing", "", listing.render(list_rows),
-        "", "### Resume", "", resume.render(resume_rows),
+        "", "### Listing (in-process calls)", "", listing.render(list_rows),
+        "", "### Resume (in-process calls)", "", resume.render(resume_rows),
         "", "### Recording", "", record.render(records, 32),
         "", "### Memory", "", memory.render(memory_result),
         "", "### Shared store (PostgreSQL) beside the embedded one", "", stores.render(shared),
         "", "### ACP front door", "", acp.render(acp_medians),
-        "", "### Peers", "", peers,
+        "", "### Import", "", import_.render(imported),
+        "", "### Peers (sessiond in-process, Codex over its pipe)", "", peers,
         "", picture,
     ])  # fmt: skip
     print(report)

@@ -41,7 +41,7 @@ import orjson
 from bench import listing, resume
 from bench.listing import FOLDERS, PAGE
 
-INSTALL = "npm install --prefix /tmp/codex-peer @openai/codex"
+INSTALL = "npm install --prefix /tmp/codex-peer @openai/codex@0.171.0"
 PROVIDER = "bench"
 CONFIG = f"""\
 # Written by bench.codex_peer: a provider on 127.0.0.1 and no plugin or app syncs, so
@@ -74,25 +74,34 @@ class CodexError(RuntimeError):
     """Codex answered with a JSON-RPC error, or with the wrong threads."""
 
 
+INSTALLED = Path("/tmp/codex-peer/node_modules/.bin/codex")
+
+
+def executable() -> str | None:
+    """`codex` on PATH, else where `INSTALL` puts it; None when neither has it."""
+    return shutil.which("codex") or (str(INSTALLED) if INSTALLED.exists() else None)
+
+
 def available() -> bool:
-    """Whether the peer can be measured at all: `codex` on PATH."""
-    return shutil.which("codex") is not None
+    """Whether the peer can be measured at all: `codex` on PATH or installed by `INSTALL`."""
+    return executable() is not None
 
 
 def version() -> str:
     """`codex --version`, e.g. `codex-cli 0.171.0`: the table says which Codex it measured."""
-    done = subprocess.run(["codex", "--version"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([executable() or "codex", "--version"], capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
     return done.stdout.strip() or done.stderr.strip()
 
 
 # --- rollouts ---------------------------------------------------------------------------
 
 
-def _iso(moment: datetime) -> str:
+def iso(moment: datetime) -> str:
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
-def _line(ts: str, kind: str, payload: dict[str, Any]) -> bytes:
+def line(ts: str, kind: str, payload: dict[str, Any]) -> bytes:
     return orjson.dumps({"timestamp": ts, "type": kind, "payload": payload}) + b"\n"
 
 
@@ -102,17 +111,37 @@ def rollout_path(home: Path, created: datetime, thread_id: str) -> Path:
     return day / f"rollout-{created:%Y-%m-%dT%H-%M-%S}-{thread_id}.jsonl"
 
 
-def session_meta(thread_id: str, created: datetime, cwd: str) -> bytes:
-    """The first line of every rollout, as Codex writes it for an interactive CLI session."""
-    ts = _iso(created)
-    return _line(ts, "session_meta", {
+def session_meta(
+    thread_id: str, created: datetime, cwd: str, git: dict[str, Any] | None = None
+) -> bytes:
+    """The first line of every rollout, as Codex writes it for an interactive CLI session
+    (`git`: `{commit_hash, branch, repository_url}`, as Codex records it in a repo)."""
+    ts = iso(created)
+    return line(ts, "session_meta", {
         "id": thread_id, "timestamp": ts, "cwd": cwd, "originator": "codex_cli_rs",
         "cli_version": "0.0.0", "source": "cli", "model_provider": PROVIDER,
-        "base_instructions": None,
+        "base_instructions": None, **({"git": git} if git else {}),
     })  # fmt: skip
 
 
-def _message(ts: str, role: str, text: str) -> bytes:
+def turn_context(ts: str, cwd: str, model: str, approval: str, sandbox: str) -> bytes:
+    """The per-turn context line: where, with which model, under which policies."""
+    return line(ts, "turn_context", {
+        "cwd": cwd, "approval_policy": approval, "sandbox_policy": {"type": sandbox},
+        "model": model, "effort": "medium", "summary": "auto",
+    })  # fmt: skip
+
+
+def token_count(ts: str, input_tokens: int, output_tokens: int, cached: int = 0) -> bytes:
+    """A running total of the session's tokens (Codex repeats the total, not the call's)."""
+    usage = {"input_tokens": input_tokens, "cached_input_tokens": cached,
+             "output_tokens": output_tokens, "reasoning_output_tokens": 0,
+             "total_tokens": input_tokens + output_tokens}  # fmt: skip
+    info = {"total_token_usage": usage, "last_token_usage": usage, "model_context_window": None}
+    return line(ts, "event_msg", {"type": "token_count", "rate_limits": None, "info": info})
+
+
+def message_lines(ts: str, role: str, text: str) -> bytes:
     """A message as Codex records it: in the model's history (response_item) and in the
     transcript (event_msg: user_message / agent_message, what `thread/resume` rebuilds turns from).
     """
@@ -121,14 +150,14 @@ def _message(ts: str, role: str, text: str) -> bytes:
     if role == "user":
         event = {"type": "user_message", "message": text, "kind": "plain"}
     item = {"type": "message", "role": role, "content": content}
-    return _line(ts, "response_item", item) + _line(ts, "event_msg", event)
+    return line(ts, "response_item", item) + line(ts, "event_msg", event)
 
 
-def _tool(ts: str, call_id: str, name: str, arguments: dict[str, Any], output: str) -> bytes:
+def tool_lines(ts: str, call_id: str, name: str, arguments: dict[str, Any], output: str) -> bytes:
     call = {"type": "function_call", "name": name, "call_id": call_id,
             "arguments": orjson.dumps(arguments).decode()}  # fmt: skip
     result = {"type": "function_call_output", "call_id": call_id, "output": output}
-    return _line(ts, "response_item", call) + _line(ts, "response_item", result)
+    return line(ts, "response_item", call) + line(ts, "response_item", result)
 
 
 def write_list_threads(home: Path, count: int) -> list[str]:
@@ -142,15 +171,15 @@ def write_list_threads(home: Path, count: int) -> list[str]:
     for n in range(count):
         thread_id = str(uuid.uuid4())
         created = LIST_EPOCH + timedelta(seconds=n)
-        ts = _iso(created)
+        ts = iso(created)
         path = rollout_path(home, created, thread_id)
         if path.parent not in made:
             path.parent.mkdir(parents=True, exist_ok=True)
             made.add(path.parent)
         with open(path, "wb") as out:
             out.write(session_meta(thread_id, created, f"/work/project-{n % FOLDERS}"))
-            out.write(_message(ts, "user", f"thread {n}: fix the test"))
-            out.write(_message(ts, "assistant", "done " * 50))
+            out.write(message_lines(ts, "user", f"thread {n}: fix the test"))
+            out.write(message_lines(ts, "assistant", "done " * 50))
         stamp = created.timestamp()
         os.utime(path, (stamp, stamp))
         ids.append(thread_id)
@@ -183,31 +212,26 @@ def resume_body(size: int) -> ResumeBody:
     turns = turn_items = 0
     for n in range(size):
         item = resume._item(n)
-        ts = _iso(RESUME_EPOCH + timedelta(milliseconds=n))
+        ts = iso(RESUME_EPOCH + timedelta(milliseconds=n))
         kind = item["type"]
         if kind == "message" and item["role"] == "user":
-            parts.append(_message(ts, "user", item["content"]))
+            parts.append(message_lines(ts, "user", item["content"]))
             turns += 1
             turn_items += 1
         elif kind == "message":
-            parts.append(_message(ts, "assistant", item["content"]))
+            parts.append(message_lines(ts, "assistant", item["content"]))
             turn_items += 1
         elif kind == "cost":
-            usage = {"input_tokens": item["inputTokens"], "cached_input_tokens": 0,
-                     "output_tokens": item["outputTokens"], "reasoning_output_tokens": 0,
-                     "total_tokens": item["inputTokens"] + item["outputTokens"]}  # fmt: skip
-            parts.append(_line(ts, "event_msg", {"type": "token_count", "rate_limits": None,
-                               "info": {"total_token_usage": usage, "last_token_usage": usage,
-                                        "model_context_window": None}}))  # fmt: skip
+            parts.append(token_count(ts, item["inputTokens"], item["outputTokens"]))
         elif kind == "operation":
-            parts.append(_tool(ts, item["operationId"], "shell",
+            parts.append(tool_lines(ts, item["operationId"], "shell",
                                {"command": ["bash", "-lc", "make test"]}, "ok"))  # fmt: skip
         elif kind == "todos":
             plan = [{"step": step["content"], "status": step["status"]} for step in item["items"]]
-            parts.append(_tool(ts, f"plan{n}", "update_plan", {"plan": plan}, "Plan updated"))
+            parts.append(tool_lines(ts, f"plan{n}", "update_plan", {"plan": plan}, "Plan updated"))
         elif kind == "file_edit":
             patch = f"*** Begin Patch\n*** Update File: {item['path']}\n@@\n-a\n+b\n*** End Patch\n"
-            parts.append(_tool(ts, f"edit{n}", "apply_patch", {"input": patch}, "Done"))
+            parts.append(tool_lines(ts, f"edit{n}", "apply_patch", {"input": patch}, "Done"))
         else:
             raise ValueError(f"no Codex mapping for a {kind} item")
     data = b"".join(parts)
@@ -243,7 +267,7 @@ class AppServer:
         self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
         self.spawned = time.perf_counter()
         self.proc = subprocess.Popen(
-            ["codex", "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [executable() or "codex", "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._log, cwd=home.parent, env=env, start_new_session=True,
         )  # fmt: skip
         self._ids = itertools.count(1)

@@ -3,7 +3,7 @@
     python -m bench.memory
 
 Peak RSS is the process's VmHWM. The baseline is the floor of the stack, the minimal
-pygls server of bench/floor_server.py, after answering `initialize`.
+asyncio JSON-RPC server of bench/floor_server.py, after answering `initialize`.
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join([
         "| peak RSS (VmHWM) | MiB | vs floor |",
         "|---|---:|---:|",
-        f"| floor: minimal pygls server after `initialize` | {result['floor'] / mib:.1f} | 1.00x |",
+        f"| floor: minimal asyncio JSON-RPC server after `initialize` | "
+        f"{result['floor'] / mib:.1f} | 1.00x |",
         f"| sessiond idle after `initialize` | {result['idle'] / mib:.1f} | "
         f"{result['idle'] / result['floor']:.2f}x |",
         f"| sessiond after listing all {result['listed_count']:,} threads (200 per page) | "

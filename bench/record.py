@@ -16,6 +16,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +45,29 @@ def raw_sync_limit(directory: Path, syncs: int, sync: Any) -> float:
 
 
 def server_throughput(
-    home: Path, mode: str, records: int, in_flight: int, per_record: int = 1, threads: int = THREADS
+    home: Path,
+    mode: str,
+    records: int,
+    in_flight: int,
+    per_record: int = 1,
+    threads: int = THREADS,
+    *,
+    env: dict[str, str] | None = None,
+    ready: Callable[[], object] | None = None,
 ) -> dict[str, Any]:
-    server = PipelinedServer(home, {"SESSIOND_DURABILITY": mode, "SESSIOND_DEBUG": "1"})
+    """One server's record rate; `ready` is called once its threads are started, right
+    before the timed stream (several servers measured at once wait for each other there).
+    `began`/`ended` (perf_counter) let a caller compute a wall-clock aggregate."""
+    env = {"SESSIOND_DURABILITY": mode, "SESSIOND_DEBUG": "1", **(env or {})}
+    server = PipelinedServer(home, env)
     try:
         server.request("initialize", {"clientInfo": {"name": "bench"}})
         sessions = []
         for _ in range(threads):
             started = server.request("thread/start", {"cwd": str(home)})
             sessions.append((started["thread"]["threadId"], started["sessionId"]))
+        if ready is not None:
+            ready()
         server.latencies.clear()
         window = []
         began = time.perf_counter()
@@ -66,7 +81,8 @@ def server_throughput(
                 window.pop(0).result(timeout=600)
         for future in window:
             future.result(timeout=600)
-        elapsed = time.perf_counter() - began
+        ended = time.perf_counter()
+        elapsed = ended - began
         latencies = sorted(server.latencies)
         worker = server.request("sessiond/debug", {})["storeWorker"]
     finally:
@@ -76,6 +92,9 @@ def server_throughput(
         + (f", {per_record} items per record" if per_record > 1 else "")
         + (f", {threads} thread{'s' if threads > 1 else ''}" if threads != THREADS else ""),
         "per_second": records * per_record / elapsed,
+        "items": records * per_record,
+        "began": began,
+        "ended": ended,
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[round(0.99 * (len(latencies) - 1))] * 1000,
         "per_hop": records / max(worker["hops"], 1),

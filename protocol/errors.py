@@ -7,6 +7,7 @@ condition ever reaches a client as a bare -32603.
 
 from __future__ import annotations
 
+import errno
 from enum import StrEnum
 from typing import Any
 
@@ -34,6 +35,7 @@ class ErrorCode:
     STORAGE_FULL = -32018
     STORAGE_ERROR = -32019
     WORKSPACE_DRIFT = -32020
+    OUTSIDE_WORKSPACE = -32021
     AGENT_EXITED = -32022
 
 
@@ -60,6 +62,8 @@ class ErrorKind(StrEnum):
     STORAGE_ERROR = "StorageError"
     WORKSPACE_DRIFT = "WorkspaceDrift"
     """The thread was recorded on another branch, worktree or directory (`sessiond acp`)."""
+    OUTSIDE_WORKSPACE = "OutsideWorkspace"
+    """A path outside the thread's workspace, or not a regular file (restore/access.py)."""
     AGENT_EXITED = "AgentExited"
     """The agent `sessiond acp` proxies exited before it answered; the next prompt restarts it."""
 
@@ -84,8 +88,40 @@ CODE_OF_KIND: dict[ErrorKind, int] = {
     ErrorKind.STORAGE_FULL: ErrorCode.STORAGE_FULL,
     ErrorKind.STORAGE_ERROR: ErrorCode.STORAGE_ERROR,
     ErrorKind.WORKSPACE_DRIFT: ErrorCode.WORKSPACE_DRIFT,
+    ErrorKind.OUTSIDE_WORKSPACE: ErrorCode.OUTSIDE_WORKSPACE,
     ErrorKind.AGENT_EXITED: ErrorCode.AGENT_EXITED,
 }
+
+
+MEANING_OF_KIND: dict[ErrorKind, str] = {
+    ErrorKind.PARSE_ERROR: "The message is not JSON (or its header is malformed).",
+    ErrorKind.INVALID_REQUEST: "Not a JSON-RPC 2.0 request, or sent after `shutdown`.",
+    ErrorKind.METHOD_NOT_FOUND: "This server does not have that method (update the server).",
+    ErrorKind.INVALID_PARAMS: "A parameter is missing or wrong; `data.errors` lists each.",
+    ErrorKind.INTERNAL_ERROR: "A bug in sessiond; nothing known went wrong. Please report it.",
+    ErrorKind.SERVER_NOT_INITIALIZED: "Send `initialize` first.",
+    ErrorKind.OVERLOADED: "Too many requests in flight; retry after an answer arrives.",
+    ErrorKind.REQUEST_CANCELLED: "The request was cancelled by `$/cancelRequest`.",
+    ErrorKind.THREAD_NOT_FOUND: "No thread with that id (deleted, or never existed).",
+    ErrorKind.THREAD_BUSY: "Another client or process holds the thread; `data.holder` says who.",
+    ErrorKind.THREAD_ARCHIVED: "The thread is archived: unarchive it first.",
+    ErrorKind.INVALID_ID: "An id is not a UUID (or a client id is too long).",
+    ErrorKind.STALE_SESSION: "The session is no longer the thread's current one: resume again.",
+    ErrorKind.PAYLOAD_TOO_LARGE: "The message or an item exceeds a limit (`data.limit`).",
+    ErrorKind.UNAUTHORIZED: "The client may not do that.",
+    ErrorKind.CONFLICTING_OPERATION: "An operation's state would move backwards.",
+    ErrorKind.STORAGE_FULL: "The disk holding the data directory is full; nothing was written.",
+    ErrorKind.STORAGE_ERROR: "The data directory could not be read or written; `data.path` "
+    "names where (`data.readOnly`: the directory is read-only).",
+    ErrorKind.WORKSPACE_DRIFT: "`sessiond acp`: the thread was recorded on another branch, "
+    "worktree or directory; `data.drift` lists how (`_meta.sessiond.acceptDrift` continues).",
+    ErrorKind.OUTSIDE_WORKSPACE: "A path outside the thread's workspace (or outside the "
+    "client's workspace folders), resolved with symlinks; `data.path` names it. Nothing was "
+    "read or written.",
+    ErrorKind.AGENT_EXITED: "`sessiond acp`: the proxied agent exited before it answered; "
+    "the next prompt restarts it.",
+}
+"""What each error means for a client, for docs/protocol.md."""
 
 
 class ProtocolError(Exception):
@@ -114,3 +150,15 @@ def thread_not_found(thread_id: str) -> ProtocolError:
 def invalid_id(value: object, what: str = "threadId") -> ProtocolError:
     shown = repr(value)[:80]
     return ProtocolError(ErrorKind.INVALID_ID, f"{what} must be a UUID, got {shown}", field=what)
+
+
+def storage_error(exc: OSError, path: object = None, doing: str = "") -> ProtocolError:
+    """The typed error for a filesystem failure: StorageFull for a full disk or quota,
+    StorageError otherwise, always naming the path (the caller's, else the exception's).
+    `doing` says what failed ("cannot create"), so the message is one line to act on."""
+    where = str(path if path is not None else exc.filename or "the data directory")
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    message = f"{doing} {where}: {reason}" if doing else f"{where}: {reason}"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return ProtocolError(ErrorKind.STORAGE_FULL, f"{message} (disk full)", path=where)
+    return ProtocolError(ErrorKind.STORAGE_ERROR, message, path=where)

@@ -8,169 +8,295 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from protocol.base import WireModel
 from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions
 
 MAX_ITEMS_PER_RECORD = 1000
 MAX_PAGE = 200
 
 
-class Params(BaseModel):
+class Params(WireModel):
     """Request params: unknown fields are ignored so newer clients work with older servers."""
 
     model_config = ConfigDict(extra="ignore")
 
 
-class Result(BaseModel):
+class Result(WireModel):
     model_config = ConfigDict(extra="allow")
 
 
 # --- handshake -------------------------------------------------------------------------
 
 
-class ClientInfo(BaseModel):
-    name: str
-    version: str | None = None
+class ClientInfo(WireModel):
+    name: str = Field(
+        description="The client's name, e.g. `vscode-sessiond`; names it in ThreadBusy errors."
+    )
+    version: str | None = Field(None, description="The client's version, free text.")
 
 
-class WorkspaceFolder(BaseModel):
-    path: str
-    name: str | None = None
-    trusted: bool = False
+class WorkspaceFolder(WireModel):
+    path: str = Field(description="Absolute path of a folder the editor has open.")
+    name: str | None = Field(None, description="Display name of the folder.")
+    trusted: bool = Field(
+        False, description="The user trusts this folder: its workspace-level hooks may run."
+    )
 
 
 class InitializeParams(Params):
-    protocolVersion: int = 1
-    clientInfo: ClientInfo | None = None
-    workspaceFolders: list[WorkspaceFolder] = Field(default_factory=list)
-    capabilities: dict[str, Any] = Field(default_factory=dict)
+    protocolVersion: int = Field(1, description="The protocol version the client speaks: 1.")
+    clientInfo: ClientInfo | None = Field(None, description="Who the client is.")
+    workspaceFolders: list[WorkspaceFolder] = Field(
+        default_factory=list,
+        description="Folders the editor has open; threads are filed under the innermost one "
+        "that contains their cwd.",
+    )
+    capabilities: dict[str, Any] = Field(
+        default_factory=dict, description="Client capabilities; none are defined yet."
+    )
 
 
-class ServerInfo(BaseModel):
-    name: str
-    version: str
+class ServerInfo(WireModel):
+    name: str = Field(description='Always "sessiond".')
+    version: str = Field(description="The server's version, e.g. `0.1.0`.")
 
 
-class ServerCapabilities(BaseModel):
+class ServerCapabilities(WireModel):
     model_config = ConfigDict(extra="allow")
 
-    subsystems: list[str]
-    lifecycleSources: list[str]
-    framing: list[str]
-    durability: str
-    maxFrameBytes: int
-    maxItemsPerRecord: int
+    subsystems: list[str] = Field(
+        description="The restorable subsystems, in the fixed order a RestoreReport lists them."
+    )
+    lifecycleSources: list[str] = Field(
+        description="Why a session may begin: `startup`, `resume`, `clear`, `compact`."
+    )
+    framing: list[str] = Field(
+        description="stdio framings understood: `content-length` (LSP) and `newline` (NDJSON)."
+    )
+    durability: str = Field(
+        description="When a record is acknowledged: `fsync` (after fsync), `group` (after a "
+        "shared fdatasync), `none` (written to the OS only)."
+    )
+    maxFrameBytes: int = Field(description="Largest accepted message, in bytes.")
+    maxItemsPerRecord: int = Field(description="Most items one `thread/record` may carry.")
 
 
 class InitializeResult(Result):
-    protocolVersion: int
-    serverInfo: ServerInfo
-    capabilities: ServerCapabilities
+    protocolVersion: int = Field(description="The protocol version the server speaks: 1.")
+    serverInfo: ServerInfo = Field(description="Which server answered.")
+    capabilities: ServerCapabilities = Field(description="What this server supports.")
 
 
 class DidChangeWorkspaceFoldersParams(Params):
-    added: list[WorkspaceFolder] = Field(default_factory=list)
-    removed: list[WorkspaceFolder] = Field(default_factory=list)
+    added: list[WorkspaceFolder] = Field(
+        default_factory=list, description="Folders the editor opened."
+    )
+    removed: list[WorkspaceFolder] = Field(
+        default_factory=list, description="Folders the editor closed (matched by path)."
+    )
 
 
 # --- threads ---------------------------------------------------------------------------
 
 
-class ThreadOrigin(BaseModel):
+class ThreadOrigin(WireModel):
     """A thread that mirrors a session kept elsewhere (an import, or the ACP front door)."""
 
     model_config = ConfigDict(extra="allow")
 
-    agent: Literal["claude-code", "codex", "acp"]
-    sessionId: str
-    path: str | None = None
-    agentCommand: list[str] | None = None
+    agent: Literal["claude-code", "codex", "acp"] = Field(
+        description="The agent whose session this thread mirrors: `claude-code`, `codex`, or "
+        "`acp` (recorded through `sessiond acp`)."
+    )
+    sessionId: str = Field(description="The session's id in that agent's own store.")
+    path: str | None = Field(None, description="The agent's own session file, when it has one.")
+    agentCommand: list[str] | None = Field(
+        None, description="The command (argv) that runs the agent, for handing the thread back."
+    )
+    revision: int | None = Field(
+        default=None,
+        description="Imports: 1 for a session's first import; a source file rewritten (not "
+        "appended to) since is imported again as a new thread with the next revision.",
+    )
 
 
-class ThreadInfo(BaseModel):
+class ThreadInfo(WireModel):
+    """One thread as listed: enough to show a row and decide whether to resume it."""
+
     model_config = ConfigDict(extra="allow")
 
-    threadId: str
-    title: str | None = None
-    preview: str = ""
-    cwd: str | None = None
-    workspaceFolder: str | None = None
-    branch: str | None = None
-    headSha: str | None = None
-    createdAt: str | None = None
-    updatedAt: str | None = None
-    itemCount: int = 0
-    archived: bool = False
-    forkedFrom: dict[str, Any] | None = None
-    costUsd: float = 0.0
-    """Money spent on the thread so far, across all its sessions."""
-    origin: ThreadOrigin | None = None
-    """Where the thread came from: null when recorded over this protocol."""
+    threadId: str = Field(description="The thread's id (a UUID); stable for its whole life.")
+    title: str | None = Field(None, description="Title given at start or by thread/setTitle.")
+    preview: str = Field(
+        "", description="The first user message as one short line (images and data dropped)."
+    )
+    cwd: str | None = Field(None, description="Working directory of the latest session.")
+    workspaceFolder: str | None = Field(
+        None, description="The workspace folder the thread is filed under (null: none)."
+    )
+    branch: str | None = Field(None, description="Git branch of the latest session.")
+    headSha: str | None = Field(None, description="Git HEAD commit of the latest session.")
+    createdAt: str | None = Field(
+        None, description="When the thread began: ISO 8601 UTC, e.g. `2026-03-10T12:00:00Z`."
+    )
+    updatedAt: str | None = Field(
+        None, description="When an item was last recorded (ISO 8601 UTC); the list's order."
+    )
+    itemCount: int = Field(
+        0, description="Items recorded by clients (server bookkeeping not counted)."
+    )
+    archived: bool = Field(False, description="The thread is archived (listed only on request).")
+    forkedFrom: dict[str, Any] | None = Field(
+        None, description="`{threadId, seq}` of the thread and position it was forked from."
+    )
+    costUsd: float = Field(
+        0.0, description="Money spent on the thread so far, across all its sessions, in USD."
+    )
+    origin: ThreadOrigin | None = Field(
+        None, description="Where the thread came from: null when recorded over this protocol."
+    )
 
 
 class ThreadIdParams(Params):
-    threadId: str
+    threadId: str = Field(description="The thread's id (a UUID).")
 
 
 class SessionParams(ThreadIdParams):
-    sessionId: str
+    sessionId: str = Field(
+        description="The open session this request writes through (from start, resume, fork "
+        "or clear); StaleSession when it is no longer the thread's current one."
+    )
 
 
 class ThreadStartParams(Params):
-    cwd: str = Field(min_length=1)
-    title: str | None = Field(default=None, max_length=500)
-    model: str | None = None
-    permissions: Permissions | None = None
+    cwd: str = Field(
+        min_length=1, description="Absolute path of an existing directory the agent works in."
+    )
+    title: str | None = Field(default=None, max_length=500, description="A title for the list.")
+    model: str | None = Field(None, description="The model the thread starts with.")
+    permissions: Permissions | None = Field(
+        None, description="What the agent may do; restored on every resume."
+    )
 
 
 class ThreadStartResult(Result):
-    thread: ThreadInfo
-    sessionId: str
+    thread: ThreadInfo = Field(description="The new thread, already durable and listed.")
+    sessionId: str = Field(description="Its first session: record through it.")
 
 
 class ThreadRecordParams(SessionParams):
-    items: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_ITEMS_PER_RECORD)
-    """Each entry is validated against `RecordableItem` (see protocol.items)."""
+    items: list[dict[str, Any]] = Field(
+        min_length=1,
+        max_length=MAX_ITEMS_PER_RECORD,
+        description="Items to append, in order; each is a RecordableItem. An item whose `id` "
+        "was recorded before is not written again (a retry is safe).",
+    )
 
 
 class ThreadRecordResult(Result):
-    firstSeq: int | None
-    lastSeq: int | None
-    duplicates: int
+    firstSeq: int | None = Field(
+        description="Seq of the first item of the request (its earlier seq if a duplicate)."
+    )
+    lastSeq: int | None = Field(description="Seq of the last item of the request.")
+    duplicates: int = Field(
+        description="Items not written because their id (or operation state) was recorded already."
+    )
 
 
 class ThreadListParams(Params):
-    cwd: str | None = None
-    workspaceFolder: str | None = None
-    archived: bool = False
-    search: str | None = Field(default=None, max_length=500)
-    cursor: str | None = Field(default=None, max_length=1000)
-    limit: int = Field(default=50, ge=1, le=MAX_PAGE)
+    cwd: str | None = Field(None, description="Only threads whose cwd is exactly this path.")
+    workspaceFolder: str | None = Field(
+        None, description="Only threads filed under this folder or with a cwd inside it."
+    )
+    archived: bool = Field(False, description="List archived threads instead of live ones.")
+    search: str | None = Field(
+        default=None,
+        max_length=500,
+        description="Case-insensitive text to find in the title or preview.",
+    )
+    cursor: str | None = Field(
+        default=None, max_length=1000, description="`nextCursor` of the previous page."
+    )
+    limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Threads per page (1-200).")
 
 
 class ThreadListResult(Result):
-    threads: list[ThreadInfo]
-    nextCursor: str | None
+    threads: list[ThreadInfo] = Field(description="One page, most recently updated first.")
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null when this is the last."
+    )
 
 
 class ThreadReadParams(ThreadIdParams):
-    afterSeq: int = Field(default=0, ge=0)
-    limit: int = Field(default=MAX_PAGE, ge=1, le=10_000)
+    """One page: forward with `afterSeq` (the default, from the start), back with `beforeSeq`
+    (the `limit` items just before it); items come in ascending seq either way. A page costs
+    O(limit), whatever its depth or the thread's length."""
+
+    afterSeq: int | None = Field(
+        default=None,
+        ge=0,
+        description="Page forward: items with a seq greater than this (0 or absent: from the "
+        "start).",
+    )
+    beforeSeq: int | None = Field(
+        default=None,
+        ge=1,
+        description="Page back: the `limit` items just before this seq (any seq past the end: "
+        "the newest). Not with `afterSeq`.",
+    )
+    limit: int = Field(
+        default=MAX_PAGE, ge=1, le=10_000, description="Most items to return (1-10000)."
+    )
+
+    @model_validator(mode="after")
+    def _one_direction(self) -> ThreadReadParams:
+        if self.afterSeq is not None and self.beforeSeq is not None:
+            raise ValueError("give afterSeq or beforeSeq, not both")
+        return self
 
 
 class ThreadReadResult(Result):
-    items: list[dict[str, Any]]
-    nextAfterSeq: int | None
-    skippedLines: list[dict[str, Any]] = Field(default_factory=list)
+    """A page is also cut by bytes, to stay under the frame limit; its cursor goes on. An
+    item too large for any answer is a PayloadTooLarge naming its `seq`."""
+
+    items: list[dict[str, Any]] = Field(
+        description="Stored items in ascending seq, each with `v`, `seq`, `ts`, `sessionId`."
+    )
+    nextAfterSeq: int | None = Field(
+        None,
+        description="Going forward: pass as `afterSeq` for the next page; null at the end.",
+    )
+    nextBeforeSeq: int | None = Field(
+        None,
+        description="Going back: pass as `beforeSeq` for the previous page; null at the start.",
+    )
+    skippedLines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Lines in the bytes this page covered that could not be read: `{lineNo, "
+        "byteOffset, reason, preview}`; kept in the file, never hidden, each reported by one "
+        "page only.",
+    )
 
 
 class ThreadResumeParams(ThreadIdParams):
-    cwd: str | None = None
-    acceptDrift: bool = False
-    messageLimit: int = Field(default=MAX_PAGE, ge=1, le=MAX_PAGE)
-    availableModels: list[str] | None = None
-    """Models the client can run; a recorded model outside this list is invalidated."""
+    cwd: str | None = Field(
+        None, description="Where the client would continue (default: the recorded cwd)."
+    )
+    acceptDrift: bool = Field(
+        False, description="Continue even though the workspace drifted (recorded as an item)."
+    )
+    messageLimit: int = Field(
+        default=MAX_PAGE,
+        ge=1,
+        le=MAX_PAGE,
+        description="Most messages to return in `messages.items` (1-200).",
+    )
+    availableModels: list[str] | None = Field(
+        None,
+        description="Models the client can run; a recorded model outside this list is invalidated.",
+    )
 
 
 class ThreadClearParams(SessionParams):
@@ -178,135 +304,243 @@ class ThreadClearParams(SessionParams):
 
 
 class ThreadClearResult(Result):
-    sessionId: str
-    previousSessionId: str
+    sessionId: str = Field(description="The new session, with an empty conversation.")
+    previousSessionId: str = Field(description="The session that was cleared (now closed).")
 
 
 class ThreadCompactParams(SessionParams):
-    summary: str = Field(min_length=1)
+    summary: str = Field(
+        min_length=1, description="Replaces the history before this point in later resumes."
+    )
 
 
 class ThreadCompactResult(Result):
-    boundarySeq: int
+    boundarySeq: int = Field(description="Seq of the compact boundary item.")
 
 
 class ApplyEditParams(SessionParams):
-    operationId: str = Field(min_length=1, max_length=ITEM_ID_MAX)
-    path: str = Field(min_length=1, max_length=4096)
-    content: str
-    expectedSha: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+    operationId: str = Field(
+        min_length=1,
+        max_length=ITEM_ID_MAX,
+        description="The edit's operation id: applying it again is `already_applied`.",
+    )
+    path: str = Field(
+        min_length=1, max_length=4096, description="The file to write, inside the workspace."
+    )
+    content: str = Field(description="The file's whole new content (UTF-8 text).")
+    expectedSha: str | None = Field(
+        default=None,
+        pattern="^[0-9a-f]{64}$",
+        description="sha256 (hex) the file must have now; a mismatch is a `conflict`.",
+    )
 
 
 class ApplyEditResult(Result):
-    outcome: Literal["applied", "already_applied", "conflict"]
-    beforeSha: str | None
-    afterSha: str | None
+    outcome: Literal["applied", "already_applied", "conflict"] = Field(
+        description="`applied` (written now), `already_applied` (this operation wrote it "
+        "before), `conflict` (the file is neither the before nor the after; nothing written)."
+    )
+    beforeSha: str | None = Field(description="sha256 of the file before (null: it did not exist).")
+    afterSha: str | None = Field(description="sha256 of the file after.")
 
 
 class ThreadRewindParams(SessionParams):
-    toTurnId: str = Field(min_length=1, max_length=ITEM_ID_MAX)
-    files: bool = True
-    conversation: bool = True
-    force: bool = False
+    toTurnId: str = Field(
+        min_length=1, max_length=ITEM_ID_MAX, description="Rewind to the end of this turn."
+    )
+    files: bool = Field(True, description="Restore the files the agent edited after that turn.")
+    conversation: bool = Field(True, description="Drop the conversation after that turn.")
+    force: bool = Field(False, description="Restore files even where the user changed them since.")
 
 
-class RewoundFile(BaseModel):
-    path: str
-    sha: str | None
+class RewoundFile(WireModel):
+    path: str = Field(description="A file put back as it was at the end of the turn.")
+    sha: str | None = Field(description="Its sha256 now (null: it was removed).")
 
 
 class ThreadRewindResult(Result):
-    toSeq: int
-    files: list[RewoundFile]
-    conversation: bool
+    toSeq: int = Field(description="Seq of the last item kept.")
+    files: list[RewoundFile] = Field(description="Files restored.")
+    conversation: bool = Field(description="The conversation was rewound too.")
 
 
-class SessionRef(BaseModel):
-    sessionId: str | None
-    resumedFrom: str | None = None
+class SessionRef(WireModel):
+    sessionId: str | None = Field(
+        description="The new writable session; null when none was opened (needs_review)."
+    )
+    resumedFrom: str | None = Field(None, description="The thread's previous session.")
 
 
-class DriftEntry(BaseModel):
-    field: Literal["cwd", "repo", "branch", "head", "worktree"]
-    recorded: Any = None
-    current: Any = None
-    severity: Literal["block", "warn"]
-    reason: str | None = None
-    """Why, when the field alone does not say: "same repository, other checkout"."""
+class DriftEntry(WireModel):
+    field: Literal["cwd", "repo", "branch", "head", "worktree"] = Field(
+        description="What differs: `cwd`, `repo` (another repository), `branch`, `head` "
+        "(commit), `worktree`."
+    )
+    recorded: Any = Field(None, description="The recorded value.")
+    current: Any = Field(None, description="The value now.")
+    severity: Literal["block", "warn"] = Field(
+        description="`block`: no session without acceptDrift; `warn`: shown, not blocking."
+    )
+    reason: str | None = Field(
+        None,
+        description='Why, when the field alone does not say: "same repository, other '
+        'checkout" (a warn drift: the thread moved to another clone of its repository).',
+    )
 
 
-class Environment(BaseModel):
+class Environment(WireModel):
     model_config = ConfigDict(extra="allow")
 
-    recorded: dict[str, Any] | None = None
-    current: dict[str, Any] | None = None
-    drift: list[DriftEntry] = Field(default_factory=list)
+    recorded: dict[str, Any] | None = Field(
+        None,
+        description="Where the thread last ran: `cwd, repoRoot, repoId, branch, headSha, "
+        "worktree`.",
+    )
+    current: dict[str, Any] | None = Field(
+        None, description="The same fields, probed now (plus `cwdExists`, `dirty` files)."
+    )
+    drift: list[DriftEntry] = Field(default_factory=list, description="Every difference.")
 
 
-class SubsystemReport(BaseModel):
-    name: str
-    status: Literal["restored", "invalidated", "empty", "error"]
-    reason: str | None = None
-    state: Any = None
+class SubsystemReport(WireModel):
+    name: str = Field(description="The subsystem, e.g. `todos`; see capabilities.subsystems.")
+    status: Literal["restored", "invalidated", "empty", "error"] = Field(
+        description="`restored`: valid as recorded; `invalidated`: recorded but no longer true "
+        "(see reason); `empty`: nothing recorded; `error`: could not be restored."
+    )
+    reason: str | None = Field(None, description="Why it is invalidated or in error.")
+    state: Any = Field(None, description="The restored state; its shape depends on the name.")
 
 
-class PendingOperation(BaseModel):
-    operationId: str
-    tool: str
-    state: str
-    recovery: Literal["not_started", "safe_to_retry", "needs_review", "committed_result_missing"]
+class PendingOperation(WireModel):
+    operationId: str = Field(description="The operation's id.")
+    tool: str = Field(description="The tool it called.")
+    state: str = Field(description="Its last recorded state: `planned`, `started`, `committed`.")
+    recovery: Literal[
+        "not_started", "safe_to_retry", "needs_review", "committed_result_missing"
+    ] = Field(
+        description="What to do: `not_started` (safe to run), `safe_to_retry` (read-only or "
+        "idempotent), `needs_review` (a side effect may have happened: never re-run "
+        "automatically), `committed_result_missing` (done; recover the result, do not re-run)."
+    )
 
 
-class Recovery(BaseModel):
+class Recovery(WireModel):
     model_config = ConfigDict(extra="allow")
 
-    skippedLines: list[dict[str, Any]] = Field(default_factory=list)
-    snapshotUsed: bool = False
-    snapshotProblem: str | None = None
-    """Why no snapshot was used (missing, corrupt, stale); the state came from full replay."""
-    replayedItems: int = 0
-    bomStripped: bool = False
-    tornTailRecovered: bool = False
+    skippedLines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Unreadable lines skipped: `{lineNo, byteOffset, reason, preview}`.",
+    )
+    snapshotUsed: bool = Field(
+        False, description="State came from a snapshot plus the items after it."
+    )
+    snapshotProblem: str | None = Field(
+        None,
+        description="Why no snapshot was used (missing, corrupt, stale); the state came from "
+        "full replay.",
+    )
+    replayedItems: int = Field(0, description="Items read from the file for this resume.")
+    bomStripped: bool = Field(False, description="The file began with a UTF-8 BOM (ignored).")
+    tornTailRecovered: bool = Field(
+        False, description="A line torn by a crash was copied to recovered/ and cut off."
+    )
+    sourceSkippedLines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Imported threads: lines of the source transcript that could not be "
+        "read (lineNo, byteOffset, reason, preview, source path).",
+    )
 
 
-class MessagesPage(BaseModel):
-    """Messages after the last clear/compact boundary; fetch more with thread/read."""
+class MessagesPage(WireModel):
+    """The newest messages after the last clear/compact boundary, ascending; page further
+    back with thread/read `beforeSeq: nextBeforeSeq` (down to `boundarySeq`)."""
 
-    items: list[dict[str, Any]]
-    nextAfterSeq: int | None
-    boundarySeq: int
-    total: int = 0
+    items: list[dict[str, Any]] = Field(
+        description="The newest `messageLimit` message items, ascending seq."
+    )
+    nextBeforeSeq: int | None = Field(
+        description="Pass as `beforeSeq` to thread/read for earlier ones; null when all are here."
+    )
+    boundarySeq: int = Field(description="Seq of the last clear/compact boundary (0: none).")
+    total: int = Field(0, description="Messages after the boundary, in all.")
+
+
+class ReadOnlyHome(WireModel):
+    path: str = Field(description="The data directory.")
+    reason: str = Field(description='Why it cannot be written, e.g. "mounted read-only".')
+
+
+class Handoff(WireModel):
+    """How to continue an imported thread in the agent that keeps the session."""
+
+    agent: Literal["claude-code", "codex"] = Field(description="The agent to hand over to.")
+    command: list[str] = Field(
+        description="The agent's own resume, as an argument list: `claude --resume ID` or "
+        "`codex resume ID`."
+    )
+    cwd: str | None = Field(
+        description="Where to run it: the session's recorded working directory (the agent "
+        "finds its sessions by it)."
+    )
 
 
 class RestoreReport(Result):
-    status: Literal["ready", "needs_review"]
-    thread: ThreadInfo
-    session: SessionRef
-    environment: Environment
-    subsystems: list[SubsystemReport]
-    pendingOperations: list[PendingOperation] = Field(default_factory=list)
-    lastDurableSeq: int
-    recovery: Recovery
-    continueReason: str | None = None
-    messages: MessagesPage
+    status: Literal["ready", "needs_review"] = Field(
+        description="`ready`: a writable session is open (an imported thread opens none: "
+        "see `handoff`); `needs_review`: none was opened (drift that blocks, or a read-only "
+        "data directory); the client decides what next."
+    )
+    thread: ThreadInfo = Field(description="The thread as it stands now.")
+    session: SessionRef = Field(description="The session this resume opened, if any.")
+    environment: Environment = Field(description="Recorded versus current workspace.")
+    subsystems: list[SubsystemReport] = Field(
+        description="Every subsystem, in the fixed restore order."
+    )
+    pendingOperations: list[PendingOperation] = Field(
+        default_factory=list, description="Operations without a persisted outcome."
+    )
+    lastDurableSeq: int = Field(description="Seq of the last item on disk.")
+    recovery: Recovery = Field(description="How the state was read, and what was skipped.")
+    continueReason: str | None = Field(
+        None,
+        description="Why the thread continues: `user` (closed cleanly before) or "
+        "`process_recovery` (its last session never ended).",
+    )
+    messages: MessagesPage = Field(description="The conversation to show and continue from.")
+    readOnly: ReadOnlyHome | None = Field(
+        None,
+        description="Set when the data directory cannot be written: the report is complete, "
+        "but no session was opened and nothing may be recorded.",
+    )
+    handoff: Handoff | None = Field(
+        default=None,
+        description="Imported threads only: resume opens no sessiond session (the importer "
+        "keeps appending the agent's lines); when the workspace matches, or the drift is "
+        "accepted, this is the agent's own command to continue in. Null otherwise.",
+    )
 
 
 class ThreadForkParams(ThreadIdParams):
-    atTurnId: str | None = Field(default=None, max_length=ITEM_ID_MAX)
-    atSeq: int | None = Field(default=None, ge=1)
+    atTurnId: str | None = Field(
+        default=None, max_length=ITEM_ID_MAX, description="Fork after the end of this turn."
+    )
+    atSeq: int | None = Field(
+        default=None, ge=1, description="Fork after this seq (default: the whole thread)."
+    )
 
 
 class ThreadForkResult(Result):
-    thread: ThreadInfo
-    sessionId: str
+    thread: ThreadInfo = Field(description="The new thread, with `forkedFrom` set.")
+    sessionId: str = Field(description="Its first session.")
 
 
 class ThreadSetTitleParams(ThreadIdParams):
-    title: str = Field(max_length=500)
+    title: str = Field(max_length=500, description="The new title.")
 
 
 class ThreadSetTitleResult(Result):
-    thread: ThreadInfo
+    thread: ThreadInfo = Field(description="The thread with its new title.")
 
 
 class EmptyResult(Result):
@@ -316,56 +550,71 @@ class EmptyResult(Result):
 # --- notifications ---------------------------------------------------------------------
 
 
-class ThreadStartedNotification(BaseModel):
-    thread: ThreadInfo
+class ThreadStartedNotification(WireModel):
+    thread: ThreadInfo = Field(description="A thread started or forked by any client.")
 
 
-class ThreadUpdatedNotification(BaseModel):
-    thread: ThreadInfo
-    deleted: bool = False
+class ThreadUpdatedNotification(WireModel):
+    thread: ThreadInfo = Field(
+        description="The thread's new row (only `threadId` when it was deleted)."
+    )
+    deleted: bool = Field(False, description="The thread was deleted.")
 
 
-class ItemRecordedNotification(BaseModel):
+class ItemRecordedNotification(WireModel):
     """Sent to subscribers of a thread: the stored lines of one append, in seq order."""
 
-    threadId: str
-    items: list[dict[str, Any]]
+    threadId: str = Field(description="The thread written to.")
+    items: list[dict[str, Any]] = Field(description="The stored items, with their seq.")
 
 
-class LifecycleHookNotification(BaseModel):
+class LifecycleHookNotification(WireModel):
     """A lifecycle hook's run: `started`, then `completed`, `failed` or `timed_out`.
 
     Sent after the answer of the request that started or ended the session; hooks never
     change or delay an answer. The same fields are recorded as `lifecycle` items."""
 
-    threadId: str
-    sessionId: str
-    event: Literal["SessionStart", "SessionEnd"]
-    status: HookStatus
-    hook: str
-    hookType: Literal["command", "python"]
-    runId: str
-    source: LifecycleSource | None = None
-    reason: str | None = None
-    origin: str | None = None
-    command: str | None = None
-    exitCode: int | None = None
-    stderr: str | None = None
-    error: str | None = None
-    durationMs: int | None = None
-    promptSection: str | None = None
+    threadId: str = Field(description="The thread the session belongs to.")
+    sessionId: str = Field(description="The session that started or ended.")
+    event: Literal["SessionStart", "SessionEnd"] = Field(description="Which hook event ran.")
+    status: HookStatus = Field(
+        description="`started`, then `completed`, `failed` (non-zero exit, bad output) or "
+        "`timed_out`."
+    )
+    hook: str = Field(description="The hook's `name`, else its command shortened.")
+    hookType: Literal["command", "python"] = Field(description="How the hook runs.")
+    runId: str = Field(description="Shared by the `started` and final notification of a run.")
+    source: LifecycleSource | None = Field(None, description="SessionStart: why the session began.")
+    reason: str | None = Field(
+        None, description="SessionEnd: why it ended (close, clear, shutdown, disconnect)."
+    )
+    origin: str | None = Field(
+        None,
+        description="Where the hook is configured: `user`, `workspace:<folder>` or "
+        "`entry_point:<distribution>`.",
+    )
+    command: str | None = Field(None, description="The command line that ran.")
+    exitCode: int | None = Field(None, description="Its exit code, once it finished.")
+    stderr: str | None = Field(None, description="The end of its stderr (at most 4 KiB).")
+    error: str | None = Field(None, description="Why it failed, in words.")
+    durationMs: int | None = Field(None, description="How long it ran, in milliseconds.")
+    promptSection: str | None = Field(
+        None, description="The prompt section its `additionalContext` became."
+    )
 
 
-class ProgressValue(BaseModel):
-    kind: Literal["begin", "report", "end"]
-    title: str | None = None
-    message: str | None = None
-    percentage: int | None = None
+class ProgressValue(WireModel):
+    kind: Literal["begin", "report", "end"] = Field(
+        description="`begin` (with a title), `report` (progress), `end`."
+    )
+    title: str | None = Field(None, description="What is in progress, e.g. Indexing threads.")
+    message: str | None = Field(None, description="Progress in words, e.g. `40/100`.")
+    percentage: int | None = Field(None, description="Progress in percent (0-100).")
 
 
-class ProgressNotification(BaseModel):
-    token: str
-    value: ProgressValue
+class ProgressNotification(WireModel):
+    token: str = Field(description="Identifies one task from begin to end.")
+    value: ProgressValue = Field(description="Its progress.")
 
 
 METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
@@ -404,3 +653,40 @@ NOTIFICATIONS_OUT: dict[str, type[BaseModel]] = {
     "lifecycle/hook": LifecycleHookNotification,
     "$/progress": ProgressNotification,
 }
+
+SUMMARIES: dict[str, str] = {
+    "initialize": "The first request: who the client is and which folders it has open. Reads "
+    "nothing from disk.",
+    "shutdown": "The client is leaving: its sessions end (SessionEnd hooks run); then `exit`.",
+    "thread/start": "A new thread, durable at once, with its first session.",
+    "thread/record": "Append items to the thread through an open session; acknowledged once "
+    "durable. Safe to retry: known item ids are not written again.",
+    "thread/list": "Threads, most recently updated first, filtered before paging.",
+    "thread/read": "A thread's stored items, a page at a time, in ascending seq.",
+    "thread/resume": "Restore every subsystem and open a new session, or say why not "
+    "(`needs_review`): the RestoreReport.",
+    "thread/fork": "A new thread holding the items up to a turn or seq, with its own session.",
+    "thread/archive": "Move a thread to the archive (listed with `archived: true`).",
+    "thread/unarchive": "Bring an archived thread back.",
+    "thread/delete": "Delete a thread's file for good.",
+    "thread/setTitle": "Rename a thread (recorded as an item, so it survives a lost index).",
+    "thread/close": "End a session: the writer is released and a snapshot taken.",
+    "thread/clear": "A new session with an empty conversation; cost, todos, model and "
+    "permissions carry over.",
+    "thread/compact": "Replace the history before this point with a summary.",
+    "fs/applyEdit": "Write a file for the agent, ledgered: applied once, decided by content hash.",
+    "thread/rewind": "Go back to the end of a turn: files and/or conversation.",
+    "thread/subscribe": "Receive `item/recorded` for every append to a thread.",
+    "thread/unsubscribe": "Stop receiving `item/recorded` for a thread.",
+    "initialized": "Sent once after the answer to `initialize`.",
+    "exit": "Close the connection (after `shutdown`).",
+    "workspace/didChangeWorkspaceFolders": "The editor opened or closed folders.",
+    "$/cancelRequest": "Cancel a request in flight (`{id}`); it is answered with -32800.",
+    "thread/started": "A thread was started or forked, by any client.",
+    "thread/updated": "A thread's row changed (records coalesced: at most one per thread "
+    "every 50 ms), or it was deleted.",
+    "item/recorded": "Items stored in a thread you subscribed to, in seq order.",
+    "lifecycle/hook": "A lifecycle hook started, completed, failed or timed out.",
+    "$/progress": "Progress of long work, such as rebuilding the thread index.",
+}
+"""One line per method and notification, for docs/protocol.md."""

@@ -9,6 +9,7 @@ SERVER_ITEM_TYPES = (
     "compact_boundary",
     "rewind_boundary",
     "drift_accepted",
+    "import_checkpoint",
     "acp_update",
     "acp_session",
     "permission_decision",

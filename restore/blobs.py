@@ -6,6 +6,7 @@ import hashlib
 
 from restore.atomic import write_atomically
 from restore.paths import Layout
+from restore.private import private_dirs
 
 
 def sha_of(data: bytes) -> str:
@@ -17,6 +18,7 @@ def put(layout: Layout, data: bytes) -> str:
     sha = sha_of(data)
     path = layout.blob_path(sha)
     if not path.exists():
+        private_dirs(path.parent)
         write_atomically(path, data)
     return sha
 

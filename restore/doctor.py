@@ -17,9 +17,10 @@ from pathlib import Path
 from protocol.errors import ProtocolError
 from restore.atomic import fsync_dir
 from restore.index import ThreadIndex
-from restore.jsonl import SkippedLine, read_thread_file
+from restore.jsonl import SkippedLine, parse_bytes
 from restore.paths import Layout
-from restore.store import ThreadStore
+from restore.private import private_dirs
+from restore.store import ThreadStore, read_thread_file
 
 Progress = Callable[[str, int, int], None]
 
@@ -61,7 +62,7 @@ def _repair_torn_tail(store: ThreadStore, finding: FileFinding) -> None:
 
 def _move_empty_aside(layout: Layout, finding: FileFinding) -> None:
     """Under the thread's lock, and only if still empty: there is nothing in it to lose."""
-    fd = os.open(finding.path, os.O_RDONLY)
+    fd = os.open(finding.path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -69,7 +70,7 @@ def _move_empty_aside(layout: Layout, finding: FileFinding) -> None:
             finding.error = "not repaired: the thread is being written"
             return
         if os.fstat(fd).st_size == 0:
-            layout.recovered_dir.mkdir(parents=True, exist_ok=True)
+            private_dirs(layout.recovered_dir)
             os.replace(finding.path, layout.recovered_dir / f"{finding.path.stem}.empty")
             fsync_dir(finding.path.parent)
     finally:
@@ -79,17 +80,23 @@ def _move_empty_aside(layout: Layout, finding: FileFinding) -> None:
 
 
 def run_doctor(
-    layout: Layout, progress: Progress | None = None, *, repair: bool = False
+    layout: Layout,
+    progress: Progress | None = None,
+    *,
+    repair: bool = False,
+    read_only: bool = False,
 ) -> DoctorReport:
+    """`read_only`: a home that cannot be written is checked all the same, with its index
+    rebuilt in memory (restore/index.py) instead of repaired on disk."""
     report = DoctorReport()
-    store = ThreadStore(layout)
+    store = ThreadStore(layout, read_only=read_only)
     files = layout.iter_thread_files()
     report.files = len(files)
     for done, (path, _archived) in enumerate(files, start=1):
         try:
-            contents = read_thread_file(path)
-        except OSError as exc:
-            report.findings.append(FileFinding(path, error=exc.strerror or str(exc)))
+            contents = parse_bytes(read_thread_file(path, path.stem))
+        except ProtocolError as exc:  # unreadable, a symlink (never followed), not a file
+            report.findings.append(FileFinding(path, error=exc.message))
             continue
         report.items += len(contents.items)
         if contents.size == 0:
@@ -104,7 +111,7 @@ def run_doctor(
             report.findings.append(finding)
         if progress is not None and (done % 100 == 0 or done == len(files)):
             progress("Checking thread files", done, len(files))
-    index = ThreadIndex(layout, store.read_summary)
+    index = ThreadIndex(layout, store.read_summary, in_memory=read_only)
     try:
         report.index_action = index.ensure_ready(
             None if progress is None else lambda d, t: progress("Repairing index", d, t)

@@ -9,37 +9,21 @@ never writes twice.
 from __future__ import annotations
 
 import hashlib
-import os
 import uuid
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore import blobs
-from restore.atomic import write_atomically
+from restore.access import Scope, read_regular, remove_regular, replace_regular, sha256_regular
 from restore.faults import crash_point
 from restore.subsystems.operations import APPLY_EDIT_TOOL
 from restore.threads import OpenSession, ThreadService
 
 
-def _sha_of_file(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return None
-
-
-def resolve_in_workspace(session: OpenSession, path: str) -> Path:
-    """An absolute path inside the thread's workspace; anything else is refused."""
-    worktree = session.state.states["worktree"]
-    root = Path(worktree.get("repoRoot") or worktree.get("cwd") or "/nonexistent").resolve()
-    cwd = Path(worktree.get("cwd") or root)
-    target = (cwd / path).resolve() if not os.path.isabs(path) else Path(path).resolve()
-    if target != root and root not in target.parents:
-        raise ProtocolError(
-            ErrorKind.INVALID_PARAMS, f"{path} is outside the thread's workspace {root}", path=path
-        )
-    return target
+def resolve_in_workspace(session: OpenSession, path: str, folders: Iterable[str] = ()) -> str:
+    """The resolved path, if inside the thread's workspace (and the client's folders)."""
+    return Scope.of_thread(session.state.states["worktree"], folders).resolve(path)
 
 
 def apply_edit(
@@ -50,8 +34,9 @@ def apply_edit(
     path: str,
     content: str,
     expected_sha: str | None,
+    folders: Iterable[str] = (),
 ) -> dict[str, Any]:
-    target = resolve_in_workspace(session, path)
+    target = resolve_in_workspace(session, path, folders)
     after = content.encode()
     after_sha = blobs.sha_of(after)
     operations = session.state.states["operations"]
@@ -65,12 +50,13 @@ def apply_edit(
         return {"outcome": "already_applied", "beforeSha": edit.get("beforeSha"),
                 "afterSha": edit.get("afterSha", after_sha)}  # fmt: skip
     open_op = operations["open"].get(operation_id)
-    current_sha = _sha_of_file(target)
+    current = read_regular(target)  # refuses a FIFO, a device, a directory
+    current_sha = None if current is None else blobs.sha_of(current)
     if open_op is not None:
         # A crash interrupted this edit: the file's content says how far it got.
         before_sha = open_op.get("beforeSha")
         if current_sha == open_op.get("afterSha"):
-            _record_commit(service, session, operation_id, str(target), before_sha, current_sha)
+            _record_commit(service, session, operation_id, target, before_sha, current_sha)
             return {"outcome": "already_applied", "beforeSha": before_sha, "afterSha": current_sha}
         if current_sha != before_sha:
             return {"outcome": "conflict", "beforeSha": current_sha, "afterSha": after_sha}
@@ -79,8 +65,8 @@ def apply_edit(
             outcome = "already_applied" if current_sha == after_sha else "conflict"
             return {"outcome": outcome, "beforeSha": current_sha, "afterSha": after_sha}
         before_sha = current_sha
-        if current_sha is not None:
-            service.store.put_blob(target.read_bytes())
+        if current is not None:
+            service.store.put_blob(current)
         service.store.put_blob(after)
         digest = hashlib.sha256(f"{target}\0{after_sha}".encode()).hexdigest()
         service.append(session, [{
@@ -90,10 +76,9 @@ def apply_edit(
             "afterSha": after_sha,
         }])  # fmt: skip
     crash_point("apply_edit.before_write")
-    mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-    write_atomically(target, after, mode)
+    replace_regular(target, after)
     crash_point("apply_edit.after_write")
-    _record_commit(service, session, operation_id, str(target), before_sha, after_sha)
+    _record_commit(service, session, operation_id, target, before_sha, after_sha)
     return {"outcome": "applied", "beforeSha": before_sha, "afterSha": after_sha}
 
 
@@ -122,11 +107,13 @@ def rewind(
     files: bool,
     conversation: bool,
     force: bool,
+    folders: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Put files and/or the conversation back to how they were at the end of a turn.
 
     Refuses to overwrite a file the user changed since the agent's last edit, unless
-    `force`: the user's work is never discarded silently.
+    `force`: the user's work is never discarded silently. Every path is checked and every
+    blob found before the first file is written: a rewind is refused whole, not half done.
     """
     contents, _ = service.store.read(session.writer.thread_id)
     turn_seqs = [item["seq"] for item in contents.items if item.get("turnId") == to_turn_id]
@@ -135,8 +122,9 @@ def rewind(
     cut = max(turn_seqs)
     restored: list[dict[str, Any]] = []
     if files:
-        plans = _rewind_plans(contents.items, cut)
-        changed = [p["path"] for p in plans if _sha_of_file(Path(p["path"])) != p["expected"]]
+        scope = Scope.of_thread(session.state.states["worktree"], folders)
+        plans = _rewind_plans(contents.items, cut, scope, service)
+        changed = [p["path"] for p in plans if sha256_regular(p["target"]) != p["expected"]]
         if changed and not force:
             raise ProtocolError(
                 ErrorKind.CONFLICTING_OPERATION,
@@ -146,23 +134,15 @@ def rewind(
             )
         items = []
         for plan in plans:
-            target = Path(plan["path"])
-            current = _sha_of_file(target)
-            if plan["target"] is None:
-                target.unlink(missing_ok=True)
+            current = sha256_regular(plan["target"])
+            if plan["content"] is None:
+                remove_regular(plan["target"])
             else:
-                data = service.store.get_blob(plan["target"])
-                if data is None:
-                    raise ProtocolError(
-                        ErrorKind.STORAGE_ERROR,
-                        f"blob {plan['target']} is missing",
-                        path=str(target),
-                    )
-                write_atomically(target, data, 0o644)
+                replace_regular(plan["target"], plan["content"])
             items.append({"type": "file_edit", "id": str(uuid.uuid4()), "path": plan["path"],
-                          "beforeSha": current, "afterSha": plan["target"], "author": "agent",
+                          "beforeSha": current, "afterSha": plan["sha"], "author": "agent",
                           "operationId": f"rewind:{to_turn_id}"})  # fmt: skip
-            restored.append({"path": plan["path"], "sha": plan["target"]})
+            restored.append({"path": plan["path"], "sha": plan["sha"]})
         if items:
             service.append(session, items)
     if conversation:
@@ -171,12 +151,36 @@ def rewind(
     return {"toSeq": cut, "files": restored, "conversation": conversation}
 
 
-def _rewind_plans(items: list[dict[str, Any]], cut: int) -> list[dict[str, Any]]:
-    """Per file edited after `cut`: the content to restore and the content expected now."""
+def _rewind_plans(
+    items: list[dict[str, Any]], cut: int, scope: Scope, service: ThreadService
+) -> list[dict[str, Any]]:
+    """Per file edited after `cut`: where it is, what to restore, what is expected now.
+
+    A recorded path outside the workspace is OutsideWorkspace; an edit that recorded no
+    `beforeSha` (unknown prior content) or whose blob is gone is refused by name."""
     plans: dict[str, dict[str, Any]] = {}
     for edit in items:
         if edit.get("type") != "file_edit" or edit["seq"] <= cut:
             continue
-        plan = plans.setdefault(edit["path"], {"path": edit["path"], "target": edit["beforeSha"]})
-        plan["expected"] = edit["afterSha"]
+        path = edit.get("path")
+        if path not in plans:
+            if "beforeSha" not in edit:
+                raise ProtocolError(
+                    ErrorKind.INVALID_PARAMS,
+                    f"cannot rewind {path}: its edit at seq {edit['seq']} records no beforeSha",
+                    path=path,
+                    seq=edit["seq"],
+                )
+            plans[path] = {"path": path, "target": scope.resolve(path), "sha": edit["beforeSha"]}
+        plans[path]["expected"] = edit.get("afterSha")
+    for plan in plans.values():
+        plan["content"] = None
+        if plan["sha"] is not None:
+            plan["content"] = service.store.get_blob(plan["sha"])
+            if plan["content"] is None:
+                raise ProtocolError(
+                    ErrorKind.STORAGE_ERROR,
+                    f"cannot rewind {plan['path']}: blob {plan['sha']} is missing",
+                    path=plan["path"],
+                )
     return list(plans.values())

@@ -3,7 +3,8 @@
 Given every subsystem's state (snapshot + tail, or full replay) and the current
 environment, it answers the restore contract's questions: where does it run (drift),
 what may it do, what has it done (the operation ledger), how far is verification. It
-does no I/O of its own beyond what the `Workspace` it is handed reads.
+does no I/O of its own beyond what its `Workspace` reads: only files inside the thread's
+recorded workspace (restore/access.py), never a FIFO or a device.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from restore.access import Scope
 from restore.environment import Workspace, detect_drift
 from restore.subsystems import RESTORE_ORDER, Outcome, ThreadState
 
@@ -31,6 +33,9 @@ class EngineContext:
 
     def read_text(self, path: str) -> str | None:
         return self.workspace.read_text(path)
+
+    def why_unreadable(self, path: str) -> str | None:
+        return self.workspace.why_unreadable(path)
 
 
 @dataclass
@@ -57,7 +62,7 @@ def judge(
     ctx = EngineContext(
         recorded=recorded,
         current=current,
-        workspace=Workspace(recorded.get("cwd") or current["cwd"]),
+        workspace=Workspace(Scope.of_thread(recorded)),
         available_models=available_models,
     )
     # No session_meta was read (an empty or damaged file): where the thread ran is unknown,

@@ -3,8 +3,12 @@
 An accelerator only. The JSONL files are the truth; this file can be deleted or corrupted
 and nothing is lost: `ensure_ready` rebuilds it from the files, and on every first open in a
 process it reconciles against them (new, changed and vanished files), so rows written by a
-crashed or foreign process are repaired. `sqlite3` is imported only when the index is first
-opened, because sessiond promises that startup imports no sqlite3.
+crashed or foreign process are repaired. A file that grew since its row is read from where
+the row ends, not from byte 0: each row keeps the last line it covers (position and hash),
+and the file still holding that line proves the rest was only appended. Files this process
+is writing are never read at all: their rows come from the writers (`live`).
+`sqlite3` is imported only when the index is first opened, because sessiond promises that
+startup imports no sqlite3.
 """
 
 from __future__ import annotations
@@ -21,14 +25,19 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
+from restore.jsonl import LineMark
 from restore.paths import Layout
-from restore.summary import ThreadSummary
+from restore.private import create_file, private_dirs
+from restore.summary import Indexed, ThreadSummary
 
 if TYPE_CHECKING:
     import sqlite3
 
 ProgressCallback = Callable[[int, int], None]
-SummaryReader = Callable[[Path, bool], ThreadSummary | None]
+SummaryReader = Callable[[Path, bool, Indexed | None], Indexed | None]
+"""Summarizes a file (restore.store.ThreadStore.read_summary), from a row's line on if given."""
+LiveRows = Callable[[], dict[str, Indexed]]
+"""Rows of the files this process writes, by path: current in memory, so never read."""
 
 MAX_LIMIT = 200
 _BATCH = 100  # files summarized per write transaction and per progress report
@@ -53,7 +62,7 @@ _FIELDS = (
     "lastSeq",
     "latestSessionId",
 )
-_COLUMNS = (*_FIELDS, "path", "size", "mtimeNs")
+_COLUMNS = (*_FIELDS, "path", "size", "mtimeNs", "lastLineStart", "lastLineSha")
 _JSON_FIELDS = ("forkedFrom", "origin")  # stored as JSON text
 
 _SCHEMA = """
@@ -75,8 +84,10 @@ CREATE TABLE threads (
     lastSeq INTEGER NOT NULL,
     latestSessionId TEXT,
     path TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtimeNs INTEGER NOT NULL
+    size INTEGER NOT NULL,    -- bytes the row covers (a torn tail is not covered)
+    mtimeNs INTEGER NOT NULL,
+    lastLineStart INTEGER,    -- the last covered line, [lastLineStart, size), and its sha256
+    lastLineSha TEXT
 );
 -- cwd and workspaceFolder ride along so a workspace filter is checked inside the index,
 -- without a table lookup for each non-matching row.
@@ -120,7 +131,9 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
     return key[0], key[1]
 
 
-def _row_values(summary: ThreadSummary, path: Path, stat: os.stat_result) -> tuple[Any, ...]:
+def _row_values(
+    summary: ThreadSummary, path: Path, stat: os.stat_result, mark: LineMark | None
+) -> tuple[Any, ...]:
     values: list[Any] = []
     for name in _FIELDS:
         value = getattr(summary, name)
@@ -131,7 +144,9 @@ def _row_values(summary: ThreadSummary, path: Path, stat: os.stat_result) -> tup
         elif name in _JSON_FIELDS and value is not None:
             value = orjson.dumps(value).decode()
         values.append(value)
-    return (*values, str(path), stat.st_size, stat.st_mtime_ns)
+    if mark is None:
+        return (*values, str(path), stat.st_size, stat.st_mtime_ns, None, None)
+    return (*values, str(path), mark.end, stat.st_mtime_ns, mark.start, mark.sha)
 
 
 def _summary_of(row: tuple[Any, ...]) -> ThreadSummary:
@@ -155,11 +170,23 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 3  # 2: costUsd, 3: origin
+    SCHEMA_VERSION = 4  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha
 
-    def __init__(self, layout: Layout, read_summary: SummaryReader) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        read_summary: SummaryReader,
+        *,
+        in_memory: bool = False,
+        live: LiveRows | None = None,
+    ) -> None:
         self._layout = layout
         self._read_summary = read_summary
+        self._in_memory = in_memory
+        """For a read-only home: the index lives in memory, seeded from the file on disk
+        when there is a usable one, and reconciled against the thread files like any other."""
+        self._live = live or dict
+        self.files_read = 0  # files summarized from disk so far (sessiond/debug reports it)
         self._conn: sqlite3.Connection | None = None
         self._open_lock = threading.Lock()
 
@@ -171,6 +198,11 @@ class ThreadIndex:
             if self._conn is not None:
                 return "ready"
             path = self._layout.index_path
+            if self._in_memory:
+                conn = self._memory_copy(path)
+                self._reconcile(conn, progress)
+                self._conn = conn
+                return "built in memory (read-only data directory)"
             if path.exists():
                 try:
                     conn = self._open_existing(path)
@@ -184,9 +216,37 @@ class ThreadIndex:
             self._conn = self._configured(self._connect(path))
             return "rebuilt"
 
-    def _connect(self, path: Path) -> sqlite3.Connection:
+    def _memory_copy(self, path: Path) -> sqlite3.Connection:
+        """An index in memory, copied from `path` when that is a usable index of this schema.
+
+        The file is opened `immutable=1`: on read-only media SQLite can create neither a
+        lock nor the WAL's `-shm`, and a plain read-only open of a WAL database fails. Rows
+        only in the WAL are not seen; reconcile re-reads their files, as for any stale row.
+        """
         import sqlite3
 
+        conn = self._connect(":memory:")
+        try:
+            source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+            try:
+                if source.execute("PRAGMA user_version").fetchone()[0] == self.SCHEMA_VERSION:
+                    source.backup(conn)
+            finally:
+                source.close()
+        except sqlite3.Error:
+            pass  # missing or unusable: built from the files instead
+        has_table = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'"
+        ).fetchone()
+        if not has_table:
+            conn.executescript(_SCHEMA)
+        return conn
+
+    def _connect(self, path: Path | str) -> sqlite3.Connection:
+        import sqlite3
+
+        if isinstance(path, Path):  # not ":memory:"
+            create_file(path)  # 0600: SQLite gives its -wal and -shm files the same mode
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.create_function("contains", 2, _casefold_contains, deterministic=True)
@@ -241,14 +301,20 @@ class ThreadIndex:
         Building aside means another process never sees a half-built index (it would take
         the missing table for corruption), and a stale WAL is never replayed onto it.
         """
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         fresh = path.with_name(f"{path.name}.rebuild-{os.getpid()}")
         fresh.unlink(missing_ok=True)
         conn = self._connect(fresh)
         try:
             conn.executescript(_SCHEMA)
             conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
-            files = [(Path(path), archived) for path, archived, _ in self._chosen_files()]
+            live = self._live()
+            files = [
+                (Path(path), archived, None)
+                for path, archived, _ in self._chosen_files()
+                if path not in live
+            ]
+            self._write_live(conn, live)
             self._refresh(conn, files, _UPSERT, progress)
         finally:
             conn.close()
@@ -257,46 +323,70 @@ class ThreadIndex:
         os.replace(fresh, path)
 
     def _reconcile(self, conn: sqlite3.Connection, progress: ProgressCallback | None) -> None:
-        """Bring rows in line with the files: re-read new/changed files, drop vanished ones."""
+        """Bring rows in line with the files: read new files, the new bytes of grown ones
+        (whole changed ones otherwise), drop vanished ones; take live rows as they are."""
         stored = {
-            path: (size, mtime_ns)
-            for path, size, mtime_ns in conn.execute("SELECT path, size, mtimeNs FROM threads")
+            row[0]: row[1:]
+            for row in conn.execute(
+                "SELECT path, size, mtimeNs, lastLineStart, lastLineSha FROM threads"
+            )
         }
         on_disk = self._chosen_files()
         present = {path for path, _, _ in on_disk}
+        live = self._live()
         with conn:
             conn.execute("BEGIN")
             conn.executemany(
                 "DELETE FROM threads WHERE path = ?",
                 [(path,) for path in stored if path not in present],
             )
-        changed = [
-            (Path(path), archived)
-            for path, archived, stat in on_disk
-            if stored.get(path) != (stat.st_size, stat.st_mtime_ns)
-        ]
+        self._write_live(conn, live)
+        changed: list[tuple[Path, bool, LineMark | None]] = []
+        for path, archived, stat in on_disk:
+            row = stored.get(path)
+            if path in live or (row is not None and row[:2] == (stat.st_size, stat.st_mtime_ns)):
+                continue
+            grown = row is not None and row[2] is not None and stat.st_size >= row[0]
+            mark = LineMark(row[2], row[0], row[3]) if grown and row is not None else None
+            changed.append((Path(path), archived, mark))
         self._refresh(conn, changed, _UPSERT_IF_NOT_NEWER, progress)
+
+    def _write_live(self, conn: sqlite3.Connection, live: dict[str, Indexed]) -> None:
+        if not live:
+            return
+        rows = []
+        for path, (summary, mark) in live.items():
+            try:
+                rows.append(_row_values(summary, Path(path), os.stat(path), mark))
+            except FileNotFoundError:
+                continue
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(_UPSERT, rows)
 
     def _chosen_files(self) -> list[tuple[str, bool, os.stat_result]]:
         """Thread files on disk, one per thread: the live copy wins, as in `Layout.locate`."""
         files = self._layout.scan_thread_files()
+        if not any(archived for _, archived, _ in files):
+            return files
         live = {os.path.basename(path) for path, archived, _ in files if not archived}
         return [entry for entry in files if not (entry[1] and os.path.basename(entry[0]) in live)]
 
     def _refresh(
         self,
         conn: sqlite3.Connection,
-        files: list[tuple[Path, bool]],
+        files: list[tuple[Path, bool, LineMark | None]],
         upsert_sql: str,
         progress: ProgressCallback | None,
     ) -> None:
-        """Summarize files and write their rows in short batches (other writers stay unblocked)."""
+        """Summarize files (from their rows' last line, when given) and write their rows in
+        short batches (other writers stay unblocked)."""
         total = len(files)
         if progress:
             progress(0, total)
         for start in range(0, total, _BATCH):
             batch = files[start : start + _BATCH]
-            rows = list(self._summarized(batch))
+            rows = list(self._summarized(conn, batch))
             written = {path for _, path in rows}
             with conn:
                 conn.execute("BEGIN")
@@ -304,22 +394,36 @@ class ThreadIndex:
                 # A file that changed into something unreadable no longer vouches for its row.
                 conn.executemany(
                     "DELETE FROM threads WHERE path = ?",
-                    [(str(path),) for path, _ in batch if str(path) not in written],
+                    [(str(path),) for path, _, _ in batch if str(path) not in written],
                 )
             if progress:
                 progress(start + len(batch), total)
         if progress and total == 0:
             progress(0, 0)
 
-    def _summarized(self, files: list[tuple[Path, bool]]) -> Iterator[tuple[tuple[Any, ...], str]]:
-        for path, archived in files:
+    def _summarized(
+        self, conn: sqlite3.Connection, files: list[tuple[Path, bool, LineMark | None]]
+    ) -> Iterator[tuple[tuple[Any, ...], str]]:
+        for path, archived, mark in files:
             try:
                 stat = path.stat()  # before reading: an append during the read shows as a change
             except FileNotFoundError:
                 continue
-            summary = self._read_summary(path, archived)
-            if summary is not None:
-                yield _row_values(summary, path, stat), str(path)
+            since = None
+            if mark is not None:
+                row = conn.execute(
+                    f"SELECT {', '.join(_FIELDS)} FROM threads WHERE path = ?", (str(path),)
+                ).fetchone()
+                since = None if row is None else (_summary_of(row), mark)
+            self.files_read += 1
+            found = self._read_summary(path, archived, since)
+            if found is not None:
+                summary, covered = found
+                yield _row_values(summary, path, stat, covered), str(path)
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
 
     def _db(self) -> sqlite3.Connection:
         """The open connection, opening the index on first use."""
@@ -329,17 +433,30 @@ class ThreadIndex:
 
     # -- rows --------------------------------------------------------------------------------
 
-    def upsert(self, summary: ThreadSummary, path: Path) -> None:
-        """Store the writer's current row, with the file's size and mtime for reconcile."""
-        self.upsert_many([(summary, path)])
+    def upsert(self, summary: ThreadSummary, path: Path, mark: LineMark | None = None) -> None:
+        """Store a writer's current row, with what reconcile compares: the file's size and
+        mtime, and the last line the row covers (`mark`; without it, a change is read whole)."""
+        self.upsert_many([(summary, path, mark)])
 
-    def upsert_many(self, rows: list[tuple[ThreadSummary, Path]]) -> None:
+    def upsert_many(self, rows: list[tuple[ThreadSummary, Path, LineMark | None]]) -> None:
         """Several writers' rows in one transaction (the service batches record traffic)."""
         conn = self._db()
         with conn:
             conn.execute("BEGIN")
             conn.executemany(
-                _UPSERT, [_row_values(summary, path, path.stat()) for summary, path in rows]
+                _UPSERT,
+                [_row_values(summary, path, path.stat(), mark) for summary, path, mark in rows],
+            )
+
+    def refresh(self, rows: list[tuple[ThreadSummary, Path, os.stat_result]]) -> None:
+        """Rows read from files another process writes: each replaces the stored row
+        unless that one is newer (its writer got there first), as reconcile does."""
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                _UPSERT_IF_NOT_NEWER,
+                [_row_values(summary, path, stat, None) for summary, path, stat in rows],
             )
 
     def remove(self, thread_id: str) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.errors import invalid_id
+
+logger = logging.getLogger("sessiond.paths")
 
 
 def default_home() -> Path:
@@ -63,12 +66,21 @@ class Layout:
     def snapshot_path(self, thread_id: str) -> Path:
         return self.snapshots_dir / thread_id[:2] / f"{thread_id}.json"
 
+    def offsets_path(self, thread_id: str) -> Path:
+        """The thread's seq → byte offset map (restore/pages.py), beside its snapshot."""
+        return self.snapshots_dir / thread_id[:2] / f"{thread_id}.offsets"
+
     def blob_path(self, sha: str) -> Path:
         return self.blobs_dir / sha[:2] / sha
 
     @property
     def index_path(self) -> Path:
         return self.home / "index.sqlite3"
+
+    @property
+    def import_ledger_path(self) -> Path:
+        """Where imported sources were left (a cache of the threads' checkpoints)."""
+        return self.home / "imports.sqlite3"
 
     def thread_path(self, thread_id: str, *, archived: bool = False) -> Path:
         base = self.archived_dir if archived else self.threads_dir
@@ -94,15 +106,24 @@ class Layout:
         for archived, base in ((False, self.threads_dir), (True, self.archived_dir)):
             if not base.is_dir():
                 continue
-            with os.scandir(base) as shards:
-                for shard in shards:
-                    if not shard.is_dir():
-                        continue
-                    with os.scandir(shard.path) as entries:
-                        for entry in entries:
-                            if entry.name.endswith(".jsonl"):
-                                try:
-                                    found.append((entry.path, archived, entry.stat()))
-                                except FileNotFoundError:
-                                    continue  # removed while scanning
+            for shard in _entries(base):
+                if not shard.is_dir(follow_symlinks=False):
+                    continue
+                for entry in _entries(Path(shard.path)):
+                    if entry.name.endswith(".jsonl"):
+                        try:
+                            found.append((entry.path, archived, entry.stat()))
+                        except OSError:
+                            continue  # removed while scanning, or not ours to read
         return found
+
+
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
+    """A directory's entries; an unreadable one is skipped with a warning, so one bad shard
+    never hides the other threads (`sessiond doctor` reports it)."""
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except OSError as exc:
+        logger.warning("skipping %s while listing threads: %s", directory, exc.strerror)
+        return []

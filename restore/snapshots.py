@@ -15,10 +15,11 @@ import orjson
 
 from restore.atomic import write_atomically
 from restore.paths import Layout
+from restore.private import private_dirs
 from restore.store import Checkpoint
 from restore.subsystems import ThreadState
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2  # 2: messages keep no bodies (resume reads the newest from the file)
 EVERY_ITEMS = 1000
 """A snapshot is written after this many items since the last one, and on close."""
 
@@ -80,7 +81,9 @@ def encode(thread_id: str, snapshot: Snapshot) -> bytes:
 
 
 def save(layout: Layout, thread_id: str, snapshot: Snapshot) -> None:
-    write_atomically(layout.snapshot_path(thread_id), encode(thread_id, snapshot))
+    path = layout.snapshot_path(thread_id)
+    private_dirs(path.parent)
+    write_atomically(path, encode(thread_id, snapshot))
 
 
 def discard(layout: Layout, thread_id: str) -> None:

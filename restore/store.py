@@ -11,7 +11,9 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import logging
 import os
+import stat
 import threading
 import uuid
 from collections.abc import Iterable
@@ -24,9 +26,14 @@ import orjson
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.atomic import fsync_dir
-from restore.jsonl import FORMAT_VERSION, ThreadFile, encode_line, now_ts, parse_bytes
+from restore.jsonl import LineMark, ThreadFile, encode_line, parse_bytes
 from restore.paths import Layout, validate_thread_id
-from restore.summary import ThreadSummary, summarize
+from restore.private import private_dirs, write_new
+from restore.stores.base import stamp
+from restore.summary import Indexed, ThreadSummary, summarize
+
+logger = logging.getLogger("sessiond.store")
+ORIGIN_LINE_MAX = 1 << 16  # a first line longer than this is no session_meta of ours
 
 
 class Durability(StrEnum):
@@ -65,14 +72,58 @@ class AppendResult:
     stored: list[dict[str, Any]]
 
 
-def _storage_error(exc: OSError, thread_id: str) -> ProtocolError:
+def _storage_error(exc: OSError, thread_id: str, path: Path | None = None) -> ProtocolError:
+    where = str(path) if path is not None else None
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return ProtocolError(
-            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id
+            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id, path=where
         )
     return ProtocolError(
-        ErrorKind.STORAGE_ERROR, f"thread file: {exc.strerror}", threadId=thread_id
+        ErrorKind.STORAGE_ERROR,
+        f"thread file {where or thread_id}: {exc.strerror}",
+        threadId=thread_id,
+        path=where,
     )
+
+
+def open_thread_file(path: Path, flags: int, thread_id: str) -> int:
+    """A descriptor on a thread file, which must be a regular file reached without a
+    symlink (O_NOFOLLOW): a link planted in the data dir would send appends, and a torn
+    tail's repair, to a file elsewhere. StorageError otherwise, naming the path."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ProtocolError(
+                ErrorKind.STORAGE_ERROR,
+                f"thread file {path} is a symlink; sessiond does not follow it",
+                threadId=thread_id,
+                path=str(path),
+            ) from None
+        raise _storage_error(exc, thread_id, path) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ProtocolError(
+            ErrorKind.STORAGE_ERROR,
+            f"thread file {path} is not a regular file",
+            threadId=thread_id,
+            path=str(path),
+        )
+    return fd
+
+
+def read_thread_file(path: Path, thread_id: str) -> bytes:
+    """The whole thread file, read through `open_thread_file`."""
+    fd = open_thread_file(path, os.O_RDONLY, thread_id)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _storage_error(exc, thread_id, path) from exc
+    finally:
+        os.close(fd)
 
 
 class ThreadWriter:
@@ -122,17 +173,24 @@ class ThreadWriter:
     def size(self) -> int:
         return self._size
 
-    def checkpoint(self) -> Checkpoint | None:
-        """Where the file stands now, for a snapshot to verify itself against later."""
+    def mark(self) -> LineMark | None:
+        """The last line written: derived state (a snapshot, an index row) keeps it to check
+        later that the file still holds what it was derived from."""
         if self.last_line_start is None:
             return None
-        line = os.pread(self._fd, self._size - self.last_line_start, self.last_line_start)
+        return LineMark.of(self._fd, self.last_line_start, self._size)
+
+    def checkpoint(self) -> Checkpoint | None:
+        """Where the file stands now, for a snapshot to verify itself against later."""
+        mark = self.mark()
+        if mark is None:
+            return None
         return Checkpoint(
             offset=self._size,
             seq=self.last_seq,
             lines=self.lines,
-            line_start=self.last_line_start,
-            line_sha=hashlib.sha256(line).hexdigest(),
+            line_start=mark.start,
+            line_sha=mark.sha,
             summary=asdict(self.summary),
         )
 
@@ -163,6 +221,7 @@ class ThreadWriter:
         *,
         minted: bool = False,
         defer_sync: bool = False,
+        keep_ts: bool = False,
     ) -> AppendResult:
         """Stamp and write items not seen before; acknowledge only once durable.
 
@@ -170,51 +229,29 @@ class ThreadWriter:
         batch) is not written again; its original seq is reported, so a retried request gets
         the same answer as the first. On a write error the file is cut back to where it
         was, so a failed append leaves no partial line. With `defer_sync` (group commit)
-        the caller must call `sync()` before acknowledging.
+        the caller must call `sync()` before acknowledging. With `keep_ts` an item's own
+        `ts` is kept (an import dates its items by the source transcript, not by now).
         """
         if self.closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
         # Items the server minted (fresh uuid4 ids) cannot be duplicates: skip loading the
         # id set for them, so a resume from a snapshot never reads the whole file.
         known_ids: dict[str, int] = {} if minted and self._seq_of_id is None else self._known_ids()
-        seqs: list[int] = []
-        lines: list[bytes] = []
-        stored: list[dict[str, Any]] = []
-        new_ids: dict[str, int] = {}
-        duplicates = 0
-        next_seq = self.last_seq
-        ts = now_ts()
-        for item in items:
-            item_id = str(item["id"])
-            known = known_ids.get(item_id) or new_ids.get(item_id)
-            if known is not None:
-                duplicates += 1
-                seqs.append(known)
-                continue
-            next_seq += 1
-            line = {
-                "v": FORMAT_VERSION,
-                "seq": next_seq,
-                "ts": ts,
-                "type": item["type"],
-                "sessionId": session_id,
-                "id": item_id,
-            }
-            line.update((k, v) for k, v in item.items() if k not in line)
-            new_ids[item_id] = next_seq
-            seqs.append(next_seq)
-            lines.append(encode_line(line))
-            stored.append(line)
-        if lines:
+        stamped = stamp(items, session_id, self.last_seq, known_ids, keep_ts=keep_ts)
+        if stamped.stored:
+            lines = [encode_line(line) for line in stamped.stored]
             last_start = self._size + sum(len(line) for line in lines[:-1])
             self._write_durably(b"".join(lines), defer_sync)
             self.last_line_start = last_start
             self.lines += len(lines)
-            known_ids.update(new_ids)
-            self.last_seq = next_seq
-            for line in stored:
+            known_ids.update(stamped.new_ids)
+            self.last_seq = stamped.last_seq
+            for line in stamped.stored:
                 self.summary.apply(line)
-        return AppendResult(min(seqs, default=None), max(seqs, default=None), duplicates, stored)
+        seqs = stamped.seqs
+        return AppendResult(
+            min(seqs, default=None), max(seqs, default=None), stamped.duplicates, stamped.stored
+        )
 
     def _write_durably(self, data: bytes, defer_sync: bool = False) -> None:
         if self._needs_cut:
@@ -237,7 +274,7 @@ class ThreadWriter:
                     os.fdatasync(self._fd)
         except OSError as exc:
             self._cut_back()
-            raise _storage_error(exc, self.thread_id) from exc
+            raise _storage_error(exc, self.thread_id, self.path) from exc
         self._size += len(data)
 
     def begin_sync(self) -> PendingSync | None:
@@ -290,7 +327,7 @@ class PendingSync:
         try:
             os.fdatasync(self._fd)
         except OSError as exc:
-            self.error = _storage_error(exc, self.writer.thread_id)
+            self.error = _storage_error(exc, self.writer.thread_id, self.writer.path)
             raise self.error from exc
         finally:
             self.done.set()
@@ -299,15 +336,29 @@ class PendingSync:
 class ThreadStore:
     """Thread files under one data directory."""
 
-    def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
+    def __init__(
+        self, layout: Layout, durability: Durability = Durability.FSYNC, *, read_only: bool = False
+    ) -> None:
         self.layout = layout
         self.durability = durability
+        self.read_only = read_only
+        """A read-only home: `open_writer` opens files for reading only, locks and repairs
+        nothing (the files are nobody's to write here), and its writer cannot append."""
 
-    def create(self, thread_id: str, session_id: str, meta: dict[str, Any]) -> ThreadWriter:
-        """Make a new thread durable at once: its file with the `session_meta` line."""
+    def create(
+        self,
+        thread_id: str,
+        session_id: str,
+        meta: dict[str, Any],
+        *,
+        keep_ts: bool = False,
+        items: Iterable[dict[str, Any]] = (),
+    ) -> ThreadWriter:
+        """Make a new thread durable at once: its file with the `session_meta` line (and
+        `items` after it, in the same write and sync: an import creates whole threads)."""
         thread_id = validate_thread_id(thread_id)
         path = self.layout.thread_path(thread_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -317,8 +368,10 @@ class ThreadStore:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
         try:
-            writer.loaded = ThreadFile(items=writer.append([meta], session_id).stored)
-            fsync_dir(path.parent)
+            stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
+            writer.loaded = ThreadFile(items=stored)
+            if self.durability is not Durability.NONE:  # NONE leaves syncing to the caller
+                fsync_dir(path.parent)
         except BaseException:
             writer.close()
             path.unlink(missing_ok=True)
@@ -333,29 +386,18 @@ class ThreadStore:
         usable and the whole file was read instead (`writer.base_rejected` says why).
         """
         path, archived = self._locate(thread_id)
+        flags = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
+        fd = open_thread_file(path, flags, thread_id)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
-        except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = self._holder(thread_id)
-                raise ProtocolError(
-                    ErrorKind.THREAD_BUSY,
-                    f"thread is being written by {holder}",
-                    threadId=thread_id,
-                    holder=holder,
-                ) from None
-            self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
+            if not self.read_only:
+                self._lock(fd, thread_id)
             rejected = None
             if base is not None:
                 rejected = self._verify(fd, base)
                 if rejected is not None:
                     base = None
             found = self._read_locked(fd, base)
-            repaired = self._repair_tail(thread_id, fd, found, base)
+            repaired = found if self.read_only else self._repair_tail(thread_id, fd, found, base)
             # Report what was found (torn tail included), write on what was repaired.
             repaired.skipped = found.skipped
             repaired.bom = found.bom
@@ -367,24 +409,84 @@ class ThreadStore:
             os.close(fd)
             raise
 
+    def _lock(self, fd: int, thread_id: str) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self._holder(thread_id)
+            raise ProtocolError(
+                ErrorKind.THREAD_BUSY,
+                f"thread is being written by {holder}",
+                threadId=thread_id,
+                holder=holder,
+            ) from None
+        self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
+
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
         """Read a thread without locking it (readers never block the writer)."""
         path, archived = self._locate(thread_id)
-        try:
-            return parse_bytes(path.read_bytes()), archived
-        except OSError as exc:
-            raise _storage_error(exc, thread_id) from exc
+        return parse_bytes(read_thread_file(path, thread_id)), archived
 
-    def read_summary(self, path: Path, archived: bool) -> ThreadSummary | None:
-        """Summary of one file for the index; None when it vanished or cannot be read (one
-        unreadable file must not stop a listing; `sessiond doctor` reports it)."""
+    def read_origin(self, thread_id: str) -> dict[str, Any] | None:
+        """The `origin` of a thread's first `session_meta`, from its first line alone (an
+        imported thread is resumed differently, and this must not cost a full read)."""
+        path, _ = self._locate(thread_id)
+        fd = open_thread_file(path, os.O_RDONLY, thread_id)
         try:
-            contents = parse_bytes(path.read_bytes())
+            with open(fd, "rb", closefd=False) as handle:
+                first = handle.readline(ORIGIN_LINE_MAX)
+        except OSError as exc:
+            raise _storage_error(exc, thread_id, path) from exc
+        finally:
+            os.close(fd)
+        contents = parse_bytes(first if first.endswith(b"\n") else b"")
+        meta = contents.items[0] if contents.items else {}
+        origin = meta.get("origin") if meta.get("type") == "session_meta" else None
+        return origin if isinstance(origin, dict) else None
+
+    def read_summary(
+        self, path: Path, archived: bool, since: Indexed | None = None
+    ) -> Indexed | None:
+        """Summary of one file for the index, and the last line it covers; None when it
+        vanished or cannot be read (one unreadable file must not stop a listing; `sessiond
+        doctor` reports it).
+
+        With `since` (a row's summary and last line), a file that only grew since is read
+        from that line on: files are append-only, and the line still being there proves
+        it. Otherwise it is read whole."""
+        try:
+            fd = open_thread_file(path, os.O_RDONLY, path.stem)
+        except ProtocolError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            start, summary = 0, None
+            row, mark = since if since is not None else (None, None)
+            if row is not None and mark is not None and mark.end <= size and mark.holds(fd):
+                start = mark.end
+                summary = ThreadSummary(**{**asdict(row), "archived": archived})
+            data = os.pread(fd, size - start, start)
         except OSError:
             return None
-        if not contents.items:  # no record at all (a thread/start cut short): nothing to list
-            return None
-        return summarize(path.stem, contents.items, archived=archived)
+        finally:
+            os.close(fd)
+        contents = parse_bytes(data, start)
+        if summary is None:
+            if not contents.items:  # no record (a thread/start cut short): nothing to list
+                return None
+            summary = summarize(path.stem, contents.items, archived=archived)
+        else:
+            for item in contents.items:
+                summary.apply(item)
+        # Up to the end of the last whole record: a torn tail is read again next time.
+        torn = contents.torn_tail_offset
+        covered = torn if torn is not None else contents.size
+        if covered == start:  # nothing whole was appended: the same last line
+            return summary, mark
+        end = covered - start
+        line_start = data.rfind(b"\n", 0, end - 1) + 1
+        line = data[line_start:end]
+        return summary, LineMark(start + line_start, covered, hashlib.sha256(line).hexdigest())
 
     def move(self, thread_id: str, *, to_archived: bool) -> Path:
         """Archive or unarchive: rename between `threads/` and `archived/`, under the lock."""
@@ -393,7 +495,7 @@ class ThreadStore:
             target = self.layout.thread_path(writer.thread_id, archived=to_archived)
             if target == writer.path:
                 return target
-            target.parent.mkdir(parents=True, exist_ok=True)
+            private_dirs(target.parent)
             os.rename(writer.path, target)
             fsync_dir(target.parent)
             fsync_dir(writer.path.parent)
@@ -416,10 +518,14 @@ class ThreadStore:
         replaced atomically, and is trusted only while its process is alive.
         """
         path = self._holder_path(validate_thread_id(thread_id))
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_bytes(orjson.dumps({"holder": holder, "pid": os.getpid()}))
-        os.replace(temporary, path)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        try:
+            write_new(temporary, orjson.dumps({"holder": holder, "pid": os.getpid()}))
+            os.replace(temporary, path)
+        except OSError as exc:  # only a courtesy to other processes: the thread is ours
+            logger.warning("cannot name the holder of %s: %s", thread_id, exc)
+            with contextlib.suppress(OSError):
+                temporary.unlink()
 
     def _holder_path(self, thread_id: str) -> Path:
         return self.layout.home / "locks" / f"{thread_id}.holder"
@@ -473,12 +579,8 @@ class ThreadStore:
         if contents.torn_tail_offset is not None:
             offset = contents.torn_tail_offset
             torn = os.pread(fd, contents.size - offset, offset)
-            self.layout.recovered_dir.mkdir(parents=True, exist_ok=True)
             aside = self.layout.recovered_dir / f"{thread_id}.{offset}.{uuid.uuid4().hex[:8]}.torn"
-            with open(aside, "wb") as handle:
-                handle.write(torn)
-                handle.flush()
-                os.fsync(handle.fileno())
+            write_new(aside, torn, sync=True)
             os.ftruncate(fd, offset)
             os.fsync(fd)
             return self._read_locked(fd, base)

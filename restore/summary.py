@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from protocol.names import SERVER_ITEM_TYPES
+from restore.jsonl import LineMark
 
 PREVIEW_CHARS = 160
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]+")
@@ -20,6 +21,7 @@ _WHITESPACE = re.compile(r"\s+")
 
 # Item types the server writes for bookkeeping; they do not count as thread content.
 BOOKKEEPING_TYPES = frozenset(SERVER_ITEM_TYPES)
+_QUIET_TYPES = frozenset({"lifecycle", "import_checkpoint"})
 
 
 def make_preview(content: Any, limit: int = PREVIEW_CHARS) -> str:
@@ -79,8 +81,9 @@ class ThreadSummary:
         if isinstance(ts, str):
             if self.createdAt is None:
                 self.createdAt = ts
-            # Hook runs and session ends are bookkeeping: they must not reorder the list.
-            if item.get("type") != "lifecycle" or self.updatedAt is None:
+            # Hook runs, session ends and import checkpoints are bookkeeping: they must
+            # not reorder the list.
+            if item.get("type") not in _QUIET_TYPES or self.updatedAt is None:
                 self.updatedAt = ts
         seq = item.get("seq")
         if isinstance(seq, int) and seq > self.lastSeq:
@@ -124,3 +127,8 @@ def summarize(
     for item in items:
         summary.apply(item)
     return summary
+
+
+Indexed = tuple[ThreadSummary, LineMark | None]
+"""A thread's index row: its summary, and the last line of the file it covers (None:
+unknown, so a change is read from the start)."""

@@ -11,31 +11,43 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
+import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore import snapshots
-from restore.engine import judge
+from restore.engine import Judgement, judge
 from restore.environment import ENVIRONMENT_FIELDS, probe
+from restore.external import ExternalChange, ExternalThreads
+from restore.home import Home
 from restore.jsonl import ThreadFile
+from restore.pages import ThreadPages
 from restore.paths import Layout, validate_thread_id
+from restore.sources.handoff import IMPORTED_AGENTS, handoff_command, thread_id_for
 from restore.store import AppendResult, Durability, PendingSync
-from restore.stores import Store, Writer, open_store
+from restore.stores import Store, Writer
+from restore.stores.base import derived
+from restore.stores.embedded import EmbeddedStore
 from restore.subsystems import ThreadState
 from restore.subsystems import messages as messages_subsystem
 from restore.subsystems import operations as ledger
-from restore.summary import ThreadSummary
+from restore.summary import Indexed, ThreadSummary, summarize
 
 ProgressCallback = Callable[[int, int], None]
 INDEX_FLUSH_SECONDS = 0.5
+SNAPSHOT_RETRY_ITEMS = 100
+"""After a failed snapshot, items until the next attempt."""
+logger = logging.getLogger("sessiond.threads")
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
 # Items that belong to one session of the source thread and are not copied by a fork.
-NOT_FORKED = frozenset({"session_meta", "lifecycle", "thread_title"})
+NOT_FORKED = frozenset({"session_meta", "lifecycle", "thread_title", "import_checkpoint"})
 LOCAL_OWNER = "local"
 
 
@@ -125,11 +137,22 @@ class ThreadService:
         self,
         layout: Layout,
         durability: Durability = Durability.FSYNC,
+        home: Home | None = None,
+        pages: ThreadPages | None = None,
         *,
         store: Store | None = None,
     ) -> None:
         self.layout = layout
-        self.store: Store = store if store is not None else open_store(None, layout, durability)
+        # A read-only home (restore/home.py) is listed from an index in memory, read, and
+        # resumed as a report; every write is refused with StorageError before it starts.
+        # A shared store keeps its threads elsewhere: the home's state does not bind it.
+        self.home = home or Home(layout.home)
+        self.read_only = self.home.read_only is not None and store is None
+        self.store: Store = store or EmbeddedStore(
+            layout, durability, read_only=self.read_only, pages=pages, live=self._live_rows
+        )
+        self.shared = self.store.shared
+        self.pages = self.store.pages
         self.index = self.store.index
         self._open: dict[str, OpenSession] = {}  # by thread id
         # Group commit: writers with appends not yet synced (`begin_commit` takes them).
@@ -137,6 +160,10 @@ class ThreadService:
         self._syncs: list[PendingSync] = []  # begun by `begin_commit`, kept until checked
         self._index_dirty: dict[str, Writer] = {}
         self._index_flushed = 0.0
+        # Each thread's size after this process last wrote it: a watcher seeing that size
+        # knows the change was ours (restore/external.py).
+        self.written_sizes: dict[str, int] = {}
+        self.external = ExternalThreads(layout, self.written_sizes)
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -151,14 +178,16 @@ class ThreadService:
         client: dict[str, Any] | None = None,
         owner: str = LOCAL_OWNER,
         origin: dict[str, Any] | None = None,
+        trusted_folders: Sequence[str] = (),
     ) -> StartedThread:
         """A new thread, durable at once: its file holds the first `session_meta`.
 
-        `origin` marks a thread that mirrors another agent's session (ACP, an import)."""
+        `origin` marks a thread that mirrors another agent's session (ACP, an import).
+        `trusted_folders` (here and below): where git may run the repository's programs."""
         meta = self._session_meta(
             source="startup",
             reason="user",
-            environment=probe(cwd),
+            environment=probe(cwd, trusted_folders),
             workspace_folder=workspace_folder,
             title=title,
             model=model,
@@ -177,14 +206,22 @@ class ThreadService:
         message_limit: int,
         available_models: list[str] | None = None,
         owner: str = LOCAL_OWNER,
+        trusted_folders: Sequence[str] = (),
+        max_bytes: int = 8 * 1024 * 1024,
     ) -> dict[str, Any]:
         """Restore every subsystem in order; a new session, or `needs_review` and none.
 
         Reads the newest valid snapshot plus the tail after it (full replay otherwise),
         judges the state against the current environment, and opens a writable session
-        only when the thread would not continue in the wrong place.
+        only when the thread would not continue in the wrong place. The newest
+        `message_limit` messages come along, within `max_bytes`.
         """
         thread_id = validate_thread_id(thread_id)
+        origin = self.store.read_origin(thread_id)
+        if origin is not None and origin.get("agent") in IMPORTED_AGENTS:
+            return self._resume_mirror(
+                thread_id, origin, cwd, accept_drift, message_limit, available_models, max_bytes
+            )
         self._release(thread_id, owner)  # a resume supersedes the same client's session
         snapshot, snapshot_problem = self.store.load_snapshot(thread_id)
         writer = self.store.open_writer(thread_id, snapshot.checkpoint if snapshot else None)
@@ -200,9 +237,9 @@ class ThreadService:
             clean = snapshot is not None and snapshot.closed_session_id == previous
             continue_reason = "user" if clean else "process_recovery"
             recorded = state.states["worktree"]
-            current = probe(cwd or recorded.get("cwd") or ".")
+            current = probe(cwd or recorded.get("cwd") or ".", trusted_folders)
             verdict = judge(state, current, available_models)
-            ready = not verdict.blocked or accept_drift
+            ready = (not verdict.blocked or accept_drift) and not self.read_only
             session_id: str | None = None
             if ready:
                 session_id = _new_id()
@@ -227,25 +264,91 @@ class ThreadService:
                 self._append(session, new_items, session_id, minted=True)
                 self._open[thread_id] = session
                 opened = True
-            return {
-                "status": "ready" if ready else "needs_review",
-                "thread": writer.summary.thread_info(),
-                "session": {"sessionId": session_id, "resumedFrom": previous},
-                "environment": {
-                    "recorded": {key: recorded.get(key) for key in ENVIRONMENT_FIELDS},
-                    "current": current,
-                    "drift": verdict.drift,
-                },
-                "subsystems": verdict.subsystem_reports(),
-                "pendingOperations": verdict.outcome("operations").state["open"],
-                "lastDurableSeq": writer.last_seq,
-                "recovery": loaded.recovery(),
-                "continueReason": continue_reason,
-                "messages": messages_subsystem.page(state.states["messages"], message_limit),
-            }
+            return _report(
+                ready,
+                writer.summary,
+                {"sessionId": session_id, "resumedFrom": previous},
+                verdict,
+                current,
+                writer.last_seq,
+                loaded.recovery(),
+                continue_reason,
+                self._newest_messages(
+                    writer.thread_id, writer.path, state, message_limit, max_bytes
+                ),
+                self._read_only_home(),
+            )
         finally:
             if not opened:
                 writer.close()
+
+    def _resume_mirror(
+        self,
+        thread_id: str,
+        origin: dict[str, Any],
+        cwd: str | None,
+        accept_drift: bool,
+        message_limit: int,
+        available_models: list[str] | None,
+        max_bytes: int,
+    ) -> dict[str, Any]:
+        """An imported thread mirrors a session its agent keeps writing, so its resume
+        opens no sessiond session: restored and judged like any thread, it answers with
+        the agent's own resume (`handoff`) once the workspace matches or the drift is
+        accepted. Nothing is written and no lock is taken: the importer appends to this
+        file as the agent goes on, and must never find it held by a reader.
+        """
+        contents, archived = self.store.read(thread_id)
+        if archived:
+            raise ProtocolError(
+                ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
+            )
+        path = None if self.shared else self.layout.thread_path(thread_id)
+        state = ThreadState().apply_all(contents.items)
+        summary = summarize(thread_id, contents.items)
+        recorded = state.states["worktree"]
+        current = probe(cwd or recorded.get("cwd") or ".")
+        verdict = judge(state, current, available_models)
+        ready = not verdict.blocked or accept_drift
+        source_skipped = [
+            {**line, "source": item.get("source")}
+            for item in contents.items
+            if item.get("type") == "import_checkpoint"
+            for line in item.get("skipped") or []
+        ]
+        recovery = {
+            "skippedLines": [line.to_wire() for line in contents.skipped],
+            "snapshotUsed": False,
+            "snapshotProblem": "imported threads are replayed in full",
+            "replayedItems": len(contents.items),
+            "bomStripped": contents.bom,
+            "tornTailRecovered": contents.torn_tail_offset is not None,
+            "sourceSkippedLines": source_skipped,
+        }
+        report = _report(
+            ready,
+            summary,
+            {"sessionId": None, "resumedFrom": summary.latestSessionId},
+            verdict,
+            current,
+            summary.lastSeq,
+            recovery,
+            "handoff",
+            self._newest_messages(thread_id, path, state, message_limit, max_bytes),
+            self._read_only_home(),
+        )
+        session = str(origin.get("sessionId"))
+        command = handoff_command(origin["agent"], session)
+        # The agent resumes its session as it is now: an older revision (the transcript
+        # was rewritten since) has nothing to hand over to.
+        revision = origin.get("revision") if isinstance(origin.get("revision"), int) else 1
+        newer = self.store.exists(thread_id_for(origin["agent"], session, revision + 1))
+        report["handoff"] = (
+            {"agent": origin["agent"], "command": command, "cwd": recorded.get("cwd")}
+            if ready and command and not newer
+            else None
+        )
+        return report
 
     def fork(
         self,
@@ -254,6 +357,7 @@ class ThreadService:
         at_turn_id: str | None,
         at_seq: int | None,
         owner: str = LOCAL_OWNER,
+        trusted_folders: Sequence[str] = (),
     ) -> StartedThread:
         """A new thread holding exactly the items up to the cut (a turn or a seq)."""
         contents, _ = self.store.read(thread_id)
@@ -273,7 +377,7 @@ class ThreadService:
         meta = self._session_meta(
             source="startup",
             reason="fork",
-            environment=probe(source.states["worktree"].get("cwd") or "."),
+            environment=probe(source.states["worktree"].get("cwd") or ".", trusted_folders),
             workspace_folder=latest_meta.get("workspaceFolder"),
             title=title or latest_meta.get("title"),
             model=(source.states["model_override"] or {}).get("model"),
@@ -293,7 +397,14 @@ class ThreadService:
             self._open[started.summary.threadId].writer.summary, started.session_id
         )
 
-    def clear(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> dict[str, Any]:
+    def clear(
+        self,
+        thread_id: str,
+        session_id: str,
+        owner: str = LOCAL_OWNER,
+        *,
+        trusted_folders: Sequence[str] = (),
+    ) -> dict[str, Any]:
         """A new session with an empty conversation; cost, todos, model, permissions and
         file history carry over (they are state, not conversation)."""
         session = self._session(thread_id, session_id, owner)
@@ -303,7 +414,7 @@ class ThreadService:
         meta = self._session_meta(
             source="clear",
             reason="user",
-            environment=probe(session.state.states["worktree"].get("cwd") or "."),
+            environment=probe(session.state.states["worktree"].get("cwd") or ".", trusted_folders),
             workspace_folder=session.writer.summary.workspaceFolder,
             model=(session.state.states["model_override"] or {}).get("model"),
             permissions=session.state.states["permissions"] or None,
@@ -406,13 +517,17 @@ class ThreadService:
         this append (ThreadBusy if another process writes the thread).
         """
         thread_id = validate_thread_id(thread_id)
+        self._writable()
         if (session := self._open.get(thread_id)) is not None:
             self._append(session, items, session.session_id)
             return session.writer.summary
         writer = self.store.open_writer(thread_id)
         try:
             writer.append(items, writer.summary.latestSessionId or _new_id())
-            self.index.upsert(writer.summary, writer.path)
+            self.note_written(writer)
+            self._derived(
+                "index row", self.index.upsert, writer.summary, writer.path, writer.mark()
+            )
             return writer.summary
         finally:
             writer.close()
@@ -460,17 +575,26 @@ class ThreadService:
         """Append server-decided items (edits, rewinds) to an open session."""
         return self._append(session, items, session.session_id)
 
-    # --- reading -----------------------------------------------------------------------
+    # --- reading (pages of a thread: `self.pages`, safe on any thread) -----------------
 
-    def read(
-        self, thread_id: str, after_seq: int, limit: int
-    ) -> tuple[list[dict[str, Any]], int | None, ThreadFile]:
-        """Items after `after_seq`, at most `limit`; the next cursor only if more remain."""
-        contents, _ = self.store.read(thread_id)
-        later = [item for item in contents.items if item["seq"] > after_seq]
-        page = later[:limit]
-        next_after = page[-1]["seq"] if len(later) > limit else None
-        return page, next_after, contents
+    def _newest_messages(
+        self, thread_id: str, path: Path | None, state: ThreadState, limit: int, max_bytes: int
+    ) -> dict[str, Any]:
+        """Resume's `messages`: the newest `limit` after the boundary, read by seq."""
+        reduced = state.states["messages"]
+        seqs = messages_subsystem.newest(reduced, limit)
+        items, cut = self.pages.pick(thread_id, path, seqs, max_bytes)
+        if items:
+            older = cut or reduced["count"] > len(items)
+            next_before = items[0]["seq"] if older else None
+        else:  # none, or the newest alone is too large: thread/read names it
+            next_before = seqs[-1] + 1 if seqs else None
+        return {
+            "items": items,
+            "total": reduced["count"],
+            "boundarySeq": reduced["boundarySeq"],
+            "nextBeforeSeq": next_before,
+        }
 
     def list(
         self,
@@ -498,13 +622,15 @@ class ThreadService:
 
     def archive(self, thread_id: str, archived: bool, owner: str = LOCAL_OWNER) -> ThreadSummary:
         thread_id = validate_thread_id(thread_id)
+        self._writable()
         self._release(thread_id, owner)
         return self.store.set_archived(thread_id, archived)
 
     def delete(self, thread_id: str, owner: str = LOCAL_OWNER) -> None:
         thread_id = validate_thread_id(thread_id)
+        self._writable()
         self._release(thread_id, owner)
-        self.store.delete(thread_id)  # with its snapshot and listing row
+        self.store.delete(thread_id)  # with its snapshot, offset map and listing row
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -562,6 +688,10 @@ class ThreadService:
         return kept, no_ops
 
     def _snapshot(self, session: OpenSession, *, closed: bool) -> None:
+        """Write the session's snapshot. A snapshot is derived: when it cannot be written
+        (disk full, a broken directory) the records it would cover are durable all the
+        same, so the failure is logged and retried `SNAPSHOT_RETRY_ITEMS` items later,
+        never answered to the client."""
         checkpoint = session.writer.checkpoint()
         if checkpoint is None:
             return
@@ -572,8 +702,15 @@ class ThreadService:
             bom=session.bom,
             closed_session_id=session.session_id if closed else None,
         )
-        self.store.save_snapshot(session.writer.thread_id, snapshot)
-        session.snapshot_seq = session.state.seq
+        thread_id = session.writer.thread_id
+        if self._derived("snapshot", self.store.save_snapshot, thread_id, snapshot):
+            session.snapshot_seq = session.state.seq
+        else:  # the next attempt comes SNAPSHOT_RETRY_ITEMS items from now
+            session.snapshot_seq = session.state.seq - snapshots.EVERY_ITEMS + SNAPSHOT_RETRY_ITEMS
+
+    @staticmethod
+    def _derived(what: str, work: Callable[..., Any], *args: Any) -> bool:
+        return derived(what, work, *args)
 
     def _close_session(self, session: OpenSession) -> None:
         try:
@@ -582,7 +719,18 @@ class ThreadService:
         finally:
             session.writer.close()
 
+    def _read_only_home(self) -> dict[str, Any] | None:
+        """Why a resume opened no session though nothing drifted, for the report."""
+        if not self.read_only:
+            return None
+        return {"path": str(self.home.path), "reason": self.home.read_only}
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise self.home.refuse_write()
+
     def _create(self, meta: dict[str, Any], owner: str) -> StartedThread:
+        self._writable()
         thread_id, session_id = meta["threadId"], _new_id()
         writer = self.store.create(thread_id, session_id, meta)
         state = ThreadState()
@@ -630,6 +778,7 @@ class ThreadService:
         )
 
     def _session(self, thread_id: str, session_id: str, owner: str) -> OpenSession:
+        self._writable()  # every write through a session (record, clear, edits) starts here
         session = self._open.get(thread_id)  # an open thread's id is valid already
         if session is None:
             thread_id = validate_thread_id(thread_id)
@@ -678,18 +827,61 @@ class ThreadService:
         Rows are written in batches, at most `INDEX_FLUSH_SECONDS` after a change (the
         server also flushes when a stream of records pauses), and always before this
         process lists, closes or moves a thread: one SQLite transaction per record would
-        cost more than the record itself.
+        cost more than the record itself. An index not open yet is not opened here: its
+        first open reconciles every file, which the answer to a start or a resume must
+        not wait for (the server flushes right after it instead). A shared store writes
+        its listing rows with the items: nothing to batch.
         """
+        if self.shared:
+            return
         self._index_dirty[writer.thread_id] = writer
-        if time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS:
+        self.note_written(writer)
+        stale = time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS
+        if stale and self.index.is_open:
             self.flush_index()
 
+    def external_changes(self, thread_ids: list[str]) -> list[ExternalChange]:
+        """What other processes did to these threads (their files changed), with the
+        index rows brought up to date, so this process's listings agree at once."""
+        changes = [c for t in thread_ids if (c := self.external.changed(t)) is not None]
+        rows = [change.row for change in changes if change.row is not None]
+        if rows:
+            self.index.refresh(rows)
+        return changes
+
+    def threads_changed_since(self, seconds: float) -> list[str]:
+        """Ids of the thread files modified at or after `seconds` (epoch): what a watcher
+        that was still starting may have missed."""
+        found = []
+        for path, _, stat in self.layout.scan_thread_files():
+            if stat.st_mtime >= seconds:
+                with contextlib.suppress(ProtocolError):  # not a thread file: not ours
+                    found.append(validate_thread_id(os.path.basename(path)[: -len(".jsonl")]))
+        return found
+
+    def _live_rows(self) -> dict[str, Indexed]:
+        """Index rows of the files this process writes, current in memory: the index never
+        reads them (its first open in a process would otherwise see our own appends)."""
+        writers = [s.writer for s in self._open.values()] + list(self._index_dirty.values())
+        return {str(w.path): (w.summary, w.mark()) for w in writers if not w.closed}
+
+    def note_written(self, writer: Writer) -> None:
+        """Remember a thread's size after a write of ours (see `written_sizes`)."""
+        if self.shared:
+            return
+        self.written_sizes[writer.thread_id] = writer.size
+
     def flush_index(self) -> None:
-        """Write every pending index row now."""
+        """Write every pending index row now; rows that cannot be written (SQLite: disk
+        full) stay pending for the next flush. Never raises: the index is derived."""
         self._index_flushed = time.monotonic()
         if self._index_dirty:
-            dirty, self._index_dirty = self._index_dirty, {}
-            self.index.upsert_many([(w.summary, w.path) for w in dirty.values() if not w.closed])
+            # Cleared only once written: until then they are live rows (below), which the
+            # index's first open in this process takes instead of reading their files.
+            dirty = [w for w in self._index_dirty.values() if not w.closed]
+            rows = [(w.summary, w.path, w.mark()) for w in dirty]
+            if self._derived("index rows", self.index.upsert_many, rows):
+                self._index_dirty = {}
 
     @staticmethod
     def _fork_cut(items: list[dict[str, Any]], at_turn_id: str | None, at_seq: int | None) -> int:
@@ -708,6 +900,39 @@ class ThreadService:
                 )
             return at_seq
         return last
+
+
+def _report(
+    ready: bool,
+    summary: ThreadSummary,
+    session: dict[str, Any],
+    verdict: Judgement,
+    current: dict[str, Any],
+    last_seq: int,
+    recovery: dict[str, Any],
+    continue_reason: str,
+    messages: dict[str, Any],
+    read_only: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The RestoreReport (DESIGN.md §4) of a judged thread."""
+    recorded = verdict.outcome("worktree").state or {}  # the worktree subsystem's state
+    return {
+        "status": "ready" if ready else "needs_review",
+        "thread": summary.thread_info(),
+        "session": session,
+        "environment": {
+            "recorded": {key: recorded.get(key) for key in ENVIRONMENT_FIELDS},
+            "current": current,
+            "drift": verdict.drift,
+        },
+        "subsystems": verdict.subsystem_reports(),
+        "pendingOperations": verdict.outcome("operations").state["open"],
+        "lastDurableSeq": last_seq,
+        "recovery": recovery,
+        "continueReason": continue_reason,
+        "messages": messages,
+        "readOnly": read_only,
+    }
 
 
 def _end_item(session_id: str, reason: str) -> dict[str, Any]:

@@ -3,3 +3,6 @@
 Invariant: a handler unpacks params, calls `restore`, shapes the answer; it never decides
 what is stored. `initialize` touches no thread file, index, git or hook config.
 """
+
+__version__ = "0.1.0"
+"""The one place the version is written: pyproject.toml reads it, `--version` prints it."""

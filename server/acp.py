@@ -308,8 +308,16 @@ def _sessiond_meta(params: Any) -> dict[str, Any]:
 class AcpProxy:
     """Both directions of one editor ↔ AGENT connection, and the threads it records."""
 
-    def __init__(self, home: Path, argv: list[str], write_editor: Callable[[bytes], None]):
+    def __init__(
+        self,
+        home: Path,
+        argv: list[str],
+        write_editor: Callable[[bytes], None],
+        store: str | None = None,
+    ):
         self.home = home
+        self.store_url = store
+        """A `postgresql://` URL (`--store`, SESSIOND_STORE): record into the shared store."""
         self.argv = argv
         self.owner = f"acp:{os.getpid()}"
         self._write_editor = write_editor
@@ -336,14 +344,19 @@ class AcpProxy:
 
     @property
     def service(self) -> ThreadService:
-        """The embedded store, created by the first session method that needs it."""
+        """The store (embedded, or the shared one `--store` names), created by the first
+        session method that needs it; a shared store connects with its first request."""
         if self._service is None:
             from restore.paths import Layout
+            from restore.private import private_dirs
             from restore.store import Durability
+            from restore.stores import open_store
             from restore.threads import ThreadService
 
-            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._service = ThreadService(Layout(self.home), Durability.GROUP)
+            private_dirs(self.home)  # 0700, and so are any parents it creates
+            layout = Layout(self.home)
+            store = open_store(self.store_url, layout, Durability.GROUP) if self.store_url else None
+            self._service = ThreadService(layout, Durability.GROUP, store=store)
         return self._service
 
     @property
@@ -656,7 +669,8 @@ class AcpProxy:
             and message["method"] == "fs/write_text_file"
             and isinstance(params, dict)
         ):
-            before = _read_before(params.get("path"))
+            session = self.service.session_for(live.thread_id, live.session_id, self.owner)
+            before = _read_before(session.state.states["worktree"], params.get("path"))
         request_id = next(self._ids)
         assert self.agent is not None
         self.downstream[request_id] = Downstream(
@@ -848,6 +862,8 @@ class AcpProxy:
             message_limit=HISTORY_LIMIT,
             owner=self.owner,
         )
+        if report.get("readOnly"):  # no session on a read-only data directory: not drift
+            raise self.service.home.refuse_write()
         if report["status"] != "ready":
             drift = report["environment"]["drift"]
             fields = ", ".join(d["field"] for d in drift if d.get("severity") == "block")
@@ -857,6 +873,15 @@ class AcpProxy:
                 "_meta.sessiond.acceptDrift to continue here anyway",
                 threadId=thread_id,
                 drift=drift,
+            )
+        if report.get("handoff") is not None or report["session"]["sessionId"] is None:
+            # An imported Claude Code / Codex session: its own agent keeps it (and the
+            # importer keeps appending to it), so sessiond opens no session to write into.
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                "this session was imported from another agent: continue it there",
+                threadId=thread_id,
+                handoff=report.get("handoff"),
             )
         thread_id = report["thread"]["threadId"]
         session_id = report["session"]["sessionId"]
@@ -873,9 +898,9 @@ class AcpProxy:
             self._record(live, recovered)
             items = self.service.store.read(thread_id)[0].items
         session = self.service.session_for(thread_id, session_id, self.owner)
-        live.history = messages_subsystem.page(session.state.states["messages"], HISTORY_LIMIT)[
-            "items"
-        ]
+        # The newest messages since the boundary (the state keeps their seqs, not bodies).
+        newest = set(messages_subsystem.newest(session.state.states["messages"], HISTORY_LIMIT))
+        live.history = [item for item in items if item.get("seq") in newest]
         self.hooks.session_started(
             _hook_client(self),
             thread_id=thread_id,
@@ -1029,7 +1054,7 @@ class AcpProxy:
             thread_id = validate_thread_id(thread_id)
         except ProtocolError:
             return None
-        return thread_id if self.service.layout.locate(thread_id) is not None else None
+        return thread_id if self.service.store.exists(thread_id) else None
 
     async def _call(self, method: str, params: Any, *, release_hold: str | None = None) -> Any:
         """A request of the proxy's own to AGENT; AgentRefused / AgentGone on failure."""
@@ -1049,11 +1074,9 @@ class AcpProxy:
         A failure is logged and forwarding goes on: the editor must keep working."""
         if not recorded.items:
             return
-        from restore import blobs
-
         try:
             for data in recorded.blobs.values():
-                blobs.put(self.service.layout, data)
+                self.service.store.put_blob(data)
             self.service.record(
                 live.thread_id, live.session_id, recorded.items, self.owner, defer_sync=True
             )
@@ -1078,13 +1101,12 @@ class AcpProxy:
                 logger.warning("could not update the thread index: %s", exc)
 
     async def _sync(self) -> None:
-        sync = self.service.begin_commit()
-        if sync is None:
-            return
         try:
-            await asyncio.to_thread(sync)
+            sync = self.service.begin_commit()  # a shared store commits here
+            if sync is not None:
+                await asyncio.to_thread(sync)
         except ProtocolError as exc:
-            logger.error("could not sync the thread files: %s", exc)
+            logger.error("could not make the records durable: %s", exc)
 
     def _send_editor(self, message: dict[str, Any]) -> None:
         if not self.stopping:
@@ -1160,31 +1182,18 @@ def _agent_session_of(items: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _read_before(path: Any) -> bytes | None:
+def _read_before(worktree: dict[str, Any], path: Any) -> bytes | None:
     """A file's content before the editor writes it, for its `file_edit` before-blob.
 
-    Only read, never written, and only a regular file of bounded size.
-    TODO(containment): once restore/ has its path-containment module, ask it here."""
-    if not isinstance(path, str) or not os.path.isabs(path):
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        import stat
+    Only read, never written: a regular file of bounded size inside the thread's workspace,
+    as restore/access.py decides for every client-named path. Anything else has no
+    before-blob (the write itself is the editor's to allow or refuse)."""
+    from restore.access import Scope, read_regular
 
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BEFORE_BYTES:
-            return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
+    try:
+        return read_regular(Scope.of_thread(worktree).resolve(path), MAX_BEFORE_BYTES)
+    except (ProtocolError, OSError):
         return None
-    finally:
-        os.close(fd)
 
 
 # --- hooks ---------------------------------------------------------------------------------
@@ -1222,14 +1231,14 @@ def _hook_client(proxy: AcpProxy) -> Any:
 # --- the process ---------------------------------------------------------------------------
 
 
-async def serve(home: Path, argv: list[str]) -> int:
+async def serve(home: Path, argv: list[str], store: str | None = None) -> int:
     """Proxy the editor on stdin/stdout to AGENT until either side ends."""
     from server.pipes import BatchedOutput, read_input
 
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
     output = BatchedOutput(sys.stdout.buffer, ended.set)
-    proxy = AcpProxy(home, argv, output.write)
+    proxy = AcpProxy(home, argv, output.write, store)
     try:
         await proxy.start_agent()
     except OSError as exc:
@@ -1257,10 +1266,10 @@ async def serve(home: Path, argv: list[str]) -> int:
     return 0
 
 
-def main(home: Path, argv: list[str]) -> int:
+def main(home: Path, argv: list[str], store: str | None = None) -> int:
     if not argv:
         print(
             "sessiond acp: name the agent to run: sessiond acp -- AGENT [ARGS...]", file=sys.stderr
         )
         return 2
-    return asyncio.run(serve(home, argv))
+    return asyncio.run(serve(home, argv, store))

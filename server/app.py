@@ -2,8 +2,11 @@
 
 All thread work runs on one worker thread, in order (server/worker.py): the store needs no
 locks of its own, fsync never blocks the event loop, and the loop stays free to read, cancel
-and answer `initialize`. The thread service (and with it GitPython and SQLite) is created
-by the first request that needs it, never at startup.
+and answer `initialize`. Pages of `thread/read` are the exception: they run on reader
+threads, since files are append-only and readers need no lock, so one client paging
+through a long thread never holds another client's record. The thread service (and with
+it SQLite and the git probe) is created by the first request that needs it, never at
+startup.
 """
 
 from __future__ import annotations
@@ -11,12 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-
-from pygls.protocol import default_converter
-from pygls.server import JsonRPCServer
 
 from server.config import ServerConfig
 from server.rpc import SessiondProtocol
@@ -24,11 +26,15 @@ from server.subscriptions import Subscriptions
 from server.worker import StoreWorker
 
 if TYPE_CHECKING:
+    from restore.pages import ThreadPages
+    from restore.stores import Pages, Store
     from restore.threads import ThreadService
     from server.hooks import LifecycleHooks
+    from server.watch import Watcher
 
 T = TypeVar("T")
 UPDATE_COALESCE_SECONDS = 0.05
+READER_THREADS = 2
 logger = logging.getLogger("sessiond")
 
 
@@ -37,22 +43,25 @@ def _log_failure(future: asyncio.Future[Any]) -> None:
         logger.error("background index flush failed: %s", error)
 
 
-class SessiondServer(JsonRPCServer):
-    protocol: SessiondProtocol
-
+class SessiondServer:
     def __init__(self, config: ServerConfig) -> None:
-        super().__init__(SessiondProtocol, default_converter)
         self.config = config
         self._service: ThreadService | None = None
+        self._pages: ThreadPages | None = None
+        self._pages_lock = threading.Lock()
+        self._store: Store | None = None
+        self._store_lock = threading.Lock()
         self.worker = StoreWorker(begin_commit=self._begin_commit)
+        # Threads start on the first read, not here.
+        self._readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="sessiond-read")
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self._pending_updates: dict[str, Any] = {}
         self.subscriptions = Subscriptions()
         self.workspace_listeners: list[Callable[[], None]] = []
-        self._primary_taken = False
         self._hooks: LifecycleHooks | None = None
+        self._watcher: Watcher | None = None
 
     @property
     def hooks(self) -> LifecycleHooks:
@@ -64,6 +73,21 @@ class SessiondServer(JsonRPCServer):
             self._hooks = LifecycleHooks(self)
         return self._hooks
 
+    def ensure_watching(self) -> None:
+        """Follow files other processes write (server/watch.py), from the first request
+        that shows a client threads on: never at startup (no warmup)."""
+        if self.config.store:
+            return  # a shared store's changes come by LISTEN/NOTIFY (`_changed_elsewhere`)
+        if self._watcher is None:
+            from server.watch import Watcher
+
+            self._watcher = Watcher(self)
+        self._watcher.ensure_started()
+
+    async def stop_watching(self) -> None:
+        if self._watcher is not None:
+            await self._watcher.stop()
+
     async def stop_hooks(self) -> None:
         """Before exit: SessionEnd hooks get a short grace, every other hook is killed."""
         if self._hooks is not None:
@@ -73,20 +97,46 @@ class SessiondServer(JsonRPCServer):
     def service(self) -> ThreadService:
         """Created on first use (worker thread only), so startup reads no file."""
         if self._service is None:
+            from restore.home import open_home
             from restore.paths import Layout
             from restore.store import Durability
-            from restore.stores import open_store
             from restore.threads import ThreadService
 
-            home = Path(self.config.home)
-            home.mkdir(parents=True, exist_ok=True, mode=0o700)
-            layout, durability = Layout(home), Durability(self.config.durability)
-            store = open_store(self.config.store, layout, durability)
-            self._service = ThreadService(layout, durability, store=store)
-            # A shared store: threads other sessiond processes start or change reach this
-            # one's clients (LISTEN/NOTIFY), from the first request on, never before.
-            store.watch(self._changed_elsewhere)
+            # A home that is a file or unreadable is StorageError for this request and the
+            # next (checked again: the user may fix it while the server runs).
+            home = open_home(Path(self.config.home))
+            store = self.shared_store
+            if home.read_only is not None and store is None:
+                logger.warning("serving %s read-only: %s", home.path, home.read_only)
+            self._service = ThreadService(
+                Layout(home.path),
+                Durability(self.config.durability),
+                home,
+                None if store is not None else self.pages,
+                store=store,
+            )
+            if store is not None:
+                # Threads other sessiond processes start or change reach this one's clients
+                # (LISTEN/NOTIFY), from the first request that needs the store, never before.
+                store.watch(self._changed_elsewhere)
         return self._service
+
+    @property
+    def shared_store(self) -> Store | None:
+        """The store a `--store` URL names (None: the embedded store), made on first use;
+        it connects to its database with its first request, not here."""
+        if not self.config.store:
+            return None
+        with self._store_lock:
+            if self._store is None:
+                from restore.paths import Layout
+                from restore.store import Durability
+                from restore.stores import open_store
+
+                durability = Durability(self.config.durability)
+                self._store = open_store(self.config.store, Layout(Path(self.config.home)),
+                                         durability)  # fmt: skip
+            return self._store
 
     def _changed_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:
         """From the store's listener thread: tell this server's clients, on the loop."""
@@ -101,6 +151,24 @@ class SessiondServer(JsonRPCServer):
         elif summary is not None:
             self.announce_update(summary)
 
+    @property
+    def pages(self) -> Pages:
+        """Pages of threads, for any thread (reader threads, and the service's resume);
+        created on first use, like the service, once the data directory checks out (or
+        the shared store's, read from its rows)."""
+        store = self.shared_store
+        if store is not None:
+            return store.pages
+        with self._pages_lock:
+            if self._pages is None:
+                from restore.home import open_home
+                from restore.pages import ThreadPages
+                from restore.paths import Layout
+
+                home = open_home(Path(self.config.home))  # StorageError until it is usable
+                self._pages = ThreadPages(Layout(home.path))
+            return self._pages
+
     def _begin_commit(self) -> Callable[[], None] | None:
         """Group commit's first step (server/worker.py). Never creates the service: the
         committer may ask once more while `close` has already taken it away."""
@@ -110,11 +178,9 @@ class SessiondServer(JsonRPCServer):
         """A protocol for a new connection, with every handler registered on it."""
         from server.handlers import register
 
-        if self._primary_taken:
-            connection = SessiondProtocol(self, default_converter())
-        else:
-            connection, self._primary_taken = self.protocol, True
+        connection = SessiondProtocol(self.config.home)
         connection.send_bytes = send_bytes
+        connection.max_frame = self.config.max_frame
         register(connection, self)
         if os.environ.get("SESSIOND_DEBUG") == "1":
             from server.debug import register_debug
@@ -129,11 +195,7 @@ class SessiondServer(JsonRPCServer):
             return
         self.connections.remove(connection)
         self.subscriptions.drop(connection)
-        pending = [
-            asyncio.wrap_future(f) if not asyncio.isfuture(f) else f
-            for f in connection._request_futures.values()
-            if not f.done()
-        ]
+        pending = [f for f in connection.in_flight.values() if not f.done()]
         if pending:
             await asyncio.wait(pending)
         if self._service is not None:
@@ -165,6 +227,10 @@ class SessiondServer(JsonRPCServer):
     async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
         """`work(*args)` on the store thread, after every job queued before it."""
         return await self.worker.submit(work, *args)
+
+    async def run_reader(self, work: Callable[[], T]) -> T:
+        """`work()` on a reader thread: for reads that need no lock and no store state."""
+        return await asyncio.get_running_loop().run_in_executor(self._readers, work)
 
     def schedule_index_flush(self) -> None:
         """After a burst of records, write the batched index rows once it pauses, so other
@@ -204,7 +270,12 @@ class SessiondServer(JsonRPCServer):
         """Release every writer lock and the index; safe to call more than once."""
         if self._hooks is not None:
             self._hooks.kill_all()
+        if self._watcher is not None:
+            self.worker.run_blocking(self._watcher.close)
         if self._service is not None:
             service, self._service = self._service, None
-            self.worker.run_blocking(service.close_all)
+            self.worker.run_blocking(service.close_all)  # the store too
+        elif self._store is not None:  # pages were read, nothing written
+            self.worker.run_blocking(self._store.close)
         self.worker.shutdown()
+        self._readers.shutdown(wait=True)

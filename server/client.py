@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from protocol import PROTOCOL_VERSION
+from server.config import ServerConfig
 from server.discovery import live_servers
 
 if TYPE_CHECKING:  # websockets is imported by the commands that connect, not by `serve`
@@ -32,15 +33,18 @@ CLIENT_NAME = "sessiond-client"
 
 
 class RemoteError(Exception):
-    """An error answer from the server: its code, message and `data` (with `kind`)."""
+    """An error answer from the server: its code, message and `data` (with `kind`); as a
+    string, the one line a person reads (`ThreadNotFound: no thread …`)."""
 
     def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(f"{(error.get('data') or {}).get('kind')}: {error.get('message')}")
+        kind = (error.get("data") or {}).get("kind") or f"error {error.get('code')}"
+        super().__init__(f"{kind}: {error.get('message')}")
         self.error = error
 
 
 def discover(home: Path, cwd: str | None = None, port: int | None = None) -> dict[str, Any]:
-    """The server to talk to: the one on `port`, else one serving `cwd`, else the newest."""
+    """The server to talk to: the one on `port`, else the one whose workspace folder holds
+    `cwd` most closely (the innermost folder wins), else the newest."""
     servers = live_servers(home)
     if port is not None:
         servers = [s for s in servers if s.get("port") == port]
@@ -51,10 +55,14 @@ def discover(home: Path, cwd: str | None = None, port: int | None = None) -> dic
             "start one with `sessiond serve --ws 0`"
         )
     if cwd is not None:
-        for record in servers:
-            for folder in record.get("workspaceFolders") or []:
-                if cwd == folder or cwd.startswith(folder.rstrip("/") + "/"):
-                    return record
+        serving = [
+            (len(folder), -rank, record)
+            for rank, record in enumerate(servers)
+            for folder in record.get("workspaceFolders") or []
+            if cwd == folder or cwd.startswith(folder.rstrip("/") + "/")
+        ]
+        if serving:
+            return max(serving, key=lambda match: match[:2])[2]
     return servers[0]
 
 
@@ -125,18 +133,21 @@ class Client:
         await self._reader
 
 
-def add_arguments(commands: Any) -> None:
-    """The `client` subcommand and its own subcommands."""
-    client = commands.add_parser("client", help="talk to a running server over WebSocket")
+def add_arguments(client: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """The `client` subcommand's own subcommands (each takes the common options too)."""
     client.add_argument("--port", type=int, help="the server's port (default: discover)")
-    actions = client.add_subparsers(dest="client_command", required=True)
-    listing = actions.add_parser("list", help="list threads, newest first")
+    actions = client.add_subparsers(dest="client_command", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="list threads, newest first", parents=[common])
     listing.add_argument("--workspace-folder", help="only threads in or under this folder")
     listing.add_argument("--limit", type=int, default=50)
-    resume = actions.add_parser("resume", help="resume a thread and print its restore report")
+    resume = actions.add_parser(
+        "resume", help="resume a thread and print its restore report", parents=[common]
+    )
     resume.add_argument("thread_id")
     resume.add_argument("--accept-drift", action="store_true")
-    record = actions.add_parser("record", help="resume a thread and record one message")
+    record = actions.add_parser(
+        "record", help="resume a thread and record one message", parents=[common]
+    )
     record.add_argument("thread_id")
     record.add_argument("--message", required=True)
     record.add_argument("--role", choices=("user", "assistant", "system"), default="user")
@@ -174,12 +185,12 @@ async def _run(home: Path, args: argparse.Namespace) -> Any:
         await client.close()
 
 
-def main(home: Path, args: argparse.Namespace) -> int:
-    """Print the answer as JSON; a server error goes to stderr with its kind."""
+def run(config: ServerConfig, args: argparse.Namespace) -> int:
+    """Print the answer as JSON; a failure is one line on stderr, as in every subcommand."""
     try:
-        answer = asyncio.run(_run(home, args))
+        answer = asyncio.run(_run(Path(config.home), args))
     except RemoteError as remote:
-        sys.stderr.buffer.write(orjson.dumps(remote.error) + b"\n")
+        print(f"sessiond: {remote}", file=sys.stderr)
         return 2
     except LookupError as missing:
         print(f"sessiond: {missing}", file=sys.stderr)

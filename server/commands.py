@@ -1,28 +1,48 @@
-"""Offline commands (`list`, `show`, `doctor`): the same engine, without a server."""
+"""Offline commands (`list`, `show`, `import`, `doctor`, `migrate`): the same engine,
+without a server.
+
+Each checks the data directory first (restore/home.py): a home that cannot be used is one
+line and exit code 2 (printed by server/cli.py); a read-only one is read as it is. With
+`--store URL` (or SESSIOND_STORE) `list`, `show`, `doctor` and `migrate` work on the
+shared database instead; `import` writes the embedded store only.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from restore.doctor import run_doctor
+from restore.home import Home, open_home
 from restore.paths import Layout
 from restore.store import Durability
-from restore.stores import open_store
+from restore.stores import is_shared, open_store
 from restore.threads import ThreadService
-from server.cli import print_json
+from server import transcript
+from server.cli import embedded_only, print_json
 from server.config import ServerConfig
+from server.terminal import clip, plural, relative_time, safe, table
+
+TITLE_COLUMNS = 60
+BRANCH_COLUMNS = 24
+
+if TYPE_CHECKING:
+    from restore.importer import FileResult, Importer, ImportSummary
 
 
-def _layout(config: ServerConfig) -> Layout:
-    return Layout(Path(config.home))
+def _label(info: dict[str, object]) -> str:
+    """As the extension labels a row: the title, else the first message, else what it is."""
+    return str(info["title"] or info["preview"] or "(no messages yet)")
 
 
 def _service(config: ServerConfig) -> ThreadService:
     """The thread service on the configured store (embedded, or the shared database)."""
-    layout = _layout(config)
-    return ThreadService(layout, store=open_store(config.store, layout, Durability.FSYNC))
+    home = open_home(Path(config.home))
+    layout = Layout(home.path)
+    store = open_store(config.store, layout, Durability.FSYNC) if config.store else None
+    return ThreadService(layout, home=home, store=store)
 
 
 def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
@@ -38,33 +58,48 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
         )
     finally:
         service.close_all()
-    for thread in threads:
-        info = thread.thread_info()
-        if args.json:
+    infos = [thread.thread_info() for thread in threads]
+    if args.json:
+        for info in infos:
             print_json(info)
-        else:
-            title = info["title"] or info["preview"] or "(empty)"
-            print(
-                f"{info['threadId']}  {info['updatedAt'] or '':27}  {info['itemCount']:>6}  "
-                f"{info['branch'] or '-':20.20}  {title[:60]}"
-            )
+        return 0
+    if args.quiet:
+        for info in infos:
+            print(info["threadId"])
+        return 0
+    if not infos:
+        print("no threads" + (" match" if args.cwd or args.workspace_folder or args.search else ""))
+        return 0
+    rows = [
+        [
+            info["threadId"],
+            relative_time(info["updatedAt"] or info["createdAt"]),
+            str(info["itemCount"]),
+            clip(safe(info["branch"] or "-", one_line=True), BRANCH_COLUMNS),
+            clip(safe(_label(info), one_line=True), TITLE_COLUMNS),
+        ]
+        for info in infos
+    ]
+    print(table(("THREAD", "UPDATED", "ITEMS", "BRANCH", "TITLE"), rows, right=(2,)))
     return 0
 
 
 def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
     service = _service(config)
     try:
-        contents, _ = service.store.read(args.thread_id)
+        contents, archived = service.store.read(args.thread_id)
     finally:
         service.close_all()
-    for item in contents.items:
-        if args.json:
+    if args.json:
+        for item in contents.items:
             print_json(item)
-        else:
-            body = item.get("content") if item.get("type") == "message" else ""
-            role = item.get("role", "")
-            text = body if isinstance(body, str) else "[parts]"
-            print(f"{item['seq']:>6}  {item['type']:14}  {role:9}  {text[:100]!s}")
+    else:
+        title = next((i.get("title") for i in reversed(contents.items) if i.get("title")), None)
+        heading = f"thread {args.thread_id}" + (" (archived)" if archived else "")
+        print(safe(f"{heading}: {title}", one_line=True) if title else heading)
+        for line in transcript.render(contents.items):
+            print(line)
+        print(transcript.footer(contents.items))
     for line in contents.skipped:
         print(
             f"skipped line {line.lineNo} ({line.reason}) at byte {line.byteOffset}", file=sys.stderr
@@ -73,37 +108,45 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def _progress_bar(title: str, done: int, total: int) -> None:
+    if total == 0:
+        return  # nothing to do is nothing to draw
     width = 30
-    filled = width if total == 0 else width * done // total
+    filled = width * done // total
     sys.stderr.write(f"\r{title:24} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
     if done >= total:
         sys.stderr.write("\n")
     sys.stderr.flush()
 
 
-def doctor(config: ServerConfig, *, repair: bool = False) -> int:
+def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
     if config.store:
         return _doctor_shared(config)
+    home: Home = open_home(Path(config.home))
+    if args.repair and home.read_only is not None:
+        raise home.refuse_write()
     progress = _progress_bar if sys.stderr.isatty() else None
-    report = run_doctor(_layout(config), progress, repair=repair)
-    print(f"checked {report.files} thread files, {report.items} items")
+    report = run_doctor(
+        Layout(home.path), progress, repair=args.repair, read_only=home.read_only is not None
+    )
+    print(f"checked {plural(report.files, 'thread file')}, {plural(report.items, 'item')}")
     for finding in report.findings:
+        where = safe(str(finding.path), one_line=True)
         if finding.error:
-            print(f"{finding.path}: unreadable: {finding.error}")
+            print(f"{where}: unreadable: {finding.error}")
         if finding.empty:
-            print(f"{finding.path}: empty file (a thread/start that never completed)")
+            print(f"{where}: empty file (a thread/start that never completed)")
         if finding.repaired and finding.path.exists():
-            print(f"{finding.path}: torn tail repaired (copied to recovered/)")
+            print(f"{where}: torn tail repaired (copied to recovered/)")
         elif finding.repaired:
-            print(f"{finding.path}: empty file moved to recovered/")
+            print(f"{where}: empty file moved to recovered/")
         if finding.bom:
-            print(f"{finding.path}: UTF-8 BOM at start (ignored)")
+            print(f"{where}: UTF-8 BOM at start (ignored)")
         for line in finding.skipped:
             print(
-                f"{finding.path}: line {line.lineNo} skipped ({line.reason}) at byte "
-                f"{line.byteOffset}: {line.preview!r}"
+                f"{where}: line {line.lineNo} skipped ({line.reason}) at byte "
+                f"{line.byteOffset}: {safe(repr(line.preview), one_line=True)}"
             )
-    print(f"index: {report.index_action}, {report.indexed} threads")
+    print(f"index: {report.index_action}, {plural(report.indexed, 'thread')}")
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
 
@@ -114,21 +157,23 @@ def _doctor_shared(config: ServerConfig) -> int:
     service = _service(config)
     try:
         threads = service.index.count()
+        where = getattr(service.store, "where", "store")
     finally:
         service.close_all()
-    print(f"{getattr(service.store, 'where', 'store')}: schema up to date, {threads} threads")
+    print(f"{where}: schema up to date, {plural(threads, 'thread')}")
     print("clean")
     return 0
 
 
-def migrate(config: ServerConfig, to: str) -> int:
-    """Copy every thread of the configured store to `to` (a URL, or a data directory)."""
-    from restore.stores import is_shared
+def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
+    """Copy every thread of the configured store to `--to` (a URL, or a data directory)."""
     from restore.stores.transfer import copy_threads
 
+    to = args.to
+    home = open_home(Path(config.home))
     source_url = None if is_shared(to) else config.store
-    source = open_store(source_url, _layout(config), Durability.FSYNC)
-    target_home = _layout(config) if is_shared(to) else Layout(Path(to))
+    source = open_store(source_url, Layout(home.path), Durability.FSYNC)
+    target_home = Layout(home.path) if is_shared(to) else Layout(open_home(Path(to)).path)
     target = open_store(to if is_shared(to) else None, target_home, Durability.FSYNC)
     progress = (lambda done, total: _progress_bar("Copying threads", done, total)) if (
         sys.stderr.isatty()
@@ -140,9 +185,102 @@ def migrate(config: ServerConfig, to: str) -> int:
         target.close()
     where = getattr(target, "where", None) or str(Path(to).resolve())
     print(
-        f"{report.threads} threads to {where}: {report.copied} records copied, "
-        f"{report.present} already there, {report.blobs} blobs"
+        f"{plural(report.threads, 'thread')} to {where}: {report.copied} records copied, "
+        f"{report.present} already there, {plural(report.blobs, 'blob')}"
     )
     for thread_id, why in report.failed:
-        print(f"{thread_id}: not copied: {why}")
+        print(f"{thread_id}: not copied: {safe(why, one_line=True)}")
     return 0 if not report.failed else 1
+
+
+def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond import claude|codex [--from DIR] [--watch]`: import, summarize, then
+    (with --watch) follow the store until Ctrl-C."""
+    from restore.importer import SOURCES, Importer
+
+    if config.store:
+        raise embedded_only("import")
+
+    kind = SOURCES[args.agent]
+    service = _service(config)
+    root = Path(args.source) if args.source else None
+    importer = Importer(service, kind, root, live=args.watch)
+    try:
+        if not importer.root.is_dir():
+            print(f"sessiond: no {kind.agent} sessions: {importer.root} is not a directory",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        bar = _progress_bar if sys.stderr.isatty() else None
+        progress = (lambda done, total: bar(f"importing {kind.name}", done, total)) if bar else None
+        summary = importer.import_all(progress)
+        _print_summary(summary, as_json=args.json)
+        return _watch(importer, as_json=args.json) if args.watch else 0
+    finally:
+        importer.close()
+        service.close_all()
+
+
+def _print_summary(summary: ImportSummary, *, as_json: bool) -> None:
+    if as_json:
+        print_json(summary.to_json())
+        return
+    print(
+        f"{summary.agent}: {summary.sessions} sessions in {summary.root}: {summary.created} new, "
+        f"{summary.updated} updated, {summary.revisions} new revisions, {summary.unchanged} "
+        f"unchanged, {summary.empty} empty; {summary.items:,} items, {summary.skippedLines} "
+        f"skipped lines, in {summary.seconds:.1f} s"
+    )
+    for problem in summary.problems:
+        _print_problem(problem)
+
+
+def _print_problem(problem: dict[str, Any]) -> None:
+    path = problem["path"]
+    if problem["reason"]:
+        print(f"{path}: {problem['status']}: {problem['reason']}")
+    for line in problem["skipped"]:
+        print(f"{path}: line {line['lineNo']} skipped ({line['reason']}) at byte "
+              f"{line['byteOffset']}: {line['preview']!r}")  # fmt: skip
+    if problem["repaired"]:
+        print(f"{path}: {problem['repaired']} line(s) kept with invalid UTF-8 replaced")
+
+
+def _watch(importer: Importer, *, as_json: bool) -> int:
+    """Import each session file as it is written; Ctrl-C (or SIGTERM) ends it cleanly."""
+    import signal
+
+    from watchfiles import watch
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    watching = False
+    try:
+        # The first (empty) yield comes once the watcher is in place: only then are files
+        # written since the first import caught up, so none falls between the two.
+        for changes in watch(importer.root, debounce=200, step=30, rust_timeout=500,
+                             yield_on_timeout=True, recursive=True):  # fmt: skip
+            if not watching:
+                watching = True
+                _report(importer.import_files(importer.scan()), as_json=as_json)
+                print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
+            paths = sorted({Path(p) for _, p in changes})
+            sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
+            if sessions:
+                _report([importer.import_file(path) for path in sessions], as_json=as_json)
+                importer.commit()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _report(results: list[FileResult], *, as_json: bool) -> None:
+    for result in results:
+        if as_json:
+            if result.status != "unchanged":
+                hidden = ("summary", "appended")
+                print_json({k: v for k, v in result.__dict__.items() if k not in hidden})
+        elif result.changed and result.summary is not None:
+            title = result.summary.title or result.summary.preview
+            print(f"{result.status}: {title!r} (+{result.items} items) {result.path}")
+        elif result.reason or result.skipped:
+            _print_problem({**result.__dict__})
+    sys.stdout.flush()

@@ -8,6 +8,17 @@ from dataclasses import dataclass, field
 from restore.paths import default_home
 from server.framing import DEFAULT_MAX_FRAME
 
+FOLLOWABLE = ("claude", "codex")
+
+
+def parse_follow(value: str) -> tuple[str, ...]:
+    """`claude,codex` → the agents whose sessions `serve` imports and follows live."""
+    names = tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
+    unknown = [name for name in names if name not in FOLLOWABLE]
+    if unknown:
+        raise ValueError(f"cannot follow {', '.join(unknown)} (choose from claude, codex)")
+    return names
+
 
 @dataclass
 class ServerConfig:
@@ -16,3 +27,5 @@ class ServerConfig:
     max_frame: int = DEFAULT_MAX_FRAME
     store: str | None = field(default_factory=lambda: os.environ.get("SESSIOND_STORE") or None)
     """A `postgresql://` URL for the shared store; None: the embedded store under `home`."""
+    follow: tuple[str, ...] = ()
+    """Agents whose session stores are imported and followed once a client lists threads."""

@@ -19,7 +19,7 @@ METHOD = "sessiond/debug"
 
 
 def register_debug(connection: SessiondProtocol, server: SessiondServer) -> None:
-    connection.fm.feature(METHOD)(lambda params: report(server))
+    connection.methods[METHOD] = lambda params: report(server)
 
 
 def report(server: SessiondServer) -> dict[str, Any]:
@@ -30,6 +30,8 @@ def report(server: SessiondServer) -> dict[str, Any]:
         "threadServiceCreated": server._service is not None,
         "hooksCreated": server._hooks is not None,
         "storeWorker": {"hops": server.worker.hops, "commits": server.worker.commits},
+        # Thread files the index has read (whole or from a row's end) in this process.
+        "indexFilesRead": server._service.index.files_read if server._service else 0,
     }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from protocol import PROTOCOL_VERSION
+from restore.private import private_dirs
 
 
 def servers_dir(home: Path) -> Path:
@@ -77,9 +78,12 @@ class LockFile:
             "workspaceFolders": [],
             "protocolVersion": PROTOCOL_VERSION,
         }
+        self.removed = False
 
     def write(self, workspace_folders: Iterable[str] = ()) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.removed:
+            return
+        private_dirs(self.directory)  # and the data dir, 0700, if this server creates it
         os.chmod(self.directory, 0o700)
         self.record["workspaceFolders"] = list(workspace_folders)
         fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
@@ -93,7 +97,9 @@ class LockFile:
             raise
 
     def remove(self) -> None:
-        """Remove the file if it is still ours (a later server may reuse the port)."""
+        """Remove the file if it is still ours (a later server may reuse the port); later
+        writes do nothing, so a late folder change cannot bring it back."""
+        self.removed = True
         record = _read(self.path)
         if record is not None and record.get("pid") == os.getpid():
             with contextlib.suppress(OSError):

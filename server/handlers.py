@@ -1,14 +1,14 @@
 """Request handlers: unpack params, call the thread service on the worker, shape the answer.
 
 Params are validated with the pydantic models of `protocol.methods`, imported by the first
-request that needs them: `initialize` is answered before pydantic, SQLite or GitPython is
-loaded (sessiond promises no warmup).
+request that needs them: `initialize` is answered before pydantic or SQLite is loaded, or
+git run (sessiond promises no warmup).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
 from restore.subsystems import SUBSYSTEM_NAMES
+from server import __version__
 from server.framing import Framing
 
 if TYPE_CHECKING:
@@ -28,9 +29,8 @@ if TYPE_CHECKING:
     from server.rpc import SessiondProtocol
 
 SERVER_NAME = "sessiond"
-SERVER_VERSION = "0.1.0"
+SERVER_VERSION = __version__
 LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
-_progress_tokens = itertools.count(1)
 
 
 @dataclass
@@ -43,48 +43,32 @@ class Context:
         return self.server.service
 
     def workspace_folder_of(self, cwd: str) -> str | None:
-        """The innermost workspace folder the client opened that contains `cwd`."""
-        best: str | None = None
-        for folder in self.connection.workspace_folders:
-            path = str(folder.get("path", "")).rstrip("/") or "/"
-            inside = cwd == path or cwd.startswith(path + "/")
-            if inside and (best is None or len(path) > len(best)):
-                best = path
-        return best
+        """The innermost workspace folder the client opened that holds `cwd` (resolved:
+        `A/../B` is not in A). Does file I/O (realpath): call it on the worker."""
+        from restore.access import folder_of
+
+        return folder_of(cwd, self.folder_paths())
+
+    def folder_paths(self) -> list[str]:
+        """Every workspace folder the client opened, as it named them."""
+        return [str(folder.get("path", "")) for folder in self.connection.workspace_folders]
+
+    def trusted_folders(self) -> list[str]:
+        """The folders the client marked trusted: only there may git run the repository's
+        own programs (fsmonitor, hooks, filters) and workspace hooks run."""
+        return [
+            str(folder.get("path", ""))
+            for folder in self.connection.workspace_folders
+            if folder.get("trusted") is True
+        ]
 
     def progress(self, title: str) -> Callable[[int, int], None]:
-        """A `$/progress` reporter callable from the worker thread (begin, report, end)."""
-        token = f"sessiond/{next(_progress_tokens)}"
+        """A `$/progress` reporter for this client, callable from the worker thread."""
+        from server.progress import reporter
+
         loop = self.server.loop
         assert loop is not None, "progress is only reported while serving"
-        state = {"begun": False, "ended": False}
-
-        def send(value: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(
-                self.connection.notify, "$/progress", {"token": token, "value": value}
-            )
-
-        def report(done: int, total: int) -> None:
-            if state["ended"]:
-                return
-            percentage = 100 if total == 0 else min(100, done * 100 // total)
-            if not state["begun"]:
-                state["begun"] = True
-                send(
-                    {
-                        "kind": "begin",
-                        "title": title,
-                        "percentage": percentage,
-                        "message": f"{done}/{total}",
-                    }
-                )
-            if done >= total:
-                state["ended"] = True
-                send({"kind": "end", "message": f"{total} threads indexed"})
-            elif state["begun"]:
-                send({"kind": "report", "percentage": percentage, "message": f"{done}/{total}"})
-
-        return report
+        return reporter(loop, self.connection.notify, title, "thread", "indexed")
 
 
 Handler = Callable[[Context, Any], Any]  # a result, or an awaitable of one
@@ -108,13 +92,13 @@ def _validate(method: str, params: dict[str, Any]) -> BaseModel:
 
 
 def register(connection: SessiondProtocol, server: SessiondServer) -> None:
-    """Register every handler on a connection's pygls feature manager."""
+    """Register every handler (and the notifications sessiond reads) on a connection."""
     ctx = Context(connection, server)
     for method, handler in HANDLERS.items():
-        connection.fm.feature(method)(_bind(method, handler, ctx))
-    connection.fm.feature("initialized")(lambda params: None)
-    connection.fm.feature("workspace/didChangeWorkspaceFolders")(
-        lambda params: _change_folders(ctx, params)
+        connection.methods[method] = _bind(method, handler, ctx)
+    connection.methods["initialized"] = lambda params: None
+    connection.methods["workspace/didChangeWorkspaceFolders"] = lambda params: _change_folders(
+        ctx, params
     )
 
 
@@ -189,12 +173,27 @@ async def shutdown(ctx: Context, params: Any) -> None:
 # --- threads ---------------------------------------------------------------------------
 
 
+def _absolute(cwd: str) -> str:
+    """A cwd a client names: absolute and without NUL (InvalidParams otherwise)."""
+    from restore.access import checked_text
+
+    if not os.path.isabs(checked_text(cwd, "cwd")):
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS, f"cwd must be an absolute path: {cwd!r}", field="cwd"
+        )
+    return cwd
+
+
 @handles("thread/start")
 async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
+    from restore.access import existing_directory
+
+    trusted = ctx.trusted_folders()
     started = await ctx.server.run_in_worker(
         lambda: ctx.service.start(
-            cwd=params.cwd,
+            cwd=existing_directory(params.cwd),
             workspace_folder=ctx.workspace_folder_of(params.cwd),
+            trusted_folders=trusted,
             title=params.title,
             model=params.model,
             permissions=params.permissions.model_dump(exclude_none=True)
@@ -205,6 +204,7 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     info = started.summary.thread_info()
+    ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
     ctx.server.broadcast("thread/started", {"thread": info})
     ctx.server.hooks.session_started(
@@ -253,6 +253,7 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 
 @handles("thread/list")
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
+    ctx.server.ensure_watching()  # a client looks at threads: keep them live from now on
     progress = ctx.progress("Indexing threads")
     summaries, cursor = await ctx.server.run_in_worker(
         lambda: ctx.service.list(
@@ -270,29 +271,43 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/read")
 async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
-    items, next_after, contents = await ctx.server.run_in_worker(
-        ctx.service.read, params.threadId, params.afterSeq, params.limit
+    """Off the store thread: a long read never holds another client's record."""
+    page = await ctx.server.run_reader(
+        lambda: ctx.server.pages.read(
+            params.threadId,
+            after=params.afterSeq,
+            before=params.beforeSeq,
+            limit=params.limit,
+            max_bytes=ctx.server.config.max_frame,
+        )
     )
-    return {
-        "items": items,
-        "nextAfterSeq": next_after,
-        "skippedLines": [line.to_wire() for line in contents.skipped],
-    }
+    import orjson
+
+    cursor = "nextBeforeSeq" if params.beforeSeq is not None else "nextAfterSeq"
+    # The items go out as the file has them: embedded, not decoded and encoded again.
+    items = [orjson.Fragment(raw) for raw in page.raw]
+    return {"items": items, cursor: page.next_seq, "skippedLines": page.skipped}
 
 
 @handles("thread/resume")
 async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
+    if params.cwd is not None:
+        _absolute(params.cwd)
+    trusted = ctx.trusted_folders()
     report = await ctx.server.run_in_worker(
         lambda: ctx.service.resume(
             params.threadId,
             cwd=params.cwd,
+            trusted_folders=trusted,
             accept_drift=params.acceptDrift,
             message_limit=params.messageLimit,
             available_models=params.availableModels,
             owner=ctx.connection.owner,
+            max_bytes=ctx.server.config.max_frame // 2,  # the rest of the report fits beside
         )
     )
     if report["session"]["sessionId"]:  # ready: needs_review opens no session, runs no hook
+        ctx.server.schedule_index_flush()  # its row, for other processes' listings
         await ctx.server.name_holder(report["thread"]["threadId"], ctx.connection)
         ctx.server.broadcast("thread/updated", {"thread": report["thread"]})
         ctx.server.hooks.session_started(
@@ -314,9 +329,11 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
             at_turn_id=params.atTurnId,
             at_seq=params.atSeq,
             owner=ctx.connection.owner,
+            trusted_folders=ctx.trusted_folders(),
         )
     )
     info = started.summary.thread_info()
+    ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
     ctx.server.broadcast("thread/started", {"thread": info})
     ctx.server.hooks.session_started(  # a fork is a startup with forkedFrom
@@ -378,8 +395,11 @@ async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/clear")
 async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
+    trusted = ctx.trusted_folders()
     result = await ctx.server.run_in_worker(
-        ctx.service.clear, params.threadId, params.sessionId, ctx.connection.owner
+        lambda: ctx.service.clear(
+            params.threadId, params.sessionId, ctx.connection.owner, trusted_folders=trusted
+        )
     )
     hooks = ctx.server.hooks
     hooks.session_ended(ctx, thread_id=params.threadId, session_id=params.sessionId, reason="clear")
@@ -427,6 +447,7 @@ async def fs_apply_edit(ctx: Context, params: Any) -> dict[str, Any]:
         path=params.path,
         content=params.content,
         expected_sha=params.expectedSha,
+        folders=ctx.folder_paths(),
     )
 
 
@@ -442,4 +463,5 @@ async def thread_rewind(ctx: Context, params: Any) -> dict[str, Any]:
         files=params.files,
         conversation=params.conversation,
         force=params.force,
+        folders=ctx.folder_paths(),
     )

@@ -10,7 +10,8 @@ The file format is Claude Code's, so a user can copy a `SessionStart` block acro
 matcher selects by lifecycle source for `SessionStart` and by end reason for `SessionEnd`.
 
 Nothing here runs at import or at server start: a file is read the first time a lifecycle
-event needs it, and read again only when its mtime or size changed.
+event needs it, and read again only when its mtime or size changed. Reading happens on a
+worker thread (server/hooks.py), and only a regular file is read.
 """
 
 from __future__ import annotations
@@ -26,11 +27,16 @@ from typing import Any
 
 import orjson
 
+from protocol.errors import ProtocolError
+from restore.access import read_regular
+
 logger = logging.getLogger("sessiond.hooks")
 
 EVENTS = ("SessionStart", "SessionEnd")
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 600.0
+CONFIG_LIMIT = 1 << 20
+"""A hooks.json larger than this is ignored (and logged)."""
 ENTRY_POINT_GROUP = "sessiond.hooks"
 _INTERPRETERS = re.compile(r"^(?:(?:ba|da|z|k)?sh|python[\d.]*|node|ruby|perl|uv|deno|bun)$")
 
@@ -161,9 +167,15 @@ class ConfigFiles:
         if cached is not None and cached[0] == stamp:
             return cached[1]
         try:
-            specs = parse(orjson.loads(path.read_bytes()), origin)
+            # A regular file only, opened without blocking: a FIFO here must not hold the
+            # session's hooks (nor a worker thread) forever.
+            data = read_regular(str(path), CONFIG_LIMIT) or b"{}"
+            specs = parse(orjson.loads(data), origin)
         except (OSError, ValueError) as exc:  # orjson.JSONDecodeError is a ValueError
             logger.warning("ignoring hooks in %s: %s", path, exc)
+            specs = []
+        except ProtocolError as refused:
+            logger.warning("ignoring hooks in %s: %s", path, refused.message)
             specs = []
         self._cache[path] = (stamp, specs)
         return specs

@@ -6,7 +6,9 @@ has been sent. Nothing a hook does can change an answer, delay it, or take the s
 
 - hooks of one event run in parallel, each under its own timeout;
 - a command hook runs in its own process group (`start_new_session=True`), and the whole
-  group is killed on timeout, on shutdown and when the server exits (EOF, `exit`, signal);
+  group is killed on timeout, on shutdown and when the server exits (EOF, `exit`, signal),
+  with every process it started that left the group (server/reaper.py: the server is a
+  child subreaper and each run's processes carry its tag);
 - events of one thread are handled in order (a clear's SessionEnd before its SessionStart);
 - every run is recorded in the thread as `lifecycle` items (started, then completed,
   failed or timed_out, with exit code, bounded stderr and duration) and announced to
@@ -27,7 +29,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import threading
 import time
 import traceback
@@ -38,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from restore.access import folder_of
+from server import reaper
 from server.hook_config import (
     ConfigFiles,
     HookSpec,
@@ -78,8 +81,9 @@ class _Event:
     thread_id: str
     session: _Session
     match_on: str  # the source (SessionStart) or the end reason (SessionEnd)
-    workspace: str | None  # a trusted workspace folder holding cwd, if any
+    folders: list[tuple[str, bool]]  # the client's workspace folders and their trust
     extra: dict[str, Any]
+    workspace: str | None = None  # the trusted folder holding cwd: set off the event loop
 
     def payload(self) -> dict[str, Any]:
         """What a hook reads on stdin; Claude Code's snake_case names are there too, so
@@ -122,6 +126,9 @@ class LifecycleHooks:
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_of_thread: dict[str, asyncio.Task[None]] = {}
         self._processes: dict[int, str] = {}  # process group id -> event name
+        self._active_runs: set[str] = set()  # command hooks whose own process still runs
+        self._orphans = reaper.Orphans()
+        self._ran_commands = False
         self._stopping = False
 
     # --- called by handlers ------------------------------------------------------------
@@ -158,7 +165,7 @@ class LifecycleHooks:
             extra["previousSessionId"] = previous_session_id
         if forked_from:
             extra["forkedFrom"] = forked_from
-        event = _Event("SessionStart", thread_id, session, source, _trusted(ctx, cwd), extra)
+        event = _Event("SessionStart", thread_id, session, source, _folders(ctx), extra)
         self._schedule(thread_id, lambda: self._run_event(event), after_answer)
 
     def session_ended(
@@ -184,7 +191,7 @@ class LifecycleHooks:
             thread_id,
             session,
             reason,
-            _trusted(ctx, session.cwd),
+            _folders(ctx),
             {"reason": reason},
         )
         self._schedule(thread_id, lambda: self._run_event(event), after_answer)
@@ -222,7 +229,7 @@ class LifecycleHooks:
         self._stopping = True
         for pgid, event in list(self._processes.items()):
             if event != "SessionEnd":
-                _kill_group(pgid)
+                reaper.kill_group(pgid)
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=grace)
         self.kill_all()
@@ -232,10 +239,13 @@ class LifecycleHooks:
             await asyncio.wait(set(self._tasks), timeout=grace)
 
     def kill_all(self) -> None:
-        """Kill every hook process group still running (safe from any thread, any time)."""
+        """Kill every hook process group still running, and every process a hook started
+        that left its group (safe from any thread, any time)."""
         self._stopping = True
         for pgid in list(self._processes):
-            _kill_group(pgid)
+            reaper.kill_group(pgid)
+        if self._ran_commands:
+            reaper.kill_tagged(None)
 
     # --- running -----------------------------------------------------------------------
 
@@ -284,7 +294,9 @@ class LifecycleHooks:
                     )
                 ],
             )
-        specs = [s for s in self._specs(event.workspace) if s.event == event.name]
+        # Off the event loop: resolving folders and reading hooks.json touch the disk.
+        specs = await asyncio.to_thread(self._specs, event)
+        specs = [s for s in specs if s.event == event.name]
         specs = [s for s in specs if s.matches(event.match_on)]
         names: set[str] = set()
         runs = []
@@ -297,7 +309,9 @@ class LifecycleHooks:
             runs.append(self._run_hook(event, spec, name))
         await asyncio.gather(*runs)
 
-    def _specs(self, workspace: str | None) -> list[HookSpec]:
+    def _specs(self, event: _Event) -> list[HookSpec]:
+        """Every configured hook for the event's place (on a worker thread, not the loop)."""
+        event.workspace = workspace = trusted_folder(event.session.cwd, event.folders)
         specs = list(self._files.load(user_config_dir() / "hooks.json", "user"))
         if workspace is not None:
             path = workspace_config_path(workspace)
@@ -318,7 +332,7 @@ class LifecycleHooks:
         recorded = asyncio.ensure_future(self._append(event.thread_id, [started]))
         began = time.monotonic()
         if spec.command is not None:
-            outcome = await self._run_command(event, spec)
+            outcome = await self._run_command(event, spec, run_id)
         else:
             outcome = await self._run_function(event, spec)
         duration_ms = round((time.monotonic() - began) * 1000)
@@ -351,7 +365,7 @@ class LifecycleHooks:
         await self._append(event.thread_id, items)
         self._notify(event, finished)
 
-    async def _run_command(self, event: _Event, spec: HookSpec) -> _Outcome:
+    async def _run_command(self, event: _Event, spec: HookSpec, run_id: str) -> _Outcome:
         assert spec.command is not None
         cwd = event.session.cwd if event.session.cwd and os.path.isdir(event.session.cwd) else None
         env = {
@@ -360,7 +374,14 @@ class LifecycleHooks:
             "SESSIOND_THREAD_ID": event.thread_id,
             "SESSIOND_SESSION_ID": event.session.session_id,
             "SESSIOND_PROJECT_DIR": event.workspace or event.session.cwd or "",
+            reaper.MARKER: run_id,  # inherited by everything the hook starts
         }
+        if not self._ran_commands:
+            # Before the first hook process: what a hook detaches (double fork, setsid) is
+            # re-parented to this process, not init, so it can be found and killed.
+            reaper.become_subreaper()
+            self._ran_commands = True
+        self._active_runs.add(run_id)
         try:
             process = await asyncio.create_subprocess_shell(
                 spec.command,
@@ -372,6 +393,7 @@ class LifecycleHooks:
                 start_new_session=True,  # its own process group: killpg reaches its children
             )
         except OSError as exc:
+            self._active_runs.discard(run_id)
             return _Outcome("failed", error=f"could not start: {exc}")
         self._processes[process.pid] = event.name
         try:
@@ -383,18 +405,29 @@ class LifecycleHooks:
                     process.wait(),
                 )
         except TimeoutError:
-            _kill_group(process.pid)
+            reaper.kill_group(process.pid)
+            killed = await asyncio.to_thread(reaper.kill_tagged, {run_id})
             await _reap(process)
+            self._orphans.add(killed - {process.pid})  # asyncio reaps the hook itself
             return _Outcome(
                 "timed_out",
                 exit_code=process.returncode,
-                error=f"no answer within {spec.timeout:g} s; its process group was killed",
+                error=f"no answer within {spec.timeout:g} s; it and every process it "
+                "started were killed",
             )
         except BaseException:
-            _kill_group(process.pid)  # cancelled: the server is going away
+            reaper.kill_group(process.pid)  # cancelled: the server is going away
+            reaper.kill_tagged({run_id})
             raise
         finally:
             self._processes.pop(process.pid, None)
+            self._active_runs.discard(run_id)
+            self._orphans.finished(process.pid)
+            # What the hook left behind (adopted, or exited) is reaped off the event loop.
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().run_in_executor(
+                    None, self._orphans.tend, self._active_runs
+                )
         return _judge(code, stdout, _decode_stderr(stderr))
 
     async def _run_function(self, event: _Event, spec: HookSpec) -> _Outcome:
@@ -455,18 +488,22 @@ class LifecycleHooks:
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _trusted(ctx: Context, cwd: str | None) -> str | None:
+def _folders(ctx: Context) -> list[tuple[str, bool]]:
+    return [
+        (str(entry.get("path", "")), entry.get("trusted") is True)
+        for entry in ctx.connection.workspace_folders
+    ]
+
+
+def trusted_folder(cwd: str | None, folders: list[tuple[str, bool]]) -> str | None:
     """The innermost workspace folder holding `cwd`, if the client marked it trusted.
-    Workspace hooks run only from a trusted folder (DESIGN.md §7)."""
-    if not cwd:
-        return None
-    folder = ctx.workspace_folder_of(cwd)
+    Workspace hooks run only from a trusted folder (DESIGN.md §7); both are resolved first,
+    so `TRUSTED/../UNTRUSTED` counts as UNTRUSTED."""
+    folder = folder_of(cwd, [path for path, _ in folders]) if cwd else None
     if folder is None:
         return None
-    for entry in ctx.connection.workspace_folders:
-        if (str(entry.get("path", "")).rstrip("/") or "/") == folder:
-            return folder if entry.get("trusted") is True else None
-    return None
+    trusted = {path.rstrip("/") or "/": flag for path, flag in folders}
+    return folder if trusted.get(folder) else None
 
 
 def _lifecycle_item(event: _Event, *, status: str, **fields: Any) -> dict[str, Any]:
@@ -556,11 +593,6 @@ async def _reap(process: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(TimeoutError, ProcessLookupError):
         async with asyncio.timeout(5):
             await process.wait()
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _in_daemon_thread(function: Callable[[dict[str, Any]], Any], payload: dict[str, Any]) -> Any:

@@ -1,11 +1,12 @@
 """One JSON-RPC connection: envelope checks, handshake state, dispatch, framed output.
 
-pygls's `JsonRPCProtocol` keeps the handler registry (`fm`) and runs notifications; this
-subclass adds what it leaves out and sessiond promises: -32700/-32600 answers instead of
-silently dropped messages, -32002 before `initialize`, a typed `data.kind` on every
-error, orjson output, and either framing. Requests are dispatched here, not by pygls:
-its path (runtime Protocol checks, `inspect` of the handler, a context copy) cost about
-as much CPU per request as appending a record, and `thread/record` is the hot path.
+What sessiond promises of JSON-RPC is all here: -32700/-32600 answers instead of silently
+dropped messages, -32002 before `initialize`, a typed `data.kind` on every error, bounded
+requests in flight, cancellation, orjson output, and either framing. It was built on
+pygls's `JsonRPCProtocol`, but by the end that lent only a dict of handlers: requests were
+dispatched here already (pygls's per-request path cost as much CPU as appending a record),
+and importing pygls cost ~400 ms of every spawn (`lsprotocol.types`, the whole LSP as
+attrs classes) for it. docs/architecture.md has the measurements.
 """
 
 from __future__ import annotations
@@ -16,23 +17,36 @@ import itertools
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
-from pygls.protocol import JsonRPCNotification, JsonRPCProtocol
 
-from protocol.errors import ErrorKind, ProtocolError
-from server.framing import BadHeader, Event, Frame, FrameTooLarge, Framing, encode
+from protocol.errors import ErrorKind, ProtocolError, storage_error
+from server.framing import (
+    DEFAULT_MAX_FRAME,
+    BadHeader,
+    Event,
+    Frame,
+    FrameTooLarge,
+    Framing,
+    encode,
+)
+from server.refusals import RateLimitedLog
 
 logger = logging.getLogger("sessiond.rpc")
+refusals = RateLimitedLog(logger)
 
 _connection_ids = itertools.count(1)
 ALWAYS_ALLOWED = frozenset({"initialize", "exit", "$/cancelRequest"})
+NOTIFICATIONS = frozenset({"initialized", "workspace/didChangeWorkspaceFolders"})
+"""The notifications a client may send; every other registered method is a request."""
 MAX_IN_FLIGHT = 64
 
 
-def error_from_exception(exc: BaseException) -> dict[str, Any]:
-    """The JSON-RPC error object for any exception a handler raised."""
+def error_from_exception(exc: BaseException, home: str | None = None) -> dict[str, Any]:
+    """The JSON-RPC error object for any exception a handler raised (`home`: the data
+    directory, to name the index file in an SQLite error)."""
     if isinstance(exc, ProtocolError):
         return exc.to_error_object()
     from pydantic import ValidationError  # lazy: keep pydantic off the startup path
@@ -49,20 +63,35 @@ def error_from_exception(exc: BaseException) -> dict[str, Any]:
             else "invalid params",
             errors=problems,
         ).to_error_object()
+    if isinstance(exc, OSError):  # a filesystem failure no layer below named: still typed
+        return storage_error(exc).to_error_object()
+    if type(exc).__module__ == "sqlite3" and home is not None:  # only the index uses SQLite
+        from restore.paths import Layout
+
+        index = str(Layout(Path(home)).index_path)
+        full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"  # "disk is full"
+        kind = ErrorKind.STORAGE_FULL if full else ErrorKind.STORAGE_ERROR
+        return ProtocolError(kind, f"{index}: {exc}", path=index).to_error_object()
     logger.exception("internal error", exc_info=exc)
     return ProtocolError(
         ErrorKind.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
     ).to_error_object()
 
 
-class SessiondProtocol(JsonRPCProtocol):
+Handler = Callable[[dict[str, Any]], Any]  # a result, or an awaitable of one
+
+
+class SessiondProtocol:
     """A connection's protocol state. `send_bytes` writes one framed message to the peer.
 
     `framing` None means the transport frames messages itself (a WebSocket text frame).
+    `methods` holds the handlers, requests and notifications alike, by method name.
     """
 
-    def __init__(self, server: Any, converter: Any) -> None:
-        super().__init__(server, converter)
+    def __init__(self, home: str | None = None) -> None:
+        self.home = home  # the data directory, named in errors about its index
+        self.methods: dict[str, Handler] = {}
+        self.in_flight: dict[str | int, asyncio.Future[Any]] = {}
         self.framing: Framing | None = Framing.HEADERS
         self.max_in_flight = MAX_IN_FLIGHT
         self.send_bytes: Callable[[bytes], None] = lambda data: None
@@ -72,6 +101,7 @@ class SessiondProtocol(JsonRPCProtocol):
         self.workspace_folders: list[dict[str, Any]] = []
         self.connection_id = next(_connection_ids)
         self.client_info = None
+        self.max_frame = DEFAULT_MAX_FRAME  # no answer is larger (the server sets --max-frame)
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -158,7 +188,7 @@ class SessiondProtocol(JsonRPCProtocol):
             self.send_error(
                 msg_id, ProtocolError(ErrorKind.SERVER_NOT_INITIALIZED, "send initialize first")
             )
-        elif len(self._request_futures) >= self.max_in_flight:
+        elif len(self.in_flight) >= self.max_in_flight:
             # Refuse rather than queue without limit: the client retries after an answer.
             self.send_error(
                 msg_id,
@@ -174,7 +204,7 @@ class SessiondProtocol(JsonRPCProtocol):
 
     def _dispatch(self, msg_id: str | int, method: str, params: dict[str, Any]) -> None:
         """Run a request's handler; answer when its result (or awaitable) is ready."""
-        handler = self.fm.features.get(method)
+        handler = self.methods.get(method)
         if handler is None:
             self.send_error(
                 msg_id, ProtocolError(ErrorKind.METHOD_NOT_FOUND, f"unknown method {method!r}")
@@ -183,18 +213,21 @@ class SessiondProtocol(JsonRPCProtocol):
         try:
             outcome = handler(params)
         except Exception as exc:
-            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error_from_exception(exc)})
+            self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
             return
         if asyncio.iscoroutine(outcome) or asyncio.isfuture(outcome):
             future = asyncio.ensure_future(outcome)
-            self._request_futures[msg_id] = future
+            self.in_flight[msg_id] = future
             future.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
         else:
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": outcome})
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "$/cancelRequest":
-            future = self._request_futures.pop(params.get("id"), None)  # type: ignore[arg-type]
+            target = params.get("id")
+            if isinstance(target, bool) or not isinstance(target, str | int):
+                return  # names no request: cancels nothing (a notification gets no answer)
+            future = self.in_flight.pop(target, None)
             if future is not None:
                 future.cancel()
             return
@@ -203,20 +236,33 @@ class SessiondProtocol(JsonRPCProtocol):
             return
         if not self.initialized and method != "initialized":
             return  # notifications before initialize are dropped, as LSP says
-        self.handle_message(JsonRPCNotification(method=method, jsonrpc="2.0", params=params))
+        handler = self.methods.get(method)
+        if handler is None:
+            return  # an unknown notification is ignored: there is nobody to tell
+        if method not in NOTIFICATIONS:
+            # Without an id its answer (and any error) would have nowhere to go: not run.
+            refusals.warning("ignored %r sent as a notification (it needs an id)", method)
+            return
+        try:
+            handler(params)
+        except Exception:  # a notification has no answer to carry the error
+            logger.exception("notification %s failed", method)
 
     # --- output ------------------------------------------------------------------------
 
     def _send_handler_result(self, future: asyncio.Future[Any], *, msg_id: Any) -> None:
-        self._request_futures.pop(msg_id, None)
+        self.in_flight.pop(msg_id, None)
         if future.cancelled():
             self.send_error(msg_id, ProtocolError(ErrorKind.REQUEST_CANCELLED, "request cancelled"))
             return
         exc = future.exception()
         if exc is not None:
-            self._write({"jsonrpc": "2.0", "id": msg_id, "error": error_from_exception(exc)})
+            self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
         else:
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
+
+    def _error_of(self, exc: BaseException) -> dict[str, Any]:
+        return error_from_exception(exc, self.home)
 
     def send_error(self, msg_id: Any, error: ProtocolError) -> None:
         self._write({"jsonrpc": "2.0", "id": msg_id, "error": error.to_error_object()})
@@ -231,5 +277,22 @@ class SessiondProtocol(JsonRPCProtocol):
             logger.exception("unserializable message")
             body = orjson.dumps(
                 {"jsonrpc": "2.0", "id": message.get("id"), "error": error_from_exception(exc)}
+            )
+        if len(body) > self.max_frame:
+            # No message leaves larger than --max-frame: the client could not read it, and
+            # the copies framing and buffering make would multiply it in memory.
+            size, body = len(body), b""
+            if "method" in message:
+                refusals.warning("dropped a %d-byte %s notification", size, message["method"])
+                return
+            too_large = ProtocolError(
+                ErrorKind.PAYLOAD_TOO_LARGE,
+                f"the answer ({size} bytes) exceeds the {self.max_frame}-byte frame limit; "
+                "ask for less (a smaller limit)",
+                limit=self.max_frame,
+                size=size,
+            )
+            body = orjson.dumps(
+                {"jsonrpc": "2.0", "id": message.get("id"), "error": too_large.to_error_object()}
             )
         self.send_bytes(body if self.framing is None else encode(self.framing, body))

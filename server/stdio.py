@@ -49,22 +49,17 @@ async def serve_stdio(
 
     await read_input(stdin, feed, ended)
     await ended.wait()
-    pending = [f for f in list(connection._request_futures.values()) if not f.done()]
+    pending = [f for f in list(connection.in_flight.values()) if not f.done()]
     if pending and not stop.is_set():
         # Input ended with requests in flight: answer them before leaving.
         with contextlib.suppress(Exception):
-            await asyncio.wait(
-                [
-                    asyncio.wrap_future(f) if not isinstance(f, asyncio.Future) else f
-                    for f in pending
-                ],
-                timeout=DRAIN_SECONDS,
-            )
+            await asyncio.wait(pending, timeout=DRAIN_SECONDS)
     if not stop.is_set() and not connection.shutdown_requested:
         # The client left without `shutdown` (end of input, `exit` alone): its sessions end
         # here as a WebSocket client's do, recorded and with their SessionEnd hooks. (After
         # `shutdown` they stay open until the exit, so its SessionEnd hooks are recorded.)
         await server.disconnect(connection)
+    await server.stop_watching()
     await server.stop_hooks()  # no hook process outlives the server
     output.flush()
     if connection.exit_requested and not connection.shutdown_requested:

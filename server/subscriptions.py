@@ -54,6 +54,7 @@ class Subscriptions:
 @handles("thread/subscribe")
 async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
     thread_id = validate_thread_id(params.threadId)
+    ctx.server.ensure_watching()  # appends by other processes reach followers too
     if not await ctx.server.run_in_worker(ctx.service.store.exists, thread_id):
         raise thread_not_found(thread_id)
     ctx.server.subscriptions.add(thread_id, ctx.connection)

@@ -30,13 +30,22 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
+from restore.home import open_home
 from server.app import SessiondServer
 from server.discovery import LockFile, live_servers
 from server.framing import FrameTooLarge
+from server.refusals import RateLimitedLog
 
 logger = logging.getLogger("sessiond.ws")
+refusals = RateLimitedLog(logger)
 BEARER_SUBPROTOCOL = "sessiond.bearer."
-MAX_OUTBOX = 65_536  # messages queued for a client that does not read; past it, disconnect
+OUTBOX_FRAMES = 4
+"""Bytes queued for a client that does not read, in frames of --max-frame; past them the
+client is dropped and what was queued for it is freed."""
+MAX_UNAUTHENTICATED = 64
+"""Connections still in their opening handshake; past this the oldest is closed, so idle
+sockets cannot use up the server's file descriptors."""
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
 class BindRefused(ValueError):
@@ -70,9 +79,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _host_name(request: Request) -> str | None:
+    """The name in the `Host` header, without its port (None: no single Host header)."""
+    hosts = request.headers.get_all("Host")
+    if len(hosts) != 1:
+        return None
+    host = hosts[0].strip().lower()
+    if host.startswith("["):
+        return host.partition("]")[0] + "]"
+    return host.rpartition(":")[0] if ":" in host else host
+
+
 def _offered_token(request: Request) -> tuple[str | None, Subprotocol | None]:
     """The token from `Authorization: Bearer …` or from a `sessiond.bearer.…` subprotocol."""
-    authorization = request.headers.get("Authorization", "")
+    authorization = (request.headers.get_all("Authorization") or [""])[0]
     scheme, _, credentials = authorization.partition(" ")
     if scheme.lower() == "bearer" and credentials.strip():
         return credentials.strip(), None
@@ -84,17 +104,59 @@ def _offered_token(request: Request) -> tuple[str | None, Subprotocol | None]:
     return None, None
 
 
+class _Handshaking:
+    """Connections still in their opening handshake, oldest first; past the cap the oldest
+    is closed. Closing the oldest rather than refusing the newest means a real client that
+    handshakes at once gets through while idle sockets keep arriving."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.pending: dict[ServerConnection, None] = {}
+
+    def connection_class(self) -> type[ServerConnection]:
+        tracker = self
+
+        class Tracked(ServerConnection):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                super().connection_made(transport)
+                tracker.pending[self] = None
+                while len(tracker.pending) > tracker.cap:
+                    oldest = next(iter(tracker.pending))
+                    del tracker.pending[oldest]
+                    refusals.warning(
+                        "closing an unauthenticated WebSocket connection: more than %d "
+                        "are waiting for their handshake",
+                        tracker.cap,
+                    )
+                    oldest.transport.abort()
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                tracker.pending.pop(self, None)
+                super().connection_lost(exc)
+
+        return Tracked
+
+    def authenticated(self, connection: ServerConnection) -> None:
+        self.pending.pop(connection, None)
+
+
 class WebSocketTransport:
     """The listening socket, its token and lock file, and one task per client."""
 
-    def __init__(self, server: SessiondServer, host: str, port: int) -> None:
+    def __init__(
+        self, server: SessiondServer, host: str, port: int, folders: list[str] | None = None
+    ) -> None:
         self.server = server
         self.host = host
         self.requested_port = port
+        self.folders = folders or []
+        """The folders it was started for (`--folder`, else its cwd), published before any
+        client names its own, so "the server whose folders contain my file" matches."""
         self.token = secrets.token_urlsafe(32)
         self.port = 0
         self.lock: LockFile | None = None
         self._listener: Server | None = None
+        self._handshaking = _Handshaking(MAX_UNAUTHENTICATED)
 
     async def start(self) -> int:
         self._listener = await serve(
@@ -108,12 +170,13 @@ class WebSocketTransport:
             max_size=2 * self.server.config.max_frame,
             compression=None,  # small JSON frames: deflate costs more CPU than it saves
             server_header=None,
+            create_connection=self._handshaking.connection_class(),
         )
         self.port = self._listener.sockets[0].getsockname()[1]
         home = Path(self.server.config.home)
         live_servers(home)  # clears stale lock files of servers that died without cleaning up
         self.lock = LockFile(home, self.host, self.port, self.token)
-        self.lock.write(self.server.workspace_folders())
+        self._publish_folders()
         self.server.workspace_listeners.append(self._publish_folders)
         print(
             f"sessiond: listening on ws://{self.host}:{self.port} (token in {self.lock.path})",
@@ -123,27 +186,42 @@ class WebSocketTransport:
         return self.port
 
     async def close(self) -> None:
-        if self.lock is not None:
-            self.lock.remove()
-        if self._listener is not None:
-            self._listener.close()
-            await self._listener.wait_closed()
+        """Stop listening, let connected clients go, then remove the discovery file.
+
+        In that order: a client's disconnect rewrites the file (its folders leave), and a
+        rewrite after the removal would leave a file naming a dead port behind."""
+        if self._publish_folders in self.server.workspace_listeners:
+            self.server.workspace_listeners.remove(self._publish_folders)
+        try:
+            if self._listener is not None:
+                self._listener.close()
+                await self._listener.wait_closed()
+        finally:
+            if self.lock is not None:
+                self.lock.remove()
 
     def _publish_folders(self) -> None:
         if self.lock is not None:
-            self.lock.write(self.server.workspace_folders())
+            self.lock.write(dict.fromkeys([*self.folders, *self.server.workspace_folders()]))
 
     # --- handshake ---------------------------------------------------------------------
 
     def _authorize(self, connection: ServerConnection, request: Request) -> Response | None:
         """Refuse (and log) before any JSON-RPC is read: no state is created for a refusal."""
         peer = connection.remote_address[0] if connection.remote_address else "?"
-        token, _ = _offered_token(request)
         if not is_loopback(str(peer)):
             return self._refuse(connection, 403, peer, "peer is not on this machine")
         if "Origin" in request.headers:
-            origin = request.headers["Origin"]
+            origin = request.headers.get_all("Origin")[0]
             return self._refuse(connection, 403, peer, f"browser Origin {origin!r} is not allowed")
+        host = _host_name(request)
+        if host not in LOOPBACK_NAMES and host != self.host:
+            # DNS rebinding: a name that resolves to 127.0.0.1 is still not this server's.
+            shown = request.headers.get_all("Host")
+            return self._refuse(connection, 403, peer, f"Host {shown!r} is not a loopback name")
+        if len(request.headers.get_all("Authorization")) > 1:
+            return self._refuse(connection, 400, peer, "more than one Authorization header")
+        token, _ = _offered_token(request)
         if token is None:
             return self._refuse(connection, 401, peer, "no token")
         if not hmac.compare_digest(token.encode(), self.token.encode()):
@@ -152,7 +230,7 @@ class WebSocketTransport:
 
     @staticmethod
     def _refuse(connection: ServerConnection, status: int, peer: Any, reason: str) -> Response:
-        logger.warning("refused WebSocket connection from %s: %s", peer, reason)
+        refusals.warning("refused WebSocket connection from %s: %s", peer, reason)
         response = connection.respond(status, f"sessiond: {reason}\n")
         if status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="sessiond"'
@@ -167,20 +245,31 @@ class WebSocketTransport:
     # --- one client --------------------------------------------------------------------
 
     async def _serve_client(self, ws: ServerConnection) -> None:
+        self._handshaking.authenticated(ws)
         outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+        queued = [0]  # bytes in the outbox
+        limit = OUTBOX_FRAMES * self.server.config.max_frame
 
         def send(data: bytes) -> None:
             if ws.transport.is_closing():
                 return
-            if outbox.qsize() >= MAX_OUTBOX:
-                logger.warning("dropping a client that stopped reading (%d queued)", MAX_OUTBOX)
+            if queued[0] + len(data) > limit:
+                refusals.warning(
+                    "dropping WebSocket client %d: it stopped reading (%d bytes queued)",
+                    connection.connection_id,
+                    queued[0],
+                )
+                while not outbox.empty():  # free what it will never read, now
+                    outbox.get_nowait()
+                queued[0] = 0
                 ws.transport.abort()  # its leases are released as for any disconnect
                 return
+            queued[0] += len(data)
             outbox.put_nowait(data)
 
         connection = self.server.connect(send)
         connection.framing = None  # one message per frame: no header, no newline
-        writer = asyncio.create_task(self._write(ws, outbox))
+        writer = asyncio.create_task(self._write(ws, outbox, queued))
         logger.info(
             "WebSocket client %d connected from %s", connection.connection_id, ws.remote_address
         )
@@ -204,19 +293,31 @@ class WebSocketTransport:
             logger.info("WebSocket client %d disconnected", connection.connection_id)
 
     @staticmethod
-    async def _write(ws: ServerConnection, outbox: asyncio.Queue[bytes | None]) -> None:
+    async def _write(
+        ws: ServerConnection, outbox: asyncio.Queue[bytes | None], queued: list[int]
+    ) -> None:
         while (data := await outbox.get()) is not None:
+            queued[0] -= len(data)
             try:
                 await ws.send(data.decode())
             except ConnectionClosed:
-                return  # the client is gone; later answers have nobody to go to
+                while not outbox.empty():  # the client is gone: nobody will read these
+                    outbox.get_nowait()
+                return
 
 
-async def serve_ws(server: SessiondServer, host: str, port: int, *, with_stdio: bool) -> int:
+async def serve_ws(
+    server: SessiondServer,
+    host: str,
+    port: int,
+    *,
+    with_stdio: bool,
+    folders: list[str] | None = None,
+) -> int:
     """Serve WebSocket clients (and stdio, when asked) until exit or a signal."""
     loop = asyncio.get_running_loop()
     server.loop = loop
-    transport = WebSocketTransport(server, host, port)
+    transport = WebSocketTransport(server, host, port, folders)
     # Signal handlers go in before the lock file is written: a client (or a test) that
     # sees the file may signal at once, and must get a clean shutdown, not a dead process.
     stop = asyncio.Event()
@@ -229,20 +330,25 @@ async def serve_ws(server: SessiondServer, host: str, port: int, *, with_stdio: 
 
             return await serve_stdio(server)  # ends on exit, end of input or a signal
         await stop.wait()
+        await server.stop_watching()
         await server.stop_hooks()  # SessionEnd hooks get their grace, then none outlives us
         return 0
     finally:
         await transport.close()
 
 
-def run(server: SessiondServer, address: str, *, with_stdio: bool) -> int:
-    """`sessiond serve --ws [HOST:]PORT`; a non-loopback address is refused before binding."""
+def run(
+    server: SessiondServer, address: str, *, with_stdio: bool, folders: list[str] | None = None
+) -> int:
+    """`sessiond serve --ws [HOST:]PORT`; a non-loopback address is refused before binding,
+    and a data directory that cannot hold the discovery file before listening."""
+    host, port = parse_address(address)  # BindRefused: the command line says it, exit 2
+    home = open_home(Path(server.config.home))
+    if home.read_only is not None:  # clients find a WebSocket server only by its file there
+        raise home.refuse_write(
+            "a WebSocket server publishes its port and token there; serve this one with --stdio"
+        )
     try:
-        host, port = parse_address(address)
-    except BindRefused as refused:
-        logger.error("%s", refused)
-        return 2
-    try:
-        return asyncio.run(serve_ws(server, host, port, with_stdio=with_stdio))
+        return asyncio.run(serve_ws(server, host, port, with_stdio=with_stdio, folders=folders))
     finally:
         server.close()

@@ -40,7 +40,9 @@ class ServerProcess:
         framing: str = "headers",
         args: list[str] | None = None,
         env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
     ) -> None:
+        """`prefix` runs the server through another command (tests/confine.py)."""
         self.home = home
         self.framing = framing
         full_env = {**os.environ, "SESSIOND_DURABILITY": "fsync", **(env or {})}
@@ -49,6 +51,7 @@ class ServerProcess:
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             [
+                *(prefix or []),
                 sys.executable,
                 "-m",
                 "server.cli",

@@ -134,6 +134,24 @@ async def test_a_prompt_is_recorded_onto_the_subsystems_and_listed_everywhere(
     assert rows[0]["preview"] == f"edit {notes}"
 
 
+async def test_a_write_outside_the_workspace_is_never_read_for_its_before_blob(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """The before-blob of an `fs/write_text_file` is read only inside the thread's
+    workspace (restore/access.py): for a file elsewhere sessiond reads nothing, so the
+    recorded edit has no before-sha. (Whether the write happens is the editor's call.)"""
+    repo = make_repo("repo")
+    secret = tmp_path / "elsewhere" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("not the agent's\n")
+    async with sessiond_acp(home, fake_agent(tmp_path / "agent")) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=session, prompt=text(f"edit {secret}"))
+    edits = [i for i in thread_items(home, session) if i["type"] == "file_edit"]
+    assert len(edits) == 1 and edits[0]["path"] == str(secret)
+    assert edits[0].get("beforeSha") is None
+
+
 async def test_kill_9_mid_turn_loses_nothing_the_editor_was_shown(
     home: Path, tmp_path: Path, make_repo: Callable[..., Path]
 ) -> None:

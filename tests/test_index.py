@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from protocol.errors import ErrorKind, ProtocolError
 from restore.index import ThreadIndex, encode_cursor
 from restore.paths import Layout
-from restore.summary import ThreadSummary, summarize
+from restore.store import ThreadStore
+from restore.summary import Indexed, ThreadSummary, summarize
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -73,8 +74,13 @@ def append_message(path: Path, at: int, text: str) -> None:
         f.write(orjson.dumps(line) + b"\n")
 
 
-def read_summary(path: Path, archived: bool) -> ThreadSummary | None:
-    """What the store does: parse the JSONL tolerantly and fold it into a summary."""
+def read_summary(path: Path, archived: bool, since: Indexed | None = None) -> Indexed | None:
+    """The reader the service gives its index: the store's (`since`: from a row's end)."""
+    return ThreadStore(Layout(path.parents[2])).read_summary(path, archived, since)
+
+
+def summary_of(path: Path, archived: bool) -> ThreadSummary:
+    """The truth, independently of the store: parse every line and fold it into a summary."""
     items = []
     for line in path.read_bytes().splitlines():
         try:
@@ -240,7 +246,7 @@ def test_pages_concatenate_to_the_filtered_ordered_list(
             )
         index = open_index(layout)
         try:
-            truth = [read_summary(p, a) for p, a in layout.iter_thread_files()]
+            truth = [summary_of(p, a) for p, a in layout.iter_thread_files()]
             pages = all_pages(index, limit, **f)
         finally:
             index.close()
@@ -253,7 +259,7 @@ def test_cursor_is_stable_when_a_newer_thread_is_inserted_between_pages(layout: 
     index = open_index(layout)
     first, cursor = index.list(limit=2)
     newer = write_thread(layout, at=1000)
-    index.upsert(read_summary(layout.thread_path(newer), False), layout.thread_path(newer))
+    index.upsert(summary_of(layout.thread_path(newer), False), layout.thread_path(newer))
     rest = []
     while cursor is not None:
         page, cursor = index.list(limit=2, cursor=cursor)
@@ -401,9 +407,9 @@ def test_reconcile_rereads_only_changed_files(layout: Layout) -> None:
     append_message(layout.thread_path(ids_[2]), at=9, text="more")
     read: list[Path] = []
 
-    def counting(path: Path, archived: bool) -> ThreadSummary | None:
+    def counting(path: Path, archived: bool, since: Indexed | None) -> Indexed | None:
         read.append(path)
-        return read_summary(path, archived)
+        return read_summary(path, archived, since)
 
     assert ThreadIndex(layout, counting).ensure_ready() == "opened"
     assert read == [layout.thread_path(ids_[2])]
@@ -457,3 +463,42 @@ def test_importing_the_index_does_not_import_sqlite3() -> None:
         check=True,
     )
     assert out.stdout.strip() == "False"
+
+
+def test_a_grown_file_is_read_from_where_its_row_ends(layout: Layout) -> None:
+    thread_id = write_thread(layout, at=1, messages=("first words", "second"))
+    open_index(layout).close()
+    path = layout.thread_path(thread_id)
+    # An edit before the row's last line (same length) would show in a read from byte 0:
+    # files are append-only, so what the row covers is not read again.
+    path.write_bytes(path.read_bytes().replace(b"first words", b"FIRST WORDS"))
+    append_message(path, at=2, text="third")
+    row = open_index(layout).get(thread_id)
+    assert row is not None and row.preview == "first words"
+    assert row.itemCount == 3 and row.updatedAt == ts(2)
+
+
+def test_a_file_whose_last_covered_line_changed_is_read_whole(layout: Layout) -> None:
+    thread_id = write_thread(layout, at=1, messages=("one", "two"))
+    open_index(layout).close()
+    path = layout.thread_path(thread_id)
+    path.write_bytes(path.read_bytes().replace(b'"one"', b'"ONE"').replace(b'"two"', b'"TWO"'))
+    append_message(path, at=2, text="three")
+    row = open_index(layout).get(thread_id)
+    assert row == summary_of(path, False)
+    assert row is not None and row.preview == "ONE"
+
+
+def test_a_torn_tail_is_left_out_of_the_row_until_it_is_whole(layout: Layout) -> None:
+    thread_id = write_thread(layout, at=1, messages=("one",))
+    path = layout.thread_path(thread_id)
+    append_message(path, at=2, text="two")
+    whole = path.read_bytes()
+    cut = whole.rindex(b"\n", 0, len(whole) - 1) + 30
+    path.write_bytes(whole[:cut])  # the last record, cut short by a crash
+    index = open_index(layout)
+    assert index.get(thread_id).itemCount == 1  # type: ignore[union-attr]
+    index.close()
+    path.write_bytes(whole)  # the writer finished it (or a repair and a new append)
+    row = open_index(layout).get(thread_id)
+    assert row is not None and row.itemCount == 2 and row.updatedAt == ts(2)

@@ -17,7 +17,7 @@ Spawn = Callable[..., ServerProcess]
 HOOK = Path(__file__).with_name("hook_program.py")
 # Modules that are only loaded when a request needs them.
 LAZY_MODULES = (
-    "git",  # GitPython: the environment probe of start/resume
+    "git",  # GitPython: no longer used (the probe runs the git command), never loaded
     "watchfiles",
     "sqlite3",  # the thread index: thread/list
     "pydantic",  # param validation: the first request after initialize

@@ -297,3 +297,62 @@ def test_postgresql_restarted_with_immediate_shutdown_is_picked_up_by_itself(
                     for n in b.notifications if n["method"] == "thread/started"),
         "b hears of a thread started after the restart",
     )  # fmt: skip
+
+
+def test_resume_on_another_machine_pages_back_from_the_newest_messages(
+    machines: Machines, tmp_path: Path
+) -> None:
+    a, b = machines("a"), machines("b")
+    tid, sid = start(a, tmp_path)
+    for n in range(30):
+        record(a, tid, sid, message(f"m{n}"))
+    a.request("thread/close", {"threadId": tid, "sessionId": sid})
+    report = b.request("thread/resume", {"threadId": tid, "messageLimit": 5})
+    newest = report["messages"]
+    assert [m["content"] for m in newest["items"]] == [f"m{n}" for n in range(25, 30)]
+    assert newest["total"] == 30 and newest["nextBeforeSeq"] == newest["items"][0]["seq"]
+    earlier, before = [], newest["nextBeforeSeq"]
+    while before is not None:
+        page = b.request("thread/read", {"threadId": tid, "beforeSeq": before, "limit": 10})
+        earlier = [i.get("content") for i in page["items"] if i["type"] == "message"] + earlier
+        before = page["nextBeforeSeq"]
+        assert page["skippedLines"] == []
+    assert earlier == [f"m{n}" for n in range(25)]
+    forward = a.request("thread/read", {"threadId": tid, "afterSeq": 0, "limit": 10})
+    assert [i["seq"] for i in forward["items"]] == list(range(1, 11))
+    assert forward["nextAfterSeq"] == 10
+
+
+async def test_sessiond_acp_records_into_the_store_that_SESSIOND_STORE_names(
+    store_url: str, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    from tests.acp_editor import fake_agent, sessiond_acp
+
+    repo = make_repo("repo")
+    home = tmp_path / "acp-home"
+    home.mkdir()
+    async with sessiond_acp(
+        home, fake_agent(tmp_path / "agent"), env={"SESSIOND_STORE": store_url}
+    ) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=session, prompt=[{"type": "text", "text": "hello"}])
+    assert not list(home.glob("threads/*/*.jsonl"))  # nothing went to the embedded store
+    listed = sessiond_cli("--home", str(tmp_path / "other"), "--store", store_url, "list", "-q")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == [session]
+
+
+def test_import_follow_and_a_store_of_another_kind_are_refused_in_one_line(
+    store_url: str, tmp_path: Path
+) -> None:
+    sources = tmp_path / "claude"
+    sources.mkdir()
+    for args in (["import", "claude", "--from", str(sources)], ["serve", "--follow", "claude"]):
+        done = sessiond_cli("--home", str(tmp_path / "h"), *args, env={"SESSIOND_STORE": store_url})
+        assert done.returncode == 2 and done.stdout == ""
+        [line] = done.stderr.splitlines()
+        assert "imports into the embedded store" in line and "sessiond migrate --to" in line
+        assert store_url not in line
+    other = sessiond_cli("--home", str(tmp_path / "h"), "--store", "mysql://u:hunter2@db/x", "list")
+    assert other.returncode == 2 and other.stdout == ""
+    assert other.stderr.splitlines() == ["sessiond: --store takes a postgresql:// URL"]

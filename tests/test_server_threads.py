@@ -29,6 +29,7 @@ def thread_file(home: Path, thread_id: str) -> Path:
 
 
 def start(server: ServerProcess, cwd: Path | str, **extra: object) -> tuple[str, str]:
+    Path(cwd).mkdir(parents=True, exist_ok=True)  # thread/start needs an existing directory
     result = server.request("thread/start", {"cwd": str(cwd), **extra})
     return result["thread"]["threadId"], result["sessionId"]
 
@@ -77,6 +78,34 @@ def test_round_trip_survives_kill_9(spawn: Spawn, tmp_path: Path, home: Path) ->
         assert got == ids
         seqs = [i["seq"] for i in items]
         assert seqs == sorted(set(seqs))
+
+
+def test_the_index_never_rereads_what_this_process_appended(
+    spawn: Spawn, tmp_path: Path, home: Path
+) -> None:
+    first = spawn()
+    first.initialize()
+    tid, sid = start(first, tmp_path, title="long")
+    items = [message(f"m{n}") for n in range(300)]
+    first.request("thread/record", {"threadId": tid, "sessionId": sid, "items": items})
+    other, _ = start(first, tmp_path, title="other")
+    assert first.shutdown() == 0
+    # Another program appends to a thread behind the index's back.
+    with thread_file(home, other).open("ab") as out:
+        out.write(json.dumps({"v": 1, "seq": 2, "ts": "2099-01-01T00:00:00.000000Z",
+                              "type": "message", "sessionId": "x", "id": "foreign",
+                              "role": "user", "content": "hi"}).encode() + b"\n")  # fmt: skip
+    again = spawn(env={"SESSIOND_DEBUG": "1"})
+    again.initialize()
+    resumed = again.request("thread/resume", {"threadId": tid})
+    again.request(
+        "thread/record",
+        {"threadId": tid, "sessionId": resumed["session"]["sessionId"], "items": [message("x")]},
+    )
+    rows = {t["threadId"]: t for t in list_all(again)}
+    assert rows[tid]["itemCount"] == 301 and rows[other]["itemCount"] == 1
+    # The resumed thread's row came from its writer; only the foreign append was read.
+    assert again.request("sessiond/debug")["indexFilesRead"] == 1
 
 
 def test_thread_is_listed_and_readable_before_its_first_message(
@@ -206,11 +235,17 @@ def test_resume_starts_a_new_session_linked_to_the_last(
     assert report["session"]["sessionId"] not in (None, sid)
     assert report["environment"]["recorded"]["branch"] == "main"
     assert report["environment"]["drift"] == []
-    assert len(report["messages"]["items"]) == 2
-    rest = again.request(
-        "thread/read", {"threadId": tid, "afterSeq": report["messages"]["nextAfterSeq"]}
+    # The newest messages come with the resume; the older ones are a page back from them.
+    assert [m["content"] for m in report["messages"]["items"]] == ["m3", "m4"]
+    assert report["messages"]["total"] == 5
+    older = again.request(
+        "thread/read", {"threadId": tid, "beforeSeq": report["messages"]["nextBeforeSeq"]}
     )
-    assert [i["content"] for i in rest["items"] if i["type"] == "message"] == ["m2", "m3", "m4"]
+    assert [i["content"] for i in older["items"] if i["type"] == "message"] == ["m0", "m1", "m2"]
+    assert older["nextBeforeSeq"] is None and "nextAfterSeq" not in older
+    rest = again.request(
+        "thread/read", {"threadId": tid, "afterSeq": report["messages"]["items"][-1]["seq"]}
+    )
     metas = [i for i in rest["items"] if i["type"] == "session_meta"]
     assert metas[-1]["source"] == "resume" and metas[-1]["resumedFrom"] == sid
     with pytest.raises(RpcError) as stale:
@@ -356,3 +391,31 @@ def test_a_thread_mirroring_another_agent_lists_with_its_origin(
     server.initialize()
     listed = {t["threadId"]: t["origin"] for t in list_all(server)}
     assert listed == {own: None, mirrored.summary.threadId: origin}
+
+
+def test_listing_reports_progress_only_when_there_is_indexing_to_do(
+    spawn: Spawn, tmp_path: Path, home: Path
+) -> None:
+    """A current index has nothing to index: no "Indexing threads 0/0" while five threads
+    exist. A lost one is rebuilt with begin … end, ending at the number of threads."""
+    first = spawn()
+    first.initialize()
+    for _ in range(5):
+        start(first, tmp_path)
+    assert len(list_all(first)) == 5
+    first.shutdown()
+
+    current = spawn()
+    current.initialize()
+    assert len(list_all(current)) == 5
+    current.request("thread/list", {"limit": 1})  # a later request: all answered before it
+    assert [n for n in current.notifications if n["method"] == "$/progress"] == []
+    current.shutdown()
+
+    (home / "index.sqlite3").unlink()
+    rebuilt = spawn()
+    rebuilt.initialize()
+    assert len(list_all(rebuilt)) == 5
+    values = [n["params"]["value"] for n in rebuilt.wait_notification("$/progress", 2)]
+    assert values[0]["kind"] == "begin" and values[0]["title"] == "Indexing threads"
+    assert values[-1] == {"kind": "end", "message": "5 threads indexed"}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
@@ -34,7 +35,8 @@ def services(home: Path, store_url: str | None) -> Iterator[Services]:
 
     def make(durability: Durability = Durability.FSYNC) -> ThreadService:
         layout = Layout(home)
-        service = ThreadService(layout, durability, store=open_store(store_url, layout, durability))
+        store = open_store(store_url, layout, durability) if store_url else None
+        service = ThreadService(layout, durability, store=store)
         made.append(service)
         return service
 
@@ -53,8 +55,7 @@ def started(service: ThreadService, cwd: Path, **extra: Any) -> tuple[str, str]:
 
 
 def all_items(service: ThreadService, thread_id: str) -> list[dict[str, Any]]:
-    items, _, _ = service.read(thread_id, 0, 100_000)
-    return items
+    return service.store.read(thread_id)[0].items
 
 
 def test_appends_get_consecutive_seqs_and_a_repeated_id_its_original_seq(
@@ -86,24 +87,69 @@ def test_a_second_writer_is_busy_and_named_until_the_first_closes(
     assert report["status"] == "ready" and report["session"]["resumedFrom"] == sid
 
 
-def test_reads_page_forward_in_seq_order_and_see_only_what_is_written(
+def test_reads_page_both_ways_in_seq_order_and_see_only_what_is_written(
     services: Services, tmp_path: Path
 ) -> None:
     service = services()
     tid, sid = started(service, tmp_path)
     service.record(tid, sid, [message(f"m{n}") for n in range(25)])
-    reader = services()
+    pages = services().pages
     seen, after = [], 0
     while True:
-        page, after, _ = reader.read(tid, after, 10)
-        assert len(page) <= 10
-        seen += [item["seq"] for item in page]
-        if after is None:
+        page = pages.read(tid, after=after, limit=10, max_bytes=1 << 20)
+        assert len(page.items) <= 10 and page.raw == [orjson.dumps(i) for i in page.items]
+        seen += [item["seq"] for item in page.items]
+        if (after := page.next_seq) is None:
             break
     assert seen == list(range(1, 27))
+    back, before = [], 27
+    while before is not None:
+        page = pages.read(tid, before=before, limit=10, max_bytes=1 << 20)
+        assert [i["seq"] for i in page.items] == sorted(i["seq"] for i in page.items)
+        back = [item["seq"] for item in page.items] + back
+        before = page.next_seq
+    assert back == list(range(1, 27))
     with pytest.raises(ProtocolError) as missing:
-        reader.read(str(uuid.uuid4()), 0, 10)
+        pages.read(str(uuid.uuid4()), after=0, limit=10, max_bytes=1 << 20)
     assert missing.value.kind is ErrorKind.THREAD_NOT_FOUND
+
+
+def test_pages_are_cut_by_bytes_and_an_item_too_large_for_any_answer_is_named(
+    services: Services, tmp_path: Path
+) -> None:
+    service = services()
+    tid, sid = started(service, tmp_path)
+    service.record(tid, sid, [message("x" * 3000) for _ in range(6)])
+    huge, _ = service.record(tid, sid, [message("y" * 20_000)])
+    pages = services().pages
+    budget = 512 + 3 * 3300  # the answer's overhead, and room for three of the small ones
+    forward = pages.read(tid, after=1, limit=100, max_bytes=budget)
+    assert [i["seq"] for i in forward.items] == [2, 3, 4] and forward.next_seq == 4
+    backward = pages.read(tid, before=huge.first_seq, limit=100, max_bytes=budget)
+    assert [i["seq"] for i in backward.items] == [5, 6, 7] and backward.next_seq == 5
+    with pytest.raises(ProtocolError) as too_large:
+        pages.read(tid, after=7, limit=100, max_bytes=budget)
+    assert too_large.value.kind is ErrorKind.PAYLOAD_TOO_LARGE
+    assert too_large.value.details["seq"] == huge.first_seq == 8
+    past = pages.read(tid, after=8, limit=100, max_bytes=budget)
+    assert past.items == [] and past.next_seq is None
+
+
+def test_resume_carries_the_newest_messages_and_where_to_page_back_from(
+    services: Services, tmp_path: Path
+) -> None:
+    service = services()
+    tid, sid = started(service, tmp_path)
+    service.record(tid, sid, [message(f"m{n}") for n in range(30)])
+    service.close(tid, sid)
+    report = services().resume(tid, cwd=str(tmp_path), accept_drift=False, message_limit=5)
+    messages = report["messages"]
+    assert [m["content"] for m in messages["items"]] == [f"m{n}" for n in range(25, 30)]
+    assert messages["total"] == 30 and messages["nextBeforeSeq"] == messages["items"][0]["seq"]
+    earlier = services().pages.read(
+        tid, before=messages["nextBeforeSeq"], limit=25, max_bytes=1 << 20
+    )
+    assert [m["content"] for m in earlier.items] == [f"m{n}" for n in range(25)]
 
 
 def test_list_filters_before_paging_newest_first(services: Services, tmp_path: Path) -> None:
@@ -191,7 +237,7 @@ def test_archive_hides_and_refuses_resume_delete_removes_everything(
     service.delete(tid)
     assert listed(False) == [] and listed(True) == []
     with pytest.raises(ProtocolError) as gone:
-        services().read(tid, 0, 10)
+        services().pages.read(tid, after=0, limit=10, max_bytes=1 << 20)
     assert gone.value.kind is ErrorKind.THREAD_NOT_FOUND
     assert services().store.load_snapshot(tid)[0] is None
 

@@ -4,6 +4,7 @@ discovery, leases across clients and processes, subscriptions and the in-flight 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -52,15 +53,65 @@ async def test_lock_file_is_private_and_removed_after_clean_shutdown(
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("client", ["none", "came and went", "still connected"])
 def test_lock_file_removed_on_signal(
-    ws_server: Callable[..., WsServerProcess], signum: int
+    ws_server: Callable[..., WsServerProcess], tmp_path: Path, signum: int, client: str
 ) -> None:
+    """A client's disconnect rewrites the file (its folders leave); a signal during or
+    after it must still leave no file naming a dead port."""
     server = ws_server()
     path = server.home / "servers" / f"{server.record['port']}.json"
     assert path.exists()
-    server.proc.send_signal(signum)
+
+    async def visit() -> None:
+        visitor = await WsClient.open(server.record, folders=[str(tmp_path)])
+        await visitor.request("thread/start", {"cwd": str(tmp_path)})  # a session to end
+        if client == "came and went":
+            await visitor.close()
+            server.proc.send_signal(signum)  # while the server still ends its session
+        else:
+            server.proc.send_signal(signum)
+            with contextlib.suppress(ConnectionError):
+                await visitor.wait_for(lambda: False)  # until the server closes the connection
+
+    if client == "none":
+        server.proc.send_signal(signum)
+    else:
+        asyncio.run(visit())
     assert server.proc.wait(timeout=HANG_GUARD) == 0
     assert not path.exists()
+
+
+def test_standalone_server_publishes_its_folders_so_clients_in_them_find_it(
+    home: Path, tmp_path: Path
+) -> None:
+    """Without `--folder` its folder is the directory it was started in; with them, those."""
+    from server.client import discover
+
+    project, other = tmp_path / "project", tmp_path / "other"
+    project.mkdir()
+    other.mkdir()
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for cwd, folders in ((project, []), (tmp_path, ["--folder", str(other), "--folder", "."])):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "server.cli", "serve", "--ws", "0", "--home", str(home),
+                 *folders],
+                cwd=cwd, env=server_env(), stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            started.append(proc)
+            record = wait_for_record(home, proc.pid)
+            if not folders:
+                assert record["workspaceFolders"] == [str(project)]
+            else:
+                assert record["workspaceFolders"] == [str(other), str(tmp_path)]
+        first, second = (wait_for_record(home, proc.pid) for proc in started)
+        assert discover(home, str(project / "src" / "app.py"))["port"] == first["port"]
+        assert discover(home, str(other / "x"))["port"] == second["port"]
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.wait()
 
 
 async def test_stale_lock_file_does_not_block_startup(

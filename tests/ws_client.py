@@ -82,6 +82,7 @@ class WsClient:
         self._waiting: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.orphans: list[dict[str, Any]] = []
+        self.arrivals: list[str] = []  # every message's id or method, in arrival order
         self._arrived = asyncio.Event()
         self._reader = asyncio.create_task(self._read())
 
@@ -116,6 +117,7 @@ class WsClient:
         try:
             async for frame in self.ws:
                 message = orjson.loads(frame)
+                self.arrivals.append(message.get("method") or str(message.get("id")))
                 if "method" in message:
                     self.notifications.append(message)
                     self._arrived.set()

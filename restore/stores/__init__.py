@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.stores.base import Index, Store, Writer
+from restore.stores.base import Index, Pages, Store, Writer
 
 if TYPE_CHECKING:
     from restore.paths import Layout
     from restore.store import Durability
 
-__all__ = ["Index", "Store", "Writer", "is_shared", "open_store"]
+__all__ = ["Index", "Pages", "Store", "Writer", "is_shared", "open_store"]
 
 SCHEMES = ("postgresql://", "postgres://")
 

@@ -11,6 +11,7 @@ delete, content-addressed blobs. One test suite runs against each (tests/test_st
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 from restore.jsonl import FORMAT_VERSION, ThreadFile, now_ts
 from restore.summary import ThreadSummary
 
+logger = logging.getLogger("sessiond.threads")
 ProgressCallback = Callable[[int, int], None]
 Announce = Callable[[str, str, ThreadSummary | None], None]
 """(event, threadId, row) for a change another process made: started, updated, deleted."""
@@ -39,9 +41,13 @@ def stamp(
     session_id: str,
     last_seq: int,
     known_ids: dict[str, int],
+    *,
+    keep_ts: bool = False,
 ) -> Stamped:
     """The store envelope (`v, seq, ts, type, sessionId, id`, in that order) on every item
-    whose id is new; a repeated id (also within `items`) keeps its original seq."""
+    whose id is new; a repeated id (also within `items`) keeps its original seq. Both
+    stores stamp here. With `keep_ts` an item's own `ts` is kept (an import dates its
+    items by the source transcript, not by now)."""
     seqs: list[int] = []
     stored: list[dict[str, Any]] = []
     new_ids: dict[str, int] = {}
@@ -58,7 +64,7 @@ def stamp(
         line = {
             "v": FORMAT_VERSION,
             "seq": last_seq,
-            "ts": ts,
+            "ts": item["ts"] if keep_ts and isinstance(item.get("ts"), str) else ts,
             "type": item["type"],
             "sessionId": session_id,
             "id": item_id,
@@ -70,10 +76,23 @@ def stamp(
     return Stamped(stored, seqs, new_ids, duplicates, last_seq)
 
 
+def derived(what: str, work: Callable[..., Any], *args: Any) -> bool:
+    """Run a write of derived state (snapshot, index row, offset map) after a durable one:
+    a failure is logged, never raised, because what the client wrote is safe."""
+    try:
+        work(*args)
+    except Exception as exc:  # OSError, sqlite3.Error, ProtocolError: all the same here
+        logger.warning("%s not written (retried later): %s", what, exc)
+        return False
+    return True
+
+
 class Writer(Protocol):
     """The exclusive handle on one thread: every append of a session goes through it."""
 
     thread_id: str
+    path: Any
+    """The thread's file (None: the store keeps rows, not files)."""
     summary: ThreadSummary
     last_seq: int
     loaded: ThreadFile | None
@@ -98,6 +117,10 @@ class Writer(Protocol):
 
     def checkpoint(self) -> Any: ...
 
+    def mark(self) -> Any:
+        """The last line written, for derived state to check itself against (or None)."""
+        ...
+
     def revalidate(self) -> bool:
         """Before a session's next request: True when the writer had to reload what the
         store holds (a shared store lost a transaction), so derived state is rebuilt."""
@@ -111,9 +134,16 @@ class Index(Protocol):
 
     def ensure_ready(self, progress: ProgressCallback | None = None) -> str: ...
 
-    def upsert(self, summary: ThreadSummary, path: Any) -> None: ...
+    def upsert(self, summary: ThreadSummary, path: Any, mark: Any = None) -> None: ...
 
-    def upsert_many(self, rows: list[tuple[ThreadSummary, Any]]) -> None: ...
+    def upsert_many(self, rows: list[tuple[ThreadSummary, Any, Any]]) -> None: ...
+
+    def refresh(self, rows: list[tuple[ThreadSummary, Any, Any]]) -> None:
+        """Rows another process changed (restore/external.py)."""
+        ...
+
+    @property
+    def is_open(self) -> bool: ...
 
     def remove(self, thread_id: str) -> None: ...
 
@@ -133,11 +163,34 @@ class Index(Protocol):
     def close(self) -> None: ...
 
 
+class Pages(Protocol):
+    """Pages of a thread both ways, cut by bytes (restore/pages.py); safe on any thread."""
+
+    def read(
+        self,
+        thread_id: str,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int,
+        max_bytes: int,
+    ) -> Any: ...
+
+    def pick(
+        self, thread_id: str, path: Any, seqs: list[int], max_bytes: int
+    ) -> tuple[list[dict[str, Any]], bool]: ...
+
+    def forget(self, thread_id: str) -> None: ...
+
+
 class Store(Protocol):
     """Where threads live: their records, locks, snapshots, blobs and listing rows."""
 
     durability: Any
+    shared: bool
+    """Kept outside this machine's data directory, seen by other machines (PostgreSQL)."""
     index: Index
+    pages: Pages
 
     def create(self, thread_id: str, session_id: str, meta: dict[str, Any]) -> Writer:
         """A new thread, durable at once with its first `session_meta`, its writer held."""
@@ -149,6 +202,10 @@ class Store(Protocol):
 
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
         """Every item (and whether archived), without taking the writer's lock."""
+        ...
+
+    def read_origin(self, thread_id: str) -> dict[str, Any] | None:
+        """The `origin` of the thread's first `session_meta` (an imported thread's agent)."""
         ...
 
     def set_archived(self, thread_id: str, archived: bool) -> ThreadSummary: ...

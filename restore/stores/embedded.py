@@ -17,34 +17,55 @@ from restore import blobs, snapshots
 from restore.atomic import write_atomically
 from restore.index import ThreadIndex
 from restore.jsonl import encode_line, parse_bytes
+from restore.pages import ThreadPages
 from restore.paths import Layout
-from restore.store import Durability, ThreadStore
-from restore.stores.base import Announce
-from restore.summary import ThreadSummary
+from restore.private import private_dirs
+from restore.store import Durability, ThreadStore, open_thread_file
+from restore.stores.base import Announce, derived
+from restore.summary import Indexed, ThreadSummary
 
 
 class EmbeddedStore(ThreadStore):
-    """Thread files plus their derived companions, under one data directory."""
+    """Thread files plus their derived companions, under one data directory.
 
-    def __init__(self, layout: Layout, durability: Durability = Durability.FSYNC) -> None:
-        super().__init__(layout, durability)
-        self.index = ThreadIndex(layout, self.read_summary)
+    `live` gives the index rows of the files this process writes (the service's writers),
+    which the index takes instead of reading those files (restore/index.py); `pages` may be
+    shared with the server's reader threads."""
+
+    shared = False
+
+    def __init__(
+        self,
+        layout: Layout,
+        durability: Durability = Durability.FSYNC,
+        *,
+        read_only: bool = False,
+        pages: ThreadPages | None = None,
+        live: Callable[[], dict[str, Indexed]] | None = None,
+    ) -> None:
+        super().__init__(layout, durability, read_only=read_only)
+        self.index = ThreadIndex(layout, self.read_summary, in_memory=read_only, live=live)
+        self.pages = pages or ThreadPages(layout)
 
     def set_archived(self, thread_id: str, archived: bool) -> ThreadSummary:
         """Archive or unarchive: the file moves between `threads/` and `archived/`."""
         path = self.move(thread_id, to_archived=archived)
-        summary = self.read_summary(path, archived)
-        if summary is None:
+        found = self.read_summary(path, archived)
+        if found is None:
             raise ProtocolError(
                 ErrorKind.THREAD_NOT_FOUND, "thread vanished while moving", threadId=thread_id
             )
-        self.index.upsert(summary, path)
+        summary, covered = found
+        derived("index row", self.index.upsert, summary, path, covered)
         return summary
 
     def delete(self, thread_id: str) -> None:
+        """The file, then what is derived from it (a failure there is logged: a stale
+        snapshot, map or row of a missing file is ignored or dropped at its next use)."""
         super().delete(thread_id)
-        snapshots.discard(self.layout, thread_id)
-        self.index.remove(thread_id)
+        derived("snapshot removal", snapshots.discard, self.layout, thread_id)
+        derived("offset map removal", self.pages.forget, thread_id)
+        derived("index row removal", self.index.remove, thread_id)
 
     def exists(self, thread_id: str) -> bool:
         return self.layout.locate(thread_id) is not None
@@ -86,10 +107,12 @@ class EmbeddedStore(ThreadStore):
         found = self.layout.locate(thread_id)
         if found is None:
             data = b"".join(encode_line(item) for item in items)
-            write_atomically(self.layout.thread_path(thread_id, archived=archived), data)
+            path = self.layout.thread_path(thread_id, archived=archived)
+            private_dirs(path.parent)
+            write_atomically(path, data)
             self.index.close()  # reconciled (with the new file) at its next use
             return len(items)
-        fd = os.open(found[0], os.O_RDWR | os.O_APPEND)
+        fd = open_thread_file(found[0], os.O_RDWR | os.O_APPEND, thread_id)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

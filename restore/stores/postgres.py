@@ -46,6 +46,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.index import MAX_LIMIT, decode_cursor, encode_cursor
 from restore.jsonl import ThreadFile
+from restore.pages import ANSWER_OVERHEAD, Page, too_large
 from restore.paths import validate_thread_id
 from restore.snapshots import Snapshot
 from restore.snapshots import decode as decode_snapshot
@@ -230,6 +231,10 @@ class PostgresWriter:
             self._seq_of_id = {item_id: seq for item_id, seq in rows}
         return self._seq_of_id
 
+    def mark(self) -> None:
+        """No file line to mark: listing rows are written with the items."""
+        return None
+
     def checkpoint(self) -> Checkpoint | None:
         """Where the thread stands: the last seq, verified later by that line's hash."""
         if self._last_line is None:
@@ -262,13 +267,14 @@ class PostgresWriter:
         *,
         minted: bool = False,
         defer_sync: bool = False,
+        keep_ts: bool = False,
     ) -> AppendResult:
         if self._closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
         if self.needs_revalidation():
             self._store._relock(self)
         known = {} if minted and self._seq_of_id is None else self._known_ids()
-        stamped = stamp(items, session_id, self.last_seq, known)
+        stamped = stamp(items, session_id, self.last_seq, known, keep_ts=keep_ts)
         if stamped.stored:
             lines = [orjson.dumps(line).decode() for line in stamped.stored]
             repo = self.repo
@@ -300,7 +306,12 @@ class PostgresWriter:
 
 
 class PostgresStore:
-    """Threads in one PostgreSQL database; one instance per sessiond process."""
+    """Threads in one PostgreSQL database; one instance per sessiond process.
+
+    The writer connection (locks, appends, commits) is used by the store thread only;
+    reads (pages, listings, snapshots) go through a pool and may run on any thread."""
+
+    shared = True
 
     def __init__(self, url: str, durability: Durability = Durability.FSYNC) -> None:
         self.url = url
@@ -322,7 +333,10 @@ class PostgresStore:
         self._lost: ProtocolError | None = None  # deferred rows lost before their commit
         self._writers: dict[str, PostgresWriter] = {}  # open in this process
         self._watcher: _Watcher | None = None
+        self._schema_lock = threading.Lock()
+        self._migrated = False
         self.index = SharedIndex(self)
+        self.pages = SharedPages(self)
 
     # --- connections ---------------------------------------------------------------------
 
@@ -341,7 +355,7 @@ class PostgresStore:
         self._backoff.check()
         try:
             conn = psycopg.connect(self.url, autocommit=True, **self._params())
-            schema.migrate(conn)
+            self._migrate_once(conn)
             if self.durability is Durability.NONE:
                 # Committed rows survive a sessiond crash; a database crash may lose the
                 # last ones, as `none` loses the page cache of the embedded store.
@@ -356,6 +370,27 @@ class PostgresStore:
         self.serial += 1
         return conn
 
+    def _migrate_once(self, conn: psycopg.Connection) -> None:
+        """Apply the schema's migrations with the first connection this process makes."""
+        with self._schema_lock:
+            if not self._migrated:
+                schema.migrate(conn)
+                self._migrated = True
+
+    def _first_connection(self) -> None:
+        """For a read before any write: reach the database once (the first failure says
+        why, fast, with backoff) and migrate, on this thread's own connection."""
+        self._backoff.check()
+        try:
+            with psycopg.connect(self.url, autocommit=True, **self._params()) as conn:
+                self._migrate_once(conn)
+        except Exception as exc:
+            error = storage_error(exc, f"cannot reach {self.where}", self._redact)
+            self._backoff.failed(error)
+            logger.info("%s", error.message)
+            raise error from None
+        self._backoff.succeeded()
+
     def _drop_connection(self) -> None:
         if self._conn is not None:
             with suppress(Exception):  # already gone; nothing else to release
@@ -367,7 +402,8 @@ class PostgresStore:
         """Reads go through a small pool (they may run on several threads at once)."""
         with self._pool_lock:
             if self._pool is None:
-                self._writer_conn()  # the first failure says why, fast, and migrates
+                if not self._migrated:
+                    self._first_connection()
                 self._pool = ConnectionPool(
                     self.url,
                     min_size=1,
@@ -696,32 +732,12 @@ class PostgresStore:
             ).fetchall()
         return ThreadFile(items=[orjson.loads(line) for (line,) in lines]), archived
 
-    def read_page(
-        self, thread_id: str, *, after_seq: int | None, before_seq: int | None, limit: int
-    ) -> tuple[list[dict[str, Any]], bool]:
-        """One page in ascending seq: after `after_seq`, or the `limit` just before
-        `before_seq`; and whether more lie in the direction of travel. O(limit)."""
-        thread_id = validate_thread_id(thread_id)
-        with self._read() as conn:
-            self._archived(conn, thread_id)
-            if before_seq is not None:
-                rows = conn.execute(
-                    "SELECT line FROM sessiond_items WHERE thread_id = %s AND seq < %s "
-                    "ORDER BY seq DESC LIMIT %s",
-                    (thread_id, before_seq, limit + 1),
-                ).fetchall()
-                rows.reverse()
-                more = len(rows) > limit
-                rows = rows[1:] if more else rows
-            else:
-                rows = conn.execute(
-                    "SELECT line FROM sessiond_items WHERE thread_id = %s AND seq > %s "
-                    "ORDER BY seq LIMIT %s",
-                    (thread_id, after_seq or 0, limit + 1),
-                ).fetchall()
-                more = len(rows) > limit
-                rows = rows[:limit]
-        return [orjson.loads(line) for (line,) in rows], more
+    def read_origin(self, thread_id: str) -> dict[str, Any] | None:
+        """The `origin` of the thread's first `session_meta`, kept in its listing row."""
+        found = self.get(validate_thread_id(thread_id))
+        if found is None:
+            raise thread_not_found(thread_id)
+        return found.origin
 
     @staticmethod
     def _archived(conn: psycopg.Connection, thread_id: str) -> bool:
@@ -1098,6 +1114,79 @@ def _ts_ago(seconds: float) -> str:
     return moment.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
+_PAGE = (
+    "SELECT seq, size, CASE WHEN running <= %s THEN line END FROM ("
+    " SELECT seq, line, octet_length(line) AS size,"
+    " sum(octet_length(line) + 1) OVER (ORDER BY seq {order}) AS running FROM ("
+    "  SELECT seq, line FROM sessiond_items WHERE thread_id = %s AND {where}"
+    "  ORDER BY seq {order} LIMIT %s) AS page) AS sized ORDER BY seq {order}"
+)
+
+
+class SharedPages:
+    """Pages of a thread from its rows, both ways, in O(page) by the primary key, cut by
+    bytes like the embedded store's (restore/pages.py): the database sums the lines' sizes,
+    so only the lines that fit in the answer leave it. Safe on any thread (pooled reads).
+    Rows have no bad lines to report: `skippedLines` is always empty."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+
+    def read(
+        self,
+        thread_id: str,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int,
+        max_bytes: int,
+    ) -> Page:
+        """Forward (the first `limit` items with seq > after) or back (the last `limit`
+        with seq < before); items ascending either way, `next_seq` None at the end."""
+        thread_id = validate_thread_id(thread_id)
+        budget = max_bytes - ANSWER_OVERHEAD
+        back = before is not None
+        order, where = ("DESC", "seq < %s") if back else ("ASC", "seq > %s")
+        sql = _PAGE.format(order=order, where=where)
+        with self._store._read() as conn:
+            self._store._archived(conn, thread_id)  # ThreadNotFound for a missing thread
+            rows = conn.execute(
+                sql, (budget, thread_id, before if back else after or 0, limit + 1)
+            ).fetchall()  # type: ignore[arg-type]
+        chosen: list[tuple[int, bytes]] = []
+        more = False
+        for seq, size, line in rows:
+            if len(chosen) == limit or line is None:
+                if not chosen:
+                    raise too_large(seq, size, budget)
+                more = True
+                break
+            chosen.append((seq, line.encode()))
+        next_seq = chosen[-1][0] if more else None  # the last one taken, either way
+        if back:
+            chosen.reverse()
+        raw = [line for _, line in chosen]
+        return Page([orjson.loads(line) for line in raw], next_seq, [], raw)
+
+    def pick(
+        self, thread_id: str, path: Any, seqs: list[int], max_bytes: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """The items with these seqs (ascending), newest first within `max_bytes`; True when
+        older ones were left out for the budget."""
+        if not seqs:
+            return [], False
+        sql = _PAGE.format(order="DESC", where="seq = ANY(%s)")
+        with self._store._read() as conn:
+            rows = conn.execute(
+                sql, (max_bytes - ANSWER_OVERHEAD, thread_id, seqs, len(seqs))
+            ).fetchall()  # type: ignore[arg-type]
+        kept = [orjson.loads(line) for _, _, line in reversed(rows) if line is not None]
+        return kept, len(kept) < len(rows)
+
+    def forget(self, thread_id: str) -> None:
+        """Nothing derived to drop: the rows went with the thread."""
+
+
 class SharedIndex:
     """The listing side of the store, shaped like the embedded index the service flushes:
     rows are written with their items, so there is nothing to flush, rebuild or remove.
@@ -1111,11 +1200,18 @@ class SharedIndex:
     def ensure_ready(self, progress: Any = None) -> str:
         return "ready"
 
-    def upsert(self, summary: ThreadSummary, path: Any) -> None:
+    @property
+    def is_open(self) -> bool:
+        return False  # nothing of this process's to flush into it
+
+    def upsert(self, summary: ThreadSummary, path: Any, mark: Any = None) -> None:
         """Written in the items' transaction already."""
 
     def upsert_many(self, rows: Any) -> None:
         """Written in the items' transaction already."""
+
+    def refresh(self, rows: Any) -> None:
+        """Other processes' rows are in the table already."""
 
     def remove(self, thread_id: str) -> None:
         """Deleted with the thread's row already."""

@@ -65,6 +65,11 @@ class RestoreContext(Protocol):
 
     def read_text(self, path: str) -> str | None: ...
 
+    def why_unreadable(self, path: str) -> str | None:
+        """Why `file_sha`/`read_text` gave None for a path that may exist: outside the
+        workspace, not a regular file, too large. None: it simply is not there."""
+        ...
+
 
 @dataclass
 class ThreadState:

@@ -36,9 +36,14 @@ def validate(state: dict[str, Any], ctx: Any) -> Any:
     from restore.subsystems import Outcome
 
     history = ctx.results.get("file_history")
-    outside = [f["path"] for f in (history.state["files"] if history else []) if f.get("diverged")]
+    checked = history.state["files"] if history else []
+    # A file sessiond may not read (outside the workspace, not a regular file) is unknown,
+    # not "changed by someone else".
+    outside = [f["path"] for f in checked if f.get("diverged") and not f.get("refused")]
+    unchecked = {f["path"] for f in checked if f.get("refused")}
     files = {
         path: {**entry, "changedOutsideAgent": path in outside}
+        | ({"unchecked": True} if path in unchecked else {})
         for path, entry in state["files"].items()
     }
     if not files:

@@ -1,4 +1,8 @@
-"""9. cost: tokens and money, cumulative across sessions; never reset by clear or resume."""
+"""9. cost: tokens and money, cumulative across sessions; never reset by clear or resume.
+
+A model without a known price (an imported session's, say) counts its tokens and is
+marked `priced: false`, so its `usd` of 0 is never read as free.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +30,8 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
             model, {"inputTokens": 0, "outputTokens": 0, "usd": 0.0}
         )
         _add(per_model, item)
+        if item.get("priced") is False:
+            per_model["priced"] = False
     return state
 
 

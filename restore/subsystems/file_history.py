@@ -2,7 +2,9 @@
 
 A file whose content no longer matches the agent's last edit is `diverged`: the agent must
 not assume its own version is still there. The state keeps the latest edit per file (a
-rewind reads the full history from the thread file), so it stays small.
+rewind reads the full history from the thread file), so it stays small. An edit recorded
+without its contents (`contentKnown: false`: an imported diff) cannot be checked against
+the disk, so its `diverged` is null rather than a guess.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ def initial() -> dict[str, Any]:
 def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     """Updates `state` in place."""
     if item.get("type") == "file_edit" and isinstance(item.get("path"), str):
-        state["latest"][item["path"]] = {key: item.get(key) for key in FIELDS}
+        edit = {key: item.get(key) for key in FIELDS}
+        if item.get("contentKnown") is False:
+            edit["contentKnown"] = False
+        state["latest"][item["path"]] = edit
         state["edits"] += 1
     return state
 
@@ -30,8 +35,12 @@ def validate(state: dict[str, Any], ctx: Any) -> Any:
 
     files = []
     for path, edit in state["latest"].items():
-        current = ctx.file_sha(path)
-        files.append({**edit, "currentSha": current, "diverged": current != edit["afterSha"]})
+        current = ctx.file_sha(path)  # None too for a path outside the workspace
+        diverged = None if edit.get("contentKnown") is False else current != edit["afterSha"]
+        entry = {**edit, "currentSha": current, "diverged": diverged}
+        if refused := ctx.why_unreadable(path):
+            entry["refused"] = refused
+        files.append(entry)
     result = {"files": files, "edits": state["edits"]}
     if not files:
         return Outcome("empty", result)

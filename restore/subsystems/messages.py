@@ -1,9 +1,10 @@
 """5. messages: the history the next model call sees — after the last clear/compact.
 
 The state keeps the seqs of every message after the boundary, as ranges of consecutive
-seqs, and only the first page of message bodies, so its size (and a snapshot's) stays
-small for long threads; the rest is paged with `thread/read`. A compact boundary carries
-the summary and is the first entry; a rewind drops what came after the turn it rewinds to.
+seqs, and no message bodies, so its size (and a snapshot's) stays small for long threads:
+resume reads the newest bodies from the file by seq (`newest`), and clients page further
+back with `thread/read`. A compact boundary carries the summary and is the first entry; a
+rewind drops what came after the turn it rewinds to.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 NAME = "messages"
-HEAD = 200
 
 
 def initial() -> dict[str, Any]:
-    return {"boundarySeq": 0, "boundaryType": None, "ranges": [], "count": 0, "head": []}
+    return {"boundarySeq": 0, "boundaryType": None, "ranges": [], "count": 0}
 
 
 def _restart(item: dict[str, Any]) -> dict[str, Any]:
@@ -29,8 +29,6 @@ def _add(state: dict[str, Any], item: dict[str, Any]) -> None:
     else:
         ranges.append([seq, seq])
     state["count"] += 1
-    if len(state["head"]) < HEAD:
-        state["head"].append(item)
 
 
 def _cut(state: dict[str, Any], cut: int) -> None:
@@ -38,7 +36,6 @@ def _cut(state: dict[str, Any], cut: int) -> None:
     kept = [[start, min(end, cut)] for start, end in state["ranges"] if start <= cut]
     state["ranges"] = kept
     state["count"] = sum(end - start + 1 for start, end in kept)
-    state["head"] = [entry for entry in state["head"] if entry["seq"] <= cut]
 
 
 def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
@@ -56,17 +53,15 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
-def page(state: dict[str, Any], limit: int) -> dict[str, Any]:
-    """The first `limit` messages after the boundary and where to continue reading."""
-    limit = min(limit, HEAD)
-    items = state["head"][:limit]
-    more = state["count"] > len(items)
-    return {
-        "items": items,
-        "nextAfterSeq": items[-1]["seq"] if more and items else None,
-        "boundarySeq": state["boundarySeq"],
-        "total": state["count"],
-    }
+def newest(state: dict[str, Any], limit: int) -> list[int]:
+    """The seqs of the newest `limit` messages after the boundary, ascending."""
+    seqs: list[int] = []
+    for start, end in reversed(state["ranges"]):
+        take = min(limit - len(seqs), end - start + 1)
+        seqs[:0] = range(end - take + 1, end + 1)
+        if len(seqs) >= limit:
+            break
+    return seqs
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:

@@ -1,7 +1,9 @@
 """4. prompt_sections: named system-prompt sections with their hashes and sources.
 
 A file-backed section (AGENTS.md, ...) whose file changed on disk comes back stale, with
-the new content, so the agent never runs on instructions that are no longer true. A clear
+the new content, so the agent never runs on instructions that are no longer true. Only a
+regular file inside the thread's workspace is read back: a recorded path elsewhere (or a
+FIFO) comes back stale without content, never with some other file's. A clear
 starts without sections (hooks of the new session add theirs again).
 """
 
@@ -38,11 +40,15 @@ def validate(state: dict[str, Any], ctx: Any) -> Any:
     for section in state["sections"].values():
         section = dict(section)
         if section.get("path"):
+            # Only a regular file inside the thread's workspace is read back; anything
+            # else comes back stale, without content, saying why (`refused`).
             text = ctx.read_text(section["path"])
             sha = None if text is None else hashlib.sha256(text.encode()).hexdigest()
             if sha != section.get("sha"):
                 section.update(stale=True, content=text, sha=sha)
                 stale.append(section["name"])
+            if refused := ctx.why_unreadable(section["path"]):
+                section["refused"] = refused
         sections.append(section)
     if not sections:
         return Outcome("empty", {"sections": []})

@@ -24,6 +24,7 @@ def thread_file(home: Path, thread_id: str) -> Path:
 
 
 def start(server: ServerProcess, cwd: Path | str, **extra: Any) -> tuple[str, str]:
+    Path(cwd).mkdir(parents=True, exist_ok=True)  # thread/start needs an existing directory
     result = server.request("thread/start", {"cwd": str(cwd), **extra})
     return result["thread"]["threadId"], result["sessionId"]
 

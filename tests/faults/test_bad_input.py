@@ -67,7 +67,7 @@ def test_apply_edit_never_writes_outside_the_workspace(
     tid, sid = started(server, work)
     with pytest.raises(RpcError) as refused:
         _edit(server, tid, sid, "op-escape", path, "pwned\n")
-    assert refused.value.kind == "InvalidParams"
+    assert refused.value.kind == "OutsideWorkspace"
     assert not (tmp_path / "outside.txt").exists() and not Path("/etc/sessiond-test").exists()
     assert server.request("thread/resume", {"threadId": tid})["pendingOperations"] == []
 
@@ -95,3 +95,30 @@ def test_an_unreadable_thread_file_is_a_storage_error_and_the_rest_still_lists(
         assert unreadable.value.kind == "StorageError", method
     listed = server.request("thread/list", {})["threads"]
     assert [t["threadId"] for t in listed] == [good]
+
+
+def test_an_item_too_large_for_an_answer_is_named_and_paged_past(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    # The limit bounds every message: a record that fits in a frame can hold an item that,
+    # with the answer around it, does not. thread/read cuts its pages by bytes instead of
+    # sending a frame the client would refuse, and names the one item that cannot fit.
+    server = spawn(args=["--max-frame", "100000"])
+    server.initialize()
+    tid, sid = started(server, tmp_path)
+    small = [{"type": "message", "id": f"s{n}", "role": "user", "content": "y" * 30_000}
+             for n in range(4)]  # fmt: skip
+    big = {"type": "message", "id": "big", "role": "user", "content": "x" * 99_500}
+    for item in [*small[:2], big, *small[2:]]:
+        server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [item]})
+    first = server.request("thread/read", {"threadId": tid, "limit": 100})
+    assert [i["id"] for i in first["items"]][1:] == ["s0", "s1"]  # cut by bytes, not count
+    with pytest.raises(RpcError) as too_large:
+        server.request("thread/read", {"threadId": tid, "afterSeq": first["nextAfterSeq"]})
+    assert too_large.value.kind == "PayloadTooLarge"
+    big_seq = too_large.value.data["seq"]
+    assert big_seq == first["nextAfterSeq"] + 1
+    rest = server.request("thread/read", {"threadId": tid, "afterSeq": big_seq, "limit": 100})
+    assert [i["id"] for i in rest["items"]][:1] == ["s2"]
+    back = server.request("thread/read", {"threadId": tid, "beforeSeq": big_seq, "limit": 100})
+    assert [i["id"] for i in back["items"]][-2:] == ["s0", "s1"]

@@ -3,6 +3,7 @@ and nothing a user recorded is lost or changed."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from restore.index import ThreadIndex
-from tests.faults.helpers import Spawn, list_all, record, start, subsystem
+from tests.faults.helpers import Spawn, list_all, message, record, start, subsystem
 
 
 @pytest.mark.parametrize("damage", ["delete", "garbage"])
@@ -117,3 +118,47 @@ def test_corrupt_snapshot_over_the_wire_falls_back_to_full_replay_with_the_same_
     assert replayed["pendingOperations"] == good["pendingOperations"]
     assert replayed["messages"]["items"] == good["messages"]["items"]
     assert subsystem(replayed, "todos")["state"]["items"][0]["content"] == "keep me"
+
+
+def _pages(server: object, tid: str) -> list[dict]:
+    """A deep page, a near one, and a forward one: what a client scrolling around sees."""
+    ask = server.request  # type: ignore[attr-defined]
+    return [
+        ask("thread/read", {"threadId": tid, "beforeSeq": 100, "limit": 50}),
+        ask("thread/read", {"threadId": tid, "beforeSeq": 2**40, "limit": 50}),
+        ask("thread/read", {"threadId": tid, "afterSeq": 1500, "limit": 50}),
+    ]
+
+
+@pytest.mark.parametrize("damage", ["delete", "garbage", "stale"])
+def test_a_lost_or_wrong_offset_map_changes_no_page(
+    spawn: Spawn, tmp_path: Path, home: Path, damage: str
+) -> None:
+    server = spawn(env={"SESSIOND_DURABILITY": "none"})
+    server.initialize()
+    tid, sid = start(server, tmp_path)
+    for first in range(0, 2000, 500):
+        record(
+            server, tid, sid, *(message(f"m{n} " + "w" * 200) for n in range(first, first + 500))
+        )
+    server.shutdown()
+    reader = spawn()
+    reader.initialize()
+    before = _pages(reader, tid)
+    reader.shutdown()
+    offsets = home / "snapshots" / tid[:2] / f"{tid}.offsets"
+    assert offsets.exists(), "the map is kept beside the snapshot"
+    if damage == "delete":
+        offsets.unlink()
+    elif damage == "garbage":
+        offsets.write_bytes(os.urandom(4096))
+    else:  # well formed and verified against the file, but every anchor off by a byte
+        wrong = json.loads(offsets.read_bytes())
+        wrong["offsets"] = [offset + 1 for offset in wrong["offsets"]]
+        offsets.write_text(json.dumps(wrong))
+    again = spawn()
+    again.initialize()
+    assert _pages(again, tid) == before
+    assert [i["content"].split()[0] for i in before[0]["items"] if i["type"] == "message"] == [
+        f"m{n}" for n in range(48, 98)
+    ]

@@ -2,9 +2,13 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 
-const { name, version } = JSON.parse(readFileSync("package.json", "utf8"));
+const { name, version, repository } = JSON.parse(readFileSync("package.json", "utf8"));
 const vsix = `${name}-${version}.vsix`;
-execFileSync("npx", ["vsce", "package", "--no-dependencies", "--allow-missing-repository", "--out", vsix], {
+// The README's screenshots stay out of the .vsix: its links point at them in the repository,
+// under this folder (vsce alone would point at the repository's root).
+const repo = repository.url.replace(/\.git$/, "");
+const links = ["--baseImagesUrl", `${repo}/raw/HEAD/vscode-extension`, "--baseContentUrl", `${repo}/blob/HEAD/vscode-extension`];
+execFileSync("npx", ["vsce", "package", "--no-dependencies", "--allow-missing-repository", ...links, "--out", vsix], {
   stdio: ["ignore", "inherit", "inherit"],
 });
 // A .vsix is a zip; list it with Python's zipfile, which every sessiond machine has.
@@ -18,6 +22,7 @@ const expected = new Set([
   "[Content_Types].xml",
   "extension/package.json",
   "extension/readme.md",
+  "extension/LICENSE.txt",
   "extension/dist/extension.js",
   "extension/media/threads.svg",
 ]);

@@ -39,6 +39,21 @@ function withAnyAsUnknown(node) {
   return copy;
 }
 
+// A property that is a `$ref` with a description beside it would be inlined as a copy of
+// the referenced type (ThreadInfo1, ThreadInfo2, ...); as `allOf: [$ref]` it stays a
+// reference to the one named type, and the description still becomes its JSDoc.
+function withDescribedRefsKept(node) {
+  if (Array.isArray(node)) return node.map(withDescribedRefsKept);
+  if (node === null || typeof node !== "object") return node;
+  const copy = {};
+  for (const [key, value] of Object.entries(node)) copy[key] = withDescribedRefsKept(value);
+  if (typeof copy.$ref === "string" && Object.keys(copy).length > 1) {
+    const { $ref, ...siblings } = copy;
+    return { ...siblings, allOf: [{ $ref }] };
+  }
+  return copy;
+}
+
 function typeOfRef(ref) {
   return ref === null ? "null" : ref.$ref.split("/").pop();
 }
@@ -52,7 +67,7 @@ export async function render() {
   const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
   const defs = {};
   for (const [name, def] of Object.entries(schema.$defs)) {
-    defs[name] = { ...withAnyAsUnknown(withoutPropertyTitles(def)), title: name };
+    defs[name] = { ...withDescribedRefsKept(withAnyAsUnknown(withoutPropertyTitles(def))), title: name };
   }
   const types = await compile(
     { title: "ProtocolDefinitions", type: "object", additionalProperties: false, $defs: defs },

@@ -19,7 +19,9 @@ import {
   type WorkspaceFolder,
 } from "./protocol";
 
-export const INSTALL_HINT = "pip install sessiond (or, from a checkout, pip install -e <repo>)";
+import { INSTALL_HINT } from "./install";
+
+export { INSTALL_HINT };
 
 /** The configured command could not be started at all, or exited before answering. */
 export class ServerStartError extends Error {

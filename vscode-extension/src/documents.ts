@@ -31,13 +31,17 @@ function renderItem(item: Item): string | undefined {
   }
 }
 
-export function renderTranscript(thread: ThreadInfo, items: readonly Item[], boundarySeq: number): string {
+/** Shown at the top of a transcript whose earlier messages are not loaded yet. */
+export const LOAD_EARLIER = "Load earlier messages";
+
+export function renderTranscript(thread: ThreadInfo, items: readonly Item[], boundarySeq: number, earlier = false): string {
   const header = [
     `# ${threadLabel(thread)}`,
     "",
     `Thread \`${thread.threadId}\`${thread.branch ? ` · branch \`${thread.branch}\`` : ""}${thread.cwd ? ` · \`${thread.cwd}\`` : ""}`,
   ];
-  if (boundarySeq > 0) header.push("", "_Earlier history, before the last clear or compact, is not shown._");
+  if (earlier) header.push("", `_Showing the newest messages. [${LOAD_EARLIER}](command:sessiond.loadEarlierMessages?${encodeURIComponent(JSON.stringify([thread.threadId]))})_`);
+  else if (boundarySeq > 0) header.push("", "_Earlier history, before the last clear or compact, is not shown._");
   const body = items.map(renderItem).filter((text): text is string => text !== undefined);
   if (body.length === 0) body.push("_No messages yet._");
   return [...header, "", "---", "", body.join("\n\n"), ""].join("\n");

@@ -1,6 +1,7 @@
 // Server errors as sentences a user can act on, keyed by the protocol's `data.kind`.
 import { ResponseError } from "vscode-jsonrpc";
 import { ServerStartError } from "./client";
+import { UPDATE_HINT } from "./install";
 import type { ErrorKind } from "./protocol";
 
 const ADVICE: Partial<Record<ErrorKind, string>> = {
@@ -16,7 +17,8 @@ const ADVICE: Partial<Record<ErrorKind, string>> = {
   ConflictingOperation: "Another operation is in the way.",
   StorageFull: "The disk holding sessiond's data is full.",
   StorageError: "sessiond could not read or write its data.",
-  MethodNotFound: "This sessiond server does not support that yet. Update it: pip install -U sessiond.",
+  OutsideWorkspace: "That path is outside the thread's workspace, or not a regular file; sessiond will not touch it.",
+  MethodNotFound: `This sessiond server does not support that yet. ${UPDATE_HINT}`,
   ServerNotInitialized: "The server is still starting. Try again in a moment.",
 };
 
@@ -35,4 +37,11 @@ export function describeError(action: string, error: unknown): string {
   const advice = kind ? ADVICE[kind as ErrorKind] : undefined;
   if (advice) return `Could not ${action}: ${advice} (${kind}: ${serverMessage})`;
   return `Could not ${action}: ${kind ? `${kind}: ` : ""}${serverMessage}`;
+}
+
+/** Who holds the thread, from a ThreadBusy error (`data.holder`), else undefined. */
+export function busyHolder(error: unknown): string | undefined {
+  if (errorKind(error) !== "ThreadBusy" || !(error instanceof ResponseError)) return undefined;
+  const data = error.data as { holder?: unknown };
+  return typeof data.holder === "string" ? data.holder : "another window";
 }

@@ -1,11 +1,13 @@
 // Entry point: wires the server connection to the views and commands.
 import * as vscode from "vscode";
 import { INSTALL_HINT, ServerStartError, SessiondClient } from "./client";
-import { describeError } from "./errors";
+import { busyHolder, describeError } from "./errors";
+import { INSTALL_COMMAND } from "./install";
 import { threadLabel } from "./format";
 import type { ProgressValue, ThreadInfo, WorkspaceFolder } from "./protocol";
 import { SessionController } from "./sessions";
-import { ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
+import { gitBranch, ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
+import { EarlierMessagesLens, LOAD_EARLIER_COMMAND } from "./transcriptLens";
 import { CostStatusItem, DOCUMENT_SCHEME, ReadOnlyDocuments, TodosTreeProvider } from "./views";
 
 export interface SessiondExtensionApi {
@@ -45,7 +47,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     workspaceFolders: protocolFolders,
     log: (line) => output.appendLine(line),
   });
-  const threads = new ThreadsTreeProvider(client, () => configuration().get<number>("threadsPageSize") ?? 50);
+  const threads = new ThreadsTreeProvider(client, () => configuration().get<number>("threadsPageSize") ?? 50, undefined, gitBranch);
   const todos = new TodosTreeProvider();
   const documents = new ReadOnlyDocuments();
   const cost = new CostStatusItem();
@@ -53,6 +55,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
   const setFolders = () =>
     threads.setFolders((vscode.workspace.workspaceFolders ?? []).map((f) => ({ path: f.uri.fsPath, name: f.name })));
   setFolders();
+
+  // A checkout in any folder moves the "current" branch and the needs-review marks.
+  const heads = vscode.workspace.createFileSystemWatcher("**/.git/HEAD");
+  const branchesMoved = () => void threads.refreshBranches();
+  heads.onDidChange(branchesMoved);
+  heads.onDidCreate(branchesMoved);
 
   const threadsView = vscode.window.createTreeView("sessiond.threads", { treeDataProvider: threads, showCollapseAll: true });
   const todosView = vscode.window.createTreeView("sessiond.todos", { treeDataProvider: todos });
@@ -84,11 +92,30 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
       if (thread) await run(thread);
     });
 
+  /** Actions that open a thread: a refusal because another window holds it marks its row. */
+  const opening = (action: string, run: (thread: ThreadInfo) => Promise<unknown>) =>
+    withThread(action, async (thread) => {
+      try {
+        await run(thread);
+      } catch (error) {
+        const holder = busyHolder(error);
+        if (holder !== undefined) threads.setOpenElsewhere(thread.threadId, holder);
+        throw error;
+      }
+    });
+
   const register = (id: string, handler: (...args: never[]) => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, handler));
-  register("sessiond.resumeThread", withThread("resume the thread", (thread) => sessions.resume(thread)));
+  register("sessiond.resumeThread", opening("resume the thread", (thread) => sessions.resume(thread)));
   register("sessiond.openTranscript", withThread("open the transcript", (thread) => sessions.openTranscript(thread)));
-  register("sessiond.forkThread", withThread("fork the thread", (thread) => sessions.forkAndResume(thread)));
+  register(
+    LOAD_EARLIER_COMMAND,
+    guarded("load earlier messages", async (threadId?: string) => {
+      const id = threadId ?? sessions.active?.thread.threadId;
+      if (id) await sessions.loadEarlierMessages(id);
+    }),
+  );
+  register("sessiond.forkThread", opening("fork the thread", (thread) => sessions.forkAndResume(thread)));
   register(
     "sessiond.renameThread",
     withThread("rename the thread", async (thread) => {
@@ -168,9 +195,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
   context.subscriptions.push(
     threadsView,
     todosView,
+    heads,
+    sessions.onDidChangeActive((thread) => threads.setOpenHere(thread?.threadId)),
     cost,
     output,
     vscode.workspace.registerTextDocumentContentProvider(DOCUMENT_SCHEME, documents),
+    vscode.languages.registerCodeLensProvider({ scheme: DOCUMENT_SCHEME }, new EarlierMessagesLens(sessions)),
     client.onNotification("thread/updated", ({ thread, deleted }) => {
       threads.applyThreadChange(thread, deleted ?? false);
       sessions.applyThreadChange(thread, deleted ?? false);
@@ -179,7 +209,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     client.onNotification("$/progress", (progress) => showProgress(progress.token, progress.value)),
     client.onStateChange((state, error) => {
       if (state === "restarting") output.appendLine("sessiond stopped unexpectedly; restarting it");
-      if (state === "running") threads.refresh();
+      if (state === "running") threads.setServerProblem(undefined);
+      if (state === "failed") threads.setServerProblem(error instanceof ServerStartError && error.missing ? "missing" : "failed");
       if (state === "failed" && error) void showFailure("start the sessiond server", error);
     }),
     vscode.workspace.onDidChangeWorkspaceFolders((event) => {
@@ -205,9 +236,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     }),
     { dispose: () => void sessions.closeActive().finally(() => client.stop()) },
   );
-  client.start().catch((error: unknown) => {
-    threads.refresh(error instanceof ServerStartError && error.missing ? "sessiond is not installed" : "sessiond did not start");
-  });
+  // A failure reaches the view through onStateChange("failed"): its welcome content says what to do.
+  client.start().catch(() => undefined);
   return { client, threads, todos, sessions, documents, cost };
 }
 
@@ -248,7 +278,7 @@ async function showFailure(action: string, error: unknown): Promise<void> {
   const message = describeError(action, error);
   if (error instanceof ServerStartError) {
     const choice = await vscode.window.showErrorMessage(message, "Copy Install Command", "Open Settings");
-    if (choice === "Copy Install Command") await vscode.env.clipboard.writeText("pip install sessiond");
+    if (choice === "Copy Install Command") await vscode.env.clipboard.writeText(INSTALL_COMMAND);
     if (choice === "Open Settings") await vscode.commands.executeCommand("workbench.action.openSettings", "sessiond.serverCommand");
     return;
   }

@@ -34,16 +34,72 @@ export function threadLabel(thread: ThreadInfo): string {
   return thread.forkedFrom ? "Fork (untitled)" : "Untitled thread";
 }
 
-/** "2h ago · main · 14 items · $0.42": the line beside a thread in the tree. */
+/** What the extension knows about a thread beyond its ThreadInfo, for its icon and tooltip. */
+export interface ThreadState {
+  /** Resumed in this window. */
+  openHere?: boolean;
+  /** Held by another client or window: the server's `holder`, e.g. "vscode (connection 3, pid 41235)". */
+  openElsewhere?: string;
+  /** The branch the thread's folder is on now; another recorded branch needs review (Resume asks). */
+  currentBranch?: string;
+}
+
+/** The agent that keeps an imported session ("Claude Code", "Codex"), else "". */
+function agentName(thread: ThreadInfo): string {
+  const agent = thread.origin?.agent;
+  return agent === "claude-code" ? "Claude Code" : agent === "codex" ? "Codex" : "";
+}
+
+/** "2h ago · $0.42" (· "Claude Code" for an imported session): short enough to stay beside
+ * the title at the default side-bar width (the branch is the group the row sits in; the
+ * rest is in the tooltip). */
 export function threadDescription(thread: ThreadInfo, now: Date): string {
-  const parts = [relativeTime(thread.updatedAt ?? thread.createdAt, now)];
-  if (thread.branch) parts.push(thread.branch);
-  const count = thread.itemCount ?? 0;
-  parts.push(`${count} ${count === 1 ? "item" : "items"}`);
   const cost = threadCostUsd(thread);
-  if (cost !== undefined) parts.push(formatUsd(cost));
-  if (thread.archived) parts.push("archived");
-  return parts.filter(Boolean).join(" · ");
+  return [relativeTime(thread.updatedAt ?? thread.createdAt, now), cost !== undefined ? formatUsd(cost) : "", agentName(thread)]
+    .filter(Boolean)
+    .join(" · ");
+}
+
+export function needsReview(thread: ThreadInfo, state: ThreadState): boolean {
+  return !!thread.branch && !!state.currentBranch && thread.branch !== state.currentBranch;
+}
+
+/** The codicon for the state a person should notice first: archived, open elsewhere, needs review. */
+export function threadIcon(thread: ThreadInfo, state: ThreadState): string {
+  if (thread.archived) return "archive";
+  if (state.openElsewhere) return "lock";
+  if (needsReview(thread, state)) return "warning";
+  if (state.openHere) return "debug-start";
+  if (thread.forkedFrom) return "repo-forked";
+  return "comment-discussion";
+}
+
+/** The hover: title, state, every detail the row leaves out, and what came from where. */
+export function threadTooltip(thread: ThreadInfo, now: Date, state: ThreadState): string {
+  const count = thread.itemCount ?? 0;
+  const cost = threadCostUsd(thread);
+  const facts = [
+    thread.branch ? `branch \`${thread.branch}\`` : "no branch",
+    `${count} ${count === 1 ? "item" : "items"}`,
+    ...(cost !== undefined ? [formatUsd(cost)] : []),
+    `updated ${relativeTime(thread.updatedAt ?? thread.createdAt, now) || "never"}`,
+  ];
+  const states = [
+    ...(thread.archived ? ["$(archive) Archived: unarchive it to resume it."] : []),
+    ...(state.openElsewhere ? [`$(lock) Open elsewhere: ${state.openElsewhere}. Close it there, or fork it to go on here.`] : []),
+    ...(needsReview(thread, state)
+      ? [`$(warning) Needs review: recorded on \`${thread.branch}\`, this folder is on \`${state.currentBranch}\` now. Resume asks first.`]
+      : []),
+    ...(state.openHere ? ["$(debug-start) Open in this window."] : []),
+  ];
+  return [
+    `**${threadLabel(thread)}**`,
+    facts.join(" · "),
+    ...states,
+    ...(thread.preview ? [thread.preview] : []),
+    ...(thread.forkedFrom ? [`forked from \`${String(thread.forkedFrom["threadId"])}\``] : []),
+    `\`${thread.threadId}\`${thread.cwd ? ` · ${thread.cwd}` : ""}`,
+  ].join("\n\n");
 }
 
 const DRIFT_FIELD_NAMES: Record<DriftEntry["field"], string> = {

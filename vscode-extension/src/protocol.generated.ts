@@ -3,7 +3,7 @@
 
 export const PROTOCOL_VERSION = 1;
 
-export type ErrorKind = "ParseError" | "InvalidRequest" | "MethodNotFound" | "InvalidParams" | "InternalError" | "ServerNotInitialized" | "Overloaded" | "RequestCancelled" | "ThreadNotFound" | "ThreadBusy" | "ThreadArchived" | "InvalidId" | "StaleSession" | "PayloadTooLarge" | "Unauthorized" | "ConflictingOperation" | "StorageFull" | "StorageError" | "WorkspaceDrift" | "AgentExited";
+export type ErrorKind = "ParseError" | "InvalidRequest" | "MethodNotFound" | "InvalidParams" | "InternalError" | "ServerNotInitialized" | "Overloaded" | "RequestCancelled" | "ThreadNotFound" | "ThreadBusy" | "ThreadArchived" | "InvalidId" | "StaleSession" | "PayloadTooLarge" | "Unauthorized" | "ConflictingOperation" | "StorageFull" | "StorageError" | "WorkspaceDrift" | "OutsideWorkspace" | "AgentExited";
 
 export type RecordableItem =
   | MessageItem
@@ -22,8 +22,17 @@ export type RecordableItem =
  * thread is talking to now, and how it got there. A new one after AGENT restarts.
  */
 export interface AcpSessionItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `acp_session`.
+   */
   type?: "acp_session";
   /**
    * AGENT's own ACP session id.
@@ -46,8 +55,17 @@ export interface AcpSessionItem {
  * from it are written beside it; this one is what a replay sends.
  */
 export interface AcpUpdateItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `acp_update`.
+   */
   type?: "acp_update";
   /**
    * The turn (or idle span) the update belongs to.
@@ -76,17 +94,44 @@ export interface AcpUpdateItem {
   [k: string]: unknown;
 }
 export interface ApplyEditParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
+  /**
+   * The open session this request writes through (from start, resume, fork or clear); StaleSession when it is no longer the thread's current one.
+   */
   sessionId: string;
+  /**
+   * The edit's operation id: applying it again is `already_applied`.
+   */
   operationId: string;
+  /**
+   * The file to write, inside the workspace.
+   */
   path: string;
+  /**
+   * The file's whole new content (UTF-8 text).
+   */
   content: string;
+  /**
+   * sha256 (hex) the file must have now; a mismatch is a `conflict`.
+   */
   expectedSha?: string | null;
   [k: string]: unknown;
 }
 export interface ApplyEditResult {
+  /**
+   * `applied` (written now), `already_applied` (this operation wrote it before), `conflict` (the file is neither the before nor the after; nothing written).
+   */
   outcome: "applied" | "already_applied" | "conflict";
+  /**
+   * sha256 of the file before (null: it did not exist).
+   */
   beforeSha: string | null;
+  /**
+   * sha256 of the file after.
+   */
   afterSha: string | null;
   [k: string]: unknown;
 }
@@ -94,14 +139,32 @@ export interface ApplyEditResult {
  * thread/clear: the conversation restarts empty after this point.
  */
 export interface ClearBoundaryItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `clear_boundary`.
+   */
   type?: "clear_boundary";
+  /**
+   * The session the clear ended.
+   */
   endedSessionId: string;
   [k: string]: unknown;
 }
 export interface ClientInfo {
+  /**
+   * The client's name, e.g. `vscode-sessiond`; names it in ThreadBusy errors.
+   */
   name: string;
+  /**
+   * The client's version, free text.
+   */
   version?: string | null;
   [k: string]: unknown;
 }
@@ -109,9 +172,21 @@ export interface ClientInfo {
  * thread/compact: history before this point is replaced by `summary`.
  */
 export interface CompactBoundaryItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `compact_boundary`.
+   */
   type?: "compact_boundary";
+  /**
+   * What replaces the history before this point.
+   */
   summary: string;
   [k: string]: unknown;
 }
@@ -119,28 +194,74 @@ export interface CompactBoundaryItem {
  * One part of a multi-part message (text, image, ...); images carry base64 `data`.
  */
 export interface ContentPart {
+  /**
+   * The part's kind: `text`, `image`, ...
+   */
   type: string;
+  /**
+   * The text of a `text` part.
+   */
   text?: string | null;
   [k: string]: unknown;
 }
 export interface CostItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `cost`.
+   */
   type?: "cost";
+  /**
+   * The model that was called.
+   */
   model: string;
+  /**
+   * Tokens sent to the model.
+   */
   inputTokens: number;
+  /**
+   * Tokens the model produced.
+   */
   outputTokens: number;
+  /**
+   * What the call cost, in US dollars.
+   */
   usd: number;
+  /**
+   * False when the model's price is unknown: `usd` is 0 and only the tokens count (imported sessions of unlisted models).
+   */
+  priced?: boolean;
   [k: string]: unknown;
 }
 export interface DidChangeWorkspaceFoldersParams {
+  /**
+   * Folders the editor opened.
+   */
   added?: WorkspaceFolder[];
+  /**
+   * Folders the editor closed (matched by path).
+   */
   removed?: WorkspaceFolder[];
   [k: string]: unknown;
 }
 export interface WorkspaceFolder {
+  /**
+   * Absolute path of a folder the editor has open.
+   */
   path: string;
+  /**
+   * Display name of the folder.
+   */
   name?: string | null;
+  /**
+   * The user trusts this folder: its workspace-level hooks may run.
+   */
   trusted?: boolean;
   [k: string]: unknown;
 }
@@ -148,19 +269,46 @@ export interface WorkspaceFolder {
  * thread/resume with acceptDrift: the user chose to continue in a changed workspace.
  */
 export interface DriftAcceptedItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `drift_accepted`.
+   */
   type?: "drift_accepted";
+  /**
+   * The drift accepted (DriftEntry objects).
+   */
   drift: {
     [k: string]: unknown;
   }[];
   [k: string]: unknown;
 }
 export interface DriftEntry {
+  /**
+   * What differs: `cwd`, `repo` (another repository), `branch`, `head` (commit), `worktree`.
+   */
   field: "cwd" | "repo" | "branch" | "head" | "worktree";
+  /**
+   * The recorded value.
+   */
   recorded?: unknown;
+  /**
+   * The value now.
+   */
   current?: unknown;
+  /**
+   * `block`: no session without acceptDrift; `warn`: shown, not blocking.
+   */
   severity: "block" | "warn";
+  /**
+   * Why, when the field alone does not say: "same repository, other checkout" (a warn drift: the thread moved to another clone of its repository).
+   */
   reason?: string | null;
   [k: string]: unknown;
 }
@@ -168,52 +316,238 @@ export interface EmptyResult {
   [k: string]: unknown;
 }
 export interface Environment {
+  /**
+   * Where the thread last ran: `cwd, repoRoot, repoId, branch, headSha, worktree`.
+   */
   recorded?: {
     [k: string]: unknown;
   } | null;
+  /**
+   * The same fields, probed now (plus `cwdExists`, `dirty` files).
+   */
   current?: {
     [k: string]: unknown;
   } | null;
+  /**
+   * Every difference.
+   */
   drift?: DriftEntry[];
   [k: string]: unknown;
 }
 export interface FileEditItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `file_edit`.
+   */
   type?: "file_edit";
+  /**
+   * The edited file.
+   */
   path: string;
+  /**
+   * sha256 (hex) of the file before (null: it did not exist).
+   */
   beforeSha?: string | null;
+  /**
+   * sha256 (hex) of the file after (null: it was removed).
+   */
   afterSha?: string | null;
+  /**
+   * Who made the edit.
+   */
   author?: "agent" | "user";
+  /**
+   * The operation that made it.
+   */
   operationId?: string | null;
+  /**
+   * False when the edit was recorded without the file's contents (an imported diff): the shas are unknown and resume cannot say whether it diverged.
+   */
+  contentKnown?: boolean;
+  [k: string]: unknown;
+}
+/**
+ * How to continue an imported thread in the agent that keeps the session.
+ */
+export interface Handoff {
+  /**
+   * The agent to hand over to.
+   */
+  agent: "claude-code" | "codex";
+  /**
+   * The agent's own resume, as an argument list: `claude --resume ID` or `codex resume ID`.
+   */
+  command: string[];
+  /**
+   * Where to run it: the session's recorded working directory (the agent finds its sessions by it).
+   */
+  cwd: string | null;
+  [k: string]: unknown;
+}
+/**
+ * Server-written at the end of each import of a source file into its thread.
+ */
+export interface ImportCheckpointItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
+  id: string;
+  /**
+   * The turn the item belongs to.
+   */
+  turnId?: string | null;
+  /**
+   * `import_checkpoint`.
+   */
+  type?: "import_checkpoint";
+  /**
+   * The source transcript's path.
+   */
+  source: string;
+  /**
+   * `claude-code` or `codex`.
+   */
+  agent: string;
+  /**
+   * The agent's session id (what its resume takes).
+   */
+  sessionId: string;
+  /**
+   * The import revision this thread holds.
+   */
+  revision: number;
+  /**
+   * This thread.
+   */
+  threadId: string;
+  /**
+   * Bytes of the source read so far.
+   */
+  offset: number;
+  /**
+   * Lines of the source read so far.
+   */
+  lines: number;
+  /**
+   * Where the last line read starts.
+   */
+  lineStart: number;
+  /**
+   * sha256 of the source's first min(offset, 4096) bytes.
+   */
+  headSha: string;
+  /**
+   * sha256 of the last line read (rewrites are detected by these two).
+   */
+  tailSha: string;
+  /**
+   * The source's size when it was read.
+   */
+  size: number;
+  /**
+   * The source's modification time when it was read.
+   */
+  mtimeNs: number;
+  /**
+   * The parser's state, to continue from here.
+   */
+  parser: {
+    [k: string]: unknown;
+  };
+  /**
+   * Source lines skipped in this import (first 100).
+   */
+  skipped?: {
+    [k: string]: unknown;
+  }[];
+  /**
+   * Source lines skipped in this import.
+   */
+  skippedCount?: number;
+  /**
+   * Lines kept with invalid UTF-8 replaced by U+FFFD.
+   */
+  repairedLines?: number;
   [k: string]: unknown;
 }
 export interface InitializeParams {
+  /**
+   * The protocol version the client speaks: 1.
+   */
   protocolVersion?: number;
+  /**
+   * Who the client is.
+   */
   clientInfo?: ClientInfo | null;
+  /**
+   * Folders the editor has open; threads are filed under the innermost one that contains their cwd.
+   */
   workspaceFolders?: WorkspaceFolder[];
+  /**
+   * Client capabilities; none are defined yet.
+   */
   capabilities?: {
     [k: string]: unknown;
   };
   [k: string]: unknown;
 }
 export interface InitializeResult {
+  /**
+   * The protocol version the server speaks: 1.
+   */
   protocolVersion: number;
+  /**
+   * Which server answered.
+   */
   serverInfo: ServerInfo;
+  /**
+   * What this server supports.
+   */
   capabilities: ServerCapabilities;
   [k: string]: unknown;
 }
 export interface ServerInfo {
+  /**
+   * Always "sessiond".
+   */
   name: string;
+  /**
+   * The server's version, e.g. `0.1.0`.
+   */
   version: string;
   [k: string]: unknown;
 }
 export interface ServerCapabilities {
+  /**
+   * The restorable subsystems, in the fixed order a RestoreReport lists them.
+   */
   subsystems: string[];
+  /**
+   * Why a session may begin: `startup`, `resume`, `clear`, `compact`.
+   */
   lifecycleSources: string[];
+  /**
+   * stdio framings understood: `content-length` (LSP) and `newline` (NDJSON).
+   */
   framing: string[];
+  /**
+   * When a record is acknowledged: `fsync` (after fsync), `group` (after a shared fdatasync), `none` (written to the OS only).
+   */
   durability: string;
+  /**
+   * Largest accepted message, in bytes.
+   */
   maxFrameBytes: number;
+  /**
+   * Most items one `thread/record` may carry.
+   */
   maxItemsPerRecord: number;
   [k: string]: unknown;
 }
@@ -221,7 +555,13 @@ export interface ServerCapabilities {
  * Sent to subscribers of a thread: the stored lines of one append, in seq order.
  */
 export interface ItemRecordedNotification {
+  /**
+   * The thread written to.
+   */
   threadId: string;
+  /**
+   * The stored items, with their seq.
+   */
   items: {
     [k: string]: unknown;
   }[];
@@ -234,21 +574,69 @@ export interface ItemRecordedNotification {
  * change or delay an answer. The same fields are recorded as `lifecycle` items.
  */
 export interface LifecycleHookNotification {
+  /**
+   * The thread the session belongs to.
+   */
   threadId: string;
+  /**
+   * The session that started or ended.
+   */
   sessionId: string;
+  /**
+   * Which hook event ran.
+   */
   event: "SessionStart" | "SessionEnd";
+  /**
+   * `started`, then `completed`, `failed` (non-zero exit, bad output) or `timed_out`.
+   */
   status: "started" | "completed" | "failed" | "timed_out";
+  /**
+   * The hook's `name`, else its command shortened.
+   */
   hook: string;
+  /**
+   * How the hook runs.
+   */
   hookType: "command" | "python";
+  /**
+   * Shared by the `started` and final notification of a run.
+   */
   runId: string;
+  /**
+   * SessionStart: why the session began.
+   */
   source?: ("startup" | "resume" | "clear" | "compact") | null;
+  /**
+   * SessionEnd: why it ended (close, clear, shutdown, disconnect).
+   */
   reason?: string | null;
+  /**
+   * Where the hook is configured: `user`, `workspace:<folder>` or `entry_point:<distribution>`.
+   */
   origin?: string | null;
+  /**
+   * The command line that ran.
+   */
   command?: string | null;
+  /**
+   * Its exit code, once it finished.
+   */
   exitCode?: number | null;
+  /**
+   * The end of its stderr (at most 4 KiB).
+   */
   stderr?: string | null;
+  /**
+   * Why it failed, in words.
+   */
   error?: string | null;
+  /**
+   * How long it ran, in milliseconds.
+   */
   durationMs?: number | null;
+  /**
+   * The prompt section its `additionalContext` became.
+   */
   promptSection?: string | null;
   [k: string]: unknown;
 }
@@ -262,70 +650,206 @@ export interface LifecycleHookNotification {
  * the event is about is `targetSessionId`.
  */
 export interface LifecycleItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `lifecycle`.
+   */
   type?: "lifecycle";
+  /**
+   * The lifecycle event.
+   */
   event: "SessionStart" | "SessionEnd";
+  /**
+   * The session the event is about.
+   */
   targetSessionId: string;
+  /**
+   * `ended` (the session's end), or a hook run's `started`, `completed`, `failed`, `timed_out`.
+   */
   status: "ended" | ("started" | "completed" | "failed" | "timed_out");
+  /**
+   * SessionStart: why it began.
+   */
   source?: ("startup" | "resume" | "clear" | "compact") | null;
+  /**
+   * Why the session ended: close, clear, shutdown, disconnect.
+   */
   reason?: string | null;
+  /**
+   * The hook's name.
+   */
   hook?: string | null;
+  /**
+   * How the hook runs.
+   */
   hookType?: ("command" | "python") | null;
+  /**
+   * Where the hook is configured.
+   */
   origin?: string | null;
+  /**
+   * The command line that ran.
+   */
   command?: string | null;
+  /**
+   * Shared by the items of one hook run.
+   */
   runId?: string | null;
+  /**
+   * The hook's exit code.
+   */
   exitCode?: number | null;
+  /**
+   * The end of the hook's stderr.
+   */
   stderr?: string | null;
+  /**
+   * Why the hook failed, in words.
+   */
   error?: string | null;
+  /**
+   * How long the hook ran, in milliseconds.
+   */
   durationMs?: number | null;
+  /**
+   * The `prompt_section` this run's additionalContext became.
+   */
   promptSection?: string | null;
   [k: string]: unknown;
 }
 export interface MessageItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `message`.
+   */
   type?: "message";
+  /**
+   * Who speaks: `user`, `assistant` (the agent), `system`, `tool` (a tool's output).
+   */
   role: "user" | "assistant" | "system" | "tool";
+  /**
+   * Text, or a list of parts.
+   */
   content: string | ContentPart[];
   [k: string]: unknown;
 }
 /**
- * Messages after the last clear/compact boundary; fetch more with thread/read.
+ * The newest messages after the last clear/compact boundary, ascending; page further
+ * back with thread/read `beforeSeq: nextBeforeSeq` (down to `boundarySeq`).
  */
 export interface MessagesPage {
+  /**
+   * The newest `messageLimit` message items, ascending seq.
+   */
   items: {
     [k: string]: unknown;
   }[];
-  nextAfterSeq: number | null;
+  /**
+   * Pass as `beforeSeq` to thread/read for earlier ones; null when all are here.
+   */
+  nextBeforeSeq: number | null;
+  /**
+   * Seq of the last clear/compact boundary (0: none).
+   */
   boundarySeq: number;
+  /**
+   * Messages after the boundary, in all.
+   */
   total?: number;
   [k: string]: unknown;
 }
 export interface ModelOverrideItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `model_override`.
+   */
   type?: "model_override";
+  /**
+   * The model chosen for the thread from now on.
+   */
   model: string;
   [k: string]: unknown;
 }
 export interface OperationItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `operation`.
+   */
   type?: "operation";
+  /**
+   * The tool call's id; every state of one call shares it.
+   */
   operationId: string;
+  /**
+   * The tool's name, e.g. `edit_file`, `run_tests`.
+   */
   tool: string;
+  /**
+   * A digest of the call's arguments (e.g. sha256), to tell calls apart.
+   */
   argsDigest?: string | null;
+  /**
+   * `read` (changes nothing), `idempotent` (safe to repeat), `side_effect` (never repeated automatically).
+   */
   effect: "read" | "idempotent" | "side_effect";
+  /**
+   * `planned`, then `started`, then `committed` or `failed`; a state may not move backwards (ConflictingOperation).
+   */
   state: "planned" | "started" | "committed" | "failed";
+  /**
+   * The result is recorded in this item.
+   */
   resultPersisted?: boolean;
+  /**
+   * The tool's result, any JSON.
+   */
   result?: unknown;
   [k: string]: unknown;
 }
 export interface PendingOperation {
+  /**
+   * The operation's id.
+   */
   operationId: string;
+  /**
+   * The tool it called.
+   */
   tool: string;
+  /**
+   * Its last recorded state: `planned`, `started`, `committed`.
+   */
   state: string;
+  /**
+   * What to do: `not_started` (safe to run), `safe_to_retry` (read-only or idempotent), `needs_review` (a side effect may have happened: never re-run automatically), `committed_result_missing` (done; recover the result, do not re-run).
+   */
   recovery: "not_started" | "safe_to_retry" | "needs_review" | "committed_result_missing";
   [k: string]: unknown;
 }
@@ -335,8 +859,17 @@ export interface PendingOperation {
  * rejections per file: a change the user approved is still the agent's change.
  */
 export interface PermissionDecisionItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `permission_decision`.
+   */
   type?: "permission_decision";
   /**
    * The tool call it was about.
@@ -376,114 +909,358 @@ export interface PermissionDecisionItem {
  * What the agent may do; restored from the record, never guessed from prompt text.
  */
 export interface Permissions {
+  /**
+   * When the agent asks before acting, e.g. `on-request`, `untrusted`; a mode that never asks (`never`, `bypassPermissions`, ...) is downgraded on resume.
+   */
   approvalMode: string;
+  /**
+   * The sandbox policy, e.g. `workspace-write`.
+   */
   sandbox?: string | null;
+  /**
+   * The set of tools enabled.
+   */
   toolProfile?: string | null;
   [k: string]: unknown;
 }
 export interface PermissionsItem {
+  /**
+   * When the agent asks before acting, e.g. `on-request`, `untrusted`; a mode that never asks (`never`, `bypassPermissions`, ...) is downgraded on resume.
+   */
   approvalMode: string;
+  /**
+   * The sandbox policy, e.g. `workspace-write`.
+   */
   sandbox?: string | null;
+  /**
+   * The set of tools enabled.
+   */
   toolProfile?: string | null;
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `permissions`.
+   */
   type?: "permissions";
   [k: string]: unknown;
 }
 export interface ProgressNotification {
+  /**
+   * Identifies one task from begin to end.
+   */
   token: string;
+  /**
+   * Its progress.
+   */
   value: ProgressValue;
   [k: string]: unknown;
 }
 export interface ProgressValue {
+  /**
+   * `begin` (with a title), `report` (progress), `end`.
+   */
   kind: "begin" | "report" | "end";
+  /**
+   * What is in progress, e.g. Indexing threads.
+   */
   title?: string | null;
+  /**
+   * Progress in words, e.g. `40/100`.
+   */
   message?: string | null;
+  /**
+   * Progress in percent (0-100).
+   */
   percentage?: number | null;
   [k: string]: unknown;
 }
 export interface PromptSectionItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `prompt_section`.
+   */
   type?: "prompt_section";
+  /**
+   * The section's name; a later item of the same name replaces it.
+   */
   name: string;
+  /**
+   * The section's text.
+   */
   content: string;
+  /**
+   * The file it was read from (AGENTS.md, ...); checked on resume.
+   */
   path?: string | null;
+  /**
+   * sha256 (hex) of the file's content when read.
+   */
   sha?: string | null;
+  /**
+   * The model provider may cache this section.
+   */
   cacheable?: boolean;
   [k: string]: unknown;
 }
+export interface ReadOnlyHome {
+  /**
+   * The data directory.
+   */
+  path: string;
+  /**
+   * Why it cannot be written, e.g. "mounted read-only".
+   */
+  reason: string;
+  [k: string]: unknown;
+}
 export interface TurnItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn's id, chosen by the client; items carry it too.
+   */
   turnId: string;
+  /**
+   * `turn`.
+   */
   type?: "turn";
+  /**
+   * `started` when the user's request arrives; `completed` or `interrupted` when the agent's work on it ends.
+   */
   phase: "started" | "completed" | "interrupted";
+  /**
+   * Why the turn continues, in words.
+   */
   continueReason?: string | null;
   [k: string]: unknown;
 }
 export interface TodosItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `todos`.
+   */
   type?: "todos";
+  /**
+   * The whole list as it is now (not a change).
+   */
   items: TodoEntry[];
   [k: string]: unknown;
 }
 export interface TodoEntry {
+  /**
+   * The entry's id, stable across updates.
+   */
   id: string;
+  /**
+   * What is to be done.
+   */
   content: string;
+  /**
+   * `pending`, `in_progress` or `completed`.
+   */
   status: "pending" | "in_progress" | "completed";
   [k: string]: unknown;
 }
 export interface VerifierItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `verifier`.
+   */
   type?: "verifier";
+  /**
+   * The check, e.g. `pytest`.
+   */
   name: string;
+  /**
+   * Checks that passed.
+   */
   passed: number;
+  /**
+   * Checks that ran.
+   */
   total: number;
+  /**
+   * The git HEAD they ran at; a later HEAD invalidates the result.
+   */
   headSha?: string | null;
   [k: string]: unknown;
 }
 export interface Recovery {
+  /**
+   * Unreadable lines skipped: `{lineNo, byteOffset, reason, preview}`.
+   */
   skippedLines?: {
     [k: string]: unknown;
   }[];
+  /**
+   * State came from a snapshot plus the items after it.
+   */
   snapshotUsed?: boolean;
+  /**
+   * Why no snapshot was used (missing, corrupt, stale); the state came from full replay.
+   */
   snapshotProblem?: string | null;
+  /**
+   * Items read from the file for this resume.
+   */
   replayedItems?: number;
+  /**
+   * The file began with a UTF-8 BOM (ignored).
+   */
   bomStripped?: boolean;
+  /**
+   * A line torn by a crash was copied to recovered/ and cut off.
+   */
   tornTailRecovered?: boolean;
+  /**
+   * Imported threads: lines of the source transcript that could not be read (lineNo, byteOffset, reason, preview, source path).
+   */
+  sourceSkippedLines?: {
+    [k: string]: unknown;
+  }[];
   [k: string]: unknown;
 }
 export interface RestoreReport {
+  /**
+   * `ready`: a writable session is open (an imported thread opens none: see `handoff`); `needs_review`: none was opened (drift that blocks, or a read-only data directory); the client decides what next.
+   */
   status: "ready" | "needs_review";
+  /**
+   * The thread as it stands now.
+   */
   thread: ThreadInfo;
+  /**
+   * The session this resume opened, if any.
+   */
   session: SessionRef;
+  /**
+   * Recorded versus current workspace.
+   */
   environment: Environment;
+  /**
+   * Every subsystem, in the fixed restore order.
+   */
   subsystems: SubsystemReport[];
+  /**
+   * Operations without a persisted outcome.
+   */
   pendingOperations?: PendingOperation[];
+  /**
+   * Seq of the last item on disk.
+   */
   lastDurableSeq: number;
+  /**
+   * How the state was read, and what was skipped.
+   */
   recovery: Recovery;
+  /**
+   * Why the thread continues: `user` (closed cleanly before) or `process_recovery` (its last session never ended).
+   */
   continueReason?: string | null;
+  /**
+   * The conversation to show and continue from.
+   */
   messages: MessagesPage;
+  /**
+   * Set when the data directory cannot be written: the report is complete, but no session was opened and nothing may be recorded.
+   */
+  readOnly?: ReadOnlyHome | null;
+  /**
+   * Imported threads only: resume opens no sessiond session (the importer keeps appending the agent's lines); when the workspace matches, or the drift is accepted, this is the agent's own command to continue in. Null otherwise.
+   */
+  handoff?: Handoff | null;
   [k: string]: unknown;
 }
+/**
+ * One thread as listed: enough to show a row and decide whether to resume it.
+ */
 export interface ThreadInfo {
+  /**
+   * The thread's id (a UUID); stable for its whole life.
+   */
   threadId: string;
+  /**
+   * Title given at start or by thread/setTitle.
+   */
   title?: string | null;
+  /**
+   * The first user message as one short line (images and data dropped).
+   */
   preview?: string;
+  /**
+   * Working directory of the latest session.
+   */
   cwd?: string | null;
+  /**
+   * The workspace folder the thread is filed under (null: none).
+   */
   workspaceFolder?: string | null;
+  /**
+   * Git branch of the latest session.
+   */
   branch?: string | null;
+  /**
+   * Git HEAD commit of the latest session.
+   */
   headSha?: string | null;
+  /**
+   * When the thread began: ISO 8601 UTC, e.g. `2026-03-10T12:00:00Z`.
+   */
   createdAt?: string | null;
+  /**
+   * When an item was last recorded (ISO 8601 UTC); the list's order.
+   */
   updatedAt?: string | null;
+  /**
+   * Items recorded by clients (server bookkeeping not counted).
+   */
   itemCount?: number;
+  /**
+   * The thread is archived (listed only on request).
+   */
   archived?: boolean;
+  /**
+   * `{threadId, seq}` of the thread and position it was forked from.
+   */
   forkedFrom?: {
     [k: string]: unknown;
   } | null;
+  /**
+   * Money spent on the thread so far, across all its sessions, in USD.
+   */
   costUsd?: number;
+  /**
+   * Where the thread came from: null when recorded over this protocol.
+   */
   origin?: ThreadOrigin | null;
   [k: string]: unknown;
 }
@@ -491,21 +1268,55 @@ export interface ThreadInfo {
  * A thread that mirrors a session kept elsewhere (an import, or the ACP front door).
  */
 export interface ThreadOrigin {
+  /**
+   * The agent whose session this thread mirrors: `claude-code`, `codex`, or `acp` (recorded through `sessiond acp`).
+   */
   agent: "claude-code" | "codex" | "acp";
+  /**
+   * The session's id in that agent's own store.
+   */
   sessionId: string;
+  /**
+   * The agent's own session file, when it has one.
+   */
   path?: string | null;
+  /**
+   * The command (argv) that runs the agent, for handing the thread back.
+   */
   agentCommand?: string[] | null;
+  /**
+   * Imports: 1 for a session's first import; a source file rewritten (not appended to) since is imported again as a new thread with the next revision.
+   */
+  revision?: number | null;
   [k: string]: unknown;
 }
 export interface SessionRef {
+  /**
+   * The new writable session; null when none was opened (needs_review).
+   */
   sessionId: string | null;
+  /**
+   * The thread's previous session.
+   */
   resumedFrom?: string | null;
   [k: string]: unknown;
 }
 export interface SubsystemReport {
+  /**
+   * The subsystem, e.g. `todos`; see capabilities.subsystems.
+   */
   name: string;
+  /**
+   * `restored`: valid as recorded; `invalidated`: recorded but no longer true (see reason); `empty`: nothing recorded; `error`: could not be restored.
+   */
   status: "restored" | "invalidated" | "empty" | "error";
+  /**
+   * Why it is invalidated or in error.
+   */
   reason?: string | null;
+  /**
+   * The restored state; its shape depends on the name.
+   */
   state?: unknown;
   [k: string]: unknown;
 }
@@ -513,15 +1324,36 @@ export interface SubsystemReport {
  * thread/rewind: the conversation continues from the end of `toTurnId`.
  */
 export interface RewindBoundaryItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `rewind_boundary`.
+   */
   type?: "rewind_boundary";
+  /**
+   * Seq of the last item kept.
+   */
   toSeq: number;
+  /**
+   * The turn rewound to.
+   */
   toTurnId: string;
   [k: string]: unknown;
 }
 export interface RewoundFile {
+  /**
+   * A file put back as it was at the end of the turn.
+   */
   path: string;
+  /**
+   * Its sha256 now (null: it was removed).
+   */
   sha: string | null;
   [k: string]: unknown;
 }
@@ -529,106 +1361,275 @@ export interface RewoundFile {
  * First line of every session: where it ran and why it began.
  */
 export interface SessionMetaItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `session_meta`.
+   */
   type?: "session_meta";
+  /**
+   * The thread.
+   */
   threadId: string;
+  /**
+   * Why the session began: `startup`, `resume`, `clear`, `compact`.
+   */
   source: "startup" | "resume" | "clear" | "compact";
+  /**
+   * Who or what asked: `user`, `process_recovery`, `acceptDrift`, `fork`.
+   */
   reason?: string;
+  /**
+   * The session this one continues.
+   */
   resumedFrom?: string | null;
+  /**
+   * `{threadId, seq}` this thread was forked from.
+   */
   forkedFrom?: {
     [k: string]: unknown;
   } | null;
+  /**
+   * Set on the first session of a thread that mirrors another agent's session (see ThreadOrigin).
+   */
   origin?: {
     [k: string]: unknown;
   } | null;
+  /**
+   * Working directory.
+   */
   cwd: string;
+  /**
+   * The workspace folder it is filed under.
+   */
   workspaceFolder?: string | null;
+  /**
+   * Root of the git repository (null: none).
+   */
   repoRoot?: string | null;
+  /**
+   * Git branch (null: detached or no repository).
+   */
   branch?: string | null;
+  /**
+   * Git HEAD commit.
+   */
   headSha?: string | null;
+  /**
+   * The title given at start.
+   */
   title?: string | null;
+  /**
+   * The model in use.
+   */
   model?: string | null;
+  /**
+   * What the agent may do.
+   */
   permissions?: Permissions | null;
+  /**
+   * The client's `clientInfo`.
+   */
   client?: {
     [k: string]: unknown;
   } | null;
   [k: string]: unknown;
 }
 export interface SessionParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
+  /**
+   * The open session this request writes through (from start, resume, fork or clear); StaleSession when it is no longer the thread's current one.
+   */
   sessionId: string;
   [k: string]: unknown;
 }
 export interface ThreadClearParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
+  /**
+   * The open session this request writes through (from start, resume, fork or clear); StaleSession when it is no longer the thread's current one.
+   */
   sessionId: string;
   [k: string]: unknown;
 }
 export interface ThreadClearResult {
+  /**
+   * The new session, with an empty conversation.
+   */
   sessionId: string;
+  /**
+   * The session that was cleared (now closed).
+   */
   previousSessionId: string;
   [k: string]: unknown;
 }
 export interface ThreadCompactParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
+  /**
+   * The open session this request writes through (from start, resume, fork or clear); StaleSession when it is no longer the thread's current one.
+   */
   sessionId: string;
+  /**
+   * Replaces the history before this point in later resumes.
+   */
   summary: string;
   [k: string]: unknown;
 }
 export interface ThreadCompactResult {
+  /**
+   * Seq of the compact boundary item.
+   */
   boundarySeq: number;
   [k: string]: unknown;
 }
 export interface ThreadForkParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
+  /**
+   * Fork after the end of this turn.
+   */
   atTurnId?: string | null;
+  /**
+   * Fork after this seq (default: the whole thread).
+   */
   atSeq?: number | null;
   [k: string]: unknown;
 }
 export interface ThreadForkResult {
+  /**
+   * The new thread, with `forkedFrom` set.
+   */
   thread: ThreadInfo;
+  /**
+   * Its first session.
+   */
   sessionId: string;
   [k: string]: unknown;
 }
 export interface ThreadIdParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
   [k: string]: unknown;
 }
 export interface ThreadListParams {
+  /**
+   * Only threads whose cwd is exactly this path.
+   */
   cwd?: string | null;
+  /**
+   * Only threads filed under this folder or with a cwd inside it.
+   */
   workspaceFolder?: string | null;
+  /**
+   * List archived threads instead of live ones.
+   */
   archived?: boolean;
+  /**
+   * Case-insensitive text to find in the title or preview.
+   */
   search?: string | null;
+  /**
+   * `nextCursor` of the previous page.
+   */
   cursor?: string | null;
+  /**
+   * Threads per page (1-200).
+   */
   limit?: number;
   [k: string]: unknown;
 }
 export interface ThreadListResult {
+  /**
+   * One page, most recently updated first.
+   */
   threads: ThreadInfo[];
+  /**
+   * Pass as `cursor` for the next page; null when this is the last.
+   */
   nextCursor: string | null;
   [k: string]: unknown;
 }
+/**
+ * One page: forward with `afterSeq` (the default, from the start), back with `beforeSeq`
+ * (the `limit` items just before it); items come in ascending seq either way. A page costs
+ * O(limit), whatever its depth or the thread's length.
+ */
 export interface ThreadReadParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
-  afterSeq?: number;
+  /**
+   * Page forward: items with a seq greater than this (0 or absent: from the start).
+   */
+  afterSeq?: number | null;
+  /**
+   * Page back: the `limit` items just before this seq (any seq past the end: the newest). Not with `afterSeq`.
+   */
+  beforeSeq?: number | null;
+  /**
+   * Most items to return (1-10000).
+   */
   limit?: number;
   [k: string]: unknown;
 }
+/**
+ * A page is also cut by bytes, to stay under the frame limit; its cursor goes on. An
+ * item too large for any answer is a PayloadTooLarge naming its `seq`.
+ */
 export interface ThreadReadResult {
+  /**
+   * Stored items in ascending seq, each with `v`, `seq`, `ts`, `sessionId`.
+   */
   items: {
     [k: string]: unknown;
   }[];
-  nextAfterSeq: number | null;
+  /**
+   * Going forward: pass as `afterSeq` for the next page; null at the end.
+   */
+  nextAfterSeq?: number | null;
+  /**
+   * Going back: pass as `beforeSeq` for the previous page; null at the start.
+   */
+  nextBeforeSeq?: number | null;
+  /**
+   * Lines in the bytes this page covered that could not be read: `{lineNo, byteOffset, reason, preview}`; kept in the file, never hidden, each reported by one page only.
+   */
   skippedLines?: {
     [k: string]: unknown;
   }[];
   [k: string]: unknown;
 }
 export interface ThreadRecordParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
+  /**
+   * The open session this request writes through (from start, resume, fork or clear); StaleSession when it is no longer the thread's current one.
+   */
   sessionId: string;
   /**
+   * Items to append, in order; each is a RecordableItem. An item whose `id` was recorded before is not written again (a retry is safe).
+   *
    * @minItems 1
    * @maxItems 1000
    */
@@ -643,68 +1644,167 @@ export interface ThreadRecordParams {
   [k: string]: unknown;
 }
 export interface ThreadRecordResult {
+  /**
+   * Seq of the first item of the request (its earlier seq if a duplicate).
+   */
   firstSeq: number | null;
+  /**
+   * Seq of the last item of the request.
+   */
   lastSeq: number | null;
+  /**
+   * Items not written because their id (or operation state) was recorded already.
+   */
   duplicates: number;
   [k: string]: unknown;
 }
 export interface ThreadResumeParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
+  /**
+   * Where the client would continue (default: the recorded cwd).
+   */
   cwd?: string | null;
+  /**
+   * Continue even though the workspace drifted (recorded as an item).
+   */
   acceptDrift?: boolean;
+  /**
+   * Most messages to return in `messages.items` (1-200).
+   */
   messageLimit?: number;
+  /**
+   * Models the client can run; a recorded model outside this list is invalidated.
+   */
   availableModels?: string[] | null;
   [k: string]: unknown;
 }
 export interface ThreadRewindParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
+  /**
+   * The open session this request writes through (from start, resume, fork or clear); StaleSession when it is no longer the thread's current one.
+   */
   sessionId: string;
+  /**
+   * Rewind to the end of this turn.
+   */
   toTurnId: string;
+  /**
+   * Restore the files the agent edited after that turn.
+   */
   files?: boolean;
+  /**
+   * Drop the conversation after that turn.
+   */
   conversation?: boolean;
+  /**
+   * Restore files even where the user changed them since.
+   */
   force?: boolean;
   [k: string]: unknown;
 }
 export interface ThreadRewindResult {
+  /**
+   * Seq of the last item kept.
+   */
   toSeq: number;
+  /**
+   * Files restored.
+   */
   files: RewoundFile[];
+  /**
+   * The conversation was rewound too.
+   */
   conversation: boolean;
   [k: string]: unknown;
 }
 export interface ThreadSetTitleParams {
+  /**
+   * The thread's id (a UUID).
+   */
   threadId: string;
+  /**
+   * The new title.
+   */
   title: string;
   [k: string]: unknown;
 }
 export interface ThreadSetTitleResult {
+  /**
+   * The thread with its new title.
+   */
   thread: ThreadInfo;
   [k: string]: unknown;
 }
 export interface ThreadStartParams {
+  /**
+   * Absolute path of an existing directory the agent works in.
+   */
   cwd: string;
+  /**
+   * A title for the list.
+   */
   title?: string | null;
+  /**
+   * The model the thread starts with.
+   */
   model?: string | null;
+  /**
+   * What the agent may do; restored on every resume.
+   */
   permissions?: Permissions | null;
   [k: string]: unknown;
 }
 export interface ThreadStartResult {
+  /**
+   * The new thread, already durable and listed.
+   */
   thread: ThreadInfo;
+  /**
+   * Its first session: record through it.
+   */
   sessionId: string;
   [k: string]: unknown;
 }
 export interface ThreadStartedNotification {
+  /**
+   * A thread started or forked by any client.
+   */
   thread: ThreadInfo;
   [k: string]: unknown;
 }
 export interface ThreadTitleItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
   id: string;
+  /**
+   * The turn the item belongs to.
+   */
   turnId?: string | null;
+  /**
+   * `thread_title`.
+   */
   type?: "thread_title";
+  /**
+   * The thread's new title.
+   */
   title: string;
   [k: string]: unknown;
 }
 export interface ThreadUpdatedNotification {
+  /**
+   * The thread's new row (only `threadId` when it was deleted).
+   */
   thread: ThreadInfo;
+  /**
+   * The thread was deleted.
+   */
   deleted?: boolean;
   [k: string]: unknown;
 }

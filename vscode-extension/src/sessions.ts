@@ -6,7 +6,8 @@ import type { SessiondClient } from "./client";
 import { renderRestoreReport, renderTranscript } from "./documents";
 import { errorKind } from "./errors";
 import { driftDetail, threadLabel } from "./format";
-import type { RestoreReport, ThreadInfo } from "./protocol";
+import { AGENT_NAMES, resumeInAgent, resumeLabel } from "./handoff";
+import type { Handoff, RestoreReport, ThreadInfo } from "./protocol";
 import { costOf, todosOf, troubledSubsystems } from "./subsystems";
 import type { CostStatusItem, ReadOnlyDocuments, TodosTreeProvider } from "./views";
 
@@ -16,20 +17,34 @@ export const CONTINUE_HERE = "Continue here";
 export const FORK_INSTEAD = "Fork into a new thread";
 export const INSPECT = "Inspect";
 
-/** Enough transcript to read; a thread longer than this opens with its newest part cut. */
-const TRANSCRIPT_ITEM_LIMIT = 20_000;
+/** Items per "Load earlier messages" (and per page of a transcript opened without resuming). */
+export const EARLIER_PAGE = 200;
 const TRANSCRIPT_TYPES = new Set(["message", "operation", "turn", "compact_boundary"]);
 
-export interface ActiveSession {
+/** What a transcript shows: its newest part, and where to load earlier items from. */
+export interface Transcript {
   thread: ThreadInfo;
-  sessionId: string;
-  report: RestoreReport | undefined;
   items: Item[];
   boundarySeq: number;
+  /** `beforeSeq` for the next "Load earlier messages"; null once everything since the boundary is shown. */
+  earlier: number | null;
+}
+
+export interface ActiveSession extends Transcript {
+  sessionId: string;
+  report: RestoreReport | undefined;
 }
 
 export class SessionController {
   active: ActiveSession | undefined;
+  /** Transcripts opened without a session (Open Transcript), by thread id. */
+  private readonly opened = new Map<string, Transcript>();
+  private readonly transcriptsChanged = new vscode.EventEmitter<void>();
+  /** Fires when a transcript gains or loses earlier messages to load (the code lens follows). */
+  readonly onDidChangeTranscripts = this.transcriptsChanged.event;
+  private readonly activeChanged = new vscode.EventEmitter<ThreadInfo | undefined>();
+  /** The thread open in this window changed (the Threads view marks it). */
+  readonly onDidChangeActive = this.activeChanged.event;
 
   constructor(
     private readonly client: Pick<SessiondClient, "request">,
@@ -38,12 +53,23 @@ export class SessionController {
     private readonly cost: CostStatusItem,
   ) {}
 
-  /** Resume: ready → the restored views; needs_review → the drift modal decides. */
+  /** Resume: ready → the restored views; needs_review → the drift modal decides. An imported
+   * thread comes back with a handoff instead of a session: continue it in its own agent. */
   async resume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
-    await this.closeActive();
+    // The open session stays open until a new one replaces it (showRestored): a Cancel, a
+    // refusal (ThreadBusy) or a failure leaves the user where they were.
+    if (this.active?.thread.threadId === thread.threadId) await this.closeActive();
     const report = await this.client.request("thread/resume", { threadId: thread.threadId });
+    if (report.readOnly) {
+      // No session can open on a read-only data directory; the drift modal would not help.
+      const { path, reason } = report.readOnly;
+      void vscode.window.showWarningMessage(
+        `sessiond's data directory ${path} is read-only (${reason}): “${threadLabel(report.thread)}” can be read (Open Transcript), not continued.`,
+      );
+      return report;
+    }
     if (report.status === "ready") {
-      await this.showRestored(report);
+      await (report.handoff ? this.showHandoff(report, report.handoff) : this.showRestored(report));
       return report;
     }
     const choice = await vscode.window.showWarningMessage(
@@ -59,7 +85,7 @@ export class SessionController {
         cwd: currentCwdFor(report.thread),
         acceptDrift: true,
       });
-      await this.showRestored(accepted);
+      await (accepted.handoff ? this.showHandoff(accepted, accepted.handoff) : this.showRestored(accepted));
       return accepted;
     }
     if (choice?.title === FORK_INSTEAD) return this.forkAndResume(report.thread);
@@ -87,7 +113,7 @@ export class SessionController {
     if (title === undefined) return;
     await this.closeActive();
     const started = await this.client.request("thread/start", { cwd, ...(title.trim() ? { title: title.trim() } : {}) });
-    this.active = { thread: started.thread, sessionId: started.sessionId, report: undefined, items: [], boundarySeq: 0 };
+    this.active = { thread: started.thread, sessionId: started.sessionId, report: undefined, items: [], boundarySeq: 0, earlier: null };
     this.todos.set([]);
     this.cost.show(undefined);
     await this.setSessionContext();
@@ -99,7 +125,7 @@ export class SessionController {
     if (!active) return;
     const result = await this.client.request("thread/clear", { threadId: active.thread.threadId, sessionId: active.sessionId });
     // Clear keeps todos and cost; only the conversation starts again.
-    Object.assign(active, { sessionId: result.sessionId, items: [], boundarySeq: active.boundarySeq + 1 });
+    Object.assign(active, { sessionId: result.sessionId, items: [], boundarySeq: active.boundarySeq + 1, earlier: null });
     await this.showTranscript();
     void vscode.window.showInformationMessage(`Cleared “${threadLabel(active.thread)}”: a new session starts with an empty conversation.`);
   }
@@ -118,8 +144,9 @@ export class SessionController {
       sessionId: active.sessionId,
       summary: summary.trim(),
     });
-    active.boundarySeq = result.boundarySeq;
-    active.items = await this.readItems(active.thread.threadId, result.boundarySeq - 1);
+    // The summary is now the oldest message: the transcript starts again from it.
+    const page = await this.client.request("thread/read", { threadId: active.thread.threadId, afterSeq: result.boundarySeq - 1, limit: EARLIER_PAGE });
+    Object.assign(active, { boundarySeq: result.boundarySeq, items: transcriptItems(page.items, result.boundarySeq), earlier: null });
     await this.showTranscript();
   }
 
@@ -175,10 +202,37 @@ export class SessionController {
     );
   }
 
-  /** The whole thread, read without opening a session. */
+  /** A thread's newest items, read without opening a session; earlier ones load on demand. */
   async openTranscript(thread: ThreadInfo): Promise<void> {
-    const items = await this.readItems(thread.threadId, undefined);
-    await this.documents.show(transcriptPath(thread), renderTranscript(thread, items, 0));
+    const transcript: Transcript = { thread, items: [], boundarySeq: 0, earlier: Number.MAX_SAFE_INTEGER };
+    this.opened.set(thread.threadId, transcript);
+    await this.loadEarlier(transcript);
+  }
+
+  /** The transcript a document shows: the open session's, or one opened without a session. */
+  transcriptOf(threadId: string): Transcript | undefined {
+    return this.active?.thread.threadId === threadId ? this.active : this.opened.get(threadId);
+  }
+
+  /** "Load earlier messages": the page just before the oldest one shown, down to the boundary. */
+  async loadEarlierMessages(threadId: string): Promise<void> {
+    const transcript = this.transcriptOf(threadId);
+    if (transcript && transcript.earlier !== null) await this.loadEarlier(transcript);
+  }
+
+  private async loadEarlier(transcript: Transcript): Promise<void> {
+    if (transcript.earlier === null) return;
+    const page = await this.client.request("thread/read", {
+      threadId: transcript.thread.threadId,
+      beforeSeq: transcript.earlier,
+      limit: EARLIER_PAGE,
+    });
+    transcript.items = [...transcriptItems(page.items, transcript.boundarySeq), ...transcript.items];
+    const oldest = page.items[0]?.["seq"];
+    const reachedBoundary = typeof oldest === "number" && oldest <= transcript.boundarySeq;
+    transcript.earlier = reachedBoundary ? null : (page.nextBeforeSeq ?? null);
+    this.transcriptsChanged.fire();
+    await this.render(transcript);
   }
 
   async showRestoreReport(): Promise<void> {
@@ -217,18 +271,50 @@ export class SessionController {
   }
 
   private async showRestored(report: RestoreReport): Promise<void> {
+    await this.closeActive();
     const sessionId = report.session.sessionId;
     if (!sessionId) throw new Error("the server reported ready without opening a session");
-    const items = [...report.messages.items];
-    if (report.messages.nextAfterSeq !== null) {
-      items.push(...(await this.readItems(report.thread.threadId, report.messages.nextAfterSeq)));
-    }
-    this.active = { thread: report.thread, sessionId, report, items, boundarySeq: report.messages.boundarySeq };
+    // The newest messages come with the answer: the transcript shows them at once, and
+    // "Load earlier messages" pages back from there.
+    this.active = {
+      thread: report.thread,
+      sessionId,
+      report,
+      items: [...report.messages.items],
+      boundarySeq: report.messages.boundarySeq,
+      earlier: report.messages.nextBeforeSeq,
+    };
+    this.transcriptsChanged.fire();
     this.todos.set(todosOf(report));
     this.cost.show(costOf(report));
     await this.setSessionContext();
     await this.showTranscript();
     await this.warnAboutWhatNeedsReview(report);
+  }
+
+  /** An imported thread: its restored views (read-only: no session opened) and the offer to
+   * continue in the agent that keeps the session. */
+  private async showHandoff(report: RestoreReport, handoff: Handoff): Promise<void> {
+    await this.closeActive(); // the views now show this thread: the one open before is released
+    // Newest messages first, as for a resumed thread; earlier ones load on demand.
+    const transcript: Transcript = {
+      thread: report.thread,
+      items: [...report.messages.items],
+      boundarySeq: report.messages.boundarySeq,
+      earlier: report.messages.nextBeforeSeq,
+    };
+    this.opened.set(report.thread.threadId, transcript);
+    this.transcriptsChanged.fire();
+    this.todos.set(todosOf(report));
+    this.cost.show(costOf(report));
+    await this.setSessionContext();
+    await this.render(transcript);
+    const agent = AGENT_NAMES[handoff.agent];
+    const choice = await vscode.window.showInformationMessage(
+      `“${threadLabel(report.thread)}” is a ${agent} session: sessiond shows it, ${agent} continues it.`,
+      resumeLabel(handoff),
+    );
+    if (choice === resumeLabel(handoff)) await resumeInAgent(handoff);
   }
 
   private async warnAboutWhatNeedsReview(report: RestoreReport): Promise<void> {
@@ -249,25 +335,12 @@ export class SessionController {
   }
 
   private async showTranscript(): Promise<void> {
-    const active = this.active;
-    if (!active) return;
-    await this.documents.show(transcriptPath(active.thread), renderTranscript(active.thread, active.items, active.boundarySeq));
+    if (this.active) await this.render(this.active);
   }
 
-  private async readItems(threadId: string, afterSeq: number | undefined): Promise<Item[]> {
-    const items: Item[] = [];
-    let cursor = afterSeq;
-    while (items.length < TRANSCRIPT_ITEM_LIMIT) {
-      const page = await this.client.request("thread/read", {
-        threadId,
-        ...(cursor !== undefined ? { afterSeq: cursor } : {}),
-        limit: 1000,
-      });
-      items.push(...page.items.filter((item) => TRANSCRIPT_TYPES.has(String(item["type"]))));
-      if (page.nextAfterSeq === null || page.nextAfterSeq === undefined) break;
-      cursor = page.nextAfterSeq;
-    }
-    return items;
+  private async render(transcript: Transcript): Promise<void> {
+    const { thread, items, boundarySeq, earlier } = transcript;
+    await this.documents.show(transcriptPath(thread), renderTranscript(thread, items, boundarySeq, earlier !== null));
   }
 
   private requireActive(): ActiveSession | undefined {
@@ -276,6 +349,7 @@ export class SessionController {
   }
 
   private async setSessionContext(): Promise<void> {
+    this.activeChanged.fire(this.active?.thread);
     await vscode.commands.executeCommand("setContext", "sessiond.sessionActive", this.active !== undefined);
   }
 }
@@ -288,12 +362,24 @@ export function currentCwdFor(thread: ThreadInfo): string | undefined {
   return folders[0] ?? thread.cwd ?? undefined;
 }
 
+/** The editor tab shows the last path segment: the thread's title, under its id (unique). */
 export function transcriptPath(thread: ThreadInfo): string {
-  return `/transcript/${thread.threadId}.md`;
+  return `/transcript/${thread.threadId}/${tabName(threadLabel(thread))}`;
 }
 
 export function reportPath(thread: ThreadInfo): string {
-  return `/restore-report/${thread.threadId}.md`;
+  return `/restore-report/${thread.threadId}/${tabName(`Restore report: ${threadLabel(thread)}`)}`;
+}
+
+/** A title as one path segment: no separators or control characters, not too long. */
+function tabName(title: string): string {
+  const name = title.replace(/[\\/\u0000-\u001f\u007f]+/g, " ").trim();
+  return name.length > 60 ? `${name.slice(0, 59)}…` : name || "untitled";
+}
+
+/** The items a transcript shows, from the boundary on (a compact's summary is at the boundary). */
+function transcriptItems(items: readonly Item[], boundarySeq: number): Item[] {
+  return items.filter((item) => TRANSCRIPT_TYPES.has(String(item["type"])) && Number(item["seq"]) >= boundarySeq);
 }
 
 function userTurns(items: readonly Item[]): { turnId: string; text: string }[] {

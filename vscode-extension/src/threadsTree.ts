@@ -1,8 +1,9 @@
 // The Threads view: workspace folder → branch → threads, newest first, one page at a time.
+import { execFile } from "node:child_process";
 import * as vscode from "vscode";
 import type { SessiondClient } from "./client";
 import { describeError } from "./errors";
-import { threadDescription, threadLabel } from "./format";
+import { threadDescription, threadIcon, threadLabel, threadTooltip, type ThreadState } from "./format";
 import type { ThreadInfo } from "./protocol";
 
 export interface FolderRef {
@@ -16,7 +17,14 @@ interface FolderGroup extends FolderRef {
   nextCursor: string | null;
   loaded: boolean;
   loading: Promise<void> | undefined;
+  /** Why the first page could not be listed; shown in place of the threads. */
+  error: string | undefined;
+  /** The branch the folder is on now (read with each first page). */
+  currentBranch: string | undefined;
 }
+
+/** Why the view is empty and shows its welcome content instead (package.json viewsWelcome). */
+export type ServerProblem = "missing" | "failed";
 
 export type ThreadsNode =
   | { kind: "folder"; group: FolderGroup }
@@ -26,6 +34,20 @@ export type ThreadsNode =
   | { kind: "notice"; text: string };
 
 const NO_BRANCH = "(no branch)";
+/** A group's pages, before the first is loaded (a new array each time: groups never share one). */
+function unloaded(): Omit<FolderGroup, keyof FolderRef> {
+  return { threads: [], nextCursor: null, loaded: false, loading: undefined, error: undefined, currentBranch: undefined };
+}
+
+/** The branch checked out in `folder`, or undefined (not a repository, detached HEAD, no git). */
+export function gitBranch(folder: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile("git", ["rev-parse", "--abbrev-ref", "HEAD"], { cwd: folder, timeout: 5000 }, (error, stdout) => {
+      const branch = stdout.trim();
+      resolve(error || !branch || branch === "HEAD" ? undefined : branch);
+    });
+  });
+}
 
 function newestFirst(a: ThreadInfo, b: ThreadInfo): number {
   return (b.updatedAt ?? b.createdAt ?? "").localeCompare(a.updatedAt ?? a.createdAt ?? "");
@@ -35,7 +57,12 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   private readonly changed = new vscode.EventEmitter<ThreadsNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private groups: FolderGroup[] = [];
-  private notice: string | undefined;
+  /** Bumped by every refresh: a page asked for before it is dropped, not mixed into the new one. */
+  private generation = 0;
+  private serverProblem: ServerProblem | undefined;
+  private empty: boolean | undefined;
+  private openHere: string | undefined;
+  private readonly openElsewhere = new Map<string, string>();
   search: string | undefined;
   showArchived = false;
 
@@ -43,19 +70,61 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
     private readonly client: Pick<SessiondClient, "request">,
     private readonly pageSize: () => number,
     private readonly now: () => Date = () => new Date(),
+    private readonly currentBranch: (folder: string) => Promise<string | undefined> = async () => undefined,
   ) {}
 
   setFolders(folders: readonly FolderRef[]): void {
     const list: FolderRef[] = folders.length ? [...folders] : [{ path: null, name: "All threads" }];
-    this.groups = list.map((folder) => ({ ...folder, threads: [], nextCursor: null, loaded: false, loading: undefined }));
+    this.groups = list.map((folder) => ({ ...folder, ...unloaded() }));
+    this.generation++;
     this.changed.fire(undefined);
   }
 
-  /** Drops every loaded page; the view asks again for what is visible. */
-  refresh(notice?: string): void {
-    this.notice = notice;
-    for (const group of this.groups) Object.assign(group, { threads: [], nextCursor: null, loaded: false, loading: undefined });
+  /** Drops every loaded page and what refusals said; the view asks again for what is visible. */
+  refresh(): void {
+    this.openElsewhere.clear();
+    for (const group of this.groups) Object.assign(group, unloaded());
+    this.generation++;
     this.changed.fire(undefined);
+  }
+
+  /** A folder switched branches (its .git/HEAD changed): its marks follow, its pages stay. */
+  async refreshBranches(): Promise<void> {
+    const groups = this.groups.filter((group) => group.loaded && group.path !== null);
+    const branches = await Promise.all(groups.map((group) => this.currentBranch(group.path!)));
+    if (groups.some((group, index) => group.currentBranch !== branches[index])) {
+      groups.forEach((group, index) => (group.currentBranch = branches[index]));
+      this.changed.fire(undefined);
+    }
+  }
+
+  /** The server is missing or did not start (the view shows how to fix it), or runs again. */
+  setServerProblem(problem: ServerProblem | undefined): void {
+    this.serverProblem = problem;
+    void vscode.commands.executeCommand("setContext", "sessiond.serverProblem", problem ?? "");
+    this.refresh();
+  }
+
+  /** The thread resumed in this window (its row says so), or none. */
+  setOpenHere(threadId: string | undefined): void {
+    this.openHere = threadId;
+    if (threadId) this.openElsewhere.delete(threadId);
+    this.changed.fire(undefined);
+  }
+
+  /** A resume was refused because `holder` has the thread open (ThreadBusy). */
+  setOpenElsewhere(threadId: string, holder: string): void {
+    this.openElsewhere.set(threadId, holder);
+    this.changed.fire(undefined);
+  }
+
+  stateOf(thread: ThreadInfo): ThreadState {
+    const group = this.groups.find((candidate) => candidate.path !== null && candidate.path === thread.workspaceFolder);
+    return {
+      openHere: this.openHere === thread.threadId,
+      ...(this.openElsewhere.has(thread.threadId) ? { openElsewhere: this.openElsewhere.get(thread.threadId) } : {}),
+      ...(group?.currentBranch ? { currentBranch: group.currentBranch } : {}),
+    };
   }
 
   setSearch(search: string | undefined): void {
@@ -79,6 +148,8 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   }
 
   private async fetchPage(group: FolderGroup): Promise<void> {
+    const generation = this.generation;
+    const currentBranch = !group.loaded && group.path !== null ? await this.currentBranch(group.path) : group.currentBranch;
     const result = await this.client.request("thread/list", {
       ...(group.path !== null ? { workspaceFolder: group.path } : {}),
       archived: this.showArchived,
@@ -86,6 +157,8 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
       ...(group.nextCursor ? { cursor: group.nextCursor } : {}),
       limit: this.pageSize(),
     });
+    if (generation !== this.generation) return;
+    group.currentBranch = currentBranch;
     const known = new Set(group.threads.map((thread) => thread.threadId));
     group.threads.push(...result.threads.filter((thread) => !known.has(thread.threadId)));
     group.nextCursor = result.nextCursor ?? null;
@@ -105,6 +178,7 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
       if (index >= 0) {
         if (belongs) group.threads[index] = { ...group.threads[index], ...thread };
         else group.threads.splice(index, 1);
+        if (!belongs) this.openElsewhere.delete(thread.threadId);
         changed = true;
       } else if (belongs && group.loaded && !this.search) {
         // A new or newly visible thread is the most recently updated one: it goes on top.
@@ -122,19 +196,22 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
 
   async getChildren(node?: ThreadsNode): Promise<ThreadsNode[]> {
     if (!node) {
-      const notice: ThreadsNode[] = this.notice ? [{ kind: "notice", text: this.notice }] : [];
-      return [...notice, ...this.groups.map((group): ThreadsNode => ({ kind: "folder", group }))];
+      // No server, or no thread anywhere: nothing, so that the view's welcome content says
+      // what to do next. Otherwise every folder's first page, so that we know which.
+      if (this.serverProblem) return [];
+      await Promise.all(this.groups.map((group) => this.loadFirstPage(group)));
+      const empty =
+        !this.search && !this.showArchived && this.groups.every((group) => group.loaded && !group.error && group.threads.length === 0);
+      if (empty !== this.empty) {
+        this.empty = empty;
+        void vscode.commands.executeCommand("setContext", "sessiond.noThreads", empty);
+      }
+      return empty ? [] : this.groups.map((group): ThreadsNode => ({ kind: "folder", group }));
     }
     if (node.kind === "folder") {
       const { group } = node;
-      if (!group.loaded) {
-        try {
-          await this.loadMore(group);
-        } catch (error) {
-          // The view shows why it is empty; the error dialog comes from whoever started the server.
-          return [{ kind: "notice", text: describeError("list threads", error) }];
-        }
-      }
+      await this.loadFirstPage(group);
+      if (group.error) return [{ kind: "notice", text: group.error }];
       const branches = new Map<string | null, ThreadInfo>();
       for (const thread of [...group.threads].sort(newestFirst)) {
         if (!branches.has(thread.branch ?? null)) branches.set(thread.branch ?? null, thread);
@@ -155,18 +232,30 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
     return [];
   }
 
+  /** A failure is kept on the group (shown as its notice); the error dialog comes from whoever started the server. */
+  private async loadFirstPage(group: FolderGroup): Promise<void> {
+    if (group.loaded || group.error) return;
+    try {
+      await this.loadMore(group);
+    } catch (error) {
+      group.error = describeError("list threads", error);
+    }
+  }
+
   getTreeItem(node: ThreadsNode): vscode.TreeItem {
     switch (node.kind) {
       case "folder": {
         const item = new vscode.TreeItem(node.group.name, vscode.TreeItemCollapsibleState.Expanded);
         item.iconPath = new vscode.ThemeIcon("root-folder");
-        item.description = node.group.path ?? undefined;
+        // The path would push everything else out of a narrow side bar: it is in the tooltip.
+        item.tooltip = node.group.path ?? undefined;
         item.contextValue = "folder";
         return item;
       }
       case "branch": {
         const item = new vscode.TreeItem(node.branch ?? NO_BRANCH, vscode.TreeItemCollapsibleState.Expanded);
         item.iconPath = new vscode.ThemeIcon("git-branch");
+        if (node.branch !== null && node.branch === node.group.currentBranch) item.description = "current";
         item.contextValue = "branch";
         return item;
       }
@@ -175,16 +264,9 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
         const item = new vscode.TreeItem(threadLabel(thread), vscode.TreeItemCollapsibleState.None);
         item.id = thread.threadId;
         item.description = threadDescription(thread, this.now());
-        item.tooltip = new vscode.MarkdownString(
-          [
-            `**${threadLabel(thread)}**`,
-            thread.preview ? `\n\n${thread.preview}` : "",
-            `\n\n\`${thread.threadId}\``,
-            thread.cwd ? `\n\n${thread.cwd}` : "",
-            thread.forkedFrom ? `\n\nforked from \`${String(thread.forkedFrom["threadId"])}\`` : "",
-          ].join(""),
-        );
-        item.iconPath = new vscode.ThemeIcon(thread.archived ? "archive" : thread.forkedFrom ? "repo-forked" : "comment-discussion");
+        const state = this.stateOf(thread);
+        item.tooltip = new vscode.MarkdownString(threadTooltip(thread, this.now(), state), true);
+        item.iconPath = new vscode.ThemeIcon(threadIcon(thread, state));
         item.contextValue = thread.archived ? "thread.archived" : "thread";
         item.command = { command: "sessiond.openTranscript", title: "Open Transcript", arguments: [node] };
         return item;

@@ -5,7 +5,8 @@ import type { CostState, TodoEntryState } from "./protocol";
 
 export const DOCUMENT_SCHEME = "sessiond";
 
-/** Transcripts and restore reports: text from the server, never editable or saved. */
+/** Transcripts and restore reports: text from the server, never editable or saved; a tab
+ * is named by its path's last segment (see transcriptPath). */
 export class ReadOnlyDocuments implements vscode.TextDocumentContentProvider {
   private readonly contents = new Map<string, string>();
   private readonly changed = new vscode.EventEmitter<vscode.Uri>();
@@ -19,7 +20,9 @@ export class ReadOnlyDocuments implements vscode.TextDocumentContentProvider {
     const uri = vscode.Uri.from({ scheme: DOCUMENT_SCHEME, path });
     this.contents.set(uri.path, content);
     this.changed.fire(uri);
-    const document = await vscode.workspace.openTextDocument(uri);
+    let document = await vscode.workspace.openTextDocument(uri);
+    // The path ends in the thread's title, not ".md": the language is set here instead.
+    if (document.languageId !== "markdown") document = await vscode.languages.setTextDocumentLanguage(document, "markdown");
     await vscode.window.showTextDocument(document, { preview: false });
     return uri;
   }

@@ -87,15 +87,15 @@ describe("when the server command is missing", () => {
     try {
       const error = await waitFor("the error message", () => vscodeStub.messages.find((m) => m.severity === "error"));
       assert.match(error.message, /`sessiond-is-not-installed-here serve --stdio` was not found/);
-      assert.match(error.message, /pip install sessiond/);
-      assert.match(error.message, /pip install -e <repo>/);
+      assert.match(error.message, /pip install \/path\/to\/sessiond/);
+      assert.match(error.message, /not on PyPI/);
       assert.match(error.message, /sessiond\.serverCommand/);
       assert.deepEqual(error.buttons, ["Copy Install Command", "Open Settings"]);
       await waitFor("the clipboard", () => vscodeStub.clipboard || undefined);
-      assert.equal(vscodeStub.clipboard, "pip install sessiond");
-      const tree = await renderTree(extension.api.threads);
-      assert.deepEqual(tree.slice(0, 2), ["sessiond is not installed", "All threads"]);
-      assert.match(tree[2] ?? "", /^ {2}The sessiond server command .* was not found/);
+      assert.equal(vscodeStub.clipboard, "pip install /path/to/sessiond");
+      // The view is empty, so that its welcome content (chosen by this context key) shows how to install it.
+      assert.deepEqual(await renderTree(extension.api.threads), []);
+      assert.equal(vscodeStub.context.get("sessiond.serverProblem"), "missing");
     } finally {
       await extension.deactivate();
     }
@@ -106,7 +106,8 @@ describe("when the server command is missing", () => {
     try {
       const error = await waitFor("the error message", () => vscodeStub.messages.find((m) => m.severity === "error"));
       assert.match(error.message, /did not start: boom: bad install/);
-      assert.match(error.message, /pip install sessiond/);
+      assert.match(error.message, /pip install \/path\/to\/sessiond/);
+      assert.equal(vscodeStub.context.get("sessiond.serverProblem"), "failed");
     } finally {
       await extension.deactivate();
     }

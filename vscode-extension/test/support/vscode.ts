@@ -66,6 +66,34 @@ export class Uri {
   }
 }
 
+export class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+}
+
+export class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(startLine: number, startCharacter: number, endLine: number, endCharacter: number) {
+    this.start = new Position(startLine, startCharacter);
+    this.end = new Position(endLine, endCharacter);
+  }
+}
+
+export class CodeLens {
+  constructor(
+    readonly range: Range,
+    readonly command?: { title: string; command: string; arguments?: unknown[] },
+  ) {}
+}
+
+interface CodeLensProvider {
+  provideCodeLenses(document: { uri: Uri }): CodeLens[];
+  onDidChangeCodeLenses?: (listener: () => unknown) => { dispose(): unknown };
+}
+
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
@@ -92,6 +120,15 @@ export interface ShownMessage {
 export interface ShownDocument {
   uri: string;
   text: string;
+  languageId: string;
+}
+
+/** An integrated terminal the extension opened: where, and what it typed into it. */
+export interface OpenedTerminal {
+  name: string | undefined;
+  cwd: string | undefined;
+  shown: boolean;
+  sent: string[];
 }
 
 type Answer = (shown: ShownMessage) => string | undefined;
@@ -100,17 +137,25 @@ type Answer = (shown: ShownMessage) => string | undefined;
 export const vscodeStub = {
   messages: [] as ShownMessage[],
   documents: [] as ShownDocument[],
+  /** The code lenses VS Code would draw on a document, from every provider for its scheme. */
+  codeLensesOf(uriText: string): CodeLens[] {
+    const [scheme, ...rest] = uriText.split(":");
+    const uri = Uri.from({ scheme: scheme!, path: rest.join(":") });
+    return this.codeLensProviders.filter((entry) => entry.selector.scheme === uri.scheme).flatMap((entry) => entry.provider.provideCodeLenses({ uri }));
+  },
   /** Chooses the button for each next dialog; without one the user dismisses it (Cancel). */
   answers: [] as Answer[],
   inputs: [] as (string | undefined)[],
   quickPicks: [] as ((items: { label: string }[]) => { label: string } | undefined)[],
   progress: [] as { title: string; reports: unknown[]; done: boolean }[],
+  terminals: [] as OpenedTerminal[],
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   context: new Map<string, unknown>(),
   configuration: new Map<string, unknown>(),
   statusBarItems: [] as StatusBarItem[],
   treeViews: new Map<string, TreeView>(),
   contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string }>(),
+  codeLensProviders: [] as { selector: { scheme: string }; provider: CodeLensProvider }[],
   workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
   isTrusted: true,
   clipboard: "",
@@ -121,12 +166,14 @@ export const vscodeStub = {
     this.inputs = [];
     this.quickPicks = [];
     this.progress = [];
+    this.terminals = [];
     this.commands.clear();
     this.context.clear();
     this.configuration.clear();
     this.statusBarItems = [];
     this.treeViews.clear();
     this.contentProviders.clear();
+    this.codeLensProviders = [];
     this.workspaceFolders = [];
     this.isTrusted = true;
   },
@@ -195,9 +242,20 @@ export const window = {
   showInputBox: async () => vscodeStub.inputs.shift(),
   showQuickPick: async (items: { label: string }[]) => vscodeStub.quickPicks.shift()?.(items),
   showWorkspaceFolderPick: async () => vscodeStub.workspaceFolders[0],
-  showTextDocument: async (document: { uri: Uri; getText(): string }) => {
-    vscodeStub.documents.push({ uri: document.uri.toString(), text: document.getText() });
+  showTextDocument: async (document: { uri: Uri; getText(): string; languageId: string }) => {
+    vscodeStub.documents.push({ uri: document.uri.toString(), text: document.getText(), languageId: document.languageId });
     return {};
+  },
+  createTerminal: (options: { name?: string; cwd?: string }) => {
+    const opened: OpenedTerminal = { name: options.name, cwd: options.cwd, shown: false, sent: [] };
+    vscodeStub.terminals.push(opened);
+    return {
+      show: () => {
+        opened.shown = true;
+      },
+      sendText: (text: string) => opened.sent.push(text),
+      dispose: () => undefined,
+    };
   },
   withProgress: async (options: { title: string }, task: (progress: { report(v: unknown): void }) => Promise<unknown>) => {
     const entry = { title: options.title, reports: [] as unknown[], done: false };
@@ -227,11 +285,21 @@ export const workspace = {
     const provider = vscodeStub.contentProviders.get(uri.scheme);
     if (!provider) throw new Error(`no content provider for ${uri.scheme}`);
     const text = provider.provideTextDocumentContent(uri);
-    return { uri, getText: () => text, isUntitled: false };
+    return { uri, getText: () => text, isUntitled: false, languageId: "plaintext" };
   },
+  createFileSystemWatcher: () => ({ onDidChange: noEvent, onDidCreate: noEvent, onDidDelete: noEvent, dispose: () => undefined }),
   onDidChangeWorkspaceFolders: noEvent,
   onDidGrantWorkspaceTrust: noEvent,
   onDidChangeConfiguration: noEvent,
+};
+
+export const languages = {
+  registerCodeLensProvider: (selector: { scheme: string }, provider: CodeLensProvider) => {
+    const entry = { selector, provider };
+    vscodeStub.codeLensProviders.push(entry);
+    return { dispose: () => (vscodeStub.codeLensProviders = vscodeStub.codeLensProviders.filter((e) => e !== entry)) };
+  },
+  setTextDocumentLanguage: async <D extends { languageId: string }>(document: D, languageId: string): Promise<D> => ({ ...document, languageId }),
 };
 
 export const commands = {

@@ -1,7 +1,7 @@
 // What a thread row and the drift modal say, from the protocol's values.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { driftDetail, formatUsd, relativeTime, threadDescription, threadLabel } from "../../src/format";
+import { driftDetail, formatUsd, relativeTime, threadDescription, threadIcon, threadLabel, threadTooltip } from "../../src/format";
 
 const now = new Date("2026-03-10T12:00:00Z");
 
@@ -16,11 +16,44 @@ describe("thread rows", () => {
     assert.equal(relativeTime(null, now), "");
   });
 
-  it("show time, branch, item count, and cost once the server sends costUsd", () => {
+  it("say when and how much, short enough to sit beside the title in a narrow side bar", () => {
     const thread = { threadId: "t", updatedAt: "2026-03-10T10:00:00Z", branch: "fix/pay", itemCount: 1 };
-    assert.equal(threadDescription(thread, now), "2h ago · fix/pay · 1 item");
-    assert.equal(threadDescription({ ...thread, itemCount: 14, costUsd: 0.4249 }, now), "2h ago · fix/pay · 14 items · $0.42");
-    assert.equal(threadDescription({ ...thread, archived: true, branch: null }, now), "2h ago · 1 item · archived");
+    assert.equal(threadDescription(thread, now), "2h ago");
+    assert.equal(threadDescription({ ...thread, itemCount: 14, costUsd: 0.4249 }, now), "2h ago · $0.42");
+  });
+
+  it("keep the details the row leaves out in the tooltip: branch, items, cost, state, preview, id", () => {
+    const thread = { threadId: "t-1", title: "fix login", preview: "the form rejects", updatedAt: "2026-03-10T10:00:00Z", branch: "main", itemCount: 14, costUsd: 0.42, cwd: "/w/shop" };
+    assert.deepEqual(threadTooltip(thread, now, {}).split("\n\n"), [
+      "**fix login**",
+      "branch `main` · 14 items · $0.42 · updated 2h ago",
+      "the form rejects",
+      "`t-1` · /w/shop",
+    ]);
+    const held = threadTooltip(thread, now, { openElsewhere: "vscode (connection 3, pid 41)" });
+    assert.match(held, /\$\(lock\) Open elsewhere: vscode \(connection 3, pid 41\)\. Close it there, or fork it to go on here\./);
+    const moved = threadTooltip(thread, now, { currentBranch: "release" });
+    assert.match(moved, /\$\(warning\) Needs review: recorded on `main`, this folder is on `release` now\. Resume asks first\./);
+    assert.match(threadTooltip({ ...thread, archived: true }, now, {}), /\$\(archive\) Archived: unarchive it to resume it\./);
+  });
+
+  it("mark the state a person should notice first with the row's icon", () => {
+    const thread = { threadId: "t", branch: "main" };
+    assert.equal(threadIcon(thread, {}), "comment-discussion");
+    assert.equal(threadIcon(thread, { currentBranch: "main" }), "comment-discussion", "same branch: nothing to review");
+    assert.equal(threadIcon(thread, { currentBranch: "release" }), "warning");
+    assert.equal(threadIcon({ ...thread, branch: null }, { currentBranch: "release" }), "comment-discussion", "no recorded branch, no branch drift");
+    assert.equal(threadIcon(thread, { openHere: true }), "debug-start");
+    assert.equal(threadIcon(thread, { openElsewhere: "nvim", currentBranch: "release" }), "lock", "open elsewhere comes before review");
+    assert.equal(threadIcon({ ...thread, archived: true }, { openElsewhere: "nvim" }), "archive");
+    assert.equal(threadIcon({ ...thread, forkedFrom: { threadId: "s" } }, {}), "repo-forked");
+  });
+
+  it("say which agent an imported thread belongs to", () => {
+    const imported = { threadId: "t", updatedAt: "2026-03-10T10:00:00Z", branch: "main", itemCount: 3 };
+    const origin = (agent: "claude-code" | "codex") => ({ agent, sessionId: "s" });
+    assert.equal(threadDescription({ ...imported, origin: origin("claude-code") }, now), "2h ago · Claude Code");
+    assert.equal(threadDescription({ ...imported, origin: origin("codex"), costUsd: 1.5 }, now), "2h ago · $1.50 · Codex");
   });
 
   it("label a thread by title, else its first line, else what it is", () => {

@@ -1,6 +1,8 @@
 // The Threads view's own logic: grouping, order, paging, and patching from notifications.
 // Its thread/list source is a list in memory here; the real server is in test/integration.
-import "../support/vscode";
+import { vscodeStub } from "../support/vscode";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
 import assert from "node:assert/strict";
 import { beforeEach, describe, it } from "node:test";
 import type { ThreadInfo, ThreadListParams, ThreadListResult } from "../../src/protocol";
@@ -44,13 +46,13 @@ describe("ThreadsTreeProvider", () => {
 
   it("groups by branch, the branch with the newest thread first, threads newest first, and asks for the folder's threads only", async () => {
     assert.deepEqual(await renderTree(tree), [
-      `shop — ${FOLDER}`,
+      "shop",
       "  main",
-      "    c — 51 min ago · main · 0 items",
+      "    c — 51 min ago",
       "  feature",
-      "    b — 55 min ago · feature · 0 items",
+      "    b — 55 min ago",
       "  (no branch)",
-      "    d — 57 min ago · 0 items",
+      "    d — 57 min ago",
       "  Load more…",
     ]);
     assert.deepEqual(source.calls[0], { workspaceFolder: FOLDER, archived: false, limit: 3 });
@@ -63,7 +65,7 @@ describe("ThreadsTreeProvider", () => {
     await tree.loadMore(loadMore.group);
     assert.equal(source.calls[1]?.cursor, "3");
     const lines = await renderTree(tree);
-    assert.deepEqual(lines.slice(1, 4), ["  main", "    c — 51 min ago · main · 0 items", "    a — 59 min ago · main · 0 items"]);
+    assert.deepEqual(lines.slice(1, 4), ["  main", "    c — 51 min ago", "    a — 59 min ago"]);
     assert.ok(!lines.includes("  Load more…"));
   });
 
@@ -72,7 +74,7 @@ describe("ThreadsTreeProvider", () => {
     tree.applyThreadChange({ ...thread("b", 59, "feature"), title: "b renamed", itemCount: 4 }, false);
     tree.applyThreadChange(thread("c", 9, "main"), true);
     let lines = await renderTree(tree);
-    assert.deepEqual(lines.slice(1, 3), ["  feature", "    b renamed — 1 min ago · feature · 4 items"]);
+    assert.deepEqual(lines.slice(1, 3), ["  feature", "    b renamed — 1 min ago"]);
     assert.ok(!lines.some((line) => line.includes("    c —")));
     tree.applyThreadChange({ ...thread("b", 59, "feature"), archived: true }, false);
     lines = await renderTree(tree);
@@ -84,7 +86,129 @@ describe("ThreadsTreeProvider", () => {
     tree.applyThreadChange(thread("new", 59, "main"), false);
     tree.applyThreadChange({ ...thread("elsewhere", 59, "main"), workspaceFolder: "/other" }, false);
     const lines = await renderTree(tree);
-    assert.deepEqual(lines.slice(1, 3), ["  main", "    new — 1 min ago · main · 0 items"]);
+    assert.deepEqual(lines.slice(1, 3), ["  main", "    new — 1 min ago"]);
     assert.ok(!lines.some((line) => line.includes("elsewhere")));
   });
+
+  it("drops a page asked for before a refresh instead of mixing it into the new listing", async () => {
+    let release: (() => void) | undefined;
+    const slow = {
+      calls: 0,
+      async request(_method: "thread/list", params: ThreadListParams): Promise<ThreadListResult> {
+        slow.calls++;
+        if (slow.calls === 1) {
+          await new Promise<void>((resolve) => (release = resolve));
+          return { threads: [thread("stale", 1, "old-branch")], nextCursor: null };
+        }
+        return source.request("thread/list", params);
+      },
+    };
+    tree = new ThreadsTreeProvider(slow as never, () => 3, now, async () => "main");
+    tree.setFolders([{ path: FOLDER, name: "shop" }]);
+    const first = tree.getChildren();
+    await new Promise((resolve) => setImmediate(resolve));
+    tree.refresh(); // e.g. the server (re)started while the first listing was in flight
+    release!();
+    await first;
+    const lines = await renderTree(tree);
+    assert.ok(!lines.some((line) => line.includes("stale") || line.includes("old-branch")), lines.join("\n"));
+    assert.deepEqual(lines.slice(0, 3), ["shop", "  main — current", "    c — 51 min ago"], "the branch read by the new listing");
+  });
+
+  it("marks the folder's current branch, and flags threads recorded on another one as needing review", async () => {
+    tree = new ThreadsTreeProvider(source as never, () => 3, now, async (folder) => (folder === FOLDER ? "feature" : undefined));
+    tree.setFolders([{ path: FOLDER, name: "shop" }]);
+    const rows = await rowsOf(tree);
+    assert.equal(rows.find((row) => row.label === "feature")?.description, "current");
+    assert.equal(rows.find((row) => row.label === "main")?.description, undefined);
+    assert.equal(rows.find((row) => row.label === "b")?.icon, "comment-discussion", "b is on the current branch");
+    assert.equal(rows.find((row) => row.label === "c")?.icon, "warning", "c was recorded on main");
+    assert.equal(rows.find((row) => row.label === "d")?.icon, "comment-discussion", "d has no branch to drift from");
+  });
+
+  it("moves the current-branch mark and the review flags when the folder switches branches", async () => {
+    let checkedOut = "main";
+    tree = new ThreadsTreeProvider(source as never, () => 3, now, async () => checkedOut);
+    tree.setFolders([{ path: FOLDER, name: "shop" }]);
+    let rows = await rowsOf(tree);
+    assert.equal(rows.find((row) => row.label === "c")?.icon, "comment-discussion");
+    checkedOut = "feature";
+    await tree.refreshBranches();
+    rows = await rowsOf(tree);
+    assert.equal(rows.find((row) => row.label === "feature")?.description, "current");
+    assert.equal(rows.find((row) => row.label === "main")?.description, undefined);
+    assert.equal(rows.find((row) => row.label === "c")?.icon, "warning", "c was recorded on main");
+    assert.equal(rows.find((row) => row.label === "b")?.icon, "comment-discussion");
+    assert.equal(source.calls.length, 1, "the threads were not listed again");
+  });
+
+  it("shows which thread is open in this window, and which one another window holds", async () => {
+    await renderTree(tree);
+    tree.setOpenHere("c");
+    tree.setOpenElsewhere("b", "nvim-sessiond (connection 2, pid 7)");
+    let rows = await rowsOf(tree);
+    assert.equal(rows.find((row) => row.label === "c")?.icon, "debug-start");
+    assert.equal(rows.find((row) => row.label === "b")?.icon, "lock");
+    assert.match(rows.find((row) => row.label === "b")?.tooltip ?? "", /Open elsewhere: nvim-sessiond \(connection 2, pid 7\)/);
+    tree.setOpenHere("b"); // resumed here after the other window let go
+    rows = await rowsOf(tree);
+    assert.equal(rows.find((row) => row.label === "b")?.icon, "debug-start");
+    assert.equal(rows.find((row) => row.label === "c")?.icon, "comment-discussion");
+  });
+
+  it("is empty when the workspace has no threads, so the welcome view says what to do next", async () => {
+    source = pagedSource([]);
+    tree = new ThreadsTreeProvider(source as never, () => 3, now);
+    tree.setFolders([{ path: FOLDER, name: "shop" }]);
+    assert.deepEqual(await tree.getChildren(), []);
+    assert.equal(vscodeStub.context.get("sessiond.noThreads"), true);
+    assert.match(welcomeFor("!sessiond.serverProblem && sessiond.noThreads"), /No threads yet in this workspace[\s\S]*\(command:sessiond\.newThread\)/);
+    tree.applyThreadChange(thread("first", 59, "main"), false);
+    assert.deepEqual(await renderTree(tree), ["shop", "  main", "    first — 1 min ago"]);
+    assert.equal(vscodeStub.context.get("sessiond.noThreads"), false);
+  });
+
+  it("is empty while the server is missing or failed, and the welcome view says how to fix each", async () => {
+    tree.setServerProblem("missing");
+    assert.deepEqual(await tree.getChildren(), []);
+    assert.equal(source.calls.length, 0, "nothing is asked of a server that is not there");
+    assert.equal(vscodeStub.context.get("sessiond.serverProblem"), "missing");
+    assert.match(welcomeFor("sessiond.serverProblem == missing"), /pip install \/path\/to\/sessiond[\s\S]*\(command:sessiond\.restartServer\)/);
+    tree.setServerProblem("failed");
+    assert.equal(vscodeStub.context.get("sessiond.serverProblem"), "failed");
+    assert.match(welcomeFor("sessiond.serverProblem == failed"), /did not start[\s\S]*sessiond\.serverCommand/);
+    tree.setServerProblem(undefined);
+    assert.equal(vscodeStub.context.get("sessiond.serverProblem"), "");
+    assert.equal((await renderTree(tree))[0], "shop");
+  });
 });
+
+/** The Threads view's welcome content shown under `when` (package.json viewsWelcome). */
+function welcomeFor(when: string): string {
+  const manifest = JSON.parse(readFileSync(path.join(__dirname, "..", "..", "..", "package.json"), "utf8")) as {
+    contributes: { viewsWelcome: { view: string; when?: string; contents: string }[] };
+  };
+  const entry = manifest.contributes.viewsWelcome.find((candidate) => candidate.view === "sessiond.threads" && candidate.when === when);
+  assert.ok(entry, `a welcome entry for ${when}`);
+  return entry.contents;
+}
+
+/** Every row with what VS Code draws from its TreeItem. */
+async function rowsOf(tree: ThreadsTreeProvider): Promise<{ label: string; description?: string; icon?: string; tooltip?: string }[]> {
+  const rows: { label: string; description?: string; icon?: string; tooltip?: string }[] = [];
+  const walk = async (node?: Parameters<ThreadsTreeProvider["getChildren"]>[0]): Promise<void> => {
+    for (const child of await tree.getChildren(node)) {
+      const item = tree.getTreeItem(child);
+      const tooltip = item.tooltip as { value?: string } | string | undefined;
+      rows.push({
+        label: item.label as string,
+        ...(item.description !== undefined ? { description: item.description as string } : {}),
+        ...(item.iconPath ? { icon: (item.iconPath as { id: string }).id } : {}),
+        ...(tooltip !== undefined ? { tooltip: typeof tooltip === "string" ? tooltip : (tooltip.value ?? "") } : {}),
+      });
+      await walk(child);
+    }
+  };
+  await walk();
+  return rows;
+}

@@ -1,0 +1,347 @@
+"""Journeys: the waits a person feels, each from a fresh process over the real pipe, beside
+Codex app-server in the same run.
+
+    python -m bench.journeys [--threads 10000] [--messages 100000] [--runs 3] [--no-codex]
+
+One data dir per system holds `--threads` small threads (bench.listing's: 20 folders) and
+one long thread of `--messages` messages (bench.resume's item mix: 16 messages in every 20
+items) in a real git repo; Codex gets the same as rollouts (bench.codex_peer), its state DB
+built by a first start that is not timed. Every run spawns a new server process, sessiond
+and Codex alternating; a row is the median of `--runs` runs.
+
+- J1 open a window: spawn → `initialize` → first `thread/list` page (one folder, 50), the
+  index present. Codex: the same, its state DB present (a restart).
+- J2 click Resume: spawn → `initialize` → `thread/resume` of the long thread, its answer
+  carrying the newest 200 messages. Codex: spawn → `initialize` → `thread/resume`
+  (`excludeTurns`) → `thread/turns/list` of the newest turns with their items, as many
+  turns as hold 200 messages.
+- J3 hand the agent its context: J2, then every message since the last boundary
+  (`thread/read` back from `nextBeforeSeq`). Codex: spawn → `thread/resume` with every turn.
+- J4 scroll back: in a process that just resumed the long thread, one `thread/read` page of
+  200 items deep in history (before seq 1,000) or near the end (just before the resume's
+  messages); the time of that request alone.
+
+sessiond's answers are timed once parsed (the client needs the cursor); Codex's when their
+line arrives, before parsing (codex_peer's client), which favours Codex on J3's one big line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import codex_peer, resume
+from bench.codex_peer import AppServer
+from bench.listing import FOLDERS, PAGE, write_threads
+from bench.rpc import PipelinedServer
+from restore.paths import Layout
+from restore.store import Durability
+from restore.threads import ThreadService
+
+MESSAGE_LIMIT = 200
+MESSAGES_PER_ITEMS = (16, 20)  # bench.resume's mix: 16 messages in every 20 items
+MESSAGES_PER_TURN = 16  # and one user message (a Codex turn) per 20 items
+DEEP_BEFORE = 1000
+READ_PAGE = 10_000  # J3's thread/read pages (cut by bytes under the frame limit too)
+TIMEOUT = 600.0
+TARGETS = {"J1": 0.5, "J2": 0.1, "J3": 0.33}  # sessiond / Codex, at most
+J4_RATIO, J4_MS = 2.0, 20.0
+
+
+@dataclass
+class Homes:
+    sessiond: Path
+    codex: Path | None
+    repo: Path
+    thread_id: str = ""
+    codex_thread_id: str = ""
+    codex_turns: int = 0
+    codex_items: int = 0
+    messages: int = 0
+    listed: int = 0  # threads on the first page of folder 1
+
+
+@dataclass
+class Timings:
+    runs: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, key: str, seconds: float) -> None:
+        self.runs.setdefault(key, []).append(seconds * 1000)
+
+    def median(self, key: str) -> float | None:
+        values = self.runs.get(key)
+        return statistics.median(values) if values else None
+
+
+def _git_repo(path: Path) -> None:
+    path.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["-c", "user.email=b@b", "-c", "user.name=b",
+                 "commit", "-q", "--allow-empty", "-m", "init"]):  # fmt: skip
+        subprocess.run(["git", *args], cwd=path, check=True)
+
+
+def prepare(root: Path, threads: int, messages: int, codex: bool) -> Homes:
+    """Both data dirs, with their indexes built (by an untimed first start)."""
+    items = messages * MESSAGES_PER_ITEMS[1] // MESSAGES_PER_ITEMS[0]
+    homes = Homes(root / "sessiond", root / "codex" if codex else None, root / "repo")
+    _git_repo(homes.repo)
+    layout = Layout(homes.sessiond)
+    write_threads(layout, threads)
+    service = ThreadService(layout, Durability.NONE)
+    homes.thread_id = resume._make_thread(service, homes.repo, items)
+    service.close_all()
+    homes.messages = messages
+    homes.listed = min(PAGE, len(range(1, threads, FOLDERS)))
+    server = PipelinedServer(homes.sessiond)
+    server.request("initialize", {"clientInfo": {"name": "bench"}})
+    server.request("thread/list", {"limit": PAGE})  # builds the index
+    server.close()
+    if homes.codex is not None:
+        homes.codex.mkdir()
+        (homes.codex / "config.toml").write_text(codex_peer.CONFIG)
+        codex_peer.write_list_threads(homes.codex, threads)
+        body = codex_peer.resume_body(items)
+        homes.codex_thread_id = codex_peer.write_resume_thread(homes.codex, homes.repo, body, 0)
+        homes.codex_turns, homes.codex_items = body.turns, body.turn_items
+        first = AppServer(homes.codex)
+        try:
+            first.initialize(TIMEOUT)  # indexes every rollout into its state DB
+            first.request("thread/list", {"limit": PAGE, "cwd": "/work/project-1"}, TIMEOUT)
+        finally:
+            first.close()
+    return homes
+
+
+# --- sessiond ---------------------------------------------------------------------------
+
+
+def _sessiond(homes: Homes) -> tuple[PipelinedServer, float]:
+    began = time.perf_counter()
+    server = PipelinedServer(homes.sessiond, {"SESSIOND_DURABILITY": "fsync"})
+    folders = [{"path": str(homes.repo), "name": "repo", "trusted": True}]
+    server.request("initialize", {"clientInfo": {"name": "bench"}, "workspaceFolders": folders})
+    return server, began
+
+
+def sessiond_list(homes: Homes) -> float:
+    server, began = _sessiond(homes)
+    try:
+        page = server.request("thread/list", {"limit": PAGE, "cwd": "/work/project-1"})
+        elapsed = time.perf_counter() - began
+        assert len(page["threads"]) == homes.listed, len(page["threads"])
+        return elapsed
+    finally:
+        server.close()
+
+
+def _resume(server: PipelinedServer, homes: Homes) -> dict[str, Any]:
+    report = server.request(
+        "thread/resume", {"threadId": homes.thread_id, "messageLimit": MESSAGE_LIMIT}
+    )
+    assert report["status"] == "ready", report["status"]
+    messages = report["messages"]
+    assert len(messages["items"]) == MESSAGE_LIMIT and messages["total"] == homes.messages
+    return report
+
+
+def sessiond_resume(homes: Homes) -> float:
+    server, began = _sessiond(homes)
+    try:
+        _resume(server, homes)
+        return time.perf_counter() - began
+    finally:
+        server.close()
+
+
+def sessiond_context(homes: Homes) -> float:
+    """Resume, then page back to the boundary: every message the next model call sees."""
+    server, began = _sessiond(homes)
+    try:
+        messages = _resume(server, homes)["messages"]
+        got = len(messages["items"])
+        cursor, boundary = messages["nextBeforeSeq"], messages["boundarySeq"]
+        while cursor is not None and cursor > boundary + 1:
+            page = server.request(
+                "thread/read",
+                {"threadId": homes.thread_id, "beforeSeq": cursor, "limit": READ_PAGE},
+            )
+            got += sum(1 for item in page["items"]
+                       if item["type"] == "message" and item["seq"] > boundary)  # fmt: skip
+            cursor = page["nextBeforeSeq"]
+        elapsed = time.perf_counter() - began
+        assert got == homes.messages, (got, homes.messages)
+        return elapsed
+    finally:
+        server.close()
+
+
+def sessiond_page(homes: Homes, deep: bool) -> float:
+    """One page of 200 items back, in a process that has just resumed: the request alone."""
+    server, _ = _sessiond(homes)
+    try:
+        messages = _resume(server, homes)["messages"]
+        before = DEEP_BEFORE if deep else messages["nextBeforeSeq"]
+        params = {"threadId": homes.thread_id, "beforeSeq": before, "limit": MESSAGE_LIMIT}
+        began = time.perf_counter()
+        page = server.request("thread/read", params)
+        elapsed = time.perf_counter() - began
+        assert len(page["items"]) == MESSAGE_LIMIT and page["items"][-1]["seq"] == before - 1
+        return elapsed
+    finally:
+        server.close()
+
+
+# --- Codex ------------------------------------------------------------------------------
+
+
+def _codex(homes: Homes) -> AppServer:
+    assert homes.codex is not None
+    server = AppServer(homes.codex)
+    server.initialize(TIMEOUT)
+    return server
+
+
+def codex_list(homes: Homes) -> float:
+    server = _codex(homes)
+    try:
+        _, result = server.request("thread/list", {"limit": PAGE, "cwd": "/work/project-1"},
+                                   TIMEOUT)  # fmt: skip
+        elapsed = time.perf_counter() - server.spawned
+        assert len(result["data"]) == homes.listed, len(result["data"])
+        return elapsed
+    finally:
+        server.close()
+
+
+def codex_resume(homes: Homes) -> float:
+    """Resume without turns, then the newest turns holding at least 200 messages."""
+    server = _codex(homes)
+    turns = math.ceil(MESSAGE_LIMIT / MESSAGES_PER_TURN)
+    try:
+        params = {"threadId": homes.codex_thread_id, "excludeTurns": True}
+        server.request("thread/resume", params, TIMEOUT)
+        page_params = {"threadId": homes.codex_thread_id, "limit": turns, "itemsView": "full"}
+        _, page = server.request("thread/turns/list", page_params, TIMEOUT)
+        elapsed = time.perf_counter() - server.spawned
+        items = sum(len(turn["items"]) for turn in page["data"])
+        assert len(page["data"]) == turns and items >= MESSAGE_LIMIT, (len(page["data"]), items)
+        return elapsed
+    finally:
+        server.close()
+
+
+def codex_context(homes: Homes) -> float:
+    server = _codex(homes)
+    try:
+        params = {"threadId": homes.codex_thread_id}
+        _, result = server.request("thread/resume", params, TIMEOUT)
+        elapsed = time.perf_counter() - server.spawned
+        turns = result["thread"]["turns"]
+        items = sum(len(turn["items"]) for turn in turns)
+        assert (len(turns), items) == (homes.codex_turns, homes.codex_items), (len(turns), items)
+        return elapsed
+    finally:
+        server.close()
+
+
+# --- the run ----------------------------------------------------------------------------
+
+
+def run(threads: int, messages: int, runs: int, codex: bool | None = None) -> dict[str, Any]:
+    codex = codex_peer.available() if codex is None else codex
+    root = Path(tempfile.mkdtemp(prefix="sessiond-journeys-"))
+    try:
+        began = time.perf_counter()
+        homes = prepare(root, threads, messages, codex)
+        prepared = time.perf_counter() - began
+        timings = Timings()
+        journeys = [
+            ("J1", sessiond_list, codex_list),
+            ("J2", sessiond_resume, codex_resume),
+            ("J3", sessiond_context, codex_context),
+        ]
+        for n in range(runs):
+            for name, ours, theirs in journeys:
+                pair = [("sessiond", ours), ("codex", theirs)] if codex else [("sessiond", ours)]
+                for who, work in pair if n % 2 == 0 else reversed(pair):
+                    timings.add(f"{name} {who}", work(homes))
+            for deep in (n % 2 == 0, n % 2 != 0):  # near and deep pages, alternating first
+                timings.add(f"J4 {'deep' if deep else 'near'}", sessiond_page(homes, deep))
+        version = codex_peer.version() if codex else None
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {"threads": threads, "messages": messages, "runs": runs, "timings": timings,
+            "codex": version, "prepare_s": prepared}  # fmt: skip
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def render(result: dict[str, Any]) -> str:
+    timings: Timings = result["timings"]
+    threads, messages = f"{result['threads']:,}", f"{result['messages']:,}"
+    labels = {
+        "J1": f"J1 open a window: spawn → first `thread/list` page ({threads} threads, "
+        "index present); Codex restarted the same way",
+        "J2": f"J2 click Resume on a {messages}-message thread: spawn → the answer with the "
+        f"newest {MESSAGE_LIMIT} messages; Codex: `thread/resume` `excludeTurns` + the newest "
+        f"{math.ceil(MESSAGE_LIMIT / MESSAGES_PER_TURN)} turns (`thread/turns/list`)",
+        "J3": "J3 hand the agent its context: J2 + every message since the boundary "
+        "(`thread/read` pages back); Codex: a full `thread/resume`",
+    }
+    lines = [
+        "| journey | sessiond (median ms) | Codex (median ms) | sessiond / Codex | target | |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, label in labels.items():
+        ours, theirs = timings.median(f"{name} sessiond"), timings.median(f"{name} codex")
+        ratio = ours / theirs if ours is not None and theirs else None
+        met = "—" if ratio is None else ("met" if ratio <= TARGETS[name] else "**not met**")
+        ratio_cell = "—" if ratio is None else f"{ratio:.2f}x"
+        lines.append(f"| {label} | {_ms(ours)} | {_ms(theirs)} | {ratio_cell} | "
+                     f"≤ {TARGETS[name]}x | {met} |")  # fmt: skip
+    near, deep = timings.median("J4 near"), timings.median("J4 deep")
+    assert near is not None and deep is not None
+    ok = deep <= J4_RATIO * near and max(near, deep) <= J4_MS
+    lines += [
+        "",
+        "| J4 scroll back: one `thread/read` page of 200, after a resume in a fresh process "
+        "(the request alone) | median ms |",
+        "|---|---:|",
+        f"| near the end (just before the resume's messages) | {_ms(near)} |",
+        f"| deep in history (before seq {DEEP_BEFORE:,}) | {_ms(deep)} |",
+        f"| deep / near (target ≤ {J4_RATIO:.0f}x, each ≤ {J4_MS:.0f} ms) | "
+        f"{deep / near:.2f}x: {'met' if ok else '**not met**'} |",
+    ]
+    peer = f"`{result['codex']}`" if result["codex"] else "Codex not on PATH: not run"
+    lines += ["", f"Medians of {result['runs']} fresh processes per cell; peer: {peer}; "
+              f"preparing both data dirs took {result['prepare_s']:.0f} s."]  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=10_000)
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-codex", action="store_true")
+    args = parser.parse_args()
+    result = run(args.threads, args.messages, args.runs, False if args.no_codex else None)
+    print(render(result))
+    for key, values in result["timings"].runs.items():
+        print(key, [round(v, 1) for v in values])
+
+
+if __name__ == "__main__":
+    main()

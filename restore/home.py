@@ -1,0 +1,67 @@
+"""Whether the data directory can be used, and how: checked once, by the first request or
+command that needs it (never at startup), so that a home that is a file, cannot be read or
+cannot be created is one line a person can act on instead of a traceback per request.
+
+A home that can be read but not written (a backup, another machine's data mounted
+read-only) is not an error: it is served read-only, and `read_only` says why.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.errors import ErrorKind, ProtocolError, storage_error
+from restore.private import private_dirs
+
+
+@dataclass(frozen=True)
+class Home:
+    path: Path
+    read_only: str | None = None
+    """Why nothing can be written here ("mounted read-only", ...); None when writable."""
+
+    def refuse_write(
+        self, consequence: str = "threads can be listed, read and resumed as a report, not changed"
+    ) -> ProtocolError:
+        """The error every write gets on a read-only home: what, where, why, and what the
+        user can still do."""
+        return ProtocolError(
+            ErrorKind.STORAGE_ERROR,
+            f"the data directory {self.path} is read-only ({self.read_only}): {consequence}",
+            path=str(self.path),
+            readOnly=True,
+        )
+
+
+def open_home(path: Path) -> Home:
+    """Check the data directory (creating it, 0700, when missing); StorageError otherwise."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:  # a parent that is a file, or one we may not search
+        raise storage_error(exc, path, "cannot use") from exc
+    if mode is None:
+        try:
+            private_dirs(path)  # 0700, and so is any missing parent it creates
+        except OSError as exc:
+            raise storage_error(exc, path, "cannot create") from exc
+    elif not stat.S_ISDIR(mode):
+        raise ProtocolError(ErrorKind.STORAGE_ERROR, f"{path} is not a directory", path=str(path))
+    try:
+        with os.scandir(path):
+            pass
+    except OSError as exc:
+        raise storage_error(exc, path, "cannot read") from exc
+    return Home(path, _read_only_reason(path))
+
+
+def _read_only_reason(path: Path) -> str | None:
+    if os.statvfs(path).f_flag & os.ST_RDONLY:
+        return "mounted read-only"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return "not writable by this user"
+    return None

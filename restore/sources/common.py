@@ -1,0 +1,204 @@
+"""What both agent formats share: the parser skeleton, ids, timestamps, titles, costs.
+
+A parser is fed one parsed record at a time with its line number and returns the items
+that line becomes. Item ids are `L<line>` (and `L<line>.<k>` for a line's further items),
+so the same line always gives the same ids: a second import is a no-op by idempotency,
+and a thread holds exactly one source file (its identity is the thread's own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+import orjson
+
+from restore import pricing
+
+MESSAGE_CHARS = 1_000_000
+"""A message longer than this is cut (and says so): one pasted log must not bloat a thread."""
+RESULT_CHARS = 2_000
+"""Tool results are kept as a preview; the source transcript still has them in full."""
+TITLE_CHARS = 120
+TODO_STATUSES = ("pending", "in_progress", "completed")
+# Wrappers Claude Code and Codex put around injected context; a title skips past them.
+_WRAPPER = re.compile(
+    r"^\s*<(command-message|command-name|system-reminder|ide_opened_file|ide_selection|"
+    r"environment_context|user_instructions|local-command-stdout)>.*?</\1>\s*",
+    re.DOTALL,
+)
+
+
+def normalize_ts(value: Any) -> str | None:
+    """An ISO timestamp as sessiond writes them (UTC, microseconds, `Z`): sortable as text."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+def truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[… {len(text) - limit:,} more characters in the source transcript]"
+
+
+def digest(value: Any) -> str:
+    """A stable digest of tool arguments, for the operation ledger."""
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def sha_of_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def title_from(text: str) -> str | None:
+    """The first meaningful line of a user message, past injected wrappers."""
+    while match := _WRAPPER.match(text):
+        text = text[match.end() :]
+    line = next((line.strip() for line in text.splitlines() if line.strip()), None)
+    if line is None:
+        return None
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def todo_status(value: Any) -> str:
+    return value if value in TODO_STATUSES else "pending"
+
+
+def text_of(content: Any) -> str:
+    """The text of a content value: a string, or a list of blocks with `text`."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [block.get("text") for block in content if isinstance(block, dict)]
+        return "\n".join(part for part in parts if isinstance(part, str) and part)
+    return ""
+
+
+class SourceParser:
+    """Turns one source file's records into items; `state` is all it remembers.
+
+    `state` is plain JSON so the importer can save it with its place in the file and
+    continue later with the lines appended since, giving the same items as one pass.
+    """
+
+    AGENT: ClassVar[str]
+    TITLE_ORDER: ClassVar[tuple[str, ...]]
+
+    def __init__(self, state: dict[str, Any] | None = None, fallback_ts: str | None = None):
+        self.state: dict[str, Any] = state if state is not None else self.initial()
+        if fallback_ts and not self.state.get("lastTs"):
+            self.state["lastTs"] = fallback_ts
+        self._out: list[dict[str, Any]] = []
+        self._line = 0
+        self._stamps: dict[Any, str] = {}
+
+    def initial(self) -> dict[str, Any]:
+        return {
+            "sessionId": None, "cwd": None, "branch": None, "commit": None, "created": None,
+            "lastTs": None, "titles": {}, "model": None, "permissions": None, "turn": None,
+            "pending": {},
+        }  # fmt: skip
+
+    # --- what the importer reads --------------------------------------------------------
+
+    @property
+    def title(self) -> str | None:
+        titles = self.state["titles"]
+        return next((titles[key] for key in self.TITLE_ORDER if titles.get(key)), None)
+
+    @property
+    def last_ts(self) -> str | None:
+        return self.state.get("lastTs")
+
+    def feed(self, line_no: int, record: dict[str, Any], ts: Any = None) -> list[dict[str, Any]]:
+        """The items of one source line (none for lines that carry only metadata)."""
+        self._out = []
+        self._line = line_no
+        stamp = self._stamps.get(ts) if isinstance(ts, str) else None
+        if stamp is None:
+            stamp = normalize_ts(ts)
+            if stamp is not None:  # consecutive lines often share one: parse it once
+                self._stamps = {ts: stamp}
+        if stamp:
+            self.state["lastTs"] = stamp
+            self.state["created"] = self.state["created"] or stamp
+        self.handle(record)
+        return self._out
+
+    def handle(self, record: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    # --- building items -------------------------------------------------------------------
+
+    def emit(self, item: dict[str, Any]) -> None:
+        """Add an item with the line's deterministic id, turn and timestamp."""
+        k = len(self._out)
+        item["id"] = f"L{self._line}" if k == 0 else f"L{self._line}.{k}"
+        if self.state["turn"] and "turnId" not in item:
+            item["turnId"] = self.state["turn"]
+        if self.state["lastTs"]:
+            item["ts"] = self.state["lastTs"]
+        self._out.append(item)
+
+    def message(self, role: str, text: str, **extra: Any) -> None:
+        self.emit({"type": "message", "role": role, "content": truncate(text, MESSAGE_CHARS),
+                   **extra})  # fmt: skip
+
+    def model(self, model: Any) -> None:
+        if isinstance(model, str) and model and model != self.state["model"]:
+            self.state["model"] = model
+            self.emit({"type": "model_override", "model": model})
+
+    def permissions(self, approval: str | None, sandbox: str | None) -> None:
+        current = {"approvalMode": approval, "sandbox": sandbox}
+        if approval and current != self.state["permissions"]:
+            self.state["permissions"] = current
+            self.emit({"type": "permissions", "approvalMode": approval, "sandbox": sandbox})
+
+    def operation(self, call_id: str, tool: str, effect: str, **fields: Any) -> None:
+        self.emit({"type": "operation", "operationId": call_id, "tool": tool, "effect": effect,
+                   **fields})  # fmt: skip
+
+    def result(self, call_id: str, tool: str, effect: str, text: str, failed: bool) -> None:
+        """A tool call's outcome: committed with its (previewed) result, or failed."""
+        self.operation(call_id, tool, effect, state="failed" if failed else "committed",
+                       resultPersisted=True, result=truncate(text, RESULT_CHARS))  # fmt: skip
+
+    def todos(self, entries: list[tuple[str, str, Any]]) -> None:
+        """(id, content, status) triples; the whole list, as the agent last wrote it."""
+        items = [{"id": i, "content": c, "status": todo_status(s)} for i, c, s in entries]
+        self.emit({"type": "todos", "items": items})
+
+    def file_edit(self, path: str, call_id: str, before: str | None, after: str | None,
+                  known: bool) -> None:  # fmt: skip
+        """One file the agent changed. Without its contents (`known` false) the shas are
+        unknown, and file_history says so instead of calling the file diverged."""
+        self.emit({
+            "type": "file_edit", "path": path, "author": "agent", "operationId": call_id,
+            "beforeSha": sha_of_text(before) if known and before is not None else None,
+            "afterSha": sha_of_text(after) if known and after is not None else None,
+            "contentKnown": known,
+        })  # fmt: skip
+
+    def cost(self, *, fresh: int, cache_write: int, cache_read: int, output: int) -> None:
+        """Tokens of one model call (USD when the model's price is known)."""
+        if fresh + cache_write + cache_read + output <= 0:
+            return
+        model = self.state["model"] or "unknown"
+        priced = pricing.usd(
+            model, fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output
+        )
+        self.emit({
+            "type": "cost", "model": model, "inputTokens": fresh + cache_write + cache_read,
+            "outputTokens": output, "usd": priced or 0.0, "priced": priced is not None,
+            "cacheReadTokens": cache_read, "cacheWriteTokens": cache_write,
+        })  # fmt: skip

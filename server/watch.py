@@ -1,0 +1,186 @@
+"""Live updates from files other processes write, announced to every client.
+
+Two kinds of writers are followed with one `watchfiles` watcher: the agents named by
+`serve --follow` (their new and growing sessions are imported as they are written), and
+other sessiond processes on the same data dir (a second editor window: their threads
+appear and grow here without a restart). Both become `thread/started` / `thread/updated`
+(and `item/recorded` for subscribers of a thread another process appended to).
+
+Started by the first `thread/list` or `thread/subscribe`, never at startup: sessiond does
+no warmup (tests/test_no_warmup.py). All file work runs on the store worker, a batch of
+files per job, so a long first import never holds up other requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from restore.external import ExternalChange
+    from restore.importer import FileResult, Importer
+    from server.app import SessiondServer
+
+logger = logging.getLogger("sessiond.watch")
+DEBOUNCE_MS = 200  # changes are grouped at most this long: clients see them within a second
+STEP_MS = 30
+READY_MS = 500  # how long an idle watcher waits between (empty) wake-ups
+TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing Codex sessions"}
+
+
+class Watcher:
+    """One per server: follows the data dir and the followed agents' stores."""
+
+    def __init__(self, server: SessiondServer) -> None:
+        self.server = server
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self.importers: list[Importer] = []
+        self._since = 0.0  # when watching was asked for: threads newer than that are new
+        self._since_ts = ""
+
+    def ensure_started(self) -> None:
+        """Start watching (once); called by the requests that show clients threads."""
+        if self._task is None and self.server.loop is not None:
+            from restore.jsonl import now_ts
+
+            self._since, self._since_ts = time.time(), now_ts()
+            self._task = self.server.loop.create_task(self._run(), name="sessiond-watch")
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        try:
+            await self._watch()
+        except Exception:  # the server goes on without live updates, and says why
+            logger.exception("file watching stopped")
+
+    async def _watch(self) -> None:
+        from watchfiles import Change, awatch
+
+        server = self.server
+        layout = await server.run_in_worker(lambda: server.service.layout)
+        self.importers = await server.run_in_worker(self._make_importers)
+        roots = [importer.root for importer in self.importers if importer.root.is_dir()]
+        for importer in self.importers:
+            if not importer.root.is_dir():
+                logger.warning("not following %s: %s is not a directory", importer.kind.agent,
+                               importer.root)  # fmt: skip
+        for directory in (layout.threads_dir, layout.archived_dir):
+            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        watched = [layout.threads_dir, layout.archived_dir, *roots]
+        changes_seen = awatch(*watched, stop_event=self._stop, debounce=DEBOUNCE_MS,
+                              step=STEP_MS, rust_timeout=READY_MS, yield_on_timeout=True,
+                              recursive=True)  # fmt: skip
+        catch_up: asyncio.Task[None] | None = None
+        try:
+            async for changes in changes_seen:
+                # The first (empty) yield comes once the watcher is in place: only then are
+                # the threads written meanwhile looked at and each followed store imported,
+                # so nothing falls between the two.
+                catch_up = catch_up or asyncio.create_task(self._catch_up())
+                added = {Path(path) for change, path in changes if change == Change.added}
+                touched = sorted({Path(path) for _, path in changes})
+                threads = [p for p in touched if p.suffix == ".jsonl" and _under(p, watched[:2])]
+                if threads:
+                    await self._threads_changed(threads, added)
+                for importer in self.importers:
+                    mine = [p for p in touched if importer.kind.is_session_file(importer.root, p)]
+                    if mine:
+                        await self._import(importer, mine)
+        finally:
+            if catch_up is not None:
+                catch_up.cancel()
+
+    def _make_importers(self) -> list[Importer]:
+        from restore.importer import SOURCES, Importer
+
+        return [
+            Importer(self.server.service, SOURCES[name], live=True)
+            for name in self.server.config.follow
+        ]
+
+    async def _catch_up(self) -> None:
+        """Threads other processes wrote while the watcher started, then the first import
+        of each followed store, in batches, with `$/progress`."""
+        from restore.importer import CHUNK
+        from server.progress import reporter
+
+        service = self.server.service
+        since = await self.server.run_in_worker(service.threads_changed_since, self._since)
+        self._announce_external(await self.server.run_in_worker(service.external_changes, since))
+        for importer in self.importers:
+            sources = await self.server.run_in_worker(importer.scan)
+            assert self.server.loop is not None
+            progress = reporter(self.server.loop, self.server.broadcast,
+                                TITLES[importer.kind.agent], "session", "imported")  # fmt: skip
+            progress(0, len(sources))
+            for start in range(0, len(sources), CHUNK):
+                batch = sources[start : start + CHUNK]
+                self._announce(await self.server.run_in_worker(importer.import_files, batch))
+                progress(min(start + CHUNK, len(sources)), len(sources))
+
+    async def _import(self, importer: Importer, paths: list[Path]) -> None:
+        """Session files that changed: what is new in each, announced."""
+
+        def work() -> list[FileResult]:
+            results = [importer.import_file(path) for path in paths]
+            importer.commit()
+            return results
+
+        self._announce(await self.server.run_in_worker(work))
+
+    def _announce(self, results: list[FileResult]) -> None:
+        for result in results:
+            if result.changed and result.summary is not None:
+                kind = "thread/updated" if result.status == "updated" else "thread/started"
+                self.server.broadcast(kind, {"thread": result.summary.thread_info()})
+                self.server.subscriptions.publish(result.summary.threadId, result.appended)
+
+    async def _threads_changed(self, paths: list[Path], added: set[Path]) -> None:
+        """Thread files another sessiond process wrote: their new rows, to everyone."""
+        from protocol.errors import ProtocolError
+        from restore.paths import validate_thread_id
+
+        def work() -> list[ExternalChange]:
+            ids = []
+            for path in paths:
+                try:
+                    ids.append(validate_thread_id(path.stem))
+                except ProtocolError:
+                    continue  # not a thread file (a temporary, say)
+            return self.server.service.external_changes(ids)
+
+        new = frozenset(path.stem for path in added)
+        self._announce_external(await self.server.run_in_worker(work), new)
+
+    def _announce_external(
+        self, changes: list[ExternalChange], added: set[str] = frozenset()
+    ) -> None:
+        """A thread is new to clients when its file was created while watched, or seen
+        for the first time and created after watching began."""
+        for change in changes:
+            if change.thread is None:
+                self.server.broadcast("thread/updated", {"thread": {"threadId": change.thread_id},
+                                                         "deleted": True})  # fmt: skip
+                continue
+            created = change.thread.get("createdAt") or ""
+            new = change.thread_id in added or (change.first_look and created >= self._since_ts)
+            self.server.broadcast("thread/started" if new else "thread/updated",
+                                  {"thread": change.thread})  # fmt: skip
+            self.server.subscriptions.publish(change.thread_id, change.items)
+
+    def close(self) -> None:
+        """Release the importers' ledgers (on the store thread, at shutdown)."""
+        for importer in self.importers:
+            importer.close()
+
+
+def _under(path: Path, directories: list[Path]) -> bool:
+    return any(directory in path.parents for directory in directories)

@@ -1,0 +1,251 @@
+"""Live: sessions imported as they are written (`import --watch`, `serve --follow`), and a
+thread recorded by one sessiond process showing up in another without a restart.
+
+Real processes throughout; waits are hang guards (polled), never timing assertions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import git
+from tests.import_fixtures import ClaudeSession, CodexSession, Fixture, build
+from tests.rpc_client import HANG_GUARD, REPO, ServerProcess
+from tests.test_cli import sessiond
+from tests.ws_client import WsClient, WsServerProcess
+
+
+@pytest.fixture
+def fixture(tmp_path: Path, make_repo: Callable[..., Path]) -> Fixture:
+    alpha, beta = make_repo("alpha", "main"), make_repo("beta", "feature/login")
+    heads = {repo: git(repo, "rev-parse", "HEAD") for repo in (alpha, beta)}
+    return build(tmp_path / "sources", alpha, beta, heads)
+
+
+def agent_env(fixture: Fixture) -> dict[str, str]:
+    """Where the followed agents keep their sessions: CLAUDE_CONFIG_DIR and CODEX_HOME."""
+    return {
+        "CLAUDE_CONFIG_DIR": str(fixture.claude_root.parent),
+        "CODEX_HOME": str(fixture.codex_root.parent),
+    }
+
+
+def eventually(check: Callable[[], Any]) -> Any:
+    deadline = time.monotonic() + HANG_GUARD
+    while not (found := check()):
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.05)
+    return found
+
+
+def listed(home: Path) -> dict[str, dict[str, Any]]:
+    done = sessiond(home, "list", "--json", "--limit", "200")
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    return {row["origin"]["sessionId"]: row for row in rows if row["origin"]}
+
+
+def test_import_watch_picks_up_new_and_growing_sessions(fixture: Fixture, home: Path) -> None:
+    watcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "server.cli",
+            "--home",
+            str(home),
+            "import",
+            "claude",
+            "--from",
+            str(fixture.claude_root),
+            "--watch",
+            "--json",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert watcher.stderr is not None and watcher.stdout is not None
+        assert b"watching" in watcher.stderr.readline()  # the first import is done
+        summary = json.loads(watcher.stdout.readline())
+        assert summary["created"] == 9
+        repo = fixture.sessions[0].cwd
+        new = ClaudeSession(fixture.claude_root, repo, "main")
+        new.user("A session started after the import")
+        new.say("Picked up live.")
+        new.save()
+        row = eventually(lambda: listed(home).get(new.session_id))
+        assert row["title"] == "A session started after the import"
+        items = row["itemCount"]
+        new.say("And it grows.")
+        new.save()
+        eventually(lambda: listed(home)[new.session_id]["itemCount"] > items)
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        assert watcher.wait(timeout=HANG_GUARD) == 0
+
+
+def test_follow_starts_nothing_until_a_client_looks_at_threads(
+    fixture: Fixture, spawn: Callable[..., ServerProcess], home: Path
+) -> None:
+    server = spawn(
+        args=["--follow", "claude,codex"], env={**agent_env(fixture), "SESSIOND_DEBUG": "1"}
+    )
+    server.initialize()
+    report = server.request("sessiond/debug")
+    assert not any(m == "watchfiles" or m.startswith("watchfiles.") for m in report["modules"])
+    assert not (home / "imports.sqlite3").exists() and not (home / "threads").exists()
+    server.request("thread/list", {})
+    started = server.wait_notification("thread/started", 9 + 5)
+    assert {n["params"]["thread"]["origin"]["sessionId"] for n in started} >= {
+        s.session_id for s in fixture.sessions
+    }
+
+    def progress() -> list[dict[str, Any]]:
+        return [n["params"]["value"] for n in server.notifications if n["method"] == "$/progress"]
+
+    titles = [v["title"] for v in progress() if v["kind"] == "begin"]
+    assert "Importing Claude Code sessions" in titles and "Importing Codex sessions" in titles
+    eventually(lambda: sum(v["kind"] == "end" for v in progress()) == len(titles))
+
+
+async def test_followed_sessions_reach_every_client_as_they_are_written(
+    fixture: Fixture, ws_server: Callable[..., WsServerProcess]
+) -> None:
+    server = ws_server("--follow", "claude,codex", env=agent_env(fixture))
+    first = await WsClient.open(server.record, name="a")
+    second = await WsClient.open(server.record, name="b")
+    await first.request("thread/list", {})  # from here on the stores are followed
+
+    def announced(client: WsClient, method: str, session_id: str) -> list[dict[str, Any]]:
+        return [
+            n["params"]["thread"]
+            for n in client.notifications
+            if n["method"] == method
+            and (n["params"]["thread"].get("origin") or {}).get("sessionId") == session_id
+        ]
+
+    await first.wait_for(
+        lambda: len([n for n in first.notifications if n["method"] == "thread/started"]) >= 14
+    )
+    repo = fixture.sessions[0].cwd
+    claude = ClaudeSession(fixture.claude_root, repo, "main")
+    claude.user("Started while the server follows")
+    claude.save()
+    codex = CodexSession(fixture.codex_root, repo, "main", git(repo, "rev-parse", "HEAD"))
+    codex.user("A Codex session, live")
+    codex.save()
+    for client in (first, second):
+        for session in (claude, codex):
+            await client.wait_for(
+                lambda c=client, s=session: announced(c, "thread/started", s.session_id)
+            )
+    thread = announced(second, "thread/started", claude.session_id)[0]
+    await second.request("thread/subscribe", {"threadId": thread["threadId"]})
+    claude.say("Growing")
+    claude.save()
+    for client in (first, second):
+        await client.wait_for(
+            lambda c=client: any(
+                t["itemCount"] > thread["itemCount"]
+                for t in announced(c, "thread/updated", claude.session_id)
+            )
+        )
+    # The subscriber also gets the appended lines themselves.
+    await second.wait_for(lambda: any(n["method"] == "item/recorded" for n in second.notifications))
+    (recorded,) = [n["params"] for n in second.notifications if n["method"] == "item/recorded"]
+    assert recorded["threadId"] == thread["threadId"]
+    assert [i.get("content") for i in recorded["items"] if i["type"] == "message"] == ["Growing"]
+    await asyncio.gather(first.close(), second.close())
+
+
+def test_a_second_server_sees_threads_the_first_records(
+    spawn: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    writer, reader = spawn(), spawn()  # two editor windows, one data dir
+    writer.initialize()
+    reader.initialize()
+    reader.request("thread/list", {})
+    started = writer.request("thread/start", {"cwd": str(tmp_path), "title": "From window one"})
+    thread_id, session_id = started["thread"]["threadId"], started["sessionId"]
+
+    def seen(method: str) -> list[dict[str, Any]]:
+        return [
+            n["params"]
+            for n in reader.notifications
+            if n["method"] == method and n["params"]["thread"]["threadId"] == thread_id
+        ]
+
+    eventually(lambda: seen("thread/started"))
+    assert seen("thread/started")[0]["thread"]["title"] == "From window one"
+    reader.request("thread/subscribe", {"threadId": thread_id})
+    writer.request(
+        "thread/record",
+        {
+            "threadId": thread_id,
+            "sessionId": session_id,
+            "items": [
+                {"type": "message", "id": "m1", "role": "user", "content": "typed in window one"}
+            ],
+        },
+    )
+    eventually(lambda: any(u["thread"]["itemCount"] == 1 for u in seen("thread/updated")))
+    recorded = reader.wait_notification("item/recorded")[0]["params"]
+    assert recorded["threadId"] == thread_id
+    assert [i["content"] for i in recorded["items"]] == ["typed in window one"]
+    # The reader's own listing agrees, without a restart.
+    (row,) = [t for t in reader.request("thread/list", {})["threads"] if t["threadId"] == thread_id]
+    assert row["itemCount"] == 1
+    writer.request("thread/delete", {"threadId": thread_id})
+    eventually(
+        lambda: any(
+            n["params"].get("deleted")
+            for n in reader.notifications
+            if n["method"] == "thread/updated"
+        )
+    )
+
+
+def test_a_server_does_not_announce_its_own_writes_twice(
+    spawn: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    server = spawn()
+    server.initialize()
+    server.request("thread/list", {})
+    started = server.request("thread/start", {"cwd": str(tmp_path)})
+    server.request(
+        "thread/record",
+        {
+            "threadId": started["thread"]["threadId"],
+            "sessionId": started["sessionId"],
+            "items": [{"type": "message", "id": "m1", "role": "user", "content": "hello"}],
+        },
+    )
+    other = spawn()  # a write by another process is announced: the watcher is working
+    other.initialize()
+    other.request("thread/start", {"cwd": str(tmp_path), "title": "elsewhere"})
+    eventually(
+        lambda: any(
+            n["params"]["thread"].get("title") == "elsewhere"
+            for n in server.notifications
+            if n["method"] == "thread/started"
+        )
+    )
+    mine = [
+        n
+        for n in server.notifications
+        if n["method"] == "thread/started"
+        and n["params"]["thread"]["threadId"] == started["thread"]["threadId"]
+    ]
+    assert len(mine) == 1  # from thread/start itself, not again from the watcher

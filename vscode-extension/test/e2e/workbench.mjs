@@ -1,0 +1,126 @@
+// Reading and driving VS Code's workbench DOM the way a person does: rows of a view, the
+// active tab, the editor's visible text, dialogs, context menus, the quick input.
+import assert from "node:assert/strict";
+
+/** Retries `probe` (which asserts) until it passes; on timeout throws its last failure. */
+export async function eventually(probe, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await probe();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The rows of a tree view as shown: depth, label, description, codicon. */
+export function treeRows(page, view) {
+  return page.locator(`.monaco-list[aria-label="${view}"]`).evaluate((list) =>
+    [...list.querySelectorAll(".monaco-list-row")]
+      .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index))
+      .map((row) => ({
+        index: Number(row.dataset.index),
+        depth: Number(row.getAttribute("aria-level")),
+        label: row.querySelector(".label-name")?.textContent ?? "",
+        description: row.querySelector(".label-description")?.textContent ?? "",
+        icon: [...(row.querySelector(".custom-view-tree-node-item-icon")?.classList ?? [])].find((name) => name.startsWith("codicon-") && name !== "codicon-colored")?.slice("codicon-".length) ?? "",
+      })),
+  );
+}
+
+/** "  label" per row, indented by depth: what a person reads in the view. */
+export async function treeOutline(page, view) {
+  return (await treeRows(page, view)).map((row) => `${"  ".repeat(row.depth - 1)}${row.label}`);
+}
+
+/** The row labelled `label`; with `under`, the one below the row labelled so (a branch). */
+export async function treeRow(page, view, label, under) {
+  const rows = await treeRows(page, view);
+  const start = under === undefined ? 0 : rows.findIndex((row) => row.label === under);
+  const parent = rows[start];
+  const found = rows.find(
+    (row, position) => position >= start && row.label === label && (under === undefined || (row.depth > parent.depth && rows.slice(start + 1, position).every((between) => between.depth > parent.depth))),
+  );
+  assert.ok(found, `a row "${label}"${under ? ` under "${under}"` : ""} in:\n${rows.map((row) => `${"  ".repeat(row.depth - 1)}${row.label}`).join("\n")}`);
+  return page.locator(`.monaco-list[aria-label="${view}"] .monaco-list-row[data-index="${found.index}"]`);
+}
+
+/** The row's inline action (the ▶ Resume button that shows on hover). */
+export async function clickInlineAction(page, view, label, action, under) {
+  const row = await treeRow(page, view, label, under);
+  await row.hover();
+  await row.locator(`.actions .action-label[aria-label="${action}"]`).click();
+}
+
+export async function contextMenu(page, view, label, entry) {
+  await (await treeRow(page, view, label)).click({ button: "right" });
+  const menu = page.locator(".context-view .monaco-menu");
+  await menu.waitFor();
+  // A menu item ignores mouse-up for ~100 ms after it renders (so that the click that opened
+  // the menu cannot pick an item); the keyboard has no such delay: hover focuses, Enter runs.
+  const item = menu.getByRole("menuitem", { name: entry, exact: true });
+  await item.hover();
+  await eventually(async () => assert.equal(await item.evaluate((element) => element.closest(".action-item")?.classList.contains("focused")), true));
+  await page.keyboard.press("Enter");
+  await menu.waitFor({ state: "detached" });
+}
+
+export async function activeTab(page) {
+  return (await page.locator(".tabs-container .tab.active .label-name").first().textContent()) ?? "";
+}
+
+export async function tabLabels(page) {
+  return page.locator(".tabs-container .tab .label-name").allTextContents();
+}
+
+/** What the active editor shows (Monaco renders only the visible lines). */
+export async function editorText(page) {
+  return page.locator(".editor-group-container.active .monaco-editor .view-lines").first().evaluate((lines) =>
+    [...lines.querySelectorAll(".view-line")]
+      .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+      .map((line) => line.textContent.replace(/\u00a0/g, " "))
+      .join("\n"),
+  );
+}
+
+export const dialog = (page) => page.locator(".monaco-dialog-box");
+
+/** A modal's message, detail and buttons (without a detail, VS Code puts the message in the detail's place). */
+export async function dialogText(page) {
+  const box = dialog(page);
+  await box.waitFor();
+  const text = (locator) => locator.evaluate((element) => element.innerText).catch(() => "");
+  const hasDetail = (await box.locator(".dialog-message-text").count()) > 0;
+  const message = await text(box.locator(hasDetail ? ".dialog-message-text" : ".dialog-message-detail"));
+  return {
+    message,
+    detail: hasDetail ? await text(box.locator(".dialog-message-detail")) : "",
+    buttons: await box.locator(".dialog-buttons .monaco-button").allTextContents(),
+  };
+}
+
+export async function clickDialogButton(page, title) {
+  await dialog(page).locator(".dialog-buttons .monaco-button", { hasText: title }).click();
+  await dialog(page).waitFor({ state: "detached" });
+}
+
+export async function answerInput(page, text) {
+  const input = page.locator(".quick-input-widget input.input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(text);
+  await input.press("Enter");
+}
+
+export async function statusBarTexts(page) {
+  return page.locator(".statusbar-item").allTextContents();
+}
+
+export async function notifications(page) {
+  return page.locator(".notification-toast .notification-list-item-message").allTextContents();
+}
+
+export async function assertNoDialog(page) {
+  assert.equal(await dialog(page).count(), 0, "no dialog is open");
+}
