@@ -352,44 +352,36 @@ class PostgresStore:
         if conn is not None and not conn.closed and not conn.broken:
             return conn
         self._drop_connection()
-        self._backoff.check()
-        try:
-            conn = psycopg.connect(self.url, autocommit=True, **self._params())
-            self._migrate_once(conn)
-            if self.durability is Durability.NONE:
-                # Committed rows survive a sessiond crash; a database crash may lose the
-                # last ones, as `none` loses the page cache of the embedded store.
-                conn.execute("SET synchronous_commit = off")
-        except Exception as exc:
-            error = storage_error(exc, f"cannot reach {self.where}", self._redact)
-            self._backoff.failed(error)
-            logger.info("%s", error.message)
-            raise error from None
-        self._backoff.succeeded()
+        conn = self._connect(writer=True)
         self._conn = conn
         self.serial += 1
         return conn
 
-    def _migrate_once(self, conn: psycopg.Connection) -> None:
-        """Apply the schema's migrations with the first connection this process makes."""
-        with self._schema_lock:
-            if not self._migrated:
-                schema.migrate(conn)
-                self._migrated = True
-
-    def _first_connection(self) -> None:
-        """For a read before any write: reach the database once (the first failure says
-        why, fast, with backoff) and migrate, on this thread's own connection."""
+    def _connect(self, *, writer: bool = False) -> psycopg.Connection:
+        """A new connection, the schema migrated with the first one this process makes;
+        with backoff, so a database that is down fails fast and its first failure says
+        why (StorageError, never the password)."""
         self._backoff.check()
+        conn = None
         try:
-            with psycopg.connect(self.url, autocommit=True, **self._params()) as conn:
-                self._migrate_once(conn)
+            conn = psycopg.connect(self.url, autocommit=True, **self._params())
+            with self._schema_lock:
+                if not self._migrated:
+                    schema.migrate(conn)
+                    self._migrated = True
+            if writer and self.durability is Durability.NONE:
+                # Committed rows survive a sessiond crash; a database crash may lose the
+                # last ones, as `none` loses the page cache of the embedded store.
+                conn.execute("SET synchronous_commit = off")
         except Exception as exc:
+            if conn is not None:
+                conn.close()
             error = storage_error(exc, f"cannot reach {self.where}", self._redact)
             self._backoff.failed(error)
             logger.info("%s", error.message)
             raise error from None
         self._backoff.succeeded()
+        return conn
 
     def _drop_connection(self) -> None:
         if self._conn is not None:
@@ -402,8 +394,8 @@ class PostgresStore:
         """Reads go through a small pool (they may run on several threads at once)."""
         with self._pool_lock:
             if self._pool is None:
-                if not self._migrated:
-                    self._first_connection()
+                if not self._migrated:  # a read first: reach it (and migrate) on our own
+                    self._connect().close()
                 self._pool = ConnectionPool(
                     self.url,
                     min_size=1,
