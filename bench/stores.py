@@ -107,12 +107,21 @@ def _writers(store_url: str | None, home: Path, count: int):  # type: ignore[no-
     """`count` other sessiond processes streaming records until the block ends."""
     stop = threading.Event()
     done: list[int] = []
+    failures: list[BaseException] = []
 
     def stream(n: int) -> None:
+        try:
+            written(n)
+        except BaseException as exc:  # said after the block: a silent writer measures nothing
+            failures.append(exc)
+
+    def written(n: int) -> None:
+        cwd = home.parent / f"elsewhere-{n}"  # thread/start needs an existing directory
+        cwd.mkdir(exist_ok=True)
         server = PipelinedServer(home, _env(store_url))
         try:
             server.request("initialize", {"clientInfo": {"name": f"writer-{n}"}})
-            started = server.request("thread/start", {"cwd": f"/elsewhere/{n}"})
+            started = server.request("thread/start", {"cwd": str(cwd)})
             session = {"threadId": started["thread"]["threadId"], "sessionId": started["sessionId"]}
             window, written = [], 0
             while not stop.is_set():
@@ -138,6 +147,10 @@ def _writers(store_url: str | None, home: Path, count: int):  # type: ignore[no-
         stop.set()
         for thread in threads:
             thread.join()
+    if failures:
+        raise RuntimeError(f"a writer process failed: {failures[0]!r}")
+    if len(done) != count or not all(done):
+        raise RuntimeError(f"writers wrote {done} records: nothing ran beside the measurement")
 
 
 def records(store_url: str | None, root: Path, count: int, processes: int) -> dict[str, Any]:

@@ -132,6 +132,9 @@ class Writer(Protocol):
 class Index(Protocol):
     """The listing side: one row per thread, filters before paging, keyset cursors."""
 
+    files_read: int
+    """Thread files read to build rows (`sessiond/debug`); 0 where there are none."""
+
     def ensure_ready(self, progress: ProgressCallback | None = None) -> str: ...
 
     def upsert(self, summary: ThreadSummary, path: Any, mark: Any = None) -> None: ...

@@ -1185,6 +1185,8 @@ class SharedIndex:
     A workspace folder inside a git repository also lists that repository's threads
     recorded on every machine, at the same place inside it."""
 
+    files_read = 0  # no files: `sessiond/debug` reports it beside the embedded index's
+
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
         self._repos: dict[str, tuple[float, tuple[str, str] | None]] = {}
