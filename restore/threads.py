@@ -148,9 +148,11 @@ class ThreadService:
         # A shared store keeps its threads elsewhere: the home's state does not bind it.
         self.home = home or Home(layout.home)
         self.read_only = self.home.read_only is not None and store is None
-        self.store: Store = store or EmbeddedStore(
-            layout, durability, read_only=self.read_only, pages=pages, live=self._live_rows
-        )
+        if store is None:
+            store = EmbeddedStore(
+                layout, durability, read_only=self.read_only, pages=pages, live=self._live_rows
+            )
+        self.store: Store = store
         self.shared = self.store.shared
         self.pages = self.store.pages
         self.index = self.store.index
