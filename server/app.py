@@ -70,14 +70,23 @@ class SessiondServer:
             self._hooks = LifecycleHooks(self)
         return self._hooks
 
-    def ensure_watching(self) -> None:
+    def ensure_watching(self, since: float | None = None) -> None:
         """Follow files other processes write (server/watch.py), from the first request
         that shows a client threads on: never at startup (no warmup)."""
         if self._watcher is None:
             from server.watch import Watcher
 
             self._watcher = Watcher(self)
-        self._watcher.ensure_started()
+        self._watcher.ensure_started(since)
+
+    def watch_after_answer(self, since: float) -> None:
+        """Start watching once the current request's answer is written: importing and
+        starting watchfiles (~35 ms) would otherwise share the CPU with the first
+        `thread/list` of a window, the wait a person feels. Called from a handler, the
+        call_soon runs before the handler's answer is sent, and the watcher's first step
+        (a task) after it; `since` lets the watcher's catch-up cover the gap."""
+        assert self.loop is not None
+        self.loop.call_soon(self.ensure_watching, since)
 
     async def stop_watching(self) -> None:
         if self._watcher is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,8 +21,6 @@ from server import __version__
 from server.framing import Framing
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from restore.store import AppendResult
     from restore.summary import ThreadSummary
     from restore.threads import ThreadService
@@ -83,7 +82,12 @@ def handles(method: str) -> Callable[[Handler], Handler]:
     return decorator
 
 
-def _validate(method: str, params: dict[str, Any]) -> BaseModel:
+def _validate(method: str, params: dict[str, Any]) -> Any:
+    if method == "thread/list":  # a window's first request: pydantic only when needed
+        from protocol.list_params import plainly_valid
+
+        if (quick := plainly_valid(params)) is not None:
+            return quick
     from protocol.methods import METHODS
 
     model = METHODS[method][0]
@@ -253,7 +257,7 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 
 @handles("thread/list")
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
-    ctx.server.ensure_watching()  # a client looks at threads: keep them live from now on
+    began = time.time()
     progress = ctx.progress("Indexing threads")
     summaries, cursor = await ctx.server.run_in_worker(
         lambda: ctx.service.list(
@@ -266,6 +270,7 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
             progress=progress,
         )
     )
+    ctx.server.watch_after_answer(began)  # a client looks at threads: keep them live
     return {"threads": [s.thread_info() for s in summaries], "nextCursor": cursor}
 
 
