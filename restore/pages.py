@@ -106,6 +106,8 @@ class Page:
     skipped: list[dict[str, Any]]
     raw: list[bytes] = field(default_factory=list)
     """The items' JSON text as in the file: an answer embeds it rather than encode again."""
+    source: tuple[int, int, int] | None = None
+    """(device, inode, size) of the file the page was read from: see `ThreadPages.holds`."""
 
 
 @dataclass
@@ -264,20 +266,52 @@ class ThreadPages:
         thread_id = validate_thread_id(thread_id)
         with _OpenFile(self.layout, thread_id) as (fd, path):
             try:
-                size = os.fstat(fd).st_size
-                page = (after, before, limit, max_bytes)
-                for _ in (1, 2):
-                    anchors = self._anchors(thread_id, path, fd, size)
-                    try:
-                        return self._page(fd, size, anchors, *page)
-                    except _Unordered:
-                        return self._page(fd, size, anchors.unordered(), *page)
-                    except _WrongMap:
-                        self._drop(thread_id, path)
-                # Rebuilt and wrong again: the file is changing under us. Scan it instead.
-                return self._page(fd, size, anchors.without(), *page)
+                stat = os.fstat(fd)
+                result = self._read(thread_id, path, fd, stat.st_size, after, before, limit,
+                                    max_bytes)  # fmt: skip
             except OSError as exc:
                 raise _storage_error(exc, thread_id, path) from exc
+        result.source = (stat.st_dev, stat.st_ino, stat.st_size)
+        return result
+
+    def _read(
+        self,
+        thread_id: str,
+        path: Path,
+        fd: int,
+        size: int,
+        after: int | None,
+        before: int | None,
+        limit: int,
+        max_bytes: int,
+    ) -> Page:
+        page = (after, before, limit, max_bytes)
+        for _ in (1, 2):
+            anchors = self._anchors(thread_id, path, fd, size)
+            try:
+                return self._page(fd, size, anchors, *page)
+            except _Unordered:
+                return self._page(fd, size, anchors.unordered(), *page)
+            except _WrongMap:
+                self._drop(thread_id, path)
+        # Rebuilt and wrong again: the file is changing under us. Scan it instead.
+        return self._page(fd, size, anchors.without(), *page)
+
+    def holds(self, thread_id: str, page: Page, backward: bool) -> bool:
+        """Whether a page read earlier is still what a read now would answer: the thread's
+        file is the same file (device, inode), and no shorter. Items before a seq never
+        change in an append-only file, so a backward page holds while the file only grew;
+        a forward page may end at the end of the file, so it holds only at the same size."""
+        found = self.layout.locate(validate_thread_id(thread_id))
+        if found is None or page.source is None:
+            return False
+        try:
+            stat = os.stat(found[0], follow_symlinks=False)
+        except OSError:
+            return False
+        device, inode, size = page.source
+        grown_only = stat.st_size >= size if backward else stat.st_size == size
+        return (stat.st_dev, stat.st_ino) == (device, inode) and grown_only
 
     def _page(
         self,
