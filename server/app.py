@@ -12,6 +12,7 @@ startup.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import threading
@@ -42,8 +43,17 @@ def _log_failure(future: asyncio.Future[Any]) -> None:
         logger.error("background index flush failed: %s", error)
 
 
+# Collect the youngest objects every 50,000 net allocations instead of Python's 700. A
+# `thread/read` page of 10,000 items, a resume or an index reconcile allocates hundreds of
+# thousands of objects that live until the answer is sent; at 700 the collector walked
+# them again and again (a quarter of reading 125,000 items back: 400 -> 300 ms in
+# process). Cyclic garbage waits a little longer; nothing else changes.
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
 class SessiondServer:
     def __init__(self, config: ServerConfig) -> None:
+        gc.set_threshold(*GC_THRESHOLDS)
         self.config = config
         self._service: ThreadService | None = None
         self._pages: ThreadPages | None = None
