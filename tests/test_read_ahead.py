@@ -73,14 +73,21 @@ def test_pages_back_while_another_client_appends_are_the_pages_read_afresh(
     assert seen == [f"m{i}" for i in range(MESSAGES)]
 
 
+def first_page_of_a_closed_thread(
+    spawn: Spawn, cwd: Path
+) -> tuple[ServerProcess, str, dict[str, Any]]:
+    """A server that has read the newest page of a thread (and so the next one ahead)."""
+    server = spawn()
+    server.initialize()
+    tid, sid = thread_of(server, cwd)
+    server.request("thread/close", {"threadId": tid, "sessionId": sid})
+    return server, tid, back(server, tid, 10_000)
+
+
 def test_a_thread_deleted_between_pages_is_not_answered_from_the_page_read_ahead(
     spawn: Spawn, tmp_path: Path
 ) -> None:
-    server = spawn()
-    server.initialize()
-    tid, sid = thread_of(server, tmp_path)
-    server.request("thread/close", {"threadId": tid, "sessionId": sid})
-    first = back(server, tid, 10_000)
+    server, tid, first = first_page_of_a_closed_thread(spawn, tmp_path)
     other = spawn()
     other.initialize()
     other.request("thread/delete", {"threadId": tid})
@@ -92,11 +99,7 @@ def test_a_thread_deleted_between_pages_is_not_answered_from_the_page_read_ahead
 def test_an_archived_thread_pages_on_and_a_rewritten_one_is_read_again(
     spawn: Spawn, tmp_path: Path
 ) -> None:
-    server = spawn()
-    server.initialize()
-    tid, sid = thread_of(server, tmp_path)
-    server.request("thread/close", {"threadId": tid, "sessionId": sid})
-    first = back(server, tid, 10_000)
+    server, tid, first = first_page_of_a_closed_thread(spawn, tmp_path)
     server.request("thread/archive", {"threadId": tid})  # moved: the same file
     second = back(server, tid, first["nextBeforeSeq"])
 
