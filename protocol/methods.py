@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.base import WireModel
 from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions
+from protocol.list_params import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, MAX_SEARCH
 
 MAX_ITEMS_PER_RECORD = 1000
-MAX_PAGE = 200
 
 
 class Params(WireModel):
@@ -213,13 +213,15 @@ class ThreadListParams(Params):
     archived: bool = Field(False, description="List archived threads instead of live ones.")
     search: str | None = Field(
         default=None,
-        max_length=500,
+        max_length=MAX_SEARCH,
         description="Case-insensitive text to find in the title or preview.",
     )
     cursor: str | None = Field(
-        default=None, max_length=1000, description="`nextCursor` of the previous page."
+        default=None, max_length=MAX_CURSOR, description="`nextCursor` of the previous page."
     )
-    limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Threads per page (1-200).")
+    limit: int = Field(
+        default=DEFAULT_PAGE, ge=1, le=MAX_PAGE, description="Threads per page (1-200)."
+    )
 
 
 class ThreadListResult(Result):

@@ -206,7 +206,10 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: list[str]) -> argparse.ArgumentParser:
+    """Only the subcommands named in argv get their arguments: building `client`'s imports
+    server/client.py (~20 ms), which `sessiond serve` (every editor window's spawn) never
+    needs. A subparser left bare still lists in `sessiond --help`."""
     common = _common_options()
     parser = argparse.ArgumentParser(
         prog="sessiond",
@@ -220,11 +223,13 @@ def _parser() -> argparse.ArgumentParser:
         version=f"sessiond {__version__} (protocol {PROTOCOL_VERSION})",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    named = set(argv) | {DEFAULT_SUBCOMMAND}
     for sub in SUBCOMMANDS:
-        sub.arguments(
-            commands.add_parser(sub.name, help=sub.help, description=sub.help, parents=[common]),
-            common,
+        subparser = commands.add_parser(
+            sub.name, help=sub.help, description=sub.help, parents=[common]
         )
+        if sub.name in named:
+            sub.arguments(subparser, common)
     return parser
 
 
@@ -258,7 +263,8 @@ def _known_failure(exc: BaseException) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(argv).parse_args(argv)
     config = ServerConfig()
     if getattr(args, "home", None):
         config.home = args.home
@@ -272,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             return USAGE_ERROR
     name = args.command or DEFAULT_SUBCOMMAND
     if args.command is None:  # `sessiond` alone serves on stdio, with serve's defaults
-        args = _parser().parse_args([*(argv if argv is not None else sys.argv[1:]), name])
+        args = _parser(argv).parse_args([*argv, name])
     subcommand = next(sub for sub in SUBCOMMANDS if sub.name == name)
     module, _, function = subcommand.run.partition(":")
     try:

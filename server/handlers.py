@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol import PROTOCOL_VERSION
@@ -18,10 +19,10 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore.subsystems import SUBSYSTEM_NAMES
 from server import __version__
 from server.framing import Framing
+from server.readahead import PageKey, ReadAhead
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
+    from restore.pages import Page
     from restore.store import AppendResult
     from restore.summary import ThreadSummary
     from restore.threads import ThreadService
@@ -37,6 +38,7 @@ LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
 class Context:
     connection: SessiondProtocol
     server: SessiondServer
+    read_ahead: ReadAhead = field(default_factory=ReadAhead)
 
     @property
     def service(self) -> ThreadService:
@@ -83,7 +85,12 @@ def handles(method: str) -> Callable[[Handler], Handler]:
     return decorator
 
 
-def _validate(method: str, params: dict[str, Any]) -> BaseModel:
+def _validate(method: str, params: dict[str, Any]) -> Any:
+    if method == "thread/list":  # a window's first request: pydantic only when needed
+        from protocol.list_params import plainly_valid
+
+        if (quick := plainly_valid(params)) is not None:
+            return quick
     from protocol.methods import METHODS
 
     model = METHODS[method][0]
@@ -253,7 +260,7 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 
 @handles("thread/list")
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
-    ctx.server.ensure_watching()  # a client looks at threads: keep them live from now on
+    began = time.time()
     progress = ctx.progress("Indexing threads")
     summaries, cursor = await ctx.server.run_in_worker(
         lambda: ctx.service.list(
@@ -266,24 +273,40 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
             progress=progress,
         )
     )
+    ctx.server.watch_after_answer(began)  # a client looks at threads: keep them live
     return {"threads": [s.thread_info() for s in summaries], "nextCursor": cursor}
 
 
 @handles("thread/read")
 async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
-    """Off the store thread: a long read never holds another client's record."""
-    page = await ctx.server.run_reader(
-        lambda: ctx.server.pages.read(
-            params.threadId,
-            after=params.afterSeq,
-            before=params.beforeSeq,
-            limit=params.limit,
-            max_bytes=ctx.server.config.max_frame,
+    """Off the store thread: a long read never holds another client's record. The next
+    page in the same direction is read ahead while the client takes in this one."""
+    pages, max_frame = ctx.server.pages, ctx.server.config.max_frame
+    backward = params.beforeSeq is not None
+
+    def read(key: PageKey) -> Page:
+        return pages.read(key.thread_id, after=key.after, before=key.before, limit=key.limit,
+                          max_bytes=max_frame)  # fmt: skip
+
+    def still_or_again(key: PageKey, ahead: Page | None) -> Page:
+        return (
+            ahead
+            if ahead is not None and pages.holds(key.thread_id, ahead, backward)
+            else read(key)
         )
-    )
+
+    key = PageKey(params.threadId, params.afterSeq, params.beforeSeq, params.limit)
+    ahead = ctx.read_ahead.take(key)
+    try:
+        earlier = await ahead if ahead is not None else None
+    except Exception:  # read again below: the request gets its own error
+        earlier = None
+    page = await ctx.server.run_reader(lambda: still_or_again(key, earlier))
+    if (following := ReadAhead.next_key(key, page)) is not None:
+        ctx.read_ahead.start(following, lambda: ctx.server.run_reader(lambda: read(following)))
     import orjson
 
-    cursor = "nextBeforeSeq" if params.beforeSeq is not None else "nextAfterSeq"
+    cursor = "nextBeforeSeq" if backward else "nextAfterSeq"
     # The items go out as the file has them: embedded, not decoded and encoded again.
     items = [orjson.Fragment(raw) for raw in page.raw]
     return {"items": items, cursor: page.next_seq, "skippedLines": page.skipped}

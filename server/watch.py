@@ -42,12 +42,16 @@ class Watcher:
         self._since = 0.0  # when watching was asked for: threads newer than that are new
         self._since_ts = ""
 
-    def ensure_started(self) -> None:
-        """Start watching (once); called by the requests that show clients threads."""
+    def ensure_started(self, since: float | None = None) -> None:
+        """Start watching (once); called by the requests that show clients threads.
+
+        `since` (a time.time()) is when the caller began looking: threads written after it
+        are caught up once the watcher is in place, so a start deferred past the caller's
+        answer misses nothing."""
         if self._task is None and self.server.loop is not None:
             from restore.jsonl import now_ts
 
-            self._since, self._since_ts = time.time(), now_ts()
+            self._since, self._since_ts = since or time.time(), now_ts()
             self._task = self.server.loop.create_task(self._run(), name="sessiond-watch")
 
     async def stop(self) -> None:

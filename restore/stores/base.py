@@ -183,6 +183,10 @@ class Pages(Protocol):
         self, thread_id: str, path: Any, seqs: list[int], max_bytes: int
     ) -> tuple[list[dict[str, Any]], bool]: ...
 
+    def holds(self, thread_id: str, page: Any, backward: bool) -> bool:
+        """Whether a page read ahead (server/readahead.py) is still the answer."""
+        ...
+
     def forget(self, thread_id: str) -> None: ...
 
 

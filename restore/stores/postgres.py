@@ -1157,8 +1157,18 @@ class SharedPages:
         next_seq = chosen[-1][0] if more else None  # the last one taken, either way
         if back:
             chosen.reverse()
-        raw = [line for _, line in chosen]
-        return Page([orjson.loads(line) for line in raw], next_seq, [], raw)
+        return Page(next_seq, [], [line for _, line in chosen])
+
+    def holds(self, thread_id: str, page: Page, backward: bool) -> bool:
+        """Whether a page read ahead is still what a read now would answer: rows before a
+        seq never change, so a backward page holds while its thread is there; a forward
+        one may end at the thread's end, so it is read again."""
+        if not backward:
+            return False
+        try:
+            return self._store.exists(thread_id)
+        except ProtocolError:
+            return False
 
     def pick(
         self, thread_id: str, path: Any, seqs: list[int], max_bytes: int

@@ -207,6 +207,7 @@ export class SessionController {
     const transcript: Transcript = { thread, items: [], boundarySeq: 0, earlier: Number.MAX_SAFE_INTEGER };
     this.opened.set(thread.threadId, transcript);
     await this.loadEarlier(transcript);
+    await this.render(transcript);
   }
 
   /** The transcript a document shows: the open session's, or one opened without a session. */
@@ -217,9 +218,14 @@ export class SessionController {
   /** "Load earlier messages": the page just before the oldest one shown, down to the boundary. */
   async loadEarlierMessages(threadId: string): Promise<void> {
     const transcript = this.transcriptOf(threadId);
-    if (transcript && transcript.earlier !== null) await this.loadEarlier(transcript);
+    if (!transcript || transcript.earlier === null) return;
+    await this.loadEarlier(transcript);
+    // The reader is at the top, where the lens is: the view stays there, the page just loaded
+    // below the title, rather than jumping back to the newest message.
+    await this.render(transcript, { revealEnd: false });
   }
 
+  /** The page before the oldest item loaded, put in front of the others (not shown yet). */
   private async loadEarlier(transcript: Transcript): Promise<void> {
     if (transcript.earlier === null) return;
     const page = await this.client.request("thread/read", {
@@ -232,7 +238,6 @@ export class SessionController {
     const reachedBoundary = typeof oldest === "number" && oldest <= transcript.boundarySeq;
     transcript.earlier = reachedBoundary ? null : (page.nextBeforeSeq ?? null);
     this.transcriptsChanged.fire();
-    await this.render(transcript);
   }
 
   async showRestoreReport(): Promise<void> {
@@ -338,9 +343,11 @@ export class SessionController {
     if (this.active) await this.render(this.active);
   }
 
-  private async render(transcript: Transcript): Promise<void> {
+  /** Shows the transcript; unless told otherwise, scrolled to its end: the newest message is
+   * what a person resuming wants to see, and a long thread's end is hundreds of lines down. */
+  private async render(transcript: Transcript, { revealEnd = true } = {}): Promise<void> {
     const { thread, items, boundarySeq, earlier } = transcript;
-    await this.documents.show(transcriptPath(thread), renderTranscript(thread, items, boundarySeq, earlier !== null));
+    await this.documents.show(transcriptPath(thread), renderTranscript(thread, items, boundarySeq, earlier !== null), { revealEnd });
   }
 
   private requireActive(): ActiveSession | undefined {

@@ -49,6 +49,17 @@ export function gitBranch(folder: string): Promise<string | undefined> {
   });
 }
 
+/**
+ * Whether `folder`'s group shows the thread: thread/list's own rule (its workspaceFolder, or a
+ * cwd at or under the folder). A thread recorded where no editor had the folder open (an
+ * agent in a terminal) has no workspaceFolder, yet the folder lists it: a change to it must
+ * not take it out of the view.
+ */
+export function inFolder(thread: ThreadInfo, folder: string): boolean {
+  const base = folder.replace(/\/+$/, "");
+  return thread.workspaceFolder === folder || thread.cwd === folder || (thread.cwd ?? "").startsWith(`${base}/`);
+}
+
 function newestFirst(a: ThreadInfo, b: ThreadInfo): number {
   return (b.updatedAt ?? b.createdAt ?? "").localeCompare(a.updatedAt ?? a.createdAt ?? "");
 }
@@ -119,7 +130,7 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   }
 
   stateOf(thread: ThreadInfo): ThreadState {
-    const group = this.groups.find((candidate) => candidate.path !== null && candidate.path === thread.workspaceFolder);
+    const group = this.groups.find((candidate) => candidate.path !== null && inFolder(thread, candidate.path));
     return {
       openHere: this.openHere === thread.threadId,
       ...(this.openElsewhere.has(thread.threadId) ? { openElsewhere: this.openElsewhere.get(thread.threadId) } : {}),
@@ -174,7 +185,7 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
       const belongs =
         !deleted &&
         (thread.archived ?? false) === this.showArchived &&
-        (group.path === null || thread.workspaceFolder === group.path);
+        (group.path === null || inFolder(thread, group.path));
       if (index >= 0) {
         if (belongs) group.threads[index] = { ...group.threads[index], ...thread };
         else group.threads.splice(index, 1);

@@ -16,20 +16,52 @@ export class ReadOnlyDocuments implements vscode.TextDocumentContentProvider {
     return this.contents.get(uri.path) ?? "";
   }
 
-  async show(path: string, content: string): Promise<vscode.Uri> {
+  /** Opens (or updates) the document and shows it; with `revealEnd`, its last line is on
+   * screen and the cursor there; without, the editor stays where it was scrolled. */
+  async show(path: string, content: string, { revealEnd = false } = {}): Promise<vscode.Uri> {
     const uri = vscode.Uri.from({ scheme: DOCUMENT_SCHEME, path });
     this.contents.set(uri.path, content);
     this.changed.fire(uri);
     let document = await vscode.workspace.openTextDocument(uri);
     // The path ends in the thread's title, not ".md": the language is set here instead.
     if (document.languageId !== "markdown") document = await vscode.languages.setTextDocumentLanguage(document, "markdown");
-    await vscode.window.showTextDocument(document, { preview: false });
+    const editor = await vscode.window.showTextDocument(document, { preview: false });
+    if (revealEnd) {
+      await holding(document, content);
+      const lines = content.split("\n");
+      const line = lines.length - 1;
+      const character = lines[line]!.length;
+      editor.selection = new vscode.Selection(line, character, line, character);
+      editor.revealRange(new vscode.Range(line, character, line, character), vscode.TextEditorRevealType.Default);
+    }
     return uri;
   }
 
   contentOf(path: string): string | undefined {
     return this.contents.get(path);
   }
+}
+
+/**
+ * Resolves once `document` holds `content`. A document already open takes new text from its
+ * provider a moment after `onDidChange` (VS Code fetches and applies it); revealing its end
+ * before that would scroll to the end of the old text.
+ */
+function holding(document: vscode.TextDocument, content: string): Promise<void> {
+  const holds = () => document.getText().replace(/\r\n/g, "\n") === content;
+  if (holds()) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      listener.dispose();
+      clearTimeout(guard);
+      resolve();
+    };
+    const listener = vscode.workspace.onDidChangeTextDocument((event) => {
+      if (event.document === document && holds()) done();
+    });
+    // A newer show may replace the text before this one lands: then reveal the end anyway.
+    const guard = setTimeout(done, 2000);
+  });
 }
 
 const TODO_ICONS: Record<TodoEntryState["status"], string> = {

@@ -29,11 +29,14 @@ import {
   answerInput,
   clickDialogButton,
   clickInlineAction,
+  codeLens,
   contextMenu,
   dialog,
   dialogText,
+  editorKey,
   editorText,
   eventually,
+  findInEditor,
   notifications,
   statusBarTexts,
   tabLabels,
@@ -43,6 +46,8 @@ import {
 } from "./workbench.mjs";
 
 const THREADS = "Threads";
+/** Messages in the long thread: far more than a resume brings back at once. */
+const LONG_THREAD = 2500;
 const TODOS = "Todos";
 const CHROMIUM_FLAGS = [
   "--no-sandbox",
@@ -73,6 +78,7 @@ let page;
 let browser;
 let codeServer;
 let notes = "";
+let history = "";
 let shotCount = 0;
 const ids = {};
 const CLAUDE_SESSION = "7d3f0c2e-5b1a-4c8e-9f61-2a4b6c8d0e13";
@@ -116,6 +122,7 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     shop = makeRepo(path.join(root, "work"), "shop");
     docs = makeRepo(path.join(root, "work"), "docs-site");
     notes = makeRepo(path.join(root, "work"), "notes");
+    history = makeRepo(path.join(root, "work"), "history");
 
     // An agent harness records the threads through the installed server, oldest first.
     const harness = new Harness(sessiond, home, [shop, docs]);
@@ -131,6 +138,8 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     ids.draft = await harness.recordThread(docs, "draft notes", conversation("draft", 2));
     ids.stale = await harness.recordThread(docs, "stale experiment", conversation("stale", 2));
     ids.scratch = await harness.recordThread(docs, "scratch", conversation("scratch", 2));
+    // Its own folder (and window), so that the other steps' views do not list it.
+    ids.long = await harness.recordThread(history, "long thread", conversation("long", LONG_THREAD));
     await harness.stop();
     // A Claude Code session from before sessiond was installed, imported as users do.
     const projects = path.join(root, "claude/projects");
@@ -248,6 +257,58 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     await eventually(async () => assert.ok((await statusBarTexts(page)).some((text) => text.includes("$0.42")), "the cost is in the status bar"));
     await eventually(async () => assert.equal((await treeRows(page, THREADS)).find((row) => row.label === "fix login").icon, "debug-start", "marked open here"));
     await screenshot("02-resume");
+  });
+
+  step(`Resume of a ${LONG_THREAD}-message thread shows its newest message at once; Load earlier messages brings older ones`, async () => {
+    const window = await openWindow(`folder=${encodeURIComponent(history)}`);
+    const newest = `long message ${LONG_THREAD} (assistant)`;
+    const messageNumbers = (text) => [...text.matchAll(/^long message (\d+) /gm)].map((match) => Number(match[1]));
+    try {
+      await eventually(async () => assert.deepEqual(await treeOutline(window, THREADS), ["history", "  main", "    long thread"]));
+      await clickInlineAction(window, THREADS, "long thread", "Resume");
+      await eventually(async () => assert.equal(await activeTab(window), "long thread"));
+      // Recorded by an agent outside any editor (no workspace folder of its own): still listed, open here.
+      await eventually(async () => assert.deepEqual((await treeRows(window, THREADS)).map((row) => [row.label, row.icon]).at(-1), ["long thread", "debug-start"]));
+      // On screen as the transcript opens, nobody having scrolled: the newest message, last.
+      await eventually(async () => assert.equal(messageNumbers(await editorText(window)).at(-1), LONG_THREAD));
+      assert.ok((await editorText(window)).split("\n").includes(newest));
+      await screenshot("02a-long-thread", window);
+      // Only the newest part came with the resume: the first message is not in the document.
+      assert.equal(await findInEditor(window, "long message 1 (user)"), "No results");
+
+      // At the top: the lens above the title, then the oldest message loaded so far.
+      await editorKey(window, "Control+Home");
+      const lens = codeLens(window, "Load earlier messages");
+      await lens.waitFor();
+      const top = await editorText(window);
+      assert.match(top, /^# long thread$/m);
+      const titleTop = await window
+        .locator(".editor-group-container.active .view-lines .view-line")
+        .evaluateAll((lines) => lines.find((line) => line.textContent.replace(/\u00a0/g, " ") === "# long thread")?.getBoundingClientRect().top);
+      assert.ok((await lens.boundingBox()).y < titleTop, "the lens is above the first line");
+      const firstShown = messageNumbers(top)[0];
+      assert.ok(firstShown > 1 && firstShown < LONG_THREAD, `the first message shown is ${firstShown}`);
+      assert.deepEqual(messageNumbers(top), messageNumbers(top).map((_, n) => firstShown + n), "oldest first, none missing");
+      await screenshot("02b-long-thread-top", window);
+
+      await lens.click();
+      // The message just before the first one shown is in the document now (Find scrolls to
+      // it), earlier ones are still to load, and the newest is still at the end.
+      await eventually(async () => assert.equal(await findInEditor(window, `long message ${firstShown - 1} (`), "1 of 1"));
+      assert.ok(messageNumbers(await editorText(window)).includes(firstShown - 1), "scrolled to it");
+      assert.equal(await findInEditor(window, newest), "1 of 1");
+      assert.equal(messageNumbers(await editorText(window)).at(-1), LONG_THREAD);
+      assert.equal(await findInEditor(window, "long message 1 (user)"), "No results");
+      await editorKey(window, "Control+Home");
+      await lens.waitFor();
+      assert.ok(messageNumbers(await editorText(window))[0] < firstShown, "the top now starts earlier");
+      await screenshot("02c-load-earlier", window);
+    } catch (error) {
+      await window.screenshot({ path: path.join(root, "screenshots", "failed-long-thread-window.png") }).catch(() => undefined);
+      throw error;
+    } finally {
+      await window.close();
+    }
   });
 
   step("Resume of a thread recorded on another branch asks first; Cancel does nothing", async () => {

@@ -85,6 +85,34 @@ export async function editorText(page) {
   );
 }
 
+const activeEditor = (page) => page.locator(".editor-group-container.active .monaco-editor").first();
+
+/** A key pressed in the active editor, as a person does after clicking into its text. */
+export async function editorKey(page, key) {
+  await activeEditor(page).locator(".view-lines").click();
+  await page.keyboard.press(key);
+}
+
+/**
+ * Find (Ctrl+F) in the active editor: what its count says for `text` ("No results", "1 of 1").
+ * It searches the whole document, not only the lines on screen, and scrolls to the match.
+ */
+export async function findInEditor(page, text) {
+  await editorKey(page, "Control+f");
+  const widget = activeEditor(page).locator(".find-widget.visible");
+  await widget.locator(".find-part .input").fill(text);
+  // The count follows each keystroke at once (no debounce): read after the whole text is in.
+  const said = await widget.locator(".matchesCount").innerText();
+  await page.keyboard.press("Escape");
+  await widget.waitFor({ state: "detached" }); // hidden: the widget loses its "visible" class
+  return said;
+}
+
+/** A code lens of the active editor, by its title. */
+export function codeLens(page, title) {
+  return activeEditor(page).locator(".codelens-decoration a", { hasText: title });
+}
+
 export const dialog = (page) => page.locator(".monaco-dialog-box");
 
 /** A modal's message, detail and buttons (without a detail, VS Code puts the message in the detail's place). */

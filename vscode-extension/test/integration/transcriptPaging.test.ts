@@ -15,7 +15,9 @@ describe("a long transcript", () => {
   let extension: ActivatedExtension;
   let threadId = "";
   const uri = () => `sessiond:/transcript/${threadId}/long thread`;
-  const transcript = () => vscodeStub.documents.filter((d) => d.uri === uri()).at(-1)?.text ?? "";
+  const shownLast = () => vscodeStub.documents.filter((d) => d.uri === uri()).at(-1);
+  const transcript = () => shownLast()?.text ?? "";
+  const lastLine = () => transcript().split("\n").length - 1;
   const shown = () => [...transcript().matchAll(/^message (\d+)$/gm)].map((match) => Number(match[1]));
   const range = (from: number, to: number) => Array.from({ length: to - from }, (_, n) => from + n);
 
@@ -43,6 +45,9 @@ describe("a long transcript", () => {
   it("opens on Resume with the newest messages, and Load earlier messages above them", async () => {
     await extension.api.sessions.resume((await extension.api.client.request("thread/list", {})).threads[0]!);
     assert.deepEqual(shown(), range(MESSAGES - EARLIER_PAGE, MESSAGES));
+    // Hundreds of lines down: the editor is scrolled there, the cursor at the end.
+    assert.equal(shownLast()?.revealedLine, lastLine(), "the newest message is on screen");
+    assert.equal(shownLast()?.cursorLine, lastLine());
     assert.match(transcript(), /Load earlier messages/);
     const lenses = vscodeStub.codeLensesOf(uri());
     assert.deepEqual(
@@ -56,6 +61,7 @@ describe("a long transcript", () => {
     await vscodeStub.commands.get(lens.command!.command)!(...(lens.command!.arguments ?? []));
     // A page is 200 items of any kind: the session's start record is one of them.
     assert.deepEqual(shown(), range(MESSAGES - 2 * EARLIER_PAGE, MESSAGES));
+    assert.equal(shownLast()?.revealedLine, undefined, "the view stays at the top, where the reader clicked");
     assert.equal(vscodeStub.codeLensesOf(uri()).length, 1);
 
     await vscodeStub.commands.get(LOAD_EARLIER_COMMAND)!(threadId);
@@ -63,5 +69,13 @@ describe("a long transcript", () => {
     assert.deepEqual(vscodeStub.codeLensesOf(uri()), [], "nothing earlier is left to load");
     assert.doesNotMatch(transcript(), /Load earlier messages/);
     assert.ok(!vscodeStub.messages.some((m) => m.severity === "error"), JSON.stringify(vscodeStub.messages));
+  });
+
+  it("opens at the newest end from Open Transcript too, without a session", async () => {
+    await extension.api.sessions.closeActive();
+    await extension.api.sessions.openTranscript((await extension.api.client.request("thread/list", {})).threads[0]!);
+    assert.equal(shown().at(-1), MESSAGES - 1);
+    assert.ok(shown().length < MESSAGES, "only the newest page");
+    assert.equal(shownLast()?.revealedLine, lastLine(), "the newest message is on screen");
   });
 });

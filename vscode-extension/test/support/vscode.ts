@@ -82,6 +82,15 @@ export class Range {
   }
 }
 
+export class Selection extends Range {}
+
+export enum TextEditorRevealType {
+  Default = 0,
+  InCenter = 1,
+  InCenterIfOutsideViewport = 2,
+  AtTop = 3,
+}
+
 export class CodeLens {
   constructor(
     readonly range: Range,
@@ -121,6 +130,9 @@ export interface ShownDocument {
   uri: string;
   text: string;
   languageId: string;
+  /** The line the extension scrolled to after showing it (undefined: left where it was). */
+  revealedLine?: number;
+  cursorLine?: number;
 }
 
 /** An integrated terminal the extension opened: where, and what it typed into it. */
@@ -243,8 +255,16 @@ export const window = {
   showQuickPick: async (items: { label: string }[]) => vscodeStub.quickPicks.shift()?.(items),
   showWorkspaceFolderPick: async () => vscodeStub.workspaceFolders[0],
   showTextDocument: async (document: { uri: Uri; getText(): string; languageId: string }) => {
-    vscodeStub.documents.push({ uri: document.uri.toString(), text: document.getText(), languageId: document.languageId });
-    return {};
+    const shown: ShownDocument = { uri: document.uri.toString(), text: document.getText(), languageId: document.languageId };
+    vscodeStub.documents.push(shown);
+    return {
+      set selection(selection: Selection) {
+        shown.cursorLine = selection.start.line;
+      },
+      revealRange: (range: Range) => {
+        shown.revealedLine = range.start.line;
+      },
+    };
   },
   createTerminal: (options: { name?: string; cwd?: string }) => {
     const opened: OpenedTerminal = { name: options.name, cwd: options.cwd, shown: false, sent: [] };
@@ -289,6 +309,8 @@ export const workspace = {
   },
   createFileSystemWatcher: () => ({ onDidChange: noEvent, onDidCreate: noEvent, onDidDelete: noEvent, dispose: () => undefined }),
   onDidChangeWorkspaceFolders: noEvent,
+  // A document's text is read from its provider each time it is opened: it never changes later.
+  onDidChangeTextDocument: noEvent,
   onDidGrantWorkspaceTrust: noEvent,
   onDidChangeConfiguration: noEvent,
 };

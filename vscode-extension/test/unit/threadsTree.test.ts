@@ -90,6 +90,22 @@ describe("ThreadsTreeProvider", () => {
     assert.ok(!lines.some((line) => line.includes("elsewhere")));
   });
 
+  it("keeps a thread an agent recorded outside any editor (no workspaceFolder, cwd in the folder) when it changes, as the server lists it", async () => {
+    const outside = { workspaceFolder: null, cwd: `${FOLDER}/src` };
+    source = pagedSource([thread("terminal", 5, "main", outside)]);
+    tree = new ThreadsTreeProvider(source as never, () => 3, now, async () => "main");
+    tree.setFolders([{ path: FOLDER, name: "shop" }]);
+    assert.deepEqual(await renderTree(tree), ["shop", "  main — current", "    terminal — 55 min ago"]);
+    // Resumed here: the server says it was updated; it stays, marked as the branch's thread.
+    tree.applyThreadChange(thread("terminal", 59, "main", outside), false);
+    tree.setOpenHere("terminal");
+    assert.deepEqual(await renderTree(tree), ["shop", "  main — current", "    terminal — 1 min ago"]);
+    assert.equal(tree.stateOf(thread("terminal", 59, "main", outside)).currentBranch, "main");
+    // A sibling directory whose name starts the same is not inside the folder.
+    tree.applyThreadChange(thread("sibling", 59, "main", { workspaceFolder: null, cwd: `${FOLDER}-old` }), false);
+    assert.ok(!(await renderTree(tree)).some((line) => line.includes("sibling")));
+  });
+
   it("drops a page asked for before a refresh instead of mixing it into the new listing", async () => {
     let release: (() => void) | undefined;
     const slow = {
