@@ -356,3 +356,44 @@ def test_import_follow_and_a_store_of_another_kind_are_refused_in_one_line(
     other = sessiond_cli("--home", str(tmp_path / "h"), "--store", "mysql://u:hunter2@db/x", "list")
     assert other.returncode == 2 and other.stdout == ""
     assert other.stderr.splitlines() == ["sessiond: --store takes a postgresql:// URL"]
+
+
+def test_a_writer_that_lost_its_connection_never_writes_without_its_lock(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Machine A holds a thread, idle, when its connection is lost: its advisory lock goes
+    with it, and machine B may take the thread. A's next record must then be ThreadBusy
+    naming B, never written beside B's (the same seqs from two writers)."""
+    from protocol.errors import ErrorKind, ProtocolError
+    from restore.paths import Layout
+    from restore.store import Durability
+    from restore.stores import open_store
+    from restore.threads import ThreadService
+
+    def machine(name: str) -> ThreadService:
+        layout = Layout(tmp_path / name)
+        return ThreadService(layout, store=open_store(store_url, layout, Durability.FSYNC))
+
+    a, b = machine("a"), machine("b")
+    try:
+        started = a.start(cwd=str(tmp_path), workspace_folder=None)
+        tid, sid = started.summary.threadId, started.session_id
+        a.record(tid, sid, [{"type": "message", "id": "m1", "role": "user", "content": "one"}])
+        assert _terminate_sessiond_backends(store_url) >= 1
+        report = b.resume(tid, cwd=str(tmp_path), accept_drift=False, message_limit=10)
+        assert report["status"] == "ready"
+        b.store.name_holder(tid, "bob")
+        item = {"type": "message", "id": "m2", "role": "user", "content": "two"}
+        with pytest.raises(ProtocolError) as busy:
+            try:
+                a.record(tid, sid, [item])
+            except ProtocolError as lost:  # A learns of the lost connection: retried
+                assert lost.kind is ErrorKind.STORAGE_ERROR and lost.details["retryable"]
+                a.record(tid, sid, [item])
+        assert busy.value.kind is ErrorKind.THREAD_BUSY and "bob" in busy.value.message
+        items = b.store.read(tid)[0].items
+        assert [i["seq"] for i in items] == list(range(1, len(items) + 1))
+        assert "m2" not in {i["id"] for i in items}
+    finally:
+        b.close_all()
+        a.close_all()

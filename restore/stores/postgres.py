@@ -271,6 +271,9 @@ class PostgresWriter:
     ) -> AppendResult:
         if self._closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
+        # A connection lost since the last append is made again first, so the check below
+        # sees it: the lock went with the old one, and nothing is written without it.
+        self._store._writer_conn()
         if self.needs_revalidation():
             self._store._relock(self)
         known = {} if minted and self._seq_of_id is None else self._known_ids()
@@ -522,7 +525,11 @@ class PostgresStore:
         if self._lost is not None:
             lost, self._lost = self._lost, None
             raise lost
-        self._commit()
+        try:
+            self._commit()
+        except ProtocolError:
+            self._lost = None  # this very failure is what the batch is answered
+            raise
 
     # --- locks ---------------------------------------------------------------------------
 
@@ -673,7 +680,11 @@ class PostgresStore:
         return None
 
     def _relock(self, writer: PostgresWriter) -> None:
-        """Revalidate a writer: lock again on a new connection, reload from the rows."""
+        """Revalidate a writer: lock again on a new connection, reload from the rows.
+
+        What is pending commits first: listing rows are written at the commit, so read
+        inside an open transaction they would be behind its items (and a seq reused)."""
+        self._commit()
         conn = self._writer_conn()
         try:
             if writer._serial != self.serial:  # the old connection took the lock with it
