@@ -90,7 +90,8 @@ class Watcher:
                 # so nothing falls between the two.
                 catch_up = catch_up or asyncio.create_task(self._catch_up())
                 added = {Path(path) for change, path in changes if change == Change.added}
-                touched = sorted({Path(path) for _, path in changes})
+                added |= _files_in_new_shards(added, watched[:2])
+                touched = sorted({Path(path) for _, path in changes} | added)
                 threads = [p for p in touched if p.suffix == ".jsonl" and _under(p, watched[:2])]
                 if threads:
                     await self._threads_changed(threads, added)
@@ -184,6 +185,17 @@ class Watcher:
         """Release the importers' ledgers (on the store thread, at shutdown)."""
         for importer in self.importers:
             importer.close()
+
+
+def _files_in_new_shards(added: set[Path], thread_dirs: list[Path]) -> set[Path]:
+    """Thread files in shard directories created since the last batch. The watch on a new
+    directory is only added once its creation is seen, so a thread file another process
+    created right after its shard (the first thread of that shard) sends no event itself."""
+    found: set[Path] = set()
+    for path in added:
+        if _under(path, thread_dirs) and path.parent in thread_dirs and path.is_dir():
+            found.update(path.glob("*.jsonl"))
+    return found
 
 
 def _under(path: Path, directories: list[Path]) -> bool:

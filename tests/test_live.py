@@ -249,3 +249,33 @@ def test_a_server_does_not_announce_its_own_writes_twice(
         and n["params"]["thread"]["threadId"] == started["thread"]["threadId"]
     ]
     assert len(mine) == 1  # from thread/start itself, not again from the watcher
+
+
+def test_threads_another_process_starts_in_new_shard_directories_are_announced(
+    spawn: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """A thread file lives in a shard directory named after its id; the first thread of a
+    shard creates the directory and the file at once, before any watch on the directory
+    exists: the watcher looks inside new shards itself."""
+    server = spawn()
+    server.initialize()
+    server.request("thread/list", {})
+    other = spawn()
+    other.initialize()
+
+    def announced() -> set[str]:
+        return {
+            n["params"]["thread"]["threadId"]
+            for n in server.notifications
+            if n["method"] == "thread/started"
+        }
+
+    first = other.request("thread/start", {"cwd": str(tmp_path)})["thread"]["threadId"]
+    eventually(lambda: first in announced())  # the watcher is in place from here on
+    started = {
+        other.request("thread/start", {"cwd": str(tmp_path)})["thread"]["threadId"]
+        for _ in range(10)
+    }
+    shards = {tid[:2] for tid in started} - {first[:2]}
+    assert shards, "every thread landed in the first one's shard: no new directory tried"
+    eventually(lambda: started <= announced())
