@@ -246,18 +246,34 @@ def _print_problem(problem: dict[str, Any]) -> None:
 
 
 def _watch(importer: Importer, *, as_json: bool) -> int:
-    """Import each session file as it is written; Ctrl-C (or SIGTERM) ends it cleanly."""
+    """Import each session file as it is written; Ctrl-C (or SIGTERM) ends it cleanly.
+
+    The first Ctrl-C asks the loop to stop after the batch in hand (watchfiles sees the
+    event within a step): an interrupt raised in the middle of an import could leave a
+    lock or a transaction half done and the exit waiting on it. A second Ctrl-C
+    interrupts at once."""
     import signal
+    import threading
 
     from watchfiles import watch
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        if watching:
+            print("stopping (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
     watching = False
     try:
         # The first (empty) yield comes once the watcher is in place: only then are files
         # written since the first import caught up, so none falls between the two.
         for changes in watch(importer.root, debounce=200, step=30, rust_timeout=500,
-                             yield_on_timeout=True, recursive=True):  # fmt: skip
+                             yield_on_timeout=True, recursive=True, stop_event=stop):  # fmt: skip
             if not watching:
                 watching = True
                 _report(importer.import_files(importer.scan()), as_json=as_json)
