@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.base import WireModel
 from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions
-from protocol.list_params import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, MAX_SEARCH
+from protocol.quick_params import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, MAX_SEARCH
 
 MAX_ITEMS_PER_RECORD = 1000
 

@@ -86,11 +86,11 @@ def handles(method: str) -> Callable[[Handler], Handler]:
 
 
 def _validate(method: str, params: dict[str, Any]) -> Any:
-    if method == "thread/list":  # a window's first request: pydantic only when needed
-        from protocol.list_params import plainly_valid
+    from protocol.quick_params import QUICK, plainly_valid
 
-        if (quick := plainly_valid(params)) is not None:
-            return quick
+    # A window's first requests: pydantic only when their params need judging.
+    if method in QUICK and (quick := plainly_valid(method, params)) is not None:
+        return quick
     from protocol.methods import METHODS
 
     model = METHODS[method][0]

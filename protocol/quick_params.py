@@ -1,0 +1,117 @@
+"""Params of a window's first requests taken without pydantic when they are plainly valid.
+
+`thread/list` (open a window) and `thread/resume` (click Resume) are the first request of
+a fresh server process (bench J1, J2). Importing pydantic and building the models costs
+that process ~80-100 ms, about as much as the rest of either answer. Params whose values
+already have their exact JSON types and bounds are taken here; anything else (a coercion,
+an out-of-range value, a wrong type, a missing field) goes to the pydantic model in
+`protocol.methods`, which gives the one answer or error. tests/test_quick_params.py holds
+both to the same result, on generated params too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MAX_PAGE = 200
+DEFAULT_PAGE = 50
+MAX_SEARCH = 500
+MAX_CURSOR = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ListParams:
+    """The fields `ThreadListParams` has, with its defaults."""
+
+    cwd: str | None = None
+    workspaceFolder: str | None = None
+    archived: bool = False
+    search: str | None = None
+    cursor: str | None = None
+    limit: int = DEFAULT_PAGE
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeParams:
+    """The fields `ThreadResumeParams` has, with its defaults."""
+
+    threadId: str
+    cwd: str | None = None
+    acceptDrift: bool = False
+    messageLimit: int = MAX_PAGE
+    availableModels: list[str] | None = None
+
+
+class _NotPlain(Exception):
+    """A value pydantic must judge."""
+
+
+def _text(params: dict[str, Any], name: str, limit: int | None = None) -> str | None:
+    value = params.get(name)
+    if value is not None and (not isinstance(value, str) or (limit and len(value) > limit)):
+        raise _NotPlain
+    return value
+
+
+def _flag(params: dict[str, Any], name: str) -> bool:
+    value = params.get(name, False)
+    if type(value) is not bool:
+        raise _NotPlain
+    return value
+
+
+def _count(params: dict[str, Any], name: str, default: int, most: int) -> int:
+    value = params.get(name, default)
+    if type(value) is not int or not 1 <= value <= most:
+        raise _NotPlain
+    return value
+
+
+def _texts(params: dict[str, Any], name: str) -> list[str] | None:
+    value = params.get(name)
+    if value is not None and (
+        type(value) is not list or not all(isinstance(v, str) for v in value)
+    ):
+        raise _NotPlain
+    return None if value is None else list(value)
+
+
+def _list(params: dict[str, Any]) -> ListParams:
+    return ListParams(
+        cwd=_text(params, "cwd"),
+        workspaceFolder=_text(params, "workspaceFolder"),
+        archived=_flag(params, "archived"),
+        search=_text(params, "search", MAX_SEARCH),
+        cursor=_text(params, "cursor", MAX_CURSOR),
+        limit=_count(params, "limit", DEFAULT_PAGE, MAX_PAGE),
+    )
+
+
+def _resume(params: dict[str, Any]) -> ResumeParams:
+    thread_id = _text(params, "threadId")
+    if thread_id is None:
+        raise _NotPlain
+    return ResumeParams(
+        threadId=thread_id,
+        cwd=_text(params, "cwd"),
+        acceptDrift=_flag(params, "acceptDrift"),
+        messageLimit=_count(params, "messageLimit", MAX_PAGE, MAX_PAGE),
+        availableModels=_texts(params, "availableModels"),
+    )
+
+
+QUICK = {"thread/list": _list, "thread/resume": _resume}
+"""The methods whose params may be taken here."""
+
+
+def plainly_valid(method: str, params: Any) -> ListParams | ResumeParams | None:
+    """The params, when every known field is exactly of its type and in bounds; None
+    means "ask pydantic". Unknown fields are ignored, as `Params` ignores them."""
+    take = QUICK.get(method)
+    if take is None or not isinstance(params, dict):
+        return None
+    try:
+        return take(params)
+    except _NotPlain:
+        return None
