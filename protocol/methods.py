@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.base import WireModel
 from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions
-from protocol.quick_params import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, MAX_SEARCH
+from protocol.quick_params import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, MAX_READ, MAX_SEARCH
 
 MAX_ITEMS_PER_RECORD = 1000
 
@@ -249,7 +249,7 @@ class ThreadReadParams(ThreadIdParams):
         "the newest). Not with `afterSeq`.",
     )
     limit: int = Field(
-        default=MAX_PAGE, ge=1, le=10_000, description="Most items to return (1-10000)."
+        default=MAX_PAGE, ge=1, le=MAX_READ, description="Most items to return (1-10000)."
     )
 
     @model_validator(mode="after")

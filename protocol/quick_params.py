@@ -1,12 +1,13 @@
 """Params of a window's first requests taken without pydantic when they are plainly valid.
 
 `thread/list` (open a window) and `thread/resume` (click Resume) are the first request of
-a fresh server process (bench J1, J2). Importing pydantic and building the models costs
-that process ~80-100 ms, about as much as the rest of either answer. Params whose values
-already have their exact JSON types and bounds are taken here; anything else (a coercion,
-an out-of-range value, a wrong type, a missing field) goes to the pydantic model in
-`protocol.methods`, which gives the one answer or error. tests/test_quick_params.py holds
-both to the same result, on generated params too.
+a fresh server process (bench J1, J2), and `thread/read` the next (J3, J4: scrolling
+back). Importing pydantic and building the models costs that process ~80-100 ms, about as
+much as the rest of either answer. Params whose values already have their exact JSON types
+and bounds are taken here; anything else (a coercion, an out-of-range value, a wrong type,
+a missing field) goes to the pydantic model in `protocol.methods`, which gives the one
+answer or error. tests/test_quick_params.py holds both to the same result, on generated
+params too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ MAX_PAGE = 200
 DEFAULT_PAGE = 50
 MAX_SEARCH = 500
 MAX_CURSOR = 1000
+MAX_READ = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,16 @@ class ResumeParams:
     acceptDrift: bool = False
     messageLimit: int = MAX_PAGE
     availableModels: list[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadParams:
+    """The fields `ThreadReadParams` has, with its defaults."""
+
+    threadId: str
+    afterSeq: int | None = None
+    beforeSeq: int | None = None
+    limit: int = MAX_PAGE
 
 
 class _NotPlain(Exception):
@@ -68,6 +80,13 @@ def _count(params: dict[str, Any], name: str, default: int, most: int) -> int:
     return value
 
 
+def _seq(params: dict[str, Any], name: str, least: int) -> int | None:
+    value = params.get(name)
+    if value is not None and (type(value) is not int or value < least):
+        raise _NotPlain
+    return value
+
+
 def _texts(params: dict[str, Any], name: str) -> list[str] | None:
     value = params.get(name)
     if value is not None and (
@@ -88,12 +107,16 @@ def _list(params: dict[str, Any]) -> ListParams:
     )
 
 
-def _resume(params: dict[str, Any]) -> ResumeParams:
+def _thread_id(params: dict[str, Any]) -> str:
     thread_id = _text(params, "threadId")
     if thread_id is None:
         raise _NotPlain
+    return thread_id
+
+
+def _resume(params: dict[str, Any]) -> ResumeParams:
     return ResumeParams(
-        threadId=thread_id,
+        threadId=_thread_id(params),
         cwd=_text(params, "cwd"),
         acceptDrift=_flag(params, "acceptDrift"),
         messageLimit=_count(params, "messageLimit", MAX_PAGE, MAX_PAGE),
@@ -101,11 +124,24 @@ def _resume(params: dict[str, Any]) -> ResumeParams:
     )
 
 
-QUICK = {"thread/list": _list, "thread/resume": _resume}
-"""The methods whose params may be taken here."""
+def _read(params: dict[str, Any]) -> ReadParams:
+    after, before = _seq(params, "afterSeq", 0), _seq(params, "beforeSeq", 1)
+    if after is not None and before is not None:
+        raise _NotPlain  # both directions: the model says why not
+    return ReadParams(
+        threadId=_thread_id(params),
+        afterSeq=after,
+        beforeSeq=before,
+        limit=_count(params, "limit", MAX_PAGE, MAX_READ),
+    )
 
 
-def plainly_valid(method: str, params: Any) -> ListParams | ResumeParams | None:
+QUICK = {"thread/list": _list, "thread/resume": _resume, "thread/read": _read}
+"""The methods whose params may be taken here: a window's first requests, and the page
+a resumed transcript asks for next (its first `thread/read` would otherwise pay the import)."""
+
+
+def plainly_valid(method: str, params: Any) -> ListParams | ResumeParams | ReadParams | None:
     """The params, when every known field is exactly of its type and in bounds; None
     means "ask pydantic". Unknown fields are ignored, as `Params` ignores them."""
     take = QUICK.get(method)

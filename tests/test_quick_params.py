@@ -13,12 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from protocol.methods import ThreadListParams, ThreadResumeParams
+from protocol.methods import ThreadListParams, ThreadReadParams, ThreadResumeParams
 from protocol.quick_params import (
     MAX_CURSOR,
     MAX_PAGE,
+    MAX_READ,
     MAX_SEARCH,
     ListParams,
+    ReadParams,
     ResumeParams,
     plainly_valid,
 )
@@ -27,6 +29,7 @@ from tests.rpc_client import RpcError, ServerProcess
 Spawn = Callable[..., ServerProcess]
 FIELDS = ("cwd", "workspaceFolder", "archived", "search", "cursor", "limit")
 RESUME_FIELDS = ("threadId", "cwd", "acceptDrift", "messageLimit", "availableModels")
+READ_FIELDS = ("threadId", "afterSeq", "beforeSeq", "limit")
 
 # Values around every bound and of every JSON type, so both sides of each check are tried.
 texts = st.one_of(
@@ -38,6 +41,7 @@ values = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(-2, MAX_PAGE + 2),
+    st.integers(MAX_READ - 1, MAX_READ + 1),
     st.integers(),
     st.floats(allow_nan=False),
     texts,
@@ -49,6 +53,7 @@ values = st.one_of(
 )
 list_params = st.dictionaries(st.sampled_from([*FIELDS, "future"]), values, max_size=7)
 resume_params = st.dictionaries(st.sampled_from([*RESUME_FIELDS, "future"]), values, max_size=6)
+read_params = st.dictionaries(st.sampled_from([*READ_FIELDS, "future"]), values, max_size=5)
 
 
 def pydantic_answer(raw: dict[str, Any]) -> ListParams | None:
@@ -65,6 +70,22 @@ def pydantic_resume(raw: dict[str, Any]) -> ResumeParams | None:
     except ValidationError:
         return None
     return ResumeParams(**{name: getattr(model, name) for name in RESUME_FIELDS})
+
+
+def pydantic_read(raw: dict[str, Any]) -> ReadParams | None:
+    try:
+        model = ThreadReadParams.model_validate(raw)
+    except ValidationError:
+        return None
+    return ReadParams(**{name: getattr(model, name) for name in READ_FIELDS})
+
+
+@settings(max_examples=2000, deadline=None)
+@given(read_params)
+def test_read_params_taken_without_pydantic_are_what_pydantic_would_make(raw: dict) -> None:
+    quick = plainly_valid("thread/read", raw)
+    if quick is not None:
+        assert quick == pydantic_read(raw)
 
 
 @settings(max_examples=2000, deadline=None)
@@ -98,9 +119,15 @@ def test_what_a_client_sends_is_taken_without_pydantic() -> None:
         {"threadId": "t", "availableModels": ["gpt-5", "claude-opus"]},
     ):
         assert plainly_valid("thread/resume", raw) == pydantic_resume(raw)
+    for raw in (
+        {"threadId": "t"},
+        {"threadId": "t", "beforeSeq": 1001, "limit": 200},
+        {"threadId": "t", "afterSeq": 0, "limit": MAX_READ},
+    ):
+        assert plainly_valid("thread/read", raw) == pydantic_read(raw)
 
 
-def test_a_window_that_lists_and_resumes_never_loads_pydantic_and_errors_stay_the_same(
+def test_a_window_that_lists_resumes_and_scrolls_never_loads_pydantic_errors_stay_the_same(
     spawn: Spawn, tmp_path: Path
 ) -> None:
     server = spawn(env={"SESSIOND_DEBUG": "1"})
@@ -118,6 +145,8 @@ def test_a_window_that_lists_and_resumes_never_loads_pydantic_and_errors_stay_th
     assert [t["threadId"] for t in listed["threads"]] == [tid]
     report = window.request("thread/resume", {"threadId": tid, "messageLimit": 20})
     assert report["status"] == "ready" and report["thread"]["threadId"] == tid
+    page = window.request("thread/read", {"threadId": tid, "beforeSeq": 10**6, "limit": 5})
+    assert page["items"] and page["items"][-1]["seq"] < 10**6
     modules = window.request("sessiond/debug")["modules"]
     assert not any(name.split(".")[0] == "pydantic" for name in modules)
 
@@ -126,9 +155,13 @@ def test_a_window_that_lists_and_resumes_never_loads_pydantic_and_errors_stay_th
     bad_lists = ({"limit": 0}, {"limit": MAX_PAGE + 1}, {"archived": None}, {"search": "s" * 501})
     bad_resumes = ({}, {"threadId": None}, {"threadId": tid, "messageLimit": 0},
                    {"threadId": tid, "availableModels": [1]})  # fmt: skip
-    for method, bad in [("thread/list", p) for p in bad_lists] + [
-        ("thread/resume", p) for p in bad_resumes
-    ]:
+    bad_reads = ({"threadId": tid, "afterSeq": 1, "beforeSeq": 5}, {"threadId": tid, "limit": 0},
+                 {"threadId": tid, "beforeSeq": 0})  # fmt: skip
+    for method, bad in (
+        [("thread/list", p) for p in bad_lists]
+        + [("thread/resume", p) for p in bad_resumes]
+        + [("thread/read", p) for p in bad_reads]
+    ):
         with pytest.raises(RpcError) as refused:
             window.request(method, bad)
         assert refused.value.code == -32602 and refused.value.kind == "InvalidParams", bad
