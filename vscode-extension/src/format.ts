@@ -1,5 +1,5 @@
 // Pure text for what the user sees: relative times, money, the drift table, tree labels.
-import { threadCostUsd, type DriftEntry, type ThreadInfo } from "./protocol";
+import { threadCostUsd, type CostState, type DriftEntry, type ThreadInfo } from "./protocol";
 
 export function relativeTime(iso: string | null | undefined, now: Date): string {
   if (!iso) return "";
@@ -20,6 +20,14 @@ export function formatUsd(usd: number): string {
   if (usd === 0) return "$0.00";
   if (usd < 0.01) return "<$0.01";
   return `$${usd.toFixed(2)}`;
+}
+
+/** The status bar's cost text: nothing when the thread has recorded no cost (not "$0.00",
+ * which reads as "free"), tokens when no price is known for its models. */
+export function costStatusText(cost: CostState): string | undefined {
+  const tokens = cost.inputTokens + cost.outputTokens;
+  if (cost.usd > 0) return formatUsd(cost.usd);
+  return tokens > 0 ? `${formatTokens(tokens)} tokens` : undefined;
 }
 
 export function formatTokens(tokens: number): string {

@@ -1,6 +1,6 @@
 // The small views a resume fills: read-only documents, the Todos tree, the cost status item.
 import * as vscode from "vscode";
-import { formatTokens, formatUsd } from "./format";
+import { costStatusText, formatTokens, formatUsd } from "./format";
 import type { CostState, TodoEntryState } from "./protocol";
 
 export const DOCUMENT_SCHEME = "sessiond";
@@ -100,11 +100,12 @@ export class CostStatusItem {
   }
 
   show(cost: CostState | undefined): void {
-    if (!cost) {
+    const text = cost && costStatusText(cost);
+    if (!cost || !text) {
       this.item.hide();
       return;
     }
-    this.item.text = `$(credit-card) ${formatUsd(cost.usd)}`;
+    this.item.text = `$(credit-card) ${text}`;
     this.item.tooltip = `Thread cost across all its sessions: ${formatUsd(cost.usd)} · ${formatTokens(cost.inputTokens)} tokens in, ${formatTokens(cost.outputTokens)} out`;
     this.item.show();
   }

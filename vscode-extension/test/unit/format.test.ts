@@ -1,7 +1,7 @@
 // What a thread row and the drift modal say, from the protocol's values.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { driftDetail, formatUsd, relativeTime, threadDescription, threadIcon, threadLabel, threadTooltip } from "../../src/format";
+import { costStatusText, driftDetail, formatUsd, relativeTime, threadDescription, threadIcon, threadLabel, threadTooltip } from "../../src/format";
 
 const now = new Date("2026-03-10T12:00:00Z");
 
@@ -65,6 +65,12 @@ describe("thread rows", () => {
 
   it("format money without claiming precision it does not have", () => {
     assert.equal(formatUsd(0), "$0.00");
+    // The status bar: a thread with no cost recorded shows none (not "$0.00", which reads as
+    // free), and one whose models have no known price shows its tokens.
+    const cost = (usd: number, inputTokens: number, outputTokens: number) => ({ usd, inputTokens, outputTokens, byModel: {} });
+    assert.equal(costStatusText(cost(0, 0, 0)), undefined);
+    assert.equal(costStatusText(cost(0, 12_000, 345)), "12k tokens");
+    assert.equal(costStatusText(cost(0.42, 1000, 200)), "$0.42");
     assert.equal(formatUsd(0.004), "<$0.01");
     assert.equal(formatUsd(12.345), "$12.35");
   });
