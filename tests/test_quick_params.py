@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from protocol.methods import ThreadListParams, ThreadReadParams, ThreadResumeParams
 from protocol.quick_params import (
@@ -56,28 +56,25 @@ resume_params = st.dictionaries(st.sampled_from([*RESUME_FIELDS, "future"]), val
 read_params = st.dictionaries(st.sampled_from([*READ_FIELDS, "future"]), values, max_size=5)
 
 
-def pydantic_answer(raw: dict[str, Any]) -> ListParams | None:
+def pydantic_says(model: type[BaseModel], quick: type, fields: tuple[str, ...], raw: dict) -> Any:
+    """What the pydantic model makes of `raw`, as the quick dataclass; None when it refuses."""
     try:
-        model = ThreadListParams.model_validate(raw)
+        validated = model.model_validate(raw)
     except ValidationError:
         return None
-    return ListParams(**{name: getattr(model, name) for name in FIELDS})
+    return quick(**{name: getattr(validated, name) for name in fields})
+
+
+def pydantic_answer(raw: dict[str, Any]) -> ListParams | None:
+    return pydantic_says(ThreadListParams, ListParams, FIELDS, raw)
 
 
 def pydantic_resume(raw: dict[str, Any]) -> ResumeParams | None:
-    try:
-        model = ThreadResumeParams.model_validate(raw)
-    except ValidationError:
-        return None
-    return ResumeParams(**{name: getattr(model, name) for name in RESUME_FIELDS})
+    return pydantic_says(ThreadResumeParams, ResumeParams, RESUME_FIELDS, raw)
 
 
 def pydantic_read(raw: dict[str, Any]) -> ReadParams | None:
-    try:
-        model = ThreadReadParams.model_validate(raw)
-    except ValidationError:
-        return None
-    return ReadParams(**{name: getattr(model, name) for name in READ_FIELDS})
+    return pydantic_says(ThreadReadParams, ReadParams, READ_FIELDS, raw)
 
 
 @settings(max_examples=2000, deadline=None)

@@ -3,11 +3,10 @@
 // warning, opens no session, and still shows the transcript. The directory is made read-only
 // by a read-only bind mount in a private mount namespace (`unshare -m`), since the tests may
 // run as root, which ignores permission bits (tests/confine.py does the same for Python).
-import { activateExtension, findThreadNode, makeRepo, serverCommand, tempDir, vscodeStub, type ActivatedExtension } from "../support/harness";
+import { activateExtension, harnessClient, findThreadNode, makeRepo, serverCommand, tempDir, vscodeStub, type ActivatedExtension } from "../support/harness";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, before, describe, it } from "node:test";
-import { SessiondClient } from "../../src/client";
 
 const BIND_READ_ONLY = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"';
 
@@ -33,11 +32,7 @@ describe("a read-only data directory", () => {
 
   before(async () => {
     repo = makeRepo(root.path, "shop");
-    const harness = new SessiondClient({
-      command: serverCommand(home),
-      clientInfo: { name: "test-harness", version: "1" },
-      workspaceFolders: () => [{ path: repo, name: "shop", trusted: true }],
-    });
+    const harness = harnessClient(home, repo);
     const started = await harness.request("thread/start", { cwd: repo, title: "from the backup" });
     threadId = started.thread.threadId;
     await harness.request("thread/record", {

@@ -1,10 +1,9 @@
 // The acceptance path against the real Python server: list → resume (ready) → resume after a
 // branch switch (needs_review) → fork → continue here → rename → archive, asserting what
 // the Threads view, the dialogs and the restored views show.
-import { activateExtension, findThreadNode, git, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
+import { activateExtension, harnessClient, findThreadNode, git, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { SessiondClient } from "../../src/client";
 import { reportPath, transcriptPath } from "../../src/sessions";
 
 describe("resuming a thread from the Threads view", () => {
@@ -17,11 +16,7 @@ describe("resuming a thread from the Threads view", () => {
   before(async () => {
     repo = makeRepo(root.path, "shop");
     // An agent harness records a thread through its own server process on the same data dir.
-    const harness = new SessiondClient({
-      command: serverCommand(home),
-      clientInfo: { name: "test-harness", version: "1" },
-      workspaceFolders: () => [{ path: repo, name: "shop", trusted: true }],
-    });
+    const harness = harnessClient(home, repo);
     const older = await harness.request("thread/start", { cwd: repo, title: "older thread" });
     await harness.request("thread/close", { threadId: older.thread.threadId, sessionId: older.sessionId });
     const started = await harness.request("thread/start", { cwd: repo, title: "fix login" });

@@ -1,10 +1,9 @@
 // The server as a process the extension owns: paging and search through the real index,
 // a restart after the server dies, and the message a user gets when it is not installed.
-import { activateExtension, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
+import { activateExtension, harnessClient, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { SessiondClient } from "../../src/client";
 
 describe("the Threads view over many threads", () => {
   const root = tempDir("sessiond-ext-paging-");
@@ -13,11 +12,7 @@ describe("the Threads view over many threads", () => {
 
   before(async () => {
     const repo = makeRepo(root.path, "app");
-    const harness = new SessiondClient({
-      command: serverCommand(home),
-      clientInfo: { name: "test-harness", version: "1" },
-      workspaceFolders: () => [{ path: repo, name: "app", trusted: true }],
-    });
+    const harness = harnessClient(home, repo);
     for (let n = 1; n <= 7; n++) {
       const started = await harness.request("thread/start", { cwd: repo, title: n === 4 ? "needle in the haystack" : `thread ${n}` });
       await harness.request("thread/close", { threadId: started.thread.threadId, sessionId: started.sessionId });

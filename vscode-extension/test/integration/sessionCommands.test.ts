@@ -1,9 +1,8 @@
 // The commands that act on the open session — Rewind to Turn, Compact, Clear, New Thread —
 // against the real server, asserting the transcript and views a user sees after each.
-import { activateExtension, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
+import { activateExtension, harnessClient, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { SessiondClient } from "../../src/client";
 
 describe("commands on the open session", () => {
   const root = tempDir("sessiond-ext-commands-");
@@ -14,11 +13,7 @@ describe("commands on the open session", () => {
 
   before(async () => {
     const repo = makeRepo(root.path, "api");
-    const harness = new SessiondClient({
-      command: serverCommand(home),
-      clientInfo: { name: "test-harness", version: "1" },
-      workspaceFolders: () => [{ path: repo, name: "api", trusted: true }],
-    });
+    const harness = harnessClient(home, repo);
     const started = await harness.request("thread/start", { cwd: repo, title: "rate limiter" });
     threadId = started.thread.threadId;
     const turn = (n: number, ask: string, answer: string) => [

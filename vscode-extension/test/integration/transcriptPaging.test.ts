@@ -1,9 +1,8 @@
 // Resume shows the newest end of a long transcript at once; "Load earlier messages" at its
 // top brings the earlier ones, a page at a time, down to the start — against the real server.
-import { activateExtension, makeRepo, serverCommand, tempDir, vscodeStub, type ActivatedExtension } from "../support/harness";
+import { activateExtension, harnessClient, makeRepo, serverCommand, tempDir, vscodeStub, type ActivatedExtension } from "../support/harness";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { SessiondClient } from "../../src/client";
 import { EARLIER_PAGE } from "../../src/sessions";
 import { LOAD_EARLIER_COMMAND } from "../../src/transcriptLens";
 
@@ -23,11 +22,7 @@ describe("a long transcript", () => {
 
   before(async () => {
     const repo = makeRepo(root.path, "long");
-    const harness = new SessiondClient({
-      command: serverCommand(home),
-      clientInfo: { name: "test-harness", version: "1" },
-      workspaceFolders: () => [{ path: repo, name: "long", trusted: true }],
-    });
+    const harness = harnessClient(home, repo);
     const started = await harness.request("thread/start", { cwd: repo, title: "long thread" });
     threadId = started.thread.threadId;
     const message = (n: number) => ({ type: "message", id: `m${n}`, role: n % 2 ? "assistant" : "user", content: `message ${n}` });

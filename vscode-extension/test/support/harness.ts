@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type * as vscodeTypes from "vscode";
+import { SessiondClient } from "../../src/client";
 import { activate, type SessiondExtensionApi } from "../../src/extension";
 import type { ThreadsNode, ThreadsTreeProvider } from "../../src/threadsTree";
 
@@ -39,6 +40,16 @@ export function serverCommand(home: string): string[] {
   process.env["PYTHONPATH"] = [REPO_ROOT, process.env["PYTHONPATH"]].filter(Boolean).join(path.delimiter);
   process.env["SESSIOND_DURABILITY"] = "none";
   return [process.env["SESSIOND_PYTHON"] ?? "python", "-m", "server.cli", "--home", home, "serve", "--stdio"];
+}
+
+/** An agent harness recording through its own server process on the data dir `home`, with
+ * `repo` open as a trusted folder (what seeds a test's threads). */
+export function harnessClient(home: string, repo: string): SessiondClient {
+  return new SessiondClient({
+    command: serverCommand(home),
+    clientInfo: { name: "test-harness", version: "1" },
+    workspaceFolders: () => [{ path: repo, name: path.basename(repo), trusted: true }],
+  });
 }
 
 export interface ActivatedExtension {
