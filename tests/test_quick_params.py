@@ -40,6 +40,7 @@ texts = st.one_of(
 values = st.one_of(
     st.none(),
     st.booleans(),
+    st.integers(-2, 2),
     st.integers(-2, MAX_PAGE + 2),
     st.integers(MAX_READ - 1, MAX_READ + 1),
     st.integers(),
@@ -52,8 +53,18 @@ values = st.one_of(
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
 list_params = st.dictionaries(st.sampled_from([*FIELDS, "future"]), values, max_size=7)
-resume_params = st.dictionaries(st.sampled_from([*RESUME_FIELDS, "future"]), values, max_size=6)
-read_params = st.dictionaries(st.sampled_from([*READ_FIELDS, "future"]), values, max_size=5)
+
+
+def with_a_thread_id(fields: tuple[str, ...]) -> st.SearchStrategy[dict[str, Any]]:
+    """Any params, and often a string threadId beside them (else nearly every draw is
+    refused for the id alone and the other fields' checks are hardly tried)."""
+    others = st.dictionaries(st.sampled_from([*fields, "future"]), values, max_size=len(fields))
+    named = st.tuples(st.text(max_size=8), others).map(lambda p: {**p[1], "threadId": p[0]})
+    return st.one_of(others, named)
+
+
+resume_params = with_a_thread_id(RESUME_FIELDS)
+read_params = with_a_thread_id(READ_FIELDS)
 
 
 def pydantic_says(model: type[BaseModel], quick: type, fields: tuple[str, ...], raw: dict) -> Any:
@@ -77,28 +88,24 @@ def pydantic_read(raw: dict[str, Any]) -> ReadParams | None:
     return pydantic_says(ThreadReadParams, ReadParams, READ_FIELDS, raw)
 
 
+CASES = {
+    "thread/list": (list_params, pydantic_answer),
+    "thread/resume": (resume_params, pydantic_resume),
+    "thread/read": (read_params, pydantic_read),
+}
+
+
+@pytest.mark.parametrize("method", CASES)
 @settings(max_examples=2000, deadline=None)
-@given(read_params)
-def test_read_params_taken_without_pydantic_are_what_pydantic_would_make(raw: dict) -> None:
-    quick = plainly_valid("thread/read", raw)
+@given(data=st.data())
+def test_params_taken_without_pydantic_are_what_pydantic_would_make(
+    method: str, data: st.DataObject
+) -> None:
+    strategy, pydantic_makes = CASES[method]
+    raw = data.draw(strategy)
+    quick = plainly_valid(method, raw)
     if quick is not None:
-        assert quick == pydantic_read(raw)
-
-
-@settings(max_examples=2000, deadline=None)
-@given(list_params)
-def test_list_params_taken_without_pydantic_are_what_pydantic_would_make(raw: dict) -> None:
-    quick = plainly_valid("thread/list", raw)
-    if quick is not None:
-        assert quick == pydantic_answer(raw)
-
-
-@settings(max_examples=2000, deadline=None)
-@given(resume_params)
-def test_resume_params_taken_without_pydantic_are_what_pydantic_would_make(raw: dict) -> None:
-    quick = plainly_valid("thread/resume", raw)
-    if quick is not None:
-        assert quick == pydantic_resume(raw)
+        assert quick == pydantic_makes(raw)
 
 
 def test_what_a_client_sends_is_taken_without_pydantic() -> None:
