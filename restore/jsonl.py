@@ -26,6 +26,11 @@ def now_ts() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
+def ts_at(seconds: float) -> str:
+    """`now_ts`'s format for a `time.time()` value."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
 @dataclass(frozen=True)
 class SkippedLine:
     """A line the reader could not use; reported, never deleted."""

@@ -49,9 +49,12 @@ class Watcher:
         are caught up once the watcher is in place, so a start deferred past the caller's
         answer misses nothing."""
         if self._task is None and self.server.loop is not None:
-            from restore.jsonl import now_ts
+            from restore.jsonl import ts_at
 
-            self._since, self._since_ts = since or time.time(), now_ts()
+            # One instant for both: a thread created after the caller began looking (before
+            # the deferred start) is announced as started, not as updated.
+            self._since = since or time.time()
+            self._since_ts = ts_at(self._since)
             self._task = self.server.loop.create_task(self._run(), name="sessiond-watch")
 
     async def stop(self) -> None:
@@ -90,7 +93,9 @@ class Watcher:
                 # so nothing falls between the two.
                 catch_up = catch_up or asyncio.create_task(self._catch_up())
                 added = {Path(path) for change, path in changes if change == Change.added}
-                added |= _files_in_new_shards(added, watched[:2])
+                shards = [p for p in added if p.parent in watched[:2] and p.suffix != ".jsonl"]
+                if shards:  # listed on the worker, like every other file this watcher reads
+                    added |= await server.run_in_worker(_files_in_new_shards, shards)
                 touched = sorted({Path(path) for _, path in changes} | added)
                 threads = [p for p in touched if p.suffix == ".jsonl" and _under(p, watched[:2])]
                 if threads:
@@ -187,14 +192,14 @@ class Watcher:
             importer.close()
 
 
-def _files_in_new_shards(added: set[Path], thread_dirs: list[Path]) -> set[Path]:
+def _files_in_new_shards(shards: list[Path]) -> set[Path]:
     """Thread files in shard directories created since the last batch. The watch on a new
     directory is only added once its creation is seen, so a thread file another process
     created right after its shard (the first thread of that shard) sends no event itself."""
     found: set[Path] = set()
-    for path in added:
-        if _under(path, thread_dirs) and path.parent in thread_dirs and path.is_dir():
-            found.update(path.glob("*.jsonl"))
+    for shard in shards:
+        if shard.is_dir():
+            found.update(shard.glob("*.jsonl"))
     return found
 
 
