@@ -31,6 +31,7 @@ import {
   clickInlineAction,
   codeLens,
   contextMenu,
+  describeWindow,
   dialog,
   dialogText,
   editorKey,
@@ -84,17 +85,35 @@ const ids = {};
 const CLAUDE_SESSION = "7d3f0c2e-5b1a-4c8e-9f61-2a4b6c8d0e13";
 let agentLog = "";
 
-/** A step: on failure, a screenshot of what VS Code showed goes beside the others. */
+/**
+ * A step: on failure, a screenshot of every open window goes beside the others, and the test
+ * output says what each window showed and what the extension logged: CI keeps only the output.
+ */
 function step(name, run) {
   it(name, async () => {
     try {
       await run();
     } catch (error) {
       failed = true;
-      if (page) await page.screenshot({ path: path.join(root, "screenshots", `failed-${name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60)}.png`) }).catch(() => undefined);
+      const windows = browser?.contexts().flatMap((context) => context.pages()) ?? [];
+      for (const [number, window] of windows.entries()) {
+        const file = path.join(root, "screenshots", `failed-${name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60)}-${number}.png`);
+        await window.screenshot({ path: file }).catch(() => undefined);
+        console.log(`[e2e] window ${number} when "${name}" failed: ${JSON.stringify(await describeWindow(window).catch((reason) => String(reason)), null, 1)}`);
+      }
+      for (const log of extensionLogs()) console.log(`[e2e] ${log.file}, last lines:\n${log.tail}`);
       throw error;
     }
   });
+}
+
+/** The sessiond output channel of every window so far (VS Code writes each to a file under logs/). */
+function extensionLogs() {
+  const logs = path.join(root, "vscode/user-data/logs");
+  if (!existsSync(logs)) return [];
+  return readdirSync(logs, { recursive: true })
+    .filter((file) => String(file).endsWith("-sessiond.log"))
+    .map((file) => ({ file, tail: readFileSync(path.join(logs, String(file)), "utf8").split("\n").slice(-40).join("\n") }));
 }
 
 async function screenshot(name, window = page, { hover = false } = {}) {

@@ -15,8 +15,8 @@ export async function eventually(probe, timeoutMs = 20_000) {
   }
 }
 
-/** The rows of a tree view as shown: depth, label, description, codicon. */
-export function treeRows(page, view) {
+/** The rows of a tree view as shown: depth, label, description, codicon (`options.timeout` to wait less for the view). */
+export function treeRows(page, view, options = {}) {
   return page.locator(`.monaco-list[aria-label="${view}"]`).evaluate((list) =>
     [...list.querySelectorAll(".monaco-list-row")]
       .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index))
@@ -27,6 +27,8 @@ export function treeRows(page, view) {
         description: row.querySelector(".label-description")?.textContent ?? "",
         icon: [...(row.querySelector(".custom-view-tree-node-item-icon")?.classList ?? [])].find((name) => name.startsWith("codicon-") && name !== "codicon-colored")?.slice("codicon-".length) ?? "",
       })),
+    undefined,
+    options,
   );
 }
 
@@ -47,8 +49,33 @@ export async function treeRow(page, view, label, under) {
   return page.locator(`.monaco-list[aria-label="${view}"] .monaco-list-row[data-index="${found.index}"]`);
 }
 
+/**
+ * Resolves once the view's rows have stayed the same elements with the same content for
+ * half a second. A fresh window re-renders its tree as the server starts and the first page
+ * arrives; a row replaced between mouse-down and mouse-up swallows the click, as it would a
+ * person's (who would click again, which a test must not).
+ */
+export async function settledView(page, view) {
+  const list = page.locator(`.monaco-list[aria-label="${view}"]`);
+  const stamp = () =>
+    list.evaluate((element) =>
+      [...element.querySelectorAll(".monaco-list-row")]
+        .map((row) => {
+          row.dataset.e2eSeen ??= String(Math.random());
+          return `${row.dataset.e2eSeen}:${row.innerHTML}`;
+        })
+        .join("\n"),
+    );
+  await eventually(async () => {
+    const before = await stamp();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(await stamp(), before, `the ${view} view is still changing`);
+  });
+}
+
 /** The row's inline action (the ▶ Resume button that shows on hover). */
 export async function clickInlineAction(page, view, label, action, under) {
+  await settledView(page, view);
   const row = await treeRow(page, view, label, under);
   await row.hover();
   await row.locator(`.actions .action-label[aria-label="${action}"]`).click();
@@ -67,8 +94,31 @@ export async function contextMenu(page, view, label, entry) {
   await menu.waitFor({ state: "detached" });
 }
 
+/** The active tab's label; "" while no editor is open (asked again by `eventually`, not waited on). */
 export async function activeTab(page) {
-  return (await page.locator(".tabs-container .tab.active .label-name").first().textContent()) ?? "";
+  const label = page.locator(".tabs-container .tab.active .label-name").first();
+  return (await label.count()) ? ((await label.textContent()) ?? "") : "";
+}
+
+/**
+ * What a window shows beside the editor, for a failed step's report: its folder, tabs,
+ * notifications, an open dialog and the Threads view.
+ */
+export async function describeWindow(page) {
+  const safely = (promise) => promise.catch((error) => `(unreadable: ${error.message.split("\n")[0]})`);
+  const dialogOpen = (await dialog(page).count()) > 0;
+  return {
+    url: page.url(),
+    activeTab: await safely(activeTab(page)),
+    tabs: await safely(tabLabels(page)),
+    notifications: await safely(notifications(page)),
+    dialog: dialogOpen ? await safely(dialogText(page)) : null,
+    threads: await safely(
+      treeRows(page, "Threads", { timeout: 2000 }).then((rows) =>
+        rows.map((row) => `${"  ".repeat(row.depth - 1)}${row.label}${row.description ? ` (${row.description})` : ""} [${row.icon}]`),
+      ),
+    ),
+  };
 }
 
 export async function tabLabels(page) {
