@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 
 def fsync_dir(path: Path) -> None:
@@ -20,10 +22,8 @@ def sync_filesystem(path: Path) -> None:
     else `sync`. A bulk writer (an import) pays one of these per batch, not one fsync per
     file and directory."""
     import ctypes
-    import ctypes.util
 
-    libc_name = ctypes.util.find_library("c")
-    syncfs = getattr(ctypes.CDLL(libc_name, use_errno=True), "syncfs", None) if libc_name else None
+    syncfs = _syncfs()
     if syncfs is None:
         os.sync()
         return
@@ -34,6 +34,17 @@ def sync_filesystem(path: Path) -> None:
             raise OSError(error, os.strerror(error))
     finally:
         os.close(fd)
+
+
+@functools.cache
+def _syncfs() -> Any:
+    """libc's `syncfs`, looked up once (finding libc runs `ldconfig`: once per batch of
+    an import was 200 processes per 10k files)."""
+    import ctypes
+    import ctypes.util
+
+    libc_name = ctypes.util.find_library("c")
+    return getattr(ctypes.CDLL(libc_name, use_errno=True), "syncfs", None) if libc_name else None
 
 
 def write_atomically(path: Path, data: bytes, mode: int = 0o600) -> None:

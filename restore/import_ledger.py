@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,10 @@ class SourceCheckpoint:
     parser: dict[str, Any]
 
     def to_item(self) -> dict[str, Any]:
-        return {"type": "import_checkpoint", "id": f"ckpt:{self.offset}", **asdict(self)}
+        """The checkpoint as a thread item. Its fields as they are, not `asdict`'s deep
+        copy: the item is written at once, and nothing changes the parser state after."""
+        return {"type": "import_checkpoint", "id": f"ckpt:{self.offset}",
+                **{name: getattr(self, name) for name in _COLUMNS}}  # fmt: skip
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> SourceCheckpoint | None:

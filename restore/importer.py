@@ -17,25 +17,24 @@ in the checkpoint item), an empty file is skipped with its reason.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.atomic import sync_filesystem
 from restore.environment import ENVIRONMENT_FIELDS, probe
 from restore.import_ledger import ImportLedger, SourceCheckpoint
-from restore.jsonl import BOM, LineMark, SkippedLine, parse_bytes
+from restore.import_parse import HEAD_BYTES, Facts, Flush, Parsed, ParseStart, parse, sha
+from restore.jsonl import LineMark, parse_bytes
 from restore.sources import claude_code, codex
 from restore.sources.common import SourceParser
 from restore.sources.handoff import thread_id_for
@@ -43,11 +42,19 @@ from restore.store import Durability, ThreadStore, ThreadWriter, read_thread_fil
 from restore.summary import ThreadSummary
 from restore.threads import ThreadService
 
+if TYPE_CHECKING:
+    from restore.import_pool import ParsePool, Ticket
+
 Progress = Callable[[int, int], None]
-HEAD_BYTES = 4096
-BATCH_ITEMS = 2000  # items appended per write while importing one big file
 CHUNK = 50  # files per batch of a long import: one index transaction, one progress report
 SKIPPED_KEPT = 100  # skipped lines listed per checkpoint (all are counted)
+EMPTY_SHA = sha(b"")
+# Worker processes (restore/import_pool.py) for a batch import with this much to read:
+# below it, forking them costs more than they save (measured in docs/benchmarks.md).
+PARALLEL_FROM = 1 << 20
+WINDOW_FILES = 8  # files planned ahead per worker
+WINDOW_BYTES = 64 << 20  # source bytes being parsed ahead, at most (memory stays bounded)
+WORKER_FILE_BYTES = 16 << 20  # a bigger file is streamed here, in batches, as always
 
 
 # --- the agents' stores ----------------------------------------------------------------
@@ -109,59 +116,6 @@ SOURCES = {
     "claude": SourceKind("claude", claude_code.AGENT, claude_code.ClaudeCodeParser),
     "codex": SourceKind("codex", codex.AGENT, codex.CodexParser),
 }
-
-
-# --- reading source lines --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SourceLine:
-    no: int
-    start: int
-    data: bytes
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self.data)
-
-
-def read_lines(path: Path, offset: int, line_no: int) -> Iterator[SourceLine]:
-    """The file's lines from `offset`, with their bytes (newline included), however long."""
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        for data in handle:
-            line_no += 1
-            yield SourceLine(line_no, offset, data)
-            offset += len(data)
-
-
-def decode(line: SourceLine) -> tuple[dict[str, Any] | None, str | None, bool]:
-    """(record, why it was skipped, whether invalid UTF-8 was replaced); blank: (None, None)."""
-    raw = line.data.rstrip(b"\r\n")
-    if line.start == 0 and raw.startswith(BOM):
-        raw = raw[len(BOM) :]
-    if not raw.strip():
-        return None, None, False
-    repaired = False
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        try:
-            raw.decode("utf-8")
-            return None, "invalid_json", False
-        except UnicodeDecodeError:  # keep the line: the bad bytes become U+FFFD
-            repaired = True
-        try:
-            value = orjson.loads(raw.decode("utf-8", "replace"))
-        except orjson.JSONDecodeError:
-            return None, "invalid_json", False
-    if not isinstance(value, dict):
-        return None, "not_an_object", False
-    return value, None, repaired
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _iso(seconds: float) -> str:
@@ -237,6 +191,52 @@ class ImportSummary:
         return dict(self.__dict__)
 
 
+@dataclass
+class _Planned:
+    """A source file to read, as planned: where from, into which thread (its writer open
+    when it exists), and the status if anything is written."""
+
+    path: Path
+    stat: os.stat_result
+    session_id: str
+    revision: int
+    thread_id: str
+    start: SourceCheckpoint | None
+    writer: ThreadWriter | None
+    status: str
+
+    def close(self) -> None:
+        if self.writer is not None and not self.writer.closed:
+            self.writer.close()
+
+
+@dataclass
+class _Ahead:
+    """A file planned ahead of its turn: its result, its plan (and parse, in a worker),
+    or the error planning it raised (raised in turn)."""
+
+    result: FileResult | None = None
+    planned: _Planned | None = None
+    ticket: Ticket | None = None
+    bytes: int = 0
+    error: Exception | None = None
+
+    def outcome(self) -> FileResult:
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+    def parsed(self, pool: ParsePool | None) -> list[Flush | Parsed] | None:
+        """The worker's parse; None when the file is parsed here (too big for a worker, or
+        its worker died)."""
+        return None if pool is None or self.ticket is None else pool.result(self.ticket)
+
+    def cancel(self) -> None:
+        if self.planned is not None:
+            self.planned.close()
+
+
 # --- the importer ----------------------------------------------------------------------
 
 
@@ -255,13 +255,19 @@ class Importer:
         *,
         live: bool = False,
         on_write: Callable[[ThreadWriter], None] | None = None,
+        parallel_from: int | None = PARALLEL_FROM,
     ) -> None:
         """`on_write` hears of every thread written (default: the service notes its size,
-        so the watcher does not report this process's own writes as another's)."""
+        so the watcher does not report this process's own writes as another's).
+        `parallel_from`: how many source bytes a batch import must have to read before
+        it parses them in worker processes (None: never)."""
         self.service = service
         self.kind = kind
         self.root = (root or kind.default_root()).expanduser().absolute()
         self.live = live
+        self.parallel_from = parallel_from
+        self.parsed_by_workers = 0
+        """Files the last `import_all` had parsed by worker processes."""
         self.ledger = ImportLedger(service.layout.import_ledger_path)
         self._on_write = on_write or service.note_written
         self._environments: dict[str, dict[str, Any]] = {}
@@ -271,17 +277,25 @@ class Importer:
         self._store = ThreadStore(service.layout, Durability.NONE)
 
     def import_all(self, progress: Progress | None = None) -> ImportSummary:
-        """Every session under the root; unchanged ones cost a stat and no read."""
+        """Every session under the root; unchanged ones cost a stat and no read. A batch
+        of CHUNK files is committed at a time; with much to read, worker processes parse
+        files ahead while this process writes them in order (see `_in_order`)."""
         began = time.perf_counter()
         summary = ImportSummary(self.kind.agent, str(self.root))
         sources = self.scan()
-        if progress:
-            progress(0, len(sources))
-        for start in range(0, len(sources), CHUNK):
-            for result in self.import_files(sources[start : start + CHUNK]):
-                summary.add(result)
+        pool = self._pool_for(sources)
+        try:
             if progress:
-                progress(min(start + CHUNK, len(sources)), len(sources))
+                progress(0, len(sources))
+            for done, result in enumerate(self._in_order(sources, pool), 1):
+                summary.add(result)
+                if done % CHUNK == 0 or done == len(sources):
+                    self.commit()
+                    if progress:
+                        progress(done, len(sources))
+        finally:
+            if pool is not None:
+                pool.close()
         summary.seconds = time.perf_counter() - began
         return summary
 
@@ -319,6 +333,110 @@ class Importer:
         self, path: Path, known: SourceCheckpoint | None = None, *, looked_up: bool = False
     ) -> FileResult:
         """Import what is new in one source file (`known`: its ledger row, if `looked_up`)."""
+        planned = self._prepare(path, known, looked_up=looked_up)
+        if isinstance(planned, FileResult):
+            return planned
+        try:
+            return self._read(planned, parse(self._parse_start(planned)))
+        finally:
+            planned.close()
+
+    # --- in worker processes -------------------------------------------------------------
+
+    def _pool_for(self, sources: list[tuple[Path, SourceCheckpoint | None]]) -> ParsePool | None:
+        """Worker processes, when this import has at least `parallel_from` bytes to read
+        (new files, and what changed files grew by: a stat each until that many are
+        found); below that, starting them costs more than they save."""
+        if self.parallel_from is None or len(sources) < 2:
+            return None
+        from restore import import_pool
+
+        if not import_pool.available():
+            return None
+        to_read = 0
+        for path, known in sources:
+            try:
+                stat = os.stat(path)
+            except OSError:
+                continue
+            if known is None:
+                to_read += stat.st_size
+            elif (known.size, known.mtimeNs) != (stat.st_size, stat.st_mtime_ns):
+                to_read += max(stat.st_size - known.offset, 0)
+            if to_read >= self.parallel_from:
+                return import_pool.ParsePool(min(import_pool.cpus(), import_pool.MAX_WORKERS))
+        return None
+
+    def _in_order(
+        self, sources: list[tuple[Path, SourceCheckpoint | None]], pool: ParsePool | None
+    ) -> Iterator[FileResult]:
+        """Each file's result, imported in order; with a pool, files are planned ahead and
+        parsed by its workers meanwhile (a bounded window: WINDOW_FILES per worker, at
+        most WINDOW_BYTES of source in flight; a file over WORKER_FILE_BYTES is parsed
+        here, streamed, as without a pool). Planning ahead changes nothing: a file's plan
+        depends only on its own session's threads, and a file whose session is already
+        planned waits until that one is written. A pool that breaks (a worker killed)
+        leaves the rest to this process."""
+        self.parsed_by_workers = 0
+        window = WINDOW_FILES * pool.workers if pool is not None else 1
+        queue: deque[_Ahead] = deque()
+        sessions: Counter[str] = Counter()  # planned and not yet written
+        position = in_flight = 0
+        try:
+            while True:
+                while position < len(sources) and len(queue) < window and in_flight < WINDOW_BYTES:
+                    path, known = sources[position]
+                    session_id = self.kind.session_id(path)
+                    if sessions[session_id]:
+                        break
+                    position += 1
+                    ahead = self._plan_ahead(path, known, session_id, pool)
+                    if ahead.planned is not None:
+                        sessions[session_id] += 1
+                        in_flight += ahead.bytes
+                    queue.append(ahead)
+                if not queue:
+                    return
+                ahead = queue.popleft()
+                if ahead.planned is None:
+                    yield ahead.outcome()
+                    continue
+                sessions[ahead.planned.session_id] -= 1
+                in_flight -= ahead.bytes
+                try:
+                    events = ahead.parsed(pool)
+                    if events is not None:
+                        self.parsed_by_workers += 1
+                    else:
+                        events = parse(self._parse_start(ahead.planned))
+                    yield self._read(ahead.planned, events)
+                finally:
+                    ahead.planned.close()
+        finally:
+            for ahead in queue:
+                ahead.cancel()
+
+    def _plan_ahead(
+        self, path: Path, known: SourceCheckpoint | None, session_id: str, pool: ParsePool | None
+    ) -> _Ahead:
+        try:
+            planned = self._prepare(path, known, looked_up=True)
+        except Exception as exc:  # raised when its turn comes, as without planning ahead
+            return _Ahead(error=exc)
+        if isinstance(planned, FileResult):
+            return _Ahead(result=planned)
+        size = planned.stat.st_size - (planned.start.offset if planned.start else 0)
+        if pool is None or size > WORKER_FILE_BYTES:
+            return _Ahead(planned=planned)
+        return _Ahead(planned=planned, ticket=pool.submit(self._parse_start(planned)), bytes=size)
+
+    # --- before reading --------------------------------------------------------------------
+
+    def _prepare(
+        self, path: Path, known: SourceCheckpoint | None, *, looked_up: bool
+    ) -> FileResult | _Planned:
+        """What to read of one source file and where to write it (the thread's writer is
+        open when it exists), or the result when there is nothing to read."""
         source = str(path)
         try:
             stat = path.stat()
@@ -332,9 +450,10 @@ class Importer:
         if stat.st_size == 0:
             return FileResult(source, "empty", reason="empty file")
         session_id = self.kind.session_id(path)
+        free = 1
         if entry is None:
-            entry = self._recover(session_id, source)
-        start, revision, status = self._plan(path, stat, session_id, entry)
+            entry, free = self._recover(session_id, source)
+        start, revision, status = self._plan(path, stat, session_id, entry, free)
         thread_id = thread_id_for(self.kind.agent, session_id, revision)
         writer = None
         if start is not None:
@@ -344,20 +463,33 @@ class Importer:
                 if exc.kind is not ErrorKind.THREAD_BUSY:
                     raise
                 return FileResult(source, "busy", thread_id, reason=exc.message)
-        try:
-            return self._read(path, stat, session_id, revision, start, writer, status)
-        finally:
-            if writer is not None and not writer.closed:
-                writer.close()
+        return _Planned(path, stat, session_id, revision, thread_id, start, writer, status)
+
+    def _parse_start(self, planned: _Planned) -> ParseStart:
+        start = planned.start
+        return ParseStart(
+            path=str(planned.path), parser=self.kind.parser,
+            offset=start.offset if start else 0, lines=start.lines if start else 0,
+            line_start=start.lineStart if start else 0,
+            tail_sha=start.tailSha if start else EMPTY_SHA,
+            state=start.parser if start and start.parser else None,
+            fallback_ts=_iso(planned.stat.st_mtime), writing=planned.writer is not None,
+        )  # fmt: skip
 
     # --- planning ------------------------------------------------------------------------
 
     def _plan(
-        self, path: Path, stat: os.stat_result, session_id: str, entry: SourceCheckpoint | None
+        self,
+        path: Path,
+        stat: os.stat_result,
+        session_id: str,
+        entry: SourceCheckpoint | None,
+        free: int = 1,
     ) -> tuple[SourceCheckpoint | None, int, str]:
-        """Where to start: (checkpoint to continue from, revision, status if written)."""
+        """Where to start: (checkpoint to continue from, revision, status if written).
+        Without an entry, `_recover` found none and `free`, the first free revision."""
         if entry is None:
-            return None, self._free_revision(session_id, 1), "created"
+            return None, free, "created"
         if self.service.layout.locate(entry.threadId) is None:
             return None, entry.revision, "created"  # deleted by the user: back in full
         if self._appended(path, stat, entry):
@@ -369,10 +501,10 @@ class Importer:
         if stat.st_size < entry.offset:
             return False
         with open(path, "rb") as handle:
-            if _sha(handle.read(min(entry.offset, HEAD_BYTES))) != entry.headSha:
+            if sha(handle.read(min(entry.offset, HEAD_BYTES))) != entry.headSha:
                 return False
             handle.seek(entry.lineStart)
-            return _sha(handle.read(entry.offset - entry.lineStart)) == entry.tailSha
+            return sha(handle.read(entry.offset - entry.lineStart)) == entry.tailSha
 
     def _free_revision(self, session_id: str, first: int) -> int:
         for revision in itertools.count(first):
@@ -381,16 +513,17 @@ class Importer:
                 return revision
         raise AssertionError("unreachable")
 
-    def _recover(self, session_id: str, source: str) -> SourceCheckpoint | None:
-        """The latest checkpoint of this file in its threads (the ledger lost it). A thread
-        of this file without one (cut before its first checkpoint was written) is read
-        into again from the start: the item ids keep what it has from being doubled."""
+    def _recover(self, session_id: str, source: str) -> tuple[SourceCheckpoint | None, int]:
+        """The latest checkpoint of this file in its threads (the ledger lost it), and the
+        session's first revision without a thread. A thread of this file without one (cut
+        before its first checkpoint was written) is read into again from the start: the
+        item ids keep what it has from being doubled."""
         found = None
         for revision in itertools.count(1):
             thread_id = thread_id_for(self.kind.agent, session_id, revision)
             located = self.service.layout.locate(thread_id)
             if located is None:
-                return found
+                return found, revision
             items = parse_bytes(read_thread_file(located[0], thread_id)).items
             origin = items[0].get("origin") if items else None
             if not isinstance(origin, dict) or origin.get("path") != source:
@@ -403,69 +536,47 @@ class Importer:
 
     # --- reading and writing ---------------------------------------------------------------
 
-    def _read(
-        self,
-        path: Path,
-        stat: os.stat_result,
-        session_id: str,
-        revision: int,
-        start: SourceCheckpoint | None,
-        writer: ThreadWriter | None,
-        status: str,
-    ) -> FileResult:
-        source = str(path)
-        thread_id = thread_id_for(self.kind.agent, session_id, revision)
-        state = dict(start.parser) if start and start.parser else None
-        parser = self.kind.parser(state, _iso(stat.st_mtime))
-        offset, lines = (start.offset, start.lines) if start else (0, 0)
-        line_start = start.lineStart if start else 0
-        last_line: bytes | None = None  # the last line read; its sha proves appends later
-        result = FileResult(source, status, thread_id)
-        pending: list[dict[str, Any]] = []
-        records = 0
-        for line in read_lines(path, offset, lines):
-            record, reason, repaired = decode(line)
-            if reason is not None and not line.data.endswith(b"\n"):
-                # A line still being written (or cut by a crash): not consumed, so it is
-                # read again, whole, once its writer finishes it.
-                result.skipped.append(_skipped(line, "torn_tail"))
+    def _read(self, planned: _Planned, events: Iterable[Flush | Parsed]) -> FileResult:
+        """Write what the parse of one file gives (as it gives it), then its checkpoint."""
+        source, start, writer = str(planned.path), planned.start, planned.writer
+        revision, session_id, thread_id = planned.revision, planned.session_id, planned.thread_id
+        result = FileResult(source, planned.status, thread_id)
+        parsed = None
+        for event in events:
+            if isinstance(event, Parsed):
+                parsed = event
                 break
-            if reason is not None:
-                result.skipped.append(_skipped(line, reason))
-            elif record is not None:
-                records += 1
-                result.repaired += repaired
-                pending += parser.feed(line.no, record, record.get("timestamp"))
-            offset, lines, line_start, last_line = line.end, line.no, line.start, line.data
-            if len(pending) >= BATCH_ITEMS and (writer or parser.state["cwd"]):
-                if writer is None:
-                    writer, added = self._create(thread_id, revision, session_id, source, parser)
-                    result.items += added
-                result.add(self._append(writer, pending), keep=start is not None)
-                pending = []
-        if writer is None and records == 0 and not result.skipped:
+            if writer is None:
+                writer, added = self._create(thread_id, revision, session_id, source, event.facts)
+                planned.writer = writer
+                result.items += added
+            result.add(self._append(writer, event.items), keep=start is not None)
+        assert parsed is not None, "a parse ends with its Parsed"
+        result.skipped, result.repaired = parsed.skipped, parsed.repaired
+        if writer is None and parsed.records == 0 and not result.skipped:
             return FileResult(source, "empty", reason="no records, only blank lines")
-        if writer is None and parser.state["cwd"] is None and self.live:
+        if writer is None and parsed.facts.cwd is None and self.live:
             return FileResult(source, "deferred", reason="no line says where it runs yet")
-        if writer is not None and offset == (start.offset if start else 0) and not pending:
+        read_nothing = parsed.offset == (start.offset if start else 0) and not parsed.items
+        if writer is not None and read_nothing:
             result.status = "unchanged"  # touched, or only a torn tail: nothing to add
-        tail_sha = start.tailSha if start else _sha(b"")
+        stat = planned.stat
         checkpoint = SourceCheckpoint(
             source=source, agent=self.kind.agent, sessionId=session_id, revision=revision,
-            threadId=thread_id, offset=offset, lines=lines, lineStart=line_start,
-            headSha=self._head_sha(path, offset), size=stat.st_size,
-            tailSha=_sha(last_line) if last_line is not None else tail_sha,
-            mtimeNs=stat.st_mtime_ns, parser=parser.state,
+            threadId=thread_id, offset=parsed.offset, lines=parsed.lines,
+            lineStart=parsed.line_start, headSha=parsed.head_sha, size=stat.st_size,
+            tailSha=parsed.tail_sha, mtimeNs=stat.st_mtime_ns, parser=parsed.state,
         )  # fmt: skip
         if writer is None:  # a new thread, whole: one write, one sync
-            closing = self._closing(parser.title, parser, result, checkpoint)
+            closing = self._closing(parsed.facts.title, parsed.facts, result, checkpoint)
             writer, added = self._create(
-                thread_id, revision, session_id, source, parser, pending, closing
+                thread_id, revision, session_id, source, parsed.facts, parsed.items, closing
             )
+            planned.writer = writer
             result.items += added
         elif result.status != "unchanged":
-            closing = self._closing(writer.summary.title, parser, result, checkpoint)
-            result.add(self._append(writer, pending, closing), keep=True)
+            closing = self._closing(writer.summary.title, parsed.facts, result, checkpoint)
+            result.add(self._append(writer, parsed.items, closing), keep=True)
         mark = writer.mark()  # the row's last line, so the index reads only what follows
         writer.close()
         self._checkpoints.append(checkpoint)
@@ -476,26 +587,21 @@ class Importer:
     def _closing(
         self,
         title: str | None,
-        parser: SourceParser,
+        facts: Facts,
         result: FileResult,
         checkpoint: SourceCheckpoint,
     ) -> list[dict[str, Any]]:
         """Bookkeeping after a file's items: a new title (the thread has `title`), then the
         checkpoint."""
         items: list[dict[str, Any]] = []
-        stamp = {"ts": parser.last_ts} if parser.last_ts else {}
-        if parser.title and parser.title != title:
+        stamp = {"ts": facts.last_ts} if facts.last_ts else {}
+        if facts.title and facts.title != title:
             items.append({"type": "thread_title", "id": f"title:{checkpoint.offset}",
-                          "title": parser.title, **stamp})  # fmt: skip
+                          "title": facts.title, **stamp})  # fmt: skip
         marker = checkpoint.to_item()
         marker.update(skipped=result.skipped[:SKIPPED_KEPT], skippedCount=len(result.skipped),
                       repairedLines=result.repaired, **stamp)  # fmt: skip
         return [*items, marker]
-
-    @staticmethod
-    def _head_sha(path: Path, offset: int) -> str:
-        with open(path, "rb") as handle:
-            return _sha(handle.read(min(offset, HEAD_BYTES)))
 
     def _append(
         self,
@@ -518,29 +624,28 @@ class Importer:
         revision: int,
         session_id: str,
         source: str,
-        parser: SourceParser,
+        facts: Facts,
         items: list[dict[str, Any]] | None = None,
         bookkeeping: list[dict[str, Any]] | None = None,
     ) -> tuple[ThreadWriter, int]:
         """The thread (with its first items), bound to where the session ran: its recorded
         cwd and branch (and commit, when the agent recorded one) over the repository as it
         is now. Returns the writer and how many of `items` were written."""
-        state = parser.state
-        cwd = state["cwd"] or self.kind.fallback_cwd(Path(source))
+        cwd = facts.cwd or self.kind.fallback_cwd(Path(source))
         environment = dict(self._environment(cwd))
-        if state["branch"]:
-            if environment.get("branch") != state["branch"]:
+        if facts.branch:
+            if environment.get("branch") != facts.branch:
                 environment["headSha"] = None  # the HEAD of that branch then is unknown
-            environment["branch"] = state["branch"]
-        if state["commit"]:
-            environment["headSha"] = state["commit"]
+            environment["branch"] = facts.branch
+        if facts.commit:
+            environment["headSha"] = facts.commit
         origin = {"agent": self.kind.agent, "sessionId": session_id, "path": source,
                   "revision": revision}  # fmt: skip
         meta = {
-            "type": "session_meta", "id": "meta", "ts": state["created"] or parser.last_ts,
+            "type": "session_meta", "id": "meta", "ts": facts.created or facts.last_ts,
             "threadId": thread_id, "source": "startup", "reason": "import", "origin": origin,
             **{key: environment.get(key) for key in ENVIRONMENT_FIELDS},
-            "title": parser.title, "client": {"name": self.kind.agent},
+            "title": facts.title, "client": {"name": self.kind.agent},
         }  # fmt: skip
         meta = {key: value for key, value in meta.items() if value is not None}
         items, bookkeeping = items or [], bookkeeping or []
@@ -569,16 +674,10 @@ def _from_start(
     source: str, agent: str, session_id: str, revision: int, thread_id: str
 ) -> SourceCheckpoint:
     """A checkpoint before the first byte: continuing from it reads the whole file."""
-    empty = _sha(b"")
-    return SourceCheckpoint(source, agent, session_id, revision, thread_id, 0, 0, 0, empty,
-                            empty, -1, -1, {})  # fmt: skip
+    return SourceCheckpoint(source, agent, session_id, revision, thread_id, 0, 0, 0, EMPTY_SHA,
+                            EMPTY_SHA, -1, -1, {})  # fmt: skip
 
 
 def _session_of(thread_id: str) -> str:
     """The sessiond session an imported thread's items are written under."""
     return str(uuid.uuid5(uuid.UUID(thread_id), "import"))
-
-
-def _skipped(line: SourceLine, reason: str) -> dict[str, Any]:
-    preview = line.data[:80].decode("utf-8", "replace").rstrip("\r\n")
-    return SkippedLine(line.no, line.start, reason, preview).to_wire()

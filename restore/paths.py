@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import uuid
@@ -11,6 +12,7 @@ from pathlib import Path
 from protocol.errors import invalid_id
 
 logger = logging.getLogger("sessiond.paths")
+_MISSING = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
 def default_home() -> Path:
@@ -89,10 +91,17 @@ class Layout:
     def locate(self, thread_id: str) -> tuple[Path, bool] | None:
         """The live or archived file of a thread and whether it is archived; None if neither."""
         thread_id = validate_thread_id(thread_id)
-        for archived in (False, True):
-            path = self.thread_path(thread_id, archived=archived)
-            if path.exists():
-                return path, archived
+        name = f"{thread_id[:2]}/{thread_id}.jsonl"
+        for archived, base in ((False, "threads"), (True, "archived")):
+            # A string and a stat first (an import asks for thousands of missing threads);
+            # a Path only for the file found.
+            try:
+                os.stat(f"{self.home}/{base}/{name}")
+            except OSError as exc:
+                if exc.errno in _MISSING:  # as Path.exists: any other error is raised
+                    continue
+                raise
+            return self.thread_path(thread_id, archived=archived), archived
         return None
 
     def iter_thread_files(self) -> list[tuple[Path, bool]]:
