@@ -73,7 +73,10 @@ class ParsePool:
         context = multiprocessing.get_context("fork")
         for _ in range(workers):
             ours, theirs = context.Pipe()
-            process = context.Process(target=_serve, args=(theirs, os.getpid()), daemon=True)
+            # The child gets a copy of every descriptor: it closes the importer's ends
+            # (its own one's too), or a worker never reads the end of its pipe.
+            ends = [*self._pipes, ours]
+            process = context.Process(target=_serve, args=(theirs, ends, os.getpid()), daemon=True)
             process.start()
             theirs.close()
             self._pipes.append(ours)
@@ -125,8 +128,11 @@ class ParsePool:
                 process.join()
 
 
-def _serve(pipe: Connection, importer: int) -> None:
+def _serve(pipe: Connection, importers_ends: list[Connection | None], importer: int) -> None:
     """A worker: parse each file it is sent, answer (ok, items) or (False, error)."""
+    for end in importers_ends:
+        if end is not None:
+            end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
