@@ -25,31 +25,11 @@ HEAD_BYTES = 4096
 BATCH_ITEMS = 2000  # items appended per write while importing one big file
 
 
-@dataclass(frozen=True)
-class SourceLine:
-    no: int
-    start: int
-    data: bytes
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self.data)
-
-
-def read_lines(path: str, offset: int, line_no: int) -> Iterator[SourceLine]:
-    """The file's lines from `offset`, with their bytes (newline included), however long."""
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        for data in handle:
-            line_no += 1
-            yield SourceLine(line_no, offset, data)
-            offset += len(data)
-
-
-def decode(line: SourceLine) -> tuple[dict[str, Any] | None, str | None, bool]:
-    """(record, why it was skipped, whether invalid UTF-8 was replaced); blank: (None, None)."""
-    raw = line.data.rstrip(b"\r\n")
-    if line.start == 0 and raw.startswith(BOM):
+def decode(data: bytes, start: int) -> tuple[dict[str, Any] | None, str | None, bool]:
+    """A line's record (its bytes, found at `start`), why it was skipped, and whether
+    invalid UTF-8 was replaced; a blank line is (None, None, False)."""
+    raw = data.rstrip(b"\r\n")
+    if start == 0 and raw.startswith(BOM):
         raw = raw[len(BOM) :]
     if not raw.strip():
         return None, None, False
@@ -152,23 +132,29 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
     skipped: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
     records = repaired = 0
-    for line in read_lines(start.path, offset, lines):
-        record, reason, fixed = decode(line)
-        if reason is not None and not line.data.endswith(b"\n"):
-            # A line still being written (or cut by a crash): not consumed, so it is
-            # read again, whole, once its writer finishes it.
-            skipped.append(_skipped(line, "torn_tail"))
-            break
-        if reason is not None:
-            skipped.append(_skipped(line, reason))
-        elif record is not None:
-            records += 1
-            repaired += fixed
-            pending += parser.feed(line.no, record, record.get("timestamp"))
-        offset, lines, line_start, last_line = line.end, line.no, line.start, line.data
-        if len(pending) >= BATCH_ITEMS and (writing or parser.state["cwd"]):
-            yield Flush(pending, Facts.of(parser))
-            writing, pending = True, []
+    with open(start.path, "rb") as handle:
+        handle.seek(offset)
+        # Lines as the file iterator gives them, newline included, however long (no
+        # object per line: this loop runs a million times in a big import).
+        for data in handle:
+            line_no = lines + 1
+            record, reason, fixed = decode(data, offset)
+            if reason is not None and not data.endswith(b"\n"):
+                # A line still being written (or cut by a crash): not consumed, so it is
+                # read again, whole, once its writer finishes it.
+                skipped.append(_skipped(line_no, offset, data, "torn_tail"))
+                break
+            if reason is not None:
+                skipped.append(_skipped(line_no, offset, data, reason))
+            elif record is not None:
+                records += 1
+                repaired += fixed
+                pending += parser.feed(line_no, record, record.get("timestamp"))
+            line_start, lines, last_line = offset, line_no, data
+            offset += len(data)
+            if len(pending) >= BATCH_ITEMS and (writing or parser.state["cwd"]):
+                yield Flush(pending, Facts.of(parser))
+                writing, pending = True, []
     yield Parsed(
         pending, Facts.of(parser), parser.state, records, skipped, repaired, offset, lines,
         line_start, sha(last_line) if last_line is not None else start.tail_sha,
@@ -181,6 +167,6 @@ def parse_whole(start: ParseStart) -> list[Flush | Parsed]:
     return list(parse(start))
 
 
-def _skipped(line: SourceLine, reason: str) -> dict[str, Any]:
-    preview = line.data[:80].decode("utf-8", "replace").rstrip("\r\n")
-    return SkippedLine(line.no, line.start, reason, preview).to_wire()
+def _skipped(line_no: int, start: int, data: bytes, reason: str) -> dict[str, Any]:
+    preview = data[:80].decode("utf-8", "replace").rstrip("\r\n")
+    return SkippedLine(line_no, start, reason, preview).to_wire()
