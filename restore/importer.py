@@ -43,8 +43,6 @@ from restore.summary import ThreadSummary
 from restore.threads import ThreadService
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from restore.import_pool import ParsePool, Ticket
 
 Progress = Callable[[int, int], None]
@@ -57,9 +55,6 @@ PARALLEL_FROM = 1 << 20
 WINDOW_FILES = 8  # files planned ahead per worker
 WINDOW_BYTES = 64 << 20  # source bytes being parsed ahead, at most (memory stays bounded)
 WORKER_FILE_BYTES = 16 << 20  # a bigger file is streamed here, in batches, as always
-WRITERS = 2  # threads writing the parsed files (their waits on the filesystem overlap)
-WRITE_AHEAD = 4  # files handed to the writers ahead of the one whose result is next
-_Record = tuple[SourceCheckpoint, tuple[ThreadSummary, Path, LineMark | None]]
 
 
 # --- the agents' stores ----------------------------------------------------------------
@@ -225,7 +220,6 @@ class _Ahead:
     ticket: Ticket | None = None
     bytes: int = 0
     error: Exception | None = None
-    written: Future[tuple[FileResult, _Record | None]] | None = None
 
     def outcome(self) -> FileResult:
         if self.error is not None:
@@ -376,30 +370,18 @@ class Importer:
     def _in_order(
         self, sources: list[tuple[Path, SourceCheckpoint | None]], pool: ParsePool | None
     ) -> Iterator[FileResult]:
-        """Each file's result, in order. Without a pool, one file after the other. With
-        one, files are planned ahead and parsed by its workers meanwhile (a bounded
-        window: WINDOW_FILES per worker, at most WINDOW_BYTES of source in flight; a file
-        over WORKER_FILE_BYTES is parsed by a writer, streamed, as without a pool), and
-        WRITERS threads write them (a thread file's creation can wait on the filesystem's
-        journal for milliseconds: meanwhile the other writes). Results, checkpoints and
-        index rows are taken in file order, each once its file is written, so a batch's
-        commit covers only written files. Planning ahead changes nothing: a file's plan
+        """Each file's result, imported in order; with a pool, files are planned ahead and
+        parsed by its workers meanwhile (a bounded window: WINDOW_FILES per worker, at
+        most WINDOW_BYTES of source in flight; a file over WORKER_FILE_BYTES is parsed
+        here, streamed, as without a pool). Planning ahead changes nothing: a file's plan
         depends only on its own session's threads, and a file whose session is already
-        planned waits until that one is written. A worker that dies (killed) leaves its
-        files to the writers."""
+        planned waits until that one is written. A pool that breaks (a worker killed)
+        leaves the rest to this process."""
         self.parsed_by_workers = 0
-        if pool is None:
-            for path, known in sources:
-                yield self.import_file(path, known, looked_up=True)
-            return
-        from concurrent.futures import ThreadPoolExecutor
-
-        window = WINDOW_FILES * pool.workers
-        queue: deque[_Ahead] = deque()  # planned, being parsed
-        out: deque[_Ahead] = deque()  # being written, or done: in file order
+        window = WINDOW_FILES * pool.workers if pool is not None else 1
+        queue: deque[_Ahead] = deque()
         sessions: Counter[str] = Counter()  # planned and not yet written
         position = in_flight = 0
-        writers = ThreadPoolExecutor(WRITERS, thread_name_prefix="import-writer")
         try:
             while True:
                 while position < len(sources) and len(queue) < window and in_flight < WINDOW_BYTES:
@@ -413,30 +395,25 @@ class Importer:
                         sessions[session_id] += 1
                         in_flight += ahead.bytes
                     queue.append(ahead)
-                while queue and len(out) < WRITE_AHEAD:
-                    ahead = queue.popleft()
-                    in_flight -= ahead.bytes
-                    if ahead.planned is not None:
-                        events = ahead.parsed(pool)  # here: the answers come in turn
-                        self.parsed_by_workers += events is not None
-                        ahead.written = writers.submit(self._write, ahead.planned, events)
-                    out.append(ahead)
-                if not out:
+                if not queue:
                     return
-                ahead = out.popleft()
+                ahead = queue.popleft()
                 if ahead.planned is None:
                     yield ahead.outcome()
                     continue
-                assert ahead.written is not None
-                result, record = ahead.written.result()
                 sessions[ahead.planned.session_id] -= 1
-                self._record(record)
-                yield result
+                in_flight -= ahead.bytes
+                try:
+                    events = ahead.parsed(pool)
+                    if events is not None:
+                        self.parsed_by_workers += 1
+                    else:
+                        events = parse(self._parse_start(ahead.planned))
+                    yield self._read(ahead.planned, events)
+                finally:
+                    ahead.planned.close()
         finally:
             for ahead in queue:
-                ahead.cancel()
-            writers.shutdown(wait=True, cancel_futures=True)  # no write after the import
-            for ahead in out:
                 ahead.cancel()
 
     def _plan_ahead(
@@ -560,31 +537,7 @@ class Importer:
     # --- reading and writing ---------------------------------------------------------------
 
     def _read(self, planned: _Planned, events: Iterable[Flush | Parsed]) -> FileResult:
-        result, record = self._written(planned, events)
-        self._record(record)
-        return result
-
-    def _record(self, record: _Record | None) -> None:
-        """A written file's checkpoint and index row, for the next commit."""
-        if record is not None:
-            self._checkpoints.append(record[0])
-            self._rows.append(record[1])
-
-    def _write(
-        self, planned: _Planned, events: list[Flush | Parsed] | None
-    ) -> tuple[FileResult, _Record | None]:
-        """On a writer thread: one file, parsed by a worker (`events`) or here, written;
-        its writer closed."""
-        try:
-            return self._written(planned, events or parse(self._parse_start(planned)))
-        finally:
-            planned.close()
-
-    def _written(
-        self, planned: _Planned, events: Iterable[Flush | Parsed]
-    ) -> tuple[FileResult, _Record | None]:
-        """Write what the parse of one file gives (as it gives it), then its checkpoint;
-        the result, and the checkpoint and index row to record."""
+        """Write what the parse of one file gives (as it gives it), then its checkpoint."""
         source, start, writer = str(planned.path), planned.start, planned.writer
         revision, session_id, thread_id = planned.revision, planned.session_id, planned.thread_id
         result = FileResult(source, planned.status, thread_id)
@@ -601,9 +554,9 @@ class Importer:
         assert parsed is not None, "a parse ends with its Parsed"
         result.skipped, result.repaired = parsed.skipped, parsed.repaired
         if writer is None and parsed.records == 0 and not result.skipped:
-            return FileResult(source, "empty", reason="no records, only blank lines"), None
+            return FileResult(source, "empty", reason="no records, only blank lines")
         if writer is None and parsed.facts.cwd is None and self.live:
-            return FileResult(source, "deferred", reason="no line says where it runs yet"), None
+            return FileResult(source, "deferred", reason="no line says where it runs yet")
         read_nothing = parsed.offset == (start.offset if start else 0) and not parsed.items
         if writer is not None and read_nothing:
             result.status = "unchanged"  # touched, or only a torn tail: nothing to add
@@ -626,8 +579,10 @@ class Importer:
             result.add(self._append(writer, parsed.items, closing), keep=True)
         mark = writer.mark()  # the row's last line, so the index reads only what follows
         writer.close()
+        self._checkpoints.append(checkpoint)
         result.summary = writer.summary
-        return result, (checkpoint, (writer.summary, writer.path, mark))
+        self._rows.append((writer.summary, writer.path, mark))
+        return result
 
     def _closing(
         self,
