@@ -17,6 +17,7 @@ in the checkpoint item), an empty file is skipped with its reason.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import time
@@ -227,10 +228,10 @@ class _Ahead:
         assert self.result is not None
         return self.result
 
-    def parsed(self, pool: ParsePool | None) -> list[Flush | Parsed] | None:
+    def parsed(self, pool: ParsePool) -> list[Flush | Parsed] | None:
         """The worker's parse; None when the file is parsed here (too big for a worker, or
         its worker died)."""
-        return None if pool is None or self.ticket is None else pool.result(self.ticket)
+        return None if self.ticket is None else pool.result(self.ticket)
 
     def cancel(self) -> None:
         if self.planned is not None:
@@ -287,12 +288,13 @@ class Importer:
         try:
             if progress:
                 progress(0, len(sources))
-            for done, result in enumerate(self._in_order(sources, pool), 1):
-                summary.add(result)
-                if done % CHUNK == 0 or done == len(sources):
-                    self.commit()
-                    if progress:
-                        progress(done, len(sources))
+            with contextlib.closing(self._in_order(sources, pool)) as results:
+                for done, result in enumerate(results, 1):
+                    summary.add(result)
+                    if done % CHUNK == 0 or done == len(sources):
+                        self.commit()
+                        if progress:
+                            progress(done, len(sources))
         finally:
             if pool is not None:
                 pool.close()
@@ -370,15 +372,19 @@ class Importer:
     def _in_order(
         self, sources: list[tuple[Path, SourceCheckpoint | None]], pool: ParsePool | None
     ) -> Iterator[FileResult]:
-        """Each file's result, imported in order; with a pool, files are planned ahead and
-        parsed by its workers meanwhile (a bounded window: WINDOW_FILES per worker, at
-        most WINDOW_BYTES of source in flight; a file over WORKER_FILE_BYTES is parsed
-        here, streamed, as without a pool). Planning ahead changes nothing: a file's plan
-        depends only on its own session's threads, and a file whose session is already
-        planned waits until that one is written. A pool that breaks (a worker killed)
-        leaves the rest to this process."""
+        """Each file's result, imported in order. Without a pool, one file after the other;
+        with one, files are planned ahead and parsed by its workers meanwhile (a bounded
+        window: WINDOW_FILES per worker, at most WINDOW_BYTES of source in flight; a file
+        over WORKER_FILE_BYTES is parsed here, streamed, as without a pool). Planning
+        ahead changes nothing: a file's plan depends only on its own session's threads,
+        and a file whose session is already planned waits until that one is written. A
+        worker that dies (killed) leaves its files to this process."""
         self.parsed_by_workers = 0
-        window = WINDOW_FILES * pool.workers if pool is not None else 1
+        if pool is None:
+            for path, known in sources:
+                yield self.import_file(path, known, looked_up=True)
+            return
+        window = WINDOW_FILES * pool.workers
         queue: deque[_Ahead] = deque()
         sessions: Counter[str] = Counter()  # planned and not yet written
         position = in_flight = 0
@@ -417,7 +423,7 @@ class Importer:
                 ahead.cancel()
 
     def _plan_ahead(
-        self, path: Path, known: SourceCheckpoint | None, session_id: str, pool: ParsePool | None
+        self, path: Path, known: SourceCheckpoint | None, session_id: str, pool: ParsePool
     ) -> _Ahead:
         try:
             planned = self._prepare(path, known, looked_up=True)
@@ -426,7 +432,7 @@ class Importer:
         if isinstance(planned, FileResult):
             return _Ahead(result=planned)
         size = planned.stat.st_size - (planned.start.offset if planned.start else 0)
-        if pool is None or size > WORKER_FILE_BYTES:
+        if size > WORKER_FILE_BYTES:
             return _Ahead(planned=planned)
         return _Ahead(planned=planned, ticket=pool.submit(self._parse_start(planned)), bytes=size)
 
