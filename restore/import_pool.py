@@ -71,6 +71,15 @@ class ParsePool:
         self._processes: list[Any] = []
         self._next = 0
         context = multiprocessing.get_context("fork")
+        # Ctrl-C waits until the workers are forked: landing in a fork's at-fork hooks
+        # (logging's), it would be printed there and lost, and the import went on.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self._fork(context, workers)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    def _fork(self, context: Any, workers: int) -> None:
         for _ in range(workers):
             ours, theirs = context.Pipe()
             # The child gets a copy of every descriptor: it closes the importer's ends
@@ -134,6 +143,7 @@ def _serve(pipe: Connection, importers_ends: list[Connection | None], importer: 
         if end is not None:
             end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while forking
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != importer:  # it died before the line above: nobody is waiting

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -132,27 +133,68 @@ def test_a_small_import_starts_no_workers(fixture: Fixture, tmp_path: Path) -> N
     assert answer["parsedByWorkers"] == 0
 
 
-def test_a_killed_import_leaves_no_worker_behind(tmp_path: Path) -> None:
-    write_rollouts(tmp_path / "codex", 600)  # 13 MiB: worth the workers
-    importer = subprocess.Popen(
+def start_import(tmp_path: Path, sessions: int) -> subprocess.Popen[bytes]:
+    """`sessiond import codex` on `sessions` generated rollouts (600: 13 MiB, worth the
+    workers), with Ctrl-C's default meaning (a test run in the background may have
+    inherited it ignored)."""
+    source = tmp_path / "codex" / "sessions"
+    if not source.exists():
+        write_rollouts(tmp_path / "codex", sessions)
+    return subprocess.Popen(
         [sys.executable, "-m", "server.cli", "--home", str(tmp_path / "home"), "import",
-         "codex", "--from", str(tmp_path / "codex" / "sessions"), "--json"],
+         "codex", "--from", str(source), "--json"],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
+
+
+def workers_of(importer: subprocess.Popen[bytes]) -> list[int]:
     children: list[int] = []
     while not children and importer.poll() is None:
         children = _children(importer.pid)
     assert children, "the import ended before its workers were seen"
-    importer.kill()
-    importer.wait()
-    # PR_SET_PDEATHSIG: the kernel kills them at once; the deadline only ends a hang.
+    return children
+
+
+def gone(pids: list[int]) -> bool:
+    # The kernel (PR_SET_PDEATHSIG) or the importer ends them at once; the deadline only
+    # turns a hang into a failure.
     deadline = time.monotonic() + 60
-    while (alive := [pid for pid in children if _running(pid)]) and time.monotonic() < deadline:
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert not alive
-    assert importer.stderr is not None
-    importer.stderr.close()
+    return not any(_running(pid) for pid in pids)
+
+
+def test_a_killed_import_leaves_no_worker_behind_and_the_next_one_completes_it(
+    tmp_path: Path,
+) -> None:
+    importer = start_import(tmp_path, 600)
+    workers = workers_of(importer)
+    importer.kill()
+    importer.communicate()
+    assert gone(workers)
+    again = start_import(tmp_path, 600)
+    out, err = again.communicate()
+    assert again.returncode == 0, err.decode()
+    summary = orjson.loads(out)
+    # What the killed import wrote is found again (from the threads' checkpoints when
+    # its ledger rows were never written), the rest is imported: each session once.
+    assert summary["created"] + summary["unchanged"] == 600
+    assert summary["created"] * 65 == summary["items"]
+    threads = list((tmp_path / "home" / "threads").rglob("*.jsonl"))
+    assert len(threads) == 600
+    assert all(b'"import_checkpoint"' in t.read_bytes().splitlines()[-1] for t in threads)
+
+
+def test_ctrl_c_stops_a_parallel_import_cleanly(tmp_path: Path) -> None:
+    importer = start_import(tmp_path, 600)
+    workers = workers_of(importer)
+    importer.send_signal(signal.SIGINT)
+    _, err = importer.communicate()
+    assert importer.returncode == 130
+    assert b"Traceback" not in err, err.decode()
+    assert gone(workers)
 
 
 def _children(pid: int) -> list[int]:
