@@ -1083,20 +1083,29 @@ class _Watcher(threading.Thread):
             self._announce("started" if started else "updated", summary.threadId, summary)
 
     def _listen(self, conn: psycopg.Connection) -> None:
+        """Wait for a first notification (the stop flag is looked at between waits), then
+        gather the burst it begins for `LISTEN_GATHER` seconds: one delivery (one query)
+        per burst, within tens of milliseconds of the commit, not at the end of the wait."""
         while not self._stopping.is_set():
             changes: dict[str, str] = {}
-            for note in conn.notifies(timeout=0.5):
-                try:
-                    body = orjson.loads(note.payload)
-                except orjson.JSONDecodeError:
-                    continue
-                if body.get("o") == self._store.token:
-                    continue  # this process's own change: its clients were told already
-                event, thread_id = str(body.get("e")), str(body.get("t"))
-                if changes.get(thread_id) != "started":  # started stays started
-                    changes[thread_id] = event
-            if changes:
-                self._deliver(changes)
+            for note in conn.notifies(timeout=LISTEN_WAIT, stop_after=1):
+                self._note(changes, note)
+            if not changes:
+                continue  # nothing, or only this process's own changes
+            for note in conn.notifies(timeout=LISTEN_GATHER):
+                self._note(changes, note)
+            self._deliver(changes)
+
+    def _note(self, changes: dict[str, str], note: psycopg.Notify) -> None:
+        try:
+            body = orjson.loads(note.payload)
+        except orjson.JSONDecodeError:
+            return
+        if body.get("o") == self._store.token:
+            return  # this process's own change: its clients were told already
+        event, thread_id = str(body.get("e")), str(body.get("t"))
+        if changes.get(thread_id) != "started":  # started stays started
+            changes[thread_id] = event
 
     def _deliver(self, changes: dict[str, str]) -> None:
         wanted = [tid for tid, event in changes.items() if event != "deleted"]
@@ -1112,6 +1121,8 @@ class _Watcher(threading.Thread):
 
 
 REPO_CACHE_SECONDS = 30.0
+LISTEN_WAIT = 0.5  # seconds a listener waits for a notification before checking for stop
+LISTEN_GATHER = 0.02  # seconds a burst of notifications is gathered into one delivery
 CATCH_UP_MARGIN = 60.0  # seconds: other machines' clocks stamp `updated_at`
 
 
