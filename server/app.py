@@ -68,11 +68,7 @@ class SessiondServer:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self._pending_updates: dict[str, Any] = {}
-        self.subscriptions = Subscriptions()
-        if config.store:  # other machines' appends reach followers by the relay
-            from server.relay import Relay
-
-            self.subscriptions.relay = Relay(self)
+        self.subscriptions = Subscriptions(self)
         self.workspace_listeners: list[Callable[[], None]] = []
         self._hooks: LifecycleHooks | None = None
         self._watcher: Watcher | None = None
@@ -168,11 +164,14 @@ class SessiondServer:
 
     def _announce_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:
         relay = self.subscriptions.relay
-        if relay is not None:  # followers get the items (nothing for unfollowed threads)
-            if event == "listening":
+        if event == "listening":
+            if relay is not None:
                 relay.listening()
-                return
-            relay.changed(thread_id, summary.lastSeq if summary is not None else None)
+            return
+        # Followers get the items (nothing for unfollowed threads).
+        self.subscriptions.changed_elsewhere(
+            thread_id, summary.lastSeq if summary is not None else None
+        )
         if event == "started" and summary is not None:
             self.broadcast("thread/started", {"thread": summary.thread_info()})
         elif event == "deleted":

@@ -5,21 +5,21 @@ when the connection goes away, and costs nothing on disk. Subscribers get `item/
 (the stored lines of each append, in seq order) for the threads they follow; the thread's
 `thread/updated` is broadcast to every client anyway. Order holds because every append
 runs on the one worker, handlers resume in the order the worker finished them, and each
-connection writes its messages in order. With a shared store, other machines' appends
-reach followers through the relay (server/relay.py), which this server's own go through
-too, so the two keep one order.
+connection writes its messages in order. Other processes' appends (a second window's
+server, another machine on a shared store) reach followers through the relay
+(server/relay.py), which this server's own go through too, so the two keep one order.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import thread_not_found
 from restore.paths import validate_thread_id
 from server.handlers import Context, handles
 
 if TYPE_CHECKING:
-    from restore.summary import ThreadSummary
+    from server.app import SessiondServer
     from server.relay import Relay
     from server.rpc import SessiondProtocol
 
@@ -27,10 +27,18 @@ if TYPE_CHECKING:
 class Subscriptions:
     """Followers per thread id, each in the order they subscribed."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: SessiondServer) -> None:
+        self._server = server
         self._followers: dict[str, dict[SessiondProtocol, None]] = {}
         self.relay: Relay | None = None
-        """Set with a shared store: followed threads' positions (server/relay.py)."""
+        """Followed threads' positions (server/relay.py); made by the first subscribe."""
+
+    def follow_with_relay(self) -> Relay:
+        if self.relay is None:
+            from server.relay import Relay
+
+            self.relay = Relay(self._server)
+        return self.relay
 
     def add(self, thread_id: str, connection: SessiondProtocol) -> None:
         self._followers.setdefault(thread_id, {})[connection] = None
@@ -52,11 +60,16 @@ class Subscriptions:
         return list(self._followers.get(thread_id, ()))
 
     def recorded(self, thread_id: str, items: list[dict[str, Any]]) -> None:
-        """This server's own append, once acknowledged: to the followers."""
+        """This server's own append, once acknowledged: to the followers (nobody follows
+        anything before the first subscribe)."""
         if self.relay is not None:
             self.relay.recorded(thread_id, items)
-        else:
-            self.publish(thread_id, items)
+
+    def changed_elsewhere(self, thread_id: str, last_seq: int | None) -> None:
+        """Another process (or machine) appended to the thread: its followers here get
+        the items after the last one they got, read back from the store."""
+        if self.relay is not None:
+            self.relay.changed(thread_id, last_seq)
 
     def publish(self, thread_id: str, items: list[Any]) -> None:
         """`item/recorded` to every follower of the thread; nothing when no item was new.
@@ -69,26 +82,22 @@ class Subscriptions:
 
 @handles("thread/subscribe")
 async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
+    """Followers get what comes after the thread's last item as read now: the relay
+    publishes from that seq on, whichever process or machine writes."""
     thread_id = validate_thread_id(params.threadId)
     ctx.server.ensure_watching()  # appends by other processes reach followers too
     subscriptions = ctx.server.subscriptions
-    relay = subscriptions.relay
-    if relay is None:
-        if not await ctx.server.run_in_worker(ctx.service.store.exists, thread_id):
-            raise thread_not_found(thread_id)
-        subscriptions.add(thread_id, ctx.connection)
-        return {}
-    # A shared store: the relay publishes from the thread's last seq as read now.
+    relay = subscriptions.follow_with_relay()
     relay.subscribing(thread_id)
-    row: ThreadSummary | None = None
+    last: int | None = None
     try:
-        row = await ctx.server.run_in_worker(ctx.service.store.get, thread_id)
-        if row is None:
-            raise thread_not_found(thread_id)
+        # The service first (on the worker, where it is made): with a shared store, its
+        # listener (other machines' appends) starts with it.
+        await ctx.server.run_in_worker(lambda: ctx.service)
+        last = await ctx.server.run_reader(partial(ctx.server.pages.last_seq, thread_id))
         subscriptions.add(thread_id, ctx.connection)
     finally:
-        relay.subscribed(thread_id, row.lastSeq if row is not None else None,
-                         bool(subscriptions.followers(thread_id)))  # fmt: skip
+        relay.subscribed(thread_id, last, bool(subscriptions.followers(thread_id)))
     return {}
 
 

@@ -1179,6 +1179,16 @@ class SharedPages:
         return self._rows(validate_thread_id(thread_id), after, False, limit, max_bytes,
                           known=True)  # fmt: skip
 
+    def last_seq(self, thread_id: str) -> int:
+        """The seq of the thread's last item (0 when it has none); ThreadNotFound if none
+        such (for a subscribe: followers get what comes after it)."""
+        with self._store._read() as conn:
+            self._store._archived(conn, validate_thread_id(thread_id))
+            row = conn.execute(
+                "SELECT max(seq) FROM sessiond_items WHERE thread_id = %s", (thread_id,)
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
     def _rows(
         self, thread_id: str, start: int, back: bool, limit: int, max_bytes: int, *, known: bool
     ) -> tuple[list[tuple[int, bytes]], bool]:
