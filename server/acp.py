@@ -23,7 +23,9 @@ a load cannot deadlock on a permission request.
 Store access runs on the event loop thread (one process, one editor, small appends); only
 the turn-end fdatasync runs on a thread. AGENT runs in its own process group with
 PR_SET_PDEATHSIG, so it dies with this process even after a kill -9, and its whole group
-is killed when this process exits any other way.
+is killed when this process exits any other way; what AGENT started (in its group or
+not) is killed by the watchdog forked at start when this process is gone, however it
+ended (server/watchdog.py).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import orjson
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
 from server.framing import Frame, FrameDecoder, FrameTooLarge
+from server.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from restore.threads import ThreadService
@@ -168,6 +171,7 @@ class AgentProcess(asyncio.SubprocessProtocol):
         argv: list[str],
         on_message: Callable[[AgentProcess, bytes], None],
         on_gone: Callable[..., None],
+        watchdog: Watchdog | None = None,
     ) -> AgentProcess:
         loop = asyncio.get_running_loop()
         transport, agent = await loop.subprocess_exec(
@@ -178,8 +182,12 @@ class AgentProcess(asyncio.SubprocessProtocol):
             stderr=None,  # AGENT's diagnostics go where ours go: the editor's log
             start_new_session=True,  # its own group: killpg reaches its children too
             preexec_fn=_die_with_parent(),
+            env=watchdog.environment() if watchdog is not None else None,
         )
         agent.transport = transport
+        pid = transport.get_pid()
+        if watchdog is not None and pid is not None:
+            watchdog.guard(pid)
         return agent
 
     @property
@@ -320,8 +328,10 @@ class AcpProxy:
         argv: list[str],
         write_editor: Callable[[bytes], None],
         store: str | None = None,
+        watchdog: Watchdog | None = None,
     ):
         self.home = home
+        self.watchdog = watchdog
         self.store_url = store
         """A `postgresql://` URL (`--store`, SESSIOND_STORE): record into the shared store."""
         self.argv = argv
@@ -377,7 +387,9 @@ class AcpProxy:
 
     async def start_agent(self) -> AgentProcess:
         """Spawn AGENT; when the editor initialized an earlier one, initialize it alike."""
-        agent = await AgentProcess.spawn(self.argv, self._agent_bytes, self._agent_gone)
+        agent = await AgentProcess.spawn(
+            self.argv, self._agent_bytes, self._agent_gone, self.watchdog
+        )
         self.agent = agent
         if self.initialize_params is not None:
             result = await self._call("initialize", self.initialize_params)
@@ -442,6 +454,8 @@ class AcpProxy:
             self.by_agent.clear()
             self.held_back.clear()
         agent.kill_group()  # children it left behind
+        if self.watchdog is not None and agent.pid is not None:
+            self.watchdog.release(agent.pid)
 
     # --- bytes in -------------------------------------------------------------------------
 
@@ -1278,14 +1292,16 @@ def _hook_client(proxy: AcpProxy) -> Any:
 # --- the process ---------------------------------------------------------------------------
 
 
-async def serve(home: Path, argv: list[str], store: str | None = None) -> int:
+async def serve(
+    home: Path, argv: list[str], store: str | None = None, watchdog: Watchdog | None = None
+) -> int:
     """Proxy the editor on stdin/stdout to AGENT until either side ends."""
     from server.pipes import BatchedOutput, read_input
 
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
     output = BatchedOutput(sys.stdout.buffer, ended.set)
-    proxy = AcpProxy(home, argv, output.write, store)
+    proxy = AcpProxy(home, argv, output.write, store, watchdog)
     try:
         await proxy.start_agent()
     except OSError as exc:
@@ -1319,4 +1335,6 @@ def main(home: Path, argv: list[str], store: str | None = None) -> int:
             "sessiond acp: name the agent to run: sessiond acp -- AGENT [ARGS...]", file=sys.stderr
         )
         return 2
-    return asyncio.run(serve(home, argv, store))
+    # Forked first, while this process has no thread and no event loop (server/watchdog.py).
+    watchdog = Watchdog.start() if os.name == "posix" else None
+    return asyncio.run(serve(home, argv, store, watchdog))
