@@ -24,7 +24,7 @@ Store access runs on the event loop thread (one process, one editor, small appen
 the turn-end fdatasync runs on a thread. AGENT runs in its own process group with
 PR_SET_PDEATHSIG, so it dies with this process even after a kill -9, and its whole group
 is killed when this process exits any other way; what AGENT started (in its group or
-not) is killed by the watchdog forked at start when this process is gone, however it
+not) is killed by the watchdog spawned at start when this process is gone, however it
 ended (server/watchdog.py).
 """
 
@@ -1335,6 +1335,5 @@ def main(home: Path, argv: list[str], store: str | None = None) -> int:
             "sessiond acp: name the agent to run: sessiond acp -- AGENT [ARGS...]", file=sys.stderr
         )
         return 2
-    # Forked first, while this process has no thread and no event loop (server/watchdog.py).
-    watchdog = Watchdog.start() if os.name == "posix" else None
+    watchdog = Watchdog.start() if os.name == "posix" else None  # server/watchdog.py
     return asyncio.run(serve(home, argv, store, watchdog))

@@ -5,22 +5,28 @@ AGENT only: what AGENT started (a tool call's shell, a language server) is re-pa
 init and keeps running, in AGENT's process group or, after `setsid`, outside it. A process
 that is killed cannot clean up after itself, so another one has to:
 
-- before anything else, `sessiond acp` forks a watchdog: a copy of itself that moves to a
-  session of its own (a signal to the editor's process group does not reach it), drops
-  every file descriptor but the read end of a pipe whose only writer is sessiond, and
-  blocks reading it. No exec, no import, no work on the editor's path beyond the fork;
+- at start, `sessiond acp` spawns a watchdog: a `/bin/sh` in a session of its own (a
+  signal to the editor's process group does not reach it) that ignores SIGINT, SIGTERM and
+  SIGHUP and reads, on its stdin, a pipe whose only writer is sessiond;
 - AGENT's environment carries `SESSIOND_ACP_AGENT=<the watchdog's tag>` (appended to an
   outer sessiond's, when nested), which everything AGENT starts inherits
   (`/proc/<pid>/environ` keeps what a process started with), and sessiond writes each
   AGENT's process group to the pipe;
 - when sessiond is gone — however it ended, the kernel closes its end of the pipe — the
-  watchdog reads end-of-file and kills those process groups, then every process carrying
-  its tag, in rounds until none is left (server/reaper.py's `kill_marked`), and exits.
+  shell reads end-of-file and execs Python on this module, which kills those process
+  groups, then every process carrying the tag, in rounds until none is left
+  (server/reaper.py's `kill_marked`), and exits.
+
+Why a shell and not a fork of sessiond: a forked CPython copies nothing at once, but every
+page sessiond touches afterwards (reference counts touch most) is copied on write, which
+measured +5 ms on the way to the first `initialize` answer, and it would hold a copy of
+sessiond's memory for the whole session. `posix_spawn` of `sh` costs well under a
+millisecond and a shell waiting on `read` next to nothing; Python starts only to kill.
 
 Limits (docs/security.md): a process that both left AGENT's process group and cleared or
 replaced its environment is not recognised; elsewhere than Linux only the process groups
-are killed; a kill -9 of the watchdog itself (e.g. of sessiond's whole process group
-with the watchdog, which left it) takes the guarantee with it.
+are killed; a kill -9 of the watchdog itself (only a kill aimed at it, its session or
+its cgroup reaches it) takes the guarantee with it.
 """
 
 from __future__ import annotations
@@ -28,13 +34,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
+import sys
 import uuid
+from pathlib import Path
 
 logger = logging.getLogger("sessiond.acp")
 
 MARKER = "SESSIOND_ACP_AGENT"
 _SEPARATOR = ","
+
+
+_SCRIPT = """trap '' INT TERM HUP
+set -f
+groups=
+while IFS= read -r line; do groups="$groups $line"; done
+exec "$0" -c 'import sys; from server.watchdog import main; main(sys.argv[1:])' "$@" $groups
+"""
+"""The watchdog while sessiond lives: collect the pipe's lines (`+PGID`, `-PGID`) until
+end-of-file, then hand them to `main` with the tag."""
 
 
 class Watchdog:
@@ -46,17 +63,31 @@ class Watchdog:
         self._pipe: int | None = pipe
 
     @classmethod
-    def start(cls) -> Watchdog:
-        """Fork the watchdog. Call it before any thread or event loop exists."""
+    def start(cls) -> Watchdog | None:
+        """Spawn the watchdog; None where it cannot run (it is then logged)."""
         tag = uuid.uuid4().hex
-        read, write = os.pipe()  # neither end is inherited by anything sessiond spawns
-        pid = os.fork()
-        if pid == 0:  # the watchdog: never returns
-            try:
-                _watch(read, tag)
-            finally:
-                os._exit(0)
-        os.close(read)
+        read, write = os.pipe()  # close-on-exec: only the watchdog gets the read end
+        package_root = str(Path(__file__).resolve().parent.parent)
+        path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path}  # where this sessiond's code is
+        try:
+            pid = os.posix_spawn(
+                "/bin/sh",
+                ["sh", "-c", _SCRIPT, sys.executable, tag],
+                env,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, 1, 2),
+                ],
+                setsid=True,
+            )
+        except OSError as exc:
+            logger.warning("no watchdog (%s): AGENT's children may outlive sessiond", exc)
+            os.close(write)
+            return None
+        finally:
+            os.close(read)
         return cls(pid, write, tag)
 
     def environment(self) -> dict[str, str]:
@@ -83,27 +114,15 @@ class Watchdog:
             self._pipe = None
 
 
-def _watch(read: int, tag: str) -> None:
-    """The watchdog process: wait for sessiond's end, then kill what AGENT left."""
-    os.setsid()
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_IGN)  # it ends when sessiond ends, not before
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):  # the editor's pipes: their end-of-file must not wait for us
-        os.dup2(null, fd)
-    for fd in _open_fds():
-        if fd > 2 and fd != read:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+def main(argv: list[str]) -> None:
+    """The watchdog after sessiond's end: `TAG [+PGID|-PGID]...`, in the order written."""
+    tag, *lines = argv
     groups: set[int] = set()
-    pending = b""
-    while chunk := os.read(read, 4096):
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            if line[:1] == b"+":
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            if line[:1] == "+":
                 groups.add(int(line[1:]))
-            elif line[:1] == b"-":
+            elif line[:1] == "-":
                 groups.discard(int(line[1:]))
     kill_everything(groups, tag)
 
@@ -120,10 +139,3 @@ def kill_everything(groups: set[int], tag: str) -> None:
     )
     for pgid in groups:
         reaper.kill_group(pgid)
-
-
-def _open_fds() -> list[int]:
-    try:
-        return [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        return list(range(3, 256))
