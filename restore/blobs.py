@@ -6,7 +6,7 @@ import hashlib
 
 from restore.atomic import write_atomically
 from restore.paths import Layout
-from restore.private import private_dirs
+from restore.private import private_dirs, read_regular
 
 
 def sha_of(data: bytes) -> str:
@@ -27,6 +27,8 @@ def get(layout: Layout, sha: str) -> bytes | None:
     if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
         return None  # never build a path from anything but a sha256
     try:
-        return layout.blob_path(sha).read_bytes()
+        return read_regular(layout.blob_path(sha))
     except FileNotFoundError:
         return None
+    except OSError:
+        return None  # not a file sessiond wrote (a FIFO, a link): as good as missing

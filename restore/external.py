@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from restore.jsonl import parse_bytes
@@ -54,9 +55,11 @@ class ExternalThreads:
             return ExternalChange(thread_id, None)
         path, archived = located
         try:
-            stat = os.stat(path)
+            stat = os.lstat(path)
         except FileNotFoundError:
             return None  # moved while we looked: the next event says where
+        if not S_ISREG(stat.st_mode):
+            return None  # not a file sessiond wrote (a FIFO would block): never opened
         if self._own_sizes.get(thread_id) == stat.st_size:
             return None
         tail = self._tails.get(thread_id)

@@ -8,6 +8,7 @@ read-only) is not an error: it is served read-only, and `read_only` says why.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from pathlib import Path
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
 from restore.private import private_dirs
+
+logger = logging.getLogger("sessiond.home")
 
 
 @dataclass(frozen=True)
@@ -52,11 +55,45 @@ def open_home(path: Path) -> Home:
     elif not stat.S_ISDIR(mode):
         raise ProtocolError(ErrorKind.STORAGE_ERROR, f"{path} is not a directory", path=str(path))
     try:
-        with os.scandir(path):
-            pass
+        with os.scandir(path) as entries:
+            names = {entry.name for entry in entries}
     except OSError as exc:
         raise storage_error(exc, path, "cannot read") from exc
-    return Home(path, _read_only_reason(path))
+    read_only = _read_only_reason(path)
+    if mode is not None and read_only is None:
+        _close_to_others(path, mode, names)
+    return Home(path, read_only)
+
+
+# What a data dir holds once sessiond has used it (restore/paths.py, server/discovery.py).
+_OWN_ENTRIES = frozenset(
+    {"threads", "archived", "index.sqlite3", "servers", "locks", "snapshots", "blobs"}
+)
+
+
+def _close_to_others(path: Path, mode: int, names: set[str]) -> None:
+    """A data dir that an older sessiond created under the umask (0755) leaves titles, cwds,
+    first messages and blobs readable by every local user: it is made 0700 at first use
+    (closing the top closes everything below), and the log warns of it. Only a directory this
+    user owns that is sessiond's (it holds sessiond's entries, or nothing): `--home ~`
+    must not re-mode a person's home directory."""
+    if not mode & 0o077 or os.stat(path).st_uid != os.getuid():
+        return
+    if names and not names & _OWN_ENTRIES:
+        return
+    try:
+        os.chmod(path, stat.S_IMODE(mode) & 0o700)
+    except OSError as exc:
+        logger.warning("the data directory %s stays %o: %s", path, stat.S_IMODE(mode), exc)
+        return
+    # An empty one (made by hand before the first use) exposed nothing: no need to say so.
+    logger.log(
+        logging.WARNING if names else logging.INFO,
+        "made the data directory %s private (it was %o, readable by other users; now %o)",
+        path,
+        stat.S_IMODE(mode),
+        stat.S_IMODE(mode) & 0o700,
+    )
 
 
 def _read_only_reason(path: Path) -> str | None:

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from restore.private import not_regular
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -75,13 +77,17 @@ class ImportLedger:
             import sqlite3
 
             self._path.parent.mkdir(parents=True, exist_ok=True)
+            if not_regular(self._path):  # a FIFO would block SQLite: a cache, start over
+                os.replace(self._path, self._aside())
             try:
                 self._conn = self._open(sqlite3)
             except sqlite3.DatabaseError:  # corrupt: it is only a cache, start over
-                aside = self._path.with_name(f"{self._path.name}.corrupt-{int(time.time())}")
-                os.replace(self._path, aside)
+                os.replace(self._path, self._aside())
                 self._conn = self._open(sqlite3)
         return self._conn
+
+    def _aside(self) -> Path:
+        return self._path.with_name(f"{self._path.name}.corrupt-{int(time.time())}")
 
     def _open(self, sqlite3: Any) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import orjson
@@ -38,7 +39,7 @@ from restore.jsonl import BOM, LineMark, SkippedLine, parse_bytes
 from restore.sources import claude_code, codex
 from restore.sources.common import SourceParser
 from restore.sources.handoff import thread_id_for
-from restore.store import Durability, ThreadStore, ThreadWriter
+from restore.store import Durability, ThreadStore, ThreadWriter, read_thread_file
 from restore.summary import ThreadSummary
 from restore.threads import ThreadService
 
@@ -174,7 +175,8 @@ def _iso(seconds: float) -> str:
 @dataclass
 class FileResult:
     """What importing one source file did: created, updated, revision (rewritten: a new
-    thread), unchanged, empty, deferred (no cwd yet, while watching), busy, missing."""
+    thread), unchanged, empty, deferred (no cwd yet, while watching), busy, missing,
+    not-a-file (a FIFO or device where a session file was expected: never opened)."""
 
     path: str
     status: str
@@ -322,6 +324,8 @@ class Importer:
             stat = path.stat()
         except FileNotFoundError:
             return FileResult(source, "missing", reason="the file is gone")
+        if not S_ISREG(stat.st_mode):  # a FIFO would block the import (and the watcher) forever
+            return FileResult(source, "not-a-file", reason="not a regular file; not read")
         entry = known if looked_up else self.ledger.get(source)
         if entry is not None and (entry.size, entry.mtimeNs) == (stat.st_size, stat.st_mtime_ns):
             return FileResult(source, "unchanged", entry.threadId)
@@ -387,7 +391,7 @@ class Importer:
             located = self.service.layout.locate(thread_id)
             if located is None:
                 return found
-            items = parse_bytes(located[0].read_bytes()).items
+            items = parse_bytes(read_thread_file(located[0], thread_id)).items
             origin = items[0].get("origin") if items else None
             if not isinstance(origin, dict) or origin.get("path") != source:
                 continue

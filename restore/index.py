@@ -27,7 +27,7 @@ import orjson
 from protocol.errors import ErrorKind, ProtocolError
 from restore.jsonl import LineMark
 from restore.paths import Layout
-from restore.private import create_file, private_dirs
+from restore.private import create_file, not_regular, private_dirs
 from restore.summary import Indexed, ThreadSummary
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ LiveRows = Callable[[], dict[str, Indexed]]
 
 MAX_LIMIT = 200
 _BATCH = 100  # files summarized per write transaction and per progress report
+_INDEX_FILES = ("", "-wal", "-shm")  # the index and the files SQLite keeps beside it
 
 # Every ThreadSummary field, in table order; `updatedAt` is stored as '' when unknown so the
 # keyset order has no NULLs to special-case.
@@ -198,11 +199,16 @@ class ThreadIndex:
             if self._conn is not None:
                 return "ready"
             path = self._layout.index_path
+            foreign = any(not_regular(path.with_name(path.name + end)) for end in _INDEX_FILES)
             if self._in_memory:
-                conn = self._memory_copy(path)
+                # Something else where the index belongs (a FIFO would block SQLite): built
+                # from the thread files alone, as for a missing index.
+                conn = self._memory_copy(path, seed=not foreign)
                 self._reconcile(conn, progress)
                 self._conn = conn
                 return "built in memory (read-only data directory)"
+            if foreign:
+                self._move_aside(path)
             if path.exists():
                 try:
                     conn = self._open_existing(path)
@@ -216,8 +222,9 @@ class ThreadIndex:
             self._conn = self._configured(self._connect(path))
             return "rebuilt"
 
-    def _memory_copy(self, path: Path) -> sqlite3.Connection:
-        """An index in memory, copied from `path` when that is a usable index of this schema.
+    def _memory_copy(self, path: Path, *, seed: bool = True) -> sqlite3.Connection:
+        """An index in memory, copied from `path` when that is a usable index of this schema
+        (and `seed`).
 
         The file is opened `immutable=1`: on read-only media SQLite can create neither a
         lock nor the WAL's `-shm`, and a plain read-only open of a WAL database fails. Rows
@@ -227,12 +234,14 @@ class ThreadIndex:
 
         conn = self._connect(":memory:")
         try:
-            source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
-            try:
-                if source.execute("PRAGMA user_version").fetchone()[0] == self.SCHEMA_VERSION:
-                    source.backup(conn)
-            finally:
-                source.close()
+            if seed:
+                uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+                source = sqlite3.connect(uri, uri=True)
+                try:
+                    if source.execute("PRAGMA user_version").fetchone()[0] == self.SCHEMA_VERSION:
+                        source.backup(conn)
+                finally:
+                    source.close()
         except sqlite3.Error:
             pass  # missing or unusable: built from the files instead
         has_table = conn.execute(
@@ -290,9 +299,9 @@ class ThreadIndex:
     def _move_aside(path: Path) -> None:
         """Keep a corrupt index (and its WAL) for inspection instead of deleting it."""
         aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in _INDEX_FILES:
             source = path.with_name(path.name + suffix)
-            if source.exists():
+            if os.path.lexists(source):
                 os.replace(source, aside.with_name(aside.name + suffix))
 
     def _rebuild(self, path: Path, progress: ProgressCallback | None) -> None:

@@ -49,7 +49,7 @@ from protocol.errors import ErrorKind, ProtocolError, storage_error, thread_not_
 from restore.atomic import write_atomically
 from restore.jsonl import BOM, LineMark, decode_line
 from restore.paths import Layout, validate_thread_id
-from restore.private import private_dirs
+from restore.private import private_dirs, read_regular
 from restore.store import open_thread_file
 
 ANCHOR_BYTES = 64 * 1024
@@ -526,7 +526,7 @@ class ThreadPages:
 
     def _load(self, thread_id: str) -> OffsetMap | None:
         try:
-            data = self.layout.offsets_path(thread_id).read_bytes()
+            data = read_regular(self.layout.offsets_path(thread_id))
         except OSError:
             return None
         return OffsetMap.from_json(data, thread_id)

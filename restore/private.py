@@ -9,7 +9,9 @@ git and files written in the workspace inherit) is left alone.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 
 DIR_MODE = 0o700
@@ -50,3 +52,36 @@ def write_new(path: Path, data: bytes, *, sync: bool = False) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class NotRegularFile(OSError):
+    """Something other than a regular file sits where sessiond keeps one of its own."""
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a file sessiond wrote in the data dir, read so that nothing else in its
+    place can stall or mislead the reader: a FIFO would block the single store worker (and
+    every client's list and record behind it), a symlink would lead out of the data dir.
+    Those raise `NotRegularFile` (an OSError, as a missing file's FileNotFoundError is), so
+    each caller's "unreadable" path handles them; nothing is followed or waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, f"{path} is not a regular file", str(path))
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def not_regular(path: Path) -> bool:
+    """True when what sits at `path` is not a regular file (a FIFO, a directory); False when
+    it is one, or nothing is there. For SQLite files, which SQLite opens through a link: a
+    link to a regular file (an index kept on another disk) is one."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return False

@@ -15,7 +15,7 @@ import orjson
 
 from restore.atomic import write_atomically
 from restore.paths import Layout
-from restore.private import private_dirs
+from restore.private import private_dirs, read_regular
 from restore.store import Checkpoint
 from restore.subsystems import ThreadState
 
@@ -37,7 +37,7 @@ class Snapshot:
 def load(layout: Layout, thread_id: str) -> tuple[Snapshot | None, str | None]:
     """The thread's snapshot, or None and why not ("missing", "corrupt: ...")."""
     try:
-        data = layout.snapshot_path(thread_id).read_bytes()
+        data = read_regular(layout.snapshot_path(thread_id))
     except FileNotFoundError:
         return None, "missing"
     except OSError as exc:

@@ -28,7 +28,7 @@ from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.atomic import fsync_dir
 from restore.jsonl import LineMark, ThreadFile, encode_line, parse_bytes
 from restore.paths import Layout, validate_thread_id
-from restore.private import private_dirs, write_new
+from restore.private import private_dirs, read_regular, write_new
 from restore.stores.base import stamp
 from restore.summary import Indexed, ThreadSummary, summarize
 
@@ -532,7 +532,7 @@ class ThreadStore:
 
     def _holder(self, thread_id: str) -> str:
         try:
-            named = orjson.loads(self._holder_path(thread_id).read_bytes())
+            named = orjson.loads(read_regular(self._holder_path(thread_id)))
             pid, holder = named["pid"], str(named["holder"])
             os.kill(pid, 0)
         except (OSError, ValueError, TypeError, KeyError):

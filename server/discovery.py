@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from protocol import PROTOCOL_VERSION
-from restore.private import private_dirs
+from restore.private import private_dirs, read_regular
 
 
 def servers_dir(home: Path) -> Path:
@@ -40,7 +40,7 @@ def pid_alive(pid: object) -> bool:
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        record = orjson.loads(path.read_bytes())
+        record = orjson.loads(read_regular(path))
     except (OSError, orjson.JSONDecodeError):
         return None
     return record if isinstance(record, dict) else None

@@ -13,7 +13,6 @@ import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -108,14 +107,21 @@ def test_unreadable_home_is_one_line_and_a_typed_error_on_the_wire(tmp_path: Pat
             server.close()
 
 
-def test_broken_index_is_a_storage_error_naming_the_index(spawn: Callable[..., ServerProcess],
-                                                          home: Path) -> None:  # fmt: skip
-    (home / "index.sqlite3").mkdir()  # SQLite cannot open a directory
-    server = spawn()
-    server.initialize()
-    error = _storage_error(server, "thread/list", {})
-    assert error.data["path"] == str(home / "index.sqlite3")
+def test_an_index_sqlite_cannot_open_is_a_storage_error_naming_the_index(
+    home: Path, tmp_path: Path
+) -> None:
+    _record_a_thread(home, tmp_path)
+    index = home / "index.sqlite3"
+    with confine.unreadable(index) as prefix:  # mode 000, binding root too
+        server = ServerProcess(home, prefix=prefix)
+        try:
+            server.initialize()
+            error = _storage_error(server, "thread/list", {})
+        finally:
+            server.close()
+    assert error.data["path"] == str(index)
     assert "-32603" not in error.message and "OperationalError" not in error.message
+    assert index.stat().st_size > 0  # left as it was: a permission says nothing of its contents
 
 
 def _record_a_thread(home: Path, cwd: Path) -> str:

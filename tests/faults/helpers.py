@@ -45,10 +45,13 @@ def list_all(server: ServerProcess, **filters: Any) -> list[dict[str, Any]]:
     return server.request("thread/list", {"limit": 200, **filters})["threads"]
 
 
-def sessiond(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The `sessiond` command line as its own process, on the test's data dir."""
+def sessiond(
+    home: Path, *args: str, prefix: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The `sessiond` command line as its own process, on the test's data dir (`prefix`:
+    a confinement to run it under, tests/confine.py)."""
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", "--home", str(home), *args],
+        [*(prefix or []), sys.executable, "-m", "server.cli", "--home", str(home), *args],
         cwd=REPO,
         capture_output=True,
         text=True,

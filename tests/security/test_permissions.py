@@ -14,7 +14,7 @@ import stat
 import uuid
 from pathlib import Path
 
-from tests.faults.helpers import record, start, thread_file
+from tests.faults.helpers import record, sessiond, start, thread_file
 from tests.rpc_client import ServerProcess
 from tests.ws_client import WsClient, WsServerProcess
 
@@ -89,3 +89,27 @@ def test_websocket_creates_a_private_data_dir_before_any_request(tmp_path: Path)
         assert _too_open(home) == []
     finally:
         server.close()
+
+
+def test_a_data_dir_an_older_version_left_open_is_made_private_at_first_use(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "sessiond"
+    (home / "threads" / "ab").mkdir(parents=True, mode=0o755)
+    (home / "index.sqlite3").write_bytes(b"")
+    os.chmod(home, 0o755)  # what `mkdir` under umask 022 gave before modes were explicit
+    listed = sessiond(home, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert f"made the data directory {home} private (it was 755" in listed.stderr
+
+
+def test_a_home_that_is_not_sessionds_is_never_re_moded(tmp_path: Path) -> None:
+    person = tmp_path / "ana"  # `--home ~` by mistake: a person's home directory
+    (person / "Documents").mkdir(parents=True)
+    (person / ".bashrc").write_text("export EDITOR=vi\n")
+    os.chmod(person, 0o755)
+    listed = sessiond(person, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert stat.S_IMODE(person.stat().st_mode) == 0o755
+    assert "made the data directory" not in listed.stderr

@@ -212,7 +212,7 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
           [["notes", "root-folder"], ["main", "git-branch"], ["first thread", "debug-start"]],
         ),
       );
-      assert.equal(await activeTab(window), "first thread");
+      await eventually(async () => assert.equal(await activeTab(window), "first thread"));
       assert.equal(await welcome.count(), 0, "the welcome content is gone");
     } finally {
       await window.close();
