@@ -906,7 +906,6 @@ class AcpProxy:
     ) -> tuple[Live, dict[str, Any], list[dict[str, Any]]]:
         """Resume the thread in the store (a new session; drift refused unless accepted),
         finish a turn a crash cut short, and remember how to reach AGENT's session."""
-
         report = self.service.resume(
             thread_id,
             cwd=cwd if isinstance(cwd, str) else None,
