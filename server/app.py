@@ -69,6 +69,10 @@ class SessiondServer:
         self._flush_handle: asyncio.TimerHandle | None = None
         self._pending_updates: dict[str, Any] = {}
         self.subscriptions = Subscriptions()
+        if config.store:  # other machines' appends reach followers by the relay
+            from server.relay import Relay
+
+            self.subscriptions.relay = Relay(self)
         self.workspace_listeners: list[Callable[[], None]] = []
         self._hooks: LifecycleHooks | None = None
         self._watcher: Watcher | None = None
@@ -163,6 +167,12 @@ class SessiondServer:
             self.loop.call_soon_threadsafe(self._announce_elsewhere, event, thread_id, summary)
 
     def _announce_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:
+        relay = self.subscriptions.relay
+        if relay is not None:  # followers get the items (nothing for unfollowed threads)
+            if event == "listening":
+                relay.listening()
+                return
+            relay.changed(thread_id, summary.lastSeq if summary is not None else None)
         if event == "started" and summary is not None:
             self.broadcast("thread/started", {"thread": summary.thread_info()})
         elif event == "deleted":
