@@ -1051,6 +1051,14 @@ export interface TurnItem {
    * Why the turn continues, in words.
    */
   continueReason?: string | null;
+  /**
+   * `sessiond acp`, on `started`: the content blocks sent to the agent ahead of the user's prompt (SessionStart hooks' additionalContext), exactly as sent. Not the user's words: never replayed as a user message.
+   */
+  agentContext?: ContentPart[] | null;
+  /**
+   * The `prompt_section` names `agentContext` carried.
+   */
+  promptSections?: string[] | null;
   [k: string]: unknown;
 }
 export interface TodosItem {
