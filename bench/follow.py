@@ -3,8 +3,9 @@
 
     python -m bench.follow [--records 30]
 
-Baseline: the embedded store, two processes on one data dir (the file watcher reads the
-thread's tail, server/watch.py). Against it: PostgreSQL, two processes with their own
+Baseline: the embedded store, two processes on one data dir (the file watcher says the
+thread changed, server/watch.py, and the relay reads the items after the last one sent,
+server/relay.py). Against it: PostgreSQL, two processes with their own
 homes on one database (LISTEN/NOTIFY, then the relay reads the rows, server/relay.py).
 A throwaway cluster (tests/pg_cluster.py) is started for the run and removed after it.
 Records are spaced (one at a time, each waited for), so each latency is one append's.
@@ -47,8 +48,8 @@ def _latencies(root: Path, store_url: str | None, records: int) -> list[float]:
             b.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [item]})
             answered = time.perf_counter()
             if n < 2:
-                # Warm-up, not waited for: the embedded watcher's first look at a thread
-                # announces it without its items (restore/external.py).
+                # Warm-up, not measured: each side's first read of the thread (its page
+                # map, the relay's first page) is not what a follower waits for after.
                 time.sleep(1.0)
                 continue
             _wait_for(a, item["id"])
