@@ -50,6 +50,7 @@ from server.hook_config import (
     user_config_dir,
     workspace_config_path,
 )
+from server.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from server.app import SessiondServer
@@ -62,6 +63,9 @@ STDERR_LIMIT = 4096
 STDOUT_LIMIT = 1 << 20
 """A hook printing more than this on stdout is recorded as failed."""
 SHUTDOWN_GRACE = 5.0
+HOOKS_MARKER = "SESSIOND_HOOKS_OF"
+"""Every process a hook starts carries it (the server's watchdog tag): what the watchdog
+kills if the server is killed."""
 """How long SessionEnd hooks may still run after the client said `exit`; SessionStart
 hooks still running then are killed at once."""
 
@@ -144,6 +148,7 @@ class LifecycleHooks:
         self._active_runs: set[str] = set()  # command hooks whose own process still runs
         self._orphans = reaper.Orphans()
         self._ran_commands = False
+        self._watchdog: Watchdog | None = None
         self._stopping = False
 
     # --- called by handlers ------------------------------------------------------------
@@ -392,6 +397,14 @@ class LifecycleHooks:
     async def _run_command(self, event: _Event, spec: HookSpec, run_id: str) -> _Outcome:
         assert spec.command is not None
         cwd = event.session.cwd if event.session.cwd and os.path.isdir(event.session.cwd) else None
+        if not self._ran_commands:
+            # Before the first hook process: what a hook detaches (double fork, setsid) is
+            # re-parented to this process, not init, so it can be found and killed; and
+            # should this process be killed (-9) with nobody left to do it, the watchdog
+            # kills every process a hook started (server/watchdog.py).
+            reaper.become_subreaper()
+            self._watchdog = Watchdog.start(HOOKS_MARKER)
+            self._ran_commands = True
         env = {
             **os.environ,
             "SESSIOND_HOOK_EVENT": event.name,
@@ -399,12 +412,8 @@ class LifecycleHooks:
             "SESSIOND_SESSION_ID": event.session.session_id,
             "SESSIOND_PROJECT_DIR": event.workspace or event.session.cwd or "",
             reaper.MARKER: run_id,  # inherited by everything the hook starts
+            **(self._watchdog.tagged() if self._watchdog is not None else {}),
         }
-        if not self._ran_commands:
-            # Before the first hook process: what a hook detaches (double fork, setsid) is
-            # re-parented to this process, not init, so it can be found and killed.
-            reaper.become_subreaper()
-            self._ran_commands = True
         self._active_runs.add(run_id)
         try:
             process = await asyncio.create_subprocess_shell(
@@ -420,6 +429,8 @@ class LifecycleHooks:
             self._active_runs.discard(run_id)
             return _Outcome("failed", error=f"could not start: {exc}")
         self._processes[process.pid] = event.name
+        if self._watchdog is not None:
+            self._watchdog.guard(process.pid)  # its process group
         try:
             async with asyncio.timeout(spec.timeout):
                 _, stdout, stderr, code = await asyncio.gather(
@@ -447,6 +458,9 @@ class LifecycleHooks:
             self._processes.pop(process.pid, None)
             self._active_runs.discard(run_id)
             self._orphans.finished(process.pid)
+            if self._watchdog is not None:
+                # Its group id may be reused; what it left behind still carries the tag.
+                self._watchdog.release(process.pid)
             # What the hook left behind (adopted, or exited) is reaped off the event loop.
             with contextlib.suppress(RuntimeError):
                 asyncio.get_running_loop().run_in_executor(

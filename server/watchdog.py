@@ -17,6 +17,10 @@ that is killed cannot clean up after itself, so another one has to:
   groups, then every process carrying the tag, in rounds until none is left
   (server/reaper.py's `kill_marked`), and exits.
 
+A server's lifecycle hooks get the same guarantee (server/hooks.py): their watchdog is
+spawned at the first hook a server runs, with the marker `SESSIOND_HOOKS_OF`, and each
+hook run's process group is guarded while it runs.
+
 Why a shell and not a fork of sessiond: a forked CPython copies nothing at once, but every
 page sessiond touches afterwards (reference counts touch most) is copied on write — spawn
 to `initialize` answered measured +6.5 ms median over no watchdog, against +3 ms for this
@@ -53,20 +57,22 @@ while IFS= read -r line; do groups="$groups $line"; done
 exec "$0" -c 'import sys; from server.watchdog import main; main(sys.argv[1:])' "$@" $groups
 """
 """The watchdog while sessiond lives: collect the pipe's lines (`+PGID`, `-PGID`) until
-end-of-file, then hand them to `main` with the tag."""
+end-of-file, then hand them to `main` with the marker and the tag."""
 
 
 class Watchdog:
     """sessiond's side: the pipe to the watchdog process, and the tag AGENT carries."""
 
-    def __init__(self, pid: int, pipe: int, tag: str) -> None:
+    def __init__(self, pid: int, pipe: int, tag: str, marker: str) -> None:
         self.pid = pid
         self.tag = tag
+        self.marker = marker
         self._pipe: int | None = pipe
 
     @classmethod
-    def start(cls) -> Watchdog | None:
-        """Spawn the watchdog; None where it cannot run (it is then logged)."""
+    def start(cls, marker: str = MARKER) -> Watchdog | None:
+        """Spawn the watchdog for the processes that will carry `marker` (AGENT's, or a
+        server's hook runs); None where it cannot run (it is then logged)."""
         tag = uuid.uuid4().hex
         read, write = os.pipe()  # close-on-exec: only the watchdog gets the read end
         package_root = str(Path(__file__).resolve().parent.parent)
@@ -75,7 +81,7 @@ class Watchdog:
         try:
             pid = os.posix_spawn(
                 "/bin/sh",
-                ["sh", "-c", _SCRIPT, sys.executable, tag],
+                ["sh", "-c", _SCRIPT, sys.executable, marker, tag],
                 env,
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, read, 0),
@@ -90,19 +96,24 @@ class Watchdog:
             return None
         finally:
             os.close(read)
-        return cls(pid, write, tag)
+        return cls(pid, write, tag, marker)
 
     def environment(self) -> dict[str, str]:
         """AGENT's environment: sessiond's own, tagged."""
-        outer = os.environ.get(MARKER)
-        return {**os.environ, MARKER: f"{outer}{_SEPARATOR}{self.tag}" if outer else self.tag}
+        return {**os.environ, **self.tagged()}
+
+    def tagged(self) -> dict[str, str]:
+        """The entry that marks a process as the watchdog's to kill (appended to an outer
+        sessiond's tag, when nested)."""
+        outer = os.environ.get(self.marker)
+        return {self.marker: f"{outer}{_SEPARATOR}{self.tag}" if outer else self.tag}
 
     def guard(self, pgid: int) -> None:
         """AGENT's process group: killed when sessiond is gone."""
         self._tell(f"+{pgid}\n")
 
     def release(self, pgid: int) -> None:
-        """The group was killed and is empty: its id may be reused, never kill it again."""
+        """The group was killed or has ended: its id may be reused, never kill it again."""
         self._tell(f"-{pgid}\n")
 
     def _tell(self, line: str) -> None:
@@ -117,8 +128,9 @@ class Watchdog:
 
 
 def main(argv: list[str]) -> None:
-    """The watchdog after sessiond's end: `TAG [+PGID|-PGID]...`, in the order written."""
-    tag, *lines = argv
+    """The watchdog after sessiond's end: `MARKER TAG [+PGID|-PGID]...`, in the order
+    written."""
+    marker, tag, *lines = argv
     groups: set[int] = set()
     for line in lines:
         with contextlib.suppress(ValueError):
@@ -126,10 +138,10 @@ def main(argv: list[str]) -> None:
                 groups.add(int(line[1:]))
             elif line[:1] == "-":
                 groups.discard(int(line[1:]))
-    kill_everything(groups, tag)
+    kill_everything(groups, tag, marker)
 
 
-def kill_everything(groups: set[int], tag: str) -> None:
+def kill_everything(groups: set[int], tag: str, marker: str = MARKER) -> None:
     """Kill the process groups, then every process tagged `tag`, then the groups again (a
     member forking meanwhile)."""
     from server import reaper
@@ -137,7 +149,7 @@ def kill_everything(groups: set[int], tag: str) -> None:
     for pgid in groups:
         reaper.kill_group(pgid)
     reaper.kill_marked(
-        MARKER, lambda value: value is not None and tag in value.split(_SEPARATOR), below=None
+        marker, lambda value: value is not None and tag in value.split(_SEPARATOR), below=None
     )
     for pgid in groups:
         reaper.kill_group(pgid)
