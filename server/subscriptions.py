@@ -61,7 +61,9 @@ class Subscriptions:
 
     def recorded(self, thread_id: str, items: list[dict[str, Any]]) -> None:
         """This server's own append, once acknowledged: to the followers (nobody follows
-        anything before the first subscribe)."""
+        anything before the first subscribe). Items this server writes outside
+        `thread/record` (a resume's or a close's session records) are not passed here:
+        followers get them with the next append, read back with it in seq order."""
         if self.relay is not None:
             self.relay.recorded(thread_id, items)
 

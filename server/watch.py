@@ -169,11 +169,6 @@ class Watcher:
 
         new = frozenset(path.stem for path in added)
         self._announce_external(await self.server.run_in_worker(work), new)
-        # Every write to a followed thread, this process's own included: what a follower
-        # has not got yet (a resume's or a close's items, which no thread/record carries)
-        # is read back after the last item it got; an unfollowed thread costs nothing.
-        for path in paths:
-            self.server.subscriptions.changed_elsewhere(path.stem, None)
 
     def _announce_external(
         self, changes: list[ExternalChange], added: set[str] = frozenset()
