@@ -57,6 +57,15 @@ class TurnItem(ItemBase):
         "when the agent's work on it ends."
     )
     continueReason: str | None = Field(None, description="Why the turn continues, in words.")
+    agentContext: list[ContentPart] | None = Field(
+        None,
+        description="`sessiond acp`, on `started`: the content blocks sent to the agent ahead "
+        "of the user's prompt (SessionStart hooks' additionalContext), exactly as sent. Not "
+        "the user's words: never replayed as a user message.",
+    )
+    promptSections: list[str] | None = Field(
+        None, description="The `prompt_section` names `agentContext` carried."
+    )
 
 
 class OperationItem(ItemBase):

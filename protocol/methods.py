@@ -564,7 +564,11 @@ class ThreadUpdatedNotification(WireModel):
 
 
 class ItemRecordedNotification(WireModel):
-    """Sent to subscribers of a thread: the stored lines of one append, in seq order."""
+    """Sent to subscribers of a thread: its newly stored lines, in seq order, each once.
+
+    One append per notification when this server wrote it; with a shared store, other
+    machines' appends come as the rows after the last seq sent (several appends at once,
+    or a long run split into pages under the frame limit)."""
 
     threadId: str = Field(description="The thread written to.")
     items: list[dict[str, Any]] = Field(description="The stored items, with their seq.")

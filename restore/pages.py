@@ -63,6 +63,7 @@ _FIRST_READ, _MAX_READ = 32 * 1024, 1024 * 1024  # a page's reads: small first, 
 _MAX_ANCHOR_LINE = 16 * 1024 * 1024  # longer lines are not worth reading for an anchor
 _PROBE_LINES = 8  # bad lines tried after a boundary before giving up on its anchor
 _CACHED_MAPS = 256
+_NO_SEQ_ABOVE = 1 << 62  # a seq (and a byte budget) no thread reaches
 
 
 @dataclass(slots=True)
@@ -305,6 +306,26 @@ class ThreadPages:
                 self._drop(thread_id, path)
         # Rebuilt and wrong again: the file is changing under us. Scan it instead.
         return self._page(fd, size, anchors.without(), *page)
+
+    def after(
+        self, thread_id: str, after: int, *, limit: int, max_bytes: int
+    ) -> tuple[list[tuple[int, bytes]], bool]:
+        """The items after seq `after`, ascending, each with its seq, cut like a forward
+        page; True when more follow. For followers (server/relay.py): a thread that is
+        gone has nothing after; bad lines are not items and are left out."""
+        try:
+            page = self.read(thread_id, after=after, limit=limit, max_bytes=max_bytes)
+        except ProtocolError as exc:
+            if exc.kind is ErrorKind.THREAD_NOT_FOUND:
+                return [], False
+            raise
+        return [(orjson.loads(raw)["seq"], raw) for raw in page.raw], page.next_seq is not None
+
+    def last_seq(self, thread_id: str) -> int:
+        """The seq of the thread's last item (0 when it has none); ThreadNotFound if none
+        such. Read from the file's end, whatever its length."""
+        page = self.read(thread_id, before=_NO_SEQ_ABOVE, limit=1, max_bytes=_NO_SEQ_ABOVE)
+        return orjson.loads(page.raw[-1])["seq"] if page.raw else 0
 
     def holds(self, thread_id: str, page: Page, backward: bool) -> bool:
         """Whether a page read earlier is still what a read now would answer: the thread's

@@ -23,7 +23,9 @@ a load cannot deadlock on a permission request.
 Store access runs on the event loop thread (one process, one editor, small appends); only
 the turn-end fdatasync runs on a thread. AGENT runs in its own process group with
 PR_SET_PDEATHSIG, so it dies with this process even after a kill -9, and its whole group
-is killed when this process exits any other way.
+is killed when this process exits any other way; what AGENT started (in its group or
+not) is killed by the watchdog spawned at start when this process is gone, however it
+ended (server/watchdog.py).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import signal
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -49,10 +51,11 @@ import orjson
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
 from server.framing import Frame, FrameDecoder, FrameTooLarge
+from server.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from restore.threads import ThreadService
-    from server.hooks import LifecycleHooks
+    from server.hooks import HookRun, LifecycleHooks
 
 logger = logging.getLogger("sessiond.acp")
 
@@ -168,6 +171,7 @@ class AgentProcess(asyncio.SubprocessProtocol):
         argv: list[str],
         on_message: Callable[[AgentProcess, bytes], None],
         on_gone: Callable[..., None],
+        watchdog: Watchdog | None = None,
     ) -> AgentProcess:
         loop = asyncio.get_running_loop()
         transport, agent = await loop.subprocess_exec(
@@ -178,8 +182,12 @@ class AgentProcess(asyncio.SubprocessProtocol):
             stderr=None,  # AGENT's diagnostics go where ours go: the editor's log
             start_new_session=True,  # its own group: killpg reaches its children too
             preexec_fn=_die_with_parent(),
+            env=watchdog.environment() if watchdog is not None else None,
         )
         agent.transport = transport
+        pid = transport.get_pid()
+        if watchdog is not None and pid is not None:
+            watchdog.guard(pid)
         return agent
 
     @property
@@ -261,7 +269,12 @@ class Live:
     agent_session: str | None = None
     previous_agent_session: str | None = None
     prime: dict[str, Any] | None = None
-    history: list[dict[str, Any]] = field(default_factory=list)
+    starting: HookRun | None = None
+    """The SessionStart hooks of the session, until a prompt took their context."""
+    context: dict[str, Any] | None = None
+    """Hook context for AGENT's next prompt (`source.context_block`), sent once."""
+    context_sent: dict[str, Any] | None = None
+    """The hook context AGENT's session has: a new AGENT session gets it again."""
 
 
 @dataclass
@@ -277,6 +290,7 @@ class Upstream:
     turn_id: str | None = None
     future: asyncio.Future[Any] | None = None
     release_hold: str | None = None
+    context_sections: list[str] | None = None
 
 
 @dataclass
@@ -314,8 +328,10 @@ class AcpProxy:
         argv: list[str],
         write_editor: Callable[[bytes], None],
         store: str | None = None,
+        watchdog: Watchdog | None = None,
     ):
         self.home = home
+        self.watchdog = watchdog
         self.store_url = store
         """A `postgresql://` URL (`--store`, SESSIOND_STORE): record into the shared store."""
         self.argv = argv
@@ -371,7 +387,9 @@ class AcpProxy:
 
     async def start_agent(self) -> AgentProcess:
         """Spawn AGENT; when the editor initialized an earlier one, initialize it alike."""
-        agent = await AgentProcess.spawn(self.argv, self._agent_bytes, self._agent_gone)
+        agent = await AgentProcess.spawn(
+            self.argv, self._agent_bytes, self._agent_gone, self.watchdog
+        )
         self.agent = agent
         if self.initialize_params is not None:
             result = await self._call("initialize", self.initialize_params)
@@ -436,6 +454,8 @@ class AcpProxy:
             self.by_agent.clear()
             self.held_back.clear()
         agent.kill_group()  # children it left behind
+        if self.watchdog is not None and agent.pid is not None:
+            self.watchdog.release(agent.pid)
 
     # --- bytes in -------------------------------------------------------------------------
 
@@ -546,8 +566,18 @@ class AcpProxy:
         live = self._live_of(message.get("params"))
         if live is None or self.agent is None or live.agent_session is None:
             return self._answering(message, self._prompt_after_reopen(message))
+        if live.starting is not None and not live.starting.done():
+            return self._answering(message, self._prompt_after_hooks(live, message))
         self._send_prompt(live, message)
         return None
+
+    async def _prompt_after_hooks(self, live: Live, message: dict[str, Any]) -> None:
+        """The session's SessionStart hooks are still running: their context belongs in
+        this prompt, so it waits for them (each hook is bounded by its own timeout; a
+        failed or timed-out hook adds nothing). Later editor messages wait too: order."""
+        if live.starting is not None:
+            await asyncio.wait({live.starting})
+        self._send_prompt(live, message)
 
     async def _prompt_after_reopen(self, message: dict[str, Any]) -> None:
         """A prompt for a thread not open here (sessiond restarted under the editor) or
@@ -566,17 +596,35 @@ class AcpProxy:
         await self._ensure_agent()
         if live.agent_session is None:
             await self._reach_agent_session(live)
-        self._send_prompt(live, message)
-        return None
+        await self._prompt_after_hooks(live, message)
 
     def _send_prompt(self, live: Live, message: dict[str, Any]) -> None:
         params = message.get("params") or {}
         prompt = params.get("prompt") if isinstance(params.get("prompt"), list) else []
         turn_id = str(uuid.uuid4())
-        self._record(live, live.recorder.begin_turn(turn_id, prompt))
-        if live.prime is not None:
-            message = {**message, "params": {**params, "prompt": [live.prime, *prompt]}}
-        self._forward(message, turn_id=turn_id)
+        context = self._take_context(live)
+        self._record(live, live.recorder.begin_turn(turn_id, prompt, context))
+        leading = [live.prime] if live.prime is not None else []
+        if context is not None:
+            leading.append(context["block"])
+        if leading:
+            message = {**message, "params": {**params, "prompt": [*leading, *prompt]}}
+        sections = context["sections"] if context is not None else None
+        self._forward(message, turn_id=turn_id, context_sections=sections)
+
+    def _take_context(self, live: Live) -> dict[str, Any] | None:
+        """The hook context AGENT has not been sent yet, taken: exactly once per hook run
+        (a later run's context replaces one never sent)."""
+        run, live.starting = live.starting, None
+        if run is not None and not run.done():
+            live.starting = run  # (a prompt waits for the run first) left for the next one
+        elif run is not None and not run.cancelled() and run.result():
+            added = [(a.section, a.content) for a in run.result() or []]
+            live.context = source.context_block(added) or live.context
+        context, live.context = live.context, None
+        if context is not None:
+            live.context_sent = context
+        return context
 
     def _editor_answered(self, message: dict[str, Any]) -> None:
         """The editor's answer to AGENT's request: recorded (permission outcomes, file
@@ -743,7 +791,7 @@ class AcpProxy:
         self.service.store.name_holder(thread_id, self.owner)
         self._answer_editor(request, {**message, "result": {**result, "sessionId": thread_id}})
         self._adopt(agent_session, thread_id)
-        self.hooks.session_started(
+        live.starting = self.hooks.session_started(
             _hook_client(self),
             thread_id=thread_id,
             session_id=live.session_id,
@@ -776,6 +824,11 @@ class AcpProxy:
             self._record(live, ended)
             await self._sync()
             self._flush_index_soon()
+        result = message.get("result")
+        if request.context_sections and isinstance(result, dict):
+            meta = dict(result.get("_meta") or {})
+            meta["sessiond"] = {**(meta.get("sessiond") or {}), "context": request.context_sections}
+            message = {**message, "result": {**result, "_meta": meta}}
         self._answer_editor(request, message)
 
     # --- the session methods sessiond answers itself --------------------------------------
@@ -853,8 +906,6 @@ class AcpProxy:
     ) -> tuple[Live, dict[str, Any], list[dict[str, Any]]]:
         """Resume the thread in the store (a new session; drift refused unless accepted),
         finish a turn a crash cut short, and remember how to reach AGENT's session."""
-        from restore.subsystems import messages as messages_subsystem
-
         report = self.service.resume(
             thread_id,
             cwd=cwd if isinstance(cwd, str) else None,
@@ -897,11 +948,7 @@ class AcpProxy:
         if recovered.items:
             self._record(live, recovered)
             items = self.service.store.read(thread_id)[0].items
-        session = self.service.session_for(thread_id, session_id, self.owner)
-        # The newest messages since the boundary (the state keeps their seqs, not bodies).
-        newest = set(messages_subsystem.newest(session.state.states["messages"], HISTORY_LIMIT))
-        live.history = [item for item in items if item.get("seq") in newest]
-        self.hooks.session_started(
+        live.starting = self.hooks.session_started(
             _hook_client(self),
             thread_id=thread_id,
             session_id=session_id,
@@ -951,12 +998,25 @@ class AcpProxy:
         if not isinstance(agent_session, str):
             raise ProtocolError(ErrorKind.AGENT_EXITED, "the agent answered without a session id")
         if via == "new":
-            live.prime = source.priming_block(live.history)
+            live.prime = source.priming_block(self._history(live))
+            if live.context is None:
+                live.context = live.context_sent  # the lost AGENT session had it
         recorded = live.recorder.agent_session(agent_session, via, self.argv)
         self._record(live, recorded.add(live.recorder.session_state(result)))
         live.agent_session = agent_session
         self._adopt(agent_session, live.thread_id)
         return via, result
+
+    def _history(self, live: Live) -> list[dict[str, Any]]:
+        """The thread's newest messages since its boundary, as recorded so far (a thread
+        started here has them too, when AGENT died and cannot resume)."""
+        from restore.subsystems import messages as messages_subsystem
+
+        session = self.service.session_for(live.thread_id, live.session_id, self.owner)
+        # The state keeps the messages' seqs, not their bodies.
+        newest = set(messages_subsystem.newest(session.state.states["messages"], HISTORY_LIMIT))
+        items = self.service.store.read(live.thread_id)[0].items
+        return [item for item in items if item.get("seq") in newest]
 
     async def session_close(self, message: dict[str, Any]) -> dict[str, Any]:
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
@@ -1231,14 +1291,16 @@ def _hook_client(proxy: AcpProxy) -> Any:
 # --- the process ---------------------------------------------------------------------------
 
 
-async def serve(home: Path, argv: list[str], store: str | None = None) -> int:
+async def serve(
+    home: Path, argv: list[str], store: str | None = None, watchdog: Watchdog | None = None
+) -> int:
     """Proxy the editor on stdin/stdout to AGENT until either side ends."""
     from server.pipes import BatchedOutput, read_input
 
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
     output = BatchedOutput(sys.stdout.buffer, ended.set)
-    proxy = AcpProxy(home, argv, output.write, store)
+    proxy = AcpProxy(home, argv, output.write, store, watchdog)
     try:
         await proxy.start_agent()
     except OSError as exc:
@@ -1272,4 +1334,5 @@ def main(home: Path, argv: list[str], store: str | None = None) -> int:
             "sessiond acp: name the agent to run: sessiond acp -- AGENT [ARGS...]", file=sys.stderr
         )
         return 2
-    return asyncio.run(serve(home, argv, store))
+    watchdog = Watchdog.start() if os.name == "posix" else None  # server/watchdog.py
+    return asyncio.run(serve(home, argv, store, watchdog))

@@ -68,7 +68,7 @@ class SessiondServer:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self._pending_updates: dict[str, Any] = {}
-        self.subscriptions = Subscriptions()
+        self.subscriptions = Subscriptions(self)
         self.workspace_listeners: list[Callable[[], None]] = []
         self._hooks: LifecycleHooks | None = None
         self._watcher: Watcher | None = None
@@ -163,6 +163,15 @@ class SessiondServer:
             self.loop.call_soon_threadsafe(self._announce_elsewhere, event, thread_id, summary)
 
     def _announce_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:
+        relay = self.subscriptions.relay
+        if event == "listening":
+            if relay is not None:
+                relay.listening()
+            return
+        # Followers get the items (nothing for unfollowed threads).
+        self.subscriptions.changed_elsewhere(
+            thread_id, summary.lastSeq if summary is not None else None
+        )
         if event == "started" and summary is not None:
             self.broadcast("thread/started", {"thread": summary.thread_info()})
         elif event == "deleted":

@@ -240,7 +240,7 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
         result, summary = outcome
         if result.stored:
             ctx.server.schedule_index_flush()
-            ctx.server.subscriptions.publish(summary.threadId, result.stored)
+            ctx.server.subscriptions.recorded(summary.threadId, result.stored)
             ctx.server.announce_update(summary)
         return {
             "firstSeq": result.first_seq,

@@ -14,7 +14,9 @@ has been sent. Nothing a hook does can change an answer, delay it, or take the s
   failed or timed_out, with exit code, bounded stderr and duration) and announced to
   clients as `lifecycle/hook` notifications;
 - a SessionStart hook's `additionalContext` becomes a `prompt_section` item named
-  `hook:SessionStart:<hook name>`, so the restore engine hands it back on the next resume.
+  `hook:SessionStart:<hook name>`, so the restore engine hands it back on the next resume;
+  `session_started` returns the run as a task whose result is those sections, for a
+  caller that hands them to an agent itself (the ACP proxy).
 
 The start of a session is recorded by its `session_meta` line (source, reason,
 resumedFrom, forkedFrom); the end of one by a `lifecycle` item with status `ended`.
@@ -48,6 +50,7 @@ from server.hook_config import (
     user_config_dir,
     workspace_config_path,
 )
+from server.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from server.app import SessiondServer
@@ -60,6 +63,9 @@ STDERR_LIMIT = 4096
 STDOUT_LIMIT = 1 << 20
 """A hook printing more than this on stdout is recorded as failed."""
 SHUTDOWN_GRACE = 5.0
+HOOKS_MARKER = "SESSIOND_HOOKS_OF"
+"""Every process a hook starts carries it (the server's watchdog tag): what the watchdog
+kills if the server is killed."""
 """How long SessionEnd hooks may still run after the client said `exit`; SessionStart
 hooks still running then are killed at once."""
 
@@ -105,6 +111,19 @@ class _Event:
         }
 
 
+@dataclass(frozen=True)
+class AddedContext:
+    """A SessionStart hook's `additionalContext`, as the `prompt_section` it became."""
+
+    section: str  # hook:SessionStart:<hook name>
+    content: str
+
+
+HookRun = asyncio.Task[list[AddedContext] | None]
+"""The hooks of one event: their added context in configuration order (None: the run
+failed as a whole, or was cancelled by a shutdown)."""
+
+
 @dataclass
 class _Outcome:
     status: str  # completed | failed | timed_out
@@ -123,12 +142,13 @@ class LifecycleHooks:
         self._entry_points: list[HookSpec] | None = None
         self._sessions: dict[str, _Session] = {}  # open sessions by thread id
         self._cwd_of_thread: dict[str, str | None] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._last_of_thread: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[HookRun] = set()
+        self._last_of_thread: dict[str, HookRun] = {}
         self._processes: dict[int, str] = {}  # process group id -> event name
         self._active_runs: set[str] = set()  # command hooks whose own process still runs
         self._orphans = reaper.Orphans()
         self._ran_commands = False
+        self._watchdog: Watchdog | None = None
         self._stopping = False
 
     # --- called by handlers ------------------------------------------------------------
@@ -144,11 +164,12 @@ class LifecycleHooks:
         previous_session_id: str | None = None,
         forked_from: dict[str, Any] | None = None,
         after_answer: bool = True,
-    ) -> None:
+    ) -> HookRun:
         """Run the SessionStart hooks matching `source`, after the current answer is sent.
 
         `cwd=None` (clear, compact) means the cwd the thread's last session started in.
-        `after_answer=False`: the caller sent its answer already (the ACP proxy)."""
+        `after_answer=False`: the caller sent its answer already (the ACP proxy). The run
+        ends when every hook finished, failed or timed out (each under its own timeout)."""
         if cwd is None:
             cwd = self._cwd_of_thread.get(thread_id)
         self._cwd_of_thread[thread_id] = cwd
@@ -166,7 +187,7 @@ class LifecycleHooks:
         if forked_from:
             extra["forkedFrom"] = forked_from
         event = _Event("SessionStart", thread_id, session, source, _folders(ctx), extra)
-        self._schedule(thread_id, lambda: self._run_event(event), after_answer)
+        return self._schedule(thread_id, lambda: self._run_event(event), after_answer)
 
     def session_ended(
         self,
@@ -250,12 +271,15 @@ class LifecycleHooks:
     # --- running -----------------------------------------------------------------------
 
     def _schedule(
-        self, thread_id: str, work: Callable[[], Awaitable[None]], after_answer: bool = True
-    ) -> None:
+        self,
+        thread_id: str,
+        work: Callable[[], Awaitable[list[AddedContext]]],
+        after_answer: bool = True,
+    ) -> HookRun:
         request = asyncio.current_task() if after_answer else None
         previous = self._last_of_thread.get(thread_id)
 
-        async def run() -> None:
+        async def run() -> list[AddedContext] | None:
             # The connection sends the answer from a done-callback registered before ours:
             # waiting for the request's task means the answer is written when hooks start.
             if request is not None and not request.done():
@@ -263,24 +287,26 @@ class LifecycleHooks:
             if previous is not None and not previous.done():
                 await asyncio.wait({previous})
             try:
-                await work()
+                return await work()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 logger.exception("lifecycle hooks of thread %s failed", thread_id)
+                return None
 
         task = asyncio.get_running_loop().create_task(run())
         self._tasks.add(task)
         self._last_of_thread[thread_id] = task
 
-        def forget(done: asyncio.Task[None]) -> None:
+        def forget(done: HookRun) -> None:
             self._tasks.discard(done)
             if self._last_of_thread.get(thread_id) is done:
                 del self._last_of_thread[thread_id]
 
         task.add_done_callback(forget)
+        return task
 
-    async def _run_event(self, event: _Event) -> None:
+    async def _run_event(self, event: _Event) -> list[AddedContext]:
         if event.name == "SessionEnd" and event.match_on not in ("close", "disconnect"):
             # A close or a disconnect records its own end (restore/threads.py) before the
             # lock is released.
@@ -307,7 +333,7 @@ class LifecycleHooks:
                 name, suffix = f"{spec.name}:{suffix}", suffix + 1
             names.add(name)
             runs.append(self._run_hook(event, spec, name))
-        await asyncio.gather(*runs)
+        return [added for added in await asyncio.gather(*runs) if added is not None]
 
     def _specs(self, event: _Event) -> list[HookSpec]:
         """Every configured hook for the event's place (on a worker thread, not the loop)."""
@@ -320,9 +346,9 @@ class LifecycleHooks:
             self._entry_points = entry_point_hooks()
         return specs + self._entry_points
 
-    async def _run_hook(self, event: _Event, spec: HookSpec, name: str) -> None:
+    async def _run_hook(self, event: _Event, spec: HookSpec, name: str) -> AddedContext | None:
         if self._stopping and event.name != "SessionEnd":
-            return
+            return None
         run_id = str(uuid.uuid4())
         fields = {"hook": name, "hookType": spec.kind, "origin": spec.origin, "runId": run_id}
         if spec.command is not None:
@@ -364,10 +390,21 @@ class LifecycleHooks:
         await recorded
         await self._append(event.thread_id, items)
         self._notify(event, finished)
+        if section is None or outcome.additional_context is None:
+            return None
+        return AddedContext(section, outcome.additional_context)
 
     async def _run_command(self, event: _Event, spec: HookSpec, run_id: str) -> _Outcome:
         assert spec.command is not None
         cwd = event.session.cwd if event.session.cwd and os.path.isdir(event.session.cwd) else None
+        if not self._ran_commands:
+            # Before the first hook process: what a hook detaches (double fork, setsid) is
+            # re-parented to this process, not init, so it can be found and killed; and
+            # should this process be killed (-9) with nobody left to do it, the watchdog
+            # kills every process a hook started (server/watchdog.py).
+            reaper.become_subreaper()
+            self._watchdog = Watchdog.start(HOOKS_MARKER)
+            self._ran_commands = True
         env = {
             **os.environ,
             "SESSIOND_HOOK_EVENT": event.name,
@@ -375,12 +412,8 @@ class LifecycleHooks:
             "SESSIOND_SESSION_ID": event.session.session_id,
             "SESSIOND_PROJECT_DIR": event.workspace or event.session.cwd or "",
             reaper.MARKER: run_id,  # inherited by everything the hook starts
+            **(self._watchdog.tagged() if self._watchdog is not None else {}),
         }
-        if not self._ran_commands:
-            # Before the first hook process: what a hook detaches (double fork, setsid) is
-            # re-parented to this process, not init, so it can be found and killed.
-            reaper.become_subreaper()
-            self._ran_commands = True
         self._active_runs.add(run_id)
         try:
             process = await asyncio.create_subprocess_shell(
@@ -396,6 +429,8 @@ class LifecycleHooks:
             self._active_runs.discard(run_id)
             return _Outcome("failed", error=f"could not start: {exc}")
         self._processes[process.pid] = event.name
+        if self._watchdog is not None:
+            self._watchdog.guard(process.pid)  # its process group
         try:
             async with asyncio.timeout(spec.timeout):
                 _, stdout, stderr, code = await asyncio.gather(
@@ -423,6 +458,9 @@ class LifecycleHooks:
             self._processes.pop(process.pid, None)
             self._active_runs.discard(run_id)
             self._orphans.finished(process.pid)
+            if self._watchdog is not None:
+                # Its group id may be reused; what it left behind still carries the tag.
+                self._watchdog.release(process.pid)
             # What the hook left behind (adopted, or exited) is reaped off the event loop.
             with contextlib.suppress(RuntimeError):
                 asyncio.get_running_loop().run_in_executor(

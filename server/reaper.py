@@ -30,6 +30,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 logger = logging.getLogger("sessiond.hooks")
 
@@ -64,12 +65,23 @@ def kill_group(pgid: int) -> None:
 def kill_tagged(runs: set[str] | None) -> set[int]:
     """SIGKILL every live descendant tagged with one of `runs` (None: any run); returns the
     killed pids, which the caller reaps once they are its children."""
+    return kill_marked(MARKER, lambda tag: _tag_matches(tag, runs), below=os.getpid())
+
+
+def kill_marked(
+    marker: str, matches: Callable[[str | None], bool], *, below: int | None
+) -> set[int]:
+    """SIGKILL, in rounds until none is left, every live process whose environment's
+    `marker` value `matches`: among the descendants of `below`, or (None) among every
+    process whose environment this user may read. Returns the killed pids."""
     killed: set[int] = set()
+    me = os.getpid()
     for _ in range(KILL_ROUNDS):
+        candidates = descendants(below) if below is not None else live_processes()
         victims = [
             pid
-            for pid in descendants(os.getpid())
-            if pid not in killed and _tag_matches(_tag_of(pid), runs)
+            for pid in candidates
+            if pid not in killed and pid != me and matches(_tag_of(pid, marker))
         ]
         if not victims:
             break
@@ -136,6 +148,11 @@ def reap(pids: set[int]) -> set[int]:
     return left
 
 
+def live_processes() -> list[int]:
+    """Every live (non-zombie) process in /proc (empty elsewhere)."""
+    return [pid for pid, (_, state, _) in _process_table().items() if state != "Z"]
+
+
 def descendants(root: int) -> list[int]:
     """Every live (non-zombie) process below `root`, from /proc (empty elsewhere)."""
     table = _process_table()
@@ -173,13 +190,13 @@ def _process_table() -> dict[int, tuple[int, str, int]]:
     return table
 
 
-def _tag_of(pid: int) -> str | None:
+def _tag_of(pid: int, marker: str = MARKER) -> str | None:
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
             environ = handle.read()
     except OSError:
         return None
-    prefix = MARKER.encode() + b"="
+    prefix = marker.encode() + b"="
     for entry in environ.split(b"\0"):
         if entry.startswith(prefix):
             return entry[len(prefix) :].decode(errors="replace")

@@ -5,26 +5,40 @@ when the connection goes away, and costs nothing on disk. Subscribers get `item/
 (the stored lines of each append, in seq order) for the threads they follow; the thread's
 `thread/updated` is broadcast to every client anyway. Order holds because every append
 runs on the one worker, handlers resume in the order the worker finished them, and each
-connection writes its messages in order.
+connection writes its messages in order. Other processes' appends (a second window's
+server, another machine on a shared store) reach followers through the relay
+(server/relay.py), which this server's own go through too, so the two keep one order.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import thread_not_found
 from restore.paths import validate_thread_id
 from server.handlers import Context, handles
 
 if TYPE_CHECKING:
+    from server.app import SessiondServer
+    from server.relay import Relay
     from server.rpc import SessiondProtocol
 
 
 class Subscriptions:
     """Followers per thread id, each in the order they subscribed."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: SessiondServer) -> None:
+        self._server = server
         self._followers: dict[str, dict[SessiondProtocol, None]] = {}
+        self.relay: Relay | None = None
+        """Followed threads' positions (server/relay.py); made by the first subscribe."""
+
+    def follow_with_relay(self) -> Relay:
+        if self.relay is None:
+            from server.relay import Relay
+
+            self.relay = Relay(self._server)
+        return self.relay
 
     def add(self, thread_id: str, connection: SessiondProtocol) -> None:
         self._followers.setdefault(thread_id, {})[connection] = None
@@ -34,6 +48,8 @@ class Subscriptions:
         followers.pop(connection, None)
         if not followers:
             self._followers.pop(thread_id, None)
+            if self.relay is not None:
+                self.relay.unfollowed(thread_id)
 
     def drop(self, connection: SessiondProtocol) -> None:
         """Forget a connection that went away."""
@@ -43,8 +59,23 @@ class Subscriptions:
     def followers(self, thread_id: str) -> list[SessiondProtocol]:
         return list(self._followers.get(thread_id, ()))
 
-    def publish(self, thread_id: str, items: list[dict[str, Any]]) -> None:
-        """`item/recorded` to every follower of the thread; nothing when no item was new."""
+    def recorded(self, thread_id: str, items: list[dict[str, Any]]) -> None:
+        """This server's own append, once acknowledged: to the followers (nobody follows
+        anything before the first subscribe). Items this server writes outside
+        `thread/record` (a resume's or a close's session records) are not passed here:
+        followers get them with the next append, read back with it in seq order."""
+        if self.relay is not None:
+            self.relay.recorded(thread_id, items)
+
+    def changed_elsewhere(self, thread_id: str, last_seq: int | None) -> None:
+        """Another process (or machine) appended to the thread: its followers here get
+        the items after the last one they got, read back from the store."""
+        if self.relay is not None:
+            self.relay.changed(thread_id, last_seq)
+
+    def publish(self, thread_id: str, items: list[Any]) -> None:
+        """`item/recorded` to every follower of the thread; nothing when no item was new.
+        The items are dicts, or the stored lines as `orjson.Fragment`s."""
         if not items:
             return
         for connection in self.followers(thread_id):
@@ -53,11 +84,22 @@ class Subscriptions:
 
 @handles("thread/subscribe")
 async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
+    """Followers get what comes after the thread's last item as read now: the relay
+    publishes from that seq on, whichever process or machine writes."""
     thread_id = validate_thread_id(params.threadId)
     ctx.server.ensure_watching()  # appends by other processes reach followers too
-    if not await ctx.server.run_in_worker(ctx.service.store.exists, thread_id):
-        raise thread_not_found(thread_id)
-    ctx.server.subscriptions.add(thread_id, ctx.connection)
+    subscriptions = ctx.server.subscriptions
+    relay = subscriptions.follow_with_relay()
+    relay.subscribing(thread_id)
+    last: int | None = None
+    try:
+        # The service first (on the worker, where it is made): with a shared store, its
+        # listener (other machines' appends) starts with it.
+        await ctx.server.run_in_worker(lambda: ctx.service)
+        last = await ctx.server.run_reader(partial(ctx.server.pages.last_seq, thread_id))
+        subscriptions.add(thread_id, ctx.connection)
+    finally:
+        relay.subscribed(thread_id, last, bool(subscriptions.followers(thread_id)))
     return {}
 
 

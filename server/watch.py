@@ -151,7 +151,7 @@ class Watcher:
             if result.changed and result.summary is not None:
                 kind = "thread/updated" if result.status == "updated" else "thread/started"
                 self.server.broadcast(kind, {"thread": result.summary.thread_info()})
-                self.server.subscriptions.publish(result.summary.threadId, result.appended)
+                self.server.subscriptions.recorded(result.summary.threadId, result.appended)
 
     async def _threads_changed(self, paths: list[Path], added: set[Path]) -> None:
         """Thread files another sessiond process wrote: their new rows, to everyone."""
@@ -184,7 +184,8 @@ class Watcher:
             new = change.thread_id in added or (change.first_look and created >= self._since_ts)
             self.server.broadcast("thread/started" if new else "thread/updated",
                                   {"thread": change.thread})  # fmt: skip
-            self.server.subscriptions.publish(change.thread_id, change.items)
+            last_seq = change.row[0].lastSeq if change.row is not None else None
+            self.server.subscriptions.changed_elsewhere(change.thread_id, last_seq)
 
     def close(self) -> None:
         """Release the importers' ledgers (on the store thread, at shutdown)."""

@@ -12,6 +12,9 @@ took. What a prompt does depends on its last text block:
   Followed by `then hang`, it sends all that and never answers.
 - `busy`: starts a tool call and blocks in it, ignoring SIGTERM and the end of its input.
 - `die`: sends one chunk and exits with code 3.
+- `spawn`: starts two `sleep 3600` it never waits for, one in its process group and one
+  that left it (`setsid`), logs their pids (event `spawned`) and ends the turn: what a
+  tool call's shell or a language server looks like to sessiond.
 - anything else: one message chunk, `echo: <text>`.
 """
 
@@ -23,6 +26,7 @@ import itertools
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -191,6 +195,10 @@ class FakeAgent:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             self.log("busy")
             time.sleep(3600)  # blocks everything: the end of input goes unnoticed
+        if words[:1] == ["spawn"]:
+            stay = subprocess.Popen(["sleep", "3600"])
+            left = subprocess.Popen(["sleep", "3600"], start_new_session=True)
+            self.log("spawned", pids=[stay.pid, left.pid])
         if words[:1] == ["die"]:
             self.update(session, chunk("agent_message_chunk", "about to crash"))
             os._exit(3)

@@ -2,8 +2,9 @@
 
 It appends what it read on stdin (and its pid) to LOG as one JSON line, then behaves as
 MODE says: `ok` (prints nothing), `context` (prints Claude Code-style additionalContext
-naming the thread), `plain-context` (top-level additionalContext), `exit1`, `badjson`,
-`sleep` (ARG seconds), `touch` (creates the file ARG).
+naming the thread), `slow-context` (the same after ARG seconds), `plain-context`
+(top-level additionalContext), `exit1`, `badjson`, `sleep` (ARG seconds), `touch` (creates
+the file ARG).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ def main() -> int:
     payload = json.loads(sys.stdin.read() or "{}")
     with open(log, "a") as out:
         out.write(json.dumps({"pid": os.getpid(), "mode": mode, "payload": payload}) + "\n")
-    if mode == "context":
+    if mode == "slow-context":
+        time.sleep(float(arg))
+    if mode in ("context", "slow-context"):
         text = f"context for {payload['threadId']} ({payload['source']})"
         output = {
             "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}

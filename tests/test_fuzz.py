@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from protocol.errors import CODE_OF_KIND
@@ -91,6 +93,23 @@ payloads = st.one_of(
 )
 
 
+def _session_end(text: str) -> str | None:
+    """ "exit" or "shutdown" when the frame is one that ends the session by design (random
+    bytes can spell one: Hypothesis also draws the strings it finds in the code under
+    test), else None."""
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    if message.get("method") == "exit" and "id" not in message:
+        return "exit"
+    if message.get("method") == "shutdown" and "id" in message:
+        return "shutdown"
+    return None
+
+
 def check_answers(answers: list[dict[str, Any]], payload: bytes) -> None:
     """Each answer is a JSON-RPC response with a result or a typed, known error."""
     for answer in answers:
@@ -150,7 +169,10 @@ def test_fuzzed_stdio_input_is_answered_and_everyone_keeps_being_served(home: Pa
         @EXAMPLES
         @given(payload=payloads)
         def fuzz(payload: bytes) -> None:
-            server.send_raw(payload.replace(b"\n", b" ") + b"\n")
+            line = payload.replace(b"\n", b" ")
+            # Ending the server is what these do; tests/test_server_protocol.py has them.
+            assume(_session_end(line.decode("utf-8", errors="replace")) is None)
+            server.send_raw(line + b"\n")
             probe = server.request_async("thread/list", {"limit": 1})
             assert "result" in server.response(probe)
             with server._lock:
@@ -176,13 +198,23 @@ def test_fuzzed_websocket_frames_are_answered_and_everyone_keeps_being_served(ho
         bystander = stack.enter_context(SyncWs.open(server.record))
 
         @EXAMPLES
+        @example(payload=b'{"jsonrpc":"2.0","method":"exit"}\n', binary=True)
         @given(payload=payloads, binary=st.booleans())
         def fuzz(payload: bytes, binary: bool) -> None:
+            nonlocal fuzzer
             text = payload.decode("utf-8", errors="replace")
+            assume(_session_end(text) != "shutdown")  # the server's end, by design
             fuzzer.ws.send(payload if binary else text)
-            answers = fuzzer.call("thread/list", {"limit": 1})
-            assert "result" in answers[-1]
-            check_answers(answers[:-1], payload)
+            if _session_end(text) == "exit":
+                # `exit` (which random bytes can spell too) closes that client's connection,
+                # by design: it is gone, and the server goes on for everyone else.
+                with pytest.raises(ConnectionClosed):
+                    fuzzer.call("thread/list", {"limit": 1})
+                fuzzer = stack.enter_context(SyncWs.open(server.record))
+            else:
+                answers = fuzzer.call("thread/list", {"limit": 1})
+                assert "result" in answers[-1]
+                check_answers(answers[:-1], payload)
             assert "result" in bystander.call("thread/list", {"limit": 1})[-1]
 
         fuzz()

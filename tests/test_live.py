@@ -217,6 +217,51 @@ def test_a_second_server_sees_threads_the_first_records(
     )
 
 
+def test_a_follower_gets_every_append_another_process_makes_once_whoever_wrote_before(
+    spawn: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """A follows a thread B wrote before A ever looked at it (its first append after the
+    subscribe used to be taken for A's first look, and lost), then the thread moves
+    between the two processes: A's follower gets every item once, in seq order."""
+    a, b = spawn(), spawn()  # two editor windows, one data dir
+    a.initialize()
+    b.initialize()
+    started = b.request("thread/start", {"cwd": str(tmp_path)})
+    tid, sid = started["thread"]["threadId"], started["sessionId"]
+    b.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [_said("before")]})
+    seen_before = a.request("thread/read", {"threadId": tid})["items"][-1]["seq"]
+    a.request("thread/subscribe", {"threadId": tid})
+    writers = [(b, sid)]
+    for turn in range(4):
+        writer, session = writers[-1]
+        last = writer.request(
+            "thread/record",
+            {"threadId": tid, "sessionId": session, "items": [_said(f"turn {turn}")]},
+        )["lastSeq"]
+        writer.request("thread/close", {"threadId": tid, "sessionId": session})
+        other = a if writer is b else b
+        resumed = other.request("thread/resume", {"threadId": tid})
+        writers.append((other, resumed["session"]["sessionId"]))
+
+    def followed() -> list[dict[str, Any]]:
+        return [
+            item
+            for n in a.notifications
+            if n["method"] == "item/recorded" and n["params"]["threadId"] == tid
+            for item in n["params"]["items"]
+        ]
+
+    stored = a.request("thread/read", {"threadId": tid, "limit": 1000})["items"]
+    last = stored[-1]["seq"]
+    eventually(lambda: followed() and followed()[-1]["seq"] >= last)
+    assert [i["seq"] for i in followed()] == [i["seq"] for i in stored if i["seq"] > seen_before]
+    assert "turn 0" in [i.get("content") for i in followed()]
+
+
+def _said(text: str) -> dict[str, Any]:
+    return {"type": "message", "id": f"m-{text}", "role": "user", "content": text}
+
+
 def test_a_server_does_not_announce_its_own_writes_twice(
     spawn: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import psycopg
 import pytest
 
@@ -34,10 +35,17 @@ def machines(tmp_path: Path, store_url: str) -> Iterator[Machines]:
     """`machine("a")`: a sessiond with its own home on the test's database, initialized."""
     started: list[ServerProcess] = []
 
-    def machine(name: str, folders: list[str] | None = None, **env: str) -> ServerProcess:
+    def machine(
+        name: str,
+        folders: list[str] | None = None,
+        *,
+        store: str | None = None,
+        args: list[str] | None = None,
+        **env: str,
+    ) -> ServerProcess:
         home = tmp_path / f"home-{name}"
         home.mkdir(exist_ok=True)
-        server = ServerProcess(home, env={"SESSIOND_STORE": store_url, **env})
+        server = ServerProcess(home, args=args, env={"SESSIOND_STORE": store or store_url, **env})
         started.append(server)
         server.initialize(folders)
         return server
@@ -397,3 +405,173 @@ def test_a_writer_that_lost_its_connection_never_writes_without_its_lock(
     finally:
         b.close_all()
         a.close_all()
+
+
+# --- following a thread another machine writes (server/relay.py) ---------------------------
+
+
+def _recorded(server: ServerProcess, tid: str) -> list[dict[str, Any]]:
+    """The items of every `item/recorded` this client got for the thread, in arrival order."""
+    return [item for n in list(server.notifications)
+            if n["method"] == "item/recorded" and n["params"]["threadId"] == tid
+            for item in n["params"]["items"]]  # fmt: skip
+
+
+def _follows_up_to(server: ServerProcess, tid: str, last_seq: int) -> list[dict[str, Any]]:
+    return eventually(
+        lambda: (got := _recorded(server, tid)) and got[-1]["seq"] >= last_seq and got,
+        f"item/recorded up to seq {last_seq}",
+    )
+
+
+def _batches(count: int, size: int = 1, content: int = 0) -> list[list[dict[str, Any]]]:
+    return [[message(f"{b}.{i} " + "x" * content) for i in range(size)] for b in range(count)]
+
+
+def test_a_follower_gets_every_item_another_machine_records_in_order_and_once(
+    machines: Machines, tmp_path: Path
+) -> None:
+    """A team lead follows a colleague's live thread from another machine: every item B
+    records reaches A's follower as `item/recorded`, in seq order, once, whatever was
+    coalesced into one notification, and no notification is larger than A's frame limit
+    or longer than a page (a big batch comes as several)."""
+    frame = 64 * 1024
+    b = machines("b")
+    a = machines("a", args=["--max-frame", str(frame)])
+    tid, sid = start(b, tmp_path)
+    a.request("thread/subscribe", {"threadId": tid})
+    batches = [
+        *_batches(20),  # small records, back to back: several per NOTIFY
+        *_batches(3, size=40),
+        [message("big " + "y" * 30_000) for _ in range(10)],  # ~300 KB: > 4 frames of A's
+        *_batches(1, size=1000),  # as many as a record may carry
+        *_batches(10),
+    ]
+    expected: list[str] = []
+    for batch in batches:
+        answer = record(b, tid, sid, *batch)
+        assert answer["lastSeq"] - answer["firstSeq"] + 1 == len(batch)
+        expected += [item["id"] for item in batch]
+    got = _follows_up_to(a, tid, answer["lastSeq"])
+    assert [i["id"] for i in got] == expected
+    seqs = [i["seq"] for i in got]
+    assert seqs == list(range(seqs[0], seqs[0] + len(expected)))
+    notes = [n for n in a.notifications if n["method"] == "item/recorded"]
+    assert all(len(orjson.dumps(n)) <= frame for n in notes)
+    big = [n for n in notes if any(i["content"].startswith("big ") for i in n["params"]["items"])]
+    assert len(big) >= 5  # 300 KB of items in pages under 64 KiB
+
+
+def test_own_and_other_machines_appends_to_one_thread_reach_a_follower_in_order_once(
+    machines: Machines, tmp_path: Path
+) -> None:
+    """The thread moves between machines (A writes, B resumes and writes, A again): A's
+    own appends are published from memory, B's read from the rows, and A's follower gets
+    every item of the thread once, in seq order, with no gap where the writer changed."""
+    a, b = machines("a"), machines("b")
+    tid, sid = start(a, tmp_path)
+    a.request("thread/subscribe", {"threadId": tid})
+    record(a, tid, sid, *_batches(1, size=3)[0])
+    for turn in range(3):
+        a.request("thread/close", {"threadId": tid, "sessionId": sid})
+        other = b.request("thread/resume", {"threadId": tid})["session"]["sessionId"]
+        for batch in _batches(4, size=turn + 1):
+            record(b, tid, other, *batch)
+        b.request("thread/close", {"threadId": tid, "sessionId": other})
+        sid = a.request("thread/resume", {"threadId": tid})["session"]["sessionId"]
+        for batch in _batches(3, size=2):
+            last = record(a, tid, sid, *batch)["lastSeq"]
+    got = _follows_up_to(a, tid, last)
+    stored = a.request("thread/read", {"threadId": tid, "limit": 10_000})["items"]
+    # Everything after the first record's session_meta: nothing missing, nothing twice.
+    assert [i["seq"] for i in got] == [i["seq"] for i in stored][1:]
+    assert [i["id"] for i in got] == [i["id"] for i in stored][1:]
+
+
+def test_a_follower_misses_nothing_while_its_listener_is_cut_off(
+    machines: Machines, store_url: str, tmp_path: Path
+) -> None:
+    """A's LISTEN connection is terminated and cannot come back for a while (its role may
+    not log in): every notification of B's records meanwhile is lost. Once A listens again,
+    its follower gets each of those items once, in order, after the ones it had."""
+    b = machines("b")
+    tid, sid = start(b, tmp_path)  # b made the schema: the tables belong to the owner
+    role = f"machine_a_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(store_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN IN ROLE {pg_cluster.SUPERUSER}")
+    a: ServerProcess | None = None
+    try:
+        a = machines("a", store=store_url.replace(f"{pg_cluster.SUPERUSER}@", f"{role}@"))
+        a.request("thread/subscribe", {"threadId": tid})
+
+        def listener() -> list[Any]:
+            with psycopg.connect(store_url, autocommit=True) as conn:
+                return conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE usename = %s AND query LIKE 'LISTEN%%'",
+                    (role,),
+                ).fetchall()
+
+        eventually(listener, "a listens")
+        before = record(b, tid, sid, *_batches(1, size=2)[0])
+        _follows_up_to(a, tid, before["lastSeq"])
+        with psycopg.connect(store_url, autocommit=True) as admin:
+            admin.execute(f"ALTER ROLE {role} NOLOGIN")
+            admin.execute("SELECT pg_terminate_backend(%s)", listener()[0])
+        eventually(lambda: not listener(), "a's listener is gone")
+        expected = []
+        for batch in [*_batches(5, size=3), *_batches(2, size=750), *_batches(5)]:
+            expected += [i["id"] for i in batch]
+            last = record(b, tid, sid, *batch)["lastSeq"]
+        assert not listener()  # every notification of those records went to nobody on a
+        assert _recorded(a, tid)[-1]["seq"] == before["lastSeq"]
+        with psycopg.connect(store_url, autocommit=True) as admin:
+            admin.execute(f"ALTER ROLE {role} LOGIN")
+        got = _follows_up_to(a, tid, last)
+        assert [i["seq"] for i in got] == list(range(before["firstSeq"], last + 1))
+        assert [i["id"] for i in got][2:] == expected
+        # 1,520 items missed: paged (at most 1,000 a notification), not one giant message.
+        caught_up = [n["params"]["items"] for n in a.notifications
+                     if n["method"] == "item/recorded"][1:]  # fmt: skip
+        assert len(caught_up) >= 2 and max(len(items) for items in caught_up) <= 1000
+    finally:
+        for server in (a, b):
+            if server is not None:
+                server.close()  # the role's sessions end before it is dropped
+        with psycopg.connect(store_url, autocommit=True) as admin:
+            admin.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def test_an_unfollowed_thread_sends_no_items_and_costs_no_read(
+    machines: Machines, tmp_path: Path
+) -> None:
+    """B writes two threads; A's client follows one. The other's changes still reach A as
+    `thread/updated`, but send no `item/recorded` and make A read no rows for it."""
+    b = machines("b")
+    a = machines("a", SESSIOND_DEBUG="1")
+    followed, sid = start(b, tmp_path)
+    other, other_sid = start(b, tmp_path / "other")
+    a.request("thread/subscribe", {"threadId": followed})
+    first = record(b, followed, sid, message("followed one"))
+    _follows_up_to(a, followed, first["lastSeq"])
+    reads = a.request("sessiond/debug")["relayReads"]
+    for batch in _batches(20, size=2):
+        record(b, other, other_sid, *batch)
+    second = record(b, followed, sid, message("followed two"))  # NOTIFYs come in order
+    got = _follows_up_to(a, followed, second["lastSeq"])
+    assert [i["content"] for i in got] == ["followed one", "followed two"]
+    assert a.request("sessiond/debug")["relayReads"] == reads + 1  # the followed thread's
+    assert _recorded(a, other) == []
+    eventually(
+        lambda: any(n["params"]["thread"]["threadId"] == other
+                    for n in a.notifications if n["method"] == "thread/updated"),
+        "a hears that the other thread changed",
+    )  # fmt: skip
+    a.request("thread/unsubscribe", {"threadId": followed})
+    record(b, followed, sid, message("after unsubscribe"))
+    marker, _ = start(b, tmp_path / "marker")  # announced after that record (one channel)
+    eventually(
+        lambda: any(n["params"]["thread"]["threadId"] == marker
+                    for n in a.notifications if n["method"] == "thread/started"),
+        "a hears of the marker",
+    )  # fmt: skip
+    assert [i["content"] for i in _recorded(a, followed)] == ["followed one", "followed two"]

@@ -168,9 +168,13 @@ class ThreadRecorder:
 
     # --- turns ---------------------------------------------------------------------------
 
-    def begin_turn(self, turn_id: str, prompt: list[Any]) -> Recorded:
+    def begin_turn(
+        self, turn_id: str, prompt: list[Any], context: dict[str, Any] | None = None
+    ) -> Recorded:
         """The user's prompt: a turn starts, its message, and the prompt as raw chunks (the
-        editor drew it itself; a replay has to draw it too)."""
+        editor drew it itself; a replay has to draw it too). `context`: the block of hook
+        context sent to AGENT ahead of the prompt (`context_block`), kept on the turn's
+        start, not in the user's message: a replay never shows it as the user's."""
         out = Recorded(self._flush_message())
         self.scope = self.turn_id = turn_id
         self._ord = 0
@@ -179,9 +183,16 @@ class ThreadRecorder:
         parts: list[dict[str, Any]] = []
         for block in prompt:
             _append_part(parts, block)
-        out.items.append(
-            {"type": "turn", "id": f"{turn_id}:start", "turnId": turn_id, "phase": "started"}
-        )
+        start: dict[str, Any] = {
+            "type": "turn",
+            "id": f"{turn_id}:start",
+            "turnId": turn_id,
+            "phase": "started",
+        }
+        if context is not None:
+            start["agentContext"] = [context["block"]]
+            start["promptSections"] = list(context["sections"])
+        out.items.append(start)
         out.items.append(
             {
                 "type": "message",
@@ -707,6 +718,22 @@ def priming_block(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
         + "\n\nContinue from there. The user's new message follows."
     )
     return {"type": "text", "text": text}
+
+
+def context_block(sections: list[tuple[str, str]]) -> dict[str, Any] | None:
+    """The text block put before the first prompt after SessionStart hooks added context:
+    `(section, content)` pairs, e.g. `("hook:SessionStart:notes", "...")`. Returned with
+    the section names, as `{"block": ..., "sections": [...]}` (what the turn records)."""
+    parts = [(name, content.strip()) for name, content in sections if content.strip()]
+    if not parts:
+        return None
+    text = (
+        "[sessiond] Context from the user's SessionStart hooks (added by sessiond, not typed "
+        "by the user):\n\n"
+        + "\n\n".join(f'<context name="{name}">\n{content}\n</context>' for name, content in parts)
+        + "\n\nThe user's message follows."
+    )
+    return {"block": {"type": "text", "text": text}, "sections": [name for name, _ in parts]}
 
 
 # --- answers the proxy gives itself -------------------------------------------------------

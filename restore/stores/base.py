@@ -22,7 +22,9 @@ from restore.summary import ThreadSummary
 logger = logging.getLogger("sessiond.threads")
 ProgressCallback = Callable[[int, int], None]
 Announce = Callable[[str, str, ThreadSummary | None], None]
-"""(event, threadId, row) for a change another process made: started, updated, deleted."""
+"""(event, threadId, row) for a change another process made: started, updated, deleted;
+and `listening` (no thread, no row) each time the listener is (again) in place: changes
+before it may have been missed, changes after it are not."""
 
 
 @dataclass(frozen=True)

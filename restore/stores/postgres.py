@@ -1057,6 +1057,10 @@ class _Watcher(threading.Thread):
                     backoff = BACKOFF_FIRST
                     if missed_since is not None:
                         self._catch_up(conn, missed_since)
+                        missed_since = None
+                    # From here on no change is missed: whoever keeps its own position in
+                    # threads (server/relay.py) reads what it may have missed until now.
+                    self._announce("listening", "", None)
                     self._listen(conn)
             except Exception as exc:  # down or restarting: try again later
                 logger.info("%s", self._store._redact(f"listen: {exc}"))
@@ -1079,20 +1083,29 @@ class _Watcher(threading.Thread):
             self._announce("started" if started else "updated", summary.threadId, summary)
 
     def _listen(self, conn: psycopg.Connection) -> None:
+        """Wait for a first notification (the stop flag is looked at between waits), then
+        gather the burst it begins for `LISTEN_GATHER` seconds: one delivery (one query)
+        per burst, within tens of milliseconds of the commit, not at the end of the wait."""
         while not self._stopping.is_set():
             changes: dict[str, str] = {}
-            for note in conn.notifies(timeout=0.5):
-                try:
-                    body = orjson.loads(note.payload)
-                except orjson.JSONDecodeError:
-                    continue
-                if body.get("o") == self._store.token:
-                    continue  # this process's own change: its clients were told already
-                event, thread_id = str(body.get("e")), str(body.get("t"))
-                if changes.get(thread_id) != "started":  # started stays started
-                    changes[thread_id] = event
-            if changes:
-                self._deliver(changes)
+            for note in conn.notifies(timeout=LISTEN_WAIT, stop_after=1):
+                self._note(changes, note)
+            if not changes:
+                continue  # nothing, or only this process's own changes
+            for note in conn.notifies(timeout=LISTEN_GATHER):
+                self._note(changes, note)
+            self._deliver(changes)
+
+    def _note(self, changes: dict[str, str], note: psycopg.Notify) -> None:
+        try:
+            body = orjson.loads(note.payload)
+        except orjson.JSONDecodeError:
+            return
+        if body.get("o") == self._store.token:
+            return  # this process's own change: its clients were told already
+        event, thread_id = str(body.get("e")), str(body.get("t"))
+        if changes.get(thread_id) != "started":  # started stays started
+            changes[thread_id] = event
 
     def _deliver(self, changes: dict[str, str]) -> None:
         wanted = [tid for tid, event in changes.items() if event != "deleted"]
@@ -1108,6 +1121,8 @@ class _Watcher(threading.Thread):
 
 
 REPO_CACHE_SECONDS = 30.0
+LISTEN_WAIT = 0.5  # seconds a listener waits for a notification before checking for stop
+LISTEN_GATHER = 0.02  # seconds a burst of notifications is gathered into one delivery
 CATCH_UP_MARGIN = 60.0  # seconds: other machines' clocks stamp `updated_at`
 
 
@@ -1147,28 +1162,54 @@ class SharedPages:
         """Forward (the first `limit` items with seq > after) or back (the last `limit`
         with seq < before); items ascending either way, `next_seq` None at the end."""
         thread_id = validate_thread_id(thread_id)
-        budget = max_bytes - ANSWER_OVERHEAD
         back = before is not None
-        order, where = ("DESC", "seq < %s") if back else ("ASC", "seq > %s")
-        sql = _PAGE.format(order=order, where=where)
-        with self._store._read() as conn:
-            self._store._archived(conn, thread_id)  # ThreadNotFound for a missing thread
-            rows = conn.execute(
-                sql, (budget, thread_id, before if back else after or 0, limit + 1)
-            ).fetchall()  # type: ignore[arg-type]
-        chosen: list[tuple[int, bytes]] = []
-        more = False
-        for seq, size, line in rows:
-            if len(chosen) == limit or line is None:
-                if not chosen:
-                    raise too_large(seq, size, budget)
-                more = True
-                break
-            chosen.append((seq, line.encode()))
+        chosen, more = self._rows(thread_id, before if back else after or 0, back, limit,
+                                  max_bytes, known=False)  # fmt: skip
         next_seq = chosen[-1][0] if more else None  # the last one taken, either way
         if back:
             chosen.reverse()
         return Page(next_seq, [], [line for _, line in chosen])
+
+    def after(
+        self, thread_id: str, after: int, *, limit: int, max_bytes: int
+    ) -> tuple[list[tuple[int, bytes]], bool]:
+        """The items after seq `after`, ascending, each with its seq, cut like a forward
+        page (count and bytes); True when more follow. For followers of a thread another
+        machine writes (server/relay.py): a thread that is gone has nothing after."""
+        return self._rows(validate_thread_id(thread_id), after, False, limit, max_bytes,
+                          known=True)  # fmt: skip
+
+    def last_seq(self, thread_id: str) -> int:
+        """The seq of the thread's last item (0 when it has none); ThreadNotFound if none
+        such (for a subscribe: followers get what comes after it)."""
+        with self._store._read() as conn:
+            self._store._archived(conn, validate_thread_id(thread_id))
+            row = conn.execute(
+                "SELECT max(seq) FROM sessiond_items WHERE thread_id = %s", (thread_id,)
+            ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def _rows(
+        self, thread_id: str, start: int, back: bool, limit: int, max_bytes: int, *, known: bool
+    ) -> tuple[list[tuple[int, bytes]], bool]:
+        """(seq, line) from `start` on (exclusive), in the query's order, and whether more
+        follow; `known`: the caller does not need ThreadNotFound for a missing thread."""
+        budget = max_bytes - ANSWER_OVERHEAD
+        order, where = ("DESC", "seq < %s") if back else ("ASC", "seq > %s")
+        sql = _PAGE.format(order=order, where=where)
+        with self._store._read() as conn:
+            if not known:
+                self._store._archived(conn, thread_id)  # ThreadNotFound for a missing thread
+            params = (budget, thread_id, start, limit + 1)
+            rows = conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+        chosen: list[tuple[int, bytes]] = []
+        for seq, size, line in rows:
+            if len(chosen) == limit or line is None:
+                if not chosen:
+                    raise too_large(seq, size, budget)
+                return chosen, True
+            chosen.append((seq, line.encode()))
+        return chosen, False
 
     def holds(self, thread_id: str, page: Page, backward: bool) -> bool:
         """Whether a page read ahead is still what a read now would answer: rows before a

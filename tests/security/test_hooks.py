@@ -103,6 +103,36 @@ def test_a_detached_daemon_of_a_finished_hook_does_not_outlive_the_server(
         _kill(daemon)
 
 
+def _running_with(text: str) -> list[int]:
+    """Live processes whose command line holds `text`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if text.encode() in Path(f"/proc/{entry}/cmdline").read_bytes() and alive(
+                    int(entry)
+                ):
+                    found.append(int(entry))
+    return found
+
+
+def test_nothing_a_hook_started_outlives_a_kill_9_of_the_server(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    """Killed, the server kills nothing: its watchdog does. The hook is still running
+    (its timeout far off) and its sleeper left its group and session; both are gone."""
+    server, daemon = _serve_daemon_hook(spawn, tmp_path, "hang", timeout=300)
+    hook_processes = _running_with(str(tmp_path / "daemon.pid"))
+    try:
+        assert daemon in hook_processes and len(hook_processes) >= 2  # the hook, the sleeper
+        os.kill(server.proc.pid, signal.SIGKILL)
+        for pid in hook_processes:
+            wait_dead(pid)
+    finally:
+        for pid in hook_processes:
+            _kill(pid)
+
+
 def test_a_cwd_spelled_through_a_trusted_folder_runs_no_workspace_hook(
     spawn: Spawn, tmp_path: Path
 ) -> None:

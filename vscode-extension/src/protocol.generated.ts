@@ -552,7 +552,11 @@ export interface ServerCapabilities {
   [k: string]: unknown;
 }
 /**
- * Sent to subscribers of a thread: the stored lines of one append, in seq order.
+ * Sent to subscribers of a thread: its newly stored lines, in seq order, each once.
+ *
+ * One append per notification when this server wrote it; with a shared store, other
+ * machines' appends come as the rows after the last seq sent (several appends at once,
+ * or a long run split into pages under the frame limit).
  */
 export interface ItemRecordedNotification {
   /**
@@ -1047,6 +1051,14 @@ export interface TurnItem {
    * Why the turn continues, in words.
    */
   continueReason?: string | null;
+  /**
+   * `sessiond acp`, on `started`: the content blocks sent to the agent ahead of the user's prompt (SessionStart hooks' additionalContext), exactly as sent. Not the user's words: never replayed as a user message.
+   */
+  agentContext?: ContentPart[] | null;
+  /**
+   * The `prompt_section` names `agentContext` carried.
+   */
+  promptSections?: string[] | null;
   [k: string]: unknown;
 }
 export interface TodosItem {
