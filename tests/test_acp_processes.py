@@ -11,6 +11,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,16 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+async def _spawn(run: Any, repo: Path, state: Path) -> tuple[int, list[int], int]:
+    """A session whose AGENT started two sleeps (one in its group, one that left it):
+    (AGENT's pid, the sleeps' pids, the watchdog's pid)."""
+    session = (await run.conn.new_session(cwd=str(repo))).session_id
+    await run.conn.prompt(session_id=session, prompt=text("spawn"))
+    spawned = next(e for e in agent_log(state) if e["event"] == "spawned")
+    (watchdog,) = [pid for pid in children_of(run.process.pid) if pid != spawned["pid"]]
+    return spawned["pid"], spawned["pids"], watchdog
+
+
 @pytest.mark.parametrize("how", ["kill -9", "editor closes"])
 async def test_nothing_agent_started_outlives_sessiond_not_even_a_process_that_left_its_group(
     home: Path, tmp_path: Path, make_repo: Callable[..., Path], how: str
@@ -38,11 +49,7 @@ async def test_nothing_agent_started_outlives_sessiond_not_even_a_process_that_l
     survivors: list[int] = []
     try:
         async with sessiond_acp(home, fake_agent(state)) as run:
-            session = (await run.conn.new_session(cwd=str(repo))).session_id
-            await run.conn.prompt(session_id=session, prompt=text("spawn"))
-            spawned = next(e for e in agent_log(state) if e["event"] == "spawned")
-            agent_pid, (in_group, left_group) = spawned["pid"], spawned["pids"]
-            (watchdog,) = [pid for pid in children_of(run.process.pid) if pid != agent_pid]
+            agent_pid, (in_group, left_group), watchdog = await _spawn(run, repo, state)
             survivors = [agent_pid, in_group, left_group, watchdog]
             assert all(alive(pid) for pid in survivors)
             assert os.getpgid(in_group) == agent_pid != os.getpgid(left_group)
@@ -68,11 +75,8 @@ async def test_the_watchdog_is_out_of_sessionds_process_group_and_ignores_sigter
     survivors: list[int] = []
     try:
         async with sessiond_acp(home, fake_agent(state)) as run:
-            session = (await run.conn.new_session(cwd=str(repo))).session_id
-            await run.conn.prompt(session_id=session, prompt=text("spawn"))
-            spawned = next(e for e in agent_log(state) if e["event"] == "spawned")
-            (watchdog,) = [pid for pid in children_of(run.process.pid) if pid != spawned["pid"]]
-            survivors = [spawned["pid"], *spawned["pids"], watchdog]
+            agent_pid, grandchildren, watchdog = await _spawn(run, repo, state)
+            survivors = [agent_pid, *grandchildren, watchdog]
             assert os.getpgid(watchdog) != os.getpgid(run.process.pid)
             os.kill(watchdog, signal.SIGTERM)
             os.kill(watchdog, signal.SIGINT)

@@ -94,10 +94,11 @@ def test_a_fifo_as_a_snapshot_or_page_map_is_read_around(
     assert [item["seq"] for item in page["items"]] == [7, 8, 9]
 
 
-@pytest.mark.parametrize("planted", [os.mkfifo, Path.mkdir], ids=["fifo", "directory"])
-def test_a_fifo_or_directory_as_the_index_is_moved_aside_and_the_index_rebuilt(
+def _index_replaced(
     spawn: Spawn, home: Path, tmp_path: Path, planted: Callable[[Path], None]
-) -> None:
+) -> tuple[str, Path]:
+    """A data dir with one closed thread whose index (and WAL) was replaced by `planted`
+    (a FIFO, a directory); (the thread's id, the index path)."""
     first = spawn()
     first.initialize()
     tid, _ = _closed_thread(first, tmp_path / "work")
@@ -106,6 +107,14 @@ def test_a_fifo_or_directory_as_the_index_is_moved_aside_and_the_index_rebuilt(
     for end in ("", "-wal", "-shm"):
         index.with_name(index.name + end).unlink(missing_ok=True)
     planted(index)
+    return tid, index
+
+
+@pytest.mark.parametrize("planted", [os.mkfifo, Path.mkdir], ids=["fifo", "directory"])
+def test_a_fifo_or_directory_as_the_index_is_moved_aside_and_the_index_rebuilt(
+    spawn: Spawn, home: Path, tmp_path: Path, planted: Callable[[Path], None]
+) -> None:
+    tid, index = _index_replaced(spawn, home, tmp_path, planted)
     kind = stat.S_IFMT(index.lstat().st_mode)
     second = spawn()
     second.initialize()
@@ -118,14 +127,7 @@ def test_a_fifo_or_directory_as_the_index_is_moved_aside_and_the_index_rebuilt(
 def test_a_fifo_as_the_index_of_a_read_only_home_is_not_opened(
     spawn: Spawn, home: Path, tmp_path: Path
 ) -> None:
-    first = spawn()
-    first.initialize()
-    tid, _ = _closed_thread(first, tmp_path / "work")
-    first.shutdown()
-    index = Layout(home).index_path
-    for end in ("", "-wal", "-shm"):
-        index.with_name(index.name + end).unlink(missing_ok=True)
-    os.mkfifo(index)
+    tid, index = _index_replaced(spawn, home, tmp_path, os.mkfifo)
     with confine.read_only(home) as prefix:
         listed = sessiond(home, "list", "-q", prefix=prefix)
     assert (listed.returncode, listed.stdout) == (0, f"{tid}\n"), listed.stderr
