@@ -8,7 +8,8 @@ the Codex app-server peer in the same run when `codex` is on PATH (bench/journey
 then the in-process tables: startup vs the floor of the stack, list via index vs a
 directory scan, resume via snapshot vs full replay, record throughput vs the disk's raw
 sync limit, peak memory vs the floor, the PostgreSQL store beside the embedded one
-(bench/stores.py), the ACP front door vs talking to the agent directly, importing 10k
+(bench/stores.py), the ACP front door vs talking to the agent directly, a follower's
+latency on either store (bench/follow.py), importing 10k
 Codex sessions beside Codex's own first-start indexing, and Codex beside the in-process
 calls. With `--update-docs` the report replaces the generated block
 in docs/benchmarks.md.
@@ -29,6 +30,7 @@ from typing import Any
 from bench import (
     acp,
     codex_peer,
+    follow,
     import_,
     journeys,
     listing,
@@ -121,6 +123,7 @@ def main() -> None:
     memory_result = memory.run(2000 if args.quick else 10_000)
     shared = stores.run(sizes[-1], sizes[-1], 500 if args.quick else 2000)
     acp_medians = acp.run(3 if args.quick else 10, 5 if args.quick else 20)
+    followed = follow.run(10 if args.quick else 30)
     imported = import_.run(1000 if args.quick else 10_000, 1 if args.quick else 3, CODEX_TIMEOUT)
     peers = codex_section(sizes, 3 if args.quick else 7, list_rows, resume_rows)
     picture = chart(list_rows, resume_rows)
@@ -136,6 +139,7 @@ def main() -> None:
         "", "### Memory", "", memory.render(memory_result),
         "", "### Shared store (PostgreSQL) beside the embedded one", "", stores.render(shared),
         "", "### ACP front door", "", acp.render(acp_medians),
+        "", "### Following a thread another process writes", "", follow.render(followed),
         "", "### Import", "", import_.render(imported),
         "", "### Peers (sessiond in-process, Codex over its pipe)", "", peers,
         "", picture,

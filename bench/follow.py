@@ -70,10 +70,8 @@ def _wait_for(server: ServerProcess, item_id: str) -> None:
         time.sleep(0.001)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--records", type=int, default=30)
-    args = parser.parse_args()
+def run(records: int) -> dict[str, list[float]]:
+    """Latencies (seconds) per store, the embedded baseline first."""
     with tempfile.TemporaryDirectory(prefix="sessiond-bench-follow-") as tmp:
         cluster = pg_cluster.create(tempfile.mkdtemp(prefix="sessiond-bench-pg-"))
         try:
@@ -82,18 +80,33 @@ def main() -> None:
             for name, store in (("embedded (baseline)", None), ("postgresql", url)):
                 root = Path(tmp) / name.split()[0]
                 root.mkdir()
-                rows[name] = _latencies(root, store, args.records)
+                rows[name] = _latencies(root, store, records)
         finally:
             pg_cluster.destroy(cluster.root)
+    return rows
+
+
+def render(rows: dict[str, list[float]]) -> str:
     base = statistics.median(rows["embedded (baseline)"])
-    print("| store | records | median ms | p90 ms | median vs baseline |")
-    print("|---|---|---|---|---|")
+    lines = [
+        "| follower on A, writer on B: record answered → `item/recorded` | records | median ms "
+        "| p90 ms | median vs baseline |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, values in rows.items():
         ordered = sorted(values)
         p90 = ordered[int(0.9 * (len(ordered) - 1))]
         median = statistics.median(values)
-        print(f"| {name} | {len(values)} | {median * 1000:.0f} | {p90 * 1000:.0f} "
-              f"| {median / base:.2f}x |")  # fmt: skip
+        lines.append(f"| {name} | {len(values)} | {median * 1000:.0f} | {p90 * 1000:.0f} "
+                     f"| {median / base:.2f}x |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=30)
+    args = parser.parse_args()
+    print(render(run(args.records)))
 
 
 if __name__ == "__main__":
