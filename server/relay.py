@@ -52,6 +52,9 @@ class _Followed:
     """The last seq published here; None until the first subscribe has read it."""
     subscribing: int = 0  # subscribes reading the thread's last seq right now
     stale: bool = False  # it may have changed since `last`: read the rows after it
+    seen: int = 0
+    """While subscribing: the highest last seq a change reported (compared with the seq
+    the subscribe reads: a change it already covers needs no read)."""
     reading: asyncio.Task[None] | None = None
     retry: float = 0.0  # the last wait after a failed read (0: the last read went through)
 
@@ -79,6 +82,8 @@ class Relay:
         state.subscribing -= 1
         if state.last is None and last_seq is not None and followed:
             state.last = last_seq
+            # A change reported while the seq was read matters only if it went beyond it.
+            state.stale = state.stale or state.seen > last_seq
         if not followed and state.subscribing == 0:
             self.unfollowed(thread_id)
         elif state.stale:
@@ -118,6 +123,9 @@ class Relay:
             return  # nobody here follows it: not even a query
         if state.last is not None and last_seq is not None and last_seq <= state.last:
             return  # not an append (archived, renamed), or published already
+        if state.last is None and last_seq is not None:
+            state.seen = max(state.seen, last_seq)  # judged when the subscribe's read ends
+            return
         state.stale = True
         self._read_soon(thread_id, state)
 
