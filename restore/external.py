@@ -2,15 +2,15 @@
 listing rows, kept current by reading only what grew since the last look.
 
 A watcher reports which thread files changed; this module says what that means for
-clients: the thread's new row and the items appended (for its subscribers), or that it
-is gone. Changes this process made itself are recognised by the file's size (the
+clients: the thread's new row, or that it is gone (followers get the appended items from
+server/relay.py). Changes this process made itself are recognised by the file's size (the
 service notes the size after each of its own writes) and are not reported twice.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any
@@ -33,8 +33,6 @@ class ExternalChange:
     thread_id: str
     thread: dict[str, Any] | None
     """The thread's row (ThreadInfo); None when the thread is gone."""
-    items: list[dict[str, Any]] = field(default_factory=list)
-    """Items appended since the last look (none on the first look at a thread)."""
     row: tuple[ThreadSummary, Path, os.stat_result] | None = None
     """What the index needs to store the row: the summary, the file and its stat."""
     first_look: bool = False
@@ -77,12 +75,13 @@ class ExternalThreads:
                 return None  # a thread/start not yet written through
             tail = _Tail(path, archived, 0, summarize(thread_id, items, archived=archived))
             self._tails[thread_id] = tail
-            items = []  # the first look announces the thread, not its whole history
         else:
             for item in items:
                 tail.summary.apply(item)
         tail.offset = start + complete
         if not items and not whole:
             return None
-        return ExternalChange(thread_id, tail.summary.thread_info(), items,
+        # The items themselves reach followers through the relay (server/relay.py), read
+        # after the last one each was sent; this says the row changed, and to what.
+        return ExternalChange(thread_id, tail.summary.thread_info(),
                               (tail.summary, path, stat), whole)  # fmt: skip

@@ -42,26 +42,26 @@ class Home:
 def open_home(path: Path) -> Home:
     """Check the data directory (creating it, 0700, when missing); StorageError otherwise."""
     try:
-        mode = os.stat(path).st_mode
+        info: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
-        mode = None
+        info = None
     except OSError as exc:  # a parent that is a file, or one we may not search
         raise storage_error(exc, path, "cannot use") from exc
-    if mode is None:
+    if info is None:
         try:
             private_dirs(path)  # 0700, and so is any missing parent it creates
         except OSError as exc:
             raise storage_error(exc, path, "cannot create") from exc
-    elif not stat.S_ISDIR(mode):
+    elif not stat.S_ISDIR(info.st_mode):
         raise ProtocolError(ErrorKind.STORAGE_ERROR, f"{path} is not a directory", path=str(path))
     try:
-        with os.scandir(path) as entries:
-            names = {entry.name for entry in entries}
+        with os.scandir(path):
+            pass
     except OSError as exc:
         raise storage_error(exc, path, "cannot read") from exc
     read_only = _read_only_reason(path)
-    if mode is not None and read_only is None:
-        _close_to_others(path, mode, names)
+    if info is not None and read_only is None:
+        _close_to_others(path, info)
     return Home(path, read_only)
 
 
@@ -71,14 +71,16 @@ _OWN_ENTRIES = frozenset(
 )
 
 
-def _close_to_others(path: Path, mode: int, names: set[str]) -> None:
+def _close_to_others(path: Path, info: os.stat_result) -> None:
     """A data dir that an older sessiond created under the umask (0755) leaves titles, cwds,
     first messages and blobs readable by every local user: it is made 0700 at first use
     (closing the top closes everything below), and the log warns of it. Only a directory this
     user owns that is sessiond's (it holds sessiond's entries, or nothing): `--home ~`
     must not re-mode a person's home directory."""
-    if not mode & 0o077 or os.stat(path).st_uid != os.getuid():
+    mode = info.st_mode
+    if not mode & 0o077 or info.st_uid != os.getuid():
         return
+    names = set(os.listdir(path))
     if names and not names & _OWN_ENTRIES:
         return
     try:

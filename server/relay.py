@@ -1,25 +1,24 @@
-"""`item/recorded` for followed threads of a shared store, whoever wrote the items.
+"""`item/recorded` for followed threads, whoever wrote the items, on either store.
 
-With the PostgreSQL store, another machine's appends reach this server only as a
-notification that the thread changed (LISTEN/NOTIFY, restore/stores/postgres.py), several
-appends coalesced into one, and none at all while the listener reconnects. So for each
-thread that has followers here the relay keeps the last seq it published, and when the
-thread changes elsewhere it reads the rows after that seq and publishes them: exactly the
-new items, in seq order, once each, whatever was coalesced or missed.
+Another process's appends reach this server only as word that the thread changed: the
+file watcher's (server/watch.py, several appends coalesced into one debounced event) or,
+with the PostgreSQL store, LISTEN/NOTIFY (restore/stores/postgres.py; none at all while
+the listener reconnects). So for each thread that has followers here the relay keeps the
+last seq it published, and when the thread changes elsewhere it reads the items after
+that seq (`Pages.after`: the file through its offset map, or the rows) and publishes them:
+exactly the new items, in seq order, once each, whatever was coalesced or missed.
 
 - Threads nobody here follows cost nothing: no state, no query per notification.
-- This server's own appends are published from memory, as with the embedded store, when
-  they follow the last seq published; when they do not (another machine wrote in between,
+- This server's own appends (`thread/record`'s) are published from memory when they
+  follow the last seq published; when they do not (another machine wrote in between,
   or a read is under way), the rows are read instead, so order holds.
 - Reads run on the server's reader threads, never on the event loop, one at a time per
   thread, a page per notification: at most `PAGE_ITEMS` items and never more bytes than
   `--max-frame` (a thread that grew by 100k items while this server was away goes out as
   many notifications, not one).
-- Every (re)start of the listener (`listening`) reads every followed thread once: what was
-  written before LISTEN was in place, or while it was lost, cannot have been announced.
-
-The embedded store does not use it: other processes' appends reach followers from the file
-tails (server/watch.py, restore/external.py).
+- Every (re)start of the PostgreSQL listener (`listening`) reads every followed thread
+  once: what was written before LISTEN was in place, or while it was lost, cannot have
+  been announced.
 """
 
 from __future__ import annotations
@@ -28,14 +27,13 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
 
 if TYPE_CHECKING:
-    from restore.stores.postgres import SharedPages
     from server.app import SessiondServer
 
 logger = logging.getLogger("sessiond.relay")
@@ -159,7 +157,7 @@ class Relay:
         """Pages of rows after the last seq published, each published as it arrives,
         until a read finds the thread's end with nothing changed meanwhile."""
         server = self._server
-        pages, max_frame = cast("SharedPages", server.pages), server.config.max_frame
+        pages, max_frame = server.pages, server.config.max_frame
         try:
             while state.stale and self._threads.get(thread_id) is state:
                 state.stale = False

@@ -191,6 +191,17 @@ class Pages(Protocol):
         """Whether a page read ahead (server/readahead.py) is still the answer."""
         ...
 
+    def after(
+        self, thread_id: str, after: int, *, limit: int, max_bytes: int
+    ) -> tuple[list[tuple[int, bytes]], bool]:
+        """(seq, line) of the items after seq `after`, cut like a forward page, and
+        whether more follow; nothing for a thread that is gone (server/relay.py)."""
+        ...
+
+    def last_seq(self, thread_id: str) -> int:
+        """The seq of the thread's last item (0: none); ThreadNotFound if no such thread."""
+        ...
+
     def forget(self, thread_id: str) -> None: ...
 
 

@@ -62,21 +62,22 @@ def test_a_thread_file_that_is_a_symlink_is_never_followed(
 # (`restore.private.read_regular`), and what sits there instead is treated as missing.
 
 
-def _closed_thread(server: ServerProcess, work: Path) -> tuple[str, str]:
+def _closed_thread(spawn: Spawn, work: Path) -> tuple[ServerProcess, str]:
+    """A server, and a thread of 40 messages it recorded in `work` and closed."""
+    server = spawn()
+    server.initialize()
     tid, sid = start(server, work)
     record(
         server, tid, sid, *(message(f"m{n}", "user" if n % 2 else "assistant") for n in range(40))
     )
     server.request("thread/close", {"threadId": tid, "sessionId": sid})
-    return tid, sid
+    return server, tid
 
 
 def test_a_fifo_as_a_snapshot_or_page_map_is_read_around(
     spawn: Spawn, home: Path, tmp_path: Path
 ) -> None:
-    first = spawn()
-    first.initialize()
-    tid, _ = _closed_thread(first, tmp_path / "work")
+    first, tid = _closed_thread(spawn, tmp_path / "work")
     first.request("thread/read", {"threadId": tid, "limit": 5})
     first.shutdown()
     layout = Layout(home)
@@ -99,9 +100,7 @@ def _index_replaced(
 ) -> tuple[str, Path]:
     """A data dir with one closed thread whose index (and WAL) was replaced by `planted`
     (a FIFO, a directory); (the thread's id, the index path)."""
-    first = spawn()
-    first.initialize()
-    tid, _ = _closed_thread(first, tmp_path / "work")
+    first, tid = _closed_thread(spawn, tmp_path / "work")
     first.shutdown()
     index = Layout(home).index_path
     for end in ("", "-wal", "-shm"):
@@ -137,9 +136,7 @@ def test_a_fifo_as_the_index_of_a_read_only_home_is_not_opened(
 def test_a_fifo_as_a_lock_holder_record_still_says_busy_at_once(
     spawn: Spawn, home: Path, tmp_path: Path
 ) -> None:
-    holder = spawn()
-    holder.initialize()
-    tid, _ = _closed_thread(holder, tmp_path / "work")
+    holder, tid = _closed_thread(spawn, tmp_path / "work")
     assert holder.request("thread/resume", {"threadId": tid})["status"] == "ready"
     named = home / "locks" / f"{tid}.holder"
     named.unlink(missing_ok=True)
