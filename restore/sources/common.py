@@ -100,6 +100,9 @@ class SourceParser:
         self._out: list[dict[str, Any]] = []
         self._line = 0
         self._stamps: dict[Any, str] = {}
+        self.unmapped_seen: dict[str, list[int]] = {}
+        """`record:<type>` / `tool:<name>` → [count, first line] of what this parser met
+        and does not map, in this run (not saved: a re-import reports only new lines)."""
 
     def initial(self) -> dict[str, Any]:
         return {
@@ -136,6 +139,18 @@ class SourceParser:
 
     def handle(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def unmapped(self, kind: str, name: Any) -> None:
+        """A record type or tool this mapping does not know. Never dropped silently: it is
+        counted, with the first line it was seen on, for the import summary, `sessiond
+        doctor` and the compatibility suite (which fails on any not on the parser's
+        commented ignore list)."""
+        key = f"{kind}:{name}"
+        seen = self.unmapped_seen.get(key)
+        if seen is None:
+            self.unmapped_seen[key] = [1, self._line]
+        else:
+            seen[0] += 1
 
     # --- building items -------------------------------------------------------------------
 
