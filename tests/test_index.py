@@ -286,6 +286,9 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
         forkedFrom={"threadId": str(uuid.uuid4()), "seq": 7},
         costUsd=1.25,
         origin={"agent": "codex", "sessionId": "s-1", "path": "/r/rollout.jsonl"},
+        parentThreadId=str(uuid.uuid4()),
+        parentOperationId="call-1",
+        childCount=0,
         lastSeq=9,
         latestSessionId=str(uuid.uuid4()),
     )
@@ -296,8 +299,10 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
     assert untouched == ["threadId"]
     index = open_index(layout)
     index.upsert(full, path)
-    assert index.get(thread_id) == full
-    assert index.list(archived=True)[0] == [full]
+    # The child count is the listing's (no column): a row read alone has none.
+    assert index.get(thread_id) == dataclasses.replace(full, childCount=None)
+    assert index.list(archived=True, parent_thread_id=full.parentThreadId)[0] == [full]
+    assert index.list(archived=True)[0] == []  # a child is listed under its parent only
     index.remove(thread_id)
     assert index.get(thread_id) is None
 

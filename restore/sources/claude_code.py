@@ -46,6 +46,7 @@ KNOWN_TOOLS = (
 unmapped (MCP tools, `mcp__server__tool`, are side effects by design)."""
 RECENT_MESSAGES = 32
 COMMAND_CHARS = 2_000
+_AGENT_ID_LINE = re.compile(r"^agentId: ([A-Za-z0-9_-]{1,64})", re.MULTILINE)
 _EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (\d+)")
 
 
@@ -55,6 +56,16 @@ def effect_of(tool: str) -> str:
     if tool in IDEMPOTENT_TOOLS:
         return "idempotent"
     return "side_effect"  # Bash, edits, sub-agents, MCP tools: assume the worst
+
+
+def spawned_agent(text: str, outcome: dict[str, Any]) -> str | None:
+    """The sub-agent an Agent/Task result reports: `toolUseResult.agentId`, else the
+    `agentId: <id>` line Claude Code puts in the result text for the model."""
+    agent_id = outcome.get("agentId")
+    if isinstance(agent_id, str) and agent_id:
+        return agent_id
+    found = _AGENT_ID_LINE.search(text)
+    return found.group(1) if found else None
 
 
 def subagent_session_id(agent_id: str) -> str:
@@ -268,10 +279,10 @@ class ClaudeCodeParser(SourceParser):
                 extra["exitCode"] = int(code.group(1))
             elif not (failed or result.get("interrupted") or arguments.get("run_in_background")):
                 extra["exitCode"] = 0  # Claude Code fails a command that exits non-zero
-        elif tool in SUBAGENT_TOOLS and isinstance(result.get("agentId"), str):
+        elif tool in SUBAGENT_TOOLS and (agent_id := spawned_agent(text, result)):
             from restore.sources.handoff import thread_id_for  # handoff imports this module
 
-            child = subagent_session_id(result["agentId"])
+            child = subagent_session_id(agent_id)
             extra.update(childSessionId=child, childThreadId=thread_id_for(AGENT, child, 1))
         outcome_state = "failed" if failed else "committed"
         self.operation(call_id, tool, effect_of(tool), state=outcome_state, resultPersisted=True,
