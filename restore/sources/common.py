@@ -209,9 +209,8 @@ class SourceParser:
         if fresh + cache_write + cache_read + output <= 0:
             return
         model = self.state["model"] or "unknown"
-        priced = pricing.usd(
-            model, fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output
-        )
+        priced = pricing.usd(model, fresh=fresh, cache_write=cache_write, cache_read=cache_read,
+                             output=output, agent=self.AGENT, at=self.state["lastTs"])  # fmt: skip
         self.emit({
             "type": "cost", "model": model, "inputTokens": fresh + cache_write + cache_read,
             "outputTokens": output, "usd": priced or 0.0, "priced": priced is not None,
