@@ -27,7 +27,6 @@ from typing import Any
 import orjson
 import pytest
 
-from restore import pricing
 from restore.sources.claude_code import ClaudeCodeParser
 from tests.agents.clis import AgentHome, Run
 from tests.agents.mock_model import Call, Reply, Scenario, Usage
@@ -89,6 +88,7 @@ TASKS = Scenario({"tasks": [
 ]})  # fmt: skip
 
 
+@pytest.mark.compat("claude-code", "todos")
 def test_claude_code_tasks_become_the_todo_list_created_updated_deleted_in_order(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
@@ -134,6 +134,7 @@ TODO_WRITE = Scenario({"todos": [
 ]})  # fmt: skip
 
 
+@pytest.mark.compat("claude-code", "todos")
 def test_claude_code_todowrite_still_becomes_the_todo_list_when_tasks_are_off(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
@@ -171,6 +172,7 @@ def edits(repo: Path) -> Scenario:
     ]})  # fmt: skip
 
 
+@pytest.mark.compat("claude-code", "edits", "permissions")
 def test_claude_code_edits_and_shell_commands_with_a_failed_edit_that_edits_nothing(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
@@ -196,6 +198,10 @@ def test_claude_code_edits_and_shell_commands_with_a_failed_edit_that_edits_noth
         (edit["operationId"], sha("alpha\nbeta\n"), sha("alpha\ngamma\n")),
     ]  # and none for the failed edit
     report = resume(server, thread["threadId"])
+    # The run's bypassPermissions comes back, downgraded to asking (and says so).
+    permissions = states(report)["permissions"]
+    assert permissions["downgradedFrom"] == {"approvalMode": "bypassPermissions"}
+    assert permissions["approvalMode"] != "bypassPermissions"
     (latest,) = states(report)["file_history"]["files"]
     assert (latest["path"], latest["diverged"]) == (str(notes), False)
     assert latest["afterSha"] == latest["currentSha"] == sha(notes.read_text())
@@ -268,6 +274,7 @@ def assert_child_under_parent(server: ServerProcess, call: str) -> tuple[dict, d
     return parent, child
 
 
+@pytest.mark.compat("claude-code", "sub-agents")
 def test_a_claude_code_sub_agent_is_a_child_thread_whose_cost_is_the_parents_too(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
@@ -314,16 +321,7 @@ def test_a_claude_code_sub_agent_is_a_child_thread_whose_cost_is_the_parents_too
     assert_nothing_unmapped(agent)
 
 
-def unpriced(model: str) -> bool:
-    return pricing.usd(model, fresh=1, cache_write=0, cache_read=0, output=1) is None
-
-
-@pytest.mark.xfail(
-    unpriced("claude-opus-5-5"),
-    reason="waits for restore/pricing.py on genai-prices (the lead's change): until then "
-    "Claude Code's default model has no price and the cost is tokens only",
-    strict=True,
-)
+@pytest.mark.compat("claude-code", "cost")
 def test_the_cost_of_a_session_with_a_sub_agent_is_claude_codes_own_within_one_percent(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
@@ -338,6 +336,7 @@ def test_the_cost_of_a_session_with_a_sub_agent_is_claude_codes_own_within_one_p
     assert cost["usd"] == pytest.approx(theirs, rel=0.01)
 
 
+@pytest.mark.compat("claude-code", "sub-agents")
 def test_a_sub_agent_in_the_older_layout_beside_the_session_is_a_child_not_a_session(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
@@ -361,6 +360,7 @@ def test_a_sub_agent_in_the_older_layout_beside_the_session_is_a_child_not_a_ses
 # --- sub-agents on both stores ------------------------------------------------------------------
 
 
+@pytest.mark.compat("claude-code", "sub-agents")
 @pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
 def test_imported_sub_agents_stay_under_their_parent_in_the_shared_store(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess], store_url: str
@@ -387,6 +387,7 @@ TWO_RUNS = Scenario({
 })  # fmt: skip
 
 
+@pytest.mark.compat("claude-code", "resume", "compaction")
 def test_a_resumed_claude_code_run_continues_the_same_thread_and_a_compaction_keeps_it_all(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
