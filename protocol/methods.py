@@ -705,10 +705,13 @@ SUMMARIES: dict[str, str] = {
     "initialize": "The first request: who the client is and which folders it has open. Reads "
     "nothing from disk.",
     "shutdown": "The client is leaving: its sessions end (SessionEnd hooks run); then `exit`.",
-    "thread/start": "A new thread, durable at once, with its first session.",
+    "thread/start": "A new thread, durable at once, with its first session; with "
+    "`parentThreadId`, a sub-agent's thread under an existing one.",
     "thread/record": "Append items to the thread through an open session; acknowledged once "
     "durable. Safe to retry: known item ids are not written again.",
-    "thread/list": "Threads, most recently updated first, filtered before paging.",
+    "thread/list": "Threads, most recently updated first, filtered before paging. By default "
+    "only top-level threads: a sub-agent's thread (`parentThreadId` set) is listed under its "
+    "parent, with `thread/list {parentThreadId}`, and counted in the parent's `childCount`.",
     "thread/read": "A thread's stored items, a page at a time, in ascending seq.",
     "thread/resume": "Restore every subsystem and open a new session, or say why not "
     "(`needs_review`): the RestoreReport.",

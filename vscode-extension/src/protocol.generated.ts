@@ -1274,6 +1274,18 @@ export interface ThreadInfo {
    * Where the thread came from: null when recorded over this protocol.
    */
   origin?: ThreadOrigin | null;
+  /**
+   * The thread whose tool call started this one (a sub-agent), else null. A child is listed under its parent (`thread/list {parentThreadId}`), not at the top.
+   */
+  parentThreadId?: string | null;
+  /**
+   * That tool call: its `operationId` in the parent thread, when known.
+   */
+  parentOperationId?: string | null;
+  /**
+   * How many (unarchived) sub-agent threads `thread/list {parentThreadId}` lists under this one. Counted by `thread/list`; null where not counted (notifications, other answers): keep the count a listing gave.
+   */
+  childCount?: number | null;
   [k: string]: unknown;
 }
 /**
@@ -1300,6 +1312,14 @@ export interface ThreadOrigin {
    * Imports: 1 for a session's first import; a source file rewritten (not appended to) since is imported again as a new thread with the next revision.
    */
   revision?: number | null;
+  /**
+   * A sub-agent's session: the session (in that agent's store) whose tool call started it; the thread's `parentThreadId` is that session's thread.
+   */
+  parentSessionId?: string | null;
+  /**
+   * A sub-agent's session: the parent's tool call that started it (its `operationId` in the parent thread), when the agent recorded it.
+   */
+  parentToolCallId?: string | null;
   [k: string]: unknown;
 }
 export interface SessionRef {
@@ -1566,6 +1586,10 @@ export interface ThreadListParams {
    * Threads per page (1-200).
    */
   limit?: number;
+  /**
+   * List this thread's sub-agent threads. Without it only top-level threads are listed: children are reached through their parent (`childCount`).
+   */
+  parentThreadId?: string | null;
   [k: string]: unknown;
 }
 export interface ThreadListResult {
@@ -1770,6 +1794,14 @@ export interface ThreadStartParams {
    * What the agent may do; restored on every resume.
    */
   permissions?: Permissions | null;
+  /**
+   * Start a sub-agent's thread under this one (it must exist: ThreadNotFound otherwise); listed under it, not at the top.
+   */
+  parentThreadId?: string | null;
+  /**
+   * With `parentThreadId`: the parent's operation (tool call) that started the sub-agent.
+   */
+  parentOperationId?: string | null;
   [k: string]: unknown;
 }
 export interface ThreadStartResult {
