@@ -89,8 +89,7 @@ class SourceKind:
         if self.agent == claude_code.AGENT:
             if path.name.startswith("agent-acompact"):
                 return False  # Claude Code's own compaction run: the conversation again
-            nested = path.parent.name == "subagents" and path.name.startswith("agent-")
-            return path.parent.parent == root or (nested and path.parents[2].parent == root)
+            return path.parent.parent == root or _project_of(path).parent == root
         return path.name.startswith("rollout-") and root in path.parents
 
     def session_files(self, root: Path) -> list[Path]:
@@ -115,7 +114,7 @@ class SourceKind:
     def fallback_cwd(self, path: Path) -> str:
         """Where a session ran when none of its lines says: Claude Code's folder name
         decoded (lossy: it spells `/` and `.` as `-`), else the file's folder."""
-        folder = path.parents[2] if path.parent.name == "subagents" else path.parent
+        folder = _project_of(path)
         if self.agent == claude_code.AGENT and folder.name.startswith("-"):
             return folder.name.replace("-", "/")
         return str(path.parent)
@@ -724,8 +723,7 @@ class Importer:
         """The tool call of the parent transcript whose result names `agent_id`: the
         parent is `<id>.jsonl` beside the sub-agent (≤ 2.0) or above its `subagents/`.
         One pass over each parent per run, for all its sub-agents."""
-        folder = path.parents[2] if path.parent.name == "subagents" else path.parent
-        parent_path = folder / f"{session}.jsonl"
+        parent_path = _project_of(path) / f"{session}.jsonl"
         calls = self._spawns.get(parent_path)
         if calls is None:
             calls = self._spawns[parent_path] = _spawns_in(parent_path)
@@ -749,6 +747,13 @@ class ParentLink:
 
 
 SIDECAR_BYTES = 64 << 10
+
+
+def _project_of(path: Path) -> Path:
+    """The Claude Code project folder a transcript is in: its own folder, or for a 2.1
+    sub-agent's (`<project>/<sessionId>/subagents/agent-<id>.jsonl`) the one above."""
+    nested = path.parent.name == "subagents" and path.name.startswith("agent-")
+    return path.parents[2] if nested and len(path.parents) > 2 else path.parent
 
 
 def _sidecar_call(path: Path) -> str | None:
