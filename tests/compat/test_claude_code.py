@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,7 @@ from restore.sources.claude_code import ClaudeCodeParser
 from tests.agents.clis import AgentHome, Run
 from tests.agents.mock_model import Call, Reply, Scenario, Usage
 from tests.compat.conftest import Agents, import_from, resume, states
-from tests.rpc_client import ServerProcess
+from tests.rpc_client import REPO, ServerProcess
 from tests.test_cli import sessiond
 
 TODO_TOOLS = {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
@@ -355,6 +358,27 @@ def test_a_sub_agent_in_the_older_layout_beside_the_session_is_a_child_not_a_ses
     # Its parent's tool call is found in the parent's transcript (no sidecar to say it).
     _, child = assert_child_under_parent(server, agent_call(parent_file))
     assert child["origin"]["path"] == str(legacy)
+
+
+@pytest.mark.compat("claude-code", "sub-agents")
+def test_a_fifo_as_a_sub_agents_sidecar_never_stalls_the_import(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    """The sidecar (`agent-<id>.meta.json`) is read only when it is a small regular file: a
+    FIFO there would block the importer forever. The call is then found in the parent."""
+    agent, _, parent_file, child_file = delegated(agents)
+    sidecar = child_file.with_suffix(".meta.json")
+    sidecar.unlink()
+    os.mkfifo(sidecar)
+    command = [sys.executable, "-m", "server.cli", "--home", str(home), "import", "claude",
+               "--from", str(agent.claude_projects), "--json"]  # fmt: skip
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    assert done.returncode == 0, done.stderr  # a read of the FIFO would time out instead
+    assert json.loads(done.stdout)["created"] == 2, done.stdout
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    assert_child_under_parent(server, agent_call(parent_file))
 
 
 # --- sub-agents on both stores ------------------------------------------------------------------
