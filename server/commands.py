@@ -61,9 +61,9 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
         infos = _with_children([thread.thread_info() for thread in threads], service)
     finally:
         service.close_all()
-    if args.json:
+    if args.json:  # the wire's ThreadInfo, children after their parent (parentThreadId)
         for info in infos:
-            print_json(info)
+            print_json({key: value for key, value in info.items() if key != "depth"})
         return 0
     if args.quiet:  # the page's threads alone: `sessiond show "$(sessiond list -q --limit 1)"`
         for info in infos:
