@@ -115,13 +115,14 @@ def test_a_file_written_then_edited_is_in_file_history_and_a_failed_edit_is_not(
     server.initialize([str(agent.repo)])
     thread = only_thread(server)
     report = resume(server, thread["threadId"])
+    # Each message once, though Gemini writes one again whenever it changes (its tokens,
+    # each call's result).
     texts = [m["content"] for m in report["messages"]["items"]]
     assert texts == [
         "[[edit]] write notes, edit them, then edit the README",
         "Writing notes.",
         "Notes written; the README edit failed.",
-    ]  # each once, though Gemini
-    # writes a message again each time it changes (its tokens, its calls' results)
+    ]
     history = states(report)["file_history"]
     (notes,) = history["files"]  # README.md is not there: its edit failed
     assert notes["path"] == str(agent.repo / "notes.txt")
