@@ -59,11 +59,11 @@ INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instruc
 TOTALS = ("input_tokens", "cached_input_tokens", "output_tokens")
 DIFF_CHARS = 20_000
 """A file edit keeps its diff up to this size; the rollout keeps it whole."""
-TRACKED_CHARS = 65_536
-TRACKED_FILES = 32
-"""Contents of files the session wrote, kept in the parser's state (saved with every
-checkpoint) so a later diff of the same file gives its new contents: bounded per file
-and in number, the oldest forgotten first. Beyond that an update's result is unknown."""
+TRACKED_CHARS = 32_768
+"""Contents of files the session wrote, kept in the parser's state so a later diff of the
+same file gives its new contents (and its sha). The state is saved whole with every
+import checkpoint, so they are bounded in total, the oldest forgotten first: an update
+of a file not held is `contentKnown: false`, as without them."""
 FAILED = ("failed", "declined")
 """Statuses of an apply or a command that did not happen (declined: by the person)."""
 READ_ONLY_COMMANDS = frozenset({"read", "list_files", "search"})
@@ -282,10 +282,13 @@ class CodexParser(SourceParser):
             self.emit({"type": "compact_boundary", "summary": payload["message"]})
         elif kind == "event_msg":
             self._event(payload)
-        elif f"record:{kind}" not in self.IGNORED:
+        else:
             self.unmapped("record", kind)
 
     def unmapped(self, kind: str, name: Any) -> None:
+        """Reported unless IGNORED says why it is deliberately not mapped. Kinds: `record`
+        (a line's type), `response_item`, `event` (event_msg), `item` (item_completed),
+        `file_change`, `tool`."""
         if f"{kind}:{name}" not in self.IGNORED:
             super().unmapped(kind, name)
 
@@ -547,8 +550,9 @@ class CodexParser(SourceParser):
         if text is None or len(text) > TRACKED_CHARS:
             return
         contents[path] = text
-        while len(contents) > TRACKED_FILES:
-            contents.pop(next(iter(contents)))
+        held = sum(len(held) for held in contents.values())
+        while held > TRACKED_CHARS:
+            held -= len(contents.pop(next(iter(contents))))
 
     def _command(self, item: dict[str, Any]) -> None:
         """A command's run: argv, exit code, output. A direct call's operation takes them
