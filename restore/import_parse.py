@@ -120,6 +120,8 @@ class Parsed:
     line_start: int
     tail_sha: str
     head_sha: str
+    unmapped: dict[str, list[int]]
+    """What the parser met and does not map: `record:<type>` → [count, first line]."""
 
 
 def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
@@ -158,7 +160,7 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
     yield Parsed(
         pending, Facts.of(parser), parser.state, records, skipped, repaired, offset, lines,
         line_start, sha(last_line) if last_line is not None else start.tail_sha,
-        head_sha(start.path, offset),
+        head_sha(start.path, offset), parser.unmapped_seen,
     )  # fmt: skip
 
 

@@ -92,6 +92,9 @@ class SourceParser:
 
     AGENT: ClassVar[str]
     TITLE_ORDER: ClassVar[tuple[str, ...]]
+    IGNORED: ClassVar[dict[str, str]] = {}
+    """Record types and tools deliberately not mapped (`record:<type>` / `tool:<name>` →
+    why): not reported. Anything else `unmapped` counts is reported."""
 
     def __init__(self, state: dict[str, Any] | None = None, fallback_ts: str | None = None):
         self.state: dict[str, Any] = state if state is not None else self.initial()
@@ -146,6 +149,8 @@ class SourceParser:
         doctor` and the compatibility suite (which fails on any not on the parser's
         commented ignore list)."""
         key = f"{kind}:{name}"
+        if key in self.IGNORED:
+            return
         seen = self.unmapped_seen.get(key)
         if seen is None:
             self.unmapped_seen[key] = [1, self._line]
@@ -212,9 +217,8 @@ class SourceParser:
         if fresh + cache_write + cache_read + output <= 0:
             return
         model = self.state["model"] or "unknown"
-        priced = pricing.usd(
-            model, fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output
-        )
+        priced = pricing.usd(model, fresh=fresh, cache_write=cache_write, cache_read=cache_read,
+                             output=output, agent=self.AGENT, at=self.state["lastTs"])  # fmt: skip
         self.emit({
             "type": "cost", "model": model, "inputTokens": fresh + cache_write + cache_read,
             "outputTokens": output, "usd": priced or 0.0, "priced": priced is not None,
