@@ -234,6 +234,9 @@ class CodexParser(SourceParser):
     AGENT = AGENT
     TITLE_ORDER: ClassVar[tuple[str, ...]] = ("name", "first", "agent")
     IGNORED: ClassVar[dict[str, str]] = {
+        # What is deliberately not mapped, and why; anything else the mapping does not know
+        # is reported through `unmapped`: `record:` (a line's type), `response_item:`,
+        # `event:` (event_msg), `item:` (item_completed), `file_change:`, `tool:`.
         # records
         "record:world_state": "Codex's snapshot of the context it injects (AGENTS.md, skills, "
         "environment): the same facts as session_meta and turn_context",
@@ -284,13 +287,6 @@ class CodexParser(SourceParser):
             self._event(payload)
         else:
             self.unmapped("record", kind)
-
-    def unmapped(self, kind: str, name: Any) -> None:
-        """Reported unless IGNORED says why it is deliberately not mapped. Kinds: `record`
-        (a line's type), `response_item`, `event` (event_msg), `item` (item_completed),
-        `file_change`, `tool`."""
-        if f"{kind}:{name}" not in self.IGNORED:
-            super().unmapped(kind, name)
 
     # --- metadata ---------------------------------------------------------------------------
 
