@@ -70,6 +70,8 @@ READ_ONLY_COMMANDS = frozenset({"read", "list_files", "search"})
 """Codex's own `parsed_cmd` kinds of commands that change no file."""
 _EXIT = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)\s*$", re.MULTILINE)
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+_RUNNING = re.compile(r"Script running with cell ID (\S+)")
+EXEC_ENDED = ("Script completed", "Script failed")
 _PATCH = re.compile(r"\*\*\* Begin Patch\n.*?\*\*\* End Patch", re.DOTALL)
 
 
@@ -268,7 +270,7 @@ class CodexParser(SourceParser):
     def initial(self) -> dict[str, Any]:
         return {**super().initial(), "totals": dict.fromkeys(TOTALS, 0), "metaSeen": False,
                 "repoUrl": None, "parent": None, "agentPath": None, "exec": None,
-                "contents": {}}  # fmt: skip
+                "cells": {}, "contents": {}}  # fmt: skip
 
     def handle(self, record: dict[str, Any]) -> None:
         payload = record.get("payload")
@@ -380,6 +382,9 @@ class CodexParser(SourceParser):
                 pending["patch"] = patch
             elif text := command_text(command):
                 pending["command"] = text
+        elif tool == "wait" and (cell := arguments.get("cell_id")) is not None:
+            pending["cell"] = str(cell)  # the script it waits for runs on: its nested calls
+            self.state["exec"] = self.state["cells"].get(str(cell), self.state["exec"])
         extra: dict[str, Any] = {}
         if tool == CODE_MODE_TOOL:
             self.state["exec"] = call_id  # its nested calls' events come before its output
@@ -397,9 +402,15 @@ class CodexParser(SourceParser):
 
     def _output(self, item: dict[str, Any]) -> None:
         call_id = str(item.get("call_id") or f"L{self._line}")
+        output = item.get("output")
+        pending = self.state["pending"].get(call_id)
+        if pending is not None and pending["tool"] == CODE_MODE_TOOL:
+            if not self._exec_done(call_id, text_of(output)):
+                return
+        elif pending is not None and pending["tool"] == "wait":
+            self._wait_done(pending, text_of(output))
         pending = self.state["pending"].pop(call_id, None) or {"tool": "unknown"}
         tool = pending["tool"]
-        output = item.get("output")
         failed = pending.get("failed")
         if isinstance(output, dict):  # older rollouts: {content, success}
             failed = failed or output.get("success") is False
@@ -423,6 +434,27 @@ class CodexParser(SourceParser):
             self.state["contents"] = {}  # a command may have changed any file
         if "patch" in pending and not failed and not pending.get("applied"):
             self._patch_edits(pending["patch"], call_id)
+
+    def _exec_done(self, call_id: str, text: str) -> bool:
+        """Whether this output ends the `exec` script. A script still running when its
+        yield time ran out answers `Script running with cell ID N` and is finished by a
+        later `wait {cell_id: N}`; `notify(...)` adds outputs of its own text."""
+        if text.startswith(EXEC_ENDED):
+            return True
+        if running := _RUNNING.match(text):
+            self.state["cells"][running[1]] = call_id
+        return False
+
+    def _wait_done(self, pending: dict[str, Any], text: str) -> None:
+        """A `wait` that saw its cell's script end ends that `exec` too, with this output."""
+        cell = self.state["cells"].get(str(pending.get("cell")))
+        if cell is not None and cell in self.state["pending"] and text.startswith(EXEC_ENDED):
+            del self.state["cells"][str(pending["cell"])]
+            self.state["pending"].pop(cell)
+            self.result(cell, CODE_MODE_TOOL, effect_of(CODE_MODE_TOOL), text,
+                        text.startswith("Script failed"))  # fmt: skip
+            if self.state["exec"] == cell:
+                self.state["exec"] = None
 
     @staticmethod
     def _failed_by_output(tool: str, text: str, exit_code: int | None) -> bool:

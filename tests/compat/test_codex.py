@@ -180,6 +180,45 @@ def test_a_shell_command_is_an_operation_with_its_command_exit_code_and_output(
     )  # fmt: skip
 
 
+@pytest.mark.compat("codex")
+def test_a_code_mode_script_that_outlives_its_yield_is_finished_by_its_wait(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    """An `exec` still running at its yield time answers `Script running with cell ID N`;
+    its nested command ends during the model's `wait {cell_id: N}`, which answers the
+    script's result: the exec stays open until then, and the command is under it."""
+    script = ('// @exec: {"yield_time_ms": 300}\nnotify("started");\n'
+              'const r = await tools.exec_command({cmd: "sleep 2; echo late-output; exit 4"});\n'
+              "text(JSON.stringify(r));")  # fmt: skip
+
+    def steps(request: Request) -> Reply:
+        if not request.tools or request.scenario() != "yield":
+            return Reply(text="Done.")
+        running = [r for r in request.results() if r.startswith("Script running with cell ID")]
+        if request.round() == 0:
+            return Reply(calls=(Call("exec", script),))
+        if request.round() == 1 and running:
+            cell = running[0].split()[5]
+            return Reply(calls=(Call("wait", {"cell_id": cell, "yield_time_ms": 20_000}),))
+        return Reply(text="It finished.")
+
+    agent = agents.start(steps)
+    agent.codex("[[yield]] run something slow").check()
+    server, (thread,) = imported(agent, home, spawn)
+    items = read(server, thread["threadId"])
+    ops = final_ops(items)
+    (exec_id,) = [op_id for op_id, op in ops.items() if op["tool"] == "exec"]
+    (command,) = [op for op in ops.values() if op["tool"] == "exec_command"]
+    assert (command["command"], command["exitCode"], command["state"]) == (
+        "sleep 2; echo late-output; exit 4", 4, "failed",
+    )  # fmt: skip
+    assert command["parentOperationId"] == exec_id
+    assert ops[exec_id]["state"] == "committed" and "late-output" in ops[exec_id]["result"]
+    exec_states = [i["state"] for i in of_type(items, "operation") if i["operationId"] == exec_id]
+    assert exec_states == ["started", "committed"]  # not closed by "Script running"
+    assert states(resume(server, thread["threadId"]))["operations"]["open"] == []
+
+
 def older_shell_lines(repo: Path) -> str:
     """THE OLDER FORMAT (Codex 0.4x), hand-made: no current CLI writes it. Those versions
     had no apply_patch tool of their own: the model sent every edit through the `shell`
