@@ -48,6 +48,7 @@ SIDE_EFFECT_TOOLS = frozenset({"apply_patch", "exec", "exec_command", "write_std
 """The tools Codex offers (0.171's code-mode and classic sets, and the older shell tools),
 by what they may change; any other name (an MCP tool, a tool of a newer Codex) is still
 an operation, assumed to have side effects, and reported as unmapped."""
+KNOWN_TOOLS = READ_TOOLS | IDEMPOTENT_TOOLS | SIDE_EFFECT_TOOLS
 CODE_MODE_TOOL = "exec"
 """The default model's one tool (code mode): JavaScript calling `tools.apply_patch(...)`,
 `tools.exec_command(...)`, … inside Codex; its nested calls are told only by the events."""
@@ -371,7 +372,7 @@ class CodexParser(SourceParser):
             tool, arguments = str(item.get("name") or "unknown"), {"input": item.get("input")}
         else:
             tool, arguments = str(item.get("name") or "unknown"), _arguments(item.get("arguments"))
-        if tool not in READ_TOOLS | IDEMPOTENT_TOOLS | SIDE_EFFECT_TOOLS:
+        if tool not in KNOWN_TOOLS:
             self.unmapped("tool", tool)
         pending: dict[str, Any] = {"tool": tool}
         if tool == "apply_patch" and isinstance(arguments.get("input"), str):
