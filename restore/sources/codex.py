@@ -309,8 +309,11 @@ class CodexParser(SourceParser):
         if isinstance(source, dict) and isinstance(source.get("subagent"), dict):
             # A sub-agent's own rollout: `source.subagent.thread_spawn {parent_thread_id,
             # depth, agent_path, agent_nickname}` (0.171 also puts parent_thread_id on top).
+            # `parent` in the shape sub-agent threads take it: the parent's session; the
+            # spawn_agent call is only in the parent's rollout (its SubAgentActivity).
             spawn = source["subagent"].get("thread_spawn") or {}
-            state["parent"] = spawn.get("parent_thread_id") or meta.get("parent_thread_id")
+            parent = spawn.get("parent_thread_id") or meta.get("parent_thread_id")
+            state["parent"] = {"sessionId": parent, "toolCallId": None} if parent else None
             state["agentPath"] = spawn.get("agent_path")
             name = spawn.get("agent_nickname")
             label = " ".join(str(p) for p in (name, spawn.get("agent_path")) if p)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from restore.sources.handoff import thread_id_for
 from tests.agents.clis import AgentHome
 from tests.agents.mock_model import Call, Reply, Request, Scenario, Usage
 from tests.compat.conftest import Agents, import_from, resume, states
@@ -400,14 +401,12 @@ def test_a_sub_agent_writes_its_own_rollout_named_by_the_parents_spawn_call(
     (child_id,) = set(metas) - {parent_id}
     assert metas[child_id]["source"]["subagent"]["thread_spawn"]["parent_thread_id"] == parent_id
 
-    server, threads = imported(agent, home, spawn)
-    by_session = {t["origin"]["sessionId"]: t for t in threads}
-    parent_items = read(server, by_session[parent_id]["threadId"])
+    server, _ = imported(agent, home, spawn)
+    parent_items = read(server, thread_id_for("codex", parent_id, 1))
     (spawned,) = [op for op in final_ops(parent_items).values() if op["tool"] == "spawn_agent"]
     assert (spawned["state"], spawned["childSessionId"]) == ("committed", child_id)
     assert spawned["agentPath"] == "/root/helper"
-    child_items = read(server, by_session[child_id]["threadId"])
-    assert by_session[child_id]["title"].startswith("Sub-agent")
+    child_items = read(server, thread_id_for("codex", child_id, 1))
     (task,) = [m for m in of_type(child_items, "message") if m["role"] == "user"]
     assert (task["fromAgent"], task["toAgent"]) == ("/root", "/root/helper")
     assert [m["content"] for m in of_type(child_items, "message")][-1] == "Two files."
