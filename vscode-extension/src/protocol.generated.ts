@@ -380,9 +380,9 @@ export interface Handoff {
   /**
    * The agent to hand over to.
    */
-  agent: "claude-code" | "codex";
+  agent: "claude-code" | "codex" | "gemini";
   /**
-   * The agent's own resume, as an argument list: `claude --resume ID` or `codex resume ID`.
+   * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID` or `gemini --resume ID`.
    */
   command: string[];
   /**
@@ -836,6 +836,18 @@ export interface OperationItem {
    * The tool's result, any JSON.
    */
   result?: unknown;
+  /**
+   * A shell tool's command line, as the agent ran it (on `started`).
+   */
+  command?: string | null;
+  /**
+   * A shell command's exit code, when known.
+   */
+  exitCode?: number | null;
+  /**
+   * A call that ran a sub-agent: the sub-agent's thread (started with `thread/start {parentThreadId}`). Its cost is counted in this thread's cost line.
+   */
+  childThreadId?: string | null;
   [k: string]: unknown;
 }
 export interface PendingOperation {
@@ -1293,9 +1305,9 @@ export interface ThreadInfo {
  */
 export interface ThreadOrigin {
   /**
-   * The agent whose session this thread mirrors: `claude-code`, `codex`, or `acp` (recorded through `sessiond acp`).
+   * The agent whose session this thread mirrors: `claude-code`, `codex`, `gemini` (Gemini CLI), or `acp` (recorded through `sessiond acp`).
    */
-  agent: "claude-code" | "codex" | "acp";
+  agent: "claude-code" | "codex" | "gemini" | "acp";
   /**
    * The session's id in that agent's own store.
    */
