@@ -262,6 +262,22 @@ def _known_failure(exc: BaseException) -> str | None:
     return None
 
 
+def _password_on_the_command_line(args: argparse.Namespace) -> str | None:
+    """A store URL given with its password in argv (`--store`, `migrate --to`) is refused
+    before anything starts: every local user reads argv in `ps`, a child in
+    `/proc/$PPID/cmdline`. SESSIOND_STORE (the environment) stays allowed."""
+    from restore.stores import is_shared
+
+    for option in ("store", "to"):
+        url = getattr(args, option, None)
+        if is_shared(url):
+            from restore.child_env import argv_password_refusal, has_password
+
+            if has_password(str(url)):
+                return argv_password_refusal(f"--{option}")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser(argv).parse_args(argv)
@@ -270,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
         config.home = args.home
     if getattr(args, "store", None):
         config.store = args.store
+    if refusal := _password_on_the_command_line(args):
+        print(f"sessiond: {refusal}", file=sys.stderr)
+        return USAGE_ERROR
     if config.store:
         from restore.stores import is_shared
 

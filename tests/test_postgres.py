@@ -242,8 +242,8 @@ def test_a_password_in_the_url_never_reaches_a_message_or_a_log(
         log = server.stderr_path.read_text()
         assert "sessiond.postgres" in log  # DEBUG logging did say what failed ...
         assert secret not in log  # ... and never with the password
-        cli = sessiond_cli("--home", str(home), "--store", url, "list",
-                           env={"SESSIOND_LOG": "DEBUG"})  # fmt: skip
+        cli = sessiond_cli("--home", str(home), "list",
+                           env={"SESSIOND_STORE": url, "SESSIOND_LOG": "DEBUG"})  # fmt: skip
         assert cli.returncode == 2 and secret not in cli.stderr + cli.stdout
 
 
