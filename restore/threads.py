@@ -609,6 +609,12 @@ class ThreadService:
         limit: int,
         progress: ProgressCallback | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
+        filters = (("cwd", cwd), ("workspaceFolder", workspace_folder), ("search", search))
+        for name, value in filters:
+            if value is not None and "\0" in value:  # PostgreSQL text cannot hold one
+                raise ProtocolError(
+                    ErrorKind.INVALID_PARAMS, f"{name} must not contain NUL", field=name
+                )
         self.index.ensure_ready(progress)
         self.flush_index()
         return self.index.list(

@@ -45,7 +45,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.index import MAX_LIMIT, decode_cursor, encode_cursor
-from restore.jsonl import ThreadFile
+from restore.jsonl import ThreadFile, encode_line
 from restore.pages import ANSWER_OVERHEAD, Page, too_large
 from restore.paths import validate_thread_id
 from restore.snapshots import Snapshot
@@ -279,7 +279,7 @@ class PostgresWriter:
         known = {} if minted and self._seq_of_id is None else self._known_ids()
         stamped = stamp(items, session_id, self.last_seq, known, keep_ts=keep_ts)
         if stamped.stored:
-            lines = [orjson.dumps(line).decode() for line in stamped.stored]
+            lines = [encode_line(line)[:-1].decode() for line in stamped.stored]
             repo = self.repo
             for line in stamped.stored:
                 repo = repo_binding(line) or repo
