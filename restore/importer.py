@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.atomic import sync_filesystem
-from restore.environment import ENVIRONMENT_FIELDS, probe
+from restore.environment import ENVIRONMENT_FIELDS, canonical, probe
 from restore.import_ledger import ImportLedger, SourceCheckpoint
 from restore.import_parse import HEAD_BYTES, Facts, Flush, Parsed, ParseStart, parse, sha
 from restore.jsonl import LineMark, parse_bytes
@@ -553,7 +553,9 @@ class Importer:
                 parsed = event
                 break
             if writer is None:
-                writer, added = self._create(thread_id, revision, session_id, source, event.facts)
+                writer, added, result.reason = self._create(
+                    thread_id, revision, session_id, source, event.facts
+                )
                 planned.writer = writer
                 result.items += added
             result.add(self._append(writer, event.items), keep=start is not None)
@@ -575,7 +577,7 @@ class Importer:
         )  # fmt: skip
         if writer is None:  # a new thread, whole: one write, one sync
             closing = self._closing(parsed.facts.title, parsed.facts, result, checkpoint)
-            writer, added = self._create(
+            writer, added, result.reason = self._create(
                 thread_id, revision, session_id, source, parsed.facts, parsed.items, closing
             )
             planned.writer = writer
@@ -633,11 +635,17 @@ class Importer:
         facts: Facts,
         items: list[dict[str, Any]] | None = None,
         bookkeeping: list[dict[str, Any]] | None = None,
-    ) -> tuple[ThreadWriter, int]:
+    ) -> tuple[ThreadWriter, int, str | None]:
         """The thread (with its first items), bound to where the session ran: its recorded
         cwd and branch (and commit, when the agent recorded one) over the repository as it
-        is now. Returns the writer and how many of `items` were written."""
-        cwd = facts.cwd or self.kind.fallback_cwd(Path(source))
+        is now. Returns the writer, how many of `items` were written, and why the recorded
+        cwd was not used (it is checked as `thread/start` checks one: a relative cwd would
+        be taken relative to wherever sessiond runs); the session is then bound to where
+        its file says, as one that names no cwd is."""
+        fallback = self.kind.fallback_cwd(Path(source))
+        refused = _refused_cwd(facts.cwd)
+        cwd = fallback if facts.cwd is None or refused else facts.cwd
+        note = f"{refused}: bound to {canonical(fallback)} instead" if refused else None
         environment = dict(self._environment(cwd))
         if facts.branch:
             if environment.get("branch") != facts.branch:
@@ -664,10 +672,10 @@ class Importer:
                 raise
             writer = self._store.open_writer(thread_id)
             writer.loaded = None
-            return writer, len(self._append(writer, items, bookkeeping))
+            return writer, len(self._append(writer, items, bookkeeping)), note
         writer.loaded = None
         self._on_write(writer)
-        return writer, len(items)
+        return writer, len(items), note
 
     def _environment(self, cwd: str) -> dict[str, Any]:
         """The repository at `cwd` as it is now, probed once per directory per run."""
@@ -682,6 +690,17 @@ def _from_start(
     """A checkpoint before the first byte: continuing from it reads the whole file."""
     return SourceCheckpoint(source, agent, session_id, revision, thread_id, 0, 0, 0, EMPTY_SHA,
                             EMPTY_SHA, -1, -1, {})  # fmt: skip
+
+
+def _refused_cwd(cwd: str | None) -> str | None:
+    """Why a transcript's cwd cannot be a thread's (None: it can)."""
+    if cwd is None:
+        return None
+    if "\0" in cwd:
+        return f"its cwd {cwd!r} contains NUL"
+    if not os.path.isabs(cwd):
+        return f"its cwd {cwd!r} is not an absolute path"
+    return None
 
 
 def _session_of(thread_id: str) -> str:
