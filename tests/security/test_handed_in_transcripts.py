@@ -62,7 +62,7 @@ def test_links_in_a_handed_in_folder_are_reported_and_nothing_behind_them_is_rea
     file_link.symlink_to(behind)
     folder_link = projects / encoded_project(tmp_path / "elsewhere")
     folder_link.symlink_to(behind.parent, target_is_directory=True)
-    rollouts = tmp_path / "handed" / "codex"
+    rollouts = tmp_path / "handed" / "codex" / "sessions"
     rollout = CodexSession(rollouts, work, "main", "0" * 40)
     rollout.user("a real rollout")
     rollout.save()
@@ -259,3 +259,33 @@ def test_serve_follow_survives_a_huge_file_and_line_and_keeps_importing(
     assert peak < RSS_BOUND, f"the server's peak RSS {peak / MIB:.0f} MiB"
     log = server.stderr_path.read_text()
     assert "too-large" in log and "Traceback" not in log
+
+
+def test_a_line_nested_past_what_a_thread_holds_is_skipped_and_the_session_imported(
+    home: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    projects = tmp_path / "claude" / "projects"
+    session = ClaudeSession(projects, work, "main")
+    session.user("before the deep line")
+    deep: Any = "bottom"
+    for _ in range(300):
+        deep = {"a": deep}
+    call = {"type": "tool_use", "id": "toolu_deep", "name": "Bash", "input": {"deep": deep}}
+    entry = session._entry("assistant", {"role": "assistant", "model": session.model,
+                                         "content": [call]})  # fmt: skip
+    session.raw((json.dumps(entry) + "\n").encode())  # orjson itself stops at 255 levels
+    session.say("after the deep line")
+    session.save()
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli", "--home", str(home), "import", "claude", "--from",
+         str(projects), "--json"],
+        cwd=REPO, capture_output=True, text=True, timeout=HANG_GUARD,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["created"] == 1
+    [problem] = summary["problems"]
+    assert [(s["lineNo"], s["reason"]) for s in problem["skipped"]] == [(3, "unmappable")]
