@@ -197,7 +197,7 @@ def test_nothing_connects_before_the_first_request_and_the_schema_comes_with_it(
         assert sessiond_backends() >= 1
         assert conn.execute(tables).fetchone() == (True,)
         versions = conn.execute("SELECT version FROM sessiond_migrations").fetchall()
-        assert versions == [(1,)]
+        assert versions == [(1,), (2,)]
 
 
 def test_an_unreachable_database_is_one_storage_error_and_one_cli_line(
