@@ -187,6 +187,8 @@ class Parsed:
     line_start: int
     tail_sha: str
     head_sha: str
+    unmapped: dict[str, list[int]]
+    """What the parser met and does not map: `record:<type>` → [count, first line]."""
 
 
 def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
@@ -229,7 +231,7 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
                 except (TypeError, ValueError, RecursionError):
                     # A record its mapping cannot take (nested past the 255 levels the
                     # encoder writes, say): skipped like a bad line; the session goes on.
-                    skipped.append(_skipped(line_no, offset, data, "unmappable"))
+                    skipped.append(_skipped(line_no, offset, data, "mapping_failed"))
                 else:
                     records += 1
                     repaired += fixed
@@ -246,7 +248,7 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
     tail = sha(last_line) if last_line is not None else last_sha or start.tail_sha
     yield Parsed(
         pending, Facts.of(parser), parser.state, records, skipped, repaired, offset, lines,
-        line_start, tail, head,
+        line_start, tail, head, parser.unmapped_seen,
     )  # fmt: skip
 
 

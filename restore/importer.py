@@ -177,6 +177,8 @@ class FileResult:
     summary: ThreadSummary | None = None
     appended: list[dict[str, Any]] = field(default_factory=list)
     """The stored lines an update added (for subscribers; a new thread's are not kept)."""
+    unmapped: dict[str, list[int]] = field(default_factory=dict)
+    """Record types and tools read and not mapped: `record:<type>` → [count, first line]."""
 
     def add(self, stored: list[dict[str, Any]], *, keep: bool) -> None:
         self.items += len(stored)
@@ -212,6 +214,9 @@ class ImportSummary:
     repairedLines: int = 0
     seconds: float = 0.0
     problems: list[dict[str, Any]] = field(default_factory=list)
+    unmapped: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """`record:<type>` / `tool:<name>` → {count, example: "path:line"}: what the mapping
+    does not know, so a new agent version's records are seen, never dropped silently."""
 
     def add(self, result: FileResult) -> None:
         self.sessions += 1
@@ -221,6 +226,7 @@ class ImportSummary:
         self.items += result.items
         self.skippedLines += len(result.skipped)
         self.repairedLines += result.repaired
+        merge_unmapped(self.unmapped, result.path, result.unmapped)
         if result.reason or result.skipped or result.repaired:
             self.problems.append({
                 "path": result.path, "status": result.status, "reason": result.reason,
@@ -229,6 +235,13 @@ class ImportSummary:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def merge_unmapped(into: dict[str, dict[str, Any]], path: str, found: dict[str, list[int]]) -> None:
+    """Add one file's unmapped counts; the first file seen gives the example."""
+    for key, (count, line) in found.items():
+        entry = into.setdefault(key, {"count": 0, "example": f"{path}:{line}"})
+        entry["count"] += count
 
 
 @dataclass
@@ -639,6 +652,7 @@ class Importer:
             result.add(self._append(writer, event.items), keep=start is not None)
         assert parsed is not None, "a parse ends with its Parsed"
         result.skipped, result.repaired = parsed.skipped, parsed.repaired
+        result.unmapped = parsed.unmapped
         if writer is None and parsed.records == 0 and not result.skipped:
             return FileResult(source, "empty", reason="no records, only blank lines")
         if writer is None and parsed.facts.cwd is None and self.live:
@@ -691,7 +705,8 @@ class Importer:
                           "title": facts.title, **stamp})  # fmt: skip
         marker = checkpoint.to_item()
         marker.update(skipped=result.skipped[:SKIPPED_KEPT], skippedCount=len(result.skipped),
-                      repairedLines=result.repaired, **stamp)  # fmt: skip
+                      repairedLines=result.repaired, unmapped=result.unmapped,
+                      **stamp)  # fmt: skip
         return [*items, marker]
 
     def _append(

@@ -73,7 +73,7 @@ def test_known_models_are_priced_and_unknown_ones_count_tokens_only() -> None:
     items = feed(
         ClaudeCodeParser(),
         [
-            assistant("m1", {"input_tokens": 1_000_000, "output_tokens": 0}),
+            assistant("m1", {"input_tokens": 100_000, "output_tokens": 0}),
             {
                 "type": "assistant",
                 "message": {
@@ -86,7 +86,8 @@ def test_known_models_are_priced_and_unknown_ones_count_tokens_only() -> None:
         ],
     )
     priced, unpriced = [i for i in items if i["type"] == "cost"]
-    assert (priced["usd"], priced["priced"]) == (3.0, True)  # claude-sonnet-4: $3 / MTok input
+    # claude-sonnet-4: $3 / MTok input (a prompt over 200k tokens is priced higher)
+    assert (priced["usd"], priced["priced"]) == (0.3, True)
     assert (unpriced["usd"], unpriced["priced"], unpriced["inputTokens"]) == (0.0, False, 500)
 
 

@@ -92,6 +92,9 @@ class SourceParser:
 
     AGENT: ClassVar[str]
     TITLE_ORDER: ClassVar[tuple[str, ...]]
+    IGNORED: ClassVar[dict[str, str]] = {}
+    """Record types and tools deliberately not mapped (`record:<type>` / `tool:<name>` →
+    why): not reported. Anything else `unmapped` counts is reported."""
 
     def __init__(self, state: dict[str, Any] | None = None, fallback_ts: str | None = None):
         self.state: dict[str, Any] = state if state is not None else self.initial()
@@ -100,6 +103,9 @@ class SourceParser:
         self._out: list[dict[str, Any]] = []
         self._line = 0
         self._stamps: dict[Any, str] = {}
+        self.unmapped_seen: dict[str, list[int]] = {}
+        """`record:<type>` / `tool:<name>` → [count, first line] of what this parser met
+        and does not map, in this run (not saved: a re-import reports only new lines)."""
 
     def initial(self) -> dict[str, Any]:
         return {
@@ -136,6 +142,20 @@ class SourceParser:
 
     def handle(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def unmapped(self, kind: str, name: Any) -> None:
+        """A record type or tool this mapping does not know. Never dropped silently: it is
+        counted, with the first line it was seen on, for the import summary, `sessiond
+        doctor` and the compatibility suite (which fails on any not on the parser's
+        commented ignore list)."""
+        key = f"{kind}:{name}"
+        if key in self.IGNORED:
+            return
+        seen = self.unmapped_seen.get(key)
+        if seen is None:
+            self.unmapped_seen[key] = [1, self._line]
+        else:
+            seen[0] += 1
 
     # --- building items -------------------------------------------------------------------
 
@@ -194,9 +214,8 @@ class SourceParser:
         if fresh + cache_write + cache_read + output <= 0:
             return
         model = self.state["model"] or "unknown"
-        priced = pricing.usd(
-            model, fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output
-        )
+        priced = pricing.usd(model, fresh=fresh, cache_write=cache_write, cache_read=cache_read,
+                             output=output, agent=self.AGENT, at=self.state["lastTs"])  # fmt: skip
         self.emit({
             "type": "cost", "model": model, "inputTokens": fresh + cache_write + cache_read,
             "outputTokens": output, "usd": priced or 0.0, "priced": priced is not None,

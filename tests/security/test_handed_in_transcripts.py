@@ -288,4 +288,4 @@ def test_a_line_nested_past_what_a_thread_holds_is_skipped_and_the_session_impor
     summary = json.loads(done.stdout)
     assert summary["created"] == 1
     [problem] = summary["problems"]
-    assert [(s["lineNo"], s["reason"]) for s in problem["skipped"]] == [(3, "unmappable")]
+    assert [(s["lineNo"], s["reason"]) for s in problem["skipped"]] == [(3, "mapping_failed")]
