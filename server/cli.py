@@ -266,14 +266,13 @@ def _password_on_the_command_line(args: argparse.Namespace) -> str | None:
     """A store URL given with its password in argv (`--store`, `migrate --to`) is refused
     before anything starts: every local user reads argv in `ps`, a child in
     `/proc/$PPID/cmdline`. SESSIOND_STORE (the environment) stays allowed."""
-    from restore.stores import is_shared
-
     for option in ("store", "to"):
         url = getattr(args, option, None)
-        if is_shared(url):
+        if url:  # imported only then: `sessiond serve` loads no store code at startup
             from restore.child_env import argv_password_refusal, has_password
+            from restore.stores import is_shared
 
-            if has_password(str(url)):
+            if is_shared(url) and has_password(str(url)):
                 return argv_password_refusal(f"--{option}")
     return None
 

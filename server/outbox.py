@@ -87,6 +87,7 @@ class Outbox:
         """When the oldest frame still held was queued (None: nothing is held)."""
         self.dropped = False
         self._finished = False
+        self._grace: asyncio.TimerHandle | None = None
         budget.outboxes.add(self)
 
     def put(self, data: bytes) -> None:
@@ -122,7 +123,7 @@ class Outbox:
         self._frames.clear()
         self._hold(self._notice(reason, queued))
         self._frames.append(_CLOSE)
-        asyncio.get_running_loop().call_later(DROP_GRACE, self._abort)
+        self._grace = asyncio.get_running_loop().call_later(DROP_GRACE, self._abort)
         self._on_drop()
 
     def finish(self) -> None:
@@ -158,6 +159,8 @@ class Outbox:
             self._frames.clear()
             self._release(self.queued)
             self.budget.outboxes.discard(self)
+            if self._grace is not None:
+                self._grace.cancel()
 
     def _release(self, size: int) -> None:
         size = min(size, self.queued)
