@@ -91,6 +91,12 @@ def open_source(path: str) -> IO[bytes]:
         raise
 
 
+def head_sha(path: str, offset: int) -> str:
+    """sha256 of the file's first min(offset, HEAD_BYTES) bytes: its head, as read."""
+    with open_source(path) as handle:
+        return sha(handle.read(min(offset, HEAD_BYTES)))
+
+
 def range_sha(handle: IO[bytes], start: int, end: int) -> str:
     """sha256 of the bytes [start, end) of an open file, read in chunks (a line may be
     longer than anything held in memory)."""
@@ -193,7 +199,11 @@ class Parsed:
 
 def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
     """Read a file from `start`: a `Flush` per BATCH_ITEMS items once they can be written
-    (the thread exists, or a line said where the session runs), then one `Parsed`."""
+    (the thread exists, or a line said where the session runs), then one `Parsed`. A
+    `.json` file is one JSON document (`parse_document`)."""
+    if start.path.endswith(".json"):
+        yield parse_document(start)
+        return
     parser = start.parser(dict(start.state) if start.state else None, start.fallback_ts)
     offset, lines, line_start = start.offset, start.lines, start.line_start
     last_line: bytes | None = None  # the last line read; its sha proves appends later
@@ -250,6 +260,45 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
         pending, Facts.of(parser), parser.state, records, skipped, repaired, offset, lines,
         line_start, tail, head, parser.unmapped_seen,
     )  # fmt: skip
+
+
+def parse_document(start: ParseStart) -> Parsed:
+    """A session kept as one JSON document (Gemini CLI up to 0.38: `session-*.json`,
+    rewritten whole on every change): its metadata is record 1 and its messages records
+    2, 3, …, fed like lines. Read whole, once: a document that changed since (its head
+    holds `lastUpdated`) no longer matches the checkpoint, so it is read again as a new
+    revision; one that did not has nothing new. Not valid JSON (being rewritten, or cut)
+    it is not consumed, and is read again next time."""
+    parser = start.parser(dict(start.state) if start.state else None, start.fallback_ts)
+    with open_source(start.path) as handle:
+        data = handle.read(LINE_BYTES + 1)  # one document is one record: a line's budget
+    if len(data) > LINE_BYTES:
+        skipped = [_skipped(1, 0, data, "too_long")]
+        return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, start.offset,
+                      start.lines, start.line_start, start.tail_sha,
+                      head_sha(start.path, start.offset), parser.unmapped_seen)  # fmt: skip
+    if start.offset > 0:  # read whole already (the checkpoint's head and tail still match)
+        return Parsed([], Facts.of(parser), parser.state, 0, [], 0, start.offset, start.lines,
+                      start.line_start, start.tail_sha, head_sha(start.path, start.offset),
+                      parser.unmapped_seen)  # fmt: skip
+    document, reason, repaired = decode(data, 0)
+    messages = document.pop("messages", None) if document is not None else None
+    if document is None:  # blank, or not one JSON object
+        skipped = [_skipped(1, 0, data, reason)] if reason else []
+        return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, 0, 0, 0,
+                      start.tail_sha, head_sha(start.path, 0), parser.unmapped_seen)  # fmt: skip
+    messages = messages if isinstance(messages, list) else []
+    records = [document, *(m for m in messages if isinstance(m, dict))]
+    items: list[dict[str, Any]] = []
+    failed = []
+    for line_no, record in enumerate(records, 1):
+        try:
+            items += parser.feed(line_no, record, record.get("timestamp"))
+        except (TypeError, ValueError, RecursionError):  # as in `parse`: skipped, said
+            failed.append(_skipped(line_no, 0, b"a record of the document", "mapping_failed"))
+    return Parsed(items, Facts.of(parser), parser.state, len(records), failed, int(repaired),
+                  len(data), len(records), 0, sha(data), head_sha(start.path, len(data)),
+                  parser.unmapped_seen)  # fmt: skip
 
 
 def parse_whole(start: ParseStart) -> list[Flush | Parsed]:

@@ -196,7 +196,7 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
-    """`sessiond import claude|codex [--from DIR] [--watch]`: import, summarize, then
+    """`sessiond import claude|codex|gemini [--from DIR] [--watch]`: import, summarize, then
     (with --watch) follow the store until Ctrl-C."""
     from restore.importer import SOURCES, Importer
 

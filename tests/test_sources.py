@@ -278,6 +278,7 @@ def test_a_handoff_is_offered_only_for_plain_session_ids() -> None:
     session = "0d3c5f0e-5b7a-4e57-9c3f-1f2d3e4a5b6c"
     assert handoff_command("claude-code", session) == ["claude", "--resume", session]
     assert handoff_command("codex", session) == ["codex", "resume", session]
+    assert handoff_command("gemini", session) == ["gemini", "--resume", session]
     for crafted in ("--dangerously-skip-permissions", "$(touch pwned)", "a b", "", "x;y"):
         assert handoff_command("claude-code", crafted) is None
     assert handoff_command("acp", session) is None

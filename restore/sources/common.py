@@ -188,10 +188,12 @@ class SourceParser:
         self.emit({"type": "operation", "operationId": call_id, "tool": tool, "effect": effect,
                    **fields})  # fmt: skip
 
-    def result(self, call_id: str, tool: str, effect: str, text: str, failed: bool) -> None:
+    def result(self, call_id: str, tool: str, effect: str, text: str, failed: bool,
+               **extra: Any) -> None:  # fmt: skip
         """A tool call's outcome: committed with its (previewed) result, or failed."""
         self.operation(call_id, tool, effect, state="failed" if failed else "committed",
-                       resultPersisted=True, result=truncate(text, RESULT_CHARS))  # fmt: skip
+                       resultPersisted=True, result=truncate(text, RESULT_CHARS),
+                       **extra)  # fmt: skip
 
     def todos(self, entries: list[tuple[str, str, Any]]) -> None:
         """(id, content, status) triples; the whole list, as the agent last wrote it."""
@@ -199,14 +201,15 @@ class SourceParser:
         self.emit({"type": "todos", "items": items})
 
     def file_edit(self, path: str, call_id: str, before: str | None, after: str | None,
-                  known: bool) -> None:  # fmt: skip
+                  known: bool, **extra: Any) -> None:  # fmt: skip
         """One file the agent changed. Without its contents (`known` false) the shas are
-        unknown, and file_history says so instead of calling the file diverged."""
+        unknown, and file_history says so instead of calling the file diverged. `extra`:
+        what else the source tells of the edit (its kind, its diff)."""
         self.emit({
             "type": "file_edit", "path": path, "author": "agent", "operationId": call_id,
             "beforeSha": sha_of_text(before) if known and before is not None else None,
             "afterSha": sha_of_text(after) if known and after is not None else None,
-            "contentKnown": known,
+            "contentKnown": known, **extra,
         })  # fmt: skip
 
     def cost(self, *, fresh: int, cache_write: int, cache_read: int, output: int) -> None:

@@ -161,6 +161,15 @@ class AgentHome:
             command += ["--resume", resume]
         return self.run(command, **env)
 
+    def write_gemini_settings(self, **sections: dict[str, Any]) -> None:
+        """Merge settings sections into `~/.gemini/settings.json` (e.g. `model=
+        {"compressionThreshold": 0.00001}`)."""
+        path = self.home / ".gemini" / "settings.json"
+        settings = json.loads(path.read_text())
+        for name, values in sections.items():
+            settings[name] = {**settings.get(name, {}), **values}
+        path.write_text(json.dumps(settings))
+
     def write_codex_config(self, model: str | None = None) -> None:
         """Codex's provider: the mock's Responses API. `model` None keeps Codex's default
         model (code mode: one `exec` tool); `gpt-5.5` gets the classic tool set."""

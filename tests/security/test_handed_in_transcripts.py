@@ -70,8 +70,14 @@ def test_links_in_a_handed_in_folder_are_reported_and_nothing_behind_them_is_rea
     rollout_link.symlink_to(behind)
     day_link = rollout.path.parent.parent / "05"
     day_link.symlink_to(behind.parent, target_is_directory=True)
+    gemini = tmp_path / "handed" / "gemini" / "tmp"  # <project>/chats/session-*.jsonl
+    (gemini / "project" / "chats").mkdir(parents=True)
+    chat_link = gemini / "project" / "chats" / "session-2026-05-04T09-30-5e1d2c3b.jsonl"
+    chat_link.symlink_to(behind)
+    project_link = gemini / "elsewhere"
+    project_link.symlink_to(behind.parent, target_is_directory=True)
     reported: dict[str, str] = {}
-    for agent, root in (("claude", projects), ("codex", rollouts)):
+    for agent, root in (("claude", projects), ("codex", rollouts), ("gemini", gemini)):
         done = subprocess.run(
             [sys.executable, "-m", "server.cli", "--home", str(home), "import", agent,
              "--from", str(root), "--json"],
@@ -80,10 +86,11 @@ def test_links_in_a_handed_in_folder_are_reported_and_nothing_behind_them_is_rea
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
-        assert summary["created"] == 1, summary
+        assert summary["created"] == (0 if agent == "gemini" else 1), summary
         reported |= {p["path"]: p["status"] for p in summary["problems"]}
         assert SECRET not in done.stdout + done.stderr
-    expected = {str(p): "symlink" for p in (file_link, folder_link, rollout_link, day_link)}
+    links = (file_link, folder_link, rollout_link, day_link, chat_link, project_link)
+    expected = {str(p): "symlink" for p in links}
     assert reported == expected
     assert home_holds(home, SECRET) == []
 

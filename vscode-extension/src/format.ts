@@ -52,10 +52,11 @@ export interface ThreadState {
   currentBranch?: string;
 }
 
-/** The agent that keeps an imported session ("Claude Code", "Codex"), else "". */
+/** The agent that keeps an imported session ("Claude Code", "Codex", "Gemini CLI"), else "". */
 function agentName(thread: ThreadInfo): string {
   const agent = thread.origin?.agent;
-  return agent === "claude-code" ? "Claude Code" : agent === "codex" ? "Codex" : "";
+  const names: Record<string, string> = { "claude-code": "Claude Code", codex: "Codex", gemini: "Gemini CLI" };
+  return (agent && names[agent]) ?? "";
 }
 
 /** "2h ago · $0.42" (· "Claude Code" for an imported session): short enough to stay beside

@@ -1,4 +1,4 @@
-// "Resume in Claude Code" / "Resume in Codex": an imported thread is continued by the agent
+// "Resume in Claude Code" / "Resume in Codex" / "Resume in Gemini CLI": an imported thread is continued by the agent
 // that keeps the session, in an integrated terminal in the session's directory, running the
 // agent's own resume command the server handed back (`handoff`).
 import { accessSync, constants, statSync } from "node:fs";
@@ -6,10 +6,15 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { Handoff } from "./protocol";
 
-export const AGENT_NAMES: Record<Handoff["agent"], string> = { "claude-code": "Claude Code", codex: "Codex" };
+export const AGENT_NAMES: Record<Handoff["agent"], string> = {
+  "claude-code": "Claude Code",
+  codex: "Codex",
+  gemini: "Gemini CLI",
+};
 const INSTALL: Record<Handoff["agent"], string> = {
   "claude-code": "npm install -g @anthropic-ai/claude-code",
   codex: "npm install -g @openai/codex",
+  gemini: "npm install -g @google/gemini-cli",
 };
 
 export function resumeLabel(handoff: Handoff): string {
