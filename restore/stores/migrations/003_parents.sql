@@ -1,4 +1,4 @@
--- sessiond on PostgreSQL, schema 2: sub-agent threads under their parent.
+-- sessiond on PostgreSQL, schema 3: sub-agent threads under their parent.
 -- A child names the thread whose tool call started it (and that call); listings show
 -- top-level threads (parent_thread_id IS NULL) or one thread's children, and count them.
 -- Existing rows are top-level threads: nothing to backfill (a database holds no
