@@ -36,6 +36,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from glob import escape as glob_escape
 from pathlib import Path
 from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ from restore.environment import ENVIRONMENT_FIELDS, canonical, probe
 from restore.import_ledger import ImportLedger, SourceCheckpoint
 from restore.import_parse import (
     HEAD_BYTES,
+    LINE_BYTES,
     Facts,
     Flush,
     Parsed,
@@ -59,7 +61,7 @@ from restore.import_parse import (
 )
 from restore.jsonl import LineMark, encode_line, parse_bytes
 from restore.sources import claude_code, codex, gemini
-from restore.sources.common import SourceParser, text_of
+from restore.sources.common import SourceParser
 from restore.sources.handoff import SAFE_ID, thread_id_for
 from restore.store import Durability, ThreadStore, ThreadWriter, read_thread_file
 from restore.summary import ThreadSummary
@@ -114,8 +116,11 @@ class SourceKind:
         (`<root>/<encoded-cwd>/<id>/subagents/agent-<agentId>.jsonl`; ≤ 2.0 `agent-*.jsonl`
         beside the sessions), which become child threads; Codex: `rollout-*.jsonl`
         anywhere under the root; Gemini CLI: `<root>/<project>/chats/session-*.jsonl`, or
-        `.json` (up to 0.38; sub-agents' `chats/<parent id>/<id>.jsonl` are not sessions)."""
+        `.json` (up to 0.38), and sub-agents' sessions, `chats/<parent id>/<id>.jsonl`,
+        which become child threads."""
         if self.agent == gemini.AGENT:
+            if _gemini_subagent(root, path):
+                return True
             named = path.name.startswith("session-") and path.suffix in (".jsonl", ".json")
             return named and path.parent.name == "chats" and path.parent.parent.parent == root
         if path.suffix != ".jsonl":
@@ -169,8 +174,39 @@ class SourceKind:
         if self.agent == claude_code.AGENT and folder.name.startswith("-"):
             return folder.name.replace("-", "/")
         if self.agent == gemini.AGENT:
-            return _gemini_project_root(path.parent.parent) or str(path.parent)
+            chats = path.parent.parent if path.parent.name != "chats" else path.parent
+            return _gemini_project_root(chats.parent) or str(path.parent)
         return str(path.parent)
+
+    def parent_session(self, path: Path) -> str | None:
+        """The parent's session id where only the layout says it: a Gemini CLI sub-agent's
+        folder, `chats/<parent sessionId>/`."""
+        if self.agent == gemini.AGENT and path.parent.parent.name == "chats":
+            return path.parent.name
+        return None
+
+    def parent_files(self, root: Path, path: Path, session: str) -> list[Path]:
+        """Where the transcript of the parent session `session` (a plain name) of the
+        sub-agent at `path` can be: Claude Code's `<id>.jsonl` beside the sub-agent (≤ 2.0)
+        or above its `subagents/`; Codex's `rollout-*-<id>.jsonl`, beside the child (the
+        same day's folder) else anywhere under the root; Gemini CLI's session files in the
+        `chats/` above, named by the id's first 8 characters, whose first line has it."""
+        if self.agent == claude_code.AGENT:
+            return [_project_of(path) / f"{session}.jsonl"]
+        if self.agent == codex.AGENT:
+            name = re.compile(rf"rollout-.*-{re.escape(session)}\.jsonl")
+            beside = [p for p in path.parent.iterdir() if name.fullmatch(p.name)]
+            if beside or root not in path.parents:
+                return sorted(beside)
+            return sorted(
+                Path(folder, file)
+                for folder, _, files in os.walk(root)  # links to folders are not entered
+                for file in files
+                if name.fullmatch(file)
+            )
+        chats = path.parent.parent
+        found = chats.glob(f"session-*-{glob_escape(session[:8])}.jsonl")
+        return sorted(p for p in found if _gemini_session_id(p) == session)
 
 
 SOURCES = {
@@ -180,6 +216,13 @@ SOURCES = {
 }
 _GEMINI_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([A-Za-z0-9][A-Za-z0-9._-]{0,127})"')
 GEMINI_REGISTRY_BYTES = 4 << 20  # projects.json: one line per project Gemini CLI has seen
+
+
+def _gemini_subagent(root: Path, path: Path) -> bool:
+    """`<root>/<project>/chats/<parent sessionId>/<its sessionId>.jsonl`: a sub-agent's
+    session (Gemini CLI's invoke_agent)."""
+    return (path.suffix == ".jsonl" and path.parent.parent.name == "chats"
+            and len(path.parents) > 3 and path.parents[3] == root)  # fmt: skip
 
 
 def _gemini_session_id(path: Path) -> str | None:
@@ -395,7 +438,8 @@ class Importer:
         self.ledger = ImportLedger(service.layout.import_ledger_path)
         self._on_write = on_write or service.note_written
         self._environments: dict[str, dict[str, Any]] = {}
-        self._spawns: dict[Path, dict[str, str]] = {}  # parent transcript → agentId → call
+        self._spawns: dict[Path, tuple[tuple[int, int], dict[str, str]]] = {}
+        """Parent transcript → (its size and mtime when read, sub-agent key → call)."""
         self._rows: list[tuple[ThreadSummary, Path, LineMark | None]] = []
         self._checkpoints: list[SourceCheckpoint] = []
         self._unstorable: list[str] = []  # ids of the file being read the store refused
@@ -839,7 +883,7 @@ class Importer:
             environment["headSha"] = facts.commit
         origin = {"agent": self.kind.agent, "sessionId": session_id, "path": source,
                   "revision": revision}  # fmt: skip
-        link = self._parent_link(Path(source), facts.parent)
+        link = self._parent_link(Path(source), session_id, facts.parent)
         if link is not None:
             origin.update(parentSessionId=link.session_id, parentToolCallId=link.tool_call_id)
         meta = {
@@ -889,15 +933,18 @@ class Importer:
             kept.append(item)
         return kept
 
-    def _parent_link(self, path: Path, parent: dict[str, Any] | None) -> ParentLink | None:
+    def _parent_link(
+        self, path: Path, session_id: str, parent: dict[str, Any] | None
+    ) -> ParentLink | None:
         """Where a sub-agent's thread belongs: the parent session's thread (its newest
         revision; revision 1's id when the parent is not imported yet, which is the id it
         will get) and the parent's tool call that started it, when known (the parser's,
-        else a 2.1 sub-agent's `.meta.json`, else found in the parent's transcript)."""
-        if parent is None or not isinstance(parent.get("sessionId"), str):
+        else a Claude Code 2.1 sub-agent's `.meta.json`, else found in the parent's
+        transcript). The parent's session is the parser's, else the layout's (Gemini)."""
+        if parent is None:
             return None
-        session = parent["sessionId"]
-        if not SAFE_ID.fullmatch(session):
+        session = parent.get("sessionId") or self.kind.parent_session(path)
+        if not isinstance(session, str) or not SAFE_ID.fullmatch(session):
             return None  # not a session id: no thread, no file is named after it
         thread_id = thread_id_for(self.kind.agent, session, 1)
         for revision in itertools.count(2):
@@ -906,20 +953,35 @@ class Importer:
                 break
             thread_id = newer
         call = parent.get("toolCallId")
-        agent_id = parent.get("agentId")
-        if not isinstance(call, str) and isinstance(agent_id, str):
-            call = _sidecar_call(path) or self._spawning_call(path, session, agent_id)
+        if not isinstance(call, str):
+            # Claude Code's sub-agent is named by its agentId, the others by their session.
+            key = parent.get("agentId") if isinstance(parent.get("agentId"), str) else session_id
+            call = (_sidecar_call(path) if self.kind.agent == claude_code.AGENT else None) or (
+                self._spawning_call(path, session, key)
+            )
         return ParentLink(session, thread_id, call if isinstance(call, str) else None)
 
-    def _spawning_call(self, path: Path, session: str, agent_id: str) -> str | None:
-        """The tool call of the parent transcript whose result names `agent_id`: the
-        parent is `<id>.jsonl` beside the sub-agent (≤ 2.0) or above its `subagents/`.
-        One pass over each parent per run, for all its sub-agents."""
-        parent_path = _project_of(path) / f"{session}.jsonl"
-        calls = self._spawns.get(parent_path)
-        if calls is None:
-            calls = self._spawns[parent_path] = _spawns_in(parent_path)
-        return calls.get(agent_id)
+    def _spawning_call(self, path: Path, session: str, key: str) -> str | None:
+        """The tool call of the parent's transcript that started the sub-agent `key`. One
+        pass over each parent file per run for all its sub-agents (again once it grew)."""
+        try:
+            candidates = self.kind.parent_files(self.root, path, session)
+        except OSError:
+            return None
+        for parent_path in candidates:
+            try:
+                stat = parent_path.lstat()
+            except OSError:
+                continue
+            if not S_ISREG(stat.st_mode):
+                continue  # a link, a FIFO: never opened
+            seen = (stat.st_size, stat.st_mtime_ns)
+            cached = self._spawns.get(parent_path)
+            if cached is None or cached[0] != seen:
+                cached = self._spawns[parent_path] = (seen, _spawns_in(parent_path, self.kind))
+            if key in cached[1]:
+                return cached[1][key]
+        return None
 
     def _environment(self, cwd: str) -> dict[str, Any]:
         """The repository at `cwd` as it is now, probed once per directory per run."""
@@ -963,38 +1025,34 @@ def _sidecar_call(path: Path) -> str | None:
     return call if isinstance(call, str) and call else None
 
 
-def _spawns_in(parent: Path) -> dict[str, str]:
-    """agentId → the tool call that started it, from a Claude Code transcript's sub-agent
-    results (a `tool_result` block whose result names the agent). Only lines that mention
-    an agentId are decoded."""
+def _spawns_in(parent: Path, kind: SourceKind) -> dict[str, str]:
+    """Sub-agent key → the tool call that started it, from a parent transcript (the
+    agent parser's `spawns`). Only lines holding the parser's SPAWN_MARKERS are decoded;
+    a line over LINE_BYTES is read past, never held; the file is opened without
+    following a link."""
     found: dict[str, str] = {}
+    markers = kind.parser.SPAWN_MARKERS
+    if not markers:
+        return found
     try:
-        if not S_ISREG(parent.lstat().st_mode):
-            return found
-        handle = open(parent, "rb")  # noqa: SIM115 - closed below, lines streamed
+        handle = open_source(str(parent))
     except OSError:
         return found
     with handle:
-        for line in handle:
-            if b"agentId" not in line or b"tool_result" not in line:
+        while line := handle.readline(LINE_BYTES + 1):
+            if len(line) > LINE_BYTES and not line.endswith(b"\n"):
+                while (rest := handle.readline(1 << 20)) and not rest.endswith(b"\n"):
+                    pass
+                continue
+            if not all(marker in line for marker in markers):
                 continue
             try:
                 record = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            message = record.get("message") if isinstance(record, dict) else None
-            if not isinstance(message, dict) or not isinstance(message.get("content"), list):
-                continue
-            outcome = record.get("toolUseResult")
-            for block in message["content"]:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    text = text_of(block.get("content"))
-                    agent_id = claude_code.spawned_agent(
-                        text, outcome if isinstance(outcome, dict) else {}
-                    )
-                    call = block.get("tool_use_id")
-                    if agent_id and isinstance(call, str):
-                        found.setdefault(agent_id, call)
+            if isinstance(record, dict):
+                for key, call in kind.parser.spawns(record):
+                    found.setdefault(key, call)
     return found
 
 

@@ -151,6 +151,26 @@ class ClaudeCodeParser(SourceParser):
         "record:attachment:silent_turn_reminder": "a nudge to report progress",
     }
 
+    SPAWN_MARKERS: ClassVar[tuple[bytes, ...]] = (b"agentId", b"tool_result")
+
+    @classmethod
+    def spawns(cls, record: dict[str, Any]) -> list[tuple[str, str]]:
+        """(agentId, the Agent/Task call) for each sub-agent result on a user line (the
+        tool_result whose result names the agent)."""
+        message = record.get("message")
+        if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+            return []
+        outcome = record.get("toolUseResult")
+        found = []
+        for block in message["content"]:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                text = text_of(block.get("content"))
+                agent_id = spawned_agent(text, outcome if isinstance(outcome, dict) else {})
+                call = block.get("tool_use_id")
+                if agent_id and isinstance(call, str):
+                    found.append((agent_id, call))
+        return found
+
     def initial(self) -> dict[str, Any]:
         return {**super().initial(), "usage": {"id": None, "seen": {}}, "recent": [],
                 "tasks": [], "calls": {}, "parent": None, "conversation": False}  # fmt: skip

@@ -268,6 +268,24 @@ class CodexParser(SourceParser):
         "function_call and output are the operation",
     }
 
+    SPAWN_MARKERS: ClassVar[tuple[bytes, ...]] = (b"SubAgentActivity",)
+
+    @classmethod
+    def spawns(cls, record: dict[str, Any]) -> list[tuple[str, str]]:
+        """(the sub-agent's session id, the spawn_agent call) from a parent's
+        `item_completed SubAgentActivity {kind: started, id: <call_id>, agent_thread_id}`."""
+        payload = record.get("payload")
+        item = payload.get("item") if isinstance(payload, dict) else None
+        if (
+            record.get("type") != "event_msg"
+            or not isinstance(item, dict)
+            or item.get("type") != "SubAgentActivity"
+            or item.get("kind") != "started"
+        ):
+            return []
+        child, call = item.get("agent_thread_id"), item.get("id")
+        return [(child, call)] if isinstance(child, str) and isinstance(call, str) else []
+
     def initial(self) -> dict[str, Any]:
         return {**super().initial(), "totals": dict.fromkeys(TOTALS, 0), "metaSeen": False,
                 "repoUrl": None, "parent": None, "agentPath": None, "exec": None,
@@ -431,6 +449,10 @@ class CodexParser(SourceParser):
         if tool == CODE_MODE_TOOL and self.state["exec"] == call_id:
             self.state["exec"] = None
         extra = {k: pending[k] for k in ("command", "childSessionId", "agentPath") if k in pending}
+        if isinstance(pending.get("childSessionId"), str):
+            from restore.sources.handoff import thread_id_for  # handoff imports this module
+
+            extra["childThreadId"] = thread_id_for(AGENT, pending["childSessionId"], 1)
         if exit_code is not None:
             extra["exitCode"] = exit_code
         self.result(call_id, tool, effect_of(tool), text, bool(failed), **extra)

@@ -95,6 +95,17 @@ class SourceParser:
     IGNORED: ClassVar[dict[str, str]] = {}
     """Record types and tools deliberately not mapped (`record:<type>` / `tool:<name>` →
     why): not reported. Anything else `unmapped` counts is reported."""
+    SPAWN_MARKERS: ClassVar[tuple[bytes, ...]] = ()
+    """Bytes every source line that names a sub-agent it started holds (`spawns`): the
+    importer decodes only those lines when it looks for a sub-agent's tool call."""
+
+    @classmethod
+    def spawns(cls, record: dict[str, Any]) -> list[tuple[str, str]]:
+        """(the sub-agent's key, the tool call that started it) for each sub-agent this
+        record of a parent's transcript says it started. The key is what the sub-agent's
+        own parser puts in `state["parent"]` to be found by (Claude Code: its agentId; the
+        others: its session id). None by default: the agent has no sub-agents."""
+        return []
 
     def __init__(self, state: dict[str, Any] | None = None, fallback_ts: str | None = None):
         self.state: dict[str, Any] = state if state is not None else self.initial()

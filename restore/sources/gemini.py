@@ -160,8 +160,19 @@ class GeminiParser(SourceParser):
         "extraction (tool sequence, touched paths): derived from the conversation",
     }
 
+    SPAWN_MARKERS: ClassVar[tuple[bytes, ...]] = (b"agentId", b"invoke_agent")
+
+    @classmethod
+    def spawns(cls, record: dict[str, Any]) -> list[tuple[str, str]]:
+        """(the sub-agent's session id, the invoke_agent call) for each finished call of
+        a parent's `gemini` message that names the sub-agent's session (`agentId`)."""
+        calls = record.get("toolCalls") if record.get("type") == "gemini" else None
+        named = [c for c in calls or [] if isinstance(c, dict) and c.get("name") == SUBAGENT_TOOL]
+        return [(c["agentId"], c["id"]) for c in named
+                if isinstance(c.get("agentId"), str) and isinstance(c.get("id"), str)]  # fmt: skip
+
     def initial(self) -> dict[str, Any]:
-        return {**super().initial(), "kind": None, "open": {}, "compacted": None}
+        return {**super().initial(), "kind": None, "open": {}, "compacted": None, "parent": None}
 
     def handle(self, record: dict[str, Any]) -> None:
         if isinstance(record.get("id"), str):
@@ -184,6 +195,10 @@ class GeminiParser(SourceParser):
         if state["sessionId"] is None:
             state["sessionId"] = record["sessionId"]
             state["kind"] = record.get("kind") if isinstance(record.get("kind"), str) else None
+            if state["kind"] == "subagent":
+                # A sub-agent's own session (`chats/<parent id>/<its id>.jsonl`): its records
+                # do not name the parent, its folder does (the importer reads it there).
+                state["parent"] = {"sessionId": None, "toolCallId": None}
             started = normalize_ts(record.get("startTime"))
             if started and not state["created"]:
                 state["created"] = state["lastTs"] = started

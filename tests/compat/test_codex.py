@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from genai_prices import Usage as GenaiUsage
+from genai_prices import calc_price
 
 from restore.sources.handoff import thread_id_for
 from tests.agents.clis import AgentHome
@@ -374,39 +376,80 @@ def test_a_headless_auto_compaction_imports_as_a_boundary_and_loses_nothing(
     ]  # fmt: skip
 
 
-@pytest.mark.compat("codex")  # linked by ids, not yet a child thread: no sub-agents cell
-def test_a_sub_agent_writes_its_own_rollout_named_by_the_parents_spawn_call(
-    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
-) -> None:
-    """Codex multi-agent v2 (the default model): `collaboration.spawn_agent` starts a
-    sub-agent thread with a rollout of its own; its session_meta names the parent
-    (`parent_thread_id`, `source.subagent.thread_spawn`), and the parent's rollout names
-    the child (`SubAgentActivity {id: <spawn call id>, agent_thread_id}`)."""
-    agent = agents.start(Scenario({
+def delegation(code_mode: bool) -> Scenario:
+    """The parent spawns `helper` (`collaboration.spawn_agent`), waits for it, answers; the
+    helper runs one command and answers. Each model call has its own usage."""
+    count = in_exec("exec_command", {"cmd": "ls | wc -l"}) if code_mode else (
+        Call("exec_command", {"cmd": "ls | wc -l"}))  # fmt: skip
+    return Scenario({
         "parent": [
             Reply(calls=(Call("spawn_agent", {"task_name": "helper", "fork_turns": "none",
                                               "message": "[[child]] count the files"},
-                              namespace="collaboration"),)),
-            Reply(calls=(Call("wait_agent", {"timeout_ms": 10_000}, namespace="collaboration"),)),
-            Reply(text="The helper is done."),
+                              namespace="collaboration"),),
+                  usage=Usage(input_tokens=1000, output_tokens=50)),
+            Reply(calls=(Call("wait_agent", {"timeout_ms": 10_000}, namespace="collaboration"),),
+                  usage=Usage(input_tokens=1100, output_tokens=30, cache_read_tokens=800)),
+            Reply(text="The helper is done.", usage=Usage(input_tokens=1200, output_tokens=20)),
         ],
-        "child": [Reply(calls=(in_exec("exec_command", {"cmd": "ls | wc -l"}),)),
-                  Reply(text="Two files.")],
-    }))  # fmt: skip
-    parent_id = agent.codex("[[parent]] delegate a count").check().session_id
-    metas = {}
-    for path in rollouts(agent):
-        meta = json.loads(path.read_text().splitlines()[0])["payload"]
-        metas[meta["id"]] = meta
-    (child_id,) = set(metas) - {parent_id}
-    assert metas[child_id]["source"]["subagent"]["thread_spawn"]["parent_thread_id"] == parent_id
+        "child": [Reply(calls=(count,), usage=Usage(input_tokens=700, output_tokens=40)),
+                  Reply(text="Two files.",
+                        usage=Usage(input_tokens=800, output_tokens=10, cache_read_tokens=600))],
+    })  # fmt: skip
 
-    server, _ = imported(agent, home, spawn)
-    parent_items = read(server, thread_id_for("codex", parent_id, 1))
-    (spawned,) = [op for op in final_ops(parent_items).values() if op["tool"] == "spawn_agent"]
+
+def codex_usage(rollout: Path) -> dict[str, int]:
+    """A thread's usage as Codex itself counts it: its rollout's last running total."""
+    totals = [line["payload"]["info"]["total_token_usage"]
+              for line in map(json.loads, rollout.read_text().splitlines())
+              if line["type"] == "event_msg" and line["payload"].get("type") == "token_count"
+              and line["payload"].get("info")]  # fmt: skip
+    return totals[-1]
+
+
+def priced(model: str, usage: dict[str, int]) -> float:
+    """What genai-prices itself says Codex's reported usage costs (no sessiond code)."""
+    cached = usage["cached_input_tokens"]
+    tokens = GenaiUsage(input_tokens=usage["input_tokens"], cache_read_tokens=cached,
+                        output_tokens=usage["output_tokens"])  # fmt: skip
+    return float(calc_price(tokens, model, provider_id="openai").total_price)
+
+
+@pytest.mark.compat("codex", "sub-agents", "cost")
+@pytest.mark.parametrize("code_mode", [True, False], ids=["default-model", "gpt-5.5"])
+def test_a_sub_agent_is_a_child_thread_under_the_spawn_call_and_in_the_parents_cost(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess], code_mode: bool
+) -> None:
+    """Codex multi-agent v2: `collaboration.spawn_agent` starts a sub-agent thread with a
+    rollout of its own; its session_meta names the parent (`parent_thread_id`,
+    `source.subagent.thread_spawn`), and the parent's rollout names the child and the call
+    (`SubAgentActivity {id: <spawn call id>, agent_thread_id}`). The default model gets the
+    multi-agent tools by default; gpt-5.5 (which genai-prices prices) with the
+    `multi_agent_v2` feature."""
+    agent = agents.start(delegation(code_mode))
+    if not code_mode:
+        agent.write_codex_config(model=CLASSIC, multi_agent_v2=True)
+    run = agent.codex("[[parent]] delegate a count").check()
+    parent_id = run.session_id
+    files = {json.loads(p.read_text().splitlines()[0])["payload"]["id"]: p for p in rollouts(agent)}
+    (child_id,) = set(files) - {parent_id}
+    child_meta = json.loads(files[child_id].read_text().splitlines()[0])["payload"]
+    assert child_meta["source"]["subagent"]["thread_spawn"]["parent_thread_id"] == parent_id
+    (spawn_call,) = [line["payload"]["call_id"]
+                     for line in map(json.loads, files[parent_id].read_text().splitlines())
+                     if line["payload"].get("name") == "spawn_agent"]  # fmt: skip
+
+    server, threads = imported(agent, home, spawn)
+    (parent,) = threads  # the child is not a top-level thread
+    assert (parent["threadId"], parent["childCount"]) == (thread_id_for("codex", parent_id, 1), 1)
+    (child,) = server.request("thread/list", {"parentThreadId": parent["threadId"]})["threads"]
+    assert child["threadId"] == thread_id_for("codex", child_id, 1)
+    assert child["parentOperationId"] == child["origin"]["parentToolCallId"] == spawn_call
+    assert child["origin"]["parentSessionId"] == parent_id
+    parent_items = read(server, parent["threadId"])
+    spawned = final_ops(parent_items)[spawn_call]
     assert (spawned["state"], spawned["childSessionId"]) == ("committed", child_id)
-    assert spawned["agentPath"] == "/root/helper"
-    child_items = read(server, thread_id_for("codex", child_id, 1))
+    assert (spawned["childThreadId"], spawned["agentPath"]) == (child["threadId"], "/root/helper")
+    child_items = read(server, child["threadId"])
     (task,) = [m for m in of_type(child_items, "message") if m["role"] == "user"]
     assert (task["fromAgent"], task["toAgent"]) == ("/root", "/root/helper")
     assert [m["content"] for m in of_type(child_items, "message")][-1] == "Two files."
@@ -414,3 +457,24 @@ def test_a_sub_agent_writes_its_own_rollout_named_by_the_parents_spawn_call(
     assert [(m["fromAgent"], "FINAL_ANSWER" in m["content"]) for m in answers] == [
         ("/root/helper", True)
     ]
+    # The parent's cost: its own, the sub-agent's line, both in the total, token for token
+    # what Codex counted (the run's own usage is the parent's; the child's is its rollout's).
+    cost = states(resume(server, parent["threadId"]))["cost"]
+    (own,) = [event["usage"] for event in run.of_type("turn.completed")]
+    theirs = codex_usage(files[child_id])
+    assert (cost["own"]["inputTokens"], cost["own"]["outputTokens"]) == (
+        own["input_tokens"], own["output_tokens"])  # fmt: skip
+    line = cost["subagents"]
+    assert (line["threads"], line["missing"], line["items"][0]["threadId"]) == (
+        1, 0, child["threadId"])  # fmt: skip
+    assert (line["inputTokens"], line["outputTokens"]) == (
+        theirs["input_tokens"], theirs["output_tokens"])  # fmt: skip
+    assert (cost["inputTokens"], cost["outputTokens"]) == (
+        own["input_tokens"] + theirs["input_tokens"], own["output_tokens"] + theirs["output_tokens"]
+    )  # fmt: skip
+    if code_mode:  # Codex's default model is not on genai-prices' list: tokens only
+        assert cost["byModel"]["gpt-6.2-sol"]["priced"] is False
+        assert cost["usd"] == 0
+    else:
+        assert line["usd"] > 0
+        assert cost["usd"] == pytest.approx(priced(CLASSIC, own) + priced(CLASSIC, theirs))

@@ -208,35 +208,73 @@ def test_write_todos_is_the_todo_list_and_tokens_are_geminis_own_count(
     assert cached == own["cached"] == 1500
 
 
-def test_a_sub_agents_transcript_is_not_a_thread_and_its_call_names_it(
+SUB_AGENT = Scenario({
+    "main": [Reply(calls=(Call("invoke_agent", {"agent_name": "generalist",
+                                                "prompt": "[[sub]] count the files"}),),
+                   usage=Usage(input_tokens=1000, output_tokens=50)),
+             Reply(text="The sub-agent counted one file.",
+                   usage=Usage(input_tokens=1100, output_tokens=20, cache_read_tokens=600))],
+    "sub": [Reply(calls=(Call("run_shell_command", {"command": "ls"}),),
+                  usage=Usage(input_tokens=700, output_tokens=40)),
+            Reply(calls=(Call("complete_task", {"result": {"response": "One file."}}),),
+                  usage=Usage(input_tokens=800, output_tokens=10))],
+})  # fmt: skip
+
+
+@pytest.mark.compat("gemini", "sub-agents", "cost")
+def test_a_sub_agent_is_a_child_thread_under_its_call_and_in_the_parents_cost(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
-    """invoke_agent runs the sub-agent headless too: Gemini writes its transcript to
-    `chats/<parent sessionId>/<its sessionId>.jsonl` (`kind: subagent`) and puts its id on
-    the parent's call (`agentId`). Until sub-agent threads land it is not imported; the
-    parent's operation names it, child thread id included."""
-    agent = agents.start(Scenario({
-        "main": [Reply(calls=(Call("invoke_agent", {"agent_name": "generalist",
-                                                    "prompt": "[[sub]] count the files"}),)),
-                 Reply(text="The sub-agent counted one file.")],
-        "sub": [Reply(calls=(Call("run_shell_command", {"command": "ls"}),)),
-                Reply(calls=(Call("complete_task", {"result": {"response": "One file."}}),))],
-    }))  # fmt: skip
-    run = agent.gemini("[[main]] ask a sub-agent").check()
+    """invoke_agent runs the sub-agent in the same process: Gemini writes its session to
+    `chats/<parent sessionId>/<its sessionId>.jsonl` (`kind: subagent`; nothing in it
+    names the parent, its folder does) and puts its id on the parent's call (`agentId`).
+    Gemini's own stats for the run count the sub-agent's model calls with the parent's
+    (`-m` skips the router, whose calls no session file holds)."""
+    agent = agents.start(SUB_AGENT)
+    run = agent.gemini("[[main]] ask a sub-agent", args=("-m", "gemini-2.5-flash")).check()
     (child_file,) = agent.gemini_tmp.glob(f"*/chats/{run.session_id}/*.jsonl")
     child_meta = json.loads(child_file.read_text().splitlines()[0])
     assert child_meta["kind"] == "subagent"
     summary = imported(home, agent)
-    assert summary["sessions"] == 1  # the sub-agent's file is not a session of its own
+    assert (summary["sessions"], summary["created"]) == (2, 2), summary
     server = spawn()
     server.initialize([str(agent.repo)])
-    thread = only_thread(server)
-    (called,) = [i for i in operations(items_of(server, thread["threadId"]), "invoke_agent")
+    parent = only_thread(server)  # the sub-agent is not a top-level thread
+    assert (parent["origin"]["sessionId"], parent["childCount"]) == (run.session_id, 1)
+    (child,) = server.request("thread/list", {"parentThreadId": parent["threadId"]})["threads"]
+    assert child["origin"]["sessionId"] == child_meta["sessionId"] == child_file.stem
+    assert child["origin"]["parentSessionId"] == run.session_id
+    (called,) = [i for i in operations(items_of(server, parent["threadId"]), "invoke_agent")
                  if i["state"] == "committed"]  # fmt: skip
-    assert called["childSessionId"] == child_meta["sessionId"] == child_file.stem
+    assert (
+        child["parentOperationId"] == child["origin"]["parentToolCallId"] == called["operationId"]
+    )
+    assert (called["childSessionId"], called["childThreadId"]) == (
+        child_file.stem,
+        child["threadId"],
+    )
     assert "One file." in called["result"]
-    texts = [m["content"] for m in resume(server, thread["threadId"])["messages"]["items"]]
+    texts = [m["content"] for m in resume(server, parent["threadId"])["messages"]["items"]]
     assert texts == ["[[main]] ask a sub-agent", "The sub-agent counted one file."]
+    # The child is the sub-agent's own conversation; its handoff is the parent's session.
+    report = resume(server, child["threadId"])
+    assert [m["content"] for m in report["messages"]["items"]] == ["[[sub]] count the files"]
+    shell = operations(items_of(server, child["threadId"]), "run_shell_command")
+    assert [o["command"] for o in shell if o["state"] == "started"] == ["ls"]
+    assert report["handoff"]["command"] == ["gemini", "--resume", run.session_id]
+    # The parent's cost: its own, the sub-agent's line, and both in the total, as Gemini
+    # counted the session (its stats include the sub-agent's calls).
+    cost = states(resume(server, parent["threadId"]))["cost"]
+    (stats,) = run.of_type("result")
+    (theirs,) = stats["stats"]["models"].values()
+    line = cost["subagents"]
+    assert (line["threads"], line["missing"], line["items"][0]["threadId"]) == (
+        1, 0, child["threadId"])  # fmt: skip
+    assert (line["inputTokens"], line["outputTokens"]) == (1500, 50)  # the child's file
+    assert (cost["inputTokens"], cost["outputTokens"]) == (theirs["input_tokens"],
+                                                           theirs["output_tokens"])  # fmt: skip
+    assert cost["own"]["inputTokens"] + line["inputTokens"] == cost["inputTokens"]
+    assert line["usd"] > 0 and cost["usd"] == pytest.approx(cost["own"]["usd"] + line["usd"])
 
 
 RESUMED = Scenario({
