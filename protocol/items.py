@@ -323,6 +323,23 @@ class ImportCheckpointItem(ItemBase):
     )
 
 
+class CostReportedItem(ItemBase):
+    """Server-written by an import: model calls an agent's own running totals count that no
+    line of its transcript records (Claude Code's `cost-state`: its `/compact` calls, and
+    its sub-agents' calls, which their own threads count), over one stretch of the
+    session, for one model. The cost subsystem shows what is left of them once the
+    sub-agents' costs are taken out as its `unrecorded` line."""
+
+    type: Literal["cost_reported"] = Field("cost_reported", description="`cost_reported`.")
+    model: str = Field(description="The model the calls went to.")
+    inputTokens: int = Field(ge=0, description="Input tokens (cache reads and writes included).")
+    outputTokens: int = Field(ge=0, description="Output tokens.")
+    cacheReadTokens: int = Field(0, ge=0, description="Input tokens read from the cache.")
+    cacheWriteTokens: int = Field(0, ge=0, description="Input tokens written to the cache.")
+    usd: float = Field(ge=0, description="What they cost, priced as one call (genai-prices).")
+    priced: bool = Field(True, description="False when the model's price is unknown.")
+
+
 class AcpUpdateItem(ItemBase):
     """Server-written by `sessiond acp`: one ACP `session/update` exactly as the editor was
     shown it (the user's prompt too, which agents do not echo), so `session/load` replays

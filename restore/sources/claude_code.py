@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from restore import pricing
 from restore.sources.common import (
     RESULT_CHARS,
     SourceParser,
@@ -46,6 +47,9 @@ KNOWN_TOOLS = (
 unmapped (MCP tools, `mcp__server__tool`, are side effects by design)."""
 RECENT_MESSAGES = 32
 COMMAND_CHARS = 2_000
+LEDGER_MODELS = 64
+"""Models whose running totals are followed (`cost-state`): a session uses a handful; the
+bound keeps a handed-in transcript from growing the saved parser state."""
 _AGENT_ID_LINE = re.compile(r"^agentId: ([A-Za-z0-9_-]{1,64})", re.MULTILINE)
 _EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (\d+)")
 
@@ -126,9 +130,6 @@ class ClaudeCodeParser(SourceParser):
         "record:last-prompt": "the last prompt again, for Claude Code's prompt history",
         "record:atis-latch": "an internal feature latch, no content",
         "record:tools-used": "the tools used so far, by name: each call is its own operation",
-        "record:cost-state": "the process's running totals (sub-agents and compaction "
-        "included); sessiond counts each reply's usage instead, and sub-agents in their "
-        "own threads",
         "record:mode": "the session's interaction mode (normal/plan), not a permission",
         "record:api-request": "the wire request sent (deduplicated); its messages are the "
         "user and assistant lines",
@@ -173,7 +174,8 @@ class ClaudeCodeParser(SourceParser):
 
     def initial(self) -> dict[str, Any]:
         return {**super().initial(), "usage": {"id": None, "seen": {}}, "recent": [],
-                "tasks": [], "calls": {}, "parent": None, "conversation": False}  # fmt: skip
+                "tasks": [], "calls": {}, "parent": None, "conversation": False,
+                "ledger": _no_ledger()}  # fmt: skip
 
     def handle(self, record: dict[str, Any]) -> None:
         state = self.state
@@ -198,6 +200,8 @@ class ClaudeCodeParser(SourceParser):
             self._user(record)
         elif kind == "assistant":
             self._assistant(record)
+        elif kind == "cost-state":
+            self._cost_state(record)
         elif kind == "system" and record.get("subtype") == "compact_boundary":
             self.emit({"type": "compact_boundary", "summary": "Conversation compacted"})
         elif kind in ("summary", "custom-title", "ai-title"):
@@ -365,12 +369,83 @@ class ClaudeCodeParser(SourceParser):
                 self.state["recent"] = [*self.state["recent"], message_id][-RECENT_MESSAGES:]
         grown = {k: max(0, counts[k] - tracked["seen"][k]) for k in keys}
         tracked["seen"] = {k: max(counts[k], tracked["seen"][k]) for k in keys}
+        ledger = self.state.setdefault("ledger", _no_ledger(blind=True))  # older states
+        model = self.state["model"] or "unknown"
+        if model in ledger["counted"] or len(ledger["counted"]) < LEDGER_MODELS:
+            counted = ledger["counted"].setdefault(model, [0, 0, 0, 0])
+            for n, key in enumerate(keys):
+                counted[n] += grown[key]
         self.cost(
             fresh=grown["input_tokens"],
             cache_write=grown["cache_creation_input_tokens"],
             cache_read=grown["cache_read_input_tokens"],
             output=grown["output_tokens"],
         )
+
+    def _cost_state(self, record: dict[str, Any]) -> None:
+        """Claude Code's own running totals (`cost-state`, written when a run ends; a
+        resumed run restores them, `startTime` unchanged): per model, every model call the
+        process made, those of its `/compact` among them, which no assistant line holds.
+        What they grew by since the last one, less what this transcript's replies counted
+        meanwhile, is emitted as `cost_reported` per model: the compactions' calls, and
+        the sub-agents' (which their own threads count: the cost subsystem takes those
+        out). Nothing is counted twice: the first totals of a ledger (a new `startTime`,
+        or totals that went down) only count what exceeds the replies since the last; a
+        later one also nets out replies the previous totals had not reached yet."""
+        usage = record.get("modelUsage")
+        if self.state["parent"] is not None or not isinstance(usage, dict):
+            return  # a sub-agent's file: the totals are its parent process's
+        rows = [
+            (m, row) for m, row in usage.items() if isinstance(m, str) and isinstance(row, dict)
+        ]
+        reported = {model: _ledger_row(row) for model, row in rows[:LEDGER_MODELS]}
+        ledger = self.state.setdefault("ledger", _no_ledger(blind=True))
+        if ledger.get("blind"):  # imported before totals were read: they are the baseline
+            self.state["ledger"] = {**_no_ledger(), "start": record.get("startTime"),
+                                    "reported": reported}  # fmt: skip
+            return
+        before = ledger["reported"]
+        same = ledger["start"] is not None and ledger["start"] == record.get("startTime")
+        same = same and all(
+            m in reported and all(a <= b for a, b in zip(row, reported[m], strict=True))
+            for m, row in before.items()
+        )
+        left: dict[str, list[int]] = {}
+        for model, row in reported.items():
+            grew = [b - a for a, b in zip(before.get(model, [0] * 4) if same else [0] * 4, row,
+                                          strict=True)]  # fmt: skip
+            counted = ledger["counted"].get(model, [0] * 4)
+            fresh, write, read, output = (max(0, g - c) for g, c in zip(grew, counted, strict=True))
+            left[model] = [max(0, c - g) for g, c in zip(grew, counted, strict=True)]
+            if fresh + write + read + output:
+                self._reported(model, fresh, write, read, output)
+        self.state["ledger"] = {"start": record.get("startTime"), "reported": reported,
+                                "counted": left if same else {}}  # fmt: skip
+
+    def _reported(self, model: str, fresh: int, write: int, read: int, output: int) -> None:
+        """Tokens the agent's totals hold beyond this transcript's replies, priced as one
+        call (a compaction is one)."""
+        priced = pricing.usd(model, fresh=fresh, cache_write=write, cache_read=read,
+                             output=output, agent=AGENT, at=self.state["lastTs"])  # fmt: skip
+        self.emit({
+            "type": "cost_reported", "model": model, "inputTokens": fresh + write + read,
+            "outputTokens": output, "cacheReadTokens": read, "cacheWriteTokens": write,
+            "usd": priced or 0.0, "priced": priced is not None,
+        })  # fmt: skip
+
+
+def _no_ledger(*, blind: bool = False) -> dict[str, Any]:
+    """What the parser knows of Claude Code's running totals: none seen yet (`start`: the
+    totals' `startTime`; `reported`/`counted` per model: [fresh input, cache write,
+    cache read, output] as last reported, and as counted from replies since). `blind`:
+    the state was saved before totals were read (an older import), so the replies before
+    are not in `counted` and the next totals are only a baseline."""
+    return {"start": None, "reported": {}, "counted": {}, **({"blind": True} if blind else {})}
+
+
+def _ledger_row(row: dict[str, Any]) -> list[int]:
+    keys = ("inputTokens", "cacheCreationInputTokens", "cacheReadInputTokens", "outputTokens")
+    return [int(v) if isinstance(v := row.get(k), int | float) and v > 0 else 0 for k in keys]
 
 
 def _task_order(task: dict[str, Any]) -> tuple[int, str]:

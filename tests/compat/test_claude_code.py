@@ -381,6 +381,68 @@ def test_a_fifo_as_a_sub_agents_sidecar_never_stalls_the_import(
     assert_child_under_parent(server, agent_call(parent_file))
 
 
+@pytest.mark.compat("claude-code", "cost", "compaction", "sub-agents")
+def test_a_compaction_costs_what_claude_code_says_and_its_sub_agent_is_counted_once(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    """A `/compact`'s model calls are in no assistant line: only Claude Code's running
+    totals (`cost-state`, written when a run ends and restored by a resumed one) count
+    them, together with the sub-agents' calls (which the child thread counts). Imported
+    after each run, the session costs what Claude Code says it did, the sub-agent once."""
+    agent, run, _, _ = delegated(agents)
+    import_from(home, "claude", agent.claude_projects)
+    compacted = agent.claude("/compact", resume=run.session_id).check()
+    again = import_from(home, "claude", agent.claude_projects)  # the appended lines only
+    assert (again["created"], again["updated"]) == (0, 1), again
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    parent, child = assert_child_under_parent(server, agent_call(parent_file_of(agent)))
+    cost = states(resume(server, parent["threadId"]))["cost"]
+    (done,) = compacted.of_type("result")
+    (usage,) = done["modelUsage"].values()  # the session's, sub-agent and compaction included
+    (compaction,) = done["model_usage_since_last_result"].values()  # the /compact run's calls
+    assert (cost["inputTokens"], cost["outputTokens"]) == (
+        usage["inputTokens"] + usage["cacheReadInputTokens"] + usage["cacheCreationInputTokens"],
+        usage["outputTokens"],
+    )
+    assert cost["usd"] == pytest.approx(done["total_cost_usd"], rel=0.01)
+    # The compaction is a line of its own; the sub-agent's calls, in Claude Code's totals
+    # too, are its line only.
+    sub_in, sub_out = (
+        sum(u.input_tokens for u in SUB_USAGE),
+        sum(u.output_tokens for u in SUB_USAGE),
+    )
+    line = cost["subagents"]
+    assert (line["inputTokens"], line["outputTokens"], line["items"][0]["threadId"]) == (
+        sub_in, sub_out, child["threadId"])  # fmt: skip
+    assert (cost["own"]["inputTokens"], cost["own"]["outputTokens"]) == (2400, 120)
+    unrecorded = cost["unrecorded"]
+    assert (unrecorded["inputTokens"], unrecorded["outputTokens"]) == (
+        compaction["inputTokens"], compaction["outputTokens"])  # fmt: skip
+    assert unrecorded["usd"] == pytest.approx(compaction["costUSD"], rel=0.01)
+    # Imported again, nothing changes (the totals are not counted twice).
+    assert import_from(home, "claude", agent.claude_projects)["unchanged"] == 2
+    assert states(resume(server, parent["threadId"]))["cost"] == cost
+    # A thread imported before totals were read (its saved parser state has no ledger)
+    # takes the next totals as a baseline: the replies it counted are not counted again.
+    lines = [orjson.loads(line) for line in parent_file_of(agent).read_bytes().splitlines()]
+    first_run = next(n for n, r in enumerate(lines) if r.get("type") == "cost-state") + 1
+    before = ClaudeCodeParser()
+    for number, record in enumerate(lines[:first_run], 1):
+        before.feed(number, record, record.get("timestamp"))
+    older = {k: v for k, v in before.state.items() if k != "ledger"}
+    after = ClaudeCodeParser(orjson.loads(orjson.dumps(older)))
+    later = [item for number, record in enumerate(lines[first_run:], first_run + 1)
+             for item in after.feed(number, record, record.get("timestamp"))]  # fmt: skip
+    assert [i for i in later if i["type"] in ("cost", "cost_reported")] == []
+    assert_nothing_unmapped(agent)
+
+
+def parent_file_of(agent: AgentHome) -> Path:
+    (parent,) = [p for p in agent.transcripts(agent.claude_projects) if "subagents" not in p.parts]
+    return parent
+
+
 # --- sub-agents on both stores ------------------------------------------------------------------
 
 

@@ -255,6 +255,56 @@ export interface CostItem {
   priced?: boolean;
   [k: string]: unknown;
 }
+/**
+ * Server-written by an import: model calls an agent's own running totals count that no
+ * line of its transcript records (Claude Code's `cost-state`: its `/compact` calls, and
+ * its sub-agents' calls, which their own threads count), over one stretch of the
+ * session, for one model. The cost subsystem shows what is left of them once the
+ * sub-agents' costs are taken out as its `unrecorded` line.
+ */
+export interface CostReportedItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
+  id: string;
+  /**
+   * The turn the item belongs to.
+   */
+  turnId?: string | null;
+  /**
+   * `cost_reported`.
+   */
+  type?: "cost_reported";
+  /**
+   * The model the calls went to.
+   */
+  model: string;
+  /**
+   * Input tokens (cache reads and writes included).
+   */
+  inputTokens: number;
+  /**
+   * Output tokens.
+   */
+  outputTokens: number;
+  /**
+   * Input tokens read from the cache.
+   */
+  cacheReadTokens?: number;
+  /**
+   * Input tokens written to the cache.
+   */
+  cacheWriteTokens?: number;
+  /**
+   * What they cost, priced as one call (genai-prices).
+   */
+  usd: number;
+  /**
+   * False when the model's price is unknown.
+   */
+  priced?: boolean;
+  [k: string]: unknown;
+}
 export interface DidChangeWorkspaceFoldersParams {
   /**
    * Folders the editor opened.
