@@ -103,6 +103,7 @@ CREATE INDEX threads_by_cwd ON threads (cwd, archived, updatedAt, threadId);
 -- A thread's children, listed and counted without a scan.
 CREATE INDEX threads_by_parent ON threads (parentThreadId, archived, updatedAt, threadId);
 """
+CHILD_COUNT_BATCH = 500  # ids per query (SQLite binds at most 999 by default)
 # How many children a listed row has (what `thread/list {parentThreadId}` would list).
 _CHILD_COUNT = (
     "(SELECT count(*) FROM threads AS child WHERE child.parentThreadId = threads.threadId "
@@ -572,6 +573,21 @@ class ThreadIndex:
 
     def count(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM threads").fetchone()[0])
+
+    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+        """Each thread's `childCount`: its children that `thread/list {parentThreadId}`
+        lists (unarchived), from `threads_by_parent`."""
+        counts = dict.fromkeys(thread_ids, 0)
+        ids = list(counts)
+        for start in range(0, len(ids), CHILD_COUNT_BATCH):
+            batch = ids[start : start + CHILD_COUNT_BATCH]
+            rows = self._db().execute(
+                "SELECT parentThreadId, count(*) FROM threads WHERE archived = 0 AND "
+                f"parentThreadId IN ({', '.join('?' * len(batch))}) GROUP BY parentThreadId",
+                batch,
+            )
+            counts.update((parent, int(n)) for parent, n in rows)
+        return counts
 
     def close(self) -> None:
         """Close the connection; a later call opens (and reconciles) again."""

@@ -903,6 +903,39 @@ class ThreadService:
         if stale and self.index.is_open:
             self.flush_index()
 
+    def listed_parent(self, thread_id: str) -> str | None:
+        """The parent a listing files this thread under (None: a top-level thread, or no
+        listing open yet, which no client can be showing)."""
+        if not self.shared and not self.index.is_open:
+            return None
+        row = self.index.get(validate_thread_id(thread_id))
+        return row.parentThreadId if row is not None else None
+
+    def with_child_counts(
+        self, infos: list[dict[str, Any]], parents: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
+        """ThreadInfos for notifications: `infos` with their `childCount` filled in place
+        where the listing knows it, then the rows of `parents` (threads whose children just
+        changed), with theirs. Only an index that is open (or a shared store's) is asked:
+        opening one reconciles every file, which a notification must not cost; before
+        any listing no client holds a count to keep current. Pending rows are written
+        first, so a child started a moment ago is counted."""
+        if not self.shared and not self.index.is_open:
+            return []
+        try:
+            if parents:
+                self.flush_index()
+            rows = [row for p in dict.fromkeys(parents) if (row := self.index.get(p))]
+            wanted = [i["threadId"] for i in infos if i.get("childCount") is None]
+            counts = self.index.child_counts([*wanted, *(row.threadId for row in rows)])
+        except Exception as exc:  # sqlite3.Error, psycopg.Error: the counts are derived
+            logger.warning("child counts not read: %s", exc)
+            return []
+        for info in infos:
+            if info.get("childCount") is None and info["threadId"] in counts:
+                info["childCount"] = counts[info["threadId"]]
+        return [{**row.thread_info(), "childCount": counts[row.threadId]} for row in rows]
+
     def external_changes(self, thread_ids: list[str]) -> list[ExternalChange]:
         """What other processes did to these threads (their files changed), with the
         index rows brought up to date, so this process's listings agree at once."""

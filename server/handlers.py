@@ -212,10 +212,12 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
             parent_operation_id=params.parentOperationId,
         )
     )
-    info = started.summary.thread_info()
+    info = {**started.summary.thread_info(), "childCount": 0}  # none yet: it is new
     ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
-    ctx.server.broadcast("thread/started", {"thread": info})
+    # A sub-agent's: its parent's count follows, after it.
+    await ctx.server.announce_threads([("thread/started", {"thread": info})],
+                                      parents=[info["parentThreadId"]])  # fmt: skip
     ctx.server.hooks.session_started(
         ctx,
         thread_id=info["threadId"],
@@ -354,7 +356,7 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
     if report["session"]["sessionId"]:  # ready: needs_review opens no session, runs no hook
         ctx.server.schedule_index_flush()  # its row, for other processes' listings
         await ctx.server.name_holder(report["thread"]["threadId"], ctx.connection)
-        ctx.server.broadcast("thread/updated", {"thread": report["thread"]})
+        await ctx.server.announce_threads([("thread/updated", {"thread": report["thread"]})])
         ctx.server.hooks.session_started(
             ctx,
             thread_id=report["thread"]["threadId"],
@@ -377,7 +379,7 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
             trusted_folders=ctx.trusted_folders(),
         )
     )
-    info = started.summary.thread_info()
+    info = {**started.summary.thread_info(), "childCount": 0}  # a fork has no sub-agents
     ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
     ctx.server.broadcast("thread/started", {"thread": info})
@@ -396,7 +398,8 @@ async def _set_archived(ctx: Context, thread_id: str, archived: bool) -> dict[st
     summary = await ctx.server.run_in_worker(
         ctx.service.archive, thread_id, archived, ctx.connection.owner
     )
-    ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})
+    await ctx.server.announce_threads([("thread/updated", {"thread": summary.thread_info()})],
+                                      parents=[summary.parentThreadId])  # fmt: skip
     return {}
 
 
@@ -412,10 +415,14 @@ async def thread_unarchive(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/delete")
 async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
-    await ctx.server.run_in_worker(ctx.service.delete, params.threadId, ctx.connection.owner)
-    ctx.server.broadcast(
-        "thread/updated", {"thread": {"threadId": params.threadId}, "deleted": True}
-    )
+    def delete() -> str | None:
+        parent = ctx.service.listed_parent(params.threadId)
+        ctx.service.delete(params.threadId, ctx.connection.owner)
+        return parent
+
+    parent = await ctx.server.run_in_worker(delete)
+    gone = {"thread": {"threadId": params.threadId}, "deleted": True}
+    await ctx.server.announce_threads([("thread/updated", gone)], parents=[parent])
     return {}
 
 
@@ -423,7 +430,7 @@ async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
 async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
     summary = await ctx.server.run_in_worker(ctx.service.set_title, params.threadId, params.title)
     info = summary.thread_info()
-    ctx.server.broadcast("thread/updated", {"thread": info})
+    await ctx.server.announce_threads([("thread/updated", {"thread": info})])
     return {"thread": info}
 
 

@@ -108,3 +108,64 @@ def test_the_parents_cost_shows_its_sub_agents_as_a_line_and_in_the_total(
                               "outputTokens": 100, "usd": 0.25}]  # fmt: skip
     assert (cost["inputTokens"], cost["outputTokens"], cost["usd"]) == (4000, 150, 0.75)
     assert cost["byModel"]["model-a"]["usd"] == 0.75
+
+
+def thread_notices(server: ServerProcess, since: int) -> list[tuple[str, str, Any]]:
+    """(method, threadId, childCount) of the thread notifications after the first `since`."""
+    threads = [(n["method"], n["params"]["thread"]) for n in server.notifications[since:]
+               if n["method"] in ("thread/started", "thread/updated")]  # fmt: skip
+    return [(method, thread["threadId"], thread.get("childCount")) for method, thread in threads]
+
+
+def test_notifications_carry_child_counts_and_a_sub_agent_change_updates_its_parents(
+    spawn: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """A client keeps its tree current from notifications: each ThreadInfo in them carries
+    `childCount` as a listing would, and starting, archiving or deleting a sub-agent's
+    thread is followed by its parent's row with the new count."""
+    server = spawn()
+    server.initialize([str(tmp_path)])
+    server.request("thread/list", {})  # a client listing: from here it has counts to keep
+    parent = start(server, tmp_path, title="parent")
+    parent_id = parent["thread"]["threadId"]
+    assert parent["thread"]["childCount"] == 0
+    seen = len(server.notifications)
+    child = start(server, tmp_path, title="sub-agent", parentThreadId=parent_id)
+    child_id = child["thread"]["threadId"]
+    # Sent before the answer: the child's start, then its parent with one child.
+    assert thread_notices(server, seen) == [
+        ("thread/started", child_id, 0),
+        ("thread/updated", parent_id, 1),
+    ]
+    seen, updates = len(server.notifications), server_updates(server)
+    record(server, parent, spent("model-a", 10, 5, 0.01))
+    server.wait_notification("thread/updated", count=updates + 1)  # coalesced, after it
+    assert thread_notices(server, seen) == [("thread/updated", parent_id, 1)]
+    seen = len(server.notifications)
+    server.request("thread/close", {"threadId": child_id, "sessionId": child["sessionId"]})
+    server.request("thread/archive", {"threadId": child_id})
+    assert thread_notices(server, seen) == [
+        ("thread/updated", child_id, 0),
+        ("thread/updated", parent_id, 0),  # archived children are not listed
+    ]
+    seen = len(server.notifications)
+    server.request("thread/unarchive", {"threadId": child_id})
+    server.request("thread/setTitle", {"threadId": parent_id, "title": "renamed"})
+    assert thread_notices(server, seen) == [
+        ("thread/updated", child_id, 0),
+        ("thread/updated", parent_id, 1),
+        ("thread/updated", parent_id, 1),  # the rename carries the count too
+    ]
+    seen = len(server.notifications)
+    server.request("thread/delete", {"threadId": child_id})
+    assert thread_notices(server, seen) == [
+        ("thread/updated", child_id, None),  # `deleted`: nothing left to count
+        ("thread/updated", parent_id, 0),
+    ]
+    # What the notifications said is what a listing says.
+    (listed,) = server.request("thread/list", {})["threads"]
+    assert (listed["threadId"], listed["childCount"]) == (parent_id, 0)
+
+
+def server_updates(server: ServerProcess) -> int:
+    return sum(n["method"] == "thread/updated" for n in server.notifications)

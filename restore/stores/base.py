@@ -171,6 +171,10 @@ class Index(Protocol):
         row with its `childCount`."""
         ...
 
+    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+        """Each thread's `childCount` (its unarchived children), as a listing gives it."""
+        ...
+
     def close(self) -> None: ...
 
 

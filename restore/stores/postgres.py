@@ -804,6 +804,22 @@ class PostgresStore:
             rows = conn.execute("SELECT thread_id::text FROM sessiond_threads").fetchall()
         return [row[0] for row in rows]
 
+    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+        """Each thread's unarchived children (as `thread/list` counts them, under the same
+        row policies), in one query."""
+        ids = [validate_thread_id(thread_id) for thread_id in thread_ids]
+        counts = dict.fromkeys(ids, 0)
+        if not ids:
+            return counts
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT parent_thread_id::text, count(*) FROM sessiond_threads "
+                "WHERE parent_thread_id = ANY(%s::uuid[]) AND NOT archived GROUP BY 1",
+                (ids,),
+            ).fetchall()
+        counts.update((parent, int(n)) for parent, n in rows)
+        return counts
+
     def list(
         self,
         *,
@@ -1326,6 +1342,9 @@ class SharedIndex:
 
     def count(self) -> int:
         return self._store.count()
+
+    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+        return self._store.child_counts(thread_ids)
 
     def list(
         self,

@@ -410,6 +410,36 @@ def test_a_followed_gemini_session_is_listed_while_it_is_written(
     assert texts == ["Live answer."]
 
 
+@pytest.mark.compat("gemini", "sub-agents")
+def test_a_followed_sub_agent_is_announced_under_its_parent_with_the_counts(
+    agents: Agents, spawn: Callable[..., ServerProcess]
+) -> None:
+    """`serve --follow gemini` while Gemini runs a sub-agent: its thread is announced as
+    the parent's child (`childCount` 0), and the parent's rows carry the count a listing
+    gives (1), whichever of the two files the watcher imports first."""
+    agent = agents.start(SUB_AGENT)
+    agent.gemini_tmp.mkdir(parents=True)
+    server = spawn(args=["--follow", "gemini"], env={"GEMINI_CLI_HOME": str(agent.home)})
+    server.initialize([str(agent.repo)])
+    assert server.request("thread/list", {})["threads"] == []  # from here on it follows
+    run = agent.gemini("[[main]] ask a sub-agent", args=("-m", "gemini-2.5-flash")).check()
+
+    def parent_rows() -> list[dict[str, Any]]:  # in the order they were sent
+        rows = [n["params"]["thread"] for n in list(server.notifications)
+                if n["method"] in ("thread/started", "thread/updated")]  # fmt: skip
+        return [t for t in rows if (t.get("origin") or {}).get("sessionId") == run.session_id]
+
+    (child,) = eventually(lambda: [t for t in announced(server, "thread/started")
+                                   if t["parentThreadId"]])  # fmt: skip
+    assert (child["childCount"], child["origin"]["parentSessionId"]) == (0, run.session_id)
+    parent_id = child["parentThreadId"]
+    eventually(lambda: parent_rows() and parent_rows()[-1]["childCount"] == 1)
+    assert {t["threadId"] for t in parent_rows()} == {parent_id}
+    assert all(isinstance(t["childCount"], int) for t in parent_rows())  # never unknown
+    (listed,) = server.request("thread/list", {})["threads"]
+    assert (listed["threadId"], listed["childCount"]) == (parent_id, 1)
+
+
 def announced(server: ServerProcess, method: str) -> list[dict[str, Any]]:
     return [n["params"]["thread"] for n in list(server.notifications) if n["method"] == method
             and (n["params"]["thread"].get("origin") or {}).get("agent") == "gemini"]  # fmt: skip
