@@ -178,8 +178,11 @@ class ThreadInfo(WireModel):
     childCount: int | None = Field(
         None,
         description="How many (unarchived) sub-agent threads `thread/list {parentThreadId}` "
-        "lists under this one. Counted by `thread/list`; null where not counted "
-        "(notifications, other answers): keep the count a listing gave.",
+        "lists under this one. Counted by `thread/list`, and in `thread/started` / "
+        "`thread/updated` once this server has a listing open (a new thread says 0); null "
+        "where not counted (before any listing, other answers): keep the count you have. "
+        "A sub-agent's start, archive or delete is followed by its parent's `thread/updated` "
+        "with the new count.",
     )
 
 
@@ -744,9 +747,9 @@ SUMMARIES: dict[str, str] = {
     "exit": "Close the connection (after `shutdown`).",
     "workspace/didChangeWorkspaceFolders": "The editor opened or closed folders.",
     "$/cancelRequest": "Cancel a request in flight (`{id}`); it is answered with -32800.",
-    "thread/started": "A thread was started or forked, by any client.",
+    "thread/started": "A thread was started or forked, by any client (or imported).",
     "thread/updated": "A thread's row changed (records coalesced: at most one per thread "
-    "every 50 ms), or it was deleted.",
+    "every 50 ms; a parent's count of sub-agents), or it was deleted.",
     "item/recorded": "Items stored in a thread you subscribed to, in seq order.",
     "lifecycle/hook": "A lifecycle hook started, completed, failed or timed out.",
     "$/progress": "Progress of long work, such as rebuilding the thread index.",

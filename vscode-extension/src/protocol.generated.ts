@@ -1361,7 +1361,7 @@ export interface ThreadInfo {
    */
   parentOperationId?: string | null;
   /**
-   * How many (unarchived) sub-agent threads `thread/list {parentThreadId}` lists under this one. Counted by `thread/list`; null where not counted (notifications, other answers): keep the count a listing gave.
+   * How many (unarchived) sub-agent threads `thread/list {parentThreadId}` lists under this one. Counted by `thread/list`, and in `thread/started` / `thread/updated` once this server has a listing open (a new thread says 0); null where not counted (before any listing, other answers): keep the count you have. A sub-agent's start, archive or delete is followed by its parent's `thread/updated` with the new count.
    */
   childCount?: number | null;
   [k: string]: unknown;
