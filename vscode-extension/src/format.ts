@@ -53,14 +53,14 @@ export interface ThreadState {
 }
 
 /** The agents whose sessions are imported, by their protocol name. */
-export const AGENT_NAMES: Readonly<Record<string, string>> = { "claude-code": "Claude Code", codex: "Codex", gemini: "Gemini" };
+export const AGENT_NAMES: Readonly<Record<string, string>> = { "claude-code": "Claude Code", codex: "Codex", gemini: "Gemini CLI" };
 
 /** "Claude Code" for `claude-code`; an agent this version does not know, by its name. */
 export function agentName(agent: string): string {
   return AGENT_NAMES[agent] ?? agent;
 }
 
-/** The agent that keeps an imported session ("Claude Code", "Codex", "Gemini"), else "". */
+/** The agent that keeps an imported session ("Claude Code", "Codex", "Gemini CLI"), else "". */
 function importedFrom(thread: ThreadInfo): string {
   const agent = thread.origin?.agent;
   return agent && agent !== "acp" ? agentName(agent) : "";

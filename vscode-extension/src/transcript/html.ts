@@ -5,7 +5,7 @@
 import type MarkdownIt from "markdown-it";
 import { driftLines, formatTokens, formatUsd, RECOVERY_ADVICE } from "../format";
 import type { DriftEntry, RestoreReport } from "../protocol";
-import type { BoundaryEntry, EditEntry, Entry, MessageEntry, NoteEntry, SessionEntry, TodoLine, TodosEntry, ToolEntry, TurnEntry } from "./model";
+import type { BoundaryEntry, ChildEntry, ChildThread, EditEntry, Entry, MessageEntry, NoteEntry, SessionEntry, TodoLine, TodosEntry, ToolEntry, TurnEntry } from "./model";
 
 /** Longer text is cut, saying how much was left out (a tool's output can be megabytes). */
 export const SHOWN_CHARS = 20_000;
@@ -17,6 +17,8 @@ export interface RenderContext {
   cwd: string | undefined;
   /** Who "assistant" is: the agent that kept an imported session, else "Agent". */
   agent: string;
+  /** Set when rendering a sub-agent's transcript: its buttons name its thread. */
+  threadId?: string;
 }
 
 export function escapeHtml(value: string): string {
@@ -78,6 +80,7 @@ function tool(entry: ToolEntry): string {
     ...(entry.title ? [`<span class="tool-title">${escapeHtml(entry.title)}</span>`] : []),
     ...(entry.command ? [`<code class="command">${escapeHtml(entry.command)}</code>`] : []),
     `<span class="badge outcome-${outcome.replace(/ /g, "-")}">${escapeHtml(outcome)}</span>`,
+    ...(entry.exitCode !== undefined ? [`<span class="exit-code">exit ${entry.exitCode}</span>`] : []),
     ...(entry.recovery ? [`<span class="badge recovery">${escapeHtml(entry.recovery.replace(/_/g, " "))}</span>`] : []),
   ].join(" ");
   const parts = [`<div class="tool-head">${head}</div>`];
@@ -86,8 +89,27 @@ function tool(entry: ToolEntry): string {
   if (args !== undefined && args !== null && !onlyCommand) parts.push(details("Arguments", shownValue(args), "args"));
   if (entry.result !== undefined) parts.push(details(entry.failed ? "Error" : "Result", shownValue(entry.result), "result"));
   if (entry.recovery) parts.push(`<p class="recovery">${escapeHtml(RECOVERY_ADVICE[entry.recovery] ?? entry.recovery)}</p>`);
+  if (entry.child) parts.push(subAgent(entry.child));
   const label = `Tool call ${entry.tool}${entry.command ? ` ${entry.command}` : ""}, ${outcome}${entry.recovery ? `, ${entry.recovery.replace(/_/g, " ")}` : ""}`;
   return article(entry, `tool${entry.failed ? " failed" : ""}${entry.recovery ? " pending" : ""}`, label, parts.join(""));
+}
+
+/** "Sub-agent: find the bug · 12 items · $0.04", and its transcript, loaded when opened. */
+function childSummary(child: ChildThread): string {
+  const facts = [
+    ...(child.itemCount !== undefined ? [`${child.itemCount} ${child.itemCount === 1 ? "item" : "items"}`] : []),
+    ...(child.costUsd ? [formatUsd(child.costUsd)] : []),
+  ];
+  return [child.title ? `Sub-agent: ${child.title}` : "The sub-agent's transcript", ...facts].join(" · ");
+}
+
+export function subAgent(child: ChildThread): string {
+  const id = escapeHtml(child.threadId);
+  return `<details class="subagent" data-child="${id}"><summary>${escapeHtml(childSummary(child))}</summary><div class="subagent-body" data-child-body="${id}" role="feed" aria-label="${escapeHtml(childSummary(child))}"><p class="end">Loading the sub-agent's transcript…</p></div></details>`;
+}
+
+function childEntry(entry: ChildEntry): string {
+  return article(entry, "child", childSummary(entry.child), subAgent(entry.child));
 }
 
 /** The path as a person knows it: relative to the thread's directory when inside it. */
@@ -102,7 +124,7 @@ function edit(entry: EditEntry, context: RenderContext): string {
   const by = entry.author === "user" ? " (by you)" : "";
   const recorded = entry.contentKnown && !entry.notRecorded && (entry.beforeSha !== null || entry.afterSha !== null);
   const action = recorded
-    ? `<button type="button" class="open-diff" data-action="diff" data-key="${escapeHtml(entry.key)}" aria-label="Open diff of ${escapeHtml(path)}">Open diff</button>`
+    ? `<button type="button" class="open-diff" data-action="diff" data-key="${escapeHtml(entry.key)}"${context.threadId ? ` data-thread="${escapeHtml(context.threadId)}"` : ""} aria-label="Open diff of ${escapeHtml(path)}">Open diff</button>`
     : `<span class="not-recorded">content not recorded</span>`;
   const body = `<span class="glyph" aria-hidden="true">✎</span> ${verb} <code class="path">${escapeHtml(path)}</code>${by} ${action}`;
   return article(entry, "edit", `${verb} ${path}${by}${recorded ? "" : ", content not recorded"}`, body);
@@ -193,6 +215,8 @@ export function renderEntry(entry: Entry, context: RenderContext): string {
       return session(entry);
     case "note":
       return note(entry);
+    case "child":
+      return childEntry(entry);
   }
 }
 

@@ -28,13 +28,18 @@ export interface PageMessage {
 }
 
 export type ToWebview =
-  | { type: "init"; title: string; banner: string | undefined; notice: string | undefined }
+  | { type: "init"; threadId: string; title: string; banner: string | undefined; notice: string | undefined }
   | PageMessage
-  | { type: "failed"; direction: "earlier" | "later"; message: string };
+  | { type: "failed"; direction: "earlier" | "later"; message: string }
+  /** A sub-agent's transcript, a page at a time, into its block in the call that ran it. */
+  | { type: "child"; threadId: string; back: ShownEntry[]; updates: ShownEntry[]; reset?: boolean; hasMore: boolean; failed?: string };
 
 export type FromWebview =
   | { type: "ready" }
   | { type: "earlier" }
   | { type: "later" }
-  | { type: "diff"; key: string }
+  /** Open diff on an edit; `threadId` when the edit is in a sub-agent's transcript. */
+  | { type: "diff"; key: string; threadId?: string }
+  /** A sub-agent's block was opened (or "Load more" in it clicked): its next page. */
+  | { type: "child"; threadId: string }
   | { type: "report" };

@@ -51,6 +51,24 @@ export interface ToolEntry extends EntryBase {
   result: unknown;
   /** The restore's recovery class when the operation is pending (needs review, ...). */
   recovery: string | undefined;
+  /** A shell command's exit code, when recorded. */
+  exitCode: number | undefined;
+  /** The sub-agent the call ran: its own thread, shown nested in the call. */
+  child: ChildThread | undefined;
+}
+
+/** A sub-agent's thread, as its parent's transcript names it. */
+export interface ChildThread {
+  threadId: string;
+  title: string | undefined;
+  itemCount: number | undefined;
+  costUsd: number | undefined;
+}
+
+/** A sub-agent whose starting call is not known (or not recorded): shown on its own. */
+export interface ChildEntry extends EntryBase {
+  kind: "child";
+  child: ChildThread;
 }
 
 export interface EditEntry extends EntryBase {
@@ -115,7 +133,19 @@ export interface NoteEntry extends EntryBase {
   warn: boolean;
 }
 
-export type Entry = MessageEntry | ToolEntry | EditEntry | TodosEntry | TurnEntry | BoundaryEntry | SessionEntry | NoteEntry;
+export type Entry = MessageEntry | ToolEntry | EditEntry | TodosEntry | TurnEntry | BoundaryEntry | SessionEntry | NoteEntry | ChildEntry;
+
+/** The sub-agent threads of a thread (`thread/list {parentThreadId}`), by what names them. */
+export interface Children {
+  /** By the parent's operation that started each (`parentOperationId`). */
+  byOperation: ReadonlyMap<string, ChildThread>;
+  /** By their own thread id (a call's `childThreadId`). */
+  byThread: ReadonlyMap<string, ChildThread>;
+  /** Children no recorded call names (shown after the thread's last item). */
+  unanchored: readonly ChildThread[];
+}
+
+export const NO_CHILDREN: Children = { byOperation: new Map(), byThread: new Map(), unanchored: [] };
 
 /** What the entries depend on besides the items. */
 export interface EntryContext {
@@ -125,6 +155,10 @@ export interface EntryContext {
   recovery: ReadonlyMap<string, string>;
   /** Edits whose contents the store turned out not to hold (by entry key). */
   notRecorded: ReadonlySet<string>;
+  /** The thread's sub-agents, when it has any. */
+  children?: Children | undefined;
+  /** The thread's last item is loaded: sub-agents no call names are shown after it. */
+  atEnd?: boolean | undefined;
 }
 
 const ROLES = new Set<string>(["user", "assistant", "system", "tool"]);
@@ -179,14 +213,14 @@ interface TurnState {
   endSeq: number | undefined;
   phase: TurnEntry["phase"];
   continueReason: string | undefined;
-  endedByNext: boolean;
   cost: TurnCost | undefined;
 }
 
 /**
  * The entries of `items` (ascending seq), in the order they are shown. A tool call is one
- * entry at its first state, holding every later one; a turn's end (its `turn` item, else the
- * last item before another turn's) carries the cost its model calls recorded.
+ * entry at its first state, holding every later one; a turn's end (its `turn` item, else its
+ * last item: an imported thread records no turn items) carries the cost its model calls
+ * recorded.
  */
 export function entriesOf(items: readonly Item[], context: EntryContext): Entry[] {
   const entries: { entry: Entry; order: number }[] = [];
@@ -198,7 +232,7 @@ export function entriesOf(items: readonly Item[], context: EntryContext): Entry[
   const turnState = (turnId: string): TurnState => {
     let state = turns.get(turnId);
     if (!state) {
-      state = { lastSeq: 0, endSeq: undefined, phase: undefined, continueReason: undefined, endedByNext: false, cost: undefined };
+      state = { lastSeq: 0, endSeq: undefined, phase: undefined, continueReason: undefined, cost: undefined };
       turns.set(turnId, state);
     }
     return state;
@@ -209,7 +243,6 @@ export function entriesOf(items: readonly Item[], context: EntryContext): Entry[
     const type = item["type"];
     const turnId = text(item["turnId"]);
     if (turnId !== undefined && type !== "cost") {
-      if (currentTurn !== undefined && currentTurn !== turnId) turnState(currentTurn).endedByNext = true;
       currentTurn = turnId;
       turnState(turnId).lastSeq = seq;
     }
@@ -237,6 +270,8 @@ export function entriesOf(items: readonly Item[], context: EntryContext): Entry[
             failed: false,
             result: undefined,
             recovery: context.recovery.get(operationId),
+            exitCode: undefined,
+            child: context.children?.byOperation.get(operationId),
           };
           tools.set(operationId, tool);
           add(tool);
@@ -248,6 +283,11 @@ export function entriesOf(items: readonly Item[], context: EntryContext): Entry[
         tool.command ??= commandOf(item);
         tool.args ??= argsOf(item);
         tool.argsDigest ??= text(item["argsDigest"]);
+        if (typeof item["exitCode"] === "number") tool.exitCode = item["exitCode"];
+        const childThreadId = text(item["childThreadId"]);
+        if (childThreadId && !tool.child) {
+          tool.child = context.children?.byThread.get(childThreadId) ?? { threadId: childThreadId, title: undefined, itemCount: undefined, costUsd: undefined };
+        }
         if (item["result"] !== undefined && item["result"] !== null) tool.result = item["result"];
         break;
       }
@@ -343,9 +383,17 @@ export function entriesOf(items: readonly Item[], context: EntryContext): Entry[
   }
 
   for (const [turnId, state] of turns) {
-    if (state.endSeq === undefined && !state.endedByNext && !state.cost) continue;
+    // A turn without its end recorded or any cost (a plain conversation) needs no divider.
+    if (state.endSeq === undefined && !state.cost) continue;
     const seq = state.endSeq ?? state.lastSeq;
     add({ kind: "turn", key: `turn:${turnId}`, seq, turnId, phase: state.phase, continueReason: state.continueReason, cost: state.cost }, 1);
+  }
+  if (context.atEnd && context.children) {
+    const last = entries.reduce((max, { entry }) => Math.max(max, entry.seq), 0);
+    const shown = new Set(entries.flatMap(({ entry }) => (entry.kind === "tool" && entry.child ? [entry.child.threadId] : [])));
+    for (const child of context.children.unanchored) {
+      if (!shown.has(child.threadId)) add({ kind: "child", key: `child:${child.threadId}`, seq: last, child }, 2);
+    }
   }
   const sorted = entries.sort((a, b) => a.entry.seq - b.entry.seq || a.order - b.order).map(({ entry }) => entry);
   // What a rewind went back past stays readable, marked: the history is not rewritten.

@@ -7,11 +7,11 @@ import * as vscode from "vscode";
 import type { SessiondClient } from "../client";
 import { describeError } from "../errors";
 import { agentName, threadLabel } from "../format";
-import type { Handoff, RestoreReport, ThreadInfo } from "../protocol";
+import type { Handoff, ParamsOf, RestoreReport, ThreadInfo } from "../protocol";
 import type { BlobDocuments } from "./blobs";
 import { renderBanner, renderEntry, type RenderContext } from "./html";
 import type { FromWebview, PageMessage, ShownEntry, ToWebview } from "./messages";
-import type { Entry, Item } from "./model";
+import { NO_CHILDREN, type ChildThread, type Children, type Entry, type Item } from "./model";
 import { TranscriptWindow } from "./window";
 
 export const TRANSCRIPT_VIEW = "sessiond.transcript";
@@ -38,6 +38,8 @@ export class TranscriptPanel {
   readonly panel: vscode.WebviewPanel;
   private source: TranscriptSource;
   private window = new TranscriptWindow(null, null);
+  /** Sub-agents' transcripts opened in their calls' blocks, by thread id: each pages on its own. */
+  private children = new Map<string, TranscriptWindow>();
   /** Page loads and live appends, one at a time, in order. */
   private queue: Promise<unknown> = Promise.resolve();
   private loaded: Promise<void> = Promise.resolve();
@@ -145,6 +147,8 @@ export class TranscriptPanel {
   private async first(): Promise<void> {
     const { thread, atSeq, report } = this.source;
     const recovery = new Map((report?.pendingOperations ?? []).map((op) => [op.operationId, op.recovery]));
+    const children = listChildren(this.client, thread);
+    this.children = new Map();
     if (atSeq !== undefined) {
       const [before, after] = await Promise.all([
         this.client.request("thread/read", { threadId: thread.threadId, beforeSeq: atSeq + 1, limit: PAGE / 2 }),
@@ -158,6 +162,7 @@ export class TranscriptPanel {
       this.window = new TranscriptWindow(page.nextBeforeSeq ?? null, null, recovery);
       this.window.addEarlier(page.items, page.nextBeforeSeq ?? null);
     }
+    this.window.children = await children;
     this.send(this.init());
     this.sendPage("initial");
     if (!this.subscribed) {
@@ -211,7 +216,9 @@ export class TranscriptPanel {
         case "later":
           return await this.loadLater();
         case "diff":
-          return await this.openDiff(message.key);
+          return await this.openDiff(message.key, message.threadId);
+        case "child":
+          return await this.enqueue(() => this.childPage(message.threadId));
         case "report":
           await vscode.commands.executeCommand("sessiond.showRestoreReport", this.thread.threadId);
           return;
@@ -221,28 +228,68 @@ export class TranscriptPanel {
     }
   }
 
-  /** Open diff on an edit entry; one whose contents the store lacks says so in place. */
-  private async openDiff(key: string): Promise<void> {
-    const entry = this.window.entry(key);
-    if (entry?.kind !== "edit") return;
-    if (await this.blobs.openDiff(this.thread, entry)) return;
-    this.window.markNotRecorded(key);
-    await this.enqueue(async () => this.sendPage("live"));
+  /** Open diff on an edit entry (of a sub-agent's transcript when `childId` is given); one
+   * whose contents the store lacks says so in place. */
+  private async openDiff(key: string, childId?: string): Promise<void> {
+    const window = childId ? this.children.get(childId) : this.window;
+    const entry = window?.entry(key);
+    if (!window || entry?.kind !== "edit") return;
+    const thread = childId ? { ...this.thread, threadId: childId } : this.thread;
+    if (await this.blobs.openDiff(thread, entry)) return;
+    window.markNotRecorded(key);
+    await this.enqueue(async () => (childId ? this.sendChild(childId, window) : this.sendPage("live")));
+  }
+
+  /** The next page of a sub-agent's transcript, from its start, into its block. */
+  private async childPage(threadId: string): Promise<void> {
+    let window = this.children.get(threadId);
+    if (!window) {
+      window = new TranscriptWindow(null, 0);
+      this.children.set(threadId, window);
+    }
+    if (window.later === null) return this.sendChild(threadId, window);
+    try {
+      const page = await this.client.request("thread/read", { threadId, afterSeq: window.later, limit: PAGE });
+      window.addLater(page.items, page.nextAfterSeq ?? null);
+    } catch (error) {
+      this.send({ type: "child", threadId, back: [], updates: [], hasMore: window.later !== null, failed: describeError("load the sub-agent's transcript", error) });
+      return;
+    }
+    this.sendChild(threadId, window);
+  }
+
+  private sendChild(threadId: string, window: TranscriptWindow): void {
+    const shown = this.shown(threadId);
+    const change = window.change();
+    const entries = change.reset ?? change.back;
+    this.send({
+      type: "child",
+      threadId,
+      back: entries.map(shown),
+      updates: change.reset ? [] : change.updates.map(shown),
+      ...(change.reset ? { reset: true } : {}),
+      hasMore: window.later !== null,
+    });
+  }
+
+  private shown(childId?: string): (entry: Entry) => ShownEntry {
+    const context: RenderContext = {
+      cwd: this.thread.cwd ?? undefined,
+      agent: this.thread.origin ? agentName(this.thread.origin.agent) : "Agent",
+      ...(childId ? { threadId: childId } : {}),
+    };
+    return (entry) => ({ key: entry.key, seq: entry.seq, html: renderEntry(entry, context) });
   }
 
   private init(): ToWebview {
     const { report, thread } = this.source;
     const agent = this.source.handoff ? agentName(this.source.handoff.agent) : undefined;
     const notice = agent ? `A ${agent} session, shown read-only: Resume in ${agent} (in the title bar) continues it there.` : undefined;
-    return { type: "init", title: threadLabel(thread), banner: report ? renderBanner(report) : undefined, notice };
+    return { type: "init", threadId: thread.threadId, title: threadLabel(thread), banner: report ? renderBanner(report) : undefined, notice };
   }
 
   private sendPage(direction: PageMessage["direction"]): void {
-    const context: RenderContext = {
-      cwd: this.thread.cwd ?? undefined,
-      agent: this.thread.origin ? agentName(this.thread.origin.agent) : "Agent",
-    };
-    const shown = (entry: Entry): ShownEntry => ({ key: entry.key, seq: entry.seq, html: renderEntry(entry, context) });
+    const shown = this.shown();
     const change = this.window.change();
     const message: PageMessage = {
       type: "page",
@@ -292,6 +339,30 @@ export class TranscriptPanel {
 </body>
 </html>`;
   }
+}
+
+/**
+ * The thread's sub-agents, when the server says it has some (`childCount`, issue 21):
+ * `thread/list {parentThreadId}`. A server without sub-agent threads reports no count, and
+ * is never asked (it would ignore the filter and list every thread).
+ */
+async function listChildren(client: Client, thread: ThreadInfo): Promise<Children> {
+  const count = (thread as { childCount?: number | null }).childCount;
+  if (!count) return NO_CHILDREN;
+  const params = { parentThreadId: thread.threadId, limit: 200 } as ParamsOf<"thread/list">;
+  const listed = await client.request("thread/list", params).catch(() => undefined);
+  const children = (listed?.threads ?? []).filter((child) => (child as { parentThreadId?: string | null }).parentThreadId === thread.threadId);
+  const byOperation = new Map<string, ChildThread>();
+  const byThread = new Map<string, ChildThread>();
+  const unanchored: ChildThread[] = [];
+  for (const info of children) {
+    const child: ChildThread = { threadId: info.threadId, title: info.title ?? info.preview ?? undefined, itemCount: info.itemCount, costUsd: info.costUsd };
+    byThread.set(child.threadId, child);
+    const operation = (info as { parentOperationId?: string | null }).parentOperationId;
+    if (operation) byOperation.set(operation, child);
+    else unanchored.push(child);
+  }
+  return { byOperation, byThread, unanchored };
 }
 
 /** Every open transcript, one per thread, and which one is in front. */

@@ -1,13 +1,15 @@
 // The loaded part of a thread: its items, where the next pages start in each direction, and
 // the entries the webview was last sent, so each page becomes a small change (entries
 // added at one end, a few updated) rather than the whole transcript again. Pure.
-import { changeBetween, entriesOf, type EntriesChange, type Entry, type Item } from "./model";
+import { changeBetween, entriesOf, NO_CHILDREN, type Children, type EntriesChange, type Entry, type Item } from "./model";
 
 export class TranscriptWindow {
   private items: Item[] = [];
   private shown: { key: string; seq: number; signature: string }[] = [];
   /** Edits whose contents the store does not hold (learned from thread/readBlob). */
   readonly notRecorded = new Set<string>();
+  /** The thread's sub-agents (thread/list {parentThreadId}), shown nested in their calls. */
+  children: Children = NO_CHILDREN;
 
   /**
    * @param earlier `beforeSeq` of the page before the loaded part; null once the thread's first item is loaded.
@@ -52,7 +54,13 @@ export class TranscriptWindow {
   }
 
   entries(): Entry[] {
-    return entriesOf(this.items, { atStart: this.earlier === null, recovery: this.recovery, notRecorded: this.notRecorded });
+    return entriesOf(this.items, {
+      atStart: this.earlier === null,
+      atEnd: this.later === null,
+      recovery: this.recovery,
+      notRecorded: this.notRecorded,
+      children: this.children,
+    });
   }
 
   entry(key: string): Entry | undefined {

@@ -4,6 +4,8 @@
 // recorded text itself: the host sends HTML made from escaped text and Markdown.
 import type { FromWebview, PageMessage, ShownEntry, ToWebview } from "../transcript/messages";
 
+type ChildMessage = Extract<ToWebview, { type: "child" }>;
+
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
 
 const vscode = acquireVsCodeApi();
@@ -25,8 +27,15 @@ function entries(): HTMLElement[] {
   return [...feed.querySelectorAll<HTMLElement>(":scope > .entry")];
 }
 
-function byKey(key: string): HTMLElement | null {
-  return feed.querySelector<HTMLElement>(`:scope > .entry[data-key="${CSS.escape(key)}"]`);
+function byKey(key: string, within: HTMLElement = feed): HTMLElement | null {
+  return within.querySelector<HTMLElement>(`:scope > .entry[data-key="${CSS.escape(key)}"]`);
+}
+
+/** The top-level entry an element is in (a sub-agent's entries are nested in one). */
+function topEntry(element: Element | null): HTMLElement | undefined {
+  let node = element;
+  while (node && node.parentElement !== feed) node = node.parentElement;
+  return node instanceof HTMLElement && node.classList.contains("entry") ? node : undefined;
 }
 
 function fragment(shown: readonly ShownEntry[]): DocumentFragment {
@@ -40,16 +49,41 @@ function anchorEntry(): HTMLElement | undefined {
   return entries().find((element) => element.getBoundingClientRect().bottom > 0);
 }
 
-function replace(entry: ShownEntry): void {
-  const old = byKey(entry.key);
+function replace(entry: ShownEntry, within: HTMLElement = feed): void {
+  const old = byKey(entry.key, within);
   if (!old) return;
   const open = [...old.querySelectorAll("details")].map((element) => element.open);
   const focused = old.contains(document.activeElement);
   const next = fragment([entry]).firstElementChild as HTMLElement | null;
   if (!next) return;
   next.querySelectorAll("details").forEach((element, index) => (element.open = open[index] ?? element.open));
+  // A sub-agent's transcript already loaded into the entry stays, as it is.
+  for (const body of old.querySelectorAll<HTMLElement>("[data-child-body]")) {
+    next.querySelector(`[data-child-body="${CSS.escape(body.dataset["childBody"] ?? "")}"]`)?.replaceWith(body);
+  }
   old.replaceWith(next);
-  if (focused) focus(next);
+  if (focused && within === feed) focus(next);
+}
+
+/** A page of a sub-agent's transcript, into the block of the call that ran it. */
+function applyChild(message: ChildMessage): void {
+  const body = document.querySelector<HTMLElement>(`[data-child-body="${CSS.escape(message.threadId)}"]`);
+  if (!body) return;
+  body.querySelector(":scope > .end")?.remove();
+  body.querySelector(":scope > .child-more")?.remove();
+  if (message.reset) body.replaceChildren();
+  for (const entry of message.updates) replace(entry, body);
+  body.append(fragment(message.back));
+  body.dataset["loaded"] = "true";
+  if (message.failed) {
+    body.append(Object.assign(document.createElement("p"), { className: "end", textContent: message.failed }));
+    delete body.dataset["loaded"]; // opening the block again asks again
+  } else if (message.hasMore) {
+    const more = Object.assign(document.createElement("button"), { type: "button", className: "child-more", textContent: "Load more of the sub-agent's transcript" });
+    more.dataset["action"] = "child";
+    more.dataset["thread"] = message.threadId;
+    body.append(more);
+  }
 }
 
 function atBottom(): boolean {
@@ -170,7 +204,7 @@ feed.addEventListener("keydown", (event) => {
 });
 
 feed.addEventListener("focusin", (event) => {
-  const entry = (event.target as HTMLElement).closest<HTMLElement>(".entry");
+  const entry = topEntry(event.target as HTMLElement);
   if (entry && entry.tabIndex !== 0) {
     for (const other of feed.querySelectorAll<HTMLElement>(':scope > .entry[tabindex="0"]')) other.tabIndex = -1;
     entry.tabIndex = 0;
@@ -181,9 +215,25 @@ document.addEventListener("click", (event) => {
   const button = (event.target as HTMLElement).closest<HTMLElement>("[data-action]");
   if (!button) return;
   const action = button.dataset["action"];
-  if (action === "diff" && button.dataset["key"]) post({ type: "diff", key: button.dataset["key"] });
+  const thread = button.dataset["thread"];
+  if (action === "diff" && button.dataset["key"]) post({ type: "diff", key: button.dataset["key"], ...(thread ? { threadId: thread } : {}) });
   if (action === "report") post({ type: "report" });
+  if (action === "child" && thread) post({ type: "child", threadId: thread });
 });
+
+// Opening a sub-agent's block loads its transcript, once ("toggle" does not bubble: captured).
+document.addEventListener(
+  "toggle",
+  (event) => {
+    const details = event.target as HTMLDetailsElement;
+    const thread = details.dataset?.["child"];
+    const body = details.querySelector<HTMLElement>(":scope > [data-child-body]");
+    if (!details.open || !thread || !body || body.dataset["loaded"] !== undefined) return;
+    body.dataset["loaded"] = "loading";
+    post({ type: "child", threadId: thread });
+  },
+  true,
+);
 
 window.addEventListener("scroll", () => checkEnds(), { passive: true });
 
@@ -192,6 +242,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
   if (message.type === "init") {
     document.title = message.title;
     feed.setAttribute("aria-label", `Transcript of ${message.title}`);
+    feed.dataset["threadId"] = message.threadId;
     banner.innerHTML = message.banner ?? "";
     banner.hidden = !message.banner;
     const notice = document.getElementById("notice")!;
@@ -199,6 +250,8 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     notice.hidden = !message.notice;
   } else if (message.type === "page") {
     apply(message);
+  } else if (message.type === "child") {
+    applyChild(message);
   } else if (message.type === "failed") {
     const where = message.direction === "earlier" ? top : bottom;
     where.textContent = `Could not load ${message.direction} items: ${message.message}`;

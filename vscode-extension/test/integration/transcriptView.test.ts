@@ -11,6 +11,7 @@ import {
   serverCommand,
   shownTranscript,
   tempDir,
+  textOf,
   vscodeStub,
   waitFor,
   type ActivatedExtension,
@@ -20,6 +21,7 @@ import { writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Uri } from "../support/vscode";
+import type { ToWebview } from "../../src/transcript/messages";
 import { PAGE } from "../../src/transcript/panel";
 
 const LONG = 700;
@@ -186,6 +188,33 @@ describe("the transcript view", () => {
       await other.stop();
     }
     await waitFor("the new message in the transcript", async () => ((await texts(ids.work)).includes("Agent one more thing") ? true : undefined), 20_000);
+  });
+
+  it("a call that ran a sub-agent holds the sub-agent's transcript, loaded when its block is opened", async () => {
+    const client = extension.api.client;
+    const parent = await client.request("thread/start", { cwd: repo, title: "with a sub-agent" });
+    const child = await client.request("thread/start", { cwd: repo, title: "look around" });
+    await client.request("thread/record", {
+      threadId: child.thread.threadId,
+      sessionId: child.sessionId,
+      items: [{ type: "message", id: "c1", role: "assistant", content: "found **it**" }],
+    });
+    await client.request("thread/close", { threadId: child.thread.threadId, sessionId: child.sessionId });
+    await client.request("thread/record", {
+      threadId: parent.thread.threadId,
+      sessionId: parent.sessionId,
+      items: [{ type: "operation", id: "p1", operationId: "task-1", tool: "Task", effect: "read", state: "committed", childThreadId: child.thread.threadId }],
+    });
+    await client.request("thread/close", { threadId: parent.thread.threadId, sessionId: parent.sessionId });
+    await extension.api.sessions.openTranscript(parent.thread);
+    const call = (await shownTranscript(extension.api, parent.thread.threadId)).entries.find((entry) => entry.key === "op:task-1")!;
+    assert.match(call.html, new RegExp(`<details class="subagent" data-child="${child.thread.threadId}">`));
+    await fromWebview(extension.api, parent.thread.threadId, { type: "child", threadId: child.thread.threadId });
+    const panel = extension.api.transcripts.get(parent.thread.threadId)!.panel as unknown as { posted: ToWebview[] };
+    const page = panel.posted.find((message) => message.type === "child");
+    assert.ok(page?.type === "child");
+    assert.deepEqual(page.back.map((entry) => textOf(entry.html)).slice(1), ["Agent found it"], "the sub-agent's transcript, its own first page");
+    assert.equal(page.hasMore, false);
   });
 
   it("a thread continued in a changed workspace shows the drift and what to review in a banner", async () => {

@@ -38,14 +38,18 @@ describe("transcript entries", () => {
       item({ type: "message", role: "user", content: "b", turnId: "t2" }),
       item({ type: "message", role: "user", content: "c", turnId: "t3" }),
       item({ type: "turn", turnId: "t3", phase: "interrupted" }),
+      item({ type: "message", role: "assistant", content: "d", turnId: "t4" }),
+      item({ type: "cost", model: "m", inputTokens: 10, outputTokens: 1, usd: 0, priced: false, turnId: "t4" }),
+      item({ type: "message", role: "assistant", content: "e", turnId: "t4" }),
     ];
     const turns = entriesOf(items, context).filter((entry) => entry.kind === "turn");
     assert.deepEqual(
       turns.map((entry) => entry.kind === "turn" && [entry.turnId, entry.seq, entry.phase, entry.cost && +entry.cost.usd.toFixed(4), entry.cost?.inputTokens]),
       [
         ["t1", 5, "completed", 0.03, 1500],
-        ["t2", 6, undefined, undefined, undefined], // ended by the next turn (an imported thread has no turn items)
+        // t2 recorded neither its end nor a cost: no divider for it.
         ["t3", 8, "interrupted", undefined, undefined],
+        ["t4", 11, undefined, 0, 10], // no turn items (an import): after the turn's last item
       ],
     );
   });
@@ -86,6 +90,27 @@ describe("transcript entries", () => {
     );
     const blind = entries[2]!;
     assert.ok(blind.kind === "edit" && !blind.contentKnown);
+  });
+
+  it("hold a sub-agent in the call that started it; one no call names follows the thread's last item", () => {
+    seq = 0;
+    const items = [
+      item({ type: "operation", operationId: "task-1", tool: "Task", effect: "read", state: "started" }),
+      item({ type: "operation", operationId: "task-2", tool: "Task", effect: "read", state: "committed", childThreadId: "c2" }),
+      item({ type: "message", role: "assistant", content: "done" }),
+    ];
+    const child = (threadId: string, title: string) => ({ threadId, title, itemCount: 3, costUsd: 0.01 });
+    const children = {
+      byOperation: new Map([["task-1", child("c1", "first")]]),
+      byThread: new Map([["c2", child("c2", "second")]]),
+      unanchored: [child("c3", "third")],
+    };
+    const entries = entriesOf(items, { ...context, children, atEnd: true });
+    assert.deepEqual(
+      entries.map((entry) => (entry.kind === "tool" ? `tool:${entry.child?.title}` : entry.kind === "child" ? `child:${entry.child.title}@${entry.seq}` : entry.kind)),
+      ["tool:first", "tool:second", "message", "child:third@3"],
+    );
+    assert.ok(!entriesOf(items, { ...context, children, atEnd: false }).some((entry) => entry.kind === "child"), "not before the end is loaded");
   });
 
   it("mark the operations the restore found pending with their recovery class", () => {
