@@ -106,9 +106,9 @@ class ThreadOrigin(WireModel):
 
     model_config = ConfigDict(extra="allow")
 
-    agent: Literal["claude-code", "codex", "acp"] = Field(
-        description="The agent whose session this thread mirrors: `claude-code`, `codex`, or "
-        "`acp` (recorded through `sessiond acp`)."
+    agent: Literal["claude-code", "codex", "gemini", "acp"] = Field(
+        description="The agent whose session this thread mirrors: `claude-code`, `codex`, "
+        "`gemini` (Gemini CLI), or `acp` (recorded through `sessiond acp`)."
     )
     sessionId: str = Field(description="The session's id in that agent's own store.")
     path: str | None = Field(None, description="The agent's own session file, when it has one.")
@@ -501,10 +501,12 @@ class ReadOnlyHome(WireModel):
 class Handoff(WireModel):
     """How to continue an imported thread in the agent that keeps the session."""
 
-    agent: Literal["claude-code", "codex"] = Field(description="The agent to hand over to.")
+    agent: Literal["claude-code", "codex", "gemini"] = Field(
+        description="The agent to hand over to."
+    )
     command: list[str] = Field(
-        description="The agent's own resume, as an argument list: `claude --resume ID` or "
-        "`codex resume ID`."
+        description="The agent's own resume, as an argument list: `claude --resume ID`, "
+        "`codex resume ID` or `gemini --resume ID`."
     )
     cwd: str | None = Field(
         description="Where to run it: the session's recorded working directory (the agent "

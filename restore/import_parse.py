@@ -120,11 +120,17 @@ class Parsed:
     line_start: int
     tail_sha: str
     head_sha: str
+    unmapped: dict[str, list[int]]
+    """What the parser met and does not map: `record:<type>` → [count, first line]."""
 
 
 def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
     """Read a file from `start`: a `Flush` per BATCH_ITEMS items once they can be written
-    (the thread exists, or a line said where the session runs), then one `Parsed`."""
+    (the thread exists, or a line said where the session runs), then one `Parsed`. A
+    `.json` file is one JSON document (`parse_document`)."""
+    if start.path.endswith(".json"):
+        yield parse_document(start)
+        return
     parser = start.parser(dict(start.state) if start.state else None, start.fallback_ts)
     offset, lines, line_start = start.offset, start.lines, start.line_start
     last_line: bytes | None = None  # the last line read; its sha proves appends later
@@ -158,8 +164,38 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
     yield Parsed(
         pending, Facts.of(parser), parser.state, records, skipped, repaired, offset, lines,
         line_start, sha(last_line) if last_line is not None else start.tail_sha,
-        head_sha(start.path, offset),
+        head_sha(start.path, offset), parser.unmapped_seen,
     )  # fmt: skip
+
+
+def parse_document(start: ParseStart) -> Parsed:
+    """A session kept as one JSON document (Gemini CLI up to 0.38: `session-*.json`,
+    rewritten whole on every change): its metadata is record 1 and its messages records
+    2, 3, …, fed like lines. Read whole, once: a document that changed since (its head
+    holds `lastUpdated`) no longer matches the checkpoint, so it is read again as a new
+    revision; one that did not has nothing new. Not valid JSON (being rewritten, or cut)
+    it is not consumed, and is read again next time."""
+    parser = start.parser(dict(start.state) if start.state else None, start.fallback_ts)
+    with open(start.path, "rb") as handle:
+        data = handle.read()
+    if start.offset > 0:  # read whole already (the checkpoint's head and tail still match)
+        return Parsed([], Facts.of(parser), parser.state, 0, [], 0, start.offset, start.lines,
+                      start.line_start, start.tail_sha, head_sha(start.path, start.offset),
+                      parser.unmapped_seen)  # fmt: skip
+    document, reason, repaired = decode(data, 0)
+    messages = document.pop("messages", None) if document is not None else None
+    if document is None:  # blank, or not one JSON object
+        skipped = [_skipped(1, 0, data, reason)] if reason else []
+        return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, 0, 0, 0,
+                      start.tail_sha, head_sha(start.path, 0), parser.unmapped_seen)  # fmt: skip
+    messages = messages if isinstance(messages, list) else []
+    records = [document, *(m for m in messages if isinstance(m, dict))]
+    items: list[dict[str, Any]] = []
+    for line_no, record in enumerate(records, 1):
+        items += parser.feed(line_no, record, record.get("timestamp"))
+    return Parsed(items, Facts.of(parser), parser.state, len(records), [], int(repaired),
+                  len(data), len(records), 0, sha(data), head_sha(start.path, len(data)),
+                  parser.unmapped_seen)  # fmt: skip
 
 
 def parse_whole(start: ParseStart) -> list[Flush | Parsed]:

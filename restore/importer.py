@@ -1,4 +1,5 @@
-"""Claude Code and Codex sessions as sessiond threads: imported once, then as they grow.
+"""Claude Code, Codex and Gemini CLI sessions as sessiond threads: imported once, then as
+they grow.
 
 Each source file (one agent session) becomes one thread whose id is derived from the
 agent and the session id, and each item's id from its source line, so importing twice
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import time
 import uuid
 from collections import Counter, deque
@@ -30,13 +32,15 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from protocol.errors import ErrorKind, ProtocolError
 from restore.atomic import sync_filesystem
 from restore.environment import ENVIRONMENT_FIELDS, probe
 from restore.import_ledger import ImportLedger, SourceCheckpoint
 from restore.import_parse import HEAD_BYTES, Facts, Flush, Parsed, ParseStart, parse, sha
 from restore.jsonl import LineMark, parse_bytes
-from restore.sources import claude_code, codex
+from restore.sources import claude_code, codex, gemini
 from restore.sources.common import SourceParser
 from restore.sources.handoff import thread_id_for
 from restore.store import Durability, ThreadStore, ThreadWriter, read_thread_file
@@ -68,18 +72,30 @@ class SourceKind:
     name: str
     agent: str
     parser: type[SourceParser]
+    skip_itemless: bool = False
+    """A file whose records give no item is not a session (yet): Gemini CLI writes its
+    metadata and primed context before the first prompt, and leaves such a file beside
+    the session a headless `--resume` continues; it lists neither."""
 
     def default_root(self) -> Path:
         """`$CLAUDE_CONFIG_DIR/projects` else `~/.claude/projects`; `$CODEX_HOME/sessions`
-        else `~/.codex/sessions`."""
+        else `~/.codex/sessions`; `$GEMINI_CLI_HOME/.gemini/tmp` else `~/.gemini/tmp`
+        (Gemini CLI's `homedir()` is `$GEMINI_CLI_HOME` when set)."""
         if self.agent == claude_code.AGENT:
             base = os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
             return Path(base) / "projects"
+        if self.agent == gemini.AGENT:
+            return Path(os.environ.get("GEMINI_CLI_HOME") or Path.home()) / ".gemini" / "tmp"
         return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
 
     def is_session_file(self, root: Path, path: Path) -> bool:
         """Claude Code: `<root>/<encoded-cwd>/<id>.jsonl` (sub-agent transcripts deeper
-        down are not sessions); Codex: `rollout-*.jsonl` anywhere under the root."""
+        down are not sessions); Codex: `rollout-*.jsonl` anywhere under the root; Gemini
+        CLI: `<root>/<project>/chats/session-*.jsonl`, or `.json` (up to 0.38; sub-agents'
+        `chats/<parent id>/<id>.jsonl` are not sessions)."""
+        if self.agent == gemini.AGENT:
+            named = path.name.startswith("session-") and path.suffix in (".jsonl", ".json")
+            return named and path.parent.name == "chats" and path.parent.parent.parent == root
         if path.suffix != ".jsonl":
             return False
         if self.agent == claude_code.AGENT:
@@ -95,9 +111,13 @@ class SourceKind:
                     found.append(path)
         return sorted(found)
 
-    def session_id(self, path: Path) -> str:
-        """The id the agent resumes by: Claude Code's file name, Codex's trailing uuid."""
+    def session_id(self, path: Path) -> str | None:
+        """The id the agent resumes by: Claude Code's file name, Codex's trailing uuid,
+        Gemini CLI's `sessionId` from the file's first line (its name has only 8
+        characters of it); None while that line is not written whole."""
         stem = path.stem
+        if self.agent == gemini.AGENT:
+            return _gemini_session_id(path)
         if self.agent == codex.AGENT and len(stem) > 36:
             try:
                 return str(uuid.UUID(stem[-36:]))
@@ -107,16 +127,60 @@ class SourceKind:
 
     def fallback_cwd(self, path: Path) -> str:
         """Where a session ran when none of its lines says: Claude Code's folder name
-        decoded (lossy: it spells `/` and `.` as `-`), else the file's folder."""
+        decoded (lossy: it spells `/` and `.` as `-`); Gemini CLI's project root as its
+        store records it; else the file's folder."""
         if self.agent == claude_code.AGENT and path.parent.name.startswith("-"):
             return path.parent.name.replace("-", "/")
+        if self.agent == gemini.AGENT:
+            return _gemini_project_root(path.parent.parent) or str(path.parent)
         return str(path.parent)
 
 
 SOURCES = {
     "claude": SourceKind("claude", claude_code.AGENT, claude_code.ClaudeCodeParser),
     "codex": SourceKind("codex", codex.AGENT, codex.CodexParser),
+    "gemini": SourceKind("gemini", gemini.AGENT, gemini.GeminiParser, skip_itemless=True),
 }
+_GEMINI_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([A-Za-z0-9][A-Za-z0-9._-]{0,127})"')
+GEMINI_REGISTRY_BYTES = 4 << 20  # projects.json: one line per project Gemini CLI has seen
+
+
+def _gemini_session_id(path: Path) -> str | None:
+    """`sessionId` of a Gemini session file: its first line's (JSONL), or near the top of
+    the document (`.json`, where JSON.stringify puts it first)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except OSError:
+        return None
+    if path.suffix == ".jsonl":
+        line, newline, _ = head.partition(b"\n")
+        if not newline:
+            return None
+        head = line
+    found = _GEMINI_SESSION_ID.search(head)
+    return found.group(1).decode() if found else None
+
+
+def _gemini_project_root(project: Path) -> str | None:
+    """The directory a Gemini CLI project folder (`tmp/<slug>`) is for: its `.project_root`
+    marker, else `projects.json` (path → slug). A folder named by the path's sha256 (before
+    February 2026, and migrated by any later run in that project) says nothing."""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        with open(project / ".project_root", "rb") as handle:
+            marked = handle.read(HEAD_BYTES).decode("utf-8").strip()
+        if marked.startswith("/") or (len(marked) > 2 and marked[1] == ":"):
+            return marked
+    try:
+        with open(project.parent.parent / "projects.json", "rb") as handle:
+            registry = orjson.loads(handle.read(GEMINI_REGISTRY_BYTES))
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    projects = registry.get("projects") if isinstance(registry, dict) else None
+    for root, slug in projects.items() if isinstance(projects, dict) else []:
+        if slug == project.name:
+            return root
+    return None
 
 
 def _iso(seconds: float) -> str:
@@ -143,6 +207,8 @@ class FileResult:
     summary: ThreadSummary | None = None
     appended: list[dict[str, Any]] = field(default_factory=list)
     """The stored lines an update added (for subscribers; a new thread's are not kept)."""
+    unmapped: dict[str, list[int]] = field(default_factory=dict)
+    """Record types and tools read and not mapped: `record:<type>` → [count, first line]."""
 
     def add(self, stored: list[dict[str, Any]], *, keep: bool) -> None:
         self.items += len(stored)
@@ -173,6 +239,9 @@ class ImportSummary:
     repairedLines: int = 0
     seconds: float = 0.0
     problems: list[dict[str, Any]] = field(default_factory=list)
+    unmapped: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """`record:<type>` / `tool:<name>` → {count, example: "path:line"}: what the mapping
+    does not know, so a new agent version's records are seen, never dropped silently."""
 
     def add(self, result: FileResult) -> None:
         self.sessions += 1
@@ -182,6 +251,7 @@ class ImportSummary:
         self.items += result.items
         self.skippedLines += len(result.skipped)
         self.repairedLines += result.repaired
+        merge_unmapped(self.unmapped, result.path, result.unmapped)
         if result.reason or result.skipped or result.repaired:
             self.problems.append({
                 "path": result.path, "status": result.status, "reason": result.reason,
@@ -190,6 +260,13 @@ class ImportSummary:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def merge_unmapped(into: dict[str, dict[str, Any]], path: str, found: dict[str, list[int]]) -> None:
+    """Add one file's unmapped counts; the first file seen gives the example."""
+    for key, (count, line) in found.items():
+        entry = into.setdefault(key, {"count": 0, "example": f"{path}:{line}"})
+        entry["count"] += count
 
 
 @dataclass
@@ -221,6 +298,8 @@ class _Ahead:
     ticket: Ticket | None = None
     bytes: int = 0
     error: Exception | None = None
+    session: str = ""
+    """The session it was planned under, while it waits to be written."""
 
     def outcome(self) -> FileResult:
         if self.error is not None:
@@ -392,12 +471,15 @@ class Importer:
             while True:
                 while position < len(sources) and len(queue) < window and in_flight < WINDOW_BYTES:
                     path, known = sources[position]
-                    session_id = self.kind.session_id(path)
+                    # The ledger knows the session of a file it has seen (no read for it).
+                    session_id = (known.sessionId if known is not None else
+                                  self.kind.session_id(path)) or str(path)  # fmt: skip
                     if sessions[session_id]:
                         break
                     position += 1
                     ahead = self._plan_ahead(path, known, session_id, pool)
                     if ahead.planned is not None:
+                        ahead.session = session_id
                         sessions[session_id] += 1
                         in_flight += ahead.bytes
                     queue.append(ahead)
@@ -407,7 +489,7 @@ class Importer:
                 if ahead.planned is None:
                     yield ahead.outcome()
                     continue
-                sessions[ahead.planned.session_id] -= 1
+                sessions[ahead.session] -= 1
                 in_flight -= ahead.bytes
                 try:
                     events = ahead.parsed(pool)
@@ -456,6 +538,8 @@ class Importer:
         if stat.st_size == 0:
             return FileResult(source, "empty", reason="empty file")
         session_id = self.kind.session_id(path)
+        if session_id is None:
+            return FileResult(source, "empty", reason="no session id (a plain name) in it yet")
         free = 1
         if entry is None:
             entry, free = self._recover(session_id, source)
@@ -559,8 +643,12 @@ class Importer:
             result.add(self._append(writer, event.items), keep=start is not None)
         assert parsed is not None, "a parse ends with its Parsed"
         result.skipped, result.repaired = parsed.skipped, parsed.repaired
+        result.unmapped = parsed.unmapped
         if writer is None and parsed.records == 0 and not result.skipped:
             return FileResult(source, "empty", reason="no records, only blank lines")
+        if writer is None and not parsed.items and self.kind.skip_itemless:
+            return FileResult(source, "empty", reason="no conversation yet",
+                              skipped=result.skipped, unmapped=result.unmapped)  # fmt: skip
         if writer is None and parsed.facts.cwd is None and self.live:
             return FileResult(source, "deferred", reason="no line says where it runs yet")
         read_nothing = parsed.offset == (start.offset if start else 0) and not parsed.items
@@ -606,7 +694,8 @@ class Importer:
                           "title": facts.title, **stamp})  # fmt: skip
         marker = checkpoint.to_item()
         marker.update(skipped=result.skipped[:SKIPPED_KEPT], skippedCount=len(result.skipped),
-                      repairedLines=result.repaired, **stamp)  # fmt: skip
+                      repairedLines=result.repaired, unmapped=result.unmapped,
+                      **stamp)  # fmt: skip
         return [*items, marker]
 
     def _append(

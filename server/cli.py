@@ -75,9 +75,10 @@ def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentP
     parser.add_argument(
         "--follow",
         metavar="AGENTS",
-        help="claude,codex: import these agents' sessions and follow them live, from the "
-        "first thread/list or thread/subscribe on (stores: $CLAUDE_CONFIG_DIR/projects or "
-        "~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions)",
+        help="claude,codex,gemini: import these agents' sessions and follow them live, from "
+        "the first thread/list or thread/subscribe on (stores: $CLAUDE_CONFIG_DIR/projects or "
+        "~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions, "
+        "$GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp)",
     )
 
 
@@ -93,13 +94,14 @@ def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPa
 
 
 def _import_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    parser.add_argument("agent", choices=("claude", "codex"))
+    parser.add_argument("agent", choices=("claude", "codex", "gemini"))
     parser.add_argument(
         "--from",
         dest="source",
         metavar="DIR",
         help="the agent's session store (default: $CLAUDE_CONFIG_DIR/projects or "
-        "~/.claude/projects; $CODEX_HOME/sessions or ~/.codex/sessions)",
+        "~/.claude/projects; $CODEX_HOME/sessions or ~/.codex/sessions; "
+        "$GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp)",
     )
     parser.add_argument(
         "--watch", action="store_true", help="then keep importing new and growing sessions"
@@ -155,7 +157,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         "import",
-        "import Claude Code or Codex sessions as threads (again: only what is new)",
+        "import Claude Code, Codex or Gemini CLI sessions as threads (again: only what is new)",
         _import_arguments,
         "server.commands:import_sessions",
     ),

@@ -147,6 +147,8 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
                 f"{line.byteOffset}: {safe(repr(line.preview), one_line=True)}"
             )
     print(f"index: {report.index_action}, {plural(report.indexed, 'thread')}")
+    for agent, unmapped in sorted(report.unmapped.items()):
+        _print_unmapped(agent, unmapped)
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
 
@@ -194,7 +196,7 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
-    """`sessiond import claude|codex [--from DIR] [--watch]`: import, summarize, then
+    """`sessiond import claude|codex|gemini [--from DIR] [--watch]`: import, summarize, then
     (with --watch) follow the store until Ctrl-C."""
     from restore.importer import SOURCES, Importer
 
@@ -232,6 +234,19 @@ def _print_summary(summary: ImportSummary, *, as_json: bool) -> None:
     )
     for problem in summary.problems:
         _print_problem(problem)
+    _print_unmapped(summary.agent, summary.unmapped)
+
+
+def _print_unmapped(agent: str, unmapped: dict[str, dict[str, Any]]) -> None:
+    """What the mapping does not know yet (a new version of the agent): counted, with where
+    to look, so it is never dropped silently."""
+    if not unmapped:
+        return
+    print(f"{agent}: {plural(len(unmapped), 'kind')} of record or tool not mapped "
+          "(kept in the source transcript; docs/import.md):")  # fmt: skip
+    for key, entry in sorted(unmapped.items(), key=lambda kv: -kv[1]["count"]):
+        where = safe(entry["example"], one_line=True)
+        print(f"  {key}: {plural(entry['count'], 'time')}, e.g. {where}")
 
 
 def _print_problem(problem: dict[str, Any]) -> None:

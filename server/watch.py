@@ -28,7 +28,8 @@ logger = logging.getLogger("sessiond.watch")
 DEBOUNCE_MS = 200  # changes are grouped at most this long: clients see them within a second
 STEP_MS = 30
 READY_MS = 500  # how long an idle watcher waits between (empty) wake-ups
-TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing Codex sessions"}
+TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing Codex sessions",
+          "gemini": "Importing Gemini CLI sessions"}  # fmt: skip
 
 
 class Watcher:

@@ -92,6 +92,9 @@ class SourceParser:
 
     AGENT: ClassVar[str]
     TITLE_ORDER: ClassVar[tuple[str, ...]]
+    IGNORED: ClassVar[dict[str, str]] = {}
+    """Record types and tools deliberately not mapped (`record:<type>` / `tool:<name>` →
+    why): not reported. Anything else `unmapped` counts is reported."""
 
     def __init__(self, state: dict[str, Any] | None = None, fallback_ts: str | None = None):
         self.state: dict[str, Any] = state if state is not None else self.initial()
@@ -100,6 +103,9 @@ class SourceParser:
         self._out: list[dict[str, Any]] = []
         self._line = 0
         self._stamps: dict[Any, str] = {}
+        self.unmapped_seen: dict[str, list[int]] = {}
+        """`record:<type>` / `tool:<name>` → [count, first line] of what this parser met
+        and does not map, in this run (not saved: a re-import reports only new lines)."""
 
     def initial(self) -> dict[str, Any]:
         return {
@@ -137,6 +143,20 @@ class SourceParser:
     def handle(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def unmapped(self, kind: str, name: Any) -> None:
+        """A record type or tool this mapping does not know. Never dropped silently: it is
+        counted, with the first line it was seen on, for the import summary, `sessiond
+        doctor` and the compatibility suite (which fails on any not on the parser's
+        commented ignore list)."""
+        key = f"{kind}:{name}"
+        if key in self.IGNORED:
+            return
+        seen = self.unmapped_seen.get(key)
+        if seen is None:
+            self.unmapped_seen[key] = [1, self._line]
+        else:
+            seen[0] += 1
+
     # --- building items -------------------------------------------------------------------
 
     def emit(self, item: dict[str, Any]) -> None:
@@ -168,10 +188,12 @@ class SourceParser:
         self.emit({"type": "operation", "operationId": call_id, "tool": tool, "effect": effect,
                    **fields})  # fmt: skip
 
-    def result(self, call_id: str, tool: str, effect: str, text: str, failed: bool) -> None:
+    def result(self, call_id: str, tool: str, effect: str, text: str, failed: bool,
+               **extra: Any) -> None:  # fmt: skip
         """A tool call's outcome: committed with its (previewed) result, or failed."""
         self.operation(call_id, tool, effect, state="failed" if failed else "committed",
-                       resultPersisted=True, result=truncate(text, RESULT_CHARS))  # fmt: skip
+                       resultPersisted=True, result=truncate(text, RESULT_CHARS),
+                       **extra)  # fmt: skip
 
     def todos(self, entries: list[tuple[str, str, Any]]) -> None:
         """(id, content, status) triples; the whole list, as the agent last wrote it."""
@@ -179,14 +201,15 @@ class SourceParser:
         self.emit({"type": "todos", "items": items})
 
     def file_edit(self, path: str, call_id: str, before: str | None, after: str | None,
-                  known: bool) -> None:  # fmt: skip
+                  known: bool, **extra: Any) -> None:  # fmt: skip
         """One file the agent changed. Without its contents (`known` false) the shas are
-        unknown, and file_history says so instead of calling the file diverged."""
+        unknown, and file_history says so instead of calling the file diverged. `extra`:
+        what else the source tells of the edit (its kind, its diff)."""
         self.emit({
             "type": "file_edit", "path": path, "author": "agent", "operationId": call_id,
             "beforeSha": sha_of_text(before) if known and before is not None else None,
             "afterSha": sha_of_text(after) if known and after is not None else None,
-            "contentKnown": known,
+            "contentKnown": known, **extra,
         })  # fmt: skip
 
     def cost(self, *, fresh: int, cache_write: int, cache_read: int, output: int) -> None:
@@ -194,9 +217,8 @@ class SourceParser:
         if fresh + cache_write + cache_read + output <= 0:
             return
         model = self.state["model"] or "unknown"
-        priced = pricing.usd(
-            model, fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output
-        )
+        priced = pricing.usd(model, fresh=fresh, cache_write=cache_write, cache_read=cache_read,
+                             output=output, agent=self.AGENT, at=self.state["lastTs"])  # fmt: skip
         self.emit({
             "type": "cost", "model": model, "inputTokens": fresh + cache_write + cache_read,
             "outputTokens": output, "usd": priced or 0.0, "priced": priced is not None,

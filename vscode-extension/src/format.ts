@@ -53,7 +53,7 @@ export interface ThreadState {
 }
 
 /** The agents whose sessions are imported, by their protocol name. */
-export const AGENT_NAMES: Readonly<Record<string, string>> = { "claude-code": "Claude Code", codex: "Codex", gemini: "Gemini CLI" };
+const AGENT_NAMES: Readonly<Record<string, string>> = { "claude-code": "Claude Code", codex: "Codex", gemini: "Gemini CLI" };
 
 /** "Claude Code" for `claude-code`; an agent this version does not know, by its name. */
 export function agentName(agent: string): string {

@@ -1,13 +1,11 @@
-// "Resume in Claude Code" / "Resume in Codex": an imported thread is continued by the agent
+// "Resume in Claude Code" / "Resume in Codex" / "Resume in Gemini CLI": an imported thread is continued by the agent
 // that keeps the session, in an integrated terminal in the session's directory, running the
 // agent's own resume command the server handed back (`handoff`).
 import { accessSync, constants, statSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { AGENT_NAMES, agentName } from "./format";
+import { agentName } from "./format";
 import type { Handoff } from "./protocol";
-
-export { AGENT_NAMES, agentName };
 
 /** How to install each agent's CLI, for when it is not on PATH. */
 const INSTALL: Readonly<Record<string, string>> = {

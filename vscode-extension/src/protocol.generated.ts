@@ -380,9 +380,9 @@ export interface Handoff {
   /**
    * The agent to hand over to.
    */
-  agent: "claude-code" | "codex";
+  agent: "claude-code" | "codex" | "gemini";
   /**
-   * The agent's own resume, as an argument list: `claude --resume ID` or `codex resume ID`.
+   * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID` or `gemini --resume ID`.
    */
   command: string[];
   /**
@@ -1281,9 +1281,9 @@ export interface ThreadInfo {
  */
 export interface ThreadOrigin {
   /**
-   * The agent whose session this thread mirrors: `claude-code`, `codex`, or `acp` (recorded through `sessiond acp`).
+   * The agent whose session this thread mirrors: `claude-code`, `codex`, `gemini` (Gemini CLI), or `acp` (recorded through `sessiond acp`).
    */
-  agent: "claude-code" | "codex" | "acp";
+  agent: "claude-code" | "codex" | "gemini" | "acp";
   /**
    * The session's id in that agent's own store.
    */

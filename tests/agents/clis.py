@@ -1,0 +1,206 @@
+"""Run the real agent CLIs headless against the mock model, in a home of their own.
+
+`AgentHome` is a temporary HOME (nothing of the machine's own agent settings, logins or
+sessions is seen) holding a git repository on a branch, with each CLI pointed at the
+mock model on 127.0.0.1:
+
+- Claude Code: `ANTHROPIC_BASE_URL` + an API key; `claude -p --output-format stream-json`.
+  Transcripts: `$HOME/.claude/projects/<encoded cwd>/<sessionId>.jsonl`.
+- Codex: a `model_providers.mock` entry (Responses API) in `$CODEX_HOME/config.toml`;
+  `codex exec --json`. Rollouts: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`.
+- Gemini CLI: `GOOGLE_GEMINI_BASE_URL` + `GEMINI_API_KEY`; `gemini -p --output-format
+  stream-json`. Sessions: `$HOME/.gemini/tmp/<project>/chats/session-*.jsonl`.
+
+The environment each CLI gets is built from nothing but what it needs (PATH, HOME, the
+mock's address and a dummy key), so no credential of this machine reaches it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.agents.mock_model import MockModel
+
+BRANCH = "feature/compat"
+TIMEOUT = 180  # a hung CLI fails its test instead of hanging the run (never a speed check)
+
+
+@dataclass
+class Run:
+    """One CLI run: its stdout's JSON events, exit code and stderr."""
+
+    command: list[str]
+    returncode: int
+    events: list[dict[str, Any]]
+    stderr: str
+    stdout: str = ""
+
+    def check(self) -> Run:
+        if self.returncode != 0:
+            raise AssertionError(
+                f"{' '.join(self.command[:3])} exited {self.returncode}\n"
+                f"stdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-3000:]}"
+            )
+        return self
+
+    @property
+    def session_id(self) -> str:
+        for event in self.events:
+            for key in ("session_id", "thread_id"):
+                if isinstance(event.get(key), str):
+                    return event[key]
+        raise AssertionError(f"no session id in the output of {self.command[:3]}")
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event.get("type") == kind]
+
+
+@dataclass
+class AgentHome:
+    """A HOME of its own with a git repo on `BRANCH`, the agents pointed at `model`."""
+
+    root: Path
+    model: MockModel
+    bins: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.home = self.root / "home"
+        self.repo = self.root / "repo"
+        self.codex_home = self.home / ".codex"
+        for path in (self.home, self.repo, self.codex_home):
+            path.mkdir(parents=True, exist_ok=True)
+        self._git("init", "-q", "-b", "main")
+        (self.repo / "README.md").write_text("# compat\n\nA repository the agents work in.\n")
+        self._git("add", "README.md")
+        self._git("commit", "-q", "-m", "first")
+        self._git("checkout", "-q", "-b", BRANCH)
+        self.write_codex_config()
+        gemini = self.home / ".gemini"
+        gemini.mkdir(exist_ok=True)
+        (gemini / "settings.json").write_text(json.dumps({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            "privacy": {"usageStatisticsEnabled": False},
+        }))  # fmt: skip
+
+    # --- where each agent keeps its sessions ----------------------------------------------
+
+    @property
+    def claude_projects(self) -> Path:
+        return self.home / ".claude" / "projects"
+
+    @property
+    def codex_sessions(self) -> Path:
+        return self.codex_home / "sessions"
+
+    @property
+    def gemini_tmp(self) -> Path:
+        return self.home / ".gemini" / "tmp"
+
+    def transcripts(self, root: Path, suffix: str = ".jsonl") -> list[Path]:
+        return sorted(root.rglob(f"*{suffix}")) if root.exists() else []
+
+    # --- running them ---------------------------------------------------------------------
+
+    def env(self, **extra: str) -> dict[str, str]:
+        path = os.pathsep.join([str(self.bins), str(Path(_node()).parent), "/usr/bin", "/bin"])
+        env = {
+            "PATH": path, "HOME": str(self.home), "LANG": "C.UTF-8", "TERM": "dumb",
+            "TMPDIR": os.environ.get("TMPDIR", "/tmp"), "NO_COLOR": "1", "CI": "1",
+            # Claude Code
+            "ANTHROPIC_BASE_URL": self.model.url, "ANTHROPIC_API_KEY": "sk-ant-mock",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+            "IS_SANDBOX": "1",  # lets `--permission-mode bypassPermissions` run as root (CI)
+            # Codex
+            "CODEX_HOME": str(self.codex_home), "MOCK_API_KEY": "sk-mock",
+            # Gemini CLI
+            "GOOGLE_GEMINI_BASE_URL": self.model.url, "GEMINI_API_KEY": "mock-key",
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        }  # fmt: skip
+        return {**env, **self.extra_env, **extra}
+
+    def run(self, command: list[str], *, cwd: Path | None = None, **env: str) -> Run:
+        done = subprocess.run(command, cwd=cwd or self.repo, env=self.env(**env),
+                              capture_output=True, text=True, timeout=TIMEOUT,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+        events = []
+        for line in done.stdout.splitlines():
+            if line.startswith("{"):
+                with contextlib.suppress(ValueError):  # a CLI's log line that looks like JSON
+                    events.append(json.loads(line))
+        return Run(command, done.returncode, events, done.stderr, done.stdout)
+
+    def claude(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+               **env: str) -> Run:  # fmt: skip
+        command = [str(self.bins / "claude"), "-p", prompt, "--output-format", "stream-json",
+                   "--verbose", "--permission-mode", "bypassPermissions", *args]  # fmt: skip
+        if resume:
+            command += ["--resume", resume]
+        return self.run(command, **env)
+
+    def codex(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+              **env: str) -> Run:  # fmt: skip
+        head = [str(self.bins / "codex"), "exec"]
+        flags = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+                 *args]  # fmt: skip
+        command = [*head, "resume", *flags, resume, prompt] if resume else [*head, *flags, prompt]
+        return self.run(command, **env)
+
+    def gemini(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+               **env: str) -> Run:  # fmt: skip
+        command = [str(self.bins / "gemini"), "-p", prompt, "--output-format", "stream-json",
+                   "--approval-mode", "yolo", *args]  # fmt: skip
+        if resume:
+            command += ["--resume", resume]
+        return self.run(command, **env)
+
+    def write_gemini_settings(self, **sections: dict[str, Any]) -> None:
+        """Merge settings sections into `~/.gemini/settings.json` (e.g. `model=
+        {"compressionThreshold": 0.00001}`)."""
+        path = self.home / ".gemini" / "settings.json"
+        settings = json.loads(path.read_text())
+        for name, values in sections.items():
+            settings[name] = {**settings.get(name, {}), **values}
+        path.write_text(json.dumps(settings))
+
+    def write_codex_config(self, model: str | None = None) -> None:
+        """Codex's provider: the mock's Responses API. `model` None keeps Codex's default
+        model (code mode: one `exec` tool); `gpt-5.5` gets the classic tool set."""
+        head = f'model = "{model}"\n' if model else ""
+        (self.codex_home / "config.toml").write_text(f"""{head}model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = "{self.model.url}/v1"
+wire_api = "responses"
+env_key = "MOCK_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+in_app_updates = false
+""")
+
+    def _git(self, *args: str) -> None:
+        subprocess.run(["git", "-C", str(self.repo), "-c", "user.name=t", "-c",
+                        "user.email=t@example.com", *args], check=True,
+                       env={"PATH": "/usr/bin:/bin", "HOME": str(self.home)})  # fmt: skip
+
+
+def _node() -> str:
+    from shutil import which
+
+    found = which("node")
+    if found is None:
+        raise RuntimeError("node is not on PATH: the agent CLIs need Node.js 20+")
+    return found

@@ -1,0 +1,95 @@
+"""The real agent CLIs, installed once from npm at the versions `package-lock.json` pins.
+
+    python -m tests.agents.install            # prints the bin dir (installs on first use)
+    python -m tests.agents.install --latest   # the same for @latest of each package
+
+They go to `~/.cache/sessiond-agents/<lock digest>/` (like the e2e tools in
+`~/.cache/sessiond-e2e`), so CI and later runs reuse them; a changed lockfile is a new
+folder. `npm ci` honours the lockfile exactly. Install scripts are not run, but for
+`SCRIPTED`: the others (native modules for terminals and keychains Gemini CLI can do
+without) would compile or download at install time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("SESSIOND_AGENTS_CACHE", Path.home() / ".cache" / "sessiond-agents"))
+PACKAGES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "gemini": "@google/gemini-cli",
+    "claude-agent-acp": "@zed-industries/claude-agent-acp",
+    "codex-acp": "@zed-industries/codex-acp",
+}
+"""The command each package installs, and the package."""
+SCRIPTED = ["@anthropic-ai/claude-code"]
+"""The one install script that is run: Claude Code's links its platform binary (from an
+optional dependency of the same version) in place of a stub that only prints an error."""
+
+
+def pinned() -> dict[str, str]:
+    """Package → the version the lockfile pins."""
+    lock = json.loads((HERE / "package-lock.json").read_text())
+    return {name: lock["packages"][f"node_modules/{name}"]["version"] for name in PACKAGES.values()}
+
+
+def bin_dir(latest: bool = False) -> Path:
+    """The folder holding `claude`, `codex`, `gemini`, `claude-agent-acp`, `codex-acp`."""
+    if latest:
+        return _install_latest()
+    lock = (HERE / "package-lock.json").read_bytes()
+    target = CACHE / hashlib.sha256(lock).hexdigest()[:16]
+    done = target / "node_modules" / ".bin"
+    if (target / ".complete").exists():
+        return done
+    target.mkdir(parents=True, exist_ok=True)
+    with open(target / ".lock", "w") as guard:  # two test processes: one installs
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        if not (target / ".complete").exists():
+            shutil.copy(HERE / "package.json", target / "package.json")
+            (target / "package-lock.json").write_bytes(lock)
+            _npm(["ci", "--ignore-scripts"], target)
+            _npm(["rebuild", *SCRIPTED], target)
+            (target / ".complete").write_text("ok\n")
+    return done
+
+
+def _install_latest() -> Path:
+    target = CACHE / "latest"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "package.json").write_text(json.dumps({"name": "latest", "private": True}))
+    specs = [f"{name}@latest" for name in PACKAGES.values()]
+    _npm(["install", "--ignore-scripts", "--no-save", *specs], target)
+    _npm(["rebuild", *SCRIPTED], target)
+    return target / "node_modules" / ".bin"
+
+
+def installed_versions(bins: Path) -> dict[str, str]:
+    """Package → the version actually installed in `bins`' node_modules."""
+    modules = bins.parent
+    out = {}
+    for name in PACKAGES.values():
+        manifest = modules / name / "package.json"
+        if manifest.exists():
+            out[name] = json.loads(manifest.read_text())["version"]
+    return out
+
+
+def _npm(args: list[str], cwd: Path) -> None:
+    done = subprocess.run(["npm", *args, "--no-audit", "--no-fund", "--loglevel=error"],
+                          cwd=cwd, capture_output=True, text=True, timeout=900)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"npm {' '.join(args)} failed in {cwd}:\n{done.stderr[-4000:]}")
+
+
+if __name__ == "__main__":
+    print(bin_dir(latest="--latest" in sys.argv[1:]))

@@ -1,0 +1,55 @@
+"""The loop every compatibility test builds on, per agent: a real CLI answers a text turn
+from the mock model, writes its transcript, and sessiond imports it as a thread with the
+conversation, cwd, branch and model the CLI recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.agents.clis import BRANCH
+from tests.agents.mock_model import Reply, Scenario
+from tests.compat.conftest import Agents, import_from, resume, states
+from tests.rpc_client import ServerProcess
+
+HELLO = Scenario({"hello": [Reply(text="Hello from the mock model.")]})
+
+
+@pytest.mark.compat("claude-code", "messages", "model")
+def test_a_claude_code_text_turn_is_imported_with_its_cwd_branch_and_model(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    agent = agents.start(HELLO)
+    run = agent.claude("[[hello]] say hello").check()
+    summary = import_from(home, "claude", agent.claude_projects)
+    assert summary["created"] == 1, summary
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    (thread,) = server.request("thread/list", {})["threads"]
+    assert thread["origin"]["sessionId"] == run.session_id
+    assert (thread["cwd"], thread["branch"]) == (str(agent.repo), BRANCH)
+    report = resume(server, thread["threadId"])
+    texts = [m["content"] for m in report["messages"]["items"]]
+    assert texts == ["[[hello]] say hello", "Hello from the mock model."]
+    assert states(report)["model_override"]["model"] == agents.model.main_requests()[0].model
+
+
+@pytest.mark.compat("codex", "messages", "model")
+def test_a_codex_text_turn_is_imported_with_its_cwd_branch_and_model(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    agent = agents.start(HELLO)
+    run = agent.codex("[[hello]] say hello").check()
+    summary = import_from(home, "codex", agent.codex_sessions)
+    assert summary["created"] == 1, summary
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    (thread,) = server.request("thread/list", {})["threads"]
+    assert thread["origin"]["sessionId"] == run.session_id
+    assert (thread["cwd"], thread["branch"]) == (str(agent.repo), BRANCH)
+    report = resume(server, thread["threadId"])
+    texts = [m["content"] for m in report["messages"]["items"]]
+    assert texts == ["[[hello]] say hello", "Hello from the mock model."]
+    assert states(report)["model_override"]["model"] == agents.model.main_requests()[0].model
