@@ -243,22 +243,24 @@ export class SessionController {
     const sessionId = report.session.sessionId;
     if (!sessionId) throw new Error("the server reported ready without opening a session");
     this.active = { thread: report.thread, sessionId, report };
+    // Opens at the newest item; drift, invalidated state and operations to review are the
+    // banner at its top. Started first: its webview loads while the other views fill.
+    const shown = this.transcripts.show({ thread: report.thread, report });
     this.todos.set(todosOf(report));
     this.cost.show(costOf(report));
     await this.setSessionContext();
-    // Opens at the newest item; drift, invalidated state and operations to review are the
-    // banner at its top.
-    await this.transcripts.show({ thread: report.thread, report });
+    await shown;
   }
 
   /** An imported thread: its restored views (read-only: no session opened) and the offer to
    * continue in the agent that keeps the session (also in the transcript's title bar). */
   private async showHandoff(report: RestoreReport, handoff: Handoff): Promise<void> {
     await this.closeActive(); // the views now show this thread: the one open before is released
+    const shown = this.transcripts.show({ thread: report.thread, report, handoff });
     this.todos.set(todosOf(report));
     this.cost.show(costOf(report));
     await this.setSessionContext();
-    await this.transcripts.show({ thread: report.thread, report, handoff });
+    await shown;
     const agent = agentName(handoff.agent);
     const choice = await vscode.window.showInformationMessage(
       `“${threadLabel(report.thread)}” is a ${agent} session: sessiond shows it, ${agent} continues it.`,
