@@ -42,7 +42,6 @@ export class TranscriptPanel {
   private children = new Map<string, TranscriptWindow>();
   /** Page loads and live appends, one at a time, in order. */
   private queue: Promise<unknown> = Promise.resolve();
-  private loaded: Promise<void> = Promise.resolve();
   private readonly subscriptions: { dispose(): unknown }[] = [];
   private subscribed = false;
   private disposed = false;
@@ -102,8 +101,7 @@ export class TranscriptPanel {
   open(source: TranscriptSource): Promise<void> {
     this.source = source;
     this.panel.title = threadLabel(source.thread);
-    this.loaded = this.enqueue(() => this.first());
-    return this.loaded;
+    return this.enqueue(() => this.first());
   }
 
   /** The thread changed under the view (clear, compact, rewind): its newest part again. */
@@ -191,8 +189,8 @@ export class TranscriptPanel {
     this.sendPage(direction);
   }
 
+  /** Queued like the pages (a first load queued before it replaces the window it reads). */
   private async live(items: readonly Item[]): Promise<void> {
-    await this.loaded;
     if (this.window.later !== null) return; // not at the end: paging forward brings them
     this.window.addLater(items, null);
     this.sendPage("live");
