@@ -18,6 +18,30 @@ ITEM_ID_MAX = 128
 
 ItemId = Annotated[str, Field(min_length=1, max_length=ITEM_ID_MAX)]
 
+ITEM_DEPTH_MAX = 128
+"""How deeply an item's values may nest (the item itself is level 1). What agents record is
+shallow; the stores' encoder stops at 255 levels and pydantic's serializer a little before,
+so a deeper item is refused up front, by name, instead of failing inside the writer."""
+
+
+def nests_deeper(value: Any, limit: int = ITEM_DEPTH_MAX) -> bool:
+    """Whether `value` (parsed JSON) has containers nested more than `limit` levels deep;
+    without recursion, so no depth can overflow the check itself."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
 LifecycleSource = Literal["startup", "resume", "clear", "compact"]
 
 

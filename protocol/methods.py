@@ -636,6 +636,15 @@ class LifecycleHookNotification(WireModel):
     )
 
 
+class ConnectionDroppedNotification(WireModel):
+    """The last message of a WebSocket connection the server dropped because the client did
+    not read what was sent to it fast enough (its queue, or every client's together, was
+    full); what was queued for it was freed, and the connection closes after this."""
+
+    reason: str = Field(description="Why this client was dropped, in words.")
+    queuedBytes: int = Field(ge=0, description="Bytes that were waiting for it when dropped.")
+
+
 class ProgressValue(WireModel):
     kind: Literal["begin", "report", "end"] = Field(
         description="`begin` (with a title), `report` (progress), `end`."
@@ -686,6 +695,7 @@ NOTIFICATIONS_OUT: dict[str, type[BaseModel]] = {
     "item/recorded": ItemRecordedNotification,
     "lifecycle/hook": LifecycleHookNotification,
     "$/progress": ProgressNotification,
+    "connection/dropped": ConnectionDroppedNotification,
 }
 
 SUMMARIES: dict[str, str] = {
@@ -726,5 +736,6 @@ SUMMARIES: dict[str, str] = {
     "item/recorded": "Items stored in a thread you subscribed to, in seq order.",
     "lifecycle/hook": "A lifecycle hook started, completed, failed or timed out.",
     "$/progress": "Progress of long work, such as rebuilding the thread index.",
+    "connection/dropped": "WebSocket only: this client was dropped for not reading; why.",
 }
 """One line per method and notification, for docs/protocol.md."""

@@ -14,11 +14,19 @@ the old one. docs/import.md has the field-by-field mapping and these rules.
 Reading is tolerant: a BOM, a garbage line, invalid UTF-8, a torn last line or a huge
 first line never hide a session; bad lines are skipped and reported (in the summary and
 in the checkpoint item), an empty file is skipped with its reason.
+
+A transcripts folder may come from someone else (`--from DIR`), so nothing in it leads
+elsewhere: a link among the sessions (to a file or a folder, or a folder on the way to a
+session file) is never followed and is reported (`symlink`); only the root, which the user
+named, may itself be one. A file larger than FILE_BYTES is not read (`too-large`); lines
+are read within their own budget (restore/import_parse.py). Either way the rest of the run
+goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import re
@@ -29,17 +37,27 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from stat import S_ISREG
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.atomic import sync_filesystem
-from restore.environment import ENVIRONMENT_FIELDS, probe
+from restore.environment import ENVIRONMENT_FIELDS, canonical, probe
 from restore.import_ledger import ImportLedger, SourceCheckpoint
-from restore.import_parse import HEAD_BYTES, Facts, Flush, Parsed, ParseStart, parse, sha
-from restore.jsonl import LineMark, parse_bytes
+from restore.import_parse import (
+    HEAD_BYTES,
+    Facts,
+    Flush,
+    Parsed,
+    ParseStart,
+    open_source,
+    parse,
+    range_sha,
+    sha,
+)
+from restore.jsonl import LineMark, encode_line, parse_bytes
 from restore.sources import claude_code, codex, gemini
 from restore.sources.common import SourceParser
 from restore.sources.handoff import thread_id_for
@@ -60,6 +78,9 @@ PARALLEL_FROM = 1 << 20
 WINDOW_FILES = 8  # files planned ahead per worker
 WINDOW_BYTES = 64 << 20  # source bytes being parsed ahead, at most (memory stays bounded)
 WORKER_FILE_BYTES = 16 << 20  # a bigger file is streamed here, in batches, as always
+FILE_BYTES = 1 << 30
+"""The largest source file imported (a long real session is tens of MB): a bigger one, a
+sparse 2 GB file say, is reported `too-large` and not read."""
 
 
 # --- the agents' stores ----------------------------------------------------------------
@@ -102,9 +123,21 @@ class SourceKind:
             return path.parent.parent == root
         return path.name.startswith("rollout-") and root in path.parents
 
+    def could_hold_sessions(self, root: Path, directory: Path) -> bool:
+        """Claude Code: a project folder (directly under the root); Codex and Gemini CLI
+        (`<project>/chats/`): any folder."""
+        return directory.parent == root if self.agent == claude_code.AGENT else True
+
     def session_files(self, root: Path) -> list[Path]:
+        """Every session file under the root, and every link where one could be (a link
+        to a file, or to a folder, which `os.walk` does not enter): the importer reports
+        those (`symlink`) instead of reading them."""
         found = []
-        for directory, _, names in os.walk(root):
+        for directory, folders, names in os.walk(root):
+            for name in folders:
+                path = Path(directory, name)
+                if path.is_symlink() and self.could_hold_sessions(root, path):
+                    found.append(path)
             for name in names:
                 path = Path(directory, name)
                 if self.is_session_file(root, path):
@@ -149,7 +182,7 @@ def _gemini_session_id(path: Path) -> str | None:
     """`sessionId` of a Gemini session file: its first line's (JSONL), or near the top of
     the document (`.json`, where JSON.stringify puts it first)."""
     try:
-        with open(path, "rb") as handle:
+        with open_source(str(path)) as handle:  # a link is not read, not even for its id
             head = handle.read(HEAD_BYTES)
     except OSError:
         return None
@@ -167,12 +200,12 @@ def _gemini_project_root(project: Path) -> str | None:
     marker, else `projects.json` (path → slug). A folder named by the path's sha256 (before
     February 2026, and migrated by any later run in that project) says nothing."""
     with contextlib.suppress(OSError, UnicodeDecodeError):
-        with open(project / ".project_root", "rb") as handle:
+        with open_source(str(project / ".project_root")) as handle:  # never through a link
             marked = handle.read(HEAD_BYTES).decode("utf-8").strip()
         if marked.startswith("/") or (len(marked) > 2 and marked[1] == ":"):
             return marked
     try:
-        with open(project.parent.parent / "projects.json", "rb") as handle:
+        with open_source(str(project.parent.parent / "projects.json")) as handle:
             registry = orjson.loads(handle.read(GEMINI_REGISTRY_BYTES))
     except (OSError, orjson.JSONDecodeError):
         return None
@@ -195,7 +228,9 @@ def _iso(seconds: float) -> str:
 class FileResult:
     """What importing one source file did: created, updated, revision (rewritten: a new
     thread), unchanged, empty, deferred (no cwd yet, while watching), busy, missing,
-    not-a-file (a FIFO or device where a session file was expected: never opened)."""
+    not-a-file (a FIFO or device where a session file was expected: never opened),
+    symlink (a link, or a folder on its way is one: never followed), too-large (over
+    FILE_BYTES: not read), unreadable (it could not be read: why, in `reason`)."""
 
     path: str
     status: str
@@ -218,6 +253,11 @@ class FileResult:
     @property
     def changed(self) -> bool:
         return self.status in ("created", "updated", "revision")
+
+    @property
+    def not_read(self) -> bool:
+        """The file was refused as it is (a link, a FIFO, too large) or could not be read."""
+        return self.status in ("symlink", "not-a-file", "too-large", "unreadable")
 
 
 @dataclass
@@ -353,6 +393,7 @@ class Importer:
         self._environments: dict[str, dict[str, Any]] = {}
         self._rows: list[tuple[ThreadSummary, Path, LineMark | None]] = []
         self._checkpoints: list[SourceCheckpoint] = []
+        self._unstorable: list[str] = []  # ids of the file being read the store refused
         # Writes go to the OS only; `commit` syncs the batch (see there).
         self._store = ThreadStore(service.layout, Durability.NONE)
 
@@ -418,9 +459,19 @@ class Importer:
         if isinstance(planned, FileResult):
             return planned
         try:
-            return self._read(planned, parse(self._parse_start(planned)))
+            return self._read_or_report(planned, parse(self._parse_start(planned)))
         finally:
             planned.close()
+
+    def _read_or_report(self, planned: _Planned, events: Iterable[Flush | Parsed]) -> FileResult:
+        """`_read`, or, when the file cannot be read (it became a link, a FIFO, or went
+        since it was planned), a result saying why: the rest of the run goes on. What was
+        written before the failure stays, without a checkpoint: the next import reads it
+        again, and the item ids keep it from being doubled."""
+        try:
+            return self._read(planned, events)
+        except OSError as exc:
+            return _unreadable(planned, exc)
 
     # --- in worker processes -------------------------------------------------------------
 
@@ -437,8 +488,10 @@ class Importer:
         to_read = 0
         for path, known in sources:
             try:
-                stat = os.stat(path)
+                stat = os.lstat(path)  # a link is not read: it is not work to share
             except OSError:
+                continue
+            if not S_ISREG(stat.st_mode) or stat.st_size > FILE_BYTES:
                 continue
             if known is None:
                 to_read += stat.st_size
@@ -491,15 +544,19 @@ class Importer:
                     continue
                 sessions[ahead.session] -= 1
                 in_flight -= ahead.bytes
+                planned = ahead.planned
                 try:
                     events = ahead.parsed(pool)
                     if events is not None:
                         self.parsed_by_workers += 1
                     else:
-                        events = parse(self._parse_start(ahead.planned))
-                    yield self._read(ahead.planned, events)
+                        events = parse(self._parse_start(planned))
+                    result = self._read_or_report(planned, events)
+                except OSError as exc:  # the worker's parse failed as reading would
+                    result = _unreadable(planned, exc)
                 finally:
-                    ahead.planned.close()
+                    planned.close()
+                yield result
         finally:
             for ahead in queue:
                 ahead.cancel()
@@ -527,9 +584,14 @@ class Importer:
         open when it exists), or the result when there is nothing to read."""
         source = str(path)
         try:
-            stat = path.stat()
+            link = self._link_on_the_way(path)
+            stat = os.lstat(path)
         except FileNotFoundError:
             return FileResult(source, "missing", reason="the file is gone")
+        if link is not None or S_ISLNK(stat.st_mode):
+            where = "" if link is None else f" ({link} is one)"
+            why = f"a symbolic link{where}: not followed, nothing behind it read"
+            return FileResult(source, "symlink", reason=why)
         if not S_ISREG(stat.st_mode):  # a FIFO would block the import (and the watcher) forever
             return FileResult(source, "not-a-file", reason="not a regular file; not read")
         entry = known if looked_up else self.ledger.get(source)
@@ -537,6 +599,10 @@ class Importer:
             return FileResult(source, "unchanged", entry.threadId)
         if stat.st_size == 0:
             return FileResult(source, "empty", reason="empty file")
+        if stat.st_size > FILE_BYTES:
+            size, limit = stat.st_size / (1 << 30), FILE_BYTES >> 30
+            why = f"{size:.1f} GiB, over the {limit} GiB a session file may be; not read"
+            return FileResult(source, "too-large", reason=why)
         session_id = self.kind.session_id(path)
         if session_id is None:
             return FileResult(source, "empty", reason="no session id (a plain name) in it yet")
@@ -554,6 +620,19 @@ class Importer:
                     raise
                 return FileResult(source, "busy", thread_id, reason=exc.message)
         return _Planned(path, stat, session_id, revision, thread_id, start, writer, status)
+
+    def _link_on_the_way(self, path: Path) -> Path | None:
+        """The first folder between the root and `path` that is a link (a watcher may
+        report a file through one), else None. The root itself is the user's choice."""
+        if self.root not in path.parents:
+            return None
+        for folder in reversed(path.parents[: path.parents.index(self.root)]):
+            mode = os.lstat(folder).st_mode
+            if S_ISLNK(mode):
+                return folder
+            if not S_ISDIR(mode):
+                return None  # then the file is not there: lstat says so
+        return None
 
     def _parse_start(self, planned: _Planned) -> ParseStart:
         start = planned.start
@@ -590,11 +669,10 @@ class Importer:
         """The file still starts with what was read: only appended to since."""
         if stat.st_size < entry.offset:
             return False
-        with open(path, "rb") as handle:
+        with open_source(str(path)) as handle:
             if sha(handle.read(min(entry.offset, HEAD_BYTES))) != entry.headSha:
                 return False
-            handle.seek(entry.lineStart)
-            return sha(handle.read(entry.offset - entry.lineStart)) == entry.tailSha
+            return range_sha(handle, entry.lineStart, entry.offset) == entry.tailSha
 
     def _free_revision(self, session_id: str, first: int) -> int:
         for revision in itertools.count(first):
@@ -629,6 +707,7 @@ class Importer:
     def _read(self, planned: _Planned, events: Iterable[Flush | Parsed]) -> FileResult:
         """Write what the parse of one file gives (as it gives it), then its checkpoint."""
         source, start, writer = str(planned.path), planned.start, planned.writer
+        self._unstorable = []
         revision, session_id, thread_id = planned.revision, planned.session_id, planned.thread_id
         result = FileResult(source, planned.status, thread_id)
         parsed = None
@@ -637,7 +716,9 @@ class Importer:
                 parsed = event
                 break
             if writer is None:
-                writer, added = self._create(thread_id, revision, session_id, source, event.facts)
+                writer, added, result.reason = self._create(
+                    thread_id, revision, session_id, source, event.facts
+                )
                 planned.writer = writer
                 result.items += added
             result.add(self._append(writer, event.items), keep=start is not None)
@@ -663,7 +744,7 @@ class Importer:
         )  # fmt: skip
         if writer is None:  # a new thread, whole: one write, one sync
             closing = self._closing(parsed.facts.title, parsed.facts, result, checkpoint)
-            writer, added = self._create(
+            writer, added, result.reason = self._create(
                 thread_id, revision, session_id, source, parsed.facts, parsed.items, closing
             )
             planned.writer = writer
@@ -676,6 +757,11 @@ class Importer:
         self._checkpoints.append(checkpoint)
         result.summary = writer.summary
         self._rows.append((writer.summary, writer.path, mark))
+        if self._unstorable:
+            left_out, self._unstorable = self._unstorable, []
+            note = (f"{len(left_out)} item(s) nested deeper than a thread holds were left out "
+                    f"({', '.join(left_out[:5])})")  # fmt: skip
+            result.reason = f"{result.reason}; {note}" if result.reason else note
         return result
 
     def _closing(
@@ -707,7 +793,13 @@ class Importer:
         """Append items (and bookkeeping) in one write; the items of `items` that were new."""
         bookkeeping = bookkeeping or []
         session_id = writer.summary.latestSessionId or _session_of(writer.thread_id)
-        stored = writer.append([*items, *bookkeeping], session_id, keep_ts=True).stored
+        try:
+            stored = writer.append([*items, *bookkeeping], session_id, keep_ts=True).stored
+        except ProtocolError as exc:
+            if exc.kind is not ErrorKind.INVALID_PARAMS:
+                raise
+            batch = [*self._storable(items), *bookkeeping]
+            stored = writer.append(batch, session_id, keep_ts=True).stored
         if stored:
             self._on_write(writer)
         marks = {item["id"] for item in bookkeeping}
@@ -722,11 +814,17 @@ class Importer:
         facts: Facts,
         items: list[dict[str, Any]] | None = None,
         bookkeeping: list[dict[str, Any]] | None = None,
-    ) -> tuple[ThreadWriter, int]:
+    ) -> tuple[ThreadWriter, int, str | None]:
         """The thread (with its first items), bound to where the session ran: its recorded
         cwd and branch (and commit, when the agent recorded one) over the repository as it
-        is now. Returns the writer and how many of `items` were written."""
-        cwd = facts.cwd or self.kind.fallback_cwd(Path(source))
+        is now. Returns the writer, how many of `items` were written, and why the recorded
+        cwd was not used (it is checked as `thread/start` checks one: a relative cwd would
+        be taken relative to wherever sessiond runs); the session is then bound to where
+        its file says, as one that names no cwd is."""
+        fallback = self.kind.fallback_cwd(Path(source))
+        refused = _refused_cwd(facts.cwd)
+        cwd = fallback if facts.cwd is None or refused else facts.cwd
+        note = f"{refused}: bound to {canonical(fallback)} instead" if refused else None
         environment = dict(self._environment(cwd))
         if facts.branch:
             if environment.get("branch") != facts.branch:
@@ -744,19 +842,42 @@ class Importer:
         }  # fmt: skip
         meta = {key: value for key, value in meta.items() if value is not None}
         items, bookkeeping = items or [], bookkeeping or []
+        session = _session_of(thread_id)
         try:
-            writer = self._store.create(
-                thread_id, _session_of(thread_id), meta, keep_ts=True, items=[*items, *bookkeeping]
-            )
+            try:
+                writer = self._store.create(
+                    thread_id, session, meta, keep_ts=True, items=[*items, *bookkeeping]
+                )
+            except ProtocolError as exc:
+                if exc.kind is not ErrorKind.INVALID_PARAMS:
+                    raise
+                items = self._storable(items)
+                writer = self._store.create(
+                    thread_id, session, meta, keep_ts=True, items=[*items, *bookkeeping]
+                )
         except ProtocolError as exc:  # another importer created it a moment ago
             if exc.kind is not ErrorKind.INVALID_ID:
                 raise
             writer = self._store.open_writer(thread_id)
             writer.loaded = None
-            return writer, len(self._append(writer, items, bookkeeping))
+            return writer, len(self._append(writer, items, bookkeeping)), note
         writer.loaded = None
         self._on_write(writer)
-        return writer, len(items)
+        return writer, len(items), note
+
+    def _storable(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items a store can write, after a write refused one (nested past the
+        encoder's limit): each one it cannot is left out and counted for the file's
+        result. Checked only when a write failed: the per-line cost is nil."""
+        kept = []
+        for item in items:
+            try:
+                encode_line(item)
+            except ProtocolError:
+                self._unstorable.append(str(item.get("id")))
+                continue
+            kept.append(item)
+        return kept
 
     def _environment(self, cwd: str) -> dict[str, Any]:
         """The repository at `cwd` as it is now, probed once per directory per run."""
@@ -771,6 +892,23 @@ def _from_start(
     """A checkpoint before the first byte: continuing from it reads the whole file."""
     return SourceCheckpoint(source, agent, session_id, revision, thread_id, 0, 0, 0, EMPTY_SHA,
                             EMPTY_SHA, -1, -1, {})  # fmt: skip
+
+
+def _unreadable(planned: _Planned, exc: OSError) -> FileResult:
+    why = "a symbolic link: not followed" if exc.errno == errno.ELOOP else exc.strerror
+    return FileResult(str(planned.path), "unreadable", planned.thread_id,
+                      reason=f"not read: {why or exc}")  # fmt: skip
+
+
+def _refused_cwd(cwd: str | None) -> str | None:
+    """Why a transcript's cwd cannot be a thread's (None: it can)."""
+    if cwd is None:
+        return None
+    if "\0" in cwd:
+        return f"its cwd {cwd!r} contains NUL"
+    if not os.path.isabs(cwd):
+        return f"its cwd {cwd!r} is not an absolute path"
+    return None
 
 
 def _session_of(thread_id: str) -> str:

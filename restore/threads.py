@@ -23,7 +23,7 @@ from typing import Any
 from protocol.errors import ErrorKind, ProtocolError
 from restore import snapshots
 from restore.engine import Judgement, judge
-from restore.environment import ENVIRONMENT_FIELDS, probe
+from restore.environment import ENVIRONMENT_FIELDS, canonical, probe
 from restore.external import ExternalChange, ExternalThreads
 from restore.home import Home
 from restore.jsonl import ThreadFile
@@ -345,9 +345,11 @@ class ThreadService:
         # was rewritten since) has nothing to hand over to.
         revision = origin.get("revision") if isinstance(origin.get("revision"), int) else 1
         newer = self.store.exists(thread_id_for(origin["agent"], session, revision + 1))
-        report["handoff"] = (
-            {"agent": origin["agent"], "command": command, "cwd": recorded.get("cwd")}
-            if ready and command and not newer
+        where = recorded.get("cwd")
+        placed = isinstance(where, str) and os.path.isabs(where) and "\0" not in where
+        report["handoff"] = (  # never in a relative or NUL cwd an older import stored
+            {"agent": origin["agent"], "command": command, "cwd": where}
+            if ready and command and not newer and placed
             else None
         )
         return report
@@ -609,10 +611,16 @@ class ThreadService:
         limit: int,
         progress: ProgressCallback | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
+        filters = (("cwd", cwd), ("workspaceFolder", workspace_folder), ("search", search))
+        for name, value in filters:
+            if value is not None and "\0" in value:  # PostgreSQL text cannot hold one
+                raise ProtocolError(
+                    ErrorKind.INVALID_PARAMS, f"{name} must not contain NUL", field=name
+                )
         self.index.ensure_ready(progress)
         self.flush_index()
         return self.index.list(
-            cwd=cwd,
+            cwd=canonical(cwd) if cwd is not None else None,  # cwds are stored canonical
             workspace_folder=workspace_folder,
             archived=archived,
             search=search,

@@ -264,6 +264,21 @@ def _known_failure(exc: BaseException) -> str | None:
     return None
 
 
+def _password_on_the_command_line(args: argparse.Namespace) -> str | None:
+    """A store URL given with its password in argv (`--store`, `migrate --to`) is refused
+    before anything starts: every local user reads argv in `ps`, a child in
+    `/proc/$PPID/cmdline`. SESSIOND_STORE (the environment) stays allowed."""
+    for option in ("store", "to"):
+        url = getattr(args, option, None)
+        if url:  # imported only then: `sessiond serve` loads no store code at startup
+            from restore.child_env import argv_password_refusal, has_password
+            from restore.stores import is_shared
+
+            if is_shared(url) and has_password(str(url)):
+                return argv_password_refusal(f"--{option}")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser(argv).parse_args(argv)
@@ -272,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         config.home = args.home
     if getattr(args, "store", None):
         config.store = args.store
+    if refusal := _password_on_the_command_line(args):
+        print(f"sessiond: {refusal}", file=sys.stderr)
+        return USAGE_ERROR
     if config.store:
         from restore.stores import is_shared
 

@@ -228,8 +228,15 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
 def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
     """Not a coroutine: this is the hot path, answered from the worker's batch directly
     (no task per record). Group commit: the batch's sync comes before the answer."""
-    from protocol.items import RECORDABLE_ITEM_ADAPTER
+    from protocol.items import ITEM_DEPTH_MAX, RECORDABLE_ITEM_ADAPTER, nests_deeper
 
+    for index, item in enumerate(params.items):
+        if nests_deeper(item):
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                f"items[{index}] nests deeper than {ITEM_DEPTH_MAX} levels",
+                field=f"items[{index}]",
+            )
     items = [
         RECORDABLE_ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_none=True)
         for item in params.items

@@ -149,6 +149,9 @@ class Watcher:
 
     def _announce(self, results: list[FileResult]) -> None:
         for result in results:
+            if result.not_read:  # a followed store has no summary: the log says it
+                logger.warning("not imported: %s: %s: %s", result.path, result.status,
+                               result.reason)  # fmt: skip
             if result.changed and result.summary is not None:
                 kind = "thread/updated" if result.status == "updated" else "thread/started"
                 self.server.broadcast(kind, {"thread": result.summary.thread_info()})

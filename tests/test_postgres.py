@@ -197,7 +197,7 @@ def test_nothing_connects_before_the_first_request_and_the_schema_comes_with_it(
         assert sessiond_backends() >= 1
         assert conn.execute(tables).fetchone() == (True,)
         versions = conn.execute("SELECT version FROM sessiond_migrations").fetchall()
-        assert versions == [(1,)]
+        assert versions == [(1,), (2,)]
 
 
 def test_an_unreachable_database_is_one_storage_error_and_one_cli_line(
@@ -242,8 +242,8 @@ def test_a_password_in_the_url_never_reaches_a_message_or_a_log(
         log = server.stderr_path.read_text()
         assert "sessiond.postgres" in log  # DEBUG logging did say what failed ...
         assert secret not in log  # ... and never with the password
-        cli = sessiond_cli("--home", str(home), "--store", url, "list",
-                           env={"SESSIOND_LOG": "DEBUG"})  # fmt: skip
+        cli = sessiond_cli("--home", str(home), "list",
+                           env={"SESSIOND_STORE": url, "SESSIOND_LOG": "DEBUG"})  # fmt: skip
         assert cli.returncode == 2 and secret not in cli.stderr + cli.stdout
 
 

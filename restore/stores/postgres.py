@@ -45,7 +45,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.index import MAX_LIMIT, decode_cursor, encode_cursor
-from restore.jsonl import ThreadFile
+from restore.jsonl import ThreadFile, encode_line
 from restore.pages import ANSWER_OVERHEAD, Page, too_large
 from restore.paths import validate_thread_id
 from restore.snapshots import Snapshot
@@ -151,6 +151,8 @@ def storage_error(exc: BaseException, where: str, redact: _Redactor) -> Protocol
     message = redact(f"{where}: {first}")
     if sqlstate == "53100":  # disk_full
         return ProtocolError(ErrorKind.STORAGE_FULL, message, retryable=True)
+    if sqlstate == "42501":  # insufficient_privilege: a grant, or row-level security
+        return ProtocolError(ErrorKind.UNAUTHORIZED, message, retryable=False)
     retryable = isinstance(exc, psycopg.OperationalError | PoolTimeout) or sqlstate in (
         "40001", "40P01", "57P01", "57P02", "57P03",
     )  # fmt: skip
@@ -279,7 +281,7 @@ class PostgresWriter:
         known = {} if minted and self._seq_of_id is None else self._known_ids()
         stamped = stamp(items, session_id, self.last_seq, known, keep_ts=keep_ts)
         if stamped.stored:
-            lines = [orjson.dumps(line).decode() for line in stamped.stored]
+            lines = [encode_line(line)[:-1].decode() for line in stamped.stored]
             repo = self.repo
             for line in stamped.stored:
                 repo = repo_binding(line) or repo
@@ -883,7 +885,7 @@ class PostgresStore:
                 (archived, thread_id),
             ).fetchone()
             if found is None:
-                raise thread_not_found(thread_id)
+                raise self._not_changed(conn, thread_id)
             self._notify(conn, "updated", thread_id)
         return _summary_of(found)
 
@@ -896,10 +898,26 @@ class PostgresStore:
                 gone = conn.execute(
                     "DELETE FROM sessiond_threads WHERE thread_id = %s RETURNING 1", (thread_id,)
                 ).fetchone()
-                conn.execute("DELETE FROM sessiond_holders WHERE thread_id = %s", (thread_id,))
                 if gone is None:
-                    raise thread_not_found(thread_id)
+                    raise self._not_changed(conn, thread_id)
+                conn.execute("DELETE FROM sessiond_holders WHERE thread_id = %s", (thread_id,))
                 self._notify(conn, "deleted", thread_id)
+
+    @staticmethod
+    def _not_changed(conn: psycopg.Connection, thread_id: str) -> ProtocolError:
+        """Why an UPDATE or DELETE of a thread's row touched nothing: there is no such
+        thread this role may see, or row-level security let this role see it but not
+        change it (only its owner may: restore/stores/migrations/002_*.sql)."""
+        row = conn.execute(
+            "SELECT owner_role FROM sessiond_threads WHERE thread_id = %s", (thread_id,)
+        ).fetchone()
+        if row is None:
+            return thread_not_found(thread_id)
+        return ProtocolError(
+            ErrorKind.UNAUTHORIZED,
+            f"only the role that created this thread ({row[0]}) may change it",
+            threadId=thread_id,
+        )
 
     def _notify(self, conn: psycopg.Connection, event: str, thread_id: str) -> None:
         payload = orjson.dumps({"e": event, "t": thread_id, "o": self.token}).decode()
@@ -942,7 +960,8 @@ class PostgresStore:
 
     def blob_shas(self) -> list[str]:
         with self._read() as conn:
-            return [row[0] for row in conn.execute("SELECT sha256 FROM sessiond_blobs ORDER BY 1")]
+            rows = conn.execute("SELECT DISTINCT sha256 FROM sessiond_blobs ORDER BY 1")
+            return [row[0] for row in rows]
 
     def get_blob(self, sha: str) -> bytes | None:
         if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):

@@ -191,6 +191,22 @@ export interface CompactBoundaryItem {
   [k: string]: unknown;
 }
 /**
+ * The last message of a WebSocket connection the server dropped because the client did
+ * not read what was sent to it fast enough (its queue, or every client's together, was
+ * full); what was queued for it was freed, and the connection closes after this.
+ */
+export interface ConnectionDroppedNotification {
+  /**
+   * Why this client was dropped, in words.
+   */
+  reason: string;
+  /**
+   * Bytes that were waiting for it when dropped.
+   */
+  queuedBytes: number;
+  [k: string]: unknown;
+}
+/**
  * One part of a multi-part message (text, image, ...); images carry base64 `data`.
  */
 export interface ContentPart {
@@ -1895,4 +1911,5 @@ export interface ProtocolServerNotifications {
   "item/recorded": ItemRecordedNotification;
   "lifecycle/hook": LifecycleHookNotification;
   "$/progress": ProgressNotification;
+  "connection/dropped": ConnectionDroppedNotification;
 }
