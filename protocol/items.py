@@ -113,6 +113,15 @@ class OperationItem(ItemBase):
     )
     resultPersisted: bool = Field(False, description="The result is recorded in this item.")
     result: Any = Field(None, description="The tool's result, any JSON.")
+    command: str | None = Field(
+        None, description="A shell tool's command line, as the agent ran it (on `started`)."
+    )
+    exitCode: int | None = Field(None, description="A shell command's exit code, when known.")
+    childThreadId: str | None = Field(
+        None,
+        description="A call that ran a sub-agent: the sub-agent's thread (started with "
+        "`thread/start {parentThreadId}`). Its cost is counted in this thread's cost line.",
+    )
 
 
 class CostItem(ItemBase):

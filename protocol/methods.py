@@ -120,6 +120,16 @@ class ThreadOrigin(WireModel):
         description="Imports: 1 for a session's first import; a source file rewritten (not "
         "appended to) since is imported again as a new thread with the next revision.",
     )
+    parentSessionId: str | None = Field(
+        None,
+        description="A sub-agent's session: the session (in that agent's store) whose tool "
+        "call started it; the thread's `parentThreadId` is that session's thread.",
+    )
+    parentToolCallId: str | None = Field(
+        None,
+        description="A sub-agent's session: the parent's tool call that started it (its "
+        "`operationId` in the parent thread), when the agent recorded it.",
+    )
 
 
 class ThreadInfo(WireModel):
@@ -157,6 +167,20 @@ class ThreadInfo(WireModel):
     origin: ThreadOrigin | None = Field(
         None, description="Where the thread came from: null when recorded over this protocol."
     )
+    parentThreadId: str | None = Field(
+        None,
+        description="The thread whose tool call started this one (a sub-agent), else null. "
+        "A child is listed under its parent (`thread/list {parentThreadId}`), not at the top.",
+    )
+    parentOperationId: str | None = Field(
+        None, description="That tool call: its `operationId` in the parent thread, when known."
+    )
+    childCount: int | None = Field(
+        None,
+        description="How many (unarchived) sub-agent threads `thread/list {parentThreadId}` "
+        "lists under this one. Counted by `thread/list`; null where not counted "
+        "(notifications, other answers): keep the count a listing gave.",
+    )
 
 
 class ThreadIdParams(Params):
@@ -178,6 +202,18 @@ class ThreadStartParams(Params):
     model: str | None = Field(None, description="The model the thread starts with.")
     permissions: Permissions | None = Field(
         None, description="What the agent may do; restored on every resume."
+    )
+    parentThreadId: str | None = Field(
+        None,
+        description="Start a sub-agent's thread under this one (it must exist: "
+        "ThreadNotFound otherwise); listed under it, not at the top.",
+    )
+    parentOperationId: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="With `parentThreadId`: the parent's operation (tool call) that started "
+        "the sub-agent.",
     )
 
 
@@ -221,6 +257,11 @@ class ThreadListParams(Params):
     )
     limit: int = Field(
         default=DEFAULT_PAGE, ge=1, le=MAX_PAGE, description="Threads per page (1-200)."
+    )
+    parentThreadId: str | None = Field(
+        None,
+        description="List this thread's sub-agent threads. Without it only top-level threads "
+        "are listed: children are reached through their parent (`childCount`).",
     )
 
 
@@ -702,10 +743,13 @@ SUMMARIES: dict[str, str] = {
     "initialize": "The first request: who the client is and which folders it has open. Reads "
     "nothing from disk.",
     "shutdown": "The client is leaving: its sessions end (SessionEnd hooks run); then `exit`.",
-    "thread/start": "A new thread, durable at once, with its first session.",
+    "thread/start": "A new thread, durable at once, with its first session; with "
+    "`parentThreadId`, a sub-agent's thread under an existing one.",
     "thread/record": "Append items to the thread through an open session; acknowledged once "
     "durable. Safe to retry: known item ids are not written again.",
-    "thread/list": "Threads, most recently updated first, filtered before paging.",
+    "thread/list": "Threads, most recently updated first, filtered before paging. By default "
+    "only top-level threads: a sub-agent's thread (`parentThreadId` set) is listed under its "
+    "parent, with `thread/list {parentThreadId}`, and counted in the parent's `childCount`.",
     "thread/read": "A thread's stored items, a page at a time, in ascending seq.",
     "thread/readBlob": "A file's content before or after one of the thread's recorded edits "
     "(for a diff), read through the `file_edit` item that names it: a seq that is not such "

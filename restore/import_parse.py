@@ -162,12 +162,18 @@ class Facts:
     created: str | None
     last_ts: str | None
     title: str | None
+    parent: dict[str, Any] | None = None
+    """A sub-agent's session: `{"sessionId": the parent's session id as its agent names it,
+    "toolCallId": the parent's tool call that started it, or None}` (a parser's
+    `state["parent"]`); the importer links the thread under the parent's."""
 
     @classmethod
     def of(cls, parser: SourceParser) -> Facts:
         state = parser.state
+        parent = state.get("parent")
         return cls(state["cwd"], state["branch"], state["commit"], state["created"],
-                   parser.last_ts, parser.title)  # fmt: skip
+                   parser.last_ts, parser.title,
+                   parent if isinstance(parent, dict) else None)  # fmt: skip
 
 
 @dataclass

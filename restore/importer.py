@@ -59,8 +59,8 @@ from restore.import_parse import (
 )
 from restore.jsonl import LineMark, encode_line, parse_bytes
 from restore.sources import claude_code, codex, gemini
-from restore.sources.common import SourceParser
-from restore.sources.handoff import thread_id_for
+from restore.sources.common import SourceParser, text_of
+from restore.sources.handoff import SAFE_ID, thread_id_for
 from restore.store import Durability, ThreadStore, ThreadWriter, read_thread_file
 from restore.summary import ThreadSummary
 from restore.threads import ThreadService
@@ -110,17 +110,20 @@ class SourceKind:
         return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
 
     def is_session_file(self, root: Path, path: Path) -> bool:
-        """Claude Code: `<root>/<encoded-cwd>/<id>.jsonl` (sub-agent transcripts deeper
-        down are not sessions); Codex: `rollout-*.jsonl` anywhere under the root; Gemini
-        CLI: `<root>/<project>/chats/session-*.jsonl`, or `.json` (up to 0.38; sub-agents'
-        `chats/<parent id>/<id>.jsonl` are not sessions)."""
+        """Claude Code: `<root>/<encoded-cwd>/<id>.jsonl`, and sub-agents' transcripts
+        (`<root>/<encoded-cwd>/<id>/subagents/agent-<agentId>.jsonl`; ≤ 2.0 `agent-*.jsonl`
+        beside the sessions), which become child threads; Codex: `rollout-*.jsonl`
+        anywhere under the root; Gemini CLI: `<root>/<project>/chats/session-*.jsonl`, or
+        `.json` (up to 0.38; sub-agents' `chats/<parent id>/<id>.jsonl` are not sessions)."""
         if self.agent == gemini.AGENT:
             named = path.name.startswith("session-") and path.suffix in (".jsonl", ".json")
             return named and path.parent.name == "chats" and path.parent.parent.parent == root
         if path.suffix != ".jsonl":
             return False
         if self.agent == claude_code.AGENT:
-            return path.parent.parent == root
+            if path.name.startswith("agent-acompact"):
+                return False  # Claude Code's own compaction run: the conversation again
+            return path.parent.parent == root or _project_of(path).parent == root
         return path.name.startswith("rollout-") and root in path.parents
 
     def could_hold_sessions(self, root: Path, directory: Path) -> bool:
@@ -162,8 +165,9 @@ class SourceKind:
         """Where a session ran when none of its lines says: Claude Code's folder name
         decoded (lossy: it spells `/` and `.` as `-`); Gemini CLI's project root as its
         store records it; else the file's folder."""
-        if self.agent == claude_code.AGENT and path.parent.name.startswith("-"):
-            return path.parent.name.replace("-", "/")
+        folder = _project_of(path)
+        if self.agent == claude_code.AGENT and folder.name.startswith("-"):
+            return folder.name.replace("-", "/")
         if self.agent == gemini.AGENT:
             return _gemini_project_root(path.parent.parent) or str(path.parent)
         return str(path.parent)
@@ -391,6 +395,7 @@ class Importer:
         self.ledger = ImportLedger(service.layout.import_ledger_path)
         self._on_write = on_write or service.note_written
         self._environments: dict[str, dict[str, Any]] = {}
+        self._spawns: dict[Path, dict[str, str]] = {}  # parent transcript → agentId → call
         self._rows: list[tuple[ThreadSummary, Path, LineMark | None]] = []
         self._checkpoints: list[SourceCheckpoint] = []
         self._unstorable: list[str] = []  # ids of the file being read the store refused
@@ -834,11 +839,16 @@ class Importer:
             environment["headSha"] = facts.commit
         origin = {"agent": self.kind.agent, "sessionId": session_id, "path": source,
                   "revision": revision}  # fmt: skip
+        link = self._parent_link(Path(source), facts.parent)
+        if link is not None:
+            origin.update(parentSessionId=link.session_id, parentToolCallId=link.tool_call_id)
         meta = {
             "type": "session_meta", "id": "meta", "ts": facts.created or facts.last_ts,
             "threadId": thread_id, "source": "startup", "reason": "import", "origin": origin,
             **{key: environment.get(key) for key in ENVIRONMENT_FIELDS},
             "title": facts.title, "client": {"name": self.kind.agent},
+            "parentThreadId": link.thread_id if link else None,
+            "parentOperationId": link.tool_call_id if link else None,
         }  # fmt: skip
         meta = {key: value for key, value in meta.items() if value is not None}
         items, bookkeeping = items or [], bookkeeping or []
@@ -879,11 +889,113 @@ class Importer:
             kept.append(item)
         return kept
 
+    def _parent_link(self, path: Path, parent: dict[str, Any] | None) -> ParentLink | None:
+        """Where a sub-agent's thread belongs: the parent session's thread (its newest
+        revision; revision 1's id when the parent is not imported yet, which is the id it
+        will get) and the parent's tool call that started it, when known (the parser's,
+        else a 2.1 sub-agent's `.meta.json`, else found in the parent's transcript)."""
+        if parent is None or not isinstance(parent.get("sessionId"), str):
+            return None
+        session = parent["sessionId"]
+        if not SAFE_ID.fullmatch(session):
+            return None  # not a session id: no thread, no file is named after it
+        thread_id = thread_id_for(self.kind.agent, session, 1)
+        for revision in itertools.count(2):
+            newer = thread_id_for(self.kind.agent, session, revision)
+            if self.service.layout.locate(newer) is None:
+                break
+            thread_id = newer
+        call = parent.get("toolCallId")
+        agent_id = parent.get("agentId")
+        if not isinstance(call, str) and isinstance(agent_id, str):
+            call = _sidecar_call(path) or self._spawning_call(path, session, agent_id)
+        return ParentLink(session, thread_id, call if isinstance(call, str) else None)
+
+    def _spawning_call(self, path: Path, session: str, agent_id: str) -> str | None:
+        """The tool call of the parent transcript whose result names `agent_id`: the
+        parent is `<id>.jsonl` beside the sub-agent (≤ 2.0) or above its `subagents/`.
+        One pass over each parent per run, for all its sub-agents."""
+        parent_path = _project_of(path) / f"{session}.jsonl"
+        calls = self._spawns.get(parent_path)
+        if calls is None:
+            calls = self._spawns[parent_path] = _spawns_in(parent_path)
+        return calls.get(agent_id)
+
     def _environment(self, cwd: str) -> dict[str, Any]:
         """The repository at `cwd` as it is now, probed once per directory per run."""
         if cwd not in self._environments:
             self._environments[cwd] = probe(cwd)
         return self._environments[cwd]
+
+
+@dataclass(frozen=True)
+class ParentLink:
+    """A sub-agent thread's place: the parent session (as its agent names it), the
+    parent's thread, and the tool call that started the sub-agent (None: not recorded)."""
+
+    session_id: str
+    thread_id: str
+    tool_call_id: str | None
+
+
+SIDECAR_BYTES = 64 << 10
+
+
+def _project_of(path: Path) -> Path:
+    """The Claude Code project folder a transcript is in: its own folder, or for a 2.1
+    sub-agent's (`<project>/<sessionId>/subagents/agent-<id>.jsonl`) the one above."""
+    nested = path.parent.name == "subagents" and path.name.startswith("agent-")
+    return path.parents[2] if nested and len(path.parents) > 2 else path.parent
+
+
+def _sidecar_call(path: Path) -> str | None:
+    """`toolUseId` from a Claude Code 2.1 sub-agent's `agent-<id>.meta.json` (a small
+    regular file beside its transcript), if there is one."""
+    sidecar = path.with_suffix(".meta.json")
+    try:
+        stat = sidecar.lstat()
+        if not S_ISREG(stat.st_mode) or stat.st_size > SIDECAR_BYTES:
+            return None
+        data = orjson.loads(sidecar.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    call = data.get("toolUseId") if isinstance(data, dict) else None
+    return call if isinstance(call, str) and call else None
+
+
+def _spawns_in(parent: Path) -> dict[str, str]:
+    """agentId → the tool call that started it, from a Claude Code transcript's sub-agent
+    results (a `tool_result` block whose result names the agent). Only lines that mention
+    an agentId are decoded."""
+    found: dict[str, str] = {}
+    try:
+        if not S_ISREG(parent.lstat().st_mode):
+            return found
+        handle = open(parent, "rb")  # noqa: SIM115 - closed below, lines streamed
+    except OSError:
+        return found
+    with handle:
+        for line in handle:
+            if b"agentId" not in line or b"tool_result" not in line:
+                continue
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            message = record.get("message") if isinstance(record, dict) else None
+            if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+                continue
+            outcome = record.get("toolUseResult")
+            for block in message["content"]:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    text = text_of(block.get("content"))
+                    agent_id = claude_code.spawned_agent(
+                        text, outcome if isinstance(outcome, dict) else {}
+                    )
+                    call = block.get("tool_use_id")
+                    if agent_id and isinstance(call, str):
+                        found.setdefault(agent_id, call)
+    return found
 
 
 def _from_start(

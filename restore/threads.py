@@ -35,6 +35,7 @@ from restore.stores import Store, Writer
 from restore.stores.base import derived
 from restore.stores.embedded import EmbeddedStore
 from restore.subsystems import ThreadState
+from restore.subsystems import cost as cost_subsystem
 from restore.subsystems import messages as messages_subsystem
 from restore.subsystems import operations as ledger
 from restore.summary import Indexed, ThreadSummary, summarize
@@ -42,6 +43,7 @@ from restore.summary import Indexed, ThreadSummary, summarize
 ProgressCallback = Callable[[int, int], None]
 INDEX_FLUSH_SECONDS = 0.5
 SNAPSHOT_RETRY_ITEMS = 100
+MAX_SUBAGENTS = 500  # sub-agent threads one resume reads for the cost line, at most
 """After a failed snapshot, items until the next attempt."""
 logger = logging.getLogger("sessiond.threads")
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
@@ -181,11 +183,24 @@ class ThreadService:
         owner: str = LOCAL_OWNER,
         origin: dict[str, Any] | None = None,
         trusted_folders: Sequence[str] = (),
+        parent_thread_id: str | None = None,
+        parent_operation_id: str | None = None,
     ) -> StartedThread:
         """A new thread, durable at once: its file holds the first `session_meta`.
 
         `origin` marks a thread that mirrors another agent's session (ACP, an import).
-        `trusted_folders` (here and below): where git may run the repository's programs."""
+        `trusted_folders` (here and below): where git may run the repository's programs.
+        `parent_thread_id`: a sub-agent's thread, under that one (which must exist), started
+        by its operation `parent_operation_id`."""
+        if parent_thread_id is not None:
+            parent_thread_id = validate_thread_id(parent_thread_id)
+            if not self.store.exists(parent_thread_id):
+                raise ProtocolError(
+                    ErrorKind.THREAD_NOT_FOUND,
+                    "the parent thread does not exist",
+                    threadId=parent_thread_id,
+                    field="parentThreadId",
+                )
         meta = self._session_meta(
             source="startup",
             reason="user",
@@ -197,6 +212,10 @@ class ThreadService:
             client=client,
             origin=origin,
         )
+        if parent_thread_id is not None:
+            meta["parentThreadId"] = parent_thread_id
+            if parent_operation_id:
+                meta["parentOperationId"] = parent_operation_id
         return self._create(meta, owner)
 
     def resume(
@@ -240,7 +259,7 @@ class ThreadService:
             continue_reason = "user" if clean else "process_recovery"
             recorded = state.states["worktree"]
             current = probe(cwd or recorded.get("cwd") or ".", trusted_folders)
-            verdict = judge(state, current, available_models)
+            verdict = judge(state, current, available_models, self._subagent_costs(state))
             ready = (not verdict.blocked or accept_drift) and not self.read_only
             session_id: str | None = None
             if ready:
@@ -310,7 +329,7 @@ class ThreadService:
         summary = summarize(thread_id, contents.items)
         recorded = state.states["worktree"]
         current = probe(cwd or recorded.get("cwd") or ".")
-        verdict = judge(state, current, available_models)
+        verdict = judge(state, current, available_models, self._subagent_costs(state))
         ready = not verdict.blocked or accept_drift
         source_skipped = [
             {**line, "source": item.get("source")}
@@ -340,7 +359,8 @@ class ThreadService:
             self._read_only_home(),
         )
         session = str(origin.get("sessionId"))
-        command = handoff_command(origin["agent"], session)
+        # A sub-agent is driven through its parent (Claude Code resumes no sidechain alone).
+        command = handoff_command(origin["agent"], str(origin.get("parentSessionId") or session))
         # The agent resumes its session as it is now: an older revision (the transcript
         # was rewritten since) has nothing to hand over to.
         revision = origin.get("revision") if isinstance(origin.get("revision"), int) else 1
@@ -353,6 +373,34 @@ class ThreadService:
             else None
         )
         return report
+
+    def _subagent_costs(
+        self, state: ThreadState, seen: set[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The cost of each sub-agent thread the state's operations started, each with its
+        own sub-agents' (read by id: no index), for the parent's cost line. At most
+        MAX_SUBAGENTS threads are read in all; a missing one is named as missing."""
+        seen = set() if seen is None else seen
+        found = []
+        for child_id in state.states["cost"].get("subagentThreads") or []:
+            if child_id in seen or len(seen) >= MAX_SUBAGENTS:
+                continue
+            seen.add(child_id)
+            try:
+                contents, _ = self.store.read(child_id)
+            except ProtocolError as exc:
+                if exc.kind not in (ErrorKind.THREAD_NOT_FOUND, ErrorKind.INVALID_ID):
+                    raise
+                found.append({"threadId": child_id, "title": None, "cost": None})
+                continue
+            child = ThreadState().apply_all(contents.items)
+            grandchildren = self._subagent_costs(child, seen)
+            found.append({
+                "threadId": child_id,
+                "title": summarize(child_id, contents.items).title,
+                "cost": cost_subsystem.with_subagents(child.states["cost"], grandchildren),
+            })  # fmt: skip
+        return found
 
     def fork(
         self,
@@ -610,7 +658,11 @@ class ThreadService:
         cursor: str | None,
         limit: int,
         progress: ProgressCallback | None = None,
+        parent_thread_id: str | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
+        """A page of top-level threads, or of `parent_thread_id`'s children (sub-agents)."""
+        if parent_thread_id is not None:
+            parent_thread_id = validate_thread_id(parent_thread_id)
         filters = (("cwd", cwd), ("workspaceFolder", workspace_folder), ("search", search))
         for name, value in filters:
             if value is not None and "\0" in value:  # PostgreSQL text cannot hold one
@@ -626,6 +678,7 @@ class ThreadService:
             search=search,
             cursor=cursor,
             limit=limit,
+            parent_thread_id=parent_thread_id,
         )
 
     # --- archive and delete ------------------------------------------------------------

@@ -208,6 +208,8 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
             else None,
             client=ctx.connection.client_info,
             owner=ctx.connection.owner,
+            parent_thread_id=params.parentThreadId,
+            parent_operation_id=params.parentOperationId,
         )
     )
     info = started.summary.thread_info()
@@ -269,8 +271,9 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
     began = time.time()
     progress = ctx.progress("Indexing threads")
-    summaries, cursor = await ctx.server.run_in_worker(
-        lambda: ctx.service.list(
+
+    def page() -> tuple[list[dict[str, Any]], str | None]:
+        summaries, cursor = ctx.service.list(
             cwd=params.cwd,
             workspace_folder=params.workspaceFolder,
             archived=params.archived,
@@ -278,10 +281,22 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
             cursor=params.cursor,
             limit=params.limit,
             progress=progress,
+            parent_thread_id=params.parentThreadId,
         )
-    )
+        return [_filed(ctx, summary.thread_info()) for summary in summaries], cursor
+
+    threads, cursor = await ctx.server.run_in_worker(page)
     ctx.server.watch_after_answer(began)  # a client looks at threads: keep them live
-    return {"threads": [s.thread_info() for s in summaries], "nextCursor": cursor}
+    return {"threads": threads, "nextCursor": cursor}
+
+
+def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:
+    """A thread recorded with no client around (an import) was filed under no folder: it
+    goes under this client's innermost folder holding its cwd, as thread/start files a
+    new thread. Does file I/O (realpath): on the worker."""
+    if info["workspaceFolder"] is None and info["origin"] is not None and info["cwd"]:
+        info["workspaceFolder"] = ctx.workspace_folder_of(info["cwd"])
+    return info
 
 
 @handles("thread/read")

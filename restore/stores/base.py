@@ -165,7 +165,11 @@ class Index(Protocol):
         search: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
-    ) -> tuple[list[ThreadSummary], str | None]: ...
+        parent_thread_id: str | None = None,
+    ) -> tuple[list[ThreadSummary], str | None]:
+        """Top-level threads (no parent), or the children of `parent_thread_id`; each
+        row with its `childCount`."""
+        ...
 
     def close(self) -> None: ...
 

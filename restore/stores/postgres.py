@@ -66,25 +66,34 @@ BACKOFF_FIRST, BACKOFF_MAX = 0.1, 2.0
 # ThreadSummary fields in the order rows are selected (see _summary_of).
 _ROW_COLUMNS = (
     "thread_id::text, title, preview, cwd, workspace_folder, branch, head_sha, created_at, "
-    "updated_at, item_count, archived, forked_from, cost_usd, origin, last_seq, "
-    "latest_session_id"
+    "updated_at, item_count, archived, forked_from, cost_usd, origin, "
+    "parent_thread_id::text, parent_operation_id, last_seq, latest_session_id"
 )
 _ROW_FIELDS = (
     "threadId", "title", "preview", "cwd", "workspaceFolder", "branch", "headSha",
     "createdAt", "updatedAt", "itemCount", "archived", "forkedFrom", "costUsd", "origin",
-    "lastSeq", "latestSessionId",
+    "parentThreadId", "parentOperationId", "lastSeq", "latestSessionId",
 )  # fmt: skip
+# A listed row's children (what `thread/list {parentThreadId}` would list).
+_CHILD_COUNT = (
+    "(SELECT count(*) FROM sessiond_threads AS child WHERE child.parent_thread_id = "
+    "sessiond_threads.thread_id AND NOT child.archived)"
+)
 _UPDATE_ROW = (
     "UPDATE sessiond_threads SET title = %s, preview = %s, cwd = %s, workspace_folder = %s, "
     "branch = %s, head_sha = %s, repo_id = %s, repo_path = %s, created_at = %s, "
     "updated_at = %s, item_count = %s, forked_from = %s, cost_usd = %s, origin = %s, "
-    "last_seq = %s, latest_session_id = %s WHERE thread_id = %s"
+    "parent_thread_id = %s, parent_operation_id = %s, last_seq = %s, latest_session_id = %s "
+    "WHERE thread_id = %s"
 )
 
 
 def _summary_of(row: tuple[Any, ...]) -> ThreadSummary:
-    fields = dict(zip(_ROW_FIELDS, row, strict=True))
+    """A row of `_ROW_COLUMNS`, then the child count when the query selected it."""
+    fields = dict(zip(_ROW_FIELDS, row[: len(_ROW_FIELDS)], strict=True))
     fields["updatedAt"] = fields["updatedAt"] or None
+    if len(row) > len(_ROW_FIELDS):
+        fields["childCount"] = row[len(_ROW_FIELDS)]
     return ThreadSummary(**fields)
 
 
@@ -93,9 +102,20 @@ def _row_values(summary: ThreadSummary, repo: tuple[str | None, str | None]) -> 
         summary.title, summary.preview, summary.cwd, summary.workspaceFolder, summary.branch,
         summary.headSha, repo[0], repo[1], summary.createdAt, summary.updatedAt or "",
         summary.itemCount, Jsonb(summary.forkedFrom) if summary.forkedFrom else None,
-        summary.costUsd, Jsonb(summary.origin) if summary.origin else None, summary.lastSeq,
+        summary.costUsd, Jsonb(summary.origin) if summary.origin else None,
+        _uuid_or_none(summary.parentThreadId), summary.parentOperationId, summary.lastSeq,
         summary.latestSessionId, summary.threadId,
     )  # fmt: skip
+
+
+def _uuid_or_none(value: str | None) -> str | None:
+    """A parent id as the uuid column takes it; anything else (not a thread id) is none."""
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
 
 
 def repo_binding(item: dict[str, Any]) -> tuple[str | None, str | None] | None:
@@ -794,8 +814,10 @@ class PostgresStore:
         cursor: str | None,
         limit: int,
         repo: tuple[str, str] | None = None,
+        parent_thread_id: str | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
-        """One page, newest first, every filter applied before paging (keyset cursor).
+        """One page, newest first, every filter applied before paging (keyset cursor):
+        top-level threads, or the children of `parent_thread_id`.
 
         `repo` (repoId, path of the folder inside the repository) widens a workspace-folder
         filter to that repository's threads from every machine, wherever it is checked out.
@@ -803,6 +825,11 @@ class PostgresStore:
         limit = max(1, min(MAX_LIMIT, limit))
         where = ["archived = %s"]
         params: list[Any] = [archived]
+        if parent_thread_id is None:
+            where.append("parent_thread_id IS NULL")
+        else:
+            where.append("parent_thread_id = %s::uuid")
+            params.append(validate_thread_id(parent_thread_id))
         if cwd is not None:
             where.append('cwd COLLATE "C" = %s')
             params.append(cwd)
@@ -842,8 +869,8 @@ class PostgresStore:
             where.append("(updated_at, thread_id) < (%s, %s::uuid)")
             params += [updated, thread_id]
         sql = (
-            f"SELECT {_ROW_COLUMNS} FROM sessiond_threads WHERE {' AND '.join(where)} "
-            "ORDER BY updated_at DESC, thread_id DESC LIMIT %s"
+            f"SELECT {_ROW_COLUMNS}, {_CHILD_COUNT} FROM sessiond_threads "
+            f"WHERE {' AND '.join(where)} ORDER BY updated_at DESC, thread_id DESC LIMIT %s"
         )
         with self._read() as conn:
             rows = conn.execute(sql, [*params, limit + 1]).fetchall()  # type: ignore[arg-type]
@@ -1316,6 +1343,7 @@ class SharedIndex:
         search: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
+        parent_thread_id: str | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
         repo = self._repo_of(workspace_folder) if workspace_folder else None
         return self._store.list(
@@ -1326,6 +1354,7 @@ class SharedIndex:
             cursor=cursor,
             limit=limit,
             repo=repo,
+            parent_thread_id=parent_thread_id,
         )
 
     def _repo_of(self, folder: str) -> tuple[str, str] | None:

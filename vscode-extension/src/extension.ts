@@ -241,7 +241,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
       threads.applyThreadChange(thread, deleted ?? false);
       sessions.applyThreadChange(thread, deleted ?? false);
     }),
-    client.onNotification("thread/started", ({ thread }) => threads.applyThreadChange(thread, false)),
+    client.onNotification("thread/started", ({ thread }) => threads.applyThreadChange(thread, false, true)),
     client.onNotification("$/progress", (progress) => showProgress(progress.token, progress.value)),
     client.onStateChange((state, error) => {
       if (state === "restarting") output.appendLine("sessiond stopped unexpectedly; restarting it");

@@ -852,6 +852,18 @@ export interface OperationItem {
    * The tool's result, any JSON.
    */
   result?: unknown;
+  /**
+   * A shell tool's command line, as the agent ran it (on `started`).
+   */
+  command?: string | null;
+  /**
+   * A shell command's exit code, when known.
+   */
+  exitCode?: number | null;
+  /**
+   * A call that ran a sub-agent: the sub-agent's thread (started with `thread/start {parentThreadId}`). Its cost is counted in this thread's cost line.
+   */
+  childThreadId?: string | null;
   [k: string]: unknown;
 }
 export interface PendingOperation {
@@ -1290,6 +1302,18 @@ export interface ThreadInfo {
    * Where the thread came from: null when recorded over this protocol.
    */
   origin?: ThreadOrigin | null;
+  /**
+   * The thread whose tool call started this one (a sub-agent), else null. A child is listed under its parent (`thread/list {parentThreadId}`), not at the top.
+   */
+  parentThreadId?: string | null;
+  /**
+   * That tool call: its `operationId` in the parent thread, when known.
+   */
+  parentOperationId?: string | null;
+  /**
+   * How many (unarchived) sub-agent threads `thread/list {parentThreadId}` lists under this one. Counted by `thread/list`; null where not counted (notifications, other answers): keep the count a listing gave.
+   */
+  childCount?: number | null;
   [k: string]: unknown;
 }
 /**
@@ -1316,6 +1340,14 @@ export interface ThreadOrigin {
    * Imports: 1 for a session's first import; a source file rewritten (not appended to) since is imported again as a new thread with the next revision.
    */
   revision?: number | null;
+  /**
+   * A sub-agent's session: the session (in that agent's store) whose tool call started it; the thread's `parentThreadId` is that session's thread.
+   */
+  parentSessionId?: string | null;
+  /**
+   * A sub-agent's session: the parent's tool call that started it (its `operationId` in the parent thread), when the agent recorded it.
+   */
+  parentToolCallId?: string | null;
   [k: string]: unknown;
 }
 export interface SessionRef {
@@ -1582,6 +1614,10 @@ export interface ThreadListParams {
    * Threads per page (1-200).
    */
   limit?: number;
+  /**
+   * List this thread's sub-agent threads. Without it only top-level threads are listed: children are reached through their parent (`childCount`).
+   */
+  parentThreadId?: string | null;
   [k: string]: unknown;
 }
 export interface ThreadListResult {
@@ -1824,6 +1860,14 @@ export interface ThreadStartParams {
    * What the agent may do; restored on every resume.
    */
   permissions?: Permissions | null;
+  /**
+   * Start a sub-agent's thread under this one (it must exist: ThreadNotFound otherwise); listed under it, not at the top.
+   */
+  parentThreadId?: string | null;
+  /**
+   * With `parentThreadId`: the parent's operation (tool call) that started the sub-agent.
+   */
+  parentOperationId?: string | null;
   [k: string]: unknown;
 }
 export interface ThreadStartResult {
