@@ -7,7 +7,7 @@ import * as vscode from "vscode";
 import type { SessiondClient } from "../client";
 import { describeError } from "../errors";
 import { agentName, threadLabel } from "../format";
-import type { Handoff, ParamsOf, RestoreReport, ThreadInfo } from "../protocol";
+import type { Handoff, RestoreReport, ThreadInfo } from "../protocol";
 import type { BlobDocuments } from "./blobs";
 import { renderBanner, renderEntry, type RenderContext } from "./html";
 import type { FromWebview, PageMessage, ShownEntry, ToWebview } from "./messages";
@@ -340,24 +340,21 @@ export class TranscriptPanel {
 }
 
 /**
- * The thread's sub-agents, when the server says it has some (`childCount`, issue 21):
- * `thread/list {parentThreadId}`. A server without sub-agent threads reports no count, and
- * is never asked (it would ignore the filter and list every thread).
+ * The thread's sub-agents (`thread/list {parentThreadId}`), unless a listing counted none
+ * (`childCount` is counted by thread/list only: a resume's ThreadInfo does not say). Only
+ * threads naming this one as their parent are taken, whatever the server answers.
  */
 async function listChildren(client: Client, thread: ThreadInfo): Promise<Children> {
-  const count = (thread as { childCount?: number | null }).childCount;
-  if (!count) return NO_CHILDREN;
-  const params = { parentThreadId: thread.threadId, limit: 200 } as ParamsOf<"thread/list">;
-  const listed = await client.request("thread/list", params).catch(() => undefined);
-  const children = (listed?.threads ?? []).filter((child) => (child as { parentThreadId?: string | null }).parentThreadId === thread.threadId);
+  if (thread.childCount === 0) return NO_CHILDREN;
+  const listed = await client.request("thread/list", { parentThreadId: thread.threadId, limit: 200 }).catch(() => undefined);
   const byOperation = new Map<string, ChildThread>();
   const byThread = new Map<string, ChildThread>();
   const unanchored: ChildThread[] = [];
-  for (const info of children) {
-    const child: ChildThread = { threadId: info.threadId, title: info.title ?? info.preview ?? undefined, itemCount: info.itemCount, costUsd: info.costUsd };
+  for (const info of listed?.threads ?? []) {
+    if (info.parentThreadId !== thread.threadId) continue;
+    const child: ChildThread = { threadId: info.threadId, title: info.title ?? (info.preview || undefined), itemCount: info.itemCount, costUsd: info.costUsd };
     byThread.set(child.threadId, child);
-    const operation = (info as { parentOperationId?: string | null }).parentOperationId;
-    if (operation) byOperation.set(operation, child);
+    if (info.parentOperationId) byOperation.set(info.parentOperationId, child);
     else unanchored.push(child);
   }
   return { byOperation, byThread, unanchored };

@@ -193,7 +193,8 @@ describe("the transcript view", () => {
   it("a call that ran a sub-agent holds the sub-agent's transcript, loaded when its block is opened", async () => {
     const client = extension.api.client;
     const parent = await client.request("thread/start", { cwd: repo, title: "with a sub-agent" });
-    const child = await client.request("thread/start", { cwd: repo, title: "look around" });
+    // A sub-agent's thread under its parent, naming the call that started it.
+    const child = await client.request("thread/start", { cwd: repo, title: "look around", parentThreadId: parent.thread.threadId, parentOperationId: "task-1" });
     await client.request("thread/record", {
       threadId: child.thread.threadId,
       sessionId: child.sessionId,
@@ -203,12 +204,13 @@ describe("the transcript view", () => {
     await client.request("thread/record", {
       threadId: parent.thread.threadId,
       sessionId: parent.sessionId,
-      items: [{ type: "operation", id: "p1", operationId: "task-1", tool: "Task", effect: "read", state: "committed", childThreadId: child.thread.threadId }],
+      items: [{ type: "operation", id: "p1", operationId: "task-1", tool: "Task", effect: "read", state: "committed" }],
     });
     await client.request("thread/close", { threadId: parent.thread.threadId, sessionId: parent.sessionId });
     await extension.api.sessions.openTranscript(parent.thread);
     const call = (await shownTranscript(extension.api, parent.thread.threadId)).entries.find((entry) => entry.key === "op:task-1")!;
-    assert.match(call.html, new RegExp(`<details class="subagent" data-child="${child.thread.threadId}">`));
+    assert.match(call.html, new RegExp(`<details class="subagent" data-child="${child.thread.threadId}">`), "found by thread/list {parentThreadId}");
+    assert.match(textOf(call.html), /Sub-agent: look around · 1 item/);
     await fromWebview(extension.api, parent.thread.threadId, { type: "child", threadId: child.thread.threadId });
     const panel = extension.api.transcripts.get(parent.thread.threadId)!.panel as unknown as { posted: ToWebview[] };
     const page = panel.posted.find((message) => message.type === "child");
