@@ -326,6 +326,31 @@ class ThreadReadResult(Result):
     )
 
 
+class ThreadReadBlobParams(ThreadIdParams):
+    """The content of a file as an edit recorded it: the `beforeSha` or `afterSha` of the
+    `file_edit` item at `seq`. Only blobs the thread's own edits name can be read."""
+
+    seq: int = Field(ge=1, description="Seq of the thread's `file_edit` item naming the blob.")
+    sha: str = Field(
+        pattern="^[0-9a-f]{64}$",
+        description="sha256 (hex) of the content: that item's `beforeSha` or `afterSha`.",
+    )
+
+
+class ThreadReadBlobResult(Result):
+    recorded: bool = Field(
+        description="The content is stored. False when the edit was recorded with its hashes "
+        "only (a client's own `file_edit`, an imported diff): nothing to show."
+    )
+    content: str | None = Field(
+        None, description="The content, in `encoding`; null when not recorded."
+    )
+    encoding: Literal["utf-8", "base64"] | None = Field(
+        None, description="`utf-8` (text, as is) or `base64` (bytes that are not UTF-8)."
+    )
+    size: int | None = Field(None, description="The content's length in bytes.")
+
+
 class ThreadResumeParams(ThreadIdParams):
     cwd: str | None = Field(
         None, description="Where the client would continue (default: the recorded cwd)."
@@ -685,6 +710,7 @@ METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
     "thread/record": (ThreadRecordParams, ThreadRecordResult),
     "thread/list": (ThreadListParams, ThreadListResult),
     "thread/read": (ThreadReadParams, ThreadReadResult),
+    "thread/readBlob": (ThreadReadBlobParams, ThreadReadBlobResult),
     "thread/resume": (ThreadResumeParams, RestoreReport),
     "thread/fork": (ThreadForkParams, ThreadForkResult),
     "thread/archive": (ThreadIdParams, EmptyResult),
@@ -728,6 +754,10 @@ SUMMARIES: dict[str, str] = {
     "only top-level threads: a sub-agent's thread (`parentThreadId` set) is listed under its "
     "parent, with `thread/list {parentThreadId}`, and counted in the parent's `childCount`.",
     "thread/read": "A thread's stored items, a page at a time, in ascending seq.",
+    "thread/readBlob": "A file's content before or after one of the thread's recorded edits "
+    "(for a diff), read through the `file_edit` item that names it: a seq that is not such "
+    "an item of this thread, or a sha it does not name, is Unauthorized; content larger than "
+    "one answer (`--max-frame`) is PayloadTooLarge.",
     "thread/resume": "Restore every subsystem and open a new session, or say why not "
     "(`needs_review`): the RestoreReport.",
     "thread/fork": "A new thread holding the items up to a turn or seq, with its own session.",

@@ -336,6 +336,19 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
     return {"items": items, cursor: page.next_seq, "skippedLines": page.skipped}
 
 
+@handles("thread/readBlob")
+async def thread_read_blob(ctx: Context, params: Any) -> dict[str, Any]:
+    """Only through the edit that names the blob (restore/edit_blobs.py)."""
+    from restore.edit_blobs import read_edit_blob
+
+    max_frame = ctx.server.config.max_frame
+    return await ctx.server.run_in_worker(
+        lambda: read_edit_blob(
+            ctx.service.store, params.threadId, params.seq, params.sha, max_bytes=max_frame
+        )
+    )
+
+
 @handles("thread/resume")
 async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
     if params.cwd is not None:

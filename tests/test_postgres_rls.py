@@ -157,3 +157,35 @@ def test_a_role_without_ddl_rights_uses_a_schema_the_owner_created(
         assert [t["threadId"] for t in ana.request("thread/list", {})["threads"]] == [tid]
     finally:
         ana.close()
+
+
+def test_private_a_file_edit_naming_another_roles_blob_reads_nothing_of_it(
+    roles: dict[str, str], store_url: str, tmp_path: Path
+) -> None:
+    """thread/readBlob answers through an edit of the thread (tests/security/
+    test_blob_access.py); a role may record a file_edit naming any sha, but under `private`
+    the database keeps another role's blob from it: content not recorded."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
+    try:
+        tid, sid = start(ana, work)
+        edit = {"threadId": tid, "sessionId": sid, "operationId": "op-1",
+                "path": str(work / "key.txt"), "content": "ana's secret\n"}  # fmt: skip
+        assert ana.request("fs/applyEdit", edit)["outcome"] == "applied"
+        [ana_edit] = [i for i in ana.request("thread/read", {"threadId": tid})["items"]
+                      if i["type"] == "file_edit"]  # fmt: skip
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        ben_tid, ben_sid = start(ben, work)
+        forged = {"type": "file_edit", "path": str(work / "key.txt"), "beforeSha": None,
+                  "afterSha": ana_edit["afterSha"]}  # fmt: skip
+        seq = record(ben, ben_tid, ben_sid, forged)["lastSeq"]
+        read = {"threadId": ben_tid, "seq": seq, "sha": ana_edit["afterSha"]}
+        assert ben.request("thread/readBlob", read) == {
+            "recorded": False, "content": None, "encoding": None, "size": None}  # fmt: skip
+        own = {"threadId": tid, "seq": ana_edit["seq"], "sha": ana_edit["afterSha"]}
+        assert ana.request("thread/readBlob", own)["content"] == "ana's secret\n"
+    finally:
+        ana.close()
+        ben.close()

@@ -262,6 +262,11 @@ class Store(Protocol):
 
     def get_blob(self, sha: str) -> bytes | None: ...
 
+    def blob_size(self, sha: str) -> int | None:
+        """The stored blob's length in bytes (None: not stored), without reading it, so a
+        blob too large for an answer is refused before it is read."""
+        ...
+
     def blob_shas(self) -> list[str]: ...
 
     def thread_ids(self) -> list[str]:

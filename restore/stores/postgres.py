@@ -1015,6 +1015,13 @@ class PostgresStore:
             ).fetchone()
         return None if row is None else bytes(row[0])
 
+    def blob_size(self, sha: str) -> int | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT octet_length(data) FROM sessiond_blobs WHERE sha256 = %s", (sha,)
+            ).fetchone()
+        return None if row is None else int(row[0])
+
     # --- copying (sessiond migrate) ----------------------------------------------------------
 
     def import_thread(self, thread_id: str, items: list[dict[str, Any]], archived: bool) -> int:

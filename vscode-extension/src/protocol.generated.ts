@@ -1682,6 +1682,44 @@ export interface ThreadListResult {
   [k: string]: unknown;
 }
 /**
+ * The content of a file as an edit recorded it: the `beforeSha` or `afterSha` of the
+ * `file_edit` item at `seq`. Only blobs the thread's own edits name can be read.
+ */
+export interface ThreadReadBlobParams {
+  /**
+   * The thread's id (a UUID).
+   */
+  threadId: string;
+  /**
+   * Seq of the thread's `file_edit` item naming the blob.
+   */
+  seq: number;
+  /**
+   * sha256 (hex) of the content: that item's `beforeSha` or `afterSha`.
+   */
+  sha: string;
+  [k: string]: unknown;
+}
+export interface ThreadReadBlobResult {
+  /**
+   * The content is stored. False when the edit was recorded with its hashes only (a client's own `file_edit`, an imported diff): nothing to show.
+   */
+  recorded: boolean;
+  /**
+   * The content, in `encoding`; null when not recorded.
+   */
+  content?: string | null;
+  /**
+   * `utf-8` (text, as is) or `base64` (bytes that are not UTF-8).
+   */
+  encoding?: ("utf-8" | "base64") | null;
+  /**
+   * The content's length in bytes.
+   */
+  size?: number | null;
+  [k: string]: unknown;
+}
+/**
  * One page: forward with `afterSeq` (the default, from the start), back with `beforeSeq`
  * (the `limit` items just before it); items come in ascending seq either way. A page costs
  * O(limit), whatever its depth or the thread's length.
@@ -1938,6 +1976,7 @@ export interface ProtocolRequests {
   "thread/record": { params: ThreadRecordParams; result: ThreadRecordResult };
   "thread/list": { params: ThreadListParams; result: ThreadListResult };
   "thread/read": { params: ThreadReadParams; result: ThreadReadResult };
+  "thread/readBlob": { params: ThreadReadBlobParams; result: ThreadReadBlobResult };
   "thread/resume": { params: ThreadResumeParams; result: RestoreReport };
   "thread/fork": { params: ThreadForkParams; result: ThreadForkResult };
   "thread/archive": { params: ThreadIdParams; result: EmptyResult };
