@@ -212,11 +212,12 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
             parent_operation_id=params.parentOperationId,
         )
     )
-    info = {**started.summary.thread_info(), "childCount": 0}  # none yet: it is new
+    info = started.summary.thread_info()
     ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
-    # A sub-agent's: its parent's count follows, after it.
-    await ctx.server.announce_threads([("thread/started", {"thread": info})],
+    # Counted in the notification (none yet: it is new), not in the answer (a snapshot a
+    # client may keep); a sub-agent's parent follows with its new count.
+    await ctx.server.announce_threads([("thread/started", {"thread": {**info, "childCount": 0}})],
                                       parents=[info["parentThreadId"]])  # fmt: skip
     ctx.server.hooks.session_started(
         ctx,
@@ -369,7 +370,8 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
     if report["session"]["sessionId"]:  # ready: needs_review opens no session, runs no hook
         ctx.server.schedule_index_flush()  # its row, for other processes' listings
         await ctx.server.name_holder(report["thread"]["threadId"], ctx.connection)
-        await ctx.server.announce_threads([("thread/updated", {"thread": report["thread"]})])
+        notice = {"thread": dict(report["thread"])}  # counted there, not in the answer
+        await ctx.server.announce_threads([("thread/updated", notice)])
         ctx.server.hooks.session_started(
             ctx,
             thread_id=report["thread"]["threadId"],
@@ -392,10 +394,11 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
             trusted_folders=ctx.trusted_folders(),
         )
     )
-    info = {**started.summary.thread_info(), "childCount": 0}  # a fork has no sub-agents
+    info = started.summary.thread_info()
     ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
-    ctx.server.broadcast("thread/started", {"thread": info})
+    # A fork has no sub-agents: counted in the notification, not in the answer.
+    ctx.server.broadcast("thread/started", {"thread": {**info, "childCount": 0}})
     ctx.server.hooks.session_started(  # a fork is a startup with forkedFrom
         ctx,
         thread_id=info["threadId"],
@@ -443,7 +446,7 @@ async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
 async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
     summary = await ctx.server.run_in_worker(ctx.service.set_title, params.threadId, params.title)
     info = summary.thread_info()
-    await ctx.server.announce_threads([("thread/updated", {"thread": info})])
+    await ctx.server.announce_threads([("thread/updated", {"thread": dict(info)})])
     return {"thread": info}
 
 

@@ -126,9 +126,11 @@ def test_notifications_carry_child_counts_and_a_sub_agent_change_updates_its_par
     server = spawn()
     server.initialize([str(tmp_path)])
     server.request("thread/list", {})  # a client listing: from here it has counts to keep
+    seen = len(server.notifications)
     parent = start(server, tmp_path, title="parent")
     parent_id = parent["thread"]["threadId"]
-    assert parent["thread"]["childCount"] == 0
+    assert thread_notices(server, seen) == [("thread/started", parent_id, 0)]
+    assert parent["thread"]["childCount"] is None  # an answer is a snapshot: not counted
     seen = len(server.notifications)
     child = start(server, tmp_path, title="sub-agent", parentThreadId=parent_id)
     child_id = child["thread"]["threadId"]
