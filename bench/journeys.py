@@ -42,9 +42,9 @@ from bench import codex_peer, resume
 from bench.codex_peer import AppServer
 from bench.listing import FOLDERS, PAGE, write_threads
 from bench.rpc import PipelinedServer
-from restore.paths import Layout
-from restore.store import Durability
-from restore.threads import ThreadService
+from restore.home.layout import Layout
+from restore.service.threads import ThreadService
+from restore.stores.embedded.files import Durability
 
 MESSAGE_LIMIT = 200
 MESSAGES_PER_ITEMS = (16, 20)  # bench.resume's mix: 16 messages in every 20 items

@@ -20,11 +20,11 @@ from typing import Any
 
 import orjson
 
-from restore.jsonl import parse_bytes
-from restore.paths import Layout
-from restore.store import Durability
+from restore.home.layout import Layout
+from restore.service.threads import ThreadService
+from restore.stores.embedded.files import Durability
+from restore.stores.embedded.jsonl import parse_bytes
 from restore.summary import summarize
-from restore.threads import ThreadService
 
 FOLDERS = 20
 PAGE = 50

@@ -17,9 +17,9 @@ from typing import Any
 
 from bench.listing import write_threads
 from bench.rpc import REPO, PipelinedServer
-from restore.paths import Layout
-from restore.store import Durability
-from restore.threads import ThreadService
+from restore.home.layout import Layout
+from restore.service.threads import ThreadService
+from restore.stores.embedded.files import Durability
 
 INITIALIZE = {"clientInfo": {"name": "bench"}, "workspaceFolders": []}
 

@@ -20,10 +20,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from restore import snapshots
-from restore.paths import Layout
-from restore.store import Durability
-from restore.threads import ThreadService
+from restore.home.layout import Layout
+from restore.service.threads import ThreadService
+from restore.stores.embedded import snapshots
+from restore.stores.embedded.files import Durability
 
 BATCH = 1000
 

@@ -157,8 +157,8 @@ def bare_interpreter(repeat: int = 5) -> float:
 def make_threads(home: Path, count: int) -> None:
     """`count` threads of one session and one message each, written by the store itself."""
     sys.path.insert(0, str(REPO))
-    from restore.paths import Layout
-    from restore.store import Durability, ThreadStore
+    from restore.home.layout import Layout
+    from restore.stores.embedded.files import Durability, ThreadStore
 
     store = ThreadStore(Layout(home), Durability.NONE)
     for n in range(count):

@@ -31,12 +31,12 @@ import orjson
 
 from bench.record import server_throughput
 from bench.rpc import PipelinedServer
-from restore.jsonl import encode_line
-from restore.paths import Layout
-from restore.store import Durability
+from restore.home.layout import Layout
+from restore.service.threads import ThreadService
 from restore.stores import open_store
+from restore.stores.embedded.files import Durability
+from restore.stores.embedded.jsonl import encode_line
 from restore.summary import summarize
-from restore.threads import ThreadService
 from tests import pg_cluster
 
 FOLDERS = 20
@@ -74,7 +74,7 @@ def _seed(
         return
     import psycopg
 
-    from restore.stores.postgres import _UPDATE_ROW, _row_values, repo_binding
+    from restore.stores.postgres.store import _UPDATE_ROW, _row_values, repo_binding
 
     store = open_store(store_url, Layout(home), Durability.FSYNC)
     store.index.count()  # connects, and so migrates

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.atomic import write_atomically
+from restore.home.files import write_atomically
 
 TEXT_LIMIT = 4 << 20
 """Bytes of a file-backed prompt section read back on resume; a larger file is refused."""

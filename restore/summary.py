@@ -12,7 +12,6 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from protocol.names import SERVER_ITEM_TYPES
-from restore.jsonl import LineMark
 
 PREVIEW_CHARS = 160
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]+")
@@ -137,8 +136,3 @@ def summarize(
     for item in items:
         summary.apply(item)
     return summary
-
-
-Indexed = tuple[ThreadSummary, LineMark | None]
-"""A thread's index row: its summary, and the last line of the file it covers (None:
-unknown, so a change is read from the start)."""

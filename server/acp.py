@@ -55,7 +55,7 @@ from server.framing import Frame, FrameDecoder, FrameTooLarge
 from server.watchdog import Watchdog
 
 if TYPE_CHECKING:
-    from restore.threads import ThreadService
+    from restore.service.threads import ThreadService
     from server.hooks import HookRun, LifecycleHooks
 
 logger = logging.getLogger("sessiond.acp")
@@ -364,11 +364,11 @@ class AcpProxy:
         """The store (embedded, or the shared one `--store` names), created by the first
         session method that needs it; a shared store connects with its first request."""
         if self._service is None:
-            from restore.paths import Layout
-            from restore.private import private_dirs
-            from restore.store import Durability
+            from restore.home.files import private_dirs
+            from restore.home.layout import Layout
+            from restore.service.threads import ThreadService
             from restore.stores import open_store
-            from restore.threads import ThreadService
+            from restore.stores.embedded.files import Durability
 
             private_dirs(self.home)  # 0700, and so are any parents it creates
             layout = Layout(self.home)
@@ -1011,7 +1011,7 @@ class AcpProxy:
     def _history(self, live: Live) -> list[dict[str, Any]]:
         """The thread's newest messages since its boundary, as recorded so far (a thread
         started here has them too, when AGENT died and cannot resume)."""
-        from restore.subsystems import messages as messages_subsystem
+        from restore.engine.subsystems import messages as messages_subsystem
 
         session = self.service.session_for(live.thread_id, live.session_id, self.owner)
         # The state keeps the messages' seqs, not their bodies.
@@ -1110,7 +1110,7 @@ class AcpProxy:
 
     def _locate(self, thread_id: str) -> str | None:
         try:
-            from restore.paths import validate_thread_id
+            from restore.ids import validate_thread_id
 
             thread_id = validate_thread_id(thread_id)
         except ProtocolError:
@@ -1148,7 +1148,7 @@ class AcpProxy:
         """Other processes (`sessiond serve`, `sessiond list`) see the thread's new row
         within about a second; never on the critical path of an answer."""
         if self._index_flush is None:
-            from restore.threads import INDEX_FLUSH_SECONDS
+            from restore.service.threads import INDEX_FLUSH_SECONDS
 
             loop = asyncio.get_running_loop()
             self._index_flush = loop.call_later(INDEX_FLUSH_SECONDS, self._flush_index)

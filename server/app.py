@@ -27,9 +27,9 @@ from server.subscriptions import Subscriptions
 from server.worker import StoreWorker
 
 if TYPE_CHECKING:
-    from restore.pages import ThreadPages
+    from restore.service.threads import ThreadService
     from restore.stores import Pages, Store
-    from restore.threads import ThreadService
+    from restore.stores.embedded.pages import ThreadPages
     from server.hooks import LifecycleHooks
     from server.watch import Watcher
 
@@ -121,10 +121,10 @@ class SessiondServer:
     def service(self) -> ThreadService:
         """Created on first use (worker thread only), so startup reads no file."""
         if self._service is None:
-            from restore.home import open_home
-            from restore.paths import Layout
-            from restore.store import Durability
-            from restore.threads import ThreadService
+            from restore.home.layout import Layout
+            from restore.home.state import open_home
+            from restore.service.threads import ThreadService
+            from restore.stores.embedded.files import Durability
 
             # A home that is a file or unreadable is StorageError for this request and the
             # next (checked again: the user may fix it while the server runs).
@@ -153,9 +153,9 @@ class SessiondServer:
             return None
         with self._store_lock:
             if self._store is None:
-                from restore.paths import Layout
-                from restore.store import Durability
+                from restore.home.layout import Layout
                 from restore.stores import open_store
+                from restore.stores.embedded.files import Durability
 
                 durability = Durability(self.config.durability)
                 self._store = open_store(self.config.store, Layout(Path(self.config.home)),
@@ -195,9 +195,9 @@ class SessiondServer:
             return store.pages
         with self._pages_lock:
             if self._pages is None:
-                from restore.home import open_home
-                from restore.pages import ThreadPages
-                from restore.paths import Layout
+                from restore.home.layout import Layout
+                from restore.home.state import open_home
+                from restore.stores.embedded.pages import ThreadPages
 
                 home = open_home(Path(self.config.home))  # StorageError until it is usable
                 self._pages = ThreadPages(Layout(home.path))
@@ -270,7 +270,7 @@ class SessiondServer:
         """After a burst of records, write the batched index rows once it pauses, so other
         processes listing the same data dir see them within about a second."""
         if self._flush_handle is None and self.loop is not None:
-            from restore.threads import INDEX_FLUSH_SECONDS
+            from restore.service.threads import INDEX_FLUSH_SECONDS
 
             self._flush_handle = self.loop.call_later(INDEX_FLUSH_SECONDS, self._flush_index)
 

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from restore.doctor import run_doctor
-from restore.home import Home, open_home
-from restore.paths import Layout
-from restore.store import Durability
+from restore.home.layout import Layout
+from restore.home.state import Home, open_home
+from restore.service.threads import ThreadService
 from restore.stores import is_shared, open_store
-from restore.threads import ThreadService
+from restore.stores.embedded.doctor import run_doctor
+from restore.stores.embedded.files import Durability
 from server import transcript
 from server.cli import embedded_only, print_json
 from server.config import ServerConfig
@@ -30,7 +30,7 @@ BRANCH_COLUMNS = 24
 MAX_DEPTH = 4  # levels of sub-agents shown under a thread
 
 if TYPE_CHECKING:
-    from restore.importer import FileResult, Importer, ImportSummary
+    from restore.imports.importer import FileResult, Importer, ImportSummary
     from restore.summary import ThreadSummary
 
 
@@ -247,7 +247,7 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
 def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
     """`sessiond import claude|codex|gemini [--from DIR] [--watch]`: import, summarize, then
     (with --watch) follow the store until Ctrl-C."""
-    from restore.importer import SOURCES, Importer
+    from restore.imports.importer import SOURCES, Importer
 
     if config.store:
         raise embedded_only("import")

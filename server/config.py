@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from restore.paths import default_home
+from restore.home.layout import default_home
 from server.framing import DEFAULT_MAX_FRAME
 
 FOLLOWABLE = ("claude", "codex", "gemini")

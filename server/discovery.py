@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from protocol import PROTOCOL_VERSION
-from restore.private import private_dirs, read_regular
+from restore.home.files import private_dirs, read_regular
 
 
 def servers_dir(home: Path) -> Path:

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
-from restore.subsystems import SUBSYSTEM_NAMES
+from restore.engine.subsystems import SUBSYSTEM_NAMES
 from server import __version__
 from server.framing import Framing
 from server.readahead import PageKey, ReadAhead
 
 if TYPE_CHECKING:
-    from restore.pages import Page
-    from restore.store import AppendResult
+    from restore.service.threads import ThreadService
+    from restore.stores.embedded.files import AppendResult
+    from restore.stores.embedded.pages import Page
     from restore.summary import ThreadSummary
-    from restore.threads import ThreadService
     from server.app import SessiondServer
     from server.rpc import SessiondProtocol
 
@@ -340,7 +340,7 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
 @handles("thread/readBlob")
 async def thread_read_blob(ctx: Context, params: Any) -> dict[str, Any]:
     """Only through the edit that names the blob (restore/edit_blobs.py)."""
-    from restore.edit_blobs import read_edit_blob
+    from restore.service.edit_blobs import read_edit_blob
 
     max_frame = ctx.server.config.max_frame
     return await ctx.server.run_in_worker(
@@ -505,7 +505,7 @@ async def _in_session(ctx: Context, params: Any, work: Callable[..., Any], **kwa
 
 @handles("fs/applyEdit")
 async def fs_apply_edit(ctx: Context, params: Any) -> dict[str, Any]:
-    from restore.edits import apply_edit
+    from restore.service.edits import apply_edit
 
     return await _in_session(
         ctx,
@@ -521,7 +521,7 @@ async def fs_apply_edit(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/rewind")
 async def thread_rewind(ctx: Context, params: Any) -> dict[str, Any]:
-    from restore.edits import rewind
+    from restore.service.edits import rewind
 
     return await _in_session(
         ctx,

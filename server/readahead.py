@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from restore.pages import Page
+    from restore.stores.embedded.pages import Page
 
 
 class PageKey(NamedTuple):

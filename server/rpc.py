@@ -66,7 +66,7 @@ def error_from_exception(exc: BaseException, home: str | None = None) -> dict[st
     if isinstance(exc, OSError):  # a filesystem failure no layer below named: still typed
         return storage_error(exc).to_error_object()
     if type(exc).__module__ == "sqlite3" and home is not None:  # only the index uses SQLite
-        from restore.paths import Layout
+        from restore.home.layout import Layout
 
         index = str(Layout(Path(home)).index_path)
         full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"  # "disk is full"

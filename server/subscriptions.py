@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from restore.paths import validate_thread_id
+from restore.ids import validate_thread_id
 from server.handlers import Context, handles
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from restore.external import ExternalChange
-    from restore.importer import FileResult, Importer
+    from restore.imports.importer import FileResult, Importer
+    from restore.stores.embedded.external import ExternalChange
     from server.app import SessiondServer
 
 logger = logging.getLogger("sessiond.watch")
@@ -50,7 +50,7 @@ class Watcher:
         are caught up once the watcher is in place, so a start deferred past the caller's
         answer misses nothing."""
         if self._task is None and self.server.loop is not None:
-            from restore.jsonl import ts_at
+            from restore.stores.embedded.jsonl import ts_at
 
             # One instant for both: a thread created after the caller began looking (before
             # the deferred start) is announced as started, not as updated.
@@ -110,7 +110,7 @@ class Watcher:
                 catch_up.cancel()
 
     def _make_importers(self) -> list[Importer]:
-        from restore.importer import SOURCES, Importer
+        from restore.imports.importer import SOURCES, Importer
 
         return [
             Importer(self.server.service, SOURCES[name], live=True)
@@ -120,7 +120,7 @@ class Watcher:
     async def _catch_up(self) -> None:
         """Threads other processes wrote while the watcher started, then the first import
         of each followed store, in batches, with `$/progress`."""
-        from restore.importer import CHUNK
+        from restore.imports.importer import CHUNK
         from server.progress import reporter
 
         service = self.server.service
@@ -172,7 +172,7 @@ class Watcher:
     async def _threads_changed(self, paths: list[Path], added: set[Path]) -> None:
         """Thread files another sessiond process wrote: their new rows, to everyone."""
         from protocol.errors import ProtocolError
-        from restore.paths import validate_thread_id
+        from restore.ids import validate_thread_id
 
         def work() -> list[ExternalChange]:
             ids = []

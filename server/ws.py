@@ -32,7 +32,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from restore.home import open_home
+from restore.home.state import open_home
 from server.app import SessiondServer
 from server.discovery import LockFile, live_servers
 from server.framing import FrameTooLarge

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import orjson
 
-from restore import import_parse
-from restore.importer import SOURCES, Importer
+from restore.imports import parse as import_parse
+from restore.imports.importer import SOURCES, Importer
 from server.commands import _service
 from server.config import ServerConfig
 

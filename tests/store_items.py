@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from restore.paths import Layout
-from restore.store import Durability, ThreadStore
+from restore.home.layout import Layout
+from restore.stores.embedded.files import Durability, ThreadStore
 
 
 def make_store(home: Path, durability: Durability = Durability.FSYNC) -> ThreadStore:

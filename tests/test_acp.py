@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from acp import RequestError
 
-from restore.paths import Layout
-from restore.store import ThreadStore
-from restore.subsystems import ThreadState
+from restore.engine.subsystems import ThreadState
+from restore.home.layout import Layout
+from restore.stores.embedded.files import ThreadStore
 from tests.acp_editor import (
     HANG_GUARD,
     agent_log,

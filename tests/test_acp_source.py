@@ -17,8 +17,8 @@ from protocol.items import (
     ThreadTitleItem,
 )
 from protocol.names import SERVER_ITEM_TYPES
+from restore.engine.subsystems import ThreadState
 from restore.sources import acp as source
-from restore.subsystems import ThreadState
 
 TURN = "11111111-1111-1111-1111-111111111111"
 IDLE = "22222222-2222-2222-2222-222222222222"

@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 import pytest
 
-from restore.paths import Layout
-from restore.store import ThreadStore
+from restore.home.layout import Layout
+from restore.stores.embedded.files import ThreadStore
 from tests.conftest import git
 from tests.import_fixtures import ClaudeSession, Fixture, build
 from tests.rpc_client import ServerProcess

@@ -23,8 +23,8 @@ import orjson
 import pytest
 
 from bench.import_ import write_rollouts
-from restore.import_ledger import ImportLedger
-from restore.importer import PARALLEL_FROM
+from restore.imports.importer import PARALLEL_FROM
+from restore.imports.ledger import ImportLedger
 from tests.conftest import git
 from tests.import_fixtures import Fixture, build
 from tests.test_cli import REPO

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.index import ThreadIndex, encode_cursor
-from restore.paths import Layout
-from restore.store import ThreadStore
-from restore.summary import Indexed, ThreadSummary, summarize
+from restore.home.layout import Layout
+from restore.stores.embedded.files import ThreadStore
+from restore.stores.embedded.index import Indexed, ThreadIndex, encode_cursor
+from restore.summary import ThreadSummary, summarize
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -464,7 +464,11 @@ def test_filtered_pages_use_an_index_not_a_table_scan(layout: Layout) -> None:
 
 def test_importing_the_index_does_not_import_sqlite3() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", "import restore.index, sys; print('sqlite3' in sys.modules)"],
+        [
+            sys.executable,
+            "-c",
+            "import restore.stores.embedded.index, sys; print('sqlite3' in sys.modules)",
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -21,8 +21,8 @@ LAZY_MODULES = (
     "watchfiles",
     "sqlite3",  # the thread index: thread/list
     "pydantic",  # param validation: the first request after initialize
-    "restore.threads",
-    "restore.index",
+    "restore.service",
+    "restore.stores.embedded.index",
     "restore.stores",
     "psycopg",  # the PostgreSQL driver: only a postgresql:// store, at its first request
     "server.hooks",
@@ -73,7 +73,7 @@ def test_initialize_loads_nothing_a_later_request_would_need(
     server.request("thread/list", {})
     server.request("thread/start", {"cwd": str(workspace)})
     after = server.request("sessiond/debug")
-    assert loaded(after, "sqlite3") and loaded(after, "restore.threads")
+    assert loaded(after, "sqlite3") and loaded(after, "restore.service")
     assert not loaded(after, "psycopg")  # the embedded store never imports the driver
     assert loaded(after, "server.hooks") and after["hooksCreated"] is True
     deadline = time.monotonic() + HANG_GUARD

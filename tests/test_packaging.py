@@ -64,13 +64,13 @@ def test_wheel_holds_every_package_and_the_schema(tmp_path: Path) -> None:
     wheel = _build_wheel(tmp_path)
     shipped = set(zipfile.ZipFile(wheel).namelist())
     packages = _packages(_checkout_files())
-    assert {"protocol", "restore", "restore.subsystems", "restore.sources", "restore.stores",
+    assert {"protocol", "restore", "restore.engine.subsystems", "restore.sources", "restore.stores",
             "server"} <= packages  # fmt: skip
     missing = {p for p in packages if f"{p.replace('.', '/')}/__init__.py" not in shipped}
     assert not missing, f"packages left out of the wheel: {sorted(missing)}"
     assert "protocol/schema.json" in shipped  # package data: clients read it from the install
-    # The PostgreSQL store applies its migrations from the install (restore/stores/schema.py).
-    assert "restore/stores/migrations/001_initial.sql" in shipped
+    # The PostgreSQL store applies its migrations from the install (stores/postgres/schema.py).
+    assert "restore/stores/postgres/migrations/001_initial.sql" in shipped
     assert any(name.endswith("LICENSE") and ".dist-info/" in name for name in shipped)
     strays = {name.split("/")[0] for name in shipped} & set(NOT_SHIPPED)
     assert not strays, f"the wheel would install top-level {sorted(strays)}"
@@ -108,5 +108,5 @@ def test_the_find_configuration_includes_every_subpackage() -> None:
         for top in ("protocol", "restore", "server")
         for path in (REPO / top).rglob("__init__.py")
     }
-    assert {"restore.subsystems", "restore.sources"} <= on_disk
+    assert {"restore.engine.subsystems", "restore.sources"} <= on_disk
     assert on_disk <= packaged

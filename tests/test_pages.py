@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore import snapshots
-from restore.jsonl import parse_bytes
-from restore.pages import ANSWER_OVERHEAD, Page, ThreadPages
-from restore.paths import Layout
-from restore.store import Durability
-from restore.threads import ThreadService
+from restore.home.layout import Layout
+from restore.service.threads import ThreadService
+from restore.stores.embedded import snapshots
+from restore.stores.embedded.files import Durability
+from restore.stores.embedded.jsonl import parse_bytes
+from restore.stores.embedded.pages import ANSWER_OVERHEAD, Page, ThreadPages
 
 SMALL_ANCHORS = 700  # bytes between anchors: many anchors in a small test thread
 

@@ -205,7 +205,7 @@ def test_a_database_of_schema_1_is_migrated_and_its_threads_stay_top_level(
 ) -> None:
     """Schemas 2 and 3 (row-level security, sub-agents) on a database sessiond 0.x made:
     its threads stay readable, and top-level."""
-    from restore.stores import schema
+    from restore.stores.postgres import schema
 
     thread_id = str(uuid.uuid4())
     with psycopg.connect(store_url, autocommit=True) as conn:
@@ -403,10 +403,10 @@ def test_a_writer_that_lost_its_connection_never_writes_without_its_lock(
     with it, and machine B may take the thread. A's next record must then be ThreadBusy
     naming B, never written beside B's (the same seqs from two writers)."""
     from protocol.errors import ErrorKind, ProtocolError
-    from restore.paths import Layout
-    from restore.store import Durability
+    from restore.home.layout import Layout
+    from restore.service.threads import ThreadService
     from restore.stores import open_store
-    from restore.threads import ThreadService
+    from restore.stores.embedded.files import Durability
 
     def machine(name: str) -> ThreadService:
         layout = Layout(tmp_path / name)

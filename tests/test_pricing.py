@@ -9,7 +9,7 @@ from genai_prices import Usage, calc_price
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from restore import pricing
+from restore.sources import pricing
 
 MODELS = [
     ("claude-opus-5-5", "claude-code", "anthropic"),  # Claude Code 2.1's default

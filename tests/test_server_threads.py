@@ -373,8 +373,8 @@ def test_a_thread_mirroring_another_agent_lists_with_its_origin(
 ) -> None:
     """Threads made by the ACP front door or an import say where they came from; threads
     recorded over this protocol say null. The origin survives a lost index."""
-    from restore.paths import Layout
-    from restore.threads import ThreadService
+    from restore.home.layout import Layout
+    from restore.service.threads import ThreadService
 
     first = spawn()
     first.initialize()

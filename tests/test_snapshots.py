@@ -11,11 +11,11 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from restore import snapshots
-from restore.paths import Layout
-from restore.store import Durability
-from restore.subsystems import ThreadState
-from restore.threads import ThreadService
+from restore.engine.subsystems import ThreadState
+from restore.home.layout import Layout
+from restore.service.threads import ThreadService
+from restore.stores.embedded import snapshots
+from restore.stores.embedded.files import Durability
 
 op_ids = st.sampled_from(["a", "b", "c"])
 item_strategy = st.one_of(

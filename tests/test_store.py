@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.jsonl import parse_bytes
-from restore.paths import Layout, validate_thread_id
-from restore.store import Durability
+from restore.home.layout import Layout
+from restore.ids import validate_thread_id
+from restore.stores.embedded.files import Durability
+from restore.stores.embedded.jsonl import parse_bytes
 from tests.store_items import make_store, session_meta
 from tests.store_items import message as store_message
 
@@ -108,7 +109,7 @@ def test_group_commit_close_waits_for_the_sync_on_its_descriptor(tmp_path: Path)
 def test_group_commit_redoes_a_failed_sync_before_acknowledging_a_retry(
     tmp_path: Path,
 ) -> None:
-    from restore.threads import ThreadService
+    from restore.service.threads import ThreadService
 
     service = ThreadService(Layout(tmp_path), Durability.GROUP)
     started = service.start(cwd=str(tmp_path), workspace_folder=None)

@@ -17,10 +17,10 @@ import orjson
 import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.paths import Layout
-from restore.store import Durability
+from restore.home.layout import Layout
+from restore.service.threads import ThreadService
 from restore.stores import open_store
-from restore.threads import ThreadService
+from restore.stores.embedded.files import Durability
 from tests.conftest import BOTH_STORES
 
 pytestmark = BOTH_STORES

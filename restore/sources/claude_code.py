@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from restore import pricing
+from restore.sources import pricing
 from restore.sources.common import (
     RESULT_CHARS,
     SourceParser,

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from restore import pricing
+from restore.sources import pricing
 
 MESSAGE_CHARS = 1_000_000
 """A message longer than this is cut (and says so): one pasted log must not bloat a thread."""

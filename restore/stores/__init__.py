@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.stores.base import Index, Pages, Store, Writer
+from restore.stores.api import Index, Pages, Store, Writer
 
 if TYPE_CHECKING:
-    from restore.paths import Layout
-    from restore.store import Durability
+    from restore.home.layout import Layout
+    from restore.stores.embedded.files import Durability
 
 __all__ = ["Index", "Pages", "Store", "Writer", "is_shared", "open_store"]
 
@@ -28,7 +28,7 @@ def is_shared(url: str | None) -> bool:
 def open_store(url: str | None, layout: Layout, durability: Durability) -> Store:
     """The embedded store under `layout` (no URL), or the database a URL names."""
     if not url:
-        from restore.stores.embedded import EmbeddedStore
+        from restore.stores.embedded.store import EmbeddedStore
 
         return EmbeddedStore(layout, durability)
     if not is_shared(url):
@@ -38,7 +38,7 @@ def open_store(url: str | None, layout: Layout, durability: Durability) -> Store
             field="store",
         )
     try:
-        from restore.stores.postgres import PostgresStore
+        from restore.stores.postgres.store import PostgresStore
     except ImportError:
         raise ProtocolError(
             ErrorKind.STORAGE_ERROR,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from protocol.errors import ProtocolError
-from restore.stores.base import Store
+from restore.stores.api import Store
 
 Progress = Callable[[int, int], None]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from restore.index import ThreadIndex
+from restore.stores.embedded.index import ThreadIndex
 from tests.faults.helpers import Spawn, list_all, message, record, start, subsystem
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from restore.paths import Layout
+from restore.home.layout import Layout
 from tests import confine
 from tests.faults.helpers import (
     Spawn,

@@ -1,0 +1,123 @@
+"""Where things live on disk, derived from ids alone (so resume never needs the index)."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from restore.ids import validate_thread_id
+
+logger = logging.getLogger("sessiond.paths")
+_MISSING = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def default_home() -> Path:
+    """`$SESSIOND_HOME`, else `$XDG_STATE_HOME/sessiond`, else `~/.local/state/sessiond`."""
+    if home := os.environ.get("SESSIOND_HOME"):
+        return Path(home)
+    if xdg := os.environ.get("XDG_STATE_HOME"):
+        return Path(xdg) / "sessiond"
+    return Path.home() / ".local" / "state" / "sessiond"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The data directory: `threads/`, `archived/`, `index.sqlite3`, `recovered/`."""
+
+    home: Path
+
+    @property
+    def threads_dir(self) -> Path:
+        return self.home / "threads"
+
+    @property
+    def archived_dir(self) -> Path:
+        return self.home / "archived"
+
+    @property
+    def recovered_dir(self) -> Path:
+        """Torn tails are copied here before the live file is truncated."""
+        return self.home / "recovered"
+
+    @property
+    def snapshots_dir(self) -> Path:
+        return self.home / "snapshots"
+
+    @property
+    def blobs_dir(self) -> Path:
+        return self.home / "blobs"
+
+    def snapshot_path(self, thread_id: str) -> Path:
+        return self.snapshots_dir / thread_id[:2] / f"{thread_id}.json"
+
+    def offsets_path(self, thread_id: str) -> Path:
+        """The thread's seq → byte offset map (restore/pages.py), beside its snapshot."""
+        return self.snapshots_dir / thread_id[:2] / f"{thread_id}.offsets"
+
+    def blob_path(self, sha: str) -> Path:
+        return self.blobs_dir / sha[:2] / sha
+
+    @property
+    def index_path(self) -> Path:
+        return self.home / "index.sqlite3"
+
+    @property
+    def import_ledger_path(self) -> Path:
+        """Where imported sources were left (a cache of the threads' checkpoints)."""
+        return self.home / "imports.sqlite3"
+
+    def thread_path(self, thread_id: str, *, archived: bool = False) -> Path:
+        base = self.archived_dir if archived else self.threads_dir
+        return base / thread_id[:2] / f"{thread_id}.jsonl"
+
+    def locate(self, thread_id: str) -> tuple[Path, bool] | None:
+        """The live or archived file of a thread and whether it is archived; None if neither."""
+        thread_id = validate_thread_id(thread_id)
+        name = f"{thread_id[:2]}/{thread_id}.jsonl"
+        for archived, base in ((False, "threads"), (True, "archived")):
+            # A string and a stat first (an import asks for thousands of missing threads);
+            # a Path only for the file found.
+            try:
+                os.stat(f"{self.home}/{base}/{name}")
+            except OSError as exc:
+                if exc.errno in _MISSING:  # as Path.exists: any other error is raised
+                    continue
+                raise
+            return self.thread_path(thread_id, archived=archived), archived
+        return None
+
+    def iter_thread_files(self) -> list[tuple[Path, bool]]:
+        """Every thread file on disk with its archived flag (a directory scan: index repair)."""
+        return [(Path(path), archived) for path, archived, _ in self.scan_thread_files()]
+
+    def scan_thread_files(self) -> list[tuple[str, bool, os.stat_result]]:
+        """Every thread file as (path, archived, stat), without building Path objects:
+        the index reconciles 100k files with this at its first use in a process."""
+        found: list[tuple[str, bool, os.stat_result]] = []
+        for archived, base in ((False, self.threads_dir), (True, self.archived_dir)):
+            if not base.is_dir():
+                continue
+            for shard in _entries(base):
+                if not shard.is_dir(follow_symlinks=False):
+                    continue
+                for entry in _entries(Path(shard.path)):
+                    if entry.name.endswith(".jsonl"):
+                        try:
+                            found.append((entry.path, archived, entry.stat()))
+                        except OSError:
+                            continue  # removed while scanning, or not ours to read
+        return found
+
+
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
+    """A directory's entries; an unreadable one is skipped with a warning, so one bad shard
+    never hides the other threads (`sessiond doctor` reports it)."""
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except OSError as exc:
+        logger.warning("skipping %s while listing threads: %s", directory, exc.strerror)
+        return []

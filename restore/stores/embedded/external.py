@@ -1,0 +1,87 @@
+"""Threads another process writes (a second editor window's server, an importer): their
+listing rows, kept current by reading only what grew since the last look.
+
+A watcher reports which thread files changed; this module says what that means for
+clients: the thread's new row, or that it is gone (followers get the appended items from
+server/relay.py). Changes this process made itself are recognised by the file's size (the
+service notes the size after each of its own writes) and are not reported twice.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from stat import S_ISREG
+from typing import Any
+
+from restore.home.layout import Layout
+from restore.stores.embedded.jsonl import parse_bytes
+from restore.summary import ThreadSummary, summarize
+
+
+@dataclass
+class _Tail:
+    path: Path
+    archived: bool
+    offset: int
+    summary: ThreadSummary
+
+
+@dataclass
+class ExternalChange:
+    thread_id: str
+    thread: dict[str, Any] | None
+    """The thread's row (ThreadInfo); None when the thread is gone."""
+    row: tuple[ThreadSummary, Path, os.stat_result] | None = None
+    """What the index needs to store the row: the summary, the file and its stat."""
+    first_look: bool = False
+    """This process had not seen the thread before (it may be new, or just newly touched)."""
+
+
+class ExternalThreads:
+    def __init__(self, layout: Layout, own_sizes: dict[str, int]) -> None:
+        self._layout = layout
+        self._own_sizes = own_sizes
+        self._tails: dict[str, _Tail] = {}
+
+    def changed(self, thread_id: str) -> ExternalChange | None:
+        """What another process did to a thread file; None when nothing new (or it was us)."""
+        located = self._layout.locate(thread_id)
+        if located is None:
+            self._tails.pop(thread_id, None)
+            return ExternalChange(thread_id, None)
+        path, archived = located
+        try:
+            stat = os.lstat(path)
+        except FileNotFoundError:
+            return None  # moved while we looked: the next event says where
+        if not S_ISREG(stat.st_mode):
+            return None  # not a file sessiond wrote (a FIFO would block): never opened
+        if self._own_sizes.get(thread_id) == stat.st_size:
+            return None
+        tail = self._tails.get(thread_id)
+        whole = tail is None or tail.path != path or tail.offset > stat.st_size
+        start = 0 if whole or tail is None else tail.offset
+        if start == stat.st_size:
+            return None
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(stat.st_size - start)
+        complete = data.rfind(b"\n") + 1  # a line still being written waits for the next look
+        items = parse_bytes(data[:complete], start).items
+        if whole or tail is None:
+            if not items:
+                return None  # a thread/start not yet written through
+            tail = _Tail(path, archived, 0, summarize(thread_id, items, archived=archived))
+            self._tails[thread_id] = tail
+        else:
+            for item in items:
+                tail.summary.apply(item)
+        tail.offset = start + complete
+        if not items and not whole:
+            return None
+        # The items themselves reach followers through the relay (server/relay.py), read
+        # after the last one each was sent; this says the row changed, and to what.
+        return ExternalChange(thread_id, tail.summary.thread_info(),
+                              (tail.summary, path, stat), whole)  # fmt: skip

@@ -1,0 +1,592 @@
+"""Append-only JSONL thread files: one writer per thread, idempotent, durable before ack.
+
+Why a file per thread with an OS lock: resuming needs nothing but the id (no index, no
+service), a crash can at worst tear the last line, and `flock` makes a second writer (in
+this process or another) fail fast with ThreadBusy instead of interleaving lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import logging
+import os
+import stat
+import threading
+import uuid
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from protocol.errors import ErrorKind, ProtocolError, thread_not_found
+from restore.home.files import fsync_dir, private_dirs, read_regular, write_new
+from restore.home.layout import Layout
+from restore.ids import validate_thread_id
+from restore.stores.api import stamp
+from restore.stores.embedded.index import Indexed
+from restore.stores.embedded.jsonl import LineMark, ThreadFile, encode_line, parse_bytes
+from restore.summary import ThreadSummary, summarize
+
+logger = logging.getLogger("sessiond.store")
+ORIGIN_LINE_MAX = 1 << 16  # a first line longer than this is no session_meta of ours
+
+
+class Durability(StrEnum):
+    """When an append counts as durable (and may be acknowledged)."""
+
+    FSYNC = "fsync"
+    """fsync after every append call: survives power loss. The default."""
+    GROUP = "group"
+    """Group commit: concurrent records share one fdatasync, and each is acknowledged only
+    after that sync. Survives power loss; far more records per second than FSYNC."""
+    NONE = "none"
+    """Written to the OS only: survives a process crash, not a power loss. For tests."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A verified position in a thread file: everything before `offset` is covered.
+
+    The last line before `offset` is identified by its start and sha256, so a snapshot
+    taken from a file that was later rewritten or truncated is detected as stale.
+    """
+
+    offset: int
+    seq: int
+    lines: int
+    line_start: int
+    line_sha: str
+    summary: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    first_seq: int | None
+    last_seq: int | None
+    duplicates: int
+    stored: list[dict[str, Any]]
+
+
+def _storage_error(exc: OSError, thread_id: str, path: Path | None = None) -> ProtocolError:
+    where = str(path) if path is not None else None
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return ProtocolError(
+            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id, path=where
+        )
+    return ProtocolError(
+        ErrorKind.STORAGE_ERROR,
+        f"thread file {where or thread_id}: {exc.strerror}",
+        threadId=thread_id,
+        path=where,
+    )
+
+
+def open_thread_file(path: Path, flags: int, thread_id: str) -> int:
+    """A descriptor on a thread file, which must be a regular file reached without a
+    symlink (O_NOFOLLOW): a link planted in the data dir would send appends, and a torn
+    tail's repair, to a file elsewhere. StorageError otherwise, naming the path."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ProtocolError(
+                ErrorKind.STORAGE_ERROR,
+                f"thread file {path} is a symlink; sessiond does not follow it",
+                threadId=thread_id,
+                path=str(path),
+            ) from None
+        raise _storage_error(exc, thread_id, path) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ProtocolError(
+            ErrorKind.STORAGE_ERROR,
+            f"thread file {path} is not a regular file",
+            threadId=thread_id,
+            path=str(path),
+        )
+    return fd
+
+
+def read_thread_file(path: Path, thread_id: str) -> bytes:
+    """The whole thread file, read through `open_thread_file`."""
+    fd = open_thread_file(path, os.O_RDONLY, thread_id)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise _storage_error(exc, thread_id, path) from exc
+    finally:
+        os.close(fd)
+
+
+class ThreadWriter:
+    """The exclusive, open handle on one thread file; all appends go through it."""
+
+    def __init__(
+        self,
+        thread_id: str,
+        path: Path,
+        fd: int,
+        contents: ThreadFile,
+        durability: Durability,
+        archived: bool,
+        base: Checkpoint | None = None,
+    ) -> None:
+        self.thread_id = thread_id
+        self.path = path
+        self._fd = fd
+        self._durability = durability
+        self._size = contents.size
+        self._needs_cut = False
+        self.unsynced = False  # group commit: written, not yet synced
+        self._syncing: PendingSync | None = None
+        self.lines = contents.lines
+        self.last_line_start = contents.last_line_start
+        # Item ids seen so far, for idempotency. Reading them needs the whole file, so after
+        # a snapshot-based open they are loaded by the first append, not by the resume.
+        self._seq_of_id: dict[str, int] | None = None
+        if base is None:
+            self._seq_of_id = {}
+            for item in contents.items:
+                self._seq_of_id.setdefault(str(item["id"]), item["seq"])
+            self.summary = summarize(thread_id, contents.items, archived=archived)
+        else:
+            self.summary = ThreadSummary(**{**base.summary, "archived": archived})
+            for item in contents.items:
+                self.summary.apply(item)
+        self.last_seq = max(
+            (item["seq"] for item in contents.items), default=base.seq if base else 0
+        )
+        self.loaded: ThreadFile | None = contents
+        """What the open read found (after `base`, if any); for the opener, then dropped."""
+        self.base = base
+        self.base_rejected: str | None = None
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def mark(self) -> LineMark | None:
+        """The last line written: derived state (a snapshot, an index row) keeps it to check
+        later that the file still holds what it was derived from."""
+        if self.last_line_start is None:
+            return None
+        return LineMark.of(self._fd, self.last_line_start, self._size)
+
+    def checkpoint(self) -> Checkpoint | None:
+        """Where the file stands now, for a snapshot to verify itself against later."""
+        mark = self.mark()
+        if mark is None:
+            return None
+        return Checkpoint(
+            offset=self._size,
+            seq=self.last_seq,
+            lines=self.lines,
+            line_start=mark.start,
+            line_sha=mark.sha,
+            summary=asdict(self.summary),
+        )
+
+    def seq_of(self, item_id: str) -> int | None:
+        """The seq of an item id already in the file (None if new)."""
+        return self._known_ids().get(str(item_id))
+
+    def _known_ids(self) -> dict[str, int]:
+        if self._seq_of_id is None:
+            contents = parse_bytes(os.pread(self._fd, self._size, 0))
+            self._seq_of_id = {}
+            for item in contents.items:
+                self._seq_of_id.setdefault(str(item["id"]), item["seq"])
+        return self._seq_of_id
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def revalidate(self) -> bool:
+        """Nothing to reload: the file lock lives as long as the descriptor."""
+        return False
+
+    def append(
+        self,
+        items: Iterable[dict[str, Any]],
+        session_id: str,
+        *,
+        minted: bool = False,
+        defer_sync: bool = False,
+        keep_ts: bool = False,
+    ) -> AppendResult:
+        """Stamp and write items not seen before; acknowledge only once durable.
+
+        `items` are validated dicts with `type` and `id`. A duplicate `id` (also within the
+        batch) is not written again; its original seq is reported, so a retried request gets
+        the same answer as the first. On a write error the file is cut back to where it
+        was, so a failed append leaves no partial line. With `defer_sync` (group commit)
+        the caller must call `sync()` before acknowledging. With `keep_ts` an item's own
+        `ts` is kept (an import dates its items by the source transcript, not by now).
+        """
+        if self.closed:
+            raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
+        # Items the server minted (fresh uuid4 ids) cannot be duplicates: skip loading the
+        # id set for them, so a resume from a snapshot never reads the whole file.
+        known_ids: dict[str, int] = {} if minted and self._seq_of_id is None else self._known_ids()
+        stamped = stamp(items, session_id, self.last_seq, known_ids, keep_ts=keep_ts)
+        if stamped.stored:
+            lines = [encode_line(line) for line in stamped.stored]
+            last_start = self._size + sum(len(line) for line in lines[:-1])
+            self._write_durably(b"".join(lines), defer_sync)
+            self.last_line_start = last_start
+            self.lines += len(lines)
+            known_ids.update(stamped.new_ids)
+            self.last_seq = stamped.last_seq
+            for line in stamped.stored:
+                self.summary.apply(line)
+        seqs = stamped.seqs
+        return AppendResult(
+            min(seqs, default=None), max(seqs, default=None), stamped.duplicates, stamped.stored
+        )
+
+    def _write_durably(self, data: bytes, defer_sync: bool = False) -> None:
+        if self._needs_cut:
+            self._cut_back()
+            if self._needs_cut:
+                raise _storage_error(
+                    OSError(errno.EIO, "a partial line could not be removed"), self.thread_id
+                )
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if self._durability is Durability.FSYNC:
+                os.fsync(self._fd)
+            elif self._durability is Durability.GROUP:
+                if defer_sync:
+                    self.unsynced = True
+                else:
+                    os.fdatasync(self._fd)
+        except OSError as exc:
+            self._cut_back()
+            raise _storage_error(exc, self.thread_id, self.path) from exc
+        self._size += len(data)
+
+    def begin_sync(self) -> PendingSync | None:
+        """Group commit: hand the deferred appends' sync to another thread (None: nothing
+        to sync). Appends may go on meanwhile; they are owed the next sync."""
+        if not self.unsynced or self.closed:
+            return None
+        self.unsynced = False
+        self._syncing = PendingSync(self, self._fd)
+        return self._syncing
+
+    def _cut_back(self) -> None:
+        """Remove a partial write; if even that fails, retry before the next append."""
+        try:
+            os.ftruncate(self._fd, self._size)
+            self._needs_cut = False
+        except OSError:
+            self._needs_cut = True
+
+    def close(self) -> None:
+        """Release the lock; the thread can be written by someone else afterwards."""
+        if not self.closed:
+            if self._syncing is not None:
+                # The committer may be about to sync this descriptor: closed under it, its
+                # number could already name another file. (Syncs run in order, so the
+                # latest one done means all are.)
+                self._syncing.done.wait()
+            if self.unsynced:
+                with contextlib.suppress(OSError):
+                    os.fdatasync(self._fd)
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = -1
+
+
+class PendingSync:
+    """One file's share of a group commit, run off the store thread (the committer).
+
+    It syncs the writer's own descriptor, which the writer does not close before the sync
+    is done. (Not a duplicate: a `dup` and a `close` per sync cost two more releases of
+    the GIL, and winning the GIL back is most of what a sync costs the committer.)
+    """
+
+    def __init__(self, writer: ThreadWriter, fd: int) -> None:
+        self.writer = writer
+        self._fd = fd
+        self.error: ProtocolError | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            self.error = _storage_error(exc, self.writer.thread_id, self.writer.path)
+            raise self.error from exc
+        finally:
+            self.done.set()
+
+
+class ThreadStore:
+    """Thread files under one data directory."""
+
+    def __init__(
+        self, layout: Layout, durability: Durability = Durability.FSYNC, *, read_only: bool = False
+    ) -> None:
+        self.layout = layout
+        self.durability = durability
+        self.read_only = read_only
+        """A read-only home: `open_writer` opens files for reading only, locks and repairs
+        nothing (the files are nobody's to write here), and its writer cannot append."""
+
+    def create(
+        self,
+        thread_id: str,
+        session_id: str,
+        meta: dict[str, Any],
+        *,
+        keep_ts: bool = False,
+        items: Iterable[dict[str, Any]] = (),
+    ) -> ThreadWriter:
+        """Make a new thread durable at once: its file with the `session_meta` line (and
+        `items` after it, in the same write and sync: an import creates whole threads)."""
+        thread_id = validate_thread_id(thread_id)
+        path = self.layout.thread_path(thread_id)
+        private_dirs(path.parent)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise ProtocolError(
+                ErrorKind.INVALID_ID, "thread id already exists", threadId=thread_id
+            ) from None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
+        try:
+            stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
+            writer.loaded = ThreadFile(items=stored)
+            if self.durability is not Durability.NONE:  # NONE leaves syncing to the caller
+                fsync_dir(path.parent)
+        except BaseException:
+            writer.close()
+            path.unlink(missing_ok=True)
+            raise
+        return writer
+
+    def open_writer(self, thread_id: str, base: Checkpoint | None = None) -> ThreadWriter:
+        """Take the thread's lock (ThreadBusy if held) and repair a torn tail first.
+
+        With a `base` checkpoint (from a snapshot) only the bytes after it are read, once
+        the checkpoint is verified against the file; `writer.base` is None when it was not
+        usable and the whole file was read instead (`writer.base_rejected` says why).
+        """
+        path, archived = self._locate(thread_id)
+        flags = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
+        fd = open_thread_file(path, flags, thread_id)
+        try:
+            if not self.read_only:
+                self._lock(fd, thread_id)
+            rejected = None
+            if base is not None:
+                rejected = self._verify(fd, base)
+                if rejected is not None:
+                    base = None
+            found = self._read_locked(fd, base)
+            repaired = found if self.read_only else self._repair_tail(thread_id, fd, found, base)
+            # Report what was found (torn tail included), write on what was repaired.
+            repaired.skipped = found.skipped
+            repaired.bom = found.bom
+            repaired.torn_tail_offset = found.torn_tail_offset
+            writer = ThreadWriter(thread_id, path, fd, repaired, self.durability, archived, base)
+            writer.base_rejected = rejected
+            return writer
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _lock(self, fd: int, thread_id: str) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self._holder(thread_id)
+            raise ProtocolError(
+                ErrorKind.THREAD_BUSY,
+                f"thread is being written by {holder}",
+                threadId=thread_id,
+                holder=holder,
+            ) from None
+        self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
+
+    def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
+        """Read a thread without locking it (readers never block the writer)."""
+        path, archived = self._locate(thread_id)
+        return parse_bytes(read_thread_file(path, thread_id)), archived
+
+    def read_origin(self, thread_id: str) -> dict[str, Any] | None:
+        """The `origin` of a thread's first `session_meta`, from its first line alone (an
+        imported thread is resumed differently, and this must not cost a full read)."""
+        path, _ = self._locate(thread_id)
+        fd = open_thread_file(path, os.O_RDONLY, thread_id)
+        try:
+            with open(fd, "rb", closefd=False) as handle:
+                first = handle.readline(ORIGIN_LINE_MAX)
+        except OSError as exc:
+            raise _storage_error(exc, thread_id, path) from exc
+        finally:
+            os.close(fd)
+        contents = parse_bytes(first if first.endswith(b"\n") else b"")
+        meta = contents.items[0] if contents.items else {}
+        origin = meta.get("origin") if meta.get("type") == "session_meta" else None
+        return origin if isinstance(origin, dict) else None
+
+    def read_summary(
+        self, path: Path, archived: bool, since: Indexed | None = None
+    ) -> Indexed | None:
+        """Summary of one file for the index, and the last line it covers; None when it
+        vanished or cannot be read (one unreadable file must not stop a listing; `sessiond
+        doctor` reports it).
+
+        With `since` (a row's summary and last line), a file that only grew since is read
+        from that line on: files are append-only, and the line still being there proves
+        it. Otherwise it is read whole."""
+        try:
+            fd = open_thread_file(path, os.O_RDONLY, path.stem)
+        except ProtocolError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            start, summary = 0, None
+            row, mark = since if since is not None else (None, None)
+            if row is not None and mark is not None and mark.end <= size and mark.holds(fd):
+                start = mark.end
+                summary = ThreadSummary(**{**asdict(row), "archived": archived})
+            data = os.pread(fd, size - start, start)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        contents = parse_bytes(data, start)
+        if summary is None:
+            if not contents.items:  # no record (a thread/start cut short): nothing to list
+                return None
+            summary = summarize(path.stem, contents.items, archived=archived)
+        else:
+            for item in contents.items:
+                summary.apply(item)
+        # Up to the end of the last whole record: a torn tail is read again next time.
+        torn = contents.torn_tail_offset
+        covered = torn if torn is not None else contents.size
+        if covered == start:  # nothing whole was appended: the same last line
+            return summary, mark
+        end = covered - start
+        line_start = data.rfind(b"\n", 0, end - 1) + 1
+        line = data[line_start:end]
+        return summary, LineMark(start + line_start, covered, hashlib.sha256(line).hexdigest())
+
+    def move(self, thread_id: str, *, to_archived: bool) -> Path:
+        """Archive or unarchive: rename between `threads/` and `archived/`, under the lock."""
+        writer = self.open_writer(thread_id)
+        try:
+            target = self.layout.thread_path(writer.thread_id, archived=to_archived)
+            if target == writer.path:
+                return target
+            private_dirs(target.parent)
+            os.rename(writer.path, target)
+            fsync_dir(target.parent)
+            fsync_dir(writer.path.parent)
+            return target
+        finally:
+            writer.close()
+
+    def delete(self, thread_id: str) -> None:
+        writer = self.open_writer(thread_id)
+        try:
+            writer.path.unlink()
+            fsync_dir(writer.path.parent)
+        finally:
+            writer.close()
+
+    def name_holder(self, thread_id: str, holder: str) -> None:
+        """Name the client holding a thread's lock, for other processes' ThreadBusy errors.
+
+        flock says only that the thread is held; the name lives in `locks/<id>.holder`,
+        replaced atomically, and is trusted only while its process is alive.
+        """
+        path = self._holder_path(validate_thread_id(thread_id))
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+        try:
+            write_new(temporary, orjson.dumps({"holder": holder, "pid": os.getpid()}))
+            os.replace(temporary, path)
+        except OSError as exc:  # only a courtesy to other processes: the thread is ours
+            logger.warning("cannot name the holder of %s: %s", thread_id, exc)
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+
+    def _holder_path(self, thread_id: str) -> Path:
+        return self.layout.home / "locks" / f"{thread_id}.holder"
+
+    def _holder(self, thread_id: str) -> str:
+        try:
+            named = orjson.loads(read_regular(self._holder_path(thread_id)))
+            pid, holder = named["pid"], str(named["holder"])
+            os.kill(pid, 0)
+        except (OSError, ValueError, TypeError, KeyError):
+            return "another process"
+        return holder
+
+    def _locate(self, thread_id: str) -> tuple[Path, bool]:
+        found = self.layout.locate(thread_id)
+        if found is None:
+            raise thread_not_found(thread_id)
+        return found
+
+    @staticmethod
+    def _read_locked(fd: int, base: Checkpoint | None = None) -> ThreadFile:
+        size = os.fstat(fd).st_size
+        start = base.offset if base is not None else 0
+        contents = parse_bytes(
+            os.pread(fd, size - start, start), start, base.lines if base is not None else 0
+        )
+        if base is not None and contents.last_line_start is None:
+            contents.last_line_start = base.line_start
+        return contents
+
+    @staticmethod
+    def _verify(fd: int, base: Checkpoint) -> str | None:
+        """Why a checkpoint does not describe this file (None when it does)."""
+        size = os.fstat(fd).st_size
+        if base.offset > size:
+            return "stale: the file is shorter than the snapshot"
+        if not 0 <= base.line_start < base.offset:
+            return "corrupt: bad offsets"
+        line = os.pread(fd, base.offset - base.line_start, base.line_start)
+        if hashlib.sha256(line).hexdigest() != base.line_sha:
+            return "stale: the file changed before the snapshot's offset"
+        return None
+
+    def _repair_tail(
+        self, thread_id: str, fd: int, contents: ThreadFile, base: Checkpoint | None = None
+    ) -> ThreadFile:
+        """Before appending: copy a torn tail aside and cut it off, or finish an open line.
+
+        The torn bytes go to `recovered/` first and are fsynced, so truncating loses nothing.
+        """
+        if contents.torn_tail_offset is not None:
+            offset = contents.torn_tail_offset
+            torn = os.pread(fd, contents.size - offset, offset)
+            aside = self.layout.recovered_dir / f"{thread_id}.{offset}.{uuid.uuid4().hex[:8]}.torn"
+            write_new(aside, torn, sync=True)
+            os.ftruncate(fd, offset)
+            os.fsync(fd)
+            return self._read_locked(fd, base)
+        if contents.unterminated_tail:
+            os.write(fd, b"\n")
+            os.fsync(fd)
+            return self._read_locked(fd, base)
+        return contents

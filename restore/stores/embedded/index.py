@@ -1,0 +1,600 @@
+"""The SQLite thread index: one row per thread, so `thread/list` never reads every file.
+
+An accelerator only. The JSONL files are the truth; this file can be deleted or corrupted
+and nothing is lost: `ensure_ready` rebuilds it from the files, and on every first open in a
+process it reconciles against them (new, changed and vanished files), so rows written by a
+crashed or foreign process are repaired. A file that grew since its row is read from where
+the row ends, not from byte 0: each row keeps the last line it covers (position and hash),
+and the file still holding that line proves the rest was only appended. Files this process
+is writing are never read at all: their rows come from the writers (`live`).
+`sqlite3` is imported only when the index is first opened, because sessiond promises that
+startup imports no sqlite3.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from protocol.errors import ErrorKind, ProtocolError
+from restore.home.files import create_file, not_regular, private_dirs
+from restore.home.layout import Layout
+from restore.stores.embedded.jsonl import LineMark
+from restore.summary import ThreadSummary
+
+if TYPE_CHECKING:
+    import sqlite3
+
+ProgressCallback = Callable[[int, int], None]
+Indexed = tuple[ThreadSummary, LineMark | None]
+"""A thread's index row: its summary, and the last line of the file it covers (None:
+unknown, so a change is read from the start)."""
+SummaryReader = Callable[[Path, bool, Indexed | None], Indexed | None]
+"""Summarizes a file (restore.store.ThreadStore.read_summary), from a row's line on if given."""
+LiveRows = Callable[[], dict[str, Indexed]]
+"""Rows of the files this process writes, by path: current in memory, so never read."""
+
+MAX_LIMIT = 200
+_BATCH = 100  # files summarized per write transaction and per progress report
+_INDEX_FILES = ("", "-wal", "-shm")  # the index and the files SQLite keeps beside it
+
+# Every ThreadSummary field, in table order; `updatedAt` is stored as '' when unknown so the
+# keyset order has no NULLs to special-case.
+_FIELDS = (
+    "threadId",
+    "title",
+    "preview",
+    "cwd",
+    "workspaceFolder",
+    "branch",
+    "headSha",
+    "createdAt",
+    "updatedAt",
+    "itemCount",
+    "archived",
+    "forkedFrom",
+    "costUsd",
+    "origin",
+    "parentThreadId",
+    "parentOperationId",
+    "lastSeq",
+    "latestSessionId",
+)
+_COLUMNS = (*_FIELDS, "path", "size", "mtimeNs", "lastLineStart", "lastLineSha")
+_JSON_FIELDS = ("forkedFrom", "origin")  # stored as JSON text
+
+_SCHEMA = """
+CREATE TABLE threads (
+    threadId TEXT PRIMARY KEY NOT NULL,
+    title TEXT,
+    preview TEXT NOT NULL,
+    cwd TEXT,
+    workspaceFolder TEXT,
+    branch TEXT,
+    headSha TEXT,
+    createdAt TEXT,
+    updatedAt TEXT NOT NULL,
+    itemCount INTEGER NOT NULL,
+    archived INTEGER NOT NULL,
+    forkedFrom TEXT,
+    costUsd REAL NOT NULL,
+    origin TEXT,
+    parentThreadId TEXT,      -- a sub-agent's parent thread (NULL: a top-level thread)
+    parentOperationId TEXT,
+    lastSeq INTEGER NOT NULL,
+    latestSessionId TEXT,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,    -- bytes the row covers (a torn tail is not covered)
+    mtimeNs INTEGER NOT NULL,
+    lastLineStart INTEGER,    -- the last covered line, [lastLineStart, size), and its sha256
+    lastLineSha TEXT
+);
+-- cwd, workspaceFolder and parentThreadId ride along so a workspace filter (and the
+-- top-level-only default) is checked inside the index, without a table lookup for each
+-- non-matching row.
+CREATE INDEX threads_by_recency
+    ON threads (archived, updatedAt, threadId, cwd, workspaceFolder, parentThreadId);
+CREATE INDEX threads_by_cwd ON threads (cwd, archived, updatedAt, threadId);
+-- A thread's children, listed and counted without a scan.
+CREATE INDEX threads_by_parent ON threads (parentThreadId, archived, updatedAt, threadId);
+"""
+CHILD_COUNT_BATCH = 500  # ids per query (SQLite binds at most 999 by default)
+# How many children a listed row has (what `thread/list {parentThreadId}` would list).
+_CHILD_COUNT = (
+    "(SELECT count(*) FROM threads AS child WHERE child.parentThreadId = threads.threadId "
+    "AND child.archived = 0)"
+)
+
+_UPSERT = (
+    f"INSERT INTO threads ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+    "ON CONFLICT (threadId) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "threadId")
+)
+# Reconcile must not replace a row that a live writer (maybe another process) refreshed
+# after this scan stat'ed the same file.
+_UPSERT_IF_NOT_NEWER = (
+    _UPSERT + " WHERE NOT (threads.path = excluded.path AND threads.mtimeNs > excluded.mtimeNs)"
+)
+
+
+def _casefold_contains(haystack: str | None, needle: str) -> bool:
+    """SQL `contains(text, needle)`: Unicode case-insensitive, unlike SQLite's ASCII LIKE."""
+    return haystack is not None and needle in haystack.casefold()
+
+
+def encode_cursor(updated_at: str, thread_id: str) -> str:
+    """Opaque keyset cursor: the (updatedAt, threadId) of the last row of a page."""
+    return base64.urlsafe_b64encode(orjson.dumps([updated_at, thread_id])).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    """Inverse of `encode_cursor`; anything else is the client's mistake (InvalidParams)."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        key = orjson.loads(base64.b64decode(padded, altchars=b"-_", validate=True))
+    except (binascii.Error, ValueError, TypeError):
+        key = None
+    if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS, "malformed thread/list cursor", field="cursor"
+        )
+    return key[0], key[1]
+
+
+def _row_values(
+    summary: ThreadSummary, path: Path, stat: os.stat_result, mark: LineMark | None
+) -> tuple[Any, ...]:
+    values: list[Any] = []
+    for name in _FIELDS:
+        value = getattr(summary, name)
+        if name == "updatedAt":
+            value = value or ""
+        elif name == "archived":
+            value = int(value)
+        elif name in _JSON_FIELDS and value is not None:
+            value = orjson.dumps(value).decode()
+        values.append(value)
+    if mark is None:
+        return (*values, str(path), stat.st_size, stat.st_mtime_ns, None, None)
+    return (*values, str(path), mark.end, stat.st_mtime_ns, mark.start, mark.sha)
+
+
+def _summary_of(row: tuple[Any, ...]) -> ThreadSummary:
+    """A row of `_FIELDS`, then the child count when the query selected it."""
+    fields = dict(zip(_FIELDS, row, strict=False))
+    if len(row) > len(_FIELDS):
+        fields["childCount"] = row[len(_FIELDS)]
+    fields["updatedAt"] = fields["updatedAt"] or None
+    fields["archived"] = bool(fields["archived"])
+    for name in _JSON_FIELDS:
+        if fields[name] is not None:
+            fields[name] = orjson.loads(fields[name])
+    return ThreadSummary(**fields)
+
+
+class _Corrupt(Exception):
+    """The index file exists but is not a usable index of this schema version."""
+
+
+class ThreadIndex:
+    """One row per thread for fast, filtered, keyset-paged listing.
+
+    Call from one thread at a time (the server's worker); `ensure_ready` is additionally
+    locked so a background rebuild and a first request cannot both open the db.
+    """
+
+    SCHEMA_VERSION = 5  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents
+    """An index of another version is rebuilt from the thread files (they hold every
+    field), like a corrupt one: that is its migration."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        read_summary: SummaryReader,
+        *,
+        in_memory: bool = False,
+        live: LiveRows | None = None,
+    ) -> None:
+        self._layout = layout
+        self._read_summary = read_summary
+        self._in_memory = in_memory
+        """For a read-only home: the index lives in memory, seeded from the file on disk
+        when there is a usable one, and reconciled against the thread files like any other."""
+        self._live = live or dict
+        self.files_read = 0  # files summarized from disk so far (sessiond/debug reports it)
+        self._conn: sqlite3.Connection | None = None
+        self._open_lock = threading.Lock()
+
+    # -- opening, rebuild, reconcile -------------------------------------------------------
+
+    def ensure_ready(self, progress: ProgressCallback | None = None) -> str:
+        """Open the index on first use: "opened", "rebuilt", or "ready" if already open."""
+        with self._open_lock:
+            if self._conn is not None:
+                return "ready"
+            path = self._layout.index_path
+            foreign = any(not_regular(path.with_name(path.name + end)) for end in _INDEX_FILES)
+            if self._in_memory:
+                # Something else where the index belongs (a FIFO would block SQLite): built
+                # from the thread files alone, as for a missing index.
+                conn = self._memory_copy(path, seed=not foreign)
+                self._reconcile(conn, progress)
+                self._conn = conn
+                return "built in memory (read-only data directory)"
+            if foreign:
+                self._move_aside(path)
+            if path.exists():
+                try:
+                    conn = self._open_existing(path)
+                except _Corrupt:
+                    pass
+                else:
+                    self._reconcile(conn, progress)
+                    self._conn = conn
+                    return "opened"
+            self._rebuild(path, progress)
+            self._conn = self._configured(self._connect(path))
+            return "rebuilt"
+
+    def _memory_copy(self, path: Path, *, seed: bool = True) -> sqlite3.Connection:
+        """An index in memory, copied from `path` when that is a usable index of this schema
+        (and `seed`).
+
+        The file is opened `immutable=1`: on read-only media SQLite can create neither a
+        lock nor the WAL's `-shm`, and a plain read-only open of a WAL database fails. Rows
+        only in the WAL are not seen; reconcile re-reads their files, as for any stale row.
+        """
+        import sqlite3
+
+        conn = self._connect(":memory:")
+        try:
+            if seed:
+                uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+                source = sqlite3.connect(uri, uri=True)
+                try:
+                    if source.execute("PRAGMA user_version").fetchone()[0] == self.SCHEMA_VERSION:
+                        source.backup(conn)
+                finally:
+                    source.close()
+        except sqlite3.Error:
+            pass  # missing or unusable: built from the files instead
+        has_table = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'"
+        ).fetchone()
+        if not has_table:
+            conn.executescript(_SCHEMA)
+        return conn
+
+    def _connect(self, path: Path | str) -> sqlite3.Connection:
+        import sqlite3
+
+        if isinstance(path, Path):  # not ":memory:"
+            create_file(path)  # 0600: SQLite gives its -wal and -shm files the same mode
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.create_function("contains", 2, _casefold_contains, deterministic=True)
+        return conn
+
+    @staticmethod
+    def _configured(conn: sqlite3.Connection) -> sqlite3.Connection:
+        """WAL lets several processes share the index; NORMAL is durable enough for a cache."""
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _open_existing(self, path: Path) -> sqlite3.Connection:
+        """Connect and validate; raise _Corrupt (after moving garbage aside) if unusable."""
+        import sqlite3
+
+        conn = self._connect(path)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            healthy = conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            has_table = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'"
+            ).fetchone()
+            if version == self.SCHEMA_VERSION and healthy and has_table:
+                return self._configured(conn)
+            conn.close()
+            if not healthy:
+                self._move_aside(path)
+            raise _Corrupt
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            # Busy, locked, I/O or permission errors say nothing about the file's contents:
+            # moving a healthy index aside for them would only cost a rebuild, so re-raise.
+            name = getattr(exc, "sqlite_errorname", "")
+            if name != "SQLITE_NOTADB" and not name.startswith("SQLITE_CORRUPT"):
+                raise
+            self._move_aside(path)
+            raise _Corrupt from exc
+
+    @staticmethod
+    def _move_aside(path: Path) -> None:
+        """Keep a corrupt index (and its WAL) for inspection instead of deleting it."""
+        aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+        for suffix in _INDEX_FILES:
+            source = path.with_name(path.name + suffix)
+            if os.path.lexists(source):
+                os.replace(source, aside.with_name(aside.name + suffix))
+
+    def _rebuild(self, path: Path, progress: ProgressCallback | None) -> None:
+        """Summarize every file into a fresh db beside the index, then rename it into place.
+
+        Building aside means another process never sees a half-built index (it would take
+        the missing table for corruption), and a stale WAL is never replayed onto it.
+        """
+        private_dirs(path.parent)
+        fresh = path.with_name(f"{path.name}.rebuild-{os.getpid()}")
+        fresh.unlink(missing_ok=True)
+        conn = self._connect(fresh)
+        try:
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
+            live = self._live()
+            files = [
+                (Path(path), archived, None)
+                for path, archived, _ in self._chosen_files()
+                if path not in live
+            ]
+            self._write_live(conn, live)
+            self._refresh(conn, files, _UPSERT, progress)
+        finally:
+            conn.close()
+        for suffix in ("-wal", "-shm"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+        os.replace(fresh, path)
+
+    def _reconcile(self, conn: sqlite3.Connection, progress: ProgressCallback | None) -> None:
+        """Bring rows in line with the files: read new files, the new bytes of grown ones
+        (whole changed ones otherwise), drop vanished ones; take live rows as they are."""
+        stored = {
+            row[0]: row[1:]
+            for row in conn.execute(
+                "SELECT path, size, mtimeNs, lastLineStart, lastLineSha FROM threads"
+            )
+        }
+        on_disk = self._chosen_files()
+        present = {path for path, _, _ in on_disk}
+        live = self._live()
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                "DELETE FROM threads WHERE path = ?",
+                [(path,) for path in stored if path not in present],
+            )
+        self._write_live(conn, live)
+        changed: list[tuple[Path, bool, LineMark | None]] = []
+        for path, archived, stat in on_disk:
+            row = stored.get(path)
+            if path in live or (row is not None and row[:2] == (stat.st_size, stat.st_mtime_ns)):
+                continue
+            grown = row is not None and row[2] is not None and stat.st_size >= row[0]
+            mark = LineMark(row[2], row[0], row[3]) if grown and row is not None else None
+            changed.append((Path(path), archived, mark))
+        self._refresh(conn, changed, _UPSERT_IF_NOT_NEWER, progress)
+
+    def _write_live(self, conn: sqlite3.Connection, live: dict[str, Indexed]) -> None:
+        if not live:
+            return
+        rows = []
+        for path, (summary, mark) in live.items():
+            try:
+                rows.append(_row_values(summary, Path(path), os.stat(path), mark))
+            except FileNotFoundError:
+                continue
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(_UPSERT, rows)
+
+    def _chosen_files(self) -> list[tuple[str, bool, os.stat_result]]:
+        """Thread files on disk, one per thread: the live copy wins, as in `Layout.locate`."""
+        files = self._layout.scan_thread_files()
+        if not any(archived for _, archived, _ in files):
+            return files
+        live = {os.path.basename(path) for path, archived, _ in files if not archived}
+        return [entry for entry in files if not (entry[1] and os.path.basename(entry[0]) in live)]
+
+    def _refresh(
+        self,
+        conn: sqlite3.Connection,
+        files: list[tuple[Path, bool, LineMark | None]],
+        upsert_sql: str,
+        progress: ProgressCallback | None,
+    ) -> None:
+        """Summarize files (from their rows' last line, when given) and write their rows in
+        short batches (other writers stay unblocked)."""
+        total = len(files)
+        if progress:
+            progress(0, total)
+        for start in range(0, total, _BATCH):
+            batch = files[start : start + _BATCH]
+            rows = list(self._summarized(conn, batch))
+            written = {path for _, path in rows}
+            with conn:
+                conn.execute("BEGIN")
+                conn.executemany(upsert_sql, [values for values, _ in rows])
+                # A file that changed into something unreadable no longer vouches for its row.
+                conn.executemany(
+                    "DELETE FROM threads WHERE path = ?",
+                    [(str(path),) for path, _, _ in batch if str(path) not in written],
+                )
+            if progress:
+                progress(start + len(batch), total)
+        if progress and total == 0:
+            progress(0, 0)
+
+    def _summarized(
+        self, conn: sqlite3.Connection, files: list[tuple[Path, bool, LineMark | None]]
+    ) -> Iterator[tuple[tuple[Any, ...], str]]:
+        for path, archived, mark in files:
+            try:
+                stat = path.stat()  # before reading: an append during the read shows as a change
+            except FileNotFoundError:
+                continue
+            since = None
+            if mark is not None:
+                row = conn.execute(
+                    f"SELECT {', '.join(_FIELDS)} FROM threads WHERE path = ?", (str(path),)
+                ).fetchone()
+                since = None if row is None else (_summary_of(row), mark)
+            self.files_read += 1
+            found = self._read_summary(path, archived, since)
+            if found is not None:
+                summary, covered = found
+                yield _row_values(summary, path, stat, covered), str(path)
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    def _db(self) -> sqlite3.Connection:
+        """The open connection, opening the index on first use."""
+        self.ensure_ready()
+        assert self._conn is not None
+        return self._conn
+
+    # -- rows --------------------------------------------------------------------------------
+
+    def upsert(self, summary: ThreadSummary, path: Path, mark: LineMark | None = None) -> None:
+        """Store a writer's current row, with what reconcile compares: the file's size and
+        mtime, and the last line the row covers (`mark`; without it, a change is read whole)."""
+        self.upsert_many([(summary, path, mark)])
+
+    def upsert_many(self, rows: list[tuple[ThreadSummary, Path, LineMark | None]]) -> None:
+        """Several writers' rows in one transaction (the service batches record traffic)."""
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                _UPSERT,
+                [_row_values(summary, path, path.stat(), mark) for summary, path, mark in rows],
+            )
+
+    def refresh(self, rows: list[tuple[ThreadSummary, Path, os.stat_result]]) -> None:
+        """Rows read from files another process writes: each replaces the stored row
+        unless that one is newer (its writer got there first), as reconcile does."""
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                _UPSERT_IF_NOT_NEWER,
+                [_row_values(summary, path, stat, None) for summary, path, stat in rows],
+            )
+
+    def remove(self, thread_id: str) -> None:
+        conn = self._db()
+        with conn:
+            conn.execute("BEGIN")
+            conn.execute("DELETE FROM threads WHERE threadId = ?", (thread_id,))
+
+    def get(self, thread_id: str) -> ThreadSummary | None:
+        row = (
+            self._db()
+            .execute(f"SELECT {', '.join(_FIELDS)} FROM threads WHERE threadId = ?", (thread_id,))
+            .fetchone()
+        )
+        return None if row is None else _summary_of(row)
+
+    def list(
+        self,
+        *,
+        cwd: str | None = None,
+        workspace_folder: str | None = None,
+        archived: bool = False,
+        search: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        parent_thread_id: str | None = None,
+    ) -> tuple[list[ThreadSummary], str | None]:
+        """One page, newest first; filters apply before paging; nextCursor only if more exist.
+        Top-level threads only, or the children of `parent_thread_id`."""
+        limit = max(1, min(MAX_LIMIT, limit))
+        sql, params = self._list_query(
+            cwd=cwd,
+            workspace_folder=workspace_folder,
+            archived=archived,
+            search=search,
+            cursor=cursor,
+            limit=limit,
+            parent_thread_id=parent_thread_id,
+        )
+        rows = self._db().execute(sql, params).fetchall()
+        page = [_summary_of(row) for row in rows[:limit]]
+        if len(rows) <= limit:
+            return page, None
+        last = page[-1]
+        return page, encode_cursor(last.updatedAt or "", last.threadId)
+
+    @staticmethod
+    def _list_query(
+        *,
+        cwd: str | None,
+        workspace_folder: str | None,
+        archived: bool,
+        search: str | None,
+        cursor: str | None,
+        limit: int,
+        parent_thread_id: str | None = None,
+    ) -> tuple[str, list[Any]]:
+        """The page's SQL: every filter in WHERE, keyset after the cursor, one row past `limit`."""
+        where = ["archived = ?"]
+        params: list[Any] = [int(archived)]
+        if parent_thread_id is None:
+            where.append("parentThreadId IS NULL")
+        else:
+            where.append("parentThreadId = ?")
+            params.append(parent_thread_id)
+        if cwd is not None:
+            where.append("cwd = ?")
+            params.append(cwd)
+        if workspace_folder is not None:
+            # "Under the folder" as a byte range [folder/, folder0): '0' follows '/' in ASCII.
+            # Exact and case-sensitive like the filesystem, with no LIKE wildcards to escape.
+            base = workspace_folder.rstrip("/")
+            where.append("(workspaceFolder = ? OR cwd = ? OR (cwd >= ? AND cwd < ?))")
+            params += [workspace_folder, workspace_folder, base + "/", base + "0"]
+        if search:
+            where.append("(contains(title, ?) OR contains(preview, ?))")
+            params += [search.casefold()] * 2
+        if cursor is not None:
+            where.append("(updatedAt, threadId) < (?, ?)")
+            params += decode_cursor(cursor)
+        sql = (
+            f"SELECT {', '.join(_FIELDS)}, {_CHILD_COUNT} FROM threads "
+            f"WHERE {' AND '.join(where)} ORDER BY updatedAt DESC, threadId DESC LIMIT ?"
+        )
+        return sql, [*params, limit + 1]
+
+    def count(self) -> int:
+        return int(self._db().execute("SELECT count(*) FROM threads").fetchone()[0])
+
+    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+        """Each thread's `childCount`: its children that `thread/list {parentThreadId}`
+        lists (unarchived), from `threads_by_parent`."""
+        counts = dict.fromkeys(thread_ids, 0)
+        ids = list(counts)
+        for start in range(0, len(ids), CHILD_COUNT_BATCH):
+            batch = ids[start : start + CHILD_COUNT_BATCH]
+            rows = self._db().execute(
+                "SELECT parentThreadId, count(*) FROM threads WHERE archived = 0 AND "
+                f"parentThreadId IN ({', '.join('?' * len(batch))}) GROUP BY parentThreadId",
+                batch,
+            )
+            counts.update((parent, int(n)) for parent, n in rows)
+        return counts
+
+    def close(self) -> None:
+        """Close the connection; a later call opens (and reconciles) again."""
+        with self._open_lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
