@@ -43,8 +43,8 @@ from bench.codex_peer import AppServer
 from bench.listing import FOLDERS, PAGE, write_threads
 from bench.rpc import PipelinedServer
 from restore.home.layout import Layout
-from restore.service.threads import ThreadService
-from restore.stores.embedded.files import Durability
+from restore.service import Settings, open_service
+from restore.stores.api import Durability
 
 MESSAGE_LIMIT = 200
 MESSAGES_PER_ITEMS = (16, 20)  # bench.resume's mix: 16 messages in every 20 items
@@ -95,7 +95,7 @@ def prepare(root: Path, threads: int, messages: int, codex: bool) -> Homes:
     _git_repo(homes.repo)
     layout = Layout(homes.sessiond)
     write_threads(layout, threads)
-    service = ThreadService(layout, Durability.NONE)
+    service = open_service(Settings(layout.home, durability=Durability.NONE))
     homes.thread_id = resume._make_thread(service, homes.repo, items)
     service.close_all()
     homes.messages = messages

@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 
 from restore.home.layout import Layout
-from restore.service.threads import ThreadService
-from restore.stores.embedded.files import Durability
+from restore.service import Settings, ThreadService, open_service
+from restore.stores.api import Durability
 from restore.stores.embedded.jsonl import parse_bytes
 from restore.summary import summarize
 
@@ -79,7 +79,7 @@ def run(sizes: list[int]) -> list[dict[str, Any]]:
         with tempfile.TemporaryDirectory() as tmp:
             layout = Layout(Path(tmp))
             write_threads(layout, size)
-            service = ThreadService(layout, Durability.NONE)
+            service = open_service(Settings(layout.home, durability=Durability.NONE))
             began = time.perf_counter()
             service.index.ensure_ready()
             build_s = time.perf_counter() - began

@@ -18,8 +18,8 @@ from typing import Any
 from bench.listing import write_threads
 from bench.rpc import REPO, PipelinedServer
 from restore.home.layout import Layout
-from restore.service.threads import ThreadService
-from restore.stores.embedded.files import Durability
+from restore.service import Settings, open_service
+from restore.stores.api import Durability
 
 INITIALIZE = {"clientInfo": {"name": "bench"}, "workspaceFolders": []}
 
@@ -45,7 +45,7 @@ def _floor_peak_kib(home: Path) -> int:
 
 
 def _open_threads(home: Path, count: int, items: int) -> list[str]:
-    service = ThreadService(Layout(home), Durability.NONE)
+    service = open_service(Settings(home, durability=Durability.NONE))
     ids = []
     for _ in range(count):
         started = service.start(cwd=str(home), workspace_folder=None)

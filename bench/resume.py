@@ -20,10 +20,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from restore.home.layout import Layout
-from restore.service.threads import ThreadService
+from restore.service import Settings, ThreadService, open_service
+from restore.stores.api import Durability
 from restore.stores.embedded import snapshots
-from restore.stores.embedded.files import Durability
 
 BATCH = 1000
 
@@ -74,7 +73,7 @@ def run(sizes: list[int], runs: int) -> list[dict[str, Any]]:
         for args in (["init", "-q", "-b", "main"], ["-c", "user.email=b@b", "-c", "user.name=b",
                      "commit", "-q", "--allow-empty", "-m", "init"]):  # fmt: skip
             subprocess.run(["git", *args], cwd=repo, check=True)
-        service = ThreadService(Layout(Path(tmp) / "home"), Durability.FSYNC)
+        service = open_service(Settings(Path(tmp) / "home", durability=Durability.FSYNC))
         for size in sizes:
             thread_id = _make_thread(service, repo, size)
             _time_resume(service, thread_id, snapshot=True)  # warm the OS cache and imports

@@ -158,7 +158,8 @@ def make_threads(home: Path, count: int) -> None:
     """`count` threads of one session and one message each, written by the store itself."""
     sys.path.insert(0, str(REPO))
     from restore.home.layout import Layout
-    from restore.stores.embedded.files import Durability, ThreadStore
+    from restore.stores.api import Durability
+    from restore.stores.embedded.files import ThreadStore
 
     store = ThreadStore(Layout(home), Durability.NONE)
     for n in range(count):

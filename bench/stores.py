@@ -32,10 +32,9 @@ import orjson
 from bench.record import server_throughput
 from bench.rpc import PipelinedServer
 from restore.home.layout import Layout
-from restore.service.threads import ThreadService
+from restore.service import Settings, open_service
 from restore.stores import open_store
-from restore.stores.embedded.files import Durability
-from restore.stores.embedded.jsonl import encode_line
+from restore.stores.api import encode_line
 from restore.summary import summarize
 from tests import pg_cluster
 
@@ -74,9 +73,9 @@ def _seed(
         return
     import psycopg
 
-    from restore.stores.postgres.store import _UPDATE_ROW, _row_values, repo_binding
+    from restore.stores.postgres.rows import UPDATE_ROW, repo_binding, row_values
 
-    store = open_store(store_url, Layout(home), Durability.FSYNC)
+    store = open_store(Settings(home, store_url))
     store.index.count()  # connects, and so migrates
     store.close()
     with psycopg.connect(store_url) as conn, conn.cursor() as cur:
@@ -92,8 +91,8 @@ def _seed(
         rows = []
         for thread_id, items in threads:
             repo = next((b for i in items if (b := repo_binding(i))), (None, None))
-            rows.append(_row_values(summarize(thread_id, items), repo))
-        cur.executemany(_UPDATE_ROW, rows)
+            rows.append(row_values(summarize(thread_id, items), repo))
+        cur.executemany(UPDATE_ROW, rows)
         cur.execute("ANALYZE")
 
 
@@ -236,8 +235,7 @@ def run(threads: int, items: int, record_count: int) -> dict[str, Any]:
                 long_id, long_items = _thread(threads, "/work/long", messages=items)
                 _seed(url, home, [*many, (long_id, long_items)])
                 # the long thread's snapshot, as a clean close leaves it (not timed)
-                store = open_store(url, Layout(home), Durability.FSYNC) if url else None
-                service = ThreadService(Layout(home), store=store)
+                service = open_service(Settings(home, url))
                 report = service.resume(long_id, cwd="/", accept_drift=True, message_limit=1)
                 service.close(long_id, report["session"]["sessionId"])
                 service.close_all()

@@ -26,3 +26,8 @@ def validate_thread_id(value: object, what: str = "threadId") -> str:
 def sha256_of(data: bytes) -> str:
     """The hex sha256 of `data`: how blobs, file heads, lines and edits are named."""
     return hashlib.sha256(data).hexdigest()
+
+
+def is_sha256(value: str) -> bool:
+    """A sha256 in hex: the only thing a blob is ever looked up by (never a path)."""
+    return len(value) == 64 and all(c in "0123456789abcdef" for c in value)

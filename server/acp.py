@@ -55,7 +55,7 @@ from server.framing import Frame, FrameDecoder, FrameTooLarge
 from server.watchdog import Watchdog
 
 if TYPE_CHECKING:
-    from restore.service.threads import ThreadService
+    from restore.service import ThreadService
     from server.hooks import HookRun, LifecycleHooks
 
 logger = logging.getLogger("sessiond.acp")
@@ -364,16 +364,12 @@ class AcpProxy:
         """The store (embedded, or the shared one `--store` names), created by the first
         session method that needs it; a shared store connects with its first request."""
         if self._service is None:
-            from restore.home.files import private_dirs
-            from restore.home.layout import Layout
-            from restore.service.threads import ThreadService
-            from restore.stores import open_store
-            from restore.stores.embedded.files import Durability
+            from restore.service import open_service
+            from restore.stores import Settings
+            from restore.stores.api import Durability
 
-            private_dirs(self.home)  # 0700, and so are any parents it creates
-            layout = Layout(self.home)
-            store = open_store(self.store_url, layout, Durability.GROUP) if self.store_url else None
-            self._service = ThreadService(layout, Durability.GROUP, store=store)
+            settings = Settings(self.home, self.store_url, Durability.GROUP)
+            self._service = open_service(settings)
         return self._service
 
     @property
@@ -1148,7 +1144,7 @@ class AcpProxy:
         """Other processes (`sessiond serve`, `sessiond list`) see the thread's new row
         within about a second; never on the critical path of an answer."""
         if self._index_flush is None:
-            from restore.service.threads import INDEX_FLUSH_SECONDS
+            from restore.stores.api import FLUSH_SECONDS as INDEX_FLUSH_SECONDS
 
             loop = asyncio.get_running_loop()
             self._index_flush = loop.call_later(INDEX_FLUSH_SECONDS, self._flush_index)

@@ -27,9 +27,9 @@ from server.subscriptions import Subscriptions
 from server.worker import StoreWorker
 
 if TYPE_CHECKING:
-    from restore.service.threads import ThreadService
-    from restore.stores import Pages, Store
-    from restore.stores.embedded.pages import ThreadPages
+    from restore.service import ThreadService
+    from restore.stores import Settings
+    from restore.stores.api import Pages, Store
     from server.hooks import LifecycleHooks
     from server.watch import Watcher
 
@@ -62,8 +62,6 @@ class SessiondServer:
         gc.set_threshold(*GC_THRESHOLDS)
         self.config = config
         self._service: ThreadService | None = None
-        self._pages: ThreadPages | None = None
-        self._pages_lock = threading.Lock()
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         self.worker = StoreWorker(begin_commit=self._begin_commit)
@@ -121,45 +119,42 @@ class SessiondServer:
     def service(self) -> ThreadService:
         """Created on first use (worker thread only), so startup reads no file."""
         if self._service is None:
-            from restore.home.layout import Layout
             from restore.home.state import open_home
-            from restore.service.threads import ThreadService
-            from restore.stores.embedded.files import Durability
+            from restore.service import open_service
 
             # A home that is a file or unreadable is StorageError for this request and the
             # next (checked again: the user may fix it while the server runs).
             home = open_home(Path(self.config.home))
-            store = self.shared_store
-            if home.read_only is not None and store is None:
+            if home.read_only is not None and not self.config.store:
                 logger.warning("serving %s read-only: %s", home.path, home.read_only)
-            self._service = ThreadService(
-                Layout(home.path),
-                Durability(self.config.durability),
-                home,
-                None if store is not None else self.pages,
-                store=store,
-            )
-            if store is not None:
-                # Threads other sessiond processes start or change reach this one's clients
-                # (LISTEN/NOTIFY), from the first request that needs the store, never before.
-                store.watch(self._changed_elsewhere)
+            self._service = open_service(self.settings(), store=self.store)
+            # Threads other sessiond processes start or change reach this one's clients
+            # (a shared store's LISTEN/NOTIFY), from the first request that needs the store.
+            self._service.store.watch(self._changed_elsewhere)
         return self._service
 
+    def settings(self) -> Settings:
+        from restore.stores import Settings
+        from restore.stores.api import Durability
+
+        config = self.config
+        return Settings(Path(config.home), config.store, Durability(config.durability))
+
     @property
-    def shared_store(self) -> Store | None:
-        """The store a `--store` URL names (None: the embedded store), made on first use;
-        it connects to its database with its first request, not here."""
-        if not self.config.store:
-            return None
+    def store(self) -> Store:
+        """The configured store, made on first use (by a read or by the service), once the
+        data directory checks out; a shared store connects with its first request."""
         with self._store_lock:
             if self._store is None:
-                from restore.home.layout import Layout
+                from restore.home.state import open_home
                 from restore.stores import open_store
-                from restore.stores.embedded.files import Durability
 
-                durability = Durability(self.config.durability)
-                self._store = open_store(self.config.store, Layout(Path(self.config.home)),
-                                         durability)  # fmt: skip
+                # An embedded store needs a usable home (StorageError until it is); a shared
+                # one keeps its threads elsewhere.
+                read_only = False
+                if not self.config.store:
+                    read_only = open_home(Path(self.config.home)).read_only is not None
+                self._store = open_store(self.settings(), read_only=read_only)
             return self._store
 
     def _changed_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:
@@ -187,21 +182,8 @@ class SessiondServer:
 
     @property
     def pages(self) -> Pages:
-        """Pages of threads, for any thread (reader threads, and the service's resume);
-        created on first use, like the service, once the data directory checks out (or
-        the shared store's, read from its rows)."""
-        store = self.shared_store
-        if store is not None:
-            return store.pages
-        with self._pages_lock:
-            if self._pages is None:
-                from restore.home.layout import Layout
-                from restore.home.state import open_home
-                from restore.stores.embedded.pages import ThreadPages
-
-                home = open_home(Path(self.config.home))  # StorageError until it is usable
-                self._pages = ThreadPages(Layout(home.path))
-            return self._pages
+        """Pages of threads, for any thread (reader threads, and the service's resume)."""
+        return self.store.pages
 
     def _begin_commit(self) -> Callable[[], None] | None:
         """Group commit's first step (server/worker.py). Never creates the service: the
@@ -270,7 +252,7 @@ class SessiondServer:
         """After a burst of records, write the batched index rows once it pauses, so other
         processes listing the same data dir see them within about a second."""
         if self._flush_handle is None and self.loop is not None:
-            from restore.service.threads import INDEX_FLUSH_SECONDS
+            from restore.stores.api import FLUSH_SECONDS as INDEX_FLUSH_SECONDS
 
             self._flush_handle = self.loop.call_later(INDEX_FLUSH_SECONDS, self._flush_index)
 

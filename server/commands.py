@@ -14,12 +14,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from restore.home.layout import Layout
 from restore.home.state import Home, open_home
-from restore.service.threads import ThreadService
-from restore.stores import is_shared, open_store
-from restore.stores.embedded.doctor import run_doctor
-from restore.stores.embedded.files import Durability
+from restore.service import ThreadService, open_service
+from restore.stores import Settings, is_shared, open_store
 from server import transcript
 from server.cli import embedded_only, print_json
 from server.config import ServerConfig
@@ -39,12 +36,15 @@ def _label(info: dict[str, object]) -> str:
     return str(info["title"] or info["preview"] or "(no messages yet)")
 
 
+def _settings(config: ServerConfig, home: Path | None = None, store: str | None = None) -> Settings:
+    """The configured store (embedded, or the shared database): every command writes with
+    fsync durability, whatever a server was started with."""
+    return Settings(home or Path(config.home), store)
+
+
 def _service(config: ServerConfig) -> ThreadService:
     """The thread service on the configured store (embedded, or the shared database)."""
-    home = open_home(Path(config.home))
-    layout = Layout(home.path)
-    store = open_store(config.store, layout, Durability.FSYNC) if config.store else None
-    return ThreadService(layout, home=home, store=store)
+    return open_service(_settings(config, store=config.store))
 
 
 def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
@@ -174,9 +174,11 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
     if args.repair and home.read_only is not None:
         raise home.refuse_write()
     progress = _progress_bar if sys.stderr.isatty() else None
-    report = run_doctor(
-        Layout(home.path), progress, repair=args.repair, read_only=home.read_only is not None
-    )
+    store = open_store(_settings(config, home.path), read_only=home.read_only is not None)
+    try:
+        report = store.check(progress, repair=args.repair)
+    finally:
+        store.close()
     print(f"checked {plural(report.files, 'thread file')}, {plural(report.items, 'item')}")
     for finding in report.findings:
         where = safe(str(finding.path), one_line=True)
@@ -208,7 +210,7 @@ def _doctor_shared(config: ServerConfig) -> int:
     service = _service(config)
     try:
         threads = service.index.count()
-        where = getattr(service.store, "where", "store")
+        where = service.store.where
     finally:
         service.close_all()
     print(f"{where}: schema up to date, {plural(threads, 'thread')}")
@@ -223,9 +225,9 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
     to = args.to
     home = open_home(Path(config.home))
     source_url = None if is_shared(to) else config.store
-    source = open_store(source_url, Layout(home.path), Durability.FSYNC)
-    target_home = Layout(home.path) if is_shared(to) else Layout(open_home(Path(to)).path)
-    target = open_store(to if is_shared(to) else None, target_home, Durability.FSYNC)
+    source = open_store(_settings(config, home.path, source_url))
+    target_home = home.path if is_shared(to) else open_home(Path(to)).path
+    target = open_store(_settings(config, target_home, to if is_shared(to) else None))
     progress = (lambda done, total: _progress_bar("Copying threads", done, total)) if (
         sys.stderr.isatty()
     ) else None  # fmt: skip
@@ -234,7 +236,7 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
     finally:
         source.close()
         target.close()
-    where = getattr(target, "where", None) or str(Path(to).resolve())
+    where = target.where if is_shared(to) else str(Path(to).resolve())
     print(
         f"{plural(report.threads, 'thread')} to {where}: {report.copied} records copied, "
         f"{report.present} already there, {plural(report.blobs, 'blob')}"

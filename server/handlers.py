@@ -22,9 +22,8 @@ from server.framing import Framing
 from server.readahead import PageKey, ReadAhead
 
 if TYPE_CHECKING:
-    from restore.service.threads import ThreadService
-    from restore.stores.embedded.files import AppendResult
-    from restore.stores.embedded.pages import Page
+    from restore.service import ThreadService
+    from restore.stores.api import AppendResult, Page
     from restore.summary import ThreadSummary
     from server.app import SessiondServer
     from server.rpc import SessiondProtocol

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from restore.stores.embedded.pages import Page
+    from restore.stores.api import Page
 
 
 class PageKey(NamedTuple):

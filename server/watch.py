@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from restore.imports.importer import FileResult, Importer
-    from restore.stores.embedded.external import ExternalChange
+    from restore.stores.api import ExternalChange
     from server.app import SessiondServer
 
 logger = logging.getLogger("sessiond.watch")
@@ -50,7 +50,7 @@ class Watcher:
         are caught up once the watcher is in place, so a start deferred past the caller's
         answer misses nothing."""
         if self._task is None and self.server.loop is not None:
-            from restore.stores.embedded.jsonl import ts_at
+            from restore.stores.api import ts_at
 
             # One instant for both: a thread created after the caller began looking (before
             # the deferred start) is announced as started, not as updated.

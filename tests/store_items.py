@@ -6,7 +6,8 @@ import uuid
 from pathlib import Path
 
 from restore.home.layout import Layout
-from restore.stores.embedded.files import Durability, ThreadStore
+from restore.stores.api import Durability
+from restore.stores.embedded.files import ThreadStore
 
 
 def make_store(home: Path, durability: Durability = Durability.FSYNC) -> ThreadStore:

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.home.layout import Layout
+from restore.stores.api import encode_cursor
 from restore.stores.embedded.files import ThreadStore
-from restore.stores.embedded.index import Indexed, ThreadIndex, encode_cursor
+from restore.stores.embedded.index import Indexed, ThreadIndex
 from restore.summary import ThreadSummary, summarize
 
 REPO = Path(__file__).resolve().parent.parent

@@ -17,12 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.home.layout import Layout
-from restore.service.threads import ThreadService
+from restore.service import Settings, open_service
+from restore.stores.api import ANSWER_OVERHEAD, Durability, Page
 from restore.stores.embedded import snapshots
-from restore.stores.embedded.files import Durability
 from restore.stores.embedded.jsonl import parse_bytes
-from restore.stores.embedded.pages import ANSWER_OVERHEAD, Page, ThreadPages
+from restore.stores.embedded.pages import ThreadPages
 
 SMALL_ANCHORS = 700  # bytes between anchors: many anchors in a small test thread
 
@@ -44,7 +43,7 @@ class Recorder:
     """A thread built through the real service, op by op."""
 
     def __init__(self, home: Path) -> None:
-        self.service = ThreadService(Layout(home), Durability.NONE)
+        self.service = open_service(Settings(home, durability=Durability.NONE))
         started = self.service.start(cwd=str(home), workspace_folder=None)
         self.thread_id, self.session_id = started.summary.threadId, started.session_id
 

@@ -403,14 +403,10 @@ def test_a_writer_that_lost_its_connection_never_writes_without_its_lock(
     with it, and machine B may take the thread. A's next record must then be ThreadBusy
     naming B, never written beside B's (the same seqs from two writers)."""
     from protocol.errors import ErrorKind, ProtocolError
-    from restore.home.layout import Layout
-    from restore.service.threads import ThreadService
-    from restore.stores import open_store
-    from restore.stores.embedded.files import Durability
+    from restore.service import Settings, ThreadService, open_service
 
     def machine(name: str) -> ThreadService:
-        layout = Layout(tmp_path / name)
-        return ThreadService(layout, store=open_store(store_url, layout, Durability.FSYNC))
+        return open_service(Settings(tmp_path / name, store_url))
 
     a, b = machine("a"), machine("b")
     try:

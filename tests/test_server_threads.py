@@ -373,15 +373,14 @@ def test_a_thread_mirroring_another_agent_lists_with_its_origin(
 ) -> None:
     """Threads made by the ACP front door or an import say where they came from; threads
     recorded over this protocol say null. The origin survives a lost index."""
-    from restore.home.layout import Layout
-    from restore.service.threads import ThreadService
+    from restore.service import Settings, open_service
 
     first = spawn()
     first.initialize()
     own, _ = start(first, tmp_path)
     first.close()
     origin = {"agent": "codex", "sessionId": "rollout-1", "path": "/x/rollout-1.jsonl"}
-    service = ThreadService(Layout(home))
+    service = open_service(Settings(home))
     try:
         mirrored = service.start(cwd=str(tmp_path), workspace_folder=None, origin=origin)
     finally:

@@ -12,10 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from restore.engine.subsystems import ThreadState
-from restore.home.layout import Layout
-from restore.service.threads import ThreadService
+from restore.service import Settings, ThreadService, open_service
+from restore.stores.api import EVERY_ITEMS, Durability
 from restore.stores.embedded import snapshots
-from restore.stores.embedded.files import Durability
 
 op_ids = st.sampled_from(["a", "b", "c"])
 item_strategy = st.one_of(
@@ -74,7 +73,7 @@ def test_snapshot_plus_tail_equals_full_replay(raw: list[dict[str, Any]], data: 
 
 
 def _service(home: Path) -> ThreadService:
-    return ThreadService(Layout(home), Durability.NONE)
+    return open_service(Settings(home, durability=Durability.NONE))
 
 
 def _resume(service: ThreadService, thread_id: str) -> dict[str, Any]:
@@ -168,7 +167,7 @@ def test_snapshot_is_written_every_k_items_and_resume_replays_only_the_tail(
     started = service.start(cwd=str(tmp_path), workspace_folder=None)
     tid, sid = started.summary.threadId, started.session_id
     session = service.session_for(tid, sid, "local")
-    for n in range(snapshots.EVERY_ITEMS + 50):
+    for n in range(EVERY_ITEMS + 50):
         service.append(session, [{"type": "message", "id": f"m{n}", "role": "user",
                                   "content": str(n)}])  # fmt: skip
     # Simulate a crash: drop the session without a clean close (no final snapshot).
@@ -176,6 +175,6 @@ def test_snapshot_is_written_every_k_items_and_resume_replays_only_the_tail(
     fresh = _service(tmp_path / "home")
     report = _resume(fresh, tid)
     assert report["recovery"]["snapshotUsed"] is True
-    assert report["recovery"]["replayedItems"] < snapshots.EVERY_ITEMS
+    assert report["recovery"]["replayedItems"] < EVERY_ITEMS
     assert report["continueReason"] == "process_recovery"
-    assert report["messages"]["total"] == snapshots.EVERY_ITEMS + 50
+    assert report["messages"]["total"] == EVERY_ITEMS + 50

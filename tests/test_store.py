@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.home.layout import Layout
 from restore.ids import validate_thread_id
-from restore.stores.embedded.files import Durability
+from restore.stores.api import Durability
 from restore.stores.embedded.jsonl import parse_bytes
 from tests.store_items import make_store, session_meta
 from tests.store_items import message as store_message
@@ -109,16 +108,16 @@ def test_group_commit_close_waits_for_the_sync_on_its_descriptor(tmp_path: Path)
 def test_group_commit_redoes_a_failed_sync_before_acknowledging_a_retry(
     tmp_path: Path,
 ) -> None:
-    from restore.service.threads import ThreadService
+    from restore.service import Settings, open_service
 
-    service = ThreadService(Layout(tmp_path), Durability.GROUP)
+    service = open_service(Settings(tmp_path, durability=Durability.GROUP))
     started = service.start(cwd=str(tmp_path), workspace_folder=None)
     tid, sid = started.summary.threadId, started.session_id
     item = store_message("once")
     service.record(tid, sid, [item], defer_sync=True)
     sync = service.begin_commit()
     assert sync is not None
-    [pending] = service._syncs
+    [pending] = service.store.group_commit.syncs  # type: ignore[attr-defined]
     pending._fd = 1 << 20  # the disk "fails": fdatasync on a closed descriptor, EBADF
     with pytest.raises(ProtocolError) as failed:
         sync()

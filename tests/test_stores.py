@@ -17,10 +17,8 @@ import orjson
 import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.home.layout import Layout
-from restore.service.threads import ThreadService
-from restore.stores import open_store
-from restore.stores.embedded.files import Durability
+from restore.service import Settings, ThreadService, open_service
+from restore.stores.api import Durability
 from tests.conftest import BOTH_STORES
 
 pytestmark = BOTH_STORES
@@ -34,9 +32,7 @@ def services(home: Path, store_url: str | None) -> Iterator[Services]:
     made: list[ThreadService] = []
 
     def make(durability: Durability = Durability.FSYNC) -> ThreadService:
-        layout = Layout(home)
-        store = open_store(store_url, layout, durability) if store_url else None
-        service = ThreadService(layout, durability, store=store)
+        service = open_service(Settings(home, store_url, durability))
         made.append(service)
         return service
 

@@ -45,7 +45,6 @@ import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.environment import ENVIRONMENT_FIELDS, canonical, probe
-from restore.home.files import sync_filesystem
 from restore.imports.ledger import ImportLedger, SourceCheckpoint
 from restore.imports.parse import (
     HEAD_BYTES,
@@ -63,8 +62,7 @@ from restore.service.threads import ThreadService
 from restore.sources import claude_code, codex, gemini
 from restore.sources.common import SourceParser
 from restore.sources.handoff import SAFE_ID, thread_id_for
-from restore.stores.embedded.files import Durability, ThreadStore, ThreadWriter, read_thread_file
-from restore.stores.embedded.jsonl import LineMark, encode_line, parse_bytes
+from restore.stores.api import Writer, encode_line
 from restore.summary import ThreadSummary
 
 if TYPE_CHECKING:
@@ -367,7 +365,7 @@ class _Planned:
     revision: int
     thread_id: str
     start: SourceCheckpoint | None
-    writer: ThreadWriter | None
+    writer: Writer | None
     status: str
 
     def close(self) -> None:
@@ -421,12 +419,9 @@ class Importer:
         root: Path | None = None,
         *,
         live: bool = False,
-        on_write: Callable[[ThreadWriter], None] | None = None,
         parallel_from: int | None = PARALLEL_FROM,
     ) -> None:
-        """`on_write` hears of every thread written (default: the service notes its size,
-        so the watcher does not report this process's own writes as another's).
-        `parallel_from`: how many source bytes a batch import must have to read before
+        """`parallel_from`: how many source bytes a batch import must have to read before
         it parses them in worker processes (None: never)."""
         self.service = service
         self.kind = kind
@@ -436,15 +431,13 @@ class Importer:
         self.parsed_by_workers = 0
         """Files the last `import_all` had parsed by worker processes."""
         self.ledger = ImportLedger(service.layout.import_ledger_path)
-        self._on_write = on_write or service.note_written
         self._environments: dict[str, dict[str, Any]] = {}
         self._spawns: dict[Path, tuple[tuple[int, int], dict[str, str]]] = {}
         """Parent transcript → (its size and mtime when read, sub-agent key → call)."""
-        self._rows: list[tuple[ThreadSummary, Path, LineMark | None]] = []
         self._checkpoints: list[SourceCheckpoint] = []
         self._unstorable: list[str] = []  # ids of the file being read the store refused
-        # Writes go to the OS only; `commit` syncs the batch (see there).
-        self._store = ThreadStore(service.layout, Durability.NONE)
+        # Writers are opened `durable=False`: `commit` makes the batch durable (see there).
+        self._store = service.store
 
     def import_all(self, progress: Progress | None = None) -> ImportSummary:
         """Every session under the root; unchanged ones cost a stat and no read. A batch
@@ -485,16 +478,15 @@ class Importer:
     def commit(self) -> None:
         """Make what was imported since the last commit durable, then record it.
 
-        Threads are written without a sync per file; one filesystem sync covers the batch,
-        and only then are the ledger rows written (a checkpoint never gets ahead of the
-        thread it describes) and the listing rows (other processes see the threads)."""
+        Threads are written without a sync per file; one sync covers the batch (one
+        filesystem sync; one transaction of the shared store), and only then are the ledger
+        rows written (a checkpoint never gets ahead of the thread it describes) and the
+        listing rows (other processes see the threads)."""
         if self._checkpoints:
-            sync_filesystem(self.service.layout.home)
+            self._store.sync()
             checkpoints, self._checkpoints = self._checkpoints, []
             self.ledger.put_many(checkpoints)
-        if self._rows:
-            rows, self._rows = self._rows, []
-            self.service.index.upsert_many(rows)
+        self._store.flush()
 
     def close(self) -> None:
         self.commit()
@@ -663,7 +655,7 @@ class Importer:
         writer = None
         if start is not None:
             try:
-                writer = self._store.open_writer(thread_id)
+                writer = self._store.open_writer(thread_id, durable=False)
             except ProtocolError as exc:
                 if exc.kind is not ErrorKind.THREAD_BUSY:
                     raise
@@ -708,7 +700,7 @@ class Importer:
         Without an entry, `_recover` found none and `free`, the first free revision."""
         if entry is None:
             return None, free, "created"
-        if self.service.layout.locate(entry.threadId) is None:
+        if not self._store.exists(entry.threadId):
             return None, entry.revision, "created"  # deleted by the user: back in full
         if self._appended(path, stat, entry):
             return entry, entry.revision, "updated"
@@ -726,7 +718,7 @@ class Importer:
     def _free_revision(self, session_id: str, first: int) -> int:
         for revision in itertools.count(first):
             thread_id = thread_id_for(self.kind.agent, session_id, revision)
-            if self.service.layout.locate(thread_id) is None:
+            if not self._store.exists(thread_id):
                 return revision
         raise AssertionError("unreachable")
 
@@ -738,10 +730,9 @@ class Importer:
         found = None
         for revision in itertools.count(1):
             thread_id = thread_id_for(self.kind.agent, session_id, revision)
-            located = self.service.layout.locate(thread_id)
-            if located is None:
+            if not self._store.exists(thread_id):
                 return found, revision
-            items = parse_bytes(read_thread_file(located[0], thread_id)).items
+            items = self._store.read(thread_id)[0].items
             origin = items[0].get("origin") if items else None
             if not isinstance(origin, dict) or origin.get("path") != source:
                 continue
@@ -801,11 +792,9 @@ class Importer:
         elif result.status != "unchanged":
             closing = self._closing(writer.summary.title, parsed.facts, result, checkpoint)
             result.add(self._append(writer, parsed.items, closing), keep=True)
-        mark = writer.mark()  # the row's last line, so the index reads only what follows
-        writer.close()
+        writer.close()  # its listing row is written by the next `commit`
         self._checkpoints.append(checkpoint)
         result.summary = writer.summary
-        self._rows.append((writer.summary, writer.path, mark))
         if self._unstorable:
             left_out, self._unstorable = self._unstorable, []
             note = (f"{len(left_out)} item(s) nested deeper than a thread holds were left out "
@@ -835,7 +824,7 @@ class Importer:
 
     def _append(
         self,
-        writer: ThreadWriter,
+        writer: Writer,
         items: list[dict[str, Any]],
         bookkeeping: list[dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
@@ -849,8 +838,6 @@ class Importer:
                 raise
             batch = [*self._storable(items), *bookkeeping]
             stored = writer.append(batch, session_id, keep_ts=True).stored
-        if stored:
-            self._on_write(writer)
         marks = {item["id"] for item in bookkeeping}
         return [item for item in stored if item["id"] not in marks]
 
@@ -863,7 +850,7 @@ class Importer:
         facts: Facts,
         items: list[dict[str, Any]] | None = None,
         bookkeeping: list[dict[str, Any]] | None = None,
-    ) -> tuple[ThreadWriter, int, str | None]:
+    ) -> tuple[Writer, int, str | None]:
         """The thread (with its first items), bound to where the session ran: its recorded
         cwd and branch (and commit, when the agent recorded one) over the repository as it
         is now. Returns the writer, how many of `items` were written, and why the recorded
@@ -900,23 +887,32 @@ class Importer:
         try:
             try:
                 writer = self._store.create(
-                    thread_id, session, meta, keep_ts=True, items=[*items, *bookkeeping]
+                    thread_id,
+                    session,
+                    meta,
+                    items=[*items, *bookkeeping],
+                    keep_ts=True,  # dated by the transcript
+                    durable=False,  # by the batch's `commit`
                 )
             except ProtocolError as exc:
                 if exc.kind is not ErrorKind.INVALID_PARAMS:
                     raise
                 items = self._storable(items)
                 writer = self._store.create(
-                    thread_id, session, meta, keep_ts=True, items=[*items, *bookkeeping]
+                    thread_id,
+                    session,
+                    meta,
+                    items=[*items, *bookkeeping],
+                    keep_ts=True,  # dated by the transcript
+                    durable=False,  # by the batch's `commit`
                 )
         except ProtocolError as exc:  # another importer created it a moment ago
             if exc.kind is not ErrorKind.INVALID_ID:
                 raise
-            writer = self._store.open_writer(thread_id)
+            writer = self._store.open_writer(thread_id, durable=False)
             writer.loaded = None
             return writer, len(self._append(writer, items, bookkeeping)), note
         writer.loaded = None
-        self._on_write(writer)
         return writer, len(items), note
 
     def _storable(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -949,7 +945,7 @@ class Importer:
         thread_id = thread_id_for(self.kind.agent, session, 1)
         for revision in itertools.count(2):
             newer = thread_id_for(self.kind.agent, session, revision)
-            if self.service.layout.locate(newer) is None:
+            if not self._store.exists(newer):
                 break
             thread_id = newer
         call = parent.get("toolCallId")

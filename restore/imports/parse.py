@@ -17,6 +17,7 @@ regular files (restore/importer.py), and a link swapped in since is refused here
 
 from __future__ import annotations
 
+import codecs
 import errno
 import hashlib
 import os
@@ -29,7 +30,7 @@ import orjson
 
 from restore.home.files import NotRegularFile
 from restore.sources.common import SourceParser
-from restore.stores.embedded.jsonl import BOM, SkippedLine
+from restore.stores.api import SkippedLine
 
 HEAD_BYTES = 4096
 BATCH_ITEMS = 2000  # items appended per write while importing one big file
@@ -51,8 +52,8 @@ def decode(data: bytes, start: int) -> tuple[dict[str, Any] | None, str | None, 
     """A line's record (its bytes, found at `start`), why it was skipped, and whether
     invalid UTF-8 was replaced; a blank line is (None, None, False)."""
     raw = data.rstrip(b"\r\n")
-    if start == 0 and raw.startswith(BOM):
-        raw = raw[len(BOM) :]
+    if start == 0 and raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
     if not raw.strip():
         return None, None, False
     repaired = False

@@ -16,8 +16,7 @@ from typing import Any
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.stores.api import Store
-from restore.stores.embedded.pages import ANSWER_OVERHEAD
+from restore.stores.api import ANSWER_OVERHEAD, Store
 
 
 def read_edit_blob(

@@ -8,7 +8,6 @@ never writes twice.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -17,8 +16,8 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore.access import Scope, read_regular, remove_regular, replace_regular, sha256_regular
 from restore.engine.subsystems.operations import APPLY_EDIT_TOOL
 from restore.faults import crash_point
+from restore.ids import sha256_of
 from restore.service.threads import OpenSession, ThreadService
-from restore.stores.embedded import blobs
 
 
 def resolve_in_workspace(session: OpenSession, path: str, folders: Iterable[str] = ()) -> str:
@@ -38,7 +37,7 @@ def apply_edit(
 ) -> dict[str, Any]:
     target = resolve_in_workspace(session, path, folders)
     after = content.encode()
-    after_sha = blobs.sha_of(after)
+    after_sha = sha256_of(after)
     operations = session.state.states["operations"]
     if operations["closed"].get(operation_id) == "committed":
         # A retry of a finished edit (rare): its shas are in the thread file.
@@ -51,7 +50,7 @@ def apply_edit(
                 "afterSha": edit.get("afterSha", after_sha)}  # fmt: skip
     open_op = operations["open"].get(operation_id)
     current = read_regular(target)  # refuses a FIFO, a device, a directory
-    current_sha = None if current is None else blobs.sha_of(current)
+    current_sha = None if current is None else sha256_of(current)
     if open_op is not None:
         # A crash interrupted this edit: the file's content says how far it got.
         before_sha = open_op.get("beforeSha")
@@ -68,7 +67,7 @@ def apply_edit(
         if current is not None:
             service.store.put_blob(current)
         service.store.put_blob(after)
-        digest = hashlib.sha256(f"{target}\0{after_sha}".encode()).hexdigest()
+        digest = sha256_of(f"{target}\0{after_sha}".encode())
         service.append(session, [{
             "type": "operation", "id": str(uuid.uuid4()), "operationId": operation_id,
             "tool": APPLY_EDIT_TOOL, "argsDigest": digest, "effect": "side_effect",

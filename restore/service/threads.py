@@ -13,11 +13,9 @@ import contextlib
 import copy
 import logging
 import os
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
@@ -31,19 +29,19 @@ from restore.home.layout import Layout
 from restore.home.state import Home
 from restore.ids import validate_thread_id
 from restore.sources.handoff import IMPORTED_AGENTS, handoff_command, thread_id_for
-from restore.stores import Store, Writer
-from restore.stores.api import derived
-from restore.stores.embedded import snapshots
-from restore.stores.embedded.external import ExternalChange, ExternalThreads
-from restore.stores.embedded.files import AppendResult, Durability, PendingSync
-from restore.stores.embedded.index import Indexed
-from restore.stores.embedded.jsonl import ThreadFile
-from restore.stores.embedded.pages import ThreadPages
-from restore.stores.embedded.store import EmbeddedStore
+from restore.stores.api import (
+    EVERY_ITEMS,
+    AppendResult,
+    ExternalChange,
+    Progress,
+    Snapshot,
+    Store,
+    ThreadFile,
+    Writer,
+    derived,
+)
 from restore.summary import ThreadSummary, summarize
 
-ProgressCallback = Callable[[int, int], None]
-INDEX_FLUSH_SECONDS = 0.5
 SNAPSHOT_RETRY_ITEMS = 100
 MAX_SUBAGENTS = 500  # sub-agent threads one resume reads for the cost line, at most
 """After a failed snapshot, items until the next attempt."""
@@ -104,9 +102,7 @@ class _Loaded:
     snapshot_problem: str | None
 
     @classmethod
-    def read(
-        cls, writer: Writer, snapshot: snapshots.Snapshot | None, problem: str | None
-    ) -> _Loaded:
+    def read(cls, writer: Writer, snapshot: Snapshot | None, problem: str | None) -> _Loaded:
         tail = writer.loaded or ThreadFile()
         writer.loaded = None  # the writer does not keep the items alive
         if snapshot is not None and writer.base is not None:
@@ -134,42 +130,20 @@ class _Loaded:
 class ThreadService:
     """Everything a thread request does to the store: its records, snapshots, listing.
 
-    The store is the embedded one (files under `layout`) unless `store` names another
-    backend (restore/stores/: PostgreSQL); both keep the same promises."""
+    The store is whichever backend `open_service` opened (restore/stores/): the service
+    asks only what the store interface names, so both keep the same promises."""
 
-    def __init__(
-        self,
-        layout: Layout,
-        durability: Durability = Durability.FSYNC,
-        home: Home | None = None,
-        pages: ThreadPages | None = None,
-        *,
-        store: Store | None = None,
-    ) -> None:
+    def __init__(self, layout: Layout, store: Store, home: Home) -> None:
         self.layout = layout
-        # A read-only home (restore/home.py) is listed from an index in memory, read, and
-        # resumed as a report; every write is refused with StorageError before it starts.
-        # A shared store keeps its threads elsewhere: the home's state does not bind it.
-        self.home = home or Home(layout.home)
-        self.read_only = self.home.read_only is not None and store is None
-        if store is None:
-            store = EmbeddedStore(
-                layout, durability, read_only=self.read_only, pages=pages, live=self._live_rows
-            )
-        self.store: Store = store
-        self.shared = self.store.shared
-        self.pages = self.store.pages
-        self.index = self.store.index
+        """The data directory (the import ledger lives there, whichever store)."""
+        self.home = home
+        self.store = store
+        # A read-only home (restore/home/state.py) is listed from an index in memory, read,
+        # and resumed as a report; every write is refused with StorageError before it starts.
+        self.read_only = store.read_only
+        self.pages = store.pages
+        self.index = store.index
         self._open: dict[str, OpenSession] = {}  # by thread id
-        # Group commit: writers with appends not yet synced (`begin_commit` takes them).
-        self._unsynced: dict[str, Writer] = {}
-        self._syncs: list[PendingSync] = []  # begun by `begin_commit`, kept until checked
-        self._index_dirty: dict[str, Writer] = {}
-        self._index_flushed = 0.0
-        # Each thread's size after this process last wrote it: a watcher seeing that size
-        # knows the change was ours (restore/external.py).
-        self.written_sizes: dict[str, int] = {}
-        self.external = ExternalThreads(layout, self.written_sizes)
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -296,9 +270,7 @@ class ThreadService:
                 writer.last_seq,
                 loaded.recovery(),
                 continue_reason,
-                self._newest_messages(
-                    writer.thread_id, writer.path, state, message_limit, max_bytes
-                ),
+                self._newest_messages(writer.thread_id, state, message_limit, max_bytes),
                 self._read_only_home(),
             )
         finally:
@@ -326,7 +298,6 @@ class ThreadService:
             raise ProtocolError(
                 ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
             )
-        path = None if self.shared else self.layout.thread_path(thread_id)
         state = ThreadState().apply_all(contents.items)
         summary = summarize(thread_id, contents.items)
         recorded = state.states["worktree"]
@@ -357,7 +328,7 @@ class ThreadService:
             summary.lastSeq,
             recovery,
             "handoff",
-            self._newest_messages(thread_id, path, state, message_limit, max_bytes),
+            self._newest_messages(thread_id, state, message_limit, max_bytes),
             self._read_only_home(),
         )
         session = str(origin.get("sessionId"))
@@ -538,8 +509,6 @@ class ThreadService:
         session = self._session(thread_id, session_id, owner)
         items, no_ops = self._check_ledger(session, items)
         result = self._append(session, items, session_id, defer_sync=defer_sync)
-        if defer_sync and result.stored:
-            self._unsynced[session.writer.thread_id] = session.writer
         if no_ops:
             result = AppendResult(
                 result.first_seq, result.last_seq, result.duplicates + no_ops, result.stored
@@ -578,48 +547,18 @@ class ThreadService:
         writer = self.store.open_writer(thread_id)
         try:
             writer.append(items, writer.summary.latestSessionId or _new_id())
-            self.note_written(writer)
-            self._derived(
-                "index row", self.index.upsert, writer.summary, writer.path, writer.mark()
-            )
-            return writer.summary
         finally:
             writer.close()
+        self.store.flush()  # its row at once: no session of ours keeps it current
+        return writer.summary
 
     def begin_commit(self) -> Callable[[], None] | None:
         """Group commit, on the store thread: take every deferred append and return the
-        syncs that make them durable (one per file), to run on another thread while this
-        one appends the next batch. None: nothing to sync.
-
-        A file whose previous sync failed is synced again, so a retried record (now a
-        duplicate, which writes nothing) is not acknowledged on the strength of a sync
-        that failed. A store with transactions (PostgreSQL) commits here instead.
-        """
-        self.store.begin_commit()
-        writers, self._unsynced = self._unsynced, {}
-        in_flight = []
-        for pending in self._syncs:
-            if not pending.done.is_set():
-                in_flight.append(pending)
-            elif pending.error is not None and not pending.writer.closed:
-                pending.writer.unsynced = True
-                writers.setdefault(pending.writer.thread_id, pending.writer)
-        syncs = [s for w in writers.values() if (s := w.begin_sync()) is not None]
-        self._syncs = in_flight + syncs
-        if not syncs:
-            return None
-
-        def sync_all() -> None:
-            failure: ProtocolError | None = None
-            for pending in syncs:
-                try:
-                    pending.run()
-                except ProtocolError as exc:
-                    failure = failure or exc
-            if failure is not None:
-                raise failure
-
-        return sync_all
+        work that makes them durable (one fdatasync per file, for the embedded store), to
+        run on another thread while this one appends the next batch. None: nothing to do
+        (a store with transactions committed here). Raises when deferred records cannot
+        be made durable: none of them may be acknowledged."""
+        return self.store.begin_commit()
 
     def session_for(self, thread_id: str, session_id: str, owner: str) -> OpenSession:
         """The open session a request names (StaleSession / ThreadBusy otherwise)."""
@@ -632,12 +571,12 @@ class ThreadService:
     # --- reading (pages of a thread: `self.pages`, safe on any thread) -----------------
 
     def _newest_messages(
-        self, thread_id: str, path: Path | None, state: ThreadState, limit: int, max_bytes: int
+        self, thread_id: str, state: ThreadState, limit: int, max_bytes: int
     ) -> dict[str, Any]:
         """Resume's `messages`: the newest `limit` after the boundary, read by seq."""
         reduced = state.states["messages"]
         seqs = messages_subsystem.newest(reduced, limit)
-        items, cut = self.pages.pick(thread_id, path, seqs, max_bytes)
+        items, cut = self.pages.pick(thread_id, seqs, max_bytes)
         if items:
             older = cut or reduced["count"] > len(items)
             next_before = items[0]["seq"] if older else None
@@ -659,7 +598,7 @@ class ThreadService:
         search: str | None,
         cursor: str | None,
         limit: int,
-        progress: ProgressCallback | None = None,
+        progress: Progress | None = None,
         parent_thread_id: str | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
         """A page of top-level threads, or of `parent_thread_id`'s children (sub-agents)."""
@@ -672,7 +611,7 @@ class ThreadService:
                     ErrorKind.INVALID_PARAMS, f"{name} must not contain NUL", field=name
                 )
         self.index.ensure_ready(progress)
-        self.flush_index()
+        self.store.flush()
         return self.index.list(
             cwd=canonical(cwd) if cwd is not None else None,  # cwds are stored canonical
             workspace_folder=workspace_folder,
@@ -712,10 +651,8 @@ class ThreadService:
         result = session.writer.append(items, session_id, minted=minted, defer_sync=defer_sync)
         for line in result.stored:
             session.state.apply(line)
-        if result.stored:
-            self._reindex(session.writer)
-            if session.state.seq - session.snapshot_seq >= snapshots.EVERY_ITEMS:
-                self._snapshot(session, closed=False)
+        if result.stored and session.state.seq - session.snapshot_seq >= EVERY_ITEMS:
+            self._snapshot(session, closed=False)
         return result
 
     def _check_ledger(
@@ -760,7 +697,7 @@ class ThreadService:
         checkpoint = session.writer.checkpoint()
         if checkpoint is None:
             return
-        snapshot = snapshots.Snapshot(
+        snapshot = Snapshot(
             checkpoint=checkpoint,
             state=session.state,
             skipped=session.skipped,
@@ -771,7 +708,7 @@ class ThreadService:
         if self._derived("snapshot", self.store.save_snapshot, thread_id, snapshot):
             session.snapshot_seq = session.state.seq
         else:  # the next attempt comes SNAPSHOT_RETRY_ITEMS items from now
-            session.snapshot_seq = session.state.seq - snapshots.EVERY_ITEMS + SNAPSHOT_RETRY_ITEMS
+            session.snapshot_seq = session.state.seq - EVERY_ITEMS + SNAPSHOT_RETRY_ITEMS
 
     @staticmethod
     def _derived(what: str, work: Callable[..., Any], *args: Any) -> bool:
@@ -780,9 +717,9 @@ class ThreadService:
     def _close_session(self, session: OpenSession) -> None:
         try:
             self._snapshot(session, closed=True)
-            self.flush_index()  # while the writer is open: its row is written from it
         finally:
             session.writer.close()
+        self.store.flush()  # its last row, so other processes list the session's end
 
     def _read_only_home(self) -> dict[str, Any] | None:
         """Why a resume opened no session though nothing drifted, for the report."""
@@ -803,7 +740,6 @@ class ThreadService:
             state.apply(line)
         writer.loaded = None
         self._open[thread_id] = OpenSession(session_id, writer, owner, state)
-        self._reindex(writer)
         return StartedThread(writer.summary, session_id)
 
     def _session_meta(
@@ -886,29 +822,10 @@ class ThreadService:
         del self._open[thread_id]
         self._close_session(session)
 
-    def _reindex(self, writer: Writer) -> None:
-        """Every writer keeps the shared index current, so other processes list its threads.
-
-        Rows are written in batches, at most `INDEX_FLUSH_SECONDS` after a change (the
-        server also flushes when a stream of records pauses), and always before this
-        process lists, closes or moves a thread: one SQLite transaction per record would
-        cost more than the record itself. An index not open yet is not opened here: its
-        first open reconciles every file, which the answer to a start or a resume must
-        not wait for (the server flushes right after it instead). A shared store writes
-        its listing rows with the items: nothing to batch.
-        """
-        if self.shared:
-            return
-        self._index_dirty[writer.thread_id] = writer
-        self.note_written(writer)
-        stale = time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS
-        if stale and self.index.is_open:
-            self.flush_index()
-
     def listed_parent(self, thread_id: str) -> str | None:
         """The parent a listing files this thread under (None: a top-level thread, or no
         listing open yet, which no client can be showing)."""
-        if not self.shared and not self.index.is_open:
+        if not self.index.is_open:
             return None
         row = self.index.get(validate_thread_id(thread_id))
         return row.parentThreadId if row is not None else None
@@ -918,15 +835,15 @@ class ThreadService:
     ) -> list[dict[str, Any]]:
         """ThreadInfos for notifications: `infos` with their `childCount` filled in place
         where the listing knows it, then the rows of `parents` (threads whose children just
-        changed), with theirs. Only an index that is open (or a shared store's) is asked:
+        changed), with theirs. Only an index that is open (a shared store's always is) is asked:
         opening one reconciles every file, which a notification must not cost; before
         any listing no client holds a count to keep current. Pending rows are written
         first, so a child started a moment ago is counted."""
-        if not self.shared and not self.index.is_open:
+        if not self.index.is_open:
             return []
         try:
             if parents:
-                self.flush_index()
+                self.store.flush()
             rows = [row for p in dict.fromkeys(parents) if (row := self.index.get(p))]
             wanted = [i["threadId"] for i in infos if i.get("childCount") is None]
             counts = self.index.child_counts([*wanted, *(row.threadId for row in rows)])
@@ -938,48 +855,23 @@ class ThreadService:
                 info["childCount"] = counts[info["threadId"]]
         return [{**row.thread_info(), "childCount": counts[row.threadId]} for row in rows]
 
-    def external_changes(self, thread_ids: list[str]) -> list[ExternalChange]:
-        """What other processes did to these threads (their files changed), with the
-        index rows brought up to date, so this process's listings agree at once."""
-        changes = [c for t in thread_ids if (c := self.external.changed(t)) is not None]
-        rows = [change.row for change in changes if change.row is not None]
-        if rows:
-            self.index.refresh(rows)
-        return changes
+    def external_changes(self, thread_ids: Sequence[str]) -> list[ExternalChange]:
+        """What other processes on this machine did to these threads (their files changed),
+        with the listing rows brought up to date, so this process's listings agree at once.
+        Nothing for a store whose other writers announce themselves (`Store.watch`)."""
+        local = self.store.local
+        return local.changed(thread_ids) if local is not None else []
 
     def threads_changed_since(self, seconds: float) -> list[str]:
-        """Ids of the thread files modified at or after `seconds` (epoch): what a watcher
-        that was still starting may have missed."""
-        found = []
-        for path, _, stat in self.layout.scan_thread_files():
-            if stat.st_mtime >= seconds:
-                with contextlib.suppress(ProtocolError):  # not a thread file: not ours
-                    found.append(validate_thread_id(os.path.basename(path)[: -len(".jsonl")]))
-        return found
-
-    def _live_rows(self) -> dict[str, Indexed]:
-        """Index rows of the files this process writes, current in memory: the index never
-        reads them (its first open in a process would otherwise see our own appends)."""
-        writers = [s.writer for s in self._open.values()] + list(self._index_dirty.values())
-        return {str(w.path): (w.summary, w.mark()) for w in writers if not w.closed}
-
-    def note_written(self, writer: Writer) -> None:
-        """Remember a thread's size after a write of ours (see `written_sizes`)."""
-        if self.shared:
-            return
-        self.written_sizes[writer.thread_id] = writer.size
+        """Threads written at or after `seconds` (epoch): what a watcher that was still
+        starting may have missed."""
+        local = self.store.local
+        return local.changed_since(seconds) if local is not None else []
 
     def flush_index(self) -> None:
-        """Write every pending index row now; rows that cannot be written (SQLite: disk
-        full) stay pending for the next flush. Never raises: the index is derived."""
-        self._index_flushed = time.monotonic()
-        if self._index_dirty:
-            # Cleared only once written: until then they are live rows (below), which the
-            # index's first open in this process takes instead of reading their files.
-            dirty = [w for w in self._index_dirty.values() if not w.closed]
-            rows = [(w.summary, w.path, w.mark()) for w in dirty]
-            if self._derived("index rows", self.index.upsert_many, rows):
-                self._index_dirty = {}
+        """Write the listing rows the store held back (`FLUSH_SECONDS` after the last
+        write, from the host's timer). Never raises: the rows are derived."""
+        self.store.flush()
 
     @staticmethod
     def _fork_cut(items: list[dict[str, Any]], at_turn_id: str | None, at_seq: int | None) -> int:

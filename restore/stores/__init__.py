@@ -1,36 +1,49 @@
-"""Where threads are kept: the store interface (`base`) and its backends.
-
-`embedded` (JSONL files + SQLite index, the default) and `postgres` (a shared database, for
-teams and several machines). `open_store` picks one from a URL; the PostgreSQL backend and
-its driver are imported only when a `postgresql://` URL asks for them.
+"""Where threads are kept: the store interface (`api`) and its two backends, `embedded`
+(JSONL files + SQLite index, the default) and `postgres` (a shared database, for teams and
+several machines). Invariant: nothing outside this package imports a backend's modules;
+`open_store` picks one from the settings, and the PostgreSQL backend and its driver are
+imported only when a `postgresql://` URL asks for them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.stores.api import Index, Pages, Store, Writer
+from restore.stores.api import Durability, Store
 
-if TYPE_CHECKING:
-    from restore.home.layout import Layout
-    from restore.stores.embedded.files import Durability
-
-__all__ = ["Index", "Pages", "Store", "Writer", "is_shared", "open_store"]
+__all__ = ["Settings", "is_shared", "open_store"]
 
 SCHEMES = ("postgresql://", "postgres://")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where threads are kept and how durably: what serve, acp, every command, the tests
+    and the bench configure (server/config.py's `--home`, `--store`, `--durability`)."""
+
+    home: Path
+    """The data directory: the embedded store's files, and every store's import ledger."""
+    store: str | None = None
+    """A `postgresql://` URL for the shared store; None: the embedded store under `home`."""
+    durability: Durability = Durability.FSYNC
 
 
 def is_shared(url: str | None) -> bool:
     return bool(url) and str(url).startswith(SCHEMES)
 
 
-def open_store(url: str | None, layout: Layout, durability: Durability) -> Store:
-    """The embedded store under `layout` (no URL), or the database a URL names."""
+def open_store(settings: Settings, *, read_only: bool = False) -> Store:
+    """The embedded store under `settings.home` (no URL), or the database a URL names.
+    `read_only`: the data directory cannot be written (restore/home/state.py); a shared
+    store keeps its threads elsewhere, so the home's state does not bind it."""
+    url = settings.store
     if not url:
+        from restore.home.layout import Layout
         from restore.stores.embedded.store import EmbeddedStore
 
-        return EmbeddedStore(layout, durability)
+        return EmbeddedStore(Layout(settings.home), settings.durability, read_only=read_only)
     if not is_shared(url):
         raise ProtocolError(
             ErrorKind.INVALID_PARAMS,
@@ -45,4 +58,4 @@ def open_store(url: str | None, layout: Layout, durability: Durability) -> Store
             "the PostgreSQL store needs psycopg: pip install 'sessiond[postgres]'",
             retryable=False,
         ) from None
-    return PostgresStore(url, durability)
+    return PostgresStore(url, settings.durability)

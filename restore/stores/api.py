@@ -1,37 +1,95 @@
-"""The store interface: what `ThreadService` needs from wherever threads are kept.
+"""The store interface: everything the service, the importer and the server may ask of
+wherever threads are kept, and every type the two backends share.
 
 Two backends implement it: the embedded store (JSONL files + SQLite index under
-`$SESSIOND_HOME`, restore/store.py and restore/index.py) and PostgreSQL
-(restore/stores/postgres.py). Both promise the same things, each by its own means:
-append with a per-thread `seq`, idempotent item ids, one writer per thread (across
-processes and, for PostgreSQL, machines), acknowledgement only once durable (group commit
-included), pages both ways, listing with filters before paging, snapshots, archive and
-delete, content-addressed blobs. One test suite runs against each (tests/test_stores.py).
+`$SESSIOND_HOME`, restore/stores/embedded/) and PostgreSQL (restore/stores/postgres/). Both
+promise the same things, each by its own means: append with a per-thread `seq`, idempotent
+item ids, one writer per thread (across processes and, for PostgreSQL, machines),
+acknowledgement only once durable (group commit included), pages both ways, listing with
+filters before paging, snapshots, archive and delete, content-addressed blobs. One test
+suite runs against each (tests/test_stores.py), and the type checker holds each backend to
+these Protocols (`_conforms` at the end of each backend's store module).
+
+What is here besides the Protocols is what both stores must do identically: the record
+envelope (`stamp`, `encode_line`, the timestamp format), the snapshot codec, listing rows
+and cursors, the cut of a page that is too large, and the typed error a storage failure
+reaches a client as. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
 from typing import Any, Protocol
 
-from restore.stores.embedded.jsonl import FORMAT_VERSION, ThreadFile, now_ts
+import orjson
+
+from protocol.errors import ErrorKind, ProtocolError
+from restore.engine.subsystems import ThreadState
 from restore.summary import ThreadSummary
 
 logger = logging.getLogger("sessiond.threads")
-ProgressCallback = Callable[[int, int], None]
+
+Item = dict[str, Any]
+"""One record: a JSON object with at least `type` and `id` (stored: `v, seq, ts, ...`)."""
+Progress = Callable[[int, int], None]
+"""(done, total) of a long step: an index rebuild, an import, a copy."""
+StepProgress = Callable[[str, int, int], None]
+"""(what, done, total) of one of several steps (`sessiond doctor`)."""
 Announce = Callable[[str, str, ThreadSummary | None], None]
 """(event, threadId, row) for a change another process made: started, updated, deleted;
 and `listening` (no thread, no row) each time the listener is (again) in place: changes
 before it may have been missed, changes after it are not."""
+Listing = tuple[list[ThreadSummary], str | None]
+"""One page of a listing and the cursor of the next (None: the last page)."""
+
+FLUSH_SECONDS = 0.5
+"""How long a store may hold listing rows back (the embedded store batches them: one SQLite
+transaction per record would cost more than the record). A host calls `Store.flush` this
+long after a burst of writes pauses, so other processes list them within about a second."""
+
+
+# --- the record envelope -------------------------------------------------------------------
+
+FORMAT_VERSION = 1
+
+
+def now_ts() -> str:
+    """Fixed-width UTC timestamp with microseconds, so timestamps sort as text."""
+    # isoformat is about twice as fast as strftime, and this runs for every append.
+    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+def ts_at(seconds: float) -> str:
+    """`now_ts`'s format for a `time.time()` value."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+def encode_line(item: Item) -> bytes:
+    """An item as its stored line. What the encoder refuses (nested past its 255 levels,
+    say, from a path that did not check) is InvalidParams naming the item, not a crash."""
+    try:
+        return orjson.dumps(item) + b"\n"
+    except orjson.JSONEncodeError as exc:
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS,
+            f"item {item.get('id')!r} cannot be stored: {exc}",
+            id=item.get("id"),
+        ) from None
 
 
 @dataclass(frozen=True)
 class Stamped:
     """Items stamped for appending: the new lines, every item's seq, how many repeated."""
 
-    stored: list[dict[str, Any]]
+    stored: list[Item]
     seqs: list[int]
     new_ids: dict[str, int]
     duplicates: int
@@ -39,7 +97,7 @@ class Stamped:
 
 
 def stamp(
-    items: Iterable[dict[str, Any]],
+    items: Iterable[Item],
     session_id: str,
     last_seq: int,
     known_ids: dict[str, int],
@@ -51,7 +109,7 @@ def stamp(
     stores stamp here. With `keep_ts` an item's own `ts` is kept (an import dates its
     items by the source transcript, not by now)."""
     seqs: list[int] = []
-    stored: list[dict[str, Any]] = []
+    stored: list[Item] = []
     new_ids: dict[str, int] = {}
     duplicates = 0
     ts = now_ts()
@@ -80,6 +138,281 @@ def stamp(
     return Stamped(stored, seqs, new_ids, duplicates, last_seq)
 
 
+# --- what stores hand back -----------------------------------------------------------------
+
+
+class Durability(StrEnum):
+    """When an append counts as durable (and may be acknowledged)."""
+
+    FSYNC = "fsync"
+    """fsync after every append call: survives power loss. The default."""
+    GROUP = "group"
+    """Group commit: concurrent records share one fdatasync (one COMMIT), and each is
+    acknowledged only after it. Survives power loss; far more records per second."""
+    NONE = "none"
+    """Written to the OS only: survives a process crash, not a power loss. For tests."""
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line the reader could not use; reported, never deleted."""
+
+    lineNo: int
+    byteOffset: int
+    reason: str
+    preview: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "lineNo": self.lineNo,
+            "byteOffset": self.byteOffset,
+            "reason": self.reason,
+            "preview": self.preview,
+        }
+
+
+@dataclass
+class ThreadFile:
+    """Everything a read of one thread found (a file's bytes, or a database's rows, which
+    have no bad lines, BOM or torn tail to report)."""
+
+    items: list[Item] = field(default_factory=list)
+    skipped: list[SkippedLine] = field(default_factory=list)
+    bom: bool = False
+    torn_tail_offset: int | None = None
+    """Byte offset of an unparsable last line with no newline (a write cut short)."""
+    unterminated_tail: bool = False
+    """The last line parsed but lacks its newline; a writer must add it before appending."""
+    size: int = 0
+    """File offset where the parsed bytes end."""
+    lines: int = 0
+    """Line count up to `size` (including any before `base_offset` when parsing a tail)."""
+    last_line_start: int | None = None
+    """File offset of the last newline-terminated line: snapshots verify themselves by it."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A verified position in a thread: everything before `offset` is covered.
+
+    The last line before it is identified by its start and sha256, so a snapshot taken
+    from a thread that was later rewritten or truncated is detected as stale. (PostgreSQL
+    counts in seqs: `offset`, `lines` and `line_start` are the last seq there.)
+    """
+
+    offset: int
+    seq: int
+    lines: int
+    line_start: int
+    line_sha: str
+    summary: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    first_seq: int | None
+    last_seq: int | None
+    duplicates: int
+    stored: list[Item]
+
+
+SNAPSHOT_VERSION = 2  # 2: messages keep no bodies (resume reads the newest from the store)
+EVERY_ITEMS = 1000
+"""A snapshot is written after this many items since the last one, and on close."""
+
+
+@dataclass
+class Snapshot:
+    """A derived, deletable checkpoint of every subsystem's state at some seq: resume reads
+    it plus the items after it. A missing, unreadable or stale one costs a full replay,
+    which gives the same state (property-tested)."""
+
+    checkpoint: Checkpoint
+    state: ThreadState
+    skipped: list[dict[str, Any]]
+    bom: bool
+    closed_session_id: str | None
+    """Set when the snapshot was taken by a clean close of that session."""
+
+
+def encode_snapshot(thread_id: str, snapshot: Snapshot) -> bytes:
+    return orjson.dumps(
+        {
+            "v": SNAPSHOT_VERSION,
+            "threadId": thread_id,
+            "checkpoint": asdict(snapshot.checkpoint),
+            "state": snapshot.state.to_json(),
+            "skipped": snapshot.skipped,
+            "bom": snapshot.bom,
+            "closedSessionId": snapshot.closed_session_id,
+        }
+    )
+
+
+def decode_snapshot(thread_id: str, data: bytes) -> tuple[Snapshot | None, str | None]:
+    """A snapshot from its stored bytes (a file, or a row), or None and why not."""
+    try:
+        body = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return None, f"corrupt: {type(exc).__name__}"
+    try:
+        if body["v"] != SNAPSHOT_VERSION or body["threadId"] != thread_id:
+            return None, "corrupt: other version or thread"
+        snapshot = Snapshot(
+            checkpoint=Checkpoint(**body["checkpoint"]),
+            state=ThreadState.from_json(body["state"]),
+            skipped=list(body["skipped"]),
+            bom=bool(body["bom"]),
+            closed_session_id=body.get("closedSessionId"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"corrupt: {type(exc).__name__}: {exc}"
+    return snapshot, None
+
+
+ANSWER_OVERHEAD = 512
+"""The JSON-RPC envelope, the cursor and the keys around a page, in bytes."""
+
+
+@dataclass
+class Page:
+    """One page of a thread's items, ascending, cut by count and by bytes."""
+
+    next_seq: int | None
+    """nextAfterSeq going forward, nextBeforeSeq going back; None at the end."""
+    skipped: list[dict[str, Any]]
+    raw: list[bytes] = field(default_factory=list)
+    """The items' JSON text as stored: an answer embeds it rather than encode again."""
+    source: tuple[int, int, int] | None = None
+    """What the store checks a page read ahead against (`Pages.holds`); the embedded
+    store's (device, inode, size) of the file, None for rows."""
+
+    @property
+    def items(self) -> list[Item]:
+        """The items, decoded on demand: an answer sends `raw`, and keeping 10,000 decoded
+        items per page alive made the garbage collector walk them (~20% of a page's time)."""
+        return [orjson.loads(raw) for raw in self.raw]
+
+
+def too_large(seq: int, size: int, budget: int) -> ProtocolError:
+    """An item that fits in no answer, named, with where to page on from (both stores)."""
+    return ProtocolError(
+        ErrorKind.PAYLOAD_TOO_LARGE,
+        f"item seq {seq} ({size} bytes) does not fit in one answer of at most "
+        f"{budget} bytes; page past it from seq {seq}",
+        seq=seq,
+        size=size,
+        limit=budget,
+    )
+
+
+@dataclass
+class ExternalChange:
+    """A thread another process on this machine changed (`LocalChanges.changed`)."""
+
+    thread_id: str
+    thread: dict[str, Any] | None
+    """The thread's row (ThreadInfo); None when the thread is gone."""
+    row: tuple[ThreadSummary, Path, os.stat_result] | None = None
+    """The row the index now holds: the summary, the file and its stat."""
+    first_look: bool = False
+    """This process had not seen the thread before (it may be new, or just newly touched)."""
+
+
+@dataclass
+class FileFinding:
+    """What `sessiond doctor` found wrong with one thread file (the embedded store's)."""
+
+    path: Path
+    skipped: list[SkippedLine] = field(default_factory=list)
+    bom: bool = False
+    error: str | None = None
+    repaired: bool = False
+    empty: bool = False
+    """A 0-byte file: no record, so no thread (a kill between creating and writing it)."""
+
+
+@dataclass
+class DoctorReport:
+    """A store's check of itself (`Store.check`)."""
+
+    files: int = 0
+    items: int = 0
+    findings: list[FileFinding] = field(default_factory=list)
+    index_action: str = ""
+    indexed: int = 0
+    unmapped: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Per agent, the record types and tools imports met and did not map (from the import
+    checkpoints in the threads): `record:<type>` → {count, example: "path:line"}."""
+
+    @property
+    def clean(self) -> bool:
+        return not any(f.skipped or f.error or f.empty for f in self.findings)
+
+
+# --- listing rows and cursors (both indexes) -----------------------------------------------
+
+ROW_FIELDS = (
+    "threadId", "title", "preview", "cwd", "workspaceFolder", "branch", "headSha",
+    "createdAt", "updatedAt", "itemCount", "archived", "forkedFrom", "costUsd", "origin",
+    "parentThreadId", "parentOperationId", "lastSeq", "latestSessionId",
+)  # fmt: skip
+"""Every ThreadSummary field a listing row keeps, in the order both stores select them
+(`childCount` is counted by the query, never stored)."""
+JSON_FIELDS = ("forkedFrom", "origin")
+MAX_LIMIT = 200
+
+
+def summary_of(row: Sequence[Any], *, json_text: bool = False) -> ThreadSummary:
+    """A row of ROW_FIELDS (then the child count, when the query selected it) as a summary.
+    `json_text`: the JSON fields are text to decode (SQLite; psycopg decodes jsonb)."""
+    fields = dict(zip(ROW_FIELDS, row[: len(ROW_FIELDS)], strict=True))
+    if len(row) > len(ROW_FIELDS):
+        fields["childCount"] = row[len(ROW_FIELDS)]
+    fields["updatedAt"] = fields["updatedAt"] or None  # stored '' when unknown: keyset order
+    fields["archived"] = bool(fields["archived"])
+    if json_text:
+        for name in JSON_FIELDS:
+            if fields[name] is not None:
+                fields[name] = orjson.loads(fields[name])
+    return ThreadSummary(**fields)
+
+
+def encode_cursor(updated_at: str, thread_id: str) -> str:
+    """Opaque keyset cursor: the (updatedAt, threadId) of the last row of a page."""
+    return base64.urlsafe_b64encode(orjson.dumps([updated_at, thread_id])).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    """Inverse of `encode_cursor`; anything else is the client's mistake (InvalidParams)."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        key = orjson.loads(base64.b64decode(padded, altchars=b"-_", validate=True))
+    except (binascii.Error, ValueError, TypeError):
+        key = None
+    if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS, "malformed thread/list cursor", field="cursor"
+        )
+    return key[0], key[1]
+
+
+# --- failures --------------------------------------------------------------------------------
+
+
+def storage_failure(
+    message: str, *, full: bool = False, retryable: bool | None = None, **details: Any
+) -> ProtocolError:
+    """The one typed error a storage failure reaches a client as, whichever store: a full
+    disk (or database) is StorageFull, anything else StorageError; one line, never a
+    traceback or a secret. Each backend maps its own failures here (a thread file's
+    OSError, SQLite's error, a PostgreSQL sqlstate)."""
+    kind = ErrorKind.STORAGE_FULL if full else ErrorKind.STORAGE_ERROR
+    if retryable is not None:
+        details["retryable"] = retryable
+    return ProtocolError(kind, message, **details)
+
+
 def derived(what: str, work: Callable[..., Any], *args: Any) -> bool:
     """Run a write of derived state (snapshot, index row, offset map) after a durable one:
     a failure is logged, never raised, because what the client wrote is safe."""
@@ -91,17 +424,18 @@ def derived(what: str, work: Callable[..., Any], *args: Any) -> bool:
     return True
 
 
+# --- the interface ---------------------------------------------------------------------------
+
+
 class Writer(Protocol):
     """The exclusive handle on one thread: every append of a session goes through it."""
 
     thread_id: str
-    path: Any
-    """The thread's file (None: the store keeps rows, not files)."""
     summary: ThreadSummary
     last_seq: int
     loaded: ThreadFile | None
     """What opening it read (after `base`, if any), for the opener; then dropped."""
-    base: Any
+    base: Checkpoint | None
     """The snapshot checkpoint the open started from; None when it read everything."""
     base_rejected: str | None
 
@@ -110,19 +444,23 @@ class Writer(Protocol):
 
     def append(
         self,
-        items: Iterable[dict[str, Any]],
+        items: Iterable[Item],
         session_id: str,
         *,
         minted: bool = False,
         defer_sync: bool = False,
-    ) -> Any: ...
+        keep_ts: bool = False,
+    ) -> AppendResult:
+        """Stamp and write the items whose id is new; durable on return, unless
+        `defer_sync` (group commit: durable after the store's next `begin_commit`) or the
+        writer was opened with `durable=False` (after the store's next `sync`). `minted`:
+        fresh server ids, which cannot repeat (no need to load the thread's id set)."""
+        ...
 
     def seq_of(self, item_id: str) -> int | None: ...
 
-    def checkpoint(self) -> Any: ...
-
-    def mark(self) -> Any:
-        """The last line written, for derived state to check itself against (or None)."""
+    def checkpoint(self) -> Checkpoint | None:
+        """Where the thread stands now, for a snapshot to verify itself against later."""
         ...
 
     def revalidate(self) -> bool:
@@ -136,23 +474,20 @@ class Writer(Protocol):
 class Index(Protocol):
     """The listing side: one row per thread, filters before paging, keyset cursors."""
 
-    files_read: int
-    """Thread files read to build rows (`sessiond/debug`); 0 where there are none."""
-
-    def ensure_ready(self, progress: ProgressCallback | None = None) -> str: ...
-
-    def upsert(self, summary: ThreadSummary, path: Any, mark: Any = None) -> None: ...
-
-    def upsert_many(self, rows: list[tuple[ThreadSummary, Any, Any]]) -> None: ...
-
-    def refresh(self, rows: list[tuple[ThreadSummary, Any, Any]]) -> None:
-        """Rows another process changed (restore/external.py)."""
+    @property
+    def files_read(self) -> int:
+        """Thread files read to build rows (`sessiond/debug`); 0 where there are none."""
         ...
 
     @property
-    def is_open(self) -> bool: ...
+    def is_open(self) -> bool:
+        """Whether a listing can be answered without opening anything first (the embedded
+        index reconciles every file when it opens: a notification must not cost that)."""
+        ...
 
-    def remove(self, thread_id: str) -> None: ...
+    def ensure_ready(self, progress: Progress | None = None) -> str:
+        """Open (build, reconcile) what a listing needs: "opened", "rebuilt", "ready"."""
+        ...
 
     def get(self, thread_id: str) -> ThreadSummary | None: ...
 
@@ -166,20 +501,20 @@ class Index(Protocol):
         cursor: str | None = None,
         limit: int = 50,
         parent_thread_id: str | None = None,
-    ) -> tuple[list[ThreadSummary], str | None]:
+    ) -> Listing:
         """Top-level threads (no parent), or the children of `parent_thread_id`; each
         row with its `childCount`."""
         ...
 
-    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+    def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
         """Each thread's `childCount` (its unarchived children), as a listing gives it."""
         ...
 
-    def close(self) -> None: ...
+    def count(self) -> int: ...
 
 
 class Pages(Protocol):
-    """Pages of a thread both ways, cut by bytes (restore/pages.py); safe on any thread."""
+    """Pages of a thread both ways, cut by bytes; safe on any thread."""
 
     def read(
         self,
@@ -189,13 +524,14 @@ class Pages(Protocol):
         before: int | None = None,
         limit: int,
         max_bytes: int,
-    ) -> Any: ...
+    ) -> Page: ...
 
-    def pick(
-        self, thread_id: str, path: Any, seqs: list[int], max_bytes: int
-    ) -> tuple[list[dict[str, Any]], bool]: ...
+    def pick(self, thread_id: str, seqs: Sequence[int], max_bytes: int) -> tuple[list[Item], bool]:
+        """The items with these seqs (ascending), newest first within `max_bytes`; True when
+        older ones were left out for the budget (resume's newest messages)."""
+        ...
 
-    def holds(self, thread_id: str, page: Any, backward: bool) -> bool:
+    def holds(self, thread_id: str, page: Page, backward: bool) -> bool:
         """Whether a page read ahead (server/readahead.py) is still the answer."""
         ...
 
@@ -210,24 +546,74 @@ class Pages(Protocol):
         """The seq of the thread's last item (0: none); ThreadNotFound if no such thread."""
         ...
 
-    def forget(self, thread_id: str) -> None: ...
+
+class LocalChanges(Protocol):
+    """Other processes on this machine writing the same store, seen through its files (the
+    embedded store). A shared store has none: it announces other writers itself (`watch`)."""
+
+    @property
+    def directories(self) -> list[Path]:
+        """Where a watcher looks for their writes."""
+        ...
+
+    def changed(self, thread_ids: Sequence[str]) -> list[ExternalChange]:
+        """What other processes did to these threads (their files changed), with the
+        listing rows brought up to date; this process's own writes are not reported."""
+        ...
+
+    def changed_since(self, seconds: float) -> list[str]:
+        """Threads written at or after `seconds` (epoch): what a watcher that was still
+        starting may have missed."""
+        ...
 
 
 class Store(Protocol):
     """Where threads live: their records, locks, snapshots, blobs and listing rows."""
 
-    durability: Any
-    shared: bool
-    """Kept outside this machine's data directory, seen by other machines (PostgreSQL)."""
-    index: Index
-    pages: Pages
+    @property
+    def durability(self) -> Durability: ...
 
-    def create(self, thread_id: str, session_id: str, meta: dict[str, Any]) -> Writer:
-        """A new thread, durable at once with its first `session_meta`, its writer held."""
+    @property
+    def where(self) -> str:
+        """Where the threads are, for messages (a data directory; a database, no password)."""
         ...
 
-    def open_writer(self, thread_id: str, base: Any = None) -> Writer:
-        """The thread's one writer (ThreadBusy when another process holds it)."""
+    @property
+    def index(self) -> Index: ...
+
+    @property
+    def pages(self) -> Pages: ...
+
+    @property
+    def read_only(self) -> bool:
+        """Every write is refused (a read-only data directory): threads are only read."""
+        ...
+
+    @property
+    def local(self) -> LocalChanges | None:
+        """Other processes' changes to follow by their files (None: `watch` brings them)."""
+        ...
+
+    def create(
+        self,
+        thread_id: str,
+        session_id: str,
+        meta: Item,
+        *,
+        items: Iterable[Item] = (),
+        keep_ts: bool = False,
+        durable: bool = True,
+    ) -> Writer:
+        """A new thread with its first `session_meta` (and `items`, in the same write: an
+        import creates whole threads), its writer held; InvalidId if it exists. Durable at
+        once, or with `durable=False` at the store's next `sync` (the writer's appends too)."""
+        ...
+
+    def open_writer(
+        self, thread_id: str, base: Checkpoint | None = None, *, durable: bool = True
+    ) -> Writer:
+        """The thread's one writer (ThreadBusy when another process holds it), having read
+        what follows `base` (a snapshot's checkpoint, once verified) or everything."""
         ...
 
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
@@ -254,9 +640,11 @@ class Store(Protocol):
         """Name the client holding a thread, for other processes' ThreadBusy errors."""
         ...
 
-    def load_snapshot(self, thread_id: str) -> tuple[Any, str | None]: ...
+    def load_snapshot(self, thread_id: str) -> tuple[Snapshot | None, str | None]:
+        """The thread's snapshot, or None and why not ("missing", "corrupt: ...")."""
+        ...
 
-    def save_snapshot(self, thread_id: str, snapshot: Any) -> None: ...
+    def save_snapshot(self, thread_id: str, snapshot: Snapshot) -> None: ...
 
     def put_blob(self, data: bytes) -> str: ...
 
@@ -273,16 +661,33 @@ class Store(Protocol):
         """Every thread, archived ones too (`sessiond migrate`)."""
         ...
 
-    def import_thread(self, thread_id: str, items: list[dict[str, Any]], archived: bool) -> int:
+    def import_thread(self, thread_id: str, items: list[Item], archived: bool) -> int:
         """Add the records this store lacks, as they are (seq, ts, ids kept); how many."""
         ...
 
     def begin_commit(self) -> Callable[[], None] | None:
-        """Group commit's store-wide step (a transaction's COMMIT); raises on failure."""
+        """Group commit, on the store thread: take every deferred append and return the
+        work that makes them durable, to run on another thread while the store thread
+        appends the next batch (None: nothing left to do). Raises when what was deferred
+        can no longer be made durable: none of it may be acknowledged."""
+        ...
+
+    def sync(self) -> None:
+        """Make every write of writers opened with `durable=False` durable now."""
+        ...
+
+    def flush(self) -> None:
+        """Write listing rows the store held back (`FLUSH_SECONDS`); never raises: the
+        rows are derived."""
         ...
 
     def watch(self, announce: Announce) -> None:
-        """Report other processes' changes (a shared store); a no-op where none reach."""
+        """Report changes other processes make that `local` does not (a shared store's)."""
+        ...
+
+    def check(self, progress: StepProgress | None = None, *, repair: bool = False) -> DoctorReport:
+        """`sessiond doctor`: what is damaged (and, with `repair`, what a crash can leave
+        is repaired: torn tails, empty files); the listing rebuilt or brought up to date."""
         ...
 
     def close(self) -> None: ...

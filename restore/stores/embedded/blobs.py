@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 
 from restore.home.files import private_dirs, read_regular, write_atomically
 from restore.home.layout import Layout
-
-
-def sha_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+from restore.ids import is_sha256, sha256_of
 
 
 def put(layout: Layout, data: bytes) -> str:
     """Store `data` durably (once) and return its sha256."""
-    sha = sha_of(data)
+    sha = sha256_of(data)
     path = layout.blob_path(sha)
     if not path.exists():
         private_dirs(path.parent)
@@ -24,14 +20,10 @@ def put(layout: Layout, data: bytes) -> str:
     return sha
 
 
-def _is_sha(sha: str) -> bool:
-    return len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
-
-
 def size(layout: Layout, sha: str) -> int | None:
     """The blob's length in bytes, without reading it; None when it is not stored (or is
     not a regular file: not one sessiond wrote)."""
-    if not _is_sha(sha):
+    if not is_sha256(sha):
         return None
     try:
         found = os.lstat(layout.blob_path(sha))
@@ -41,7 +33,7 @@ def size(layout: Layout, sha: str) -> int | None:
 
 
 def get(layout: Layout, sha: str) -> bytes | None:
-    if not _is_sha(sha):
+    if not is_sha256(sha):
         return None  # never build a path from anything but a sha256
     try:
         return read_regular(layout.blob_path(sha))
@@ -49,3 +41,9 @@ def get(layout: Layout, sha: str) -> bytes | None:
         return None
     except OSError:
         return None  # not a file sessiond wrote (a FIFO, a link): as good as missing
+
+
+def shas(layout: Layout) -> list[str]:
+    if not layout.blobs_dir.is_dir():
+        return []
+    return sorted(path.name for path in layout.blobs_dir.glob("??/*") if len(path.name) == 64)

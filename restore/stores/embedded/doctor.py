@@ -10,46 +10,15 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from protocol.errors import ProtocolError
 from restore.home.files import fsync_dir, private_dirs
 from restore.home.layout import Layout
+from restore.stores.api import DoctorReport, FileFinding, StepProgress
 from restore.stores.embedded.files import ThreadStore, read_thread_file
 from restore.stores.embedded.index import ThreadIndex
-from restore.stores.embedded.jsonl import SkippedLine, parse_bytes
-
-Progress = Callable[[str, int, int], None]
-
-
-@dataclass
-class FileFinding:
-    path: Path
-    skipped: list[SkippedLine] = field(default_factory=list)
-    bom: bool = False
-    error: str | None = None
-    repaired: bool = False
-    empty: bool = False
-    """A 0-byte file: no record, so no thread (a kill between creating and writing it)."""
-
-
-@dataclass
-class DoctorReport:
-    files: int = 0
-    items: int = 0
-    findings: list[FileFinding] = field(default_factory=list)
-    index_action: str = ""
-    indexed: int = 0
-    unmapped: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    """Per agent, the record types and tools imports met and did not map (from the import
-    checkpoints in the threads): `record:<type>` → {count, example: "path:line"}."""
-
-    @property
-    def clean(self) -> bool:
-        return not any(f.skipped or f.error or f.empty for f in self.findings)
+from restore.stores.embedded.jsonl import parse_bytes
 
 
 def _count_unmapped(
@@ -97,7 +66,7 @@ def _move_empty_aside(layout: Layout, finding: FileFinding) -> None:
 
 def run_doctor(
     layout: Layout,
-    progress: Progress | None = None,
+    progress: StepProgress | None = None,
     *,
     repair: bool = False,
     read_only: bool = False,

@@ -4,18 +4,23 @@ listing rows, kept current by reading only what grew since the last look.
 A watcher reports which thread files changed; this module says what that means for
 clients: the thread's new row, or that it is gone (followers get the appended items from
 server/relay.py). Changes this process made itself are recognised by the file's size (the
-service notes the size after each of its own writes) and are not reported twice.
+store notes the size after each of its own writes) and are not reported twice.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
-from typing import Any
 
+from protocol.errors import ProtocolError
 from restore.home.layout import Layout
+from restore.ids import validate_thread_id
+from restore.stores.api import ExternalChange
+from restore.stores.embedded.index import ThreadIndex
 from restore.stores.embedded.jsonl import parse_bytes
 from restore.summary import ThreadSummary, summarize
 
@@ -28,24 +33,41 @@ class _Tail:
     summary: ThreadSummary
 
 
-@dataclass
-class ExternalChange:
-    thread_id: str
-    thread: dict[str, Any] | None
-    """The thread's row (ThreadInfo); None when the thread is gone."""
-    row: tuple[ThreadSummary, Path, os.stat_result] | None = None
-    """What the index needs to store the row: the summary, the file and its stat."""
-    first_look: bool = False
-    """This process had not seen the thread before (it may be new, or just newly touched)."""
-
-
 class ExternalThreads:
-    def __init__(self, layout: Layout, own_sizes: dict[str, int]) -> None:
+    """The embedded store's `LocalChanges` (restore/stores/api.py): other processes' writes
+    to the data dir's thread files, with the index rows brought up to date."""
+
+    def __init__(self, layout: Layout, own_sizes: dict[str, int], index: ThreadIndex) -> None:
         self._layout = layout
         self._own_sizes = own_sizes
+        """Each thread's size after this process last wrote it: a watcher seeing that size
+        knows the change was ours."""
+        self._index = index
         self._tails: dict[str, _Tail] = {}
 
-    def changed(self, thread_id: str) -> ExternalChange | None:
+    @property
+    def directories(self) -> list[Path]:
+        return [self._layout.threads_dir, self._layout.archived_dir]
+
+    def changed(self, thread_ids: Sequence[str]) -> list[ExternalChange]:
+        """What other processes did to these threads, with their index rows refreshed, so
+        this process's listings agree at once."""
+        changes = [c for t in thread_ids if (c := self._changed(t)) is not None]
+        rows = [change.row for change in changes if change.row is not None]
+        if rows:
+            self._index.refresh(rows)
+        return changes
+
+    def changed_since(self, seconds: float) -> list[str]:
+        """Ids of the thread files modified at or after `seconds` (epoch)."""
+        found = []
+        for path, _, stat in self._layout.scan_thread_files():
+            if stat.st_mtime >= seconds:
+                with contextlib.suppress(ProtocolError):  # not a thread file: not ours
+                    found.append(validate_thread_id(os.path.basename(path)[: -len(".jsonl")]))
+        return found
+
+    def _changed(self, thread_id: str) -> ExternalChange | None:
         """What another process did to a thread file; None when nothing new (or it was us)."""
         located = self._layout.locate(thread_id)
         if located is None:

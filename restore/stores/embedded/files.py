@@ -10,15 +10,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import logging
 import os
 import stat
 import threading
 import uuid
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from enum import StrEnum
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -27,63 +25,34 @@ import orjson
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.home.files import fsync_dir, private_dirs, read_regular, write_new
 from restore.home.layout import Layout
-from restore.ids import validate_thread_id
-from restore.stores.api import stamp
+from restore.ids import sha256_of, validate_thread_id
+from restore.stores.api import (
+    AppendResult,
+    Checkpoint,
+    Durability,
+    Item,
+    ThreadFile,
+    encode_line,
+    stamp,
+    storage_failure,
+)
 from restore.stores.embedded.index import Indexed
-from restore.stores.embedded.jsonl import LineMark, ThreadFile, encode_line, parse_bytes
+from restore.stores.embedded.jsonl import LineMark, parse_bytes
 from restore.summary import ThreadSummary, summarize
 
 logger = logging.getLogger("sessiond.store")
 ORIGIN_LINE_MAX = 1 << 16  # a first line longer than this is no session_meta of ours
 
 
-class Durability(StrEnum):
-    """When an append counts as durable (and may be acknowledged)."""
-
-    FSYNC = "fsync"
-    """fsync after every append call: survives power loss. The default."""
-    GROUP = "group"
-    """Group commit: concurrent records share one fdatasync, and each is acknowledged only
-    after that sync. Survives power loss; far more records per second than FSYNC."""
-    NONE = "none"
-    """Written to the OS only: survives a process crash, not a power loss. For tests."""
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A verified position in a thread file: everything before `offset` is covered.
-
-    The last line before `offset` is identified by its start and sha256, so a snapshot
-    taken from a file that was later rewritten or truncated is detected as stale.
-    """
-
-    offset: int
-    seq: int
-    lines: int
-    line_start: int
-    line_sha: str
-    summary: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    first_seq: int | None
-    last_seq: int | None
-    duplicates: int
-    stored: list[dict[str, Any]]
-
-
-def _storage_error(exc: OSError, thread_id: str, path: Path | None = None) -> ProtocolError:
+def thread_file_error(exc: OSError, thread_id: str, path: Path | None = None) -> ProtocolError:
+    """A thread file's OSError as the typed error (the store's one mapping of them)."""
     where = str(path) if path is not None else None
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return ProtocolError(
-            ErrorKind.STORAGE_FULL, "disk full: nothing was written", threadId=thread_id, path=where
+        return storage_failure(
+            "disk full: nothing was written", full=True, threadId=thread_id, path=where
         )
-    return ProtocolError(
-        ErrorKind.STORAGE_ERROR,
-        f"thread file {where or thread_id}: {exc.strerror}",
-        threadId=thread_id,
-        path=where,
+    return storage_failure(
+        f"thread file {where or thread_id}: {exc.strerror or exc}", threadId=thread_id, path=where
     )
 
 
@@ -101,7 +70,7 @@ def open_thread_file(path: Path, flags: int, thread_id: str) -> int:
                 threadId=thread_id,
                 path=str(path),
             ) from None
-        raise _storage_error(exc, thread_id, path) from exc
+        raise thread_file_error(exc, thread_id, path) from exc
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise ProtocolError(
@@ -122,7 +91,7 @@ def read_thread_file(path: Path, thread_id: str) -> bytes:
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as exc:
-        raise _storage_error(exc, thread_id, path) from exc
+        raise thread_file_error(exc, thread_id, path) from exc
     finally:
         os.close(fd)
 
@@ -139,9 +108,12 @@ class ThreadWriter:
         durability: Durability,
         archived: bool,
         base: Checkpoint | None = None,
+        store: ThreadStore | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.path = path
+        self._store = store
+        """Told of every write and of the close (the embedded store's rows, sizes, syncs)."""
         self._fd = fd
         self._durability = durability
         self._size = contents.size
@@ -169,6 +141,8 @@ class ThreadWriter:
         """What the open read found (after `base`, if any); for the opener, then dropped."""
         self.base = base
         self.base_rejected: str | None = None
+        if store is not None:
+            store.opened(self)
 
     @property
     def size(self) -> int:
@@ -217,7 +191,7 @@ class ThreadWriter:
 
     def append(
         self,
-        items: Iterable[dict[str, Any]],
+        items: Iterable[Item],
         session_id: str,
         *,
         minted: bool = False,
@@ -249,6 +223,8 @@ class ThreadWriter:
             self.last_seq = stamped.last_seq
             for line in stamped.stored:
                 self.summary.apply(line)
+            if self._store is not None:
+                self._store.wrote(self)
         seqs = stamped.seqs
         return AppendResult(
             min(seqs, default=None), max(seqs, default=None), stamped.duplicates, stamped.stored
@@ -258,7 +234,7 @@ class ThreadWriter:
         if self._needs_cut:
             self._cut_back()
             if self._needs_cut:
-                raise _storage_error(
+                raise thread_file_error(
                     OSError(errno.EIO, "a partial line could not be removed"), self.thread_id
                 )
         try:
@@ -275,7 +251,7 @@ class ThreadWriter:
                     os.fdatasync(self._fd)
         except OSError as exc:
             self._cut_back()
-            raise _storage_error(exc, self.thread_id, self.path) from exc
+            raise thread_file_error(exc, self.thread_id, self.path) from exc
         self._size += len(data)
 
     def begin_sync(self) -> PendingSync | None:
@@ -298,6 +274,8 @@ class ThreadWriter:
     def close(self) -> None:
         """Release the lock; the thread can be written by someone else afterwards."""
         if not self.closed:
+            if self._store is not None:
+                self._store.closing(self)
             if self._syncing is not None:
                 # The committer may be about to sync this descriptor: closed under it, its
                 # number could already name another file. (Syncs run in order, so the
@@ -328,7 +306,7 @@ class PendingSync:
         try:
             os.fdatasync(self._fd)
         except OSError as exc:
-            self.error = _storage_error(exc, self.writer.thread_id, self.writer.path)
+            self.error = thread_file_error(exc, self.writer.thread_id, self.writer.path)
             raise self.error from exc
         finally:
             self.done.set()
@@ -346,17 +324,33 @@ class ThreadStore:
         """A read-only home: `open_writer` opens files for reading only, locks and repairs
         nothing (the files are nobody's to write here), and its writer cannot append."""
 
+    # What a subclass hears of its writers (restore/stores/embedded/store.py): nothing here.
+
+    def opened(self, writer: ThreadWriter) -> None:
+        """A writer of this store now holds its thread."""
+
+    def wrote(self, writer: ThreadWriter) -> None:
+        """After an append that wrote lines (`writer.unsynced`: it owes a group-commit sync)."""
+
+    def closing(self, writer: ThreadWriter) -> None:
+        """Before the writer's descriptor (and lock) goes."""
+
+    def _durability(self, durable: bool) -> Durability:
+        return self.durability if durable else Durability.NONE
+
     def create(
         self,
         thread_id: str,
         session_id: str,
-        meta: dict[str, Any],
+        meta: Item,
         *,
+        items: Iterable[Item] = (),
         keep_ts: bool = False,
-        items: Iterable[dict[str, Any]] = (),
+        durable: bool = True,
     ) -> ThreadWriter:
         """Make a new thread durable at once: its file with the `session_meta` line (and
-        `items` after it, in the same write and sync: an import creates whole threads)."""
+        `items` after it, in the same write and sync: an import creates whole threads).
+        `durable=False`: written to the OS only, synced by the caller (`sync_filesystem`)."""
         thread_id = validate_thread_id(thread_id)
         path = self.layout.thread_path(thread_id)
         private_dirs(path.parent)
@@ -367,11 +361,12 @@ class ThreadStore:
                 ErrorKind.INVALID_ID, "thread id already exists", threadId=thread_id
             ) from None
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        writer = ThreadWriter(thread_id, path, fd, ThreadFile(), self.durability, False)
+        durability = self._durability(durable)
+        writer = ThreadWriter(thread_id, path, fd, ThreadFile(), durability, False, store=self)
         try:
             stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
             writer.loaded = ThreadFile(items=stored)
-            if self.durability is not Durability.NONE:  # NONE leaves syncing to the caller
+            if durability is not Durability.NONE:  # NONE leaves syncing to the caller
                 fsync_dir(path.parent)
         except BaseException:
             writer.close()
@@ -379,7 +374,9 @@ class ThreadStore:
             raise
         return writer
 
-    def open_writer(self, thread_id: str, base: Checkpoint | None = None) -> ThreadWriter:
+    def open_writer(
+        self, thread_id: str, base: Checkpoint | None = None, *, durable: bool = True
+    ) -> ThreadWriter:
         """Take the thread's lock (ThreadBusy if held) and repair a torn tail first.
 
         With a `base` checkpoint (from a snapshot) only the bytes after it are read, once
@@ -403,7 +400,8 @@ class ThreadStore:
             repaired.skipped = found.skipped
             repaired.bom = found.bom
             repaired.torn_tail_offset = found.torn_tail_offset
-            writer = ThreadWriter(thread_id, path, fd, repaired, self.durability, archived, base)
+            writer = ThreadWriter(thread_id, path, fd, repaired, self._durability(durable),
+                                  archived, base, store=self)  # fmt: skip
             writer.base_rejected = rejected
             return writer
         except BaseException:
@@ -437,7 +435,7 @@ class ThreadStore:
             with open(fd, "rb", closefd=False) as handle:
                 first = handle.readline(ORIGIN_LINE_MAX)
         except OSError as exc:
-            raise _storage_error(exc, thread_id, path) from exc
+            raise thread_file_error(exc, thread_id, path) from exc
         finally:
             os.close(fd)
         contents = parse_bytes(first if first.endswith(b"\n") else b"")
@@ -487,7 +485,7 @@ class ThreadStore:
         end = covered - start
         line_start = data.rfind(b"\n", 0, end - 1) + 1
         line = data[line_start:end]
-        return summary, LineMark(start + line_start, covered, hashlib.sha256(line).hexdigest())
+        return summary, LineMark(start + line_start, covered, sha256_of(line))
 
     def move(self, thread_id: str, *, to_archived: bool) -> Path:
         """Archive or unarchive: rename between `threads/` and `archived/`, under the lock."""
@@ -566,7 +564,7 @@ class ThreadStore:
         if not 0 <= base.line_start < base.offset:
             return "corrupt: bad offsets"
         line = os.pread(fd, base.offset - base.line_start, base.line_start)
-        if hashlib.sha256(line).hexdigest() != base.line_sha:
+        if sha256_of(line) != base.line_sha:
             return "stale: the file changed before the snapshot's offset"
         return None
 

@@ -13,63 +13,48 @@ startup imports no sqlite3.
 
 from __future__ import annotations
 
-import base64
-import binascii
+import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import orjson
 
-from protocol.errors import ErrorKind, ProtocolError
 from restore.home.files import create_file, not_regular, private_dirs
 from restore.home.layout import Layout
+from restore.stores.api import (
+    JSON_FIELDS,
+    MAX_LIMIT,
+    ROW_FIELDS,
+    Listing,
+    Progress,
+    decode_cursor,
+    encode_cursor,
+    storage_failure,
+    summary_of,
+)
 from restore.stores.embedded.jsonl import LineMark
 from restore.summary import ThreadSummary
 
 if TYPE_CHECKING:
     import sqlite3
 
-ProgressCallback = Callable[[int, int], None]
 Indexed = tuple[ThreadSummary, LineMark | None]
 """A thread's index row: its summary, and the last line of the file it covers (None:
 unknown, so a change is read from the start)."""
 SummaryReader = Callable[[Path, bool, Indexed | None], Indexed | None]
-"""Summarizes a file (restore.store.ThreadStore.read_summary), from a row's line on if given."""
+"""Summarizes a file (files.ThreadStore.read_summary), from a row's line on if given."""
 LiveRows = Callable[[], dict[str, Indexed]]
 """Rows of the files this process writes, by path: current in memory, so never read."""
 
-MAX_LIMIT = 200
 _BATCH = 100  # files summarized per write transaction and per progress report
 _INDEX_FILES = ("", "-wal", "-shm")  # the index and the files SQLite keeps beside it
 
-# Every ThreadSummary field, in table order; `updatedAt` is stored as '' when unknown so the
-# keyset order has no NULLs to special-case.
-_FIELDS = (
-    "threadId",
-    "title",
-    "preview",
-    "cwd",
-    "workspaceFolder",
-    "branch",
-    "headSha",
-    "createdAt",
-    "updatedAt",
-    "itemCount",
-    "archived",
-    "forkedFrom",
-    "costUsd",
-    "origin",
-    "parentThreadId",
-    "parentOperationId",
-    "lastSeq",
-    "latestSessionId",
-)
+_FIELDS = ROW_FIELDS  # table order; `updatedAt` is '' when unknown (no NULLs in keyset order)
 _COLUMNS = (*_FIELDS, "path", "size", "mtimeNs", "lastLineStart", "lastLineSha")
-_JSON_FIELDS = ("forkedFrom", "origin")  # stored as JSON text
 
 _SCHEMA = """
 CREATE TABLE threads (
@@ -130,25 +115,6 @@ def _casefold_contains(haystack: str | None, needle: str) -> bool:
     return haystack is not None and needle in haystack.casefold()
 
 
-def encode_cursor(updated_at: str, thread_id: str) -> str:
-    """Opaque keyset cursor: the (updatedAt, threadId) of the last row of a page."""
-    return base64.urlsafe_b64encode(orjson.dumps([updated_at, thread_id])).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[str, str]:
-    """Inverse of `encode_cursor`; anything else is the client's mistake (InvalidParams)."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        key = orjson.loads(base64.b64decode(padded, altchars=b"-_", validate=True))
-    except (binascii.Error, ValueError, TypeError):
-        key = None
-    if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
-        raise ProtocolError(
-            ErrorKind.INVALID_PARAMS, "malformed thread/list cursor", field="cursor"
-        )
-    return key[0], key[1]
-
-
 def _row_values(
     summary: ThreadSummary, path: Path, stat: os.stat_result, mark: LineMark | None
 ) -> tuple[Any, ...]:
@@ -159,7 +125,7 @@ def _row_values(
             value = value or ""
         elif name == "archived":
             value = int(value)
-        elif name in _JSON_FIELDS and value is not None:
+        elif name in JSON_FIELDS and value is not None:
             value = orjson.dumps(value).decode()
         values.append(value)
     if mark is None:
@@ -167,17 +133,28 @@ def _row_values(
     return (*values, str(path), mark.end, stat.st_mtime_ns, mark.start, mark.sha)
 
 
-def _summary_of(row: tuple[Any, ...]) -> ThreadSummary:
-    """A row of `_FIELDS`, then the child count when the query selected it."""
-    fields = dict(zip(_FIELDS, row, strict=False))
-    if len(row) > len(_FIELDS):
-        fields["childCount"] = row[len(_FIELDS)]
-    fields["updatedAt"] = fields["updatedAt"] or None
-    fields["archived"] = bool(fields["archived"])
-    for name in _JSON_FIELDS:
-        if fields[name] is not None:
-            fields[name] = orjson.loads(fields[name])
-    return ThreadSummary(**fields)
+P = ParamSpec("P")
+T = TypeVar("T")
+Params = list[Any]
+
+
+def _typed(method: Callable[P, T]) -> Callable[P, T]:
+    """SQLite's failures as the typed error clients get, naming the index (a full disk is
+    StorageFull): the store's one mapping of them."""
+
+    @functools.wraps(method)
+    def typed(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            if type(exc).__module__ != "sqlite3":  # sqlite3 is imported only once opened
+                raise
+            index: ThreadIndex = args[0]  # type: ignore[assignment]
+            where = str(index._layout.index_path)
+            full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"  # "disk is full"
+            raise storage_failure(f"{where}: {exc}", full=full, path=where) from exc
+
+    return typed
 
 
 class _Corrupt(Exception):
@@ -215,7 +192,8 @@ class ThreadIndex:
 
     # -- opening, rebuild, reconcile -------------------------------------------------------
 
-    def ensure_ready(self, progress: ProgressCallback | None = None) -> str:
+    @_typed
+    def ensure_ready(self, progress: Progress | None = None) -> str:
         """Open the index on first use: "opened", "rebuilt", or "ready" if already open."""
         with self._open_lock:
             if self._conn is not None:
@@ -326,7 +304,7 @@ class ThreadIndex:
             if os.path.lexists(source):
                 os.replace(source, aside.with_name(aside.name + suffix))
 
-    def _rebuild(self, path: Path, progress: ProgressCallback | None) -> None:
+    def _rebuild(self, path: Path, progress: Progress | None) -> None:
         """Summarize every file into a fresh db beside the index, then rename it into place.
 
         Building aside means another process never sees a half-built index (it would take
@@ -353,7 +331,7 @@ class ThreadIndex:
             path.with_name(path.name + suffix).unlink(missing_ok=True)
         os.replace(fresh, path)
 
-    def _reconcile(self, conn: sqlite3.Connection, progress: ProgressCallback | None) -> None:
+    def _reconcile(self, conn: sqlite3.Connection, progress: Progress | None) -> None:
         """Bring rows in line with the files: read new files, the new bytes of grown ones
         (whole changed ones otherwise), drop vanished ones; take live rows as they are."""
         stored = {
@@ -408,7 +386,7 @@ class ThreadIndex:
         conn: sqlite3.Connection,
         files: list[tuple[Path, bool, LineMark | None]],
         upsert_sql: str,
-        progress: ProgressCallback | None,
+        progress: Progress | None,
     ) -> None:
         """Summarize files (from their rows' last line, when given) and write their rows in
         short batches (other writers stay unblocked)."""
@@ -445,7 +423,7 @@ class ThreadIndex:
                 row = conn.execute(
                     f"SELECT {', '.join(_FIELDS)} FROM threads WHERE path = ?", (str(path),)
                 ).fetchone()
-                since = None if row is None else (_summary_of(row), mark)
+                since = None if row is None else (summary_of(row, json_text=True), mark)
             self.files_read += 1
             found = self._read_summary(path, archived, since)
             if found is not None:
@@ -469,16 +447,21 @@ class ThreadIndex:
         mtime, and the last line the row covers (`mark`; without it, a change is read whole)."""
         self.upsert_many([(summary, path, mark)])
 
+    @_typed
     def upsert_many(self, rows: list[tuple[ThreadSummary, Path, LineMark | None]]) -> None:
         """Several writers' rows in one transaction (the service batches record traffic)."""
+        values = []
+        for summary, path, mark in rows:
+            try:
+                values.append(_row_values(summary, path, path.stat(), mark))
+            except FileNotFoundError:
+                continue  # moved or deleted since: its next row (or reconcile) says where
         conn = self._db()
         with conn:
             conn.execute("BEGIN")
-            conn.executemany(
-                _UPSERT,
-                [_row_values(summary, path, path.stat(), mark) for summary, path, mark in rows],
-            )
+            conn.executemany(_UPSERT, values)
 
+    @_typed
     def refresh(self, rows: list[tuple[ThreadSummary, Path, os.stat_result]]) -> None:
         """Rows read from files another process writes: each replaces the stored row
         unless that one is newer (its writer got there first), as reconcile does."""
@@ -490,20 +473,23 @@ class ThreadIndex:
                 [_row_values(summary, path, stat, None) for summary, path, stat in rows],
             )
 
+    @_typed
     def remove(self, thread_id: str) -> None:
         conn = self._db()
         with conn:
             conn.execute("BEGIN")
             conn.execute("DELETE FROM threads WHERE threadId = ?", (thread_id,))
 
+    @_typed
     def get(self, thread_id: str) -> ThreadSummary | None:
         row = (
             self._db()
             .execute(f"SELECT {', '.join(_FIELDS)} FROM threads WHERE threadId = ?", (thread_id,))
             .fetchone()
         )
-        return None if row is None else _summary_of(row)
+        return None if row is None else summary_of(row, json_text=True)
 
+    @_typed
     def list(
         self,
         *,
@@ -514,7 +500,7 @@ class ThreadIndex:
         cursor: str | None = None,
         limit: int = 50,
         parent_thread_id: str | None = None,
-    ) -> tuple[list[ThreadSummary], str | None]:
+    ) -> Listing:
         """One page, newest first; filters apply before paging; nextCursor only if more exist.
         Top-level threads only, or the children of `parent_thread_id`."""
         limit = max(1, min(MAX_LIMIT, limit))
@@ -528,7 +514,7 @@ class ThreadIndex:
             parent_thread_id=parent_thread_id,
         )
         rows = self._db().execute(sql, params).fetchall()
-        page = [_summary_of(row) for row in rows[:limit]]
+        page = [summary_of(row, json_text=True) for row in rows[:limit]]
         if len(rows) <= limit:
             return page, None
         last = page[-1]
@@ -544,10 +530,10 @@ class ThreadIndex:
         cursor: str | None,
         limit: int,
         parent_thread_id: str | None = None,
-    ) -> tuple[str, list[Any]]:
+    ) -> tuple[str, Params]:
         """The page's SQL: every filter in WHERE, keyset after the cursor, one row past `limit`."""
         where = ["archived = ?"]
-        params: list[Any] = [int(archived)]
+        params: Params = [int(archived)]
         if parent_thread_id is None:
             where.append("parentThreadId IS NULL")
         else:
@@ -574,10 +560,12 @@ class ThreadIndex:
         )
         return sql, [*params, limit + 1]
 
+    @_typed
     def count(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM threads").fetchone()[0])
 
-    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+    @_typed
+    def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
         """Each thread's `childCount`: its children that `thread/list {parentThreadId}`
         lists (unarchived), from `threads_by_parent`."""
         counts = dict.fromkeys(thread_ids, 0)

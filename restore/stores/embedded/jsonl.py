@@ -1,4 +1,5 @@
-"""The thread file format: one JSON object per line, read tolerantly.
+"""The thread file format: one JSON object per line (restore/stores/api.py encodes them),
+read tolerantly.
 
 A torn last line, a UTF-8 BOM, a garbage line in the middle or an unknown item type never
 hide the rest of a thread: bad lines are skipped, counted and reported, and kept on disk.
@@ -7,67 +8,17 @@ docs/storage.md describes the format precisely enough to write an independent re
 
 from __future__ import annotations
 
-import hashlib
 import os
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from protocol.errors import ErrorKind, ProtocolError
+from restore.ids import sha256_of
+from restore.stores.api import SkippedLine, ThreadFile
 
-FORMAT_VERSION = 1
 BOM = b"\xef\xbb\xbf"
 REQUIRED_FIELDS = ("seq", "type", "id")
-
-
-def now_ts() -> str:
-    """Fixed-width UTC timestamp with microseconds, so timestamps sort as text."""
-    # isoformat is about twice as fast as strftime, and this runs for every append.
-    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-def ts_at(seconds: float) -> str:
-    """`now_ts`'s format for a `time.time()` value."""
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-@dataclass(frozen=True)
-class SkippedLine:
-    """A line the reader could not use; reported, never deleted."""
-
-    lineNo: int
-    byteOffset: int
-    reason: str
-    preview: str
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "lineNo": self.lineNo,
-            "byteOffset": self.byteOffset,
-            "reason": self.reason,
-            "preview": self.preview,
-        }
-
-
-@dataclass
-class ThreadFile:
-    """Everything a read of one thread file found."""
-
-    items: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[SkippedLine] = field(default_factory=list)
-    bom: bool = False
-    torn_tail_offset: int | None = None
-    """Byte offset of an unparsable last line with no newline (a write cut short)."""
-    unterminated_tail: bool = False
-    """The last line parsed but lacks its newline; a writer must add it before appending."""
-    size: int = 0
-    """File offset where the parsed bytes end."""
-    lines: int = 0
-    """Line count up to `size` (including any before `base_offset` when parsing a tail)."""
-    last_line_start: int | None = None
-    """File offset of the last newline-terminated line: snapshots verify themselves by it."""
 
 
 @dataclass(frozen=True)
@@ -82,27 +33,14 @@ class LineMark:
 
     @classmethod
     def of(cls, fd: int, start: int, end: int) -> LineMark:
-        return cls(start, end, hashlib.sha256(os.pread(fd, end - start, start)).hexdigest())
+        return cls(start, end, sha256_of(os.pread(fd, end - start, start)))
 
     def holds(self, fd: int) -> bool:
         """Whether the file still has this line where it was."""
         if not 0 <= self.start < self.end:
             return False
         data = os.pread(fd, self.end - self.start, self.start)
-        return len(data) == self.end - self.start and hashlib.sha256(data).hexdigest() == self.sha
-
-
-def encode_line(item: dict[str, Any]) -> bytes:
-    """An item as its stored line. What the encoder refuses (nested past its 255 levels,
-    say, from a path that did not check) is InvalidParams naming the item, not a crash."""
-    try:
-        return orjson.dumps(item) + b"\n"
-    except orjson.JSONEncodeError as exc:
-        raise ProtocolError(
-            ErrorKind.INVALID_PARAMS,
-            f"item {item.get('id')!r} cannot be stored: {exc}",
-            id=item.get("id"),
-        ) from None
+        return len(data) == self.end - self.start and sha256_of(data) == self.sha
 
 
 def parse_bytes(data: bytes, base_offset: int = 0, base_lines: int = 0) -> ThreadFile:

@@ -1,50 +1,142 @@
 """The embedded store: JSONL thread files, the SQLite index, snapshot and blob files.
 
 The default, with no service to run: everything under `$SESSIOND_HOME` (docs/storage.md).
-This class gathers the parts the store interface names (restore/stores/base.py) over the
-modules that implement them, so `ThreadService` asks one object whichever backend it has.
+This class gathers the parts the store interface names (restore/stores/api.py) over the
+modules that implement them, and keeps the policy that is this backend's alone:
+
+- listing rows are batched: a writer's row is written at most `FLUSH_SECONDS` after its
+  change (and by `flush`, which the service calls before it lists, closes or moves a
+  thread): one SQLite transaction per record would cost more than the record. An index
+  not open yet is not opened by a write: its first open reconciles every file, which the
+  answer to a start or a resume must not wait for;
+- files this process writes are never read by the index: their rows come from the open
+  writers (`_live_rows`), and their sizes tell the watcher which changes were our own;
+- group commit is one fdatasync per written file, on the committer thread (`commit.py`).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
 
-from protocol.errors import ErrorKind, ProtocolError
-from restore.home.files import private_dirs, write_atomically
+from protocol.errors import ErrorKind, ProtocolError, storage_error
+from restore.home.files import private_dirs, sync_filesystem, write_atomically
 from restore.home.layout import Layout
-from restore.stores.api import Announce, derived
+from restore.stores import api
+from restore.stores.api import (
+    FLUSH_SECONDS,
+    Announce,
+    DoctorReport,
+    Durability,
+    Item,
+    Snapshot,
+    StepProgress,
+    derived,
+    encode_line,
+)
 from restore.stores.embedded import blobs, snapshots
-from restore.stores.embedded.files import Durability, ThreadStore, open_thread_file
+from restore.stores.embedded.commit import GroupCommit
+from restore.stores.embedded.external import ExternalThreads
+from restore.stores.embedded.files import ThreadStore, ThreadWriter, open_thread_file
 from restore.stores.embedded.index import Indexed, ThreadIndex
-from restore.stores.embedded.jsonl import encode_line, parse_bytes
+from restore.stores.embedded.jsonl import LineMark, parse_bytes
 from restore.stores.embedded.pages import ThreadPages
 from restore.summary import ThreadSummary
 
+Row = tuple[ThreadSummary, Path, LineMark | None]
+
 
 class EmbeddedStore(ThreadStore):
-    """Thread files plus their derived companions, under one data directory.
-
-    `live` gives the index rows of the files this process writes (the service's writers),
-    which the index takes instead of reading those files (restore/index.py); `pages` may be
-    shared with the server's reader threads."""
-
-    shared = False
+    """Thread files plus their derived companions, under one data directory. `pages` is
+    safe on any thread (the server's reader threads share it); the rest is the store
+    thread's."""
 
     def __init__(
-        self,
-        layout: Layout,
-        durability: Durability = Durability.FSYNC,
-        *,
-        read_only: bool = False,
-        pages: ThreadPages | None = None,
-        live: Callable[[], dict[str, Indexed]] | None = None,
+        self, layout: Layout, durability: Durability = Durability.FSYNC, *, read_only: bool = False
     ) -> None:
         super().__init__(layout, durability, read_only=read_only)
-        self.index = ThreadIndex(layout, self.read_summary, in_memory=read_only, live=live)
-        self.pages = pages or ThreadPages(layout)
+        self.where = str(layout.home)
+        self.index = ThreadIndex(layout, self.read_summary, in_memory=read_only,
+                                 live=self._live_rows)  # fmt: skip
+        self.pages = ThreadPages(layout)
+        self.group_commit = GroupCommit()
+        self.written_sizes: dict[str, int] = {}
+        """Each thread's size after this process last wrote it (restore/.../external.py)."""
+        self.local = ExternalThreads(layout, self.written_sizes, self.index)
+        self._writers: dict[str, ThreadWriter] = {}  # open in this process, by thread
+        self._dirty: dict[str, ThreadWriter] = {}  # open writers whose row is not written
+        self._held: dict[str, Row] = {}  # rows of writers closed before their row was written
+        self._flushed = 0.0
+
+    # --- what the writers tell -----------------------------------------------------------
+
+    def opened(self, writer: ThreadWriter) -> None:
+        self._writers[writer.thread_id] = writer
+
+    def wrote(self, writer: ThreadWriter) -> None:
+        self.written_sizes[writer.thread_id] = writer.size
+        if writer.unsynced:
+            self.group_commit.owe(writer)
+        self._dirty[writer.thread_id] = writer
+        stale = time.monotonic() - self._flushed >= FLUSH_SECONDS
+        if stale and self.index.is_open:
+            self.flush()
+
+    def closing(self, writer: ThreadWriter) -> None:
+        """Its row, if not written yet, is taken now (the mark needs the open file)."""
+        thread_id = writer.thread_id
+        if self._writers.get(thread_id) is writer:
+            del self._writers[thread_id]
+        if self._dirty.get(thread_id) is writer:
+            del self._dirty[thread_id]
+            self._held[thread_id] = (writer.summary, writer.path, _mark(writer))
+
+    def _live_rows(self) -> dict[str, Indexed]:
+        """Index rows of the files this process writes, current in memory: the index never
+        reads them (its first open in a process would otherwise see our own appends)."""
+        return {str(w.path): (w.summary, _mark(w)) for w in self._writers.values() if not w.closed}
+
+    # --- store-wide steps ----------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write every pending index row now; rows that cannot be written (SQLite: disk
+        full) stay pending for the next flush. Never raises: the index is derived."""
+        self._flushed = time.monotonic()
+        if not self._dirty and not self._held:
+            return
+        rows = [*self._held.values()]
+        rows += [(w.summary, w.path, _mark(w)) for w in self._dirty.values() if not w.closed]
+        if derived("index rows", self.index.upsert_many, rows):
+            self._dirty.clear()
+            self._held.clear()
+
+    def begin_commit(self) -> Callable[[], None] | None:
+        """Group commit here is one fdatasync per written file (restore/.../commit.py)."""
+        return self.group_commit.begin()
+
+    def sync(self) -> None:
+        """One `syncfs` for every file written with `durable=False` (an import's batch)."""
+        try:
+            sync_filesystem(self.layout.home)
+        except OSError as exc:
+            raise storage_error(exc, self.layout.home, "cannot sync") from exc
+
+    def watch(self, announce: Announce) -> None:
+        """One machine: other processes' changes are read from the files (`local`)."""
+
+    def check(self, progress: StepProgress | None = None, *, repair: bool = False) -> DoctorReport:
+        """Every thread file read, the index repaired (in memory for a read-only home)."""
+        from restore.stores.embedded.doctor import run_doctor
+
+        return run_doctor(self.layout, progress, repair=repair, read_only=self.read_only)
+
+    def close(self) -> None:
+        self.index.close()
+
+    # --- threads -------------------------------------------------------------------------
 
     def set_archived(self, thread_id: str, archived: bool) -> ThreadSummary:
         """Archive or unarchive: the file moves between `threads/` and `archived/`."""
@@ -55,6 +147,7 @@ class EmbeddedStore(ThreadStore):
                 ErrorKind.THREAD_NOT_FOUND, "thread vanished while moving", threadId=thread_id
             )
         summary, covered = found
+        self._held.pop(summary.threadId, None)  # the row at its old path: replaced here
         derived("index row", self.index.upsert, summary, path, covered)
         return summary
 
@@ -62,6 +155,8 @@ class EmbeddedStore(ThreadStore):
         """The file, then what is derived from it (a failure there is logged: a stale
         snapshot, map or row of a missing file is ignored or dropped at its next use)."""
         super().delete(thread_id)
+        self._held.pop(thread_id, None)
+        self.written_sizes.pop(thread_id, None)
         derived("snapshot removal", snapshots.discard, self.layout, thread_id)
         derived("offset map removal", self.pages.forget, thread_id)
         derived("index row removal", self.index.remove, thread_id)
@@ -72,10 +167,10 @@ class EmbeddedStore(ThreadStore):
     def transcript_path(self, thread_id: str) -> str | None:
         return str(self.layout.thread_path(thread_id))
 
-    def load_snapshot(self, thread_id: str) -> tuple[snapshots.Snapshot | None, str | None]:
+    def load_snapshot(self, thread_id: str) -> tuple[Snapshot | None, str | None]:
         return snapshots.load(self.layout, thread_id)
 
-    def save_snapshot(self, thread_id: str, snapshot: snapshots.Snapshot) -> None:
+    def save_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
         snapshots.save(self.layout, thread_id, snapshot)
 
     def put_blob(self, data: bytes) -> str:
@@ -88,11 +183,7 @@ class EmbeddedStore(ThreadStore):
         return blobs.size(self.layout, sha)
 
     def blob_shas(self) -> list[str]:
-        if not self.layout.blobs_dir.is_dir():
-            return []
-        return sorted(
-            path.name for path in self.layout.blobs_dir.glob("??/*") if len(path.name) == 64
-        )
+        return blobs.shas(self.layout)
 
     # --- copying (sessiond migrate) ----------------------------------------------------------
 
@@ -100,7 +191,7 @@ class EmbeddedStore(ThreadStore):
         """Every thread on disk, once (a live file wins over an archived copy)."""
         return sorted({path.stem for path, _ in self.layout.iter_thread_files()})
 
-    def import_thread(self, thread_id: str, items: list[dict[str, Any]], archived: bool) -> int:
+    def import_thread(self, thread_id: str, items: list[Item], archived: bool) -> int:
         """Write a thread's records as they are (seq, ts and ids kept), under its lock.
 
         Idempotent: items whose id the file already has are skipped. A file that holds
@@ -140,12 +231,15 @@ class EmbeddedStore(ThreadStore):
         finally:
             os.close(fd)
 
-    def begin_commit(self) -> Callable[[], None] | None:
-        """Group commit here is one fdatasync per file, begun by the service per writer."""
+
+def _mark(writer: ThreadWriter) -> LineMark | None:
+    """The writer's last line, for its row; None (read whole later) if it cannot be read."""
+    try:
+        return writer.mark()
+    except OSError:
         return None
 
-    def watch(self, announce: Announce) -> None:
-        """One machine: other processes' changes reach clients through the index."""
 
-    def close(self) -> None:
-        self.index.close()
+def _conforms(store: EmbeddedStore, writer: ThreadWriter) -> tuple[api.Store, api.Writer]:
+    """The type checker's proof that this backend is the interface (never called)."""
+    return store, writer

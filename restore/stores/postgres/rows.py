@@ -1,0 +1,194 @@
+"""A thread's listing row as `sessiond_threads` keeps it, and the listing queries over it.
+
+The row is updated in the same transaction as the items it summarizes (store.py), so a
+listing on another machine is never ahead of or behind them. Besides the summary it keeps
+where the thread ran inside its git repository (`repo_id`, `repo_path`), so a workspace
+folder lists its repository's threads from every machine, wherever it is checked out.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from protocol.errors import ErrorKind, ProtocolError, thread_not_found
+from restore.ids import validate_thread_id
+from restore.stores.api import (
+    MAX_LIMIT,
+    Item,
+    Listing,
+    decode_cursor,
+    encode_cursor,
+    summary_of,
+)
+from restore.summary import ThreadSummary
+
+Repo = tuple[str | None, str | None]
+"""(repoId, the thread's cwd inside the repository)."""
+
+# The ThreadSummary fields of api.ROW_FIELDS, in that order.
+ROW_COLUMNS = (
+    "thread_id::text, title, preview, cwd, workspace_folder, branch, head_sha, created_at, "
+    "updated_at, item_count, archived, forked_from, cost_usd, origin, "
+    "parent_thread_id::text, parent_operation_id, last_seq, latest_session_id"
+)
+# A listed row's children (what `thread/list {parentThreadId}` would list).
+CHILD_COUNT = (
+    "(SELECT count(*) FROM sessiond_threads AS child WHERE child.parent_thread_id = "
+    "sessiond_threads.thread_id AND NOT child.archived)"
+)
+UPDATE_ROW = (
+    "UPDATE sessiond_threads SET title = %s, preview = %s, cwd = %s, workspace_folder = %s, "
+    "branch = %s, head_sha = %s, repo_id = %s, repo_path = %s, created_at = %s, "
+    "updated_at = %s, item_count = %s, forked_from = %s, cost_usd = %s, origin = %s, "
+    "parent_thread_id = %s, parent_operation_id = %s, last_seq = %s, latest_session_id = %s "
+    "WHERE thread_id = %s"
+)
+
+
+def row_values(summary: ThreadSummary, repo: Repo) -> tuple[Any, ...]:
+    """`UPDATE_ROW`'s parameters."""
+    return (
+        summary.title, summary.preview, summary.cwd, summary.workspaceFolder, summary.branch,
+        summary.headSha, repo[0], repo[1], summary.createdAt, summary.updatedAt or "",
+        summary.itemCount, Jsonb(summary.forkedFrom) if summary.forkedFrom else None,
+        summary.costUsd, Jsonb(summary.origin) if summary.origin else None,
+        _uuid_or_none(summary.parentThreadId), summary.parentOperationId, summary.lastSeq,
+        summary.latestSessionId, summary.threadId,
+    )  # fmt: skip
+
+
+def _uuid_or_none(value: str | None) -> str | None:
+    """A parent id as the uuid column takes it; anything else (not a thread id) is none."""
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
+
+
+def repo_binding(item: Item) -> Repo | None:
+    """(repoId, cwd relative to the repo root) from a session_meta; None for other items."""
+    if item.get("type") != "session_meta":
+        return None
+    repo_id, root, cwd = item.get("repoId"), item.get("repoRoot"), item.get("cwd")
+    if not (repo_id and isinstance(root, str) and isinstance(cwd, str)):
+        return (repo_id or None, None)
+    relative = os.path.relpath(cwd, root)
+    return (repo_id, "" if relative == "." else None if relative.startswith("..") else relative)
+
+
+def summaries_of(conn: psycopg.Connection, thread_ids: Sequence[str]) -> list[ThreadSummary]:
+    rows = conn.execute(
+        f"SELECT {ROW_COLUMNS} FROM sessiond_threads WHERE thread_id = ANY(%s::uuid[])",
+        (list(thread_ids),),
+    ).fetchall()
+    return [summary_of(row) for row in rows]
+
+
+def child_counts(conn: psycopg.Connection, thread_ids: Sequence[str]) -> dict[str, int]:
+    """Each thread's unarchived children (as `thread/list` counts them, under the same row
+    policies), in one query."""
+    ids = [validate_thread_id(thread_id) for thread_id in thread_ids]
+    counts = dict.fromkeys(ids, 0)
+    if not ids:
+        return counts
+    rows = conn.execute(
+        "SELECT parent_thread_id::text, count(*) FROM sessiond_threads "
+        "WHERE parent_thread_id = ANY(%s::uuid[]) AND NOT archived GROUP BY 1",
+        (ids,),
+    ).fetchall()
+    counts.update((parent, int(n)) for parent, n in rows)
+    return counts
+
+
+def listing(
+    conn: psycopg.Connection,
+    *,
+    cwd: str | None,
+    workspace_folder: str | None,
+    archived: bool,
+    search: str | None,
+    cursor: str | None,
+    limit: int,
+    repo: tuple[str, str] | None = None,
+    parent_thread_id: str | None = None,
+) -> Listing:
+    """One page, newest first, every filter applied before paging (keyset cursor):
+    top-level threads, or the children of `parent_thread_id`.
+
+    `repo` (repoId, path of the folder inside the repository) widens a workspace-folder
+    filter to that repository's threads from every machine, wherever it is checked out.
+    """
+    limit = max(1, min(MAX_LIMIT, limit))
+    where: list[LiteralString] = ["archived = %s"]
+    params: list[Any] = [archived]
+    if parent_thread_id is None:
+        where.append("parent_thread_id IS NULL")
+    else:
+        where.append("parent_thread_id = %s::uuid")
+        params.append(validate_thread_id(parent_thread_id))
+    if cwd is not None:
+        where.append('cwd COLLATE "C" = %s')
+        params.append(cwd)
+    if workspace_folder is not None:
+        base = workspace_folder.rstrip("/")
+        under: LiteralString = (
+            'workspace_folder = %s OR cwd COLLATE "C" = %s OR '
+            '(cwd COLLATE "C" >= %s AND cwd COLLATE "C" < %s)'
+        )
+        params += [workspace_folder, workspace_folder, base + "/", base + "0"]
+        if repo is not None:
+            repo_id, inside = repo
+            if inside:
+                under += (
+                    ' OR (repo_id = %s AND (repo_path COLLATE "C" = %s OR '
+                    '(repo_path COLLATE "C" >= %s AND repo_path COLLATE "C" < %s)))'
+                )
+                params += [repo_id, inside, inside + "/", inside + "0"]
+            else:
+                under += " OR repo_id = %s"
+                params.append(repo_id)
+        where.append(f"({under})")
+    if search:
+        where.append(
+            "(strpos(lower(coalesce(title, '')), lower(%s)) > 0 "
+            "OR strpos(lower(preview), lower(%s)) > 0)"
+        )
+        params += [search, search]
+    if cursor is not None:
+        updated, thread_id = decode_cursor(cursor)
+        try:
+            validate_thread_id(thread_id)
+        except ProtocolError:
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS, "malformed thread/list cursor", field="cursor"
+            ) from None
+        where.append("(updated_at, thread_id) < (%s, %s::uuid)")
+        params += [updated, thread_id]
+    sql: LiteralString = (
+        f"SELECT {ROW_COLUMNS}, {CHILD_COUNT} FROM sessiond_threads "
+        f"WHERE {' AND '.join(where)} ORDER BY updated_at DESC, thread_id DESC LIMIT %s"
+    )
+    rows = conn.execute(sql, [*params, limit + 1]).fetchall()
+    page = [summary_of(row) for row in rows[:limit]]
+    if len(rows) <= limit:
+        return page, None
+    last = page[-1]
+    return page, encode_cursor(last.updatedAt or "", last.threadId)
+
+
+def is_archived(conn: psycopg.Connection, thread_id: str) -> bool:
+    """Whether the thread is archived; ThreadNotFound when there is no such thread."""
+    found = conn.execute(
+        "SELECT archived FROM sessiond_threads WHERE thread_id = %s", (thread_id,)
+    ).fetchone()
+    if found is None:
+        raise thread_not_found(thread_id)
+    return bool(found[0])
