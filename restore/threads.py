@@ -181,12 +181,16 @@ class ThreadService:
         owner: str = LOCAL_OWNER,
         origin: dict[str, Any] | None = None,
         trusted_folders: Sequence[str] = (),
+        thread_id: str | None = None,
     ) -> StartedThread:
         """A new thread, durable at once: its file holds the first `session_meta`.
 
         `origin` marks a thread that mirrors another agent's session (ACP, an import).
-        `trusted_folders` (here and below): where git may run the repository's programs."""
+        `trusted_folders` (here and below): where git may run the repository's programs.
+        `thread_id`: an id the caller handed out already (`sessiond acp` names a session
+        at `session/new` and writes its thread at the first prompt); a new one otherwise."""
         meta = self._session_meta(
+            thread_id=validate_thread_id(thread_id) if thread_id is not None else None,
             source="startup",
             reason="user",
             environment=probe(cwd, trusted_folders),

@@ -311,9 +311,9 @@ def test_upstream_paths_prefer_resume_then_load_then_a_primed_new_session() -> N
     assert source.upstream_paths({"loadSession": True}) == ["load", "new"]
     assert source.upstream_paths({}) == ["new"]
     history = [
-        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-        {"role": "assistant", "thought": True, "content": "secret thinking"},
-        {"role": "assistant", "content": "hello"},
+        {"type": "message", "role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"type": "message", "role": "assistant", "thought": True, "content": "secret thinking"},
+        {"type": "message", "role": "assistant", "content": "hello"},
     ]
     block = source.priming_block(history)
     assert block is not None and "hi" in block["text"] and "hello" in block["text"]
