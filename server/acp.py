@@ -67,8 +67,10 @@ import orjson
 from protocol.errors import ErrorKind, ProtocolError, storage_error
 from restore.sources import acp as source
 from server.acp_checks import (
+    MAX_DEPTH,
     canonical_session_id,
     cursor_of,
+    cut_deep,
     cwd_of,
     depth_over,
     line_decoder,
@@ -597,13 +599,12 @@ class AcpProxy:
             return
         depth = depth_over(body, message)
         if depth is not None:
-            logger.warning("AGENT sent a message %d levels deep; refused", depth)
-            refusal = too_deep(depth).to_error_object()
-            if "method" in message and "id" in message:
-                agent.send({"jsonrpc": "2.0", "id": message["id"], "error": refusal})
-            elif "method" not in message and "id" in message:  # its answer: an error, in order
-                self.agent_lane.push({"jsonrpc": "2.0", "id": message["id"], "error": refusal})
-            return
+            logger.warning(
+                "AGENT sent a message %d levels deep; what lies below %d levels is cut",
+                depth,
+                MAX_DEPTH,
+            )
+            message = cut_deep(message)
         self.agent_lane.push(message)
 
     # --- editor → AGENT -------------------------------------------------------------------

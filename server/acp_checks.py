@@ -21,6 +21,7 @@ MAX_DEPTH = 128
 thread file wraps an update in two more, and no ACP message comes near 128."""
 PREVIEW = 120
 """Characters of a refused line quoted in the log."""
+CUT = "[sessiond: nested too deep, cut]"
 
 
 def line_decoder() -> FrameDecoder:
@@ -55,6 +56,21 @@ def depth_over(body: bytes, value: Any, limit: int = MAX_DEPTH) -> int | None:
         deepest = max(deepest, depth)
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return deepest if deepest > limit else None
+
+
+def cut_deep(value: Any, limit: int = MAX_DEPTH) -> Any:
+    """`value` with every object or array below `limit` levels replaced by `CUT`: what
+    AGENT sent too deep is still recorded and forwarded, its text intact, the excess
+    marked (an editor's request that deep is refused instead: it can send it again)."""
+    if isinstance(value, dict):
+        if limit <= 0:
+            return CUT
+        return {key: cut_deep(child, limit - 1) for key, child in value.items()}
+    if isinstance(value, list):
+        if limit <= 0:
+            return CUT
+        return [cut_deep(child, limit - 1) for child in value]
+    return value
 
 
 def too_deep(depth: int) -> ProtocolError:
