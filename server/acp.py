@@ -99,6 +99,9 @@ EXIT_SETTLE = 0.2
 """After AGENT's process exits, how long its last output may still be arriving."""
 MAX_BEFORE_BYTES = 16 * 1024 * 1024
 """A file larger than this is not read for its `file_edit` before-blob."""
+REPLAY_LIMIT = 100_000
+REPLAY_TEXT = 4096
+"""Chunks (and characters of each) kept of AGENT's own replay to compare with the record."""
 EARLY_LIMIT = (256, 4 * 1024 * 1024)
 """Updates (count, bytes) kept while AGENT's answer to a `session/new` is on its way; the
 oldest go first beyond that (an agent streaming for a session nobody opened)."""
@@ -434,7 +437,10 @@ class AcpProxy:
         self.closed: set[str] = set()
         """Threads the editor closed here: a prompt does not silently reopen them."""
         self.by_agent: dict[str, str] = {}  # AGENT session id -> thread id
-        self.held_back: set[str] = set()  # AGENT sessions whose own load replay is dropped
+        self.replaying: dict[str, list[tuple[str, str]]] = {}
+        """AGENT sessions replaying their history for a load of the proxy's: held back
+        from the editor (it has sessiond's), their texts kept for `source.lost_turns`."""
+        self.replayed: dict[str, list[tuple[str, str]]] = {}
         self._opening = 0  # AGENT sessions being created: their early updates wait
         self._early: collections.deque[tuple[dict[str, Any], int]] = collections.deque()
         self._early_bytes = 0
@@ -546,7 +552,7 @@ class AcpProxy:
                     live.previous_agent_session = live.agent_session
                 live.agent_session = None
             self.by_agent.clear()
-            self.held_back.clear()
+            self.replaying.clear()
         agent.kill_group()  # children it left behind
         if self.watchdog is not None and agent.pid is not None:
             self.watchdog.release(agent.pid)
@@ -943,8 +949,8 @@ class AcpProxy:
         request = self.upstream.pop(message.get("id"), None)  # type: ignore[arg-type]
         if request is None:
             return None
-        if request.release_hold is not None:
-            self.held_back.discard(request.release_hold)  # its replay is over: later updates count
+        if request.release_hold is not None:  # its replay is over: later updates count
+            self.replayed[request.release_hold] = self.replaying.pop(request.release_hold, [])
         if request.future is not None:
             if request.future.done():
                 return None
@@ -978,8 +984,12 @@ class AcpProxy:
         crash of this process cannot lose it."""
         params = message.get("params")
         agent_session = params.get("sessionId") if isinstance(params, dict) else None
-        if agent_session in self.held_back:
-            return  # AGENT replaying its own history for a load: the editor has sessiond's
+        replay = self.replaying.get(agent_session)  # type: ignore[arg-type]
+        if replay is not None:  # AGENT replaying its own history: the editor has sessiond's
+            said = source.replay_texts(params.get("update") or {})
+            if said is not None and len(replay) < REPLAY_LIMIT:
+                replay.append((said[0], said[1][:REPLAY_TEXT]))
+            return
         mapped, live = self._to_editor_session(message)
         if live is None:
             if self._opening > 0 and agent_session not in self.by_agent:
@@ -1396,7 +1406,7 @@ class AcpProxy:
                 if via == "resume":
                     result = await self._call("session/resume", {**base, "sessionId": previous})
                 elif via == "load":
-                    self.held_back.add(str(previous))
+                    self.replaying[str(previous)] = []
                     result = await self._call(
                         "session/load", {**base, "sessionId": previous}, release_hold=str(previous)
                     )
@@ -1425,6 +1435,10 @@ class AcpProxy:
             live.prime = source.priming_block(self._history(live))
             if live.context is None:
                 live.context = live.context_sent  # the lost AGENT session had it
+        elif via == "load":
+            replayed = self.replayed.pop(str(previous), [])
+            lost = source.lost_turns(self._history(live), replayed)
+            live.prime = source.priming_block(lost, source.LOST) if lost else None
         recorded = live.recorder.agent_session(agent_session, via, self.argv, result)
         self._record(live, recorded)
         live.agent_session = agent_session

@@ -239,6 +239,30 @@ async def test_a_prompt_after_load_reaches_agent_by_the_best_path_it_offers(
     assert vias == ["new", upstream]
 
 
+async def test_turns_an_agent_lost_are_handed_back_to_it_after_a_load(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """An agent whose own store lags behind what it showed (`--lags`: as Claude Code,
+    whose transcript is written a moment after the turn) loses its newest turn when it is
+    stopped; its load replay shows what it kept, and its next prompt gets the rest."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state, "load", "--lags")) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=session, prompt=text("remember the number 42"))
+        await run.conn.prompt(session_id=session, prompt=text("and the colour blue"))
+    async with sessiond_acp(home, fake_agent(state, "load", "--lags")) as run:
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        answer = await run.conn.prompt(session_id=session, prompt=text("what were they?"))
+    assert answer.field_meta["sessiond"] == {"upstream": "load", "primed": True}
+    prompt = [e for e in agent_log(state) if e["event"] == "session/prompt"][-1]
+    primed, typed = (block["text"] for block in prompt["params"]["prompt"])
+    assert typed == "what were they?"
+    assert primed.startswith("[sessiond] Your session was stopped before it kept its last turns")
+    assert "and the colour blue" in primed and "echo: and the colour blue" in primed
+    assert "remember the number 42" not in primed  # it kept that one
+
+
 async def test_an_editor_that_knows_sessiond_gets_drift_as_a_typed_error_unless_accepted(
     home: Path, tmp_path: Path, make_repo: Callable[..., Path]
 ) -> None:

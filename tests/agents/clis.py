@@ -28,6 +28,12 @@ from typing import Any
 from tests.agents.mock_model import MockModel
 
 BRANCH = "feature/compat"
+ACP_COMMANDS = {
+    "claude": ["claude-agent-acp"],
+    "codex": ["codex-acp"],
+    "gemini": ["gemini", "--acp"],
+}
+"""The ACP agent of each CLI, as an editor launches it (its bin in `bins`, then args)."""
 TIMEOUT = 180  # a hung CLI fails its test instead of hanging the run (never a speed check)
 
 
@@ -160,6 +166,15 @@ class AgentHome:
         if resume:
             command += ["--resume", resume]
         return self.run(command, **env)
+
+    def acp_command(self, agent: str) -> list[str]:
+        """The ACP agent for `agent` ("claude", "codex", "gemini"), pointed at the mock the
+        same way as its CLI when run with `env()`: claude-agent-acp runs Claude Code
+        underneath (`ANTHROPIC_BASE_URL`), codex-acp reads `$CODEX_HOME/config.toml`
+        (`write_codex_config`), `gemini --acp` reads `GOOGLE_GEMINI_BASE_URL` and
+        `~/.gemini/settings.json`."""
+        head, *args = ACP_COMMANDS[agent]
+        return [str(self.bins / head), *args]
 
     def write_codex_config(self, model: str | None = None) -> None:
         """Codex's provider: the mock's Responses API. `model` None keeps Codex's default
