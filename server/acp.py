@@ -453,6 +453,8 @@ class AcpProxy:
         self.agent_lane = Lane(self._from_agent)
         self.stopping = False
         self._index_flush: asyncio.TimerHandle | None = None
+        self._batches: dict[str, tuple[Live, list[dict[str, Any]]]] = {}
+        self._batch_scheduled = False
 
     # --- lazily created parts (no warmup) -------------------------------------------------
 
@@ -1308,6 +1310,7 @@ class AcpProxy:
         self.live[thread_id] = live
         if recovered.items:
             self._record(live, recovered)
+            self._write_batches()
             items = self.service.store.read(thread_id)[0].items
         live.starting = self.hooks.session_started(
             _hook_client(self),
@@ -1461,6 +1464,7 @@ class AcpProxy:
 
         if live.session_id is None:
             return []
+        self._write_batches()
         session = self.service.session_for(live.thread_id, live.session_id, self.owner)
         state = session.state.states["messages"]
         newest = messages_subsystem.newest(state, HISTORY_LIMIT)
@@ -1471,6 +1475,7 @@ class AcpProxy:
     def _items(self, live: Live) -> list[dict[str, Any]]:
         if live.session_id is None:
             return []
+        self._write_batches()
         return self.service.store.read(live.thread_id)[0].items
 
     async def session_close(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -1494,6 +1499,7 @@ class AcpProxy:
 
     async def _close_live(self, live: Live) -> None:
         """End sessiond's session on the thread, and AGENT's if AGENT can close one."""
+        self._write_batches()
         self.live.pop(live.thread_id, None)
         if live.reaching is not None:
             live.reaching.cancel()
@@ -1602,13 +1608,38 @@ class AcpProxy:
         try:
             for data in recorded.blobs.values():
                 self.service.store.put_blob(data)
-            self.service.record(
-                live.thread_id, live.session_id, recorded.items, self.owner, defer_sync=True
-            )
         except (ProtocolError, OSError) as exc:
-            failure = exc if isinstance(exc, ProtocolError) else storage_error(exc)
-            logger.error("could not record in thread %s: %s", live.thread_id, failure)
-            self._unrecorded(live, failure)
+            self._record_failed(live, exc)
+            return
+        batch = self._batches.get(live.thread_id)
+        if batch is not None and batch[0] is live:
+            batch[1].extend(recorded.items)
+            return
+        if batch is not None:
+            self._write_batches()
+        self._batches[live.thread_id] = (live, list(recorded.items))
+        if not self._batch_scheduled:
+            self._batch_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write_batches)
+
+    def _write_batches(self) -> None:
+        """What this turn of the loop recorded, written: one append per thread (written,
+        not synced). Runs before anything of the same turn reaches the editor
+        (`EditorOutput.flush` calls it first): durable before shown."""
+        self._batch_scheduled = False
+        batches, self._batches = self._batches, {}
+        for thread_id, (live, items) in batches.items():
+            if live.session_id is None:
+                continue
+            try:
+                self.service.record(thread_id, live.session_id, items, self.owner, defer_sync=True)
+            except (ProtocolError, OSError) as exc:
+                self._record_failed(live, exc)
+
+    def _record_failed(self, live: Live, exc: ProtocolError | OSError) -> None:
+        failure = exc if isinstance(exc, ProtocolError) else storage_error(exc)
+        logger.error("could not record in thread %s: %s", live.thread_id, failure)
+        self._unrecorded(live, failure)
 
     def _unrecorded(self, live: Live, failure: ProtocolError) -> None:
         if live.unrecorded is not None:
@@ -1637,6 +1668,7 @@ class AcpProxy:
 
     def _flush_index(self) -> None:
         self._index_flush = None
+        self._write_batches()
         if self._service is not None:
             try:
                 self._service.flush_index()
@@ -1645,6 +1677,7 @@ class AcpProxy:
 
     async def _sync(self) -> ProtocolError | None:
         """Everything written so far made durable; the failure, if it could not be."""
+        self._write_batches()
         try:
             sync = self.service.begin_commit()  # a shared store commits here
             if sync is not None:
@@ -1683,6 +1716,7 @@ class AcpProxy:
             agent.kill_group()
             await self._after_agent_gone(agent)
         if self._service is not None:
+            self._write_batches()
             released = self.service.release_owner(self.owner, "disconnect")
             for thread_id in released:
                 live = self.live.pop(thread_id, None)
@@ -1803,16 +1837,51 @@ def _hook_client(proxy: AcpProxy) -> Any:
 # --- the process ---------------------------------------------------------------------------
 
 
+class EditorOutput:
+    """stdout, the editor's end: what one turn of the loop writes leaves in one write,
+    after the records it shows are written (`before_flush`: durable before shown). Its own
+    buffer, whatever Python's (PYTHONUNBUFFERED makes each write of sys.stdout a system
+    call: 20,000 updates took a second of writes alone)."""
+
+    def __init__(self, fd: int, on_gone: Callable[[], None]) -> None:
+        self._fd = fd
+        self._on_gone = on_gone
+        self._chunks: list[bytes] = []
+        self._scheduled = False
+        self.before_flush: Callable[[], None] | None = None
+
+    def write(self, data: bytes) -> None:
+        self._chunks.append(data)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if self.before_flush is not None:
+            self.before_flush()
+        if not self._chunks:
+            return
+        view = memoryview(b"".join(self._chunks))
+        self._chunks.clear()
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except (BrokenPipeError, OSError):
+            self._on_gone()  # the editor is gone; nobody is left to answer
+
+
 async def serve(
     home: Path, argv: list[str], store: str | None = None, watchdog: Watchdog | None = None
 ) -> int:
     """Proxy the editor on stdin/stdout to AGENT until either side ends."""
-    from server.pipes import BatchedOutput, read_input
+    from server.pipes import read_input
 
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
-    output = BatchedOutput(sys.stdout.buffer, ended.set)
+    output = EditorOutput(sys.stdout.fileno(), ended.set)
     proxy = AcpProxy(home, argv, output.write, store, watchdog)
+    output.before_flush = proxy._write_batches
     try:
         await proxy.start_agent()
     except OSError as exc:

@@ -26,8 +26,8 @@ took. What a prompt does depends on its last text block:
 `--banner` prints a line that is not JSON on stdout before anything else (as some agents
 print a greeting); `--same-session` answers every `session/new` with the same session id;
 `--flood N` answers `session/new` only after N 1 KB updates for a session nobody opened;
-`--lags` never keeps its newest turn (a load replays all but it), as an agent whose own
-store lags behind what it showed. A load replays what was said, as it was said.
+`--lags`: a load replays all but the newest turn, as an agent whose own store lags
+behind what it showed. A load replays what was said, as it was said.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class FakeAgent:
         self.same_session = same_session
         self.flood = flood
         self.lags = lags
-        self.said: dict[str, list[list[str]]] = {}
+        self.said: dict[str, list[tuple[str, list[str]]]] = {}
         (state / "sessions").mkdir(parents=True, exist_ok=True)
         self.ids = itertools.count(1)
         self.waiting: dict[int, asyncio.Future[Any]] = {}
@@ -146,22 +146,19 @@ class FakeAgent:
         self.path(session).write_text(json.dumps(data))
 
     def remember(self, session: str, role: str, text: str) -> None:
-        """What was said, kept for a load to replay; with `--lags`, the newest turn is
-        never kept (as an agent whose store lags behind what it showed)."""
-        if session not in self.said:
-            with contextlib.suppress(LookupError):
-                self.said[session] = self.load(session).get("said", [])
+        """What was said, for a load to replay (kept at the end of each prompt)."""
         said = self.said.setdefault(session, [])
         if said and said[-1][0] == role:
-            said[-1][1] += text
+            said[-1][1].append(text)
         else:
-            said.append([role, text])
-        kept = said
-        if self.lags:
-            kept = said[: max((n for n, (r, _) in enumerate(said) if r == "user"), default=0)]
+            said.append((role, [text]))
+
+    def keep(self, session: str) -> None:
+        """What was said, saved for a load to replay."""
         with contextlib.suppress(LookupError):
             data = self.load(session)
-            data["said"] = kept
+            said = data.setdefault("said", [])
+            said += [[role, "".join(pieces)] for role, pieces in self.said.pop(session, [])]
             self.save(session, data)
 
     async def on_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -198,8 +195,10 @@ class FakeAgent:
         session = "fake-same" if self.same_session else "fake-" + uuid.uuid4().hex
         if self.flood:
             filler = "x" * 1000
-            for n in range(self.flood):
-                self.update("fake-nobody-opened", chunk("agent_message_chunk", f"{n} {filler}"))
+            for n in range(self.flood):  # (not remembered: nobody opened that session)
+                update = chunk("agent_message_chunk", f"{n} {filler}")
+                note = {"sessionId": "fake-nobody-opened", "update": update}
+                self.send({"jsonrpc": "2.0", "method": "session/update", "params": note})
             self.log("flooded", count=self.flood)
         self.save(session, {"cwd": params.get("cwd"), "prompts": []})
         return self.opened(session)
@@ -210,9 +209,12 @@ class FakeAgent:
 
     async def on_session_load(self, params: dict[str, Any]) -> dict[str, Any]:
         session = params["sessionId"]
-        for role, said in self.load(session).get("said", []):  # its own replay: held back
+        said = self.load(session).get("said", [])
+        if self.lags:  # its store lost the newest turn
+            said = said[: max((n for n, (role, _) in enumerate(said) if role == "user"), default=0)]
+        for role, text in said:  # its own replay: sessiond holds it back
             kind = "user_message_chunk" if role == "user" else "agent_message_chunk"
-            note = {"sessionId": session, "update": chunk(kind, said)}
+            note = {"sessionId": session, "update": chunk(kind, text)}
             self.send({"jsonrpc": "2.0", "method": "session/update", "params": note})
         return {}
 
@@ -232,6 +234,12 @@ class FakeAgent:
     # --- prompts ---------------------------------------------------------------------------
 
     async def on_session_prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await self.prompt(params)
+        finally:
+            self.keep(params["sessionId"])
+
+    async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         session = params["sessionId"]
         data = self.load(session)
         texts = [b.get("text", "") for b in params.get("prompt", []) if b.get("type") == "text"]
