@@ -108,6 +108,8 @@ oldest go first beyond that (an agent streaming for a session nobody opened)."""
 PENDING_LIMIT = (1000, 4 * 1024 * 1024)
 """Items (count, bytes) a session keeps before its first prompt; beyond that its thread
 is written at once (it is no longer an empty chat)."""
+BUSY_WAIT = 5.0
+"""Seconds a load waits for another process holding the thread to let go of it."""
 DRIFT_CONTINUE = "continue-here"
 DRIFT_CANCEL = "cancel"
 DRIFT_OPTIONS = [
@@ -310,12 +312,15 @@ class AgentProcess(asyncio.SubprocessProtocol):
 
 @dataclass
 class Held:
-    """A session recorded elsewhere, loaded but not continued: nothing reaches AGENT, and
-    nothing is written, until the person says at its first prompt to continue here."""
+    """A session loaded but not continued: recorded elsewhere (nothing reaches AGENT, and
+    nothing is written, until the person says at its first prompt to continue here), or
+    open in another process (`busy`: shown, and continued once that one lets go)."""
 
     environment: dict[str, Any]
-    """The RestoreReport's `environment`: recorded, current, drift."""
+    """The RestoreReport's `environment`: recorded, current, drift (empty when busy)."""
     cwd: str | None
+    busy: str | None = None
+    """The other holder (`acp:<pid>`, `local:<pid>`, ...)."""
 
 
 @dataclass
@@ -774,7 +779,16 @@ class AcpProxy:
                     f"session {thread_id} was closed: load or resume it to continue",
                     threadId=thread_id,
                 )
-            live, _, _ = self._open_thread(thread_id, None, params, accept=_accept_drift(params))
+            accept = _accept_drift(params)
+            live, _, _ = await self._open_waiting(thread_id, None, params, accept=accept)
+        if live.held is not None and live.held.busy is not None:
+            del self.live[thread_id]  # let go now? then it opens; else still held
+            live, _, _ = await self._open_waiting(
+                thread_id, live.held.cwd, params, accept=_accept_drift(params)
+            )
+            if live.held is not None and live.held.busy is not None:
+                self._notice(thread_id, f"Not sent: {_busy_notice(live.held.busy)}", "busy")
+                return {"stopReason": "refusal", "_meta": {"sessiond": {"notSent": "busy"}}}
         if live.held is not None:
             if not await self._confirm_drift(live):
                 return {"stopReason": "refusal", "_meta": {"sessiond": {"notSent": "drift"}}}
@@ -838,10 +852,9 @@ class AcpProxy:
             f"{summary}. Continue this session here, or send nothing? Nothing has been sent "
             "to the agent yet."
         )
-        question = {
+        question = {  # no `kind`: editors then show it as a permission ("Permission: ...")
             "toolCallId": call_id,
             "title": f"Continue this session here? {summary}",
-            "kind": "other",
             "status": "pending",
             "content": [{"type": "content", "content": {"type": "text", "text": text}}],
         }
@@ -897,7 +910,7 @@ class AcpProxy:
             thread_id,
             {
                 "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": f"[sessiond] {text}"},
+                "content": {"type": "text", "text": f"\n\n[sessiond] {text}\n\n"},
                 "_meta": {"sessiond": {"notice": kind}},
             },
         )
@@ -1208,7 +1221,7 @@ class AcpProxy:
         self.closed.discard(thread_id)
         report: dict[str, Any] | None = None
         if live is None:
-            live, report, items = self._open_thread(thread_id, cwd, params, accept=accept)
+            live, report, items = await self._open_waiting(thread_id, cwd, params, accept=accept)
         else:
             items = self._items(live)
         if servers is not None:
@@ -1229,7 +1242,11 @@ class AcpProxy:
             "drift": report["environment"]["drift"] if report else [],
             "continueReason": report.get("continueReason") if report else None,
         }
-        if live.held is not None:
+        if live.held is not None and live.held.busy is not None:
+            meta["upstream"] = None
+            meta["busy"] = live.held.busy
+            self._notice(thread_id, _busy_notice(live.held.busy), "busy")
+        elif live.held is not None:
             meta["upstream"] = None
             self._notice(
                 thread_id,
@@ -1245,6 +1262,41 @@ class AcpProxy:
                 live.reaching = asyncio.get_running_loop().create_task(self._reach_soon(live))
                 live.reaching.add_done_callback(_log_failure)
         return {**state, "_meta": {"sessiond": meta}}
+
+    async def _open_waiting(
+        self, thread_id: str, cwd: str | None, params: dict[str, Any], *, accept: bool | None
+    ) -> tuple[Live, dict[str, Any] | None, list[dict[str, Any]]]:
+        """`_open_thread`, waiting up to `BUSY_WAIT` for another process holding the thread
+        to let go (the editor restarted: its last `sessiond acp` still exiting). Still held
+        then: an editor that knows sessiond gets `ThreadBusy`; any other, the session
+        replayed and held, with a notice it shows."""
+        deadline = asyncio.get_running_loop().time() + BUSY_WAIT
+        while True:
+            try:
+                live, report, items = self._open_thread(thread_id, cwd, params, accept=accept)
+                return live, report, items
+            except ProtocolError as exc:
+                if exc.kind is not ErrorKind.THREAD_BUSY:
+                    raise
+                if asyncio.get_running_loop().time() < deadline:
+                    await asyncio.sleep(0.05)
+                    continue
+                if accept is False:
+                    raise
+                holder = str(exc.details.get("holder") or "another process")
+                break
+        items = self.service.store.read(thread_id)[0].items
+        servers = params.get("mcpServers") if isinstance(params.get("mcpServers"), list) else []
+        held = Live(
+            thread_id,
+            None,
+            source.ThreadRecorder.continuing(items, _new_scope()),
+            cwd or "/",
+            servers,
+            held=Held({}, cwd, busy=holder),
+        )
+        self.live[thread_id] = held
+        return held, None, items
 
     def _open_thread(
         self, thread_id: str, cwd: str | None, params: dict[str, Any], *, accept: bool | None
@@ -1707,6 +1759,19 @@ class AcpProxy:
         for live in self.live.values():
             if live.reaching is not None:
                 live.reaching.cancel()
+        # The threads first: released at once, another `sessiond acp` (the editor started
+        # again) can open them while AGENT takes its time to exit. A turn in flight ends.
+        for request in list(self.upstream.values()):
+            live = self.live.get(request.thread_id or "")
+            if request.method != "session/prompt" or live is None:
+                continue
+            if live.recorder.turn_id == request.turn_id:
+                ended = live.recorder.end_turn(
+                    _new_scope(), error="the editor went away", continue_reason="editor_gone"
+                )
+                self._record(live, ended)
+        if self._service is not None:
+            self._release()
         agent = self.agent
         if agent is not None:
             agent.close_input()
@@ -1715,21 +1780,27 @@ class AcpProxy:
                 await agent.wait(STOP_GRACE)
             agent.kill_group()
             await self._after_agent_gone(agent)
-        if self._service is not None:
-            self._write_batches()
-            released = self.service.release_owner(self.owner, "disconnect")
-            for thread_id in released:
-                live = self.live.pop(thread_id, None)
-                if live is not None and self._hooks is not None:
-                    self._hooks.session_ended(
-                        _hook_client(self),
-                        thread_id=thread_id,
-                        session_id=live.session_id or "",
-                        reason="disconnect",
-                        after_answer=False,
-                    )
         if self._hooks is not None:
             await self._hooks.stop()
+
+    def _release(self) -> None:
+        """Every session of this process ends, recorded (SessionEnd hooks run)."""
+        self._write_batches()
+        with contextlib.suppress(ProtocolError, OSError):
+            sync = self.service.begin_commit()
+            if sync is not None:
+                sync()
+        released = self.service.release_owner(self.owner, "disconnect")
+        for thread_id in released:
+            live = self.live.pop(thread_id, None)
+            if live is not None and self._hooks is not None:
+                self._hooks.session_ended(
+                    _hook_client(self),
+                    thread_id=thread_id,
+                    session_id=live.session_id or "",
+                    reason="disconnect",
+                    after_answer=False,
+                )
 
     def close(self) -> None:
         if self.agent is not None:
@@ -1757,6 +1828,14 @@ ANSWER_FINISHERS: dict[str, Callable[[AcpProxy, Upstream, dict[str, Any]], Any]]
     "session/prompt": AcpProxy._turn_ended,
 }
 """AGENT's answers sessiond completes before the editor gets them."""
+
+
+def _busy_notice(holder: str) -> str:
+    return (
+        f"This session is open in another process ({holder}): another editor window, or "
+        "one still closing. It is shown here as it was recorded; what you send is not sent "
+        "until that one lets it go."
+    )
 
 
 def _unknown() -> dict[str, Any]:

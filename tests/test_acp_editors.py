@@ -256,3 +256,58 @@ async def test_sessiond_show_heads_a_thread_with_its_title_not_a_tool_calls(
             await run.conn.prompt(session_id=session, prompt=text("tool then die"))
     heading = sessiond(home, "show", session).stdout.splitlines()[0]
     assert heading == f"thread {session}: Editing a file"
+
+
+async def test_an_editor_started_again_at_once_loads_its_session_while_the_last_proxy_stops(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """The editor closes (its `sessiond acp` is stopping: AGENT, stuck in a tool call,
+    gets its grace) and opens again: the session loads at once, not `ThreadBusy` — which
+    a CodeCompanion-like editor would have turned into a new session without a word."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state)) as first:
+        session = (await first.conn.new_session(cwd=str(repo))).session_id
+        await first.conn.prompt(session_id=session, prompt=text("hello"))
+        turn = asyncio.ensure_future(first.conn.prompt(session_id=session, prompt=text("busy")))
+        await wait_for(lambda: any(e["event"] == "busy" for e in agent_log(state)), "busy")
+        assert first.process.stdin is not None
+        first.process.stdin.close()  # the editor goes away; AGENT ignores it for a while
+        async with sessiond_acp(home, fake_agent(state)) as again:
+            editor = CodeCompanionLike(again, repo)
+            redrawn = await editor.resume(session)
+            still_stopping = first.process.returncode is None
+        turn.cancel()
+    assert still_stopping  # loaded while the last proxy was still waiting for its AGENT
+    assert not editor.fell_back and editor.session_id == session
+    assert notices(redrawn, "busy") == []
+    turns = [(i["phase"], i.get("continueReason")) for i in thread_items(home, session)
+             if i["type"] == "turn"]  # fmt: skip
+    assert turns[2:4] == [("started", None), ("interrupted", "editor_gone")]
+
+
+async def test_a_session_open_in_another_window_is_shown_and_not_continued_until_let_go(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state)) as first:
+        session = (await first.conn.new_session(cwd=str(repo))).session_id
+        await first.conn.prompt(session_id=session, prompt=text("hello"))
+        async with sessiond_acp(home, fake_agent(state)) as second:
+            editor = CodeCompanionLike(second, repo)
+            redrawn = await editor.resume(session)
+            refused = await editor.send("me too")
+            await first.conn.close_session(session_id=session)  # the other window lets go
+            answer = await editor.send("now?")
+            shown = [p["update"] for p in second.editor.received]
+    assert not editor.fell_back and editor.session_id == session
+    texts = [u["content"]["text"] for u in redrawn if u.get("sessionUpdate") != "tool_call"]
+    assert texts[:2] == ["hello", "echo: hello"]
+    (notice,) = notices(redrawn, "busy")
+    assert f"acp:{first.process.pid}" in notice
+    assert refused.stop_reason == "refusal" and "Not sent" in notices(shown, "busy")[-1]
+    assert answer.stop_reason == "end_turn" and second.editor.texts()[-1] == "echo: now?"
+    prompts = [e["params"]["prompt"][-1]["text"] for e in agent_log(state)
+               if e["event"] == "session/prompt"]  # fmt: skip
+    assert prompts == ["hello", "now?"]  # "me too" was never sent
