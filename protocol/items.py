@@ -18,6 +18,30 @@ ITEM_ID_MAX = 128
 
 ItemId = Annotated[str, Field(min_length=1, max_length=ITEM_ID_MAX)]
 
+ITEM_DEPTH_MAX = 128
+"""How deeply an item's values may nest (the item itself is level 1). What agents record is
+shallow; the stores' encoder stops at 255 levels and pydantic's serializer a little before,
+so a deeper item is refused up front, by name, instead of failing inside the writer."""
+
+
+def nests_deeper(value: Any, limit: int = ITEM_DEPTH_MAX) -> bool:
+    """Whether `value` (parsed JSON) has containers nested more than `limit` levels deep;
+    without recursion, so no depth can overflow the check itself."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
 LifecycleSource = Literal["startup", "resume", "clear", "compact"]
 
 
@@ -89,6 +113,15 @@ class OperationItem(ItemBase):
     )
     resultPersisted: bool = Field(False, description="The result is recorded in this item.")
     result: Any = Field(None, description="The tool's result, any JSON.")
+    command: str | None = Field(
+        None, description="A shell tool's command line, as the agent ran it (on `started`)."
+    )
+    exitCode: int | None = Field(None, description="A shell command's exit code, when known.")
+    childThreadId: str | None = Field(
+        None,
+        description="A call that ran a sub-agent: the sub-agent's thread (started with "
+        "`thread/start {parentThreadId}`). Its cost is counted in this thread's cost line.",
+    )
 
 
 class CostItem(ItemBase):
@@ -288,6 +321,23 @@ class ImportCheckpointItem(ItemBase):
     repairedLines: int = Field(
         default=0, description="Lines kept with invalid UTF-8 replaced by U+FFFD."
     )
+
+
+class CostReportedItem(ItemBase):
+    """Server-written by an import: model calls an agent's own running totals count that no
+    line of its transcript records (Claude Code's `cost-state`: its `/compact` calls, and
+    its sub-agents' calls, which their own threads count), over one stretch of the
+    session, for one model. The cost subsystem shows what is left of them once the
+    sub-agents' costs are taken out as its `unrecorded` line."""
+
+    type: Literal["cost_reported"] = Field("cost_reported", description="`cost_reported`.")
+    model: str = Field(description="The model the calls went to.")
+    inputTokens: int = Field(ge=0, description="Input tokens (cache reads and writes included).")
+    outputTokens: int = Field(ge=0, description="Output tokens.")
+    cacheReadTokens: int = Field(0, ge=0, description="Input tokens read from the cache.")
+    cacheWriteTokens: int = Field(0, ge=0, description="Input tokens written to the cache.")
+    usd: float = Field(ge=0, description="What they cost, priced as one call (genai-prices).")
+    priced: bool = Field(True, description="False when the model's price is unknown.")
 
 
 class AcpUpdateItem(ItemBase):

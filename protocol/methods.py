@@ -106,9 +106,9 @@ class ThreadOrigin(WireModel):
 
     model_config = ConfigDict(extra="allow")
 
-    agent: Literal["claude-code", "codex", "acp"] = Field(
-        description="The agent whose session this thread mirrors: `claude-code`, `codex`, or "
-        "`acp` (recorded through `sessiond acp`)."
+    agent: Literal["claude-code", "codex", "gemini", "acp"] = Field(
+        description="The agent whose session this thread mirrors: `claude-code`, `codex`, "
+        "`gemini` (Gemini CLI), or `acp` (recorded through `sessiond acp`)."
     )
     sessionId: str = Field(description="The session's id in that agent's own store.")
     path: str | None = Field(None, description="The agent's own session file, when it has one.")
@@ -119,6 +119,16 @@ class ThreadOrigin(WireModel):
         default=None,
         description="Imports: 1 for a session's first import; a source file rewritten (not "
         "appended to) since is imported again as a new thread with the next revision.",
+    )
+    parentSessionId: str | None = Field(
+        None,
+        description="A sub-agent's session: the session (in that agent's store) whose tool "
+        "call started it; the thread's `parentThreadId` is that session's thread.",
+    )
+    parentToolCallId: str | None = Field(
+        None,
+        description="A sub-agent's session: the parent's tool call that started it (its "
+        "`operationId` in the parent thread), when the agent recorded it.",
     )
 
 
@@ -157,6 +167,23 @@ class ThreadInfo(WireModel):
     origin: ThreadOrigin | None = Field(
         None, description="Where the thread came from: null when recorded over this protocol."
     )
+    parentThreadId: str | None = Field(
+        None,
+        description="The thread whose tool call started this one (a sub-agent), else null. "
+        "A child is listed under its parent (`thread/list {parentThreadId}`), not at the top.",
+    )
+    parentOperationId: str | None = Field(
+        None, description="That tool call: its `operationId` in the parent thread, when known."
+    )
+    childCount: int | None = Field(
+        None,
+        description="How many (unarchived) sub-agent threads `thread/list {parentThreadId}` "
+        "lists under this one. Counted by `thread/list`, and in `thread/started` / "
+        "`thread/updated` once this server has a listing open (a new thread says 0); null "
+        "where not counted (before any listing, other answers): keep the count you have. "
+        "A sub-agent's start, archive or delete is followed by its parent's `thread/updated` "
+        "with the new count.",
+    )
 
 
 class ThreadIdParams(Params):
@@ -178,6 +205,18 @@ class ThreadStartParams(Params):
     model: str | None = Field(None, description="The model the thread starts with.")
     permissions: Permissions | None = Field(
         None, description="What the agent may do; restored on every resume."
+    )
+    parentThreadId: str | None = Field(
+        None,
+        description="Start a sub-agent's thread under this one (it must exist: "
+        "ThreadNotFound otherwise); listed under it, not at the top.",
+    )
+    parentOperationId: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="With `parentThreadId`: the parent's operation (tool call) that started "
+        "the sub-agent.",
     )
 
 
@@ -221,6 +260,11 @@ class ThreadListParams(Params):
     )
     limit: int = Field(
         default=DEFAULT_PAGE, ge=1, le=MAX_PAGE, description="Threads per page (1-200)."
+    )
+    parentThreadId: str | None = Field(
+        None,
+        description="List this thread's sub-agent threads. Without it only top-level threads "
+        "are listed: children are reached through their parent (`childCount`).",
     )
 
 
@@ -280,6 +324,31 @@ class ThreadReadResult(Result):
         "byteOffset, reason, preview}`; kept in the file, never hidden, each reported by one "
         "page only.",
     )
+
+
+class ThreadReadBlobParams(ThreadIdParams):
+    """The content of a file as an edit recorded it: the `beforeSha` or `afterSha` of the
+    `file_edit` item at `seq`. Only blobs the thread's own edits name can be read."""
+
+    seq: int = Field(ge=1, description="Seq of the thread's `file_edit` item naming the blob.")
+    sha: str = Field(
+        pattern="^[0-9a-f]{64}$",
+        description="sha256 (hex) of the content: that item's `beforeSha` or `afterSha`.",
+    )
+
+
+class ThreadReadBlobResult(Result):
+    recorded: bool = Field(
+        description="The content is stored. False when the edit was recorded with its hashes "
+        "only (a client's own `file_edit`, an imported diff): nothing to show."
+    )
+    content: str | None = Field(
+        None, description="The content, in `encoding`; null when not recorded."
+    )
+    encoding: Literal["utf-8", "base64"] | None = Field(
+        None, description="`utf-8` (text, as is) or `base64` (bytes that are not UTF-8)."
+    )
+    size: int | None = Field(None, description="The content's length in bytes.")
 
 
 class ThreadResumeParams(ThreadIdParams):
@@ -476,10 +545,12 @@ class ReadOnlyHome(WireModel):
 class Handoff(WireModel):
     """How to continue an imported thread in the agent that keeps the session."""
 
-    agent: Literal["claude-code", "codex"] = Field(description="The agent to hand over to.")
+    agent: Literal["claude-code", "codex", "gemini"] = Field(
+        description="The agent to hand over to."
+    )
     command: list[str] = Field(
-        description="The agent's own resume, as an argument list: `claude --resume ID` or "
-        "`codex resume ID`."
+        description="The agent's own resume, as an argument list: `claude --resume ID`, "
+        "`codex resume ID` or `gemini --resume ID`."
     )
     cwd: str | None = Field(
         description="Where to run it: the session's recorded working directory (the agent "
@@ -609,6 +680,15 @@ class LifecycleHookNotification(WireModel):
     )
 
 
+class ConnectionDroppedNotification(WireModel):
+    """The last message of a WebSocket connection the server dropped because the client did
+    not read what was sent to it fast enough (its queue, or every client's together, was
+    full); what was queued for it was freed, and the connection closes after this."""
+
+    reason: str = Field(description="Why this client was dropped, in words.")
+    queuedBytes: int = Field(ge=0, description="Bytes that were waiting for it when dropped.")
+
+
 class ProgressValue(WireModel):
     kind: Literal["begin", "report", "end"] = Field(
         description="`begin` (with a title), `report` (progress), `end`."
@@ -630,6 +710,7 @@ METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
     "thread/record": (ThreadRecordParams, ThreadRecordResult),
     "thread/list": (ThreadListParams, ThreadListResult),
     "thread/read": (ThreadReadParams, ThreadReadResult),
+    "thread/readBlob": (ThreadReadBlobParams, ThreadReadBlobResult),
     "thread/resume": (ThreadResumeParams, RestoreReport),
     "thread/fork": (ThreadForkParams, ThreadForkResult),
     "thread/archive": (ThreadIdParams, EmptyResult),
@@ -658,17 +739,25 @@ NOTIFICATIONS_OUT: dict[str, type[BaseModel]] = {
     "item/recorded": ItemRecordedNotification,
     "lifecycle/hook": LifecycleHookNotification,
     "$/progress": ProgressNotification,
+    "connection/dropped": ConnectionDroppedNotification,
 }
 
 SUMMARIES: dict[str, str] = {
     "initialize": "The first request: who the client is and which folders it has open. Reads "
     "nothing from disk.",
     "shutdown": "The client is leaving: its sessions end (SessionEnd hooks run); then `exit`.",
-    "thread/start": "A new thread, durable at once, with its first session.",
+    "thread/start": "A new thread, durable at once, with its first session; with "
+    "`parentThreadId`, a sub-agent's thread under an existing one.",
     "thread/record": "Append items to the thread through an open session; acknowledged once "
     "durable. Safe to retry: known item ids are not written again.",
-    "thread/list": "Threads, most recently updated first, filtered before paging.",
+    "thread/list": "Threads, most recently updated first, filtered before paging. By default "
+    "only top-level threads: a sub-agent's thread (`parentThreadId` set) is listed under its "
+    "parent, with `thread/list {parentThreadId}`, and counted in the parent's `childCount`.",
     "thread/read": "A thread's stored items, a page at a time, in ascending seq.",
+    "thread/readBlob": "A file's content before or after one of the thread's recorded edits "
+    "(for a diff), read through the `file_edit` item that names it: a seq that is not such "
+    "an item of this thread, or a sha it does not name, is Unauthorized; content larger than "
+    "one answer (`--max-frame`) is PayloadTooLarge.",
     "thread/resume": "Restore every subsystem and open a new session, or say why not "
     "(`needs_review`): the RestoreReport.",
     "thread/fork": "A new thread holding the items up to a turn or seq, with its own session.",
@@ -688,11 +777,12 @@ SUMMARIES: dict[str, str] = {
     "exit": "Close the connection (after `shutdown`).",
     "workspace/didChangeWorkspaceFolders": "The editor opened or closed folders.",
     "$/cancelRequest": "Cancel a request in flight (`{id}`); it is answered with -32800.",
-    "thread/started": "A thread was started or forked, by any client.",
+    "thread/started": "A thread was started or forked, by any client (or imported).",
     "thread/updated": "A thread's row changed (records coalesced: at most one per thread "
-    "every 50 ms), or it was deleted.",
+    "every 50 ms; a parent's count of sub-agents), or it was deleted.",
     "item/recorded": "Items stored in a thread you subscribed to, in seq order.",
     "lifecycle/hook": "A lifecycle hook started, completed, failed or timed out.",
     "$/progress": "Progress of long work, such as rebuilding the thread index.",
+    "connection/dropped": "WebSocket only: this client was dropped for not reading; why.",
 }
 """One line per method and notification, for docs/protocol.md."""

@@ -32,6 +32,7 @@ class ListParams:
     search: str | None = None
     cursor: str | None = None
     limit: int = DEFAULT_PAGE
+    parentThreadId: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,7 @@ def _list(params: dict[str, Any]) -> ListParams:
         search=_text(params, "search", MAX_SEARCH),
         cursor=_text(params, "cursor", MAX_CURSOR),
         limit=_count(params, "limit", DEFAULT_PAGE, MAX_PAGE),
+        parentThreadId=_text(params, "parentThreadId"),
     )
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 
 from restore.atomic import write_atomically
 from restore.paths import Layout
@@ -23,8 +25,24 @@ def put(layout: Layout, data: bytes) -> str:
     return sha
 
 
+def _is_sha(sha: str) -> bool:
+    return len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
+
+
+def size(layout: Layout, sha: str) -> int | None:
+    """The blob's length in bytes, without reading it; None when it is not stored (or is
+    not a regular file: not one sessiond wrote)."""
+    if not _is_sha(sha):
+        return None
+    try:
+        found = os.lstat(layout.blob_path(sha))
+    except OSError:
+        return None
+    return found.st_size if stat.S_ISREG(found.st_mode) else None
+
+
 def get(layout: Layout, sha: str) -> bytes | None:
-    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+    if not _is_sha(sha):
         return None  # never build a path from anything but a sha256
     try:
         return read_regular(layout.blob_path(sha))

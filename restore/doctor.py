@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from protocol.errors import ProtocolError
 from restore.atomic import fsync_dir
@@ -43,10 +44,26 @@ class DoctorReport:
     findings: list[FileFinding] = field(default_factory=list)
     index_action: str = ""
     indexed: int = 0
+    unmapped: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Per agent, the record types and tools imports met and did not map (from the import
+    checkpoints in the threads): `record:<type>` → {count, example: "path:line"}."""
 
     @property
     def clean(self) -> bool:
         return not any(f.skipped or f.error or f.empty for f in self.findings)
+
+
+def _count_unmapped(
+    into: dict[str, dict[str, dict[str, Any]]], items: list[dict[str, Any]]
+) -> None:
+    for item in items:
+        if item.get("type") == "import_checkpoint" and item.get("unmapped"):
+            per_agent = into.setdefault(str(item.get("agent")), {})
+            for key, (count, line) in item["unmapped"].items():
+                entry = per_agent.setdefault(
+                    key, {"count": 0, "example": f"{item.get('source')}:{line}"}
+                )
+                entry["count"] += count
 
 
 def _repair_torn_tail(store: ThreadStore, finding: FileFinding) -> None:
@@ -99,6 +116,7 @@ def run_doctor(
             report.findings.append(FileFinding(path, error=exc.message))
             continue
         report.items += len(contents.items)
+        _count_unmapped(report.unmapped, contents.items)
         if contents.size == 0:
             finding = FileFinding(path, empty=True)
             if repair:

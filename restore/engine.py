@@ -25,6 +25,7 @@ class EngineContext:
     current: dict[str, Any]
     workspace: Workspace
     available_models: list[str] | None = None
+    subagents: list[dict[str, Any]] = field(default_factory=list)
     drift: list[dict[str, Any]] = field(default_factory=list)
     results: dict[str, Outcome] = field(default_factory=dict)
 
@@ -55,15 +56,20 @@ class Judgement:
 
 
 def judge(
-    state: ThreadState, current: dict[str, Any], available_models: list[str] | None = None
+    state: ThreadState,
+    current: dict[str, Any],
+    available_models: list[str] | None = None,
+    subagents: list[dict[str, Any]] | None = None,
 ) -> Judgement:
-    """Run every validator in the fixed order; each may read the outcomes before it."""
+    """Run every validator in the fixed order; each may read the outcomes before it.
+    `subagents`: the costs of the sub-agent threads this one started (the cost line)."""
     recorded = state.states["worktree"]
     ctx = EngineContext(
         recorded=recorded,
         current=current,
         workspace=Workspace(Scope.of_thread(recorded)),
         available_models=available_models,
+        subagents=subagents or [],
     )
     # No session_meta was read (an empty or damaged file): where the thread ran is unknown,
     # and unknown must never pass for "here".

@@ -27,8 +27,11 @@ def probe(cwd: str, trusted_folders: Iterable[str] = ()) -> dict[str, Any]:
     `repoId` names the repository independently of where it is checked out (root commit
     and origin URL), so "another repo at the same path" is told apart from "same repo".
     git may run the repository's own programs only when both `cwd` and the repository's
-    root lie in one of `trusted_folders`.
+    root lie in one of `trusted_folders`. An absolute `cwd` is recorded canonical (links
+    and `..` resolved, as `getcwd` would say it), so `TRUSTED/../untrusted` is stored as
+    where it really is, and two spellings of one place never drift from each other.
     """
+    cwd = canonical(cwd)
     found: dict[str, Any] = {
         "cwd": cwd,
         "cwdExists": "\0" not in cwd and os.path.isdir(cwd),
@@ -71,6 +74,17 @@ def probe(cwd: str, trusted_folders: Iterable[str] = ()) -> dict[str, Any]:
     found["repoId"] = _repo_id(found["headSha"], roots, origin)
     found["dirty"] = [line[3:] for line in status.stdout.splitlines() if len(line) > 3][:200]
     return found
+
+
+def canonical(cwd: str) -> str:
+    """An absolute path without NUL, resolved; anything else as it is (callers refuse it)."""
+    return os.path.realpath(cwd) if os.path.isabs(cwd) and "\0" not in cwd else cwd
+
+
+def _same_cwd(recorded: Any, current: Any) -> bool:
+    """A cwd recorded before cwds were stored canonical is the same place when it resolves
+    to the current one."""
+    return recorded == current or (isinstance(recorded, str) and canonical(recorded) == current)
 
 
 def _repo_id(head_sha: str | None, roots: GitResult, origin: GitResult) -> str:
@@ -217,7 +231,9 @@ def detect_drift(recorded: dict[str, Any], current: dict[str, Any]) -> list[dict
         add("worktree", "repoRoot", "warn")
         drift[-1]["reason"] = "same repository, other checkout"
     else:
-        if recorded.get("cwd") != current.get("cwd") or not current.get("cwdExists", True):
+        if not _same_cwd(recorded.get("cwd"), current.get("cwd")) or not current.get(
+            "cwdExists", True
+        ):
             add("cwd", "cwd", "block")
         if recorded.get("repoRoot") != current.get("repoRoot") or (
             recorded.get("repoId") and recorded.get("repoId") != current.get("repoId")

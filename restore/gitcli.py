@@ -26,10 +26,11 @@ Why not GitPython: its persistent `cat-file` processes and its own reads of `.gi
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 import time
 from dataclasses import dataclass
+
+from restore.child_env import child_environment
 
 GIT_TIMEOUT = 20.0
 """Seconds one git command may take before it is killed (a huge repo's status included)."""
@@ -112,7 +113,7 @@ class Git:
 
     def environment(self) -> dict[str, str]:
         if self._env is None:
-            base = {k: v for k, v in os.environ.items() if k not in _ENVIRONMENT_DROPPED}
+            base = {k: v for k, v in child_environment().items() if k not in _ENVIRONMENT_DROPPED}
             base.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_NO_LAZY_FETCH="1")
             if self.trusted:
                 self._env = base

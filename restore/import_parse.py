@@ -7,22 +7,44 @@ same code, so both give the same items, checkpoints and threads.
 
 Reading is tolerant: a BOM, a garbage line, invalid UTF-8, a torn last line or a huge
 first line never hide a session; bad lines are skipped and reported.
+
+Reading is bounded: a transcript folder may be handed in by someone else (`--from DIR`), so
+no line longer than LINE_BYTES is held (it is read past in chunks, and skipped as
+`too_long`), and items waiting to be written are flushed by bytes as well as by count. A
+source file is opened without following a link (`open_source`): the importer plans only
+regular files (restore/importer.py), and a link swapped in since is refused here.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
 from restore.jsonl import BOM, SkippedLine
+from restore.private import NotRegularFile
 from restore.sources.common import SourceParser
 
 HEAD_BYTES = 4096
 BATCH_ITEMS = 2000  # items appended per write while importing one big file
+BATCH_BYTES = 16 << 20
+"""Source bytes behind the items held for one write: a batch is written at BATCH_ITEMS
+items or at this many bytes, whichever comes first."""
+HELD_BYTES = 64 << 20
+"""Source bytes of items held while no line has said where the session runs: past this
+they are written anyway (the thread bound to where its file says), so a file that never
+names a cwd cannot make the importer hold all of it."""
+LINE_BYTES = 32 << 20
+"""The longest line read: far above any real transcript line (a few base64 screenshots),
+and over the 16 MiB frame that any answer fits in. A longer one is read past, not held."""
+SKIP_CHUNK = 1 << 20
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def decode(data: bytes, start: int) -> tuple[dict[str, Any] | None, str | None, bool]:
@@ -55,10 +77,61 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def open_source(path: str) -> IO[bytes]:
+    """A source file, opened for reading only if it is a regular file reached without a
+    link as its last component (ELOOP for a link; `NotRegularFile` for a FIFO, a device,
+    a directory): what the plan saw as a file cannot be swapped for a link to another."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(errno.EINVAL, f"{path} is not a regular file", path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def head_sha(path: str, offset: int) -> str:
     """sha256 of the file's first min(offset, HEAD_BYTES) bytes: its head, as read."""
-    with open(path, "rb") as handle:
+    with open_source(path) as handle:
         return sha(handle.read(min(offset, HEAD_BYTES)))
+
+
+def range_sha(handle: IO[bytes], start: int, end: int) -> str:
+    """sha256 of the bytes [start, end) of an open file, read in chunks (a line may be
+    longer than anything held in memory)."""
+    digest = hashlib.sha256()
+    handle.seek(start)
+    left = max(end - start, 0)
+    while left and (chunk := handle.read(min(left, SKIP_CHUNK))):
+        digest.update(chunk)
+        left -= len(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _LongLine:
+    """A line over LINE_BYTES, read past: its first bytes (the preview), its length on
+    disk, whether its newline came, and its sha (should it be the last line read)."""
+
+    data: bytes
+    length: int
+    ended: bool
+    sha: str
+
+
+def _read_past(handle: IO[bytes], first: bytes) -> _LongLine:
+    """The rest of a line whose first LINE_BYTES + 1 bytes are `first`, read in chunks and
+    not kept."""
+    digest = hashlib.sha256(first)
+    length, ended = len(first), False
+    while chunk := handle.readline(SKIP_CHUNK):
+        digest.update(chunk)
+        length += len(chunk)
+        if chunk.endswith(b"\n"):
+            ended = True
+            break
+    return _LongLine(first[:80], length, ended, digest.hexdigest())
 
 
 @dataclass(frozen=True)
@@ -89,12 +162,18 @@ class Facts:
     created: str | None
     last_ts: str | None
     title: str | None
+    parent: dict[str, Any] | None = None
+    """A sub-agent's session: `{"sessionId": the parent's session id as its agent names it,
+    "toolCallId": the parent's tool call that started it, or None}` (a parser's
+    `state["parent"]`); the importer links the thread under the parent's."""
 
     @classmethod
     def of(cls, parser: SourceParser) -> Facts:
         state = parser.state
+        parent = state.get("parent")
         return cls(state["cwd"], state["branch"], state["commit"], state["created"],
-                   parser.last_ts, parser.title)  # fmt: skip
+                   parser.last_ts, parser.title,
+                   parent if isinstance(parent, dict) else None)  # fmt: skip
 
 
 @dataclass
@@ -120,24 +199,40 @@ class Parsed:
     line_start: int
     tail_sha: str
     head_sha: str
+    unmapped: dict[str, list[int]]
+    """What the parser met and does not map: `record:<type>` → [count, first line]."""
 
 
 def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
     """Read a file from `start`: a `Flush` per BATCH_ITEMS items once they can be written
-    (the thread exists, or a line said where the session runs), then one `Parsed`."""
+    (the thread exists, or a line said where the session runs), then one `Parsed`. A
+    `.json` file is one JSON document (`parse_document`)."""
+    if start.path.endswith(".json"):
+        yield parse_document(start)
+        return
     parser = start.parser(dict(start.state) if start.state else None, start.fallback_ts)
     offset, lines, line_start = start.offset, start.lines, start.line_start
     last_line: bytes | None = None  # the last line read; its sha proves appends later
+    last_sha: str | None = None  # ... or its sha, when it was too long to hold
     writing = start.writing
     skipped: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
-    records = repaired = 0
-    with open(start.path, "rb") as handle:
+    records = repaired = held = 0
+    with open_source(start.path) as handle:
         handle.seek(offset)
-        # Lines as the file iterator gives them, newline included, however long (no
-        # object per line: this loop runs a million times in a big import).
-        for data in handle:
+        # Lines with their newline, at most LINE_BYTES each (no object per line: this loop
+        # runs a million times in a big import).
+        readline = handle.readline
+        while data := readline(LINE_BYTES + 1):
             line_no = lines + 1
+            if len(data) > LINE_BYTES and not data.endswith(b"\n"):  # never held, never parsed
+                long = _read_past(handle, data)
+                skipped.append(_skipped(line_no, offset, long.data, "too_long"))
+                if not long.ended:  # still being written: read again once it is whole
+                    break
+                line_start, lines, last_line, last_sha = offset, line_no, None, long.sha
+                offset += long.length
+                continue
             record, reason, fixed = decode(data, offset)
             if reason is not None and not data.endswith(b"\n"):
                 # A line still being written (or cut by a crash): not consumed, so it is
@@ -147,19 +242,69 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
             if reason is not None:
                 skipped.append(_skipped(line_no, offset, data, reason))
             elif record is not None:
-                records += 1
-                repaired += fixed
-                pending += parser.feed(line_no, record, record.get("timestamp"))
+                try:
+                    pending += parser.feed(line_no, record, record.get("timestamp"))
+                except (TypeError, ValueError, RecursionError):
+                    # A record its mapping cannot take (nested past the 255 levels the
+                    # encoder writes, say): skipped like a bad line; the session goes on.
+                    skipped.append(_skipped(line_no, offset, data, "mapping_failed"))
+                else:
+                    records += 1
+                    repaired += fixed
+                    held += len(data)
             line_start, lines, last_line = offset, line_no, data
             offset += len(data)
-            if len(pending) >= BATCH_ITEMS and (writing or parser.state["cwd"]):
+            if (len(pending) >= BATCH_ITEMS or held >= BATCH_BYTES) and (
+                writing or parser.state["cwd"] or held >= HELD_BYTES
+            ):
                 yield Flush(pending, Facts.of(parser))
-                writing, pending = True, []
+                writing, pending, held = True, [], 0
+        handle.seek(0)
+        head = sha(handle.read(min(offset, HEAD_BYTES)))
+    tail = sha(last_line) if last_line is not None else last_sha or start.tail_sha
     yield Parsed(
         pending, Facts.of(parser), parser.state, records, skipped, repaired, offset, lines,
-        line_start, sha(last_line) if last_line is not None else start.tail_sha,
-        head_sha(start.path, offset),
+        line_start, tail, head, parser.unmapped_seen,
     )  # fmt: skip
+
+
+def parse_document(start: ParseStart) -> Parsed:
+    """A session kept as one JSON document (Gemini CLI up to 0.38: `session-*.json`,
+    rewritten whole on every change): its metadata is record 1 and its messages records
+    2, 3, …, fed like lines. Read whole, once: a document that changed since (its head
+    holds `lastUpdated`) no longer matches the checkpoint, so it is read again as a new
+    revision; one that did not has nothing new. Not valid JSON (being rewritten, or cut)
+    it is not consumed, and is read again next time."""
+    parser = start.parser(dict(start.state) if start.state else None, start.fallback_ts)
+    with open_source(start.path) as handle:
+        data = handle.read(LINE_BYTES + 1)  # one document is one record: a line's budget
+    if len(data) > LINE_BYTES:
+        skipped = [_skipped(1, 0, data, "too_long")]
+        return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, start.offset,
+                      start.lines, start.line_start, start.tail_sha,
+                      head_sha(start.path, start.offset), parser.unmapped_seen)  # fmt: skip
+    if start.offset > 0:  # read whole already (the checkpoint's head and tail still match)
+        return Parsed([], Facts.of(parser), parser.state, 0, [], 0, start.offset, start.lines,
+                      start.line_start, start.tail_sha, head_sha(start.path, start.offset),
+                      parser.unmapped_seen)  # fmt: skip
+    document, reason, repaired = decode(data, 0)
+    messages = document.pop("messages", None) if document is not None else None
+    if document is None:  # blank, or not one JSON object
+        skipped = [_skipped(1, 0, data, reason)] if reason else []
+        return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, 0, 0, 0,
+                      start.tail_sha, head_sha(start.path, 0), parser.unmapped_seen)  # fmt: skip
+    messages = messages if isinstance(messages, list) else []
+    records = [document, *(m for m in messages if isinstance(m, dict))]
+    items: list[dict[str, Any]] = []
+    failed = []
+    for line_no, record in enumerate(records, 1):
+        try:
+            items += parser.feed(line_no, record, record.get("timestamp"))
+        except (TypeError, ValueError, RecursionError):  # as in `parse`: skipped, said
+            failed.append(_skipped(line_no, 0, b"a record of the document", "mapping_failed"))
+    return Parsed(items, Facts.of(parser), parser.state, len(records), failed, int(repaired),
+                  len(data), len(records), 0, sha(data), head_sha(start.path, len(data)),
+                  parser.unmapped_seen)  # fmt: skip
 
 
 def parse_whole(start: ParseStart) -> list[Flush | Parsed]:

@@ -60,6 +60,8 @@ _FIELDS = (
     "forkedFrom",
     "costUsd",
     "origin",
+    "parentThreadId",
+    "parentOperationId",
     "lastSeq",
     "latestSessionId",
 )
@@ -82,6 +84,8 @@ CREATE TABLE threads (
     forkedFrom TEXT,
     costUsd REAL NOT NULL,
     origin TEXT,
+    parentThreadId TEXT,      -- a sub-agent's parent thread (NULL: a top-level thread)
+    parentOperationId TEXT,
     lastSeq INTEGER NOT NULL,
     latestSessionId TEXT,
     path TEXT NOT NULL,
@@ -90,11 +94,21 @@ CREATE TABLE threads (
     lastLineStart INTEGER,    -- the last covered line, [lastLineStart, size), and its sha256
     lastLineSha TEXT
 );
--- cwd and workspaceFolder ride along so a workspace filter is checked inside the index,
--- without a table lookup for each non-matching row.
-CREATE INDEX threads_by_recency ON threads (archived, updatedAt, threadId, cwd, workspaceFolder);
+-- cwd, workspaceFolder and parentThreadId ride along so a workspace filter (and the
+-- top-level-only default) is checked inside the index, without a table lookup for each
+-- non-matching row.
+CREATE INDEX threads_by_recency
+    ON threads (archived, updatedAt, threadId, cwd, workspaceFolder, parentThreadId);
 CREATE INDEX threads_by_cwd ON threads (cwd, archived, updatedAt, threadId);
+-- A thread's children, listed and counted without a scan.
+CREATE INDEX threads_by_parent ON threads (parentThreadId, archived, updatedAt, threadId);
 """
+CHILD_COUNT_BATCH = 500  # ids per query (SQLite binds at most 999 by default)
+# How many children a listed row has (what `thread/list {parentThreadId}` would list).
+_CHILD_COUNT = (
+    "(SELECT count(*) FROM threads AS child WHERE child.parentThreadId = threads.threadId "
+    "AND child.archived = 0)"
+)
 
 _UPSERT = (
     f"INSERT INTO threads ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
@@ -151,7 +165,10 @@ def _row_values(
 
 
 def _summary_of(row: tuple[Any, ...]) -> ThreadSummary:
+    """A row of `_FIELDS`, then the child count when the query selected it."""
     fields = dict(zip(_FIELDS, row, strict=False))
+    if len(row) > len(_FIELDS):
+        fields["childCount"] = row[len(_FIELDS)]
     fields["updatedAt"] = fields["updatedAt"] or None
     fields["archived"] = bool(fields["archived"])
     for name in _JSON_FIELDS:
@@ -171,7 +188,9 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 4  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha
+    SCHEMA_VERSION = 5  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents
+    """An index of another version is rebuilt from the thread files (they hold every
+    field), like a corrupt one: that is its migration."""
 
     def __init__(
         self,
@@ -491,8 +510,10 @@ class ThreadIndex:
         search: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
+        parent_thread_id: str | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
-        """One page, newest first; filters apply before paging; nextCursor only if more exist."""
+        """One page, newest first; filters apply before paging; nextCursor only if more exist.
+        Top-level threads only, or the children of `parent_thread_id`."""
         limit = max(1, min(MAX_LIMIT, limit))
         sql, params = self._list_query(
             cwd=cwd,
@@ -501,6 +522,7 @@ class ThreadIndex:
             search=search,
             cursor=cursor,
             limit=limit,
+            parent_thread_id=parent_thread_id,
         )
         rows = self._db().execute(sql, params).fetchall()
         page = [_summary_of(row) for row in rows[:limit]]
@@ -518,10 +540,16 @@ class ThreadIndex:
         search: str | None,
         cursor: str | None,
         limit: int,
+        parent_thread_id: str | None = None,
     ) -> tuple[str, list[Any]]:
         """The page's SQL: every filter in WHERE, keyset after the cursor, one row past `limit`."""
         where = ["archived = ?"]
         params: list[Any] = [int(archived)]
+        if parent_thread_id is None:
+            where.append("parentThreadId IS NULL")
+        else:
+            where.append("parentThreadId = ?")
+            params.append(parent_thread_id)
         if cwd is not None:
             where.append("cwd = ?")
             params.append(cwd)
@@ -538,13 +566,28 @@ class ThreadIndex:
             where.append("(updatedAt, threadId) < (?, ?)")
             params += decode_cursor(cursor)
         sql = (
-            f"SELECT {', '.join(_FIELDS)} FROM threads WHERE {' AND '.join(where)} "
-            "ORDER BY updatedAt DESC, threadId DESC LIMIT ?"
+            f"SELECT {', '.join(_FIELDS)}, {_CHILD_COUNT} FROM threads "
+            f"WHERE {' AND '.join(where)} ORDER BY updatedAt DESC, threadId DESC LIMIT ?"
         )
         return sql, [*params, limit + 1]
 
     def count(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM threads").fetchone()[0])
+
+    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+        """Each thread's `childCount`: its children that `thread/list {parentThreadId}`
+        lists (unarchived), from `threads_by_parent`."""
+        counts = dict.fromkeys(thread_ids, 0)
+        ids = list(counts)
+        for start in range(0, len(ids), CHILD_COUNT_BATCH):
+            batch = ids[start : start + CHILD_COUNT_BATCH]
+            rows = self._db().execute(
+                "SELECT parentThreadId, count(*) FROM threads WHERE archived = 0 AND "
+                f"parentThreadId IN ({', '.join('?' * len(batch))}) GROUP BY parentThreadId",
+                batch,
+            )
+            counts.update((parent, int(n)) for parent, n in rows)
+        return counts
 
     def close(self) -> None:
         """Close the connection; a later call opens (and reconciles) again."""

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from protocol.errors import ErrorKind, ProtocolError
+
 FORMAT_VERSION = 1
 BOM = b"\xef\xbb\xbf"
 REQUIRED_FIELDS = ("seq", "type", "id")
@@ -91,7 +93,16 @@ class LineMark:
 
 
 def encode_line(item: dict[str, Any]) -> bytes:
-    return orjson.dumps(item) + b"\n"
+    """An item as its stored line. What the encoder refuses (nested past its 255 levels,
+    say, from a path that did not check) is InvalidParams naming the item, not a crash."""
+    try:
+        return orjson.dumps(item) + b"\n"
+    except orjson.JSONEncodeError as exc:
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS,
+            f"item {item.get('id')!r} cannot be stored: {exc}",
+            id=item.get("id"),
+        ) from None
 
 
 def parse_bytes(data: bytes, base_offset: int = 0, base_lines: int = 0) -> ThreadFile:

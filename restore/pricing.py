@@ -1,71 +1,158 @@
-"""What a model's tokens cost in USD, for the models whose public price list we know.
+"""What a model's tokens cost in USD: Pydantic's `genai-prices`, offline.
 
-Imported sessions record tokens, never money; sessiond prices them with this table and
-says so (`priced: false`) when a model is not in it, rather than guessing. Prices are USD
-per million tokens from the vendors' published lists (Anthropic, OpenAI), checked
-2026-11; a model matches the longest prefix below (dated and suffixed ids included).
+Why a library: prices change every few weeks, models gain dated and suffixed ids, and some
+prices are tiered (a long prompt costs more per token) or split into cache reads and
+writes. genai-prices is maintained for exactly this: its data comes from the providers'
+own price pages, ships inside the package (nothing is fetched; `pip install -U
+genai-prices` brings newer prices), and every model has explicit match rules instead of a
+prefix of ours. A model it does not know is tokens only, `priced: false`, never guessed:
+`claude-opus-4-8` is not priced as `claude-opus-4`, nor `gpt-5.5` as `gpt-5`.
+
+Speed: the library prices one call in ~60 µs through its unit registry, and an import
+prices every model call of every session (hundreds of thousands). So the rates of a model
+on a day are read from the library once per price tier and applied here as arithmetic:
+within a tier a price is linear in each token count, which is the library's own rule
+(`calc_unit_price`: the tier is chosen by the call's total input tokens).
+`tests/test_pricing.py` holds `usd` equal to the library's `calc_price`.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+PROVIDER_OF_AGENT = {"claude-code": "anthropic", "codex": "openai", "gemini": "google"}
+"""Whose price list an agent's models are on; other sources let the library find it."""
 
 
 @dataclass(frozen=True)
-class Price:
-    """USD per million tokens: fresh input, cache writes, cache reads, output."""
+class Rates:
+    """USD per token within one tier, and per call."""
 
-    input: float
+    fresh: float
     cache_write: float
     cache_read: float
     output: float
+    per_call: float
 
 
-# Longest prefix wins, so more specific ids come with their own row.
-PRICES: dict[str, Price] = {
-    # Anthropic: cache writes (5-minute) cost 1.25x input, cache reads 0.1x.
-    "claude-opus-4-5": Price(5.0, 6.25, 0.5, 25.0),
-    "claude-opus-4-6": Price(5.0, 6.25, 0.5, 25.0),
-    "claude-opus-4": Price(15.0, 18.75, 1.5, 75.0),
-    "claude-3-opus": Price(15.0, 18.75, 1.5, 75.0),
-    "claude-sonnet-4": Price(3.0, 3.75, 0.3, 15.0),
-    "claude-3-7-sonnet": Price(3.0, 3.75, 0.3, 15.0),
-    "claude-3-5-sonnet": Price(3.0, 3.75, 0.3, 15.0),
-    "claude-haiku-4": Price(1.0, 1.25, 0.1, 5.0),
-    "claude-3-5-haiku": Price(0.8, 1.0, 0.08, 4.0),
-    # OpenAI: cached input is billed at the cached rate; no separate cache-write price.
-    "gpt-5-codex": Price(1.25, 1.25, 0.125, 10.0),
-    "gpt-5.1-codex-mini": Price(0.25, 0.25, 0.025, 2.0),
-    "gpt-5.1-codex": Price(1.25, 1.25, 0.125, 10.0),
-    "gpt-5.1": Price(1.25, 1.25, 0.125, 10.0),
-    "gpt-5-mini": Price(0.25, 0.25, 0.025, 2.0),
-    "gpt-5-nano": Price(0.05, 0.05, 0.005, 0.4),
-    "gpt-5": Price(1.25, 1.25, 0.125, 10.0),
-    "gpt-4.1-mini": Price(0.4, 0.4, 0.1, 1.6),
-    "gpt-4.1": Price(2.0, 2.0, 0.5, 8.0),
-    "o4-mini": Price(1.1, 1.1, 0.275, 4.4),
-    "o3": Price(2.0, 2.0, 0.5, 8.0),
-}
-_BY_LENGTH = sorted(PRICES, key=len, reverse=True)
+@dataclass(frozen=True)
+class ModelRates:
+    """A model's rates on one day: one `Rates` per tier of total input tokens."""
+
+    model_id: str
+    thresholds: tuple[int, ...]
+    """A tier applies above its start (`total input > start`), ascending."""
+    tiers: tuple[Rates, ...]
+    """`len(thresholds) + 1` entries: the base rates first."""
+
+    def usd(self, *, fresh: int, cache_write: int, cache_read: int, output: int) -> float:
+        tier = self.tiers[bisect.bisect_left(self.thresholds, fresh + cache_write + cache_read)]
+        total = (
+            fresh * tier.fresh
+            + cache_write * tier.cache_write
+            + cache_read * tier.cache_read
+            + output * tier.output
+            + tier.per_call
+        )
+        return round(total, 10)
 
 
-def price_of(model: str) -> Price | None:
-    """The price row for `model`, or None when it is not known."""
-    for prefix in _BY_LENGTH:
-        if model.startswith(prefix):
-            return PRICES[prefix]
-    return None
+def usd(
+    model: str,
+    *,
+    fresh: int,
+    cache_write: int,
+    cache_read: int,
+    output: int,
+    agent: str | None = None,
+    at: str | None = None,
+) -> float | None:
+    """The cost of one call's tokens, or None when the price list does not know the model.
 
-
-def usd(model: str, *, fresh: int, cache_write: int, cache_read: int, output: int) -> float | None:
-    """The cost of one call's tokens, or None when the model's price is not known."""
-    price = price_of(model)
-    if price is None:
+    `fresh` is input that was neither read from nor written to a cache; `at` the call's ISO
+    timestamp (prices that changed on a date apply from it).
+    """
+    rates = rates_of(model, PROVIDER_OF_AGENT.get(agent or ""), (at or _today())[:10])
+    if rates is None:
         return None
-    total = (
-        fresh * price.input
-        + cache_write * price.cache_write
-        + cache_read * price.cache_read
-        + output * price.output
-    )
-    return round(total / 1_000_000, 10)
+    return rates.usd(fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output)
+
+
+@functools.lru_cache(maxsize=512)
+def rates_of(model: str, provider: str | None, day: str) -> ModelRates | None:
+    """The model's rates on `day` (YYYY-MM-DD), read from genai-prices; None when unknown."""
+    if not model:
+        return None
+    from genai_prices import Usage, data_snapshot, types
+
+    try:
+        _provider, info = data_snapshot.get_snapshot().find_provider_model(
+            model, None, provider, None
+        )
+        prices = info.get_prices(_moment(day))
+    except (LookupError, ValueError):
+        return None
+    thresholds = sorted({
+        tier.start
+        for value in vars(prices).values()
+        if isinstance(value, types.TieredPrices)
+        for tier in value.tiers
+    })  # fmt: skip
+
+    def price(**tokens: int) -> float:
+        return float(prices.calc_price(Usage(**tokens))["total_price"])
+
+    per_call = price(input_tokens=0, output_tokens=0)
+    tiers = []
+    for start in [0, *thresholds]:
+        # A total input inside this tier: just above its start (the base: 1M, or the first
+        # threshold itself when that is lower, since a tier applies only above its start).
+        n = start + 1 if start else min(1_000_000, thresholds[0] if thresholds else 1_000_000)
+        n = max(n, 1)
+        fresh = price(input_tokens=n)
+        tiers.append(Rates(
+            fresh=(fresh - per_call) / n,
+            cache_write=(price(input_tokens=n, cache_write_tokens=n) - per_call) / n,
+            cache_read=(price(input_tokens=n, cache_read_tokens=n) - per_call) / n,
+            output=(price(input_tokens=n, output_tokens=n) - fresh) / n,
+            per_call=per_call,
+        ))  # fmt: skip
+    return ModelRates(info.id, tuple(thresholds), tuple(tiers))
+
+
+def library_version() -> str:
+    """Which genai-prices (and so which price list) priced a session: `sessiond doctor`."""
+    from importlib.metadata import version
+
+    return version("genai-prices")
+
+
+def _moment(day: str) -> datetime:
+    try:
+        return datetime.fromisoformat(day).replace(tzinfo=UTC, hour=12)
+    except ValueError:
+        return datetime.now(UTC)
+
+
+def _today() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def describe(model: str, agent: str | None = None) -> dict[str, Any] | None:
+    """A model's base rates per million tokens, for docs and `sessiond doctor`."""
+    rates = rates_of(model, PROVIDER_OF_AGENT.get(agent or ""), _today())
+    if rates is None:
+        return None
+    base = rates.tiers[0]
+    return {
+        "model": rates.model_id,
+        "input": round(base.fresh * 1e6, 6),
+        "cacheWrite": round(base.cache_write * 1e6, 6),
+        "cacheRead": round(base.cache_read * 1e6, 6),
+        "output": round(base.output * 1e6, 6),
+        "tiered": bool(rates.thresholds),
+    }

@@ -72,6 +72,12 @@ class ThreadSummary:
     forkedFrom: dict[str, Any] | None = None
     costUsd: float = 0.0
     origin: dict[str, Any] | None = None
+    parentThreadId: str | None = None
+    """The thread whose tool call started this one (a sub-agent's), from its first session."""
+    parentOperationId: str | None = None
+    """That tool call (the parent's operationId), when recorded."""
+    childCount: int | None = None
+    """Sub-agent threads under this one: counted by a listing, None where not counted."""
     lastSeq: int = 0
     latestSessionId: str | None = None
 
@@ -97,6 +103,10 @@ class ThreadSummary:
                 self.forkedFrom = item["forkedFrom"]
             if self.origin is None and isinstance(item.get("origin"), dict):
                 self.origin = item["origin"]
+            if self.parentThreadId is None and isinstance(item.get("parentThreadId"), str):
+                self.parentThreadId = item["parentThreadId"]
+                operation = item.get("parentOperationId")
+                self.parentOperationId = operation if isinstance(operation, str) else None
             if self.title is None and isinstance(item.get("title"), str):
                 self.title = item["title"]
         elif kind == "thread_title":

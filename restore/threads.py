@@ -23,7 +23,7 @@ from typing import Any
 from protocol.errors import ErrorKind, ProtocolError
 from restore import snapshots
 from restore.engine import Judgement, judge
-from restore.environment import ENVIRONMENT_FIELDS, probe
+from restore.environment import ENVIRONMENT_FIELDS, canonical, probe
 from restore.external import ExternalChange, ExternalThreads
 from restore.home import Home
 from restore.jsonl import ThreadFile
@@ -35,6 +35,7 @@ from restore.stores import Store, Writer
 from restore.stores.base import derived
 from restore.stores.embedded import EmbeddedStore
 from restore.subsystems import ThreadState
+from restore.subsystems import cost as cost_subsystem
 from restore.subsystems import messages as messages_subsystem
 from restore.subsystems import operations as ledger
 from restore.summary import Indexed, ThreadSummary, summarize
@@ -42,6 +43,7 @@ from restore.summary import Indexed, ThreadSummary, summarize
 ProgressCallback = Callable[[int, int], None]
 INDEX_FLUSH_SECONDS = 0.5
 SNAPSHOT_RETRY_ITEMS = 100
+MAX_SUBAGENTS = 500  # sub-agent threads one resume reads for the cost line, at most
 """After a failed snapshot, items until the next attempt."""
 logger = logging.getLogger("sessiond.threads")
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
@@ -182,13 +184,26 @@ class ThreadService:
         origin: dict[str, Any] | None = None,
         trusted_folders: Sequence[str] = (),
         thread_id: str | None = None,
+        parent_thread_id: str | None = None,
+        parent_operation_id: str | None = None,
     ) -> StartedThread:
         """A new thread, durable at once: its file holds the first `session_meta`.
 
         `origin` marks a thread that mirrors another agent's session (ACP, an import).
         `trusted_folders` (here and below): where git may run the repository's programs.
         `thread_id`: an id the caller handed out already (`sessiond acp` names a session
-        at `session/new` and writes its thread at the first prompt); a new one otherwise."""
+        at `session/new` and writes its thread at the first prompt); a new one otherwise.
+        `parent_thread_id`: a sub-agent's thread, under that one (which must exist), started
+        by its operation `parent_operation_id`."""
+        if parent_thread_id is not None:
+            parent_thread_id = validate_thread_id(parent_thread_id)
+            if not self.store.exists(parent_thread_id):
+                raise ProtocolError(
+                    ErrorKind.THREAD_NOT_FOUND,
+                    "the parent thread does not exist",
+                    threadId=parent_thread_id,
+                    field="parentThreadId",
+                )
         meta = self._session_meta(
             thread_id=validate_thread_id(thread_id) if thread_id is not None else None,
             source="startup",
@@ -201,6 +216,10 @@ class ThreadService:
             client=client,
             origin=origin,
         )
+        if parent_thread_id is not None:
+            meta["parentThreadId"] = parent_thread_id
+            if parent_operation_id:
+                meta["parentOperationId"] = parent_operation_id
         return self._create(meta, owner)
 
     def resume(
@@ -244,7 +263,7 @@ class ThreadService:
             continue_reason = "user" if clean else "process_recovery"
             recorded = state.states["worktree"]
             current = probe(cwd or recorded.get("cwd") or ".", trusted_folders)
-            verdict = judge(state, current, available_models)
+            verdict = judge(state, current, available_models, self._subagent_costs(state))
             ready = (not verdict.blocked or accept_drift) and not self.read_only
             session_id: str | None = None
             if ready:
@@ -314,7 +333,7 @@ class ThreadService:
         summary = summarize(thread_id, contents.items)
         recorded = state.states["worktree"]
         current = probe(cwd or recorded.get("cwd") or ".")
-        verdict = judge(state, current, available_models)
+        verdict = judge(state, current, available_models, self._subagent_costs(state))
         ready = not verdict.blocked or accept_drift
         source_skipped = [
             {**line, "source": item.get("source")}
@@ -344,17 +363,48 @@ class ThreadService:
             self._read_only_home(),
         )
         session = str(origin.get("sessionId"))
-        command = handoff_command(origin["agent"], session)
+        # A sub-agent is driven through its parent (Claude Code resumes no sidechain alone).
+        command = handoff_command(origin["agent"], str(origin.get("parentSessionId") or session))
         # The agent resumes its session as it is now: an older revision (the transcript
         # was rewritten since) has nothing to hand over to.
         revision = origin.get("revision") if isinstance(origin.get("revision"), int) else 1
         newer = self.store.exists(thread_id_for(origin["agent"], session, revision + 1))
-        report["handoff"] = (
-            {"agent": origin["agent"], "command": command, "cwd": recorded.get("cwd")}
-            if ready and command and not newer
+        where = recorded.get("cwd")
+        placed = isinstance(where, str) and os.path.isabs(where) and "\0" not in where
+        report["handoff"] = (  # never in a relative or NUL cwd an older import stored
+            {"agent": origin["agent"], "command": command, "cwd": where}
+            if ready and command and not newer and placed
             else None
         )
         return report
+
+    def _subagent_costs(
+        self, state: ThreadState, seen: set[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The cost of each sub-agent thread the state's operations started, each with its
+        own sub-agents' (read by id: no index), for the parent's cost line. At most
+        MAX_SUBAGENTS threads are read in all; a missing one is named as missing."""
+        seen = set() if seen is None else seen
+        found = []
+        for child_id in state.states["cost"].get("subagentThreads") or []:
+            if child_id in seen or len(seen) >= MAX_SUBAGENTS:
+                continue
+            seen.add(child_id)
+            try:
+                contents, _ = self.store.read(child_id)
+            except ProtocolError as exc:
+                if exc.kind not in (ErrorKind.THREAD_NOT_FOUND, ErrorKind.INVALID_ID):
+                    raise
+                found.append({"threadId": child_id, "title": None, "cost": None})
+                continue
+            child = ThreadState().apply_all(contents.items)
+            grandchildren = self._subagent_costs(child, seen)
+            found.append({
+                "threadId": child_id,
+                "title": summarize(child_id, contents.items).title,
+                "cost": cost_subsystem.with_subagents(child.states["cost"], grandchildren),
+            })  # fmt: skip
+        return found
 
     def fork(
         self,
@@ -612,16 +662,27 @@ class ThreadService:
         cursor: str | None,
         limit: int,
         progress: ProgressCallback | None = None,
+        parent_thread_id: str | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
+        """A page of top-level threads, or of `parent_thread_id`'s children (sub-agents)."""
+        if parent_thread_id is not None:
+            parent_thread_id = validate_thread_id(parent_thread_id)
+        filters = (("cwd", cwd), ("workspaceFolder", workspace_folder), ("search", search))
+        for name, value in filters:
+            if value is not None and "\0" in value:  # PostgreSQL text cannot hold one
+                raise ProtocolError(
+                    ErrorKind.INVALID_PARAMS, f"{name} must not contain NUL", field=name
+                )
         self.index.ensure_ready(progress)
         self.flush_index()
         return self.index.list(
-            cwd=cwd,
+            cwd=canonical(cwd) if cwd is not None else None,  # cwds are stored canonical
             workspace_folder=workspace_folder,
             archived=archived,
             search=search,
             cursor=cursor,
             limit=limit,
+            parent_thread_id=parent_thread_id,
         )
 
     # --- archive and delete ------------------------------------------------------------
@@ -845,6 +906,39 @@ class ThreadService:
         stale = time.monotonic() - self._index_flushed >= INDEX_FLUSH_SECONDS
         if stale and self.index.is_open:
             self.flush_index()
+
+    def listed_parent(self, thread_id: str) -> str | None:
+        """The parent a listing files this thread under (None: a top-level thread, or no
+        listing open yet, which no client can be showing)."""
+        if not self.shared and not self.index.is_open:
+            return None
+        row = self.index.get(validate_thread_id(thread_id))
+        return row.parentThreadId if row is not None else None
+
+    def with_child_counts(
+        self, infos: list[dict[str, Any]], parents: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
+        """ThreadInfos for notifications: `infos` with their `childCount` filled in place
+        where the listing knows it, then the rows of `parents` (threads whose children just
+        changed), with theirs. Only an index that is open (or a shared store's) is asked:
+        opening one reconciles every file, which a notification must not cost; before
+        any listing no client holds a count to keep current. Pending rows are written
+        first, so a child started a moment ago is counted."""
+        if not self.shared and not self.index.is_open:
+            return []
+        try:
+            if parents:
+                self.flush_index()
+            rows = [row for p in dict.fromkeys(parents) if (row := self.index.get(p))]
+            wanted = [i["threadId"] for i in infos if i.get("childCount") is None]
+            counts = self.index.child_counts([*wanted, *(row.threadId for row in rows)])
+        except Exception as exc:  # sqlite3.Error, psycopg.Error: the counts are derived
+            logger.warning("child counts not read: %s", exc)
+            return []
+        for info in infos:
+            if info.get("childCount") is None and info["threadId"] in counts:
+                info["childCount"] = counts[info["threadId"]]
+        return [{**row.thread_info(), "childCount": counts[row.threadId]} for row in rows]
 
     def external_changes(self, thread_ids: list[str]) -> list[ExternalChange]:
         """What other processes did to these threads (their files changed), with the

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
+from restore.child_env import child_environment
 from restore.sources import acp as source
 from server.acp_checks import (
     MAX_DEPTH,
@@ -235,7 +236,7 @@ class AgentProcess(asyncio.SubprocessProtocol):
             stderr=None,  # AGENT's diagnostics go where ours go: the editor's log
             start_new_session=True,  # its own group: killpg reaches its children too
             preexec_fn=_die_with_parent(),
-            env=watchdog.environment() if watchdog is not None else None,
+            env=watchdog.environment() if watchdog is not None else child_environment(),
         )
         agent.transport = transport
         pid = transport.get_pid()

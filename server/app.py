@@ -16,7 +16,7 @@ import gc
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -42,6 +42,11 @@ logger = logging.getLogger("sessiond")
 def _log_failure(future: asyncio.Future[Any]) -> None:
     if not future.cancelled() and (error := future.exception()) is not None:
         logger.error("background index flush failed: %s", error)
+
+
+def _log_unsent(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and (error := future.exception()) is not None:
+        logger.error("thread notifications not sent: %s", error)
 
 
 # Collect the youngest objects every 50,000 net allocations instead of Python's 700. A
@@ -173,7 +178,8 @@ class SessiondServer:
             thread_id, summary.lastSeq if summary is not None else None
         )
         if event == "started" and summary is not None:
-            self.broadcast("thread/started", {"thread": summary.thread_info()})
+            self.announce_threads([("thread/started", {"thread": summary.thread_info()})],
+                                  parents=[summary.parentThreadId])  # fmt: skip
         elif event == "deleted":
             self.broadcast("thread/updated", {"thread": {"threadId": thread_id}, "deleted": True})
         elif summary is not None:
@@ -287,7 +293,43 @@ class SessiondServer:
     def _send_update(self, thread_id: str) -> None:
         summary = self._pending_updates.pop(thread_id, None)
         if summary is not None:
-            self.broadcast("thread/updated", {"thread": summary.thread_info()})
+            self.announce_threads([("thread/updated", {"thread": summary.thread_info()})])
+
+    def announce_threads(
+        self,
+        notices: list[tuple[str, dict[str, Any]]],
+        parents: Iterable[str | None] = (),
+        then: Callable[[], None] | None = None,
+    ) -> asyncio.Future[None]:
+        """Broadcast `thread/started` / `thread/updated` notices (method, params), their
+        ThreadInfos carrying `childCount` where the listing knows it, then a
+        `thread/updated` for each of `parents` (a thread whose sub-agents just changed:
+        started, archived, deleted) with its new count, then `then()`. The counts are read
+        on the worker, after every job queued before, so notices keep their order."""
+        infos = [p["thread"] for _, p in notices
+                 if "childCount" in p["thread"] and p["thread"]["childCount"] is None]  # fmt: skip
+        wanted = [parent for parent in parents if parent]
+
+        def count() -> list[dict[str, Any]]:
+            if not infos and not wanted:
+                return []
+            try:
+                return self.service.with_child_counts(infos, wanted)
+            except Exception as exc:  # the notices go out all the same, without counts
+                logger.warning("child counts not read: %s", exc)
+                return []
+
+        def send(parent_rows: list[dict[str, Any]]) -> None:
+            for method, params in notices:
+                self.broadcast(method, params)
+            for row in parent_rows:
+                self.broadcast("thread/updated", {"thread": row})
+            if then is not None:
+                then()
+
+        sent = self.worker.submit(count, then=send)
+        sent.add_done_callback(_log_unsent)
+        return sent
 
     def broadcast(self, method: str, params: Any) -> None:
         for connection in self.connections:

@@ -75,9 +75,10 @@ def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentP
     parser.add_argument(
         "--follow",
         metavar="AGENTS",
-        help="claude,codex: import these agents' sessions and follow them live, from the "
-        "first thread/list or thread/subscribe on (stores: $CLAUDE_CONFIG_DIR/projects or "
-        "~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions)",
+        help="claude,codex,gemini: import these agents' sessions and follow them live, from "
+        "the first thread/list or thread/subscribe on (stores: $CLAUDE_CONFIG_DIR/projects or "
+        "~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions, "
+        "$GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp)",
     )
 
 
@@ -93,13 +94,14 @@ def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPa
 
 
 def _import_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    parser.add_argument("agent", choices=("claude", "codex"))
+    parser.add_argument("agent", choices=("claude", "codex", "gemini"))
     parser.add_argument(
         "--from",
         dest="source",
         metavar="DIR",
         help="the agent's session store (default: $CLAUDE_CONFIG_DIR/projects or "
-        "~/.claude/projects; $CODEX_HOME/sessions or ~/.codex/sessions)",
+        "~/.claude/projects; $CODEX_HOME/sessions or ~/.codex/sessions; "
+        "$GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp)",
     )
     parser.add_argument(
         "--watch", action="store_true", help="then keep importing new and growing sessions"
@@ -155,7 +157,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         "import",
-        "import Claude Code or Codex sessions as threads (again: only what is new)",
+        "import Claude Code, Codex or Gemini CLI sessions as threads (again: only what is new)",
         _import_arguments,
         "server.commands:import_sessions",
     ),
@@ -262,6 +264,21 @@ def _known_failure(exc: BaseException) -> str | None:
     return None
 
 
+def _password_on_the_command_line(args: argparse.Namespace) -> str | None:
+    """A store URL given with its password in argv (`--store`, `migrate --to`) is refused
+    before anything starts: every local user reads argv in `ps`, a child in
+    `/proc/$PPID/cmdline`. SESSIOND_STORE (the environment) stays allowed."""
+    for option in ("store", "to"):
+        url = getattr(args, option, None)
+        if url:  # imported only then: `sessiond serve` loads no store code at startup
+            from restore.child_env import argv_password_refusal, has_password
+            from restore.stores import is_shared
+
+            if is_shared(url) and has_password(str(url)):
+                return argv_password_refusal(f"--{option}")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser(argv).parse_args(argv)
@@ -270,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         config.home = args.home
     if getattr(args, "store", None):
         config.store = args.store
+    if refusal := _password_on_the_command_line(args):
+        print(f"sessiond: {refusal}", file=sys.stderr)
+        return USAGE_ERROR
     if config.store:
         from restore.stores import is_shared
 

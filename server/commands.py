@@ -27,9 +27,11 @@ from server.terminal import clip, plural, relative_time, safe, table
 
 TITLE_COLUMNS = 60
 BRANCH_COLUMNS = 24
+MAX_DEPTH = 4  # levels of sub-agents shown under a thread
 
 if TYPE_CHECKING:
     from restore.importer import FileResult, Importer, ImportSummary
+    from restore.summary import ThreadSummary
 
 
 def _label(info: dict[str, object]) -> str:
@@ -56,23 +58,24 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
             cursor=None,
             limit=max(1, min(args.limit, 200)),
         )
+        infos = _with_children([thread.thread_info() for thread in threads], service)
     finally:
         service.close_all()
-    infos = [thread.thread_info() for thread in threads]
-    if args.json:
+    if args.json:  # the wire's ThreadInfo, children after their parent (parentThreadId)
         for info in infos:
-            print_json(info)
+            print_json({key: value for key, value in info.items() if key != "depth"})
         return 0
-    if args.quiet:
+    if args.quiet:  # the page's threads alone: `sessiond show "$(sessiond list -q --limit 1)"`
         for info in infos:
-            print(info["threadId"])
+            if info["depth"] == 0:
+                print(info["threadId"])
         return 0
     if not infos:
         print("no threads" + (" match" if args.cwd or args.workspace_folder or args.search else ""))
         return 0
     rows = [
         [
-            info["threadId"],
+            "  " * (info["depth"] - 1) + "  └ " * bool(info["depth"]) + info["threadId"],
             relative_time(info["updatedAt"] or info["createdAt"]),
             str(info["itemCount"]),
             clip(safe(info["branch"] or "-", one_line=True), BRANCH_COLUMNS),
@@ -84,10 +87,54 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _with_children(
+    infos: list[dict[str, Any]], service: ThreadService, depth: int = 0
+) -> list[dict[str, Any]]:
+    """Each thread followed by its sub-agent threads (theirs after them, a level deeper),
+    each marked with its `depth` (0: top level)."""
+    rows = []
+    for info in infos:
+        rows.append({**info, "depth": depth})
+        if info.get("childCount") and depth < MAX_DEPTH:
+            children = _children(service, info["threadId"])
+            rows += _with_children([c.thread_info() for c in children], service, depth + 1)
+    return rows
+
+
+def _children(service: ThreadService, thread_id: str) -> list[ThreadSummary]:
+    """Every (unarchived) sub-agent thread of a thread, newest first."""
+    found: list[ThreadSummary] = []
+    cursor = None
+    while True:
+        page, cursor = service.list(cwd=None, workspace_folder=None, archived=False,
+                                    search=None, cursor=cursor, limit=200,
+                                    parent_thread_id=thread_id)  # fmt: skip
+        found += page
+        if cursor is None:
+            return found
+
+
+def _nested(service: ThreadService, thread_id: str, depth: int = 0) -> dict[str, list[str]]:
+    """The transcripts of a thread's sub-agents, by the operation that started each (its
+    own id when none is recorded), theirs nested in turn."""
+    nested: dict[str, list[str]] = {}
+    if depth >= MAX_DEPTH:
+        return nested
+    for child in reversed(_children(service, thread_id)):  # oldest first
+        contents, _ = service.store.read(child.threadId)
+        lines = [safe(f"sub-agent thread {child.threadId}: {_label(child.thread_info())}",
+                      one_line=True)]  # fmt: skip
+        lines += transcript.render(contents.items, _nested(service, child.threadId, depth + 1))
+        nested.setdefault(child.parentOperationId or child.threadId, []).extend(lines)
+    return nested
+
+
 def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
     service = _service(config)
     try:
         contents, archived = service.store.read(args.thread_id)
+        nested = {} if args.json else _nested(service, args.thread_id)
+        parent = service.index.get(args.thread_id) if not args.json else None
     finally:
         service.close_all()
     if args.json:
@@ -99,7 +146,9 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
         title = summarize(args.thread_id, contents.items).title  # the thread's, not a tool's
         heading = f"thread {args.thread_id}" + (" (archived)" if archived else "")
         print(safe(f"{heading}: {title}", one_line=True) if title else heading)
-        for line in transcript.render(contents.items):
+        if parent is not None and parent.parentThreadId:
+            print(f"sub-agent of thread {parent.parentThreadId}")
+        for line in transcript.render(contents.items, nested):
             print(line)
         print(transcript.footer(contents.items))
     for line in contents.skipped:
@@ -149,6 +198,8 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
                 f"{line.byteOffset}: {safe(repr(line.preview), one_line=True)}"
             )
     print(f"index: {report.index_action}, {plural(report.indexed, 'thread')}")
+    for agent, unmapped in sorted(report.unmapped.items()):
+        _print_unmapped(agent, unmapped)
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
 
@@ -196,7 +247,7 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
-    """`sessiond import claude|codex [--from DIR] [--watch]`: import, summarize, then
+    """`sessiond import claude|codex|gemini [--from DIR] [--watch]`: import, summarize, then
     (with --watch) follow the store until Ctrl-C."""
     from restore.importer import SOURCES, Importer
 
@@ -234,6 +285,19 @@ def _print_summary(summary: ImportSummary, *, as_json: bool) -> None:
     )
     for problem in summary.problems:
         _print_problem(problem)
+    _print_unmapped(summary.agent, summary.unmapped)
+
+
+def _print_unmapped(agent: str, unmapped: dict[str, dict[str, Any]]) -> None:
+    """What the mapping does not know yet (a new version of the agent): counted, with where
+    to look, so it is never dropped silently."""
+    if not unmapped:
+        return
+    print(f"{agent}: {plural(len(unmapped), 'kind')} of record or tool not mapped "
+          "(kept in the source transcript; docs/import.md):")  # fmt: skip
+    for key, entry in sorted(unmapped.items(), key=lambda kv: -kv[1]["count"]):
+        where = safe(entry["example"], one_line=True)
+        print(f"  {key}: {plural(entry['count'], 'time')}, e.g. {where}")
 
 
 def _print_problem(problem: dict[str, Any]) -> None:

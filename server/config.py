@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from restore.paths import default_home
 from server.framing import DEFAULT_MAX_FRAME
 
-FOLLOWABLE = ("claude", "codex")
+FOLLOWABLE = ("claude", "codex", "gemini")
 
 
 def parse_follow(value: str) -> tuple[str, ...]:
-    """`claude,codex` → the agents whose sessions `serve` imports and follows live."""
+    """`claude,codex,gemini` → the agents whose sessions `serve` imports and follows live."""
     names = tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
     unknown = [name for name in names if name not in FOLLOWABLE]
     if unknown:
-        raise ValueError(f"cannot follow {', '.join(unknown)} (choose from claude, codex)")
+        raise ValueError(f"cannot follow {', '.join(unknown)} (choose from claude, codex, gemini)")
     return names
 
 

@@ -208,12 +208,17 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
             else None,
             client=ctx.connection.client_info,
             owner=ctx.connection.owner,
+            parent_thread_id=params.parentThreadId,
+            parent_operation_id=params.parentOperationId,
         )
     )
     info = started.summary.thread_info()
     ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
-    ctx.server.broadcast("thread/started", {"thread": info})
+    # Counted in the notification (none yet: it is new), not in the answer (a snapshot a
+    # client may keep); a sub-agent's parent follows with its new count.
+    await ctx.server.announce_threads([("thread/started", {"thread": {**info, "childCount": 0}})],
+                                      parents=[info["parentThreadId"]])  # fmt: skip
     ctx.server.hooks.session_started(
         ctx,
         thread_id=info["threadId"],
@@ -228,8 +233,15 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
 def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
     """Not a coroutine: this is the hot path, answered from the worker's batch directly
     (no task per record). Group commit: the batch's sync comes before the answer."""
-    from protocol.items import RECORDABLE_ITEM_ADAPTER
+    from protocol.items import ITEM_DEPTH_MAX, RECORDABLE_ITEM_ADAPTER, nests_deeper
 
+    for index, item in enumerate(params.items):
+        if nests_deeper(item):
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                f"items[{index}] nests deeper than {ITEM_DEPTH_MAX} levels",
+                field=f"items[{index}]",
+            )
     items = [
         RECORDABLE_ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_none=True)
         for item in params.items
@@ -262,8 +274,9 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
     began = time.time()
     progress = ctx.progress("Indexing threads")
-    summaries, cursor = await ctx.server.run_in_worker(
-        lambda: ctx.service.list(
+
+    def page() -> tuple[list[dict[str, Any]], str | None]:
+        summaries, cursor = ctx.service.list(
             cwd=params.cwd,
             workspace_folder=params.workspaceFolder,
             archived=params.archived,
@@ -271,10 +284,22 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
             cursor=params.cursor,
             limit=params.limit,
             progress=progress,
+            parent_thread_id=params.parentThreadId,
         )
-    )
+        return [_filed(ctx, summary.thread_info()) for summary in summaries], cursor
+
+    threads, cursor = await ctx.server.run_in_worker(page)
     ctx.server.watch_after_answer(began)  # a client looks at threads: keep them live
-    return {"threads": [s.thread_info() for s in summaries], "nextCursor": cursor}
+    return {"threads": threads, "nextCursor": cursor}
+
+
+def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:
+    """A thread recorded with no client around (an import) was filed under no folder: it
+    goes under this client's innermost folder holding its cwd, as thread/start files a
+    new thread. Does file I/O (realpath): on the worker."""
+    if info["workspaceFolder"] is None and info["origin"] is not None and info["cwd"]:
+        info["workspaceFolder"] = ctx.workspace_folder_of(info["cwd"])
+    return info
 
 
 @handles("thread/read")
@@ -312,6 +337,19 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
     return {"items": items, cursor: page.next_seq, "skippedLines": page.skipped}
 
 
+@handles("thread/readBlob")
+async def thread_read_blob(ctx: Context, params: Any) -> dict[str, Any]:
+    """Only through the edit that names the blob (restore/edit_blobs.py)."""
+    from restore.edit_blobs import read_edit_blob
+
+    max_frame = ctx.server.config.max_frame
+    return await ctx.server.run_in_worker(
+        lambda: read_edit_blob(
+            ctx.service.store, params.threadId, params.seq, params.sha, max_bytes=max_frame
+        )
+    )
+
+
 @handles("thread/resume")
 async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
     if params.cwd is not None:
@@ -332,7 +370,8 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
     if report["session"]["sessionId"]:  # ready: needs_review opens no session, runs no hook
         ctx.server.schedule_index_flush()  # its row, for other processes' listings
         await ctx.server.name_holder(report["thread"]["threadId"], ctx.connection)
-        ctx.server.broadcast("thread/updated", {"thread": report["thread"]})
+        notice = {"thread": dict(report["thread"])}  # counted there, not in the answer
+        await ctx.server.announce_threads([("thread/updated", notice)])
         ctx.server.hooks.session_started(
             ctx,
             thread_id=report["thread"]["threadId"],
@@ -358,7 +397,8 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
     info = started.summary.thread_info()
     ctx.server.schedule_index_flush()  # its row, for other processes' listings
     await ctx.server.name_holder(info["threadId"], ctx.connection)
-    ctx.server.broadcast("thread/started", {"thread": info})
+    # A fork has no sub-agents: counted in the notification, not in the answer.
+    ctx.server.broadcast("thread/started", {"thread": {**info, "childCount": 0}})
     ctx.server.hooks.session_started(  # a fork is a startup with forkedFrom
         ctx,
         thread_id=info["threadId"],
@@ -374,7 +414,8 @@ async def _set_archived(ctx: Context, thread_id: str, archived: bool) -> dict[st
     summary = await ctx.server.run_in_worker(
         ctx.service.archive, thread_id, archived, ctx.connection.owner
     )
-    ctx.server.broadcast("thread/updated", {"thread": summary.thread_info()})
+    await ctx.server.announce_threads([("thread/updated", {"thread": summary.thread_info()})],
+                                      parents=[summary.parentThreadId])  # fmt: skip
     return {}
 
 
@@ -390,10 +431,14 @@ async def thread_unarchive(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/delete")
 async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
-    await ctx.server.run_in_worker(ctx.service.delete, params.threadId, ctx.connection.owner)
-    ctx.server.broadcast(
-        "thread/updated", {"thread": {"threadId": params.threadId}, "deleted": True}
-    )
+    def delete() -> str | None:
+        parent = ctx.service.listed_parent(params.threadId)
+        ctx.service.delete(params.threadId, ctx.connection.owner)
+        return parent
+
+    parent = await ctx.server.run_in_worker(delete)
+    gone = {"thread": {"threadId": params.threadId}, "deleted": True}
+    await ctx.server.announce_threads([("thread/updated", gone)], parents=[parent])
     return {}
 
 
@@ -401,7 +446,7 @@ async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
 async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
     summary = await ctx.server.run_in_worker(ctx.service.set_title, params.threadId, params.title)
     info = summary.thread_info()
-    ctx.server.broadcast("thread/updated", {"thread": info})
+    await ctx.server.announce_threads([("thread/updated", {"thread": dict(info)})])
     return {"thread": info}
 
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from restore.access import folder_of
+from restore.child_env import child_environment
 from server import reaper
 from server.hook_config import (
     ConfigFiles,
@@ -405,15 +406,16 @@ class LifecycleHooks:
             reaper.become_subreaper()
             self._watchdog = Watchdog.start(HOOKS_MARKER)
             self._ran_commands = True
-        env = {
-            **os.environ,
-            "SESSIOND_HOOK_EVENT": event.name,
-            "SESSIOND_THREAD_ID": event.thread_id,
-            "SESSIOND_SESSION_ID": event.session.session_id,
-            "SESSIOND_PROJECT_DIR": event.workspace or event.session.cwd or "",
-            reaper.MARKER: run_id,  # inherited by everything the hook starts
-            **(self._watchdog.tagged() if self._watchdog is not None else {}),
-        }
+        env = child_environment(  # never the store's credentials (restore/child_env.py)
+            {
+                "SESSIOND_HOOK_EVENT": event.name,
+                "SESSIOND_THREAD_ID": event.thread_id,
+                "SESSIOND_SESSION_ID": event.session.session_id,
+                "SESSIOND_PROJECT_DIR": event.workspace or event.session.cwd or "",
+                reaper.MARKER: run_id,  # inherited by everything the hook starts
+                **(self._watchdog.tagged() if self._watchdog is not None else {}),
+            }
+        )
         self._active_runs.add(run_id)
         try:
             process = await asyncio.create_subprocess_shell(

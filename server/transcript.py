@@ -8,7 +8,7 @@ items instead, for scripts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from server.terminal import plural, safe
@@ -56,6 +56,10 @@ def _operation(item: dict[str, Any]) -> str:
         f"{INDENT}⚙ {_field(item, 'tool')} {_field(item, 'state')} "
         f"({_field(item, 'effect')}, operation {_field(item, 'operationId')})"
     )
+    if item.get("command"):  # a shell command, as the agent ran it
+        line += f": $ {safe(str(item['command']), one_line=True)[:200]}"
+    if isinstance(item.get("exitCode"), int):
+        line += f" (exit {item['exitCode']})"
     if item.get("state") in ("committed", "failed") and item.get("result") is not None:
         result = item["result"] if isinstance(item["result"], str) else str(item["result"])
         line += f": {safe(result, one_line=True)[:120]}"
@@ -81,8 +85,13 @@ def _lifecycle(item: dict[str, Any]) -> str:
     return f"{INDENT}hook {_field(item, 'event')} {hook}: {outcome}"
 
 
-def render(items: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """Transcript lines, in seq order."""
+def render(
+    items: Iterable[dict[str, Any]], nested: Mapping[str, list[str]] | None = None
+) -> Iterator[str]:
+    """Transcript lines, in seq order. `nested`: lines to show, indented, under the
+    operation with that id once it has ended (a sub-agent's transcript under the call that
+    started it); any left over follow at the end."""
+    pending = dict(nested or {})
     total_usd = 0.0
     speaker: str | None = None  # consecutive messages of one role share a header
     for item in items:
@@ -104,6 +113,9 @@ def render(items: Iterable[dict[str, Any]]) -> Iterator[str]:
                 yield f"{INDENT}(turn {_field(item, 'turnId')} interrupted)"
         elif kind == "operation":
             yield _operation(item)
+            if item.get("state") != "started" and item.get("operationId") in pending:
+                for line in pending.pop(item["operationId"]):
+                    yield f"{INDENT}{line}"
         elif kind == "file_edit":
             yield f"{INDENT}✎ {_field(item, 'path')} edited by {_field(item, 'author') or 'agent'}"
         elif kind == "todos":
@@ -139,6 +151,9 @@ def render(items: Iterable[dict[str, Any]]) -> Iterator[str]:
             yield f"{INDENT}(continued in a changed workspace: drift accepted)"
         else:
             yield f"{INDENT}[{safe(str(kind), one_line=True)}]"
+    for lines in pending.values():
+        for line in lines:
+            yield f"{INDENT}{line}"
 
 
 def footer(items: list[dict[str, Any]]) -> str:

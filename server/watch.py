@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from restore.external import ExternalChange
@@ -28,7 +28,8 @@ logger = logging.getLogger("sessiond.watch")
 DEBOUNCE_MS = 200  # changes are grouped at most this long: clients see them within a second
 STEP_MS = 30
 READY_MS = 500  # how long an idle watcher waits between (empty) wake-ups
-TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing Codex sessions"}
+TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing Codex sessions",
+          "gemini": "Importing Gemini CLI sessions"}  # fmt: skip
 
 
 class Watcher:
@@ -147,11 +148,26 @@ class Watcher:
         self._announce(await self.server.run_in_worker(work))
 
     def _announce(self, results: list[FileResult]) -> None:
+        """Each imported thread to every client (with its `childCount`; a new sub-agent's
+        parent with its new one), then its new lines to its followers."""
+        notices, parents, appended = [], [], []
         for result in results:
+            if result.not_read:  # a followed store has no summary: the log says it
+                logger.warning("not imported: %s: %s: %s", result.path, result.status,
+                               result.reason)  # fmt: skip
             if result.changed and result.summary is not None:
                 kind = "thread/updated" if result.status == "updated" else "thread/started"
-                self.server.broadcast(kind, {"thread": result.summary.thread_info()})
-                self.server.subscriptions.recorded(result.summary.threadId, result.appended)
+                notices.append((kind, {"thread": result.summary.thread_info()}))
+                if kind == "thread/started":
+                    parents.append(result.summary.parentThreadId)
+                appended.append((result.summary.threadId, result.appended))
+
+        def recorded() -> None:
+            for thread_id, lines in appended:
+                self.server.subscriptions.recorded(thread_id, lines)
+
+        if notices:
+            self.server.announce_threads(notices, parents, then=recorded)
 
     async def _threads_changed(self, paths: list[Path], added: set[Path]) -> None:
         """Thread files another sessiond process wrote: their new rows, to everyone."""
@@ -175,17 +191,27 @@ class Watcher:
     ) -> None:
         """A thread is new to clients when its file was created while watched, or seen
         for the first time and created after watching began."""
+        notices: list[tuple[str, dict[str, Any]]] = []
+        parents, followed = [], []
         for change in changes:
             if change.thread is None:
-                self.server.broadcast("thread/updated", {"thread": {"threadId": change.thread_id},
-                                                         "deleted": True})  # fmt: skip
+                notices.append(("thread/updated", {"thread": {"threadId": change.thread_id},
+                                                   "deleted": True}))  # fmt: skip
                 continue
             created = change.thread.get("createdAt") or ""
             new = change.thread_id in added or (change.first_look and created >= self._since_ts)
-            self.server.broadcast("thread/started" if new else "thread/updated",
-                                  {"thread": change.thread})  # fmt: skip
+            notices.append(("thread/started" if new else "thread/updated",
+                            {"thread": change.thread}))  # fmt: skip
+            parents.append(change.thread.get("parentThreadId"))  # archived there, say
             last_seq = change.row[0].lastSeq if change.row is not None else None
-            self.server.subscriptions.changed_elsewhere(change.thread_id, last_seq)
+            followed.append((change.thread_id, last_seq))
+
+        def tell_followers() -> None:
+            for thread_id, last_seq in followed:
+                self.server.subscriptions.changed_elsewhere(thread_id, last_seq)
+
+        if notices:
+            self.server.announce_threads(notices, parents, then=tell_followers)
 
     def close(self) -> None:
         """Release the importers' ledgers (on the store thread, at shutdown)."""

@@ -44,6 +44,8 @@ import sys
 import uuid
 from pathlib import Path
 
+from restore.child_env import child_environment
+
 logger = logging.getLogger("sessiond.acp")
 
 MARKER = "SESSIOND_ACP_AGENT"
@@ -77,7 +79,7 @@ class Watchdog:
         read, write = os.pipe()  # close-on-exec: only the watchdog gets the read end
         package_root = str(Path(__file__).resolve().parent.parent)
         path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONPATH": path}  # where this sessiond's code is
+        env = child_environment({"PYTHONPATH": path})  # where this sessiond's code is
         try:
             pid = os.posix_spawn(
                 "/bin/sh",
@@ -99,8 +101,8 @@ class Watchdog:
         return cls(pid, write, tag, marker)
 
     def environment(self) -> dict[str, str]:
-        """AGENT's environment: sessiond's own, tagged."""
-        return {**os.environ, **self.tagged()}
+        """AGENT's environment: sessiond's own without the store's credentials, tagged."""
+        return child_environment(self.tagged())
 
     def tagged(self) -> dict[str, str]:
         """The entry that marks a process as the watchdog's to kill (appended to an outer

@@ -8,9 +8,10 @@ per-server token, and gives each client its own `SessiondProtocol` (handshake st
 requests in flight, leases). The token and port are published in a discovery lock file.
 
 One JSON-RPC message per text frame. Outgoing messages of a connection go through one
-queue and one writer task: handlers finish and notifications arrive from many places, and
-a single writer is what keeps them in the order they were produced (concurrent `send`
-calls would each wait for the socket to drain and could overtake each other).
+queue and one writer task (server/outbox.py): handlers finish and notifications arrive
+from many places, and a single writer is what keeps them in the order they were produced
+(concurrent `send` calls would each wait for the socket to drain and could overtake each
+other). The queues are bounded per client and for all clients together.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import secrets
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import orjson
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
@@ -34,7 +36,11 @@ from restore.home import open_home
 from server.app import SessiondServer
 from server.discovery import LockFile, live_servers
 from server.framing import FrameTooLarge
+from server.outbox import Outbox, OutboxBudget
 from server.refusals import RateLimitedLog
+
+if TYPE_CHECKING:
+    from server.rpc import SessiondProtocol
 
 logger = logging.getLogger("sessiond.ws")
 refusals = RateLimitedLog(logger)
@@ -42,6 +48,9 @@ BEARER_SUBPROTOCOL = "sessiond.bearer."
 OUTBOX_FRAMES = 4
 """Bytes queued for a client that does not read, in frames of --max-frame; past them the
 client is dropped and what was queued for it is freed."""
+TOTAL_OUTBOX_FRAMES = 4
+"""Bytes queued for all clients together, in frames of --max-frame: no more than one
+stalled client may hold, however many stall; past it the slowest are dropped."""
 MAX_UNAUTHENTICATED = 64
 """Connections still in their opening handshake; past this the oldest is closed, so idle
 sockets cannot use up the server's file descriptors."""
@@ -157,6 +166,8 @@ class WebSocketTransport:
         self.lock: LockFile | None = None
         self._listener: Server | None = None
         self._handshaking = _Handshaking(MAX_UNAUTHENTICATED)
+        self._outboxes = OutboxBudget(TOTAL_OUTBOX_FRAMES * server.config.max_frame)
+        self._dropping: set[asyncio.Future[None]] = set()  # disconnects of dropped clients
 
     async def start(self) -> int:
         self._listener = await serve(
@@ -246,35 +257,31 @@ class WebSocketTransport:
 
     async def _serve_client(self, ws: ServerConnection) -> None:
         self._handshaking.authenticated(ws)
-        outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
-        queued = [0]  # bytes in the outbox
-        limit = OUTBOX_FRAMES * self.server.config.max_frame
 
         def send(data: bytes) -> None:
-            if ws.transport.is_closing():
-                return
-            if queued[0] + len(data) > limit:
-                refusals.warning(
-                    "dropping WebSocket client %d: it stopped reading (%d bytes queued)",
-                    connection.connection_id,
-                    queued[0],
-                )
-                while not outbox.empty():  # free what it will never read, now
-                    outbox.get_nowait()
-                queued[0] = 0
-                ws.transport.abort()  # its leases are released as for any disconnect
-                return
-            queued[0] += len(data)
-            outbox.put_nowait(data)
+            if not ws.transport.is_closing():
+                outbox.put(data)
 
         connection = self.server.connect(send)
         connection.framing = None  # one message per frame: no header, no newline
-        writer = asyncio.create_task(self._write(ws, outbox, queued))
+        outbox = Outbox(
+            self._outboxes,
+            OUTBOX_FRAMES * self.server.config.max_frame,
+            str(connection.connection_id),
+            send=lambda data: ws.send(data, text=True),
+            close=lambda reason: ws.close(code=1008, reason=reason),
+            abort=ws.transport.abort,
+            notice=_dropped_notice,
+            on_drop=lambda: self._disconnect_dropped(connection),
+        )
+        writer = asyncio.create_task(outbox.run())
         logger.info(
             "WebSocket client %d connected from %s", connection.connection_id, ws.remote_address
         )
         try:
             async for message in ws:
+                if outbox.dropped:  # nothing more is read from a dropped client
+                    break
                 body = message.encode() if isinstance(message, str) else message
                 if len(body) > self.server.config.max_frame:
                     connection.handle_event(
@@ -288,22 +295,22 @@ class WebSocketTransport:
             pass
         finally:
             await self.server.disconnect(connection)
-            outbox.put_nowait(None)
+            outbox.finish()
             await writer
             logger.info("WebSocket client %d disconnected", connection.connection_id)
 
-    @staticmethod
-    async def _write(
-        ws: ServerConnection, outbox: asyncio.Queue[bytes | None], queued: list[int]
-    ) -> None:
-        while (data := await outbox.get()) is not None:
-            queued[0] -= len(data)
-            try:
-                await ws.send(data.decode())
-            except ConnectionClosed:
-                while not outbox.empty():  # the client is gone: nobody will read these
-                    outbox.get_nowait()
-                return
+    def _disconnect_dropped(self, connection: SessiondProtocol) -> None:
+        """A dropped client's leases are released at once, as for any disconnect (its
+        connection may stay open a while, for the notification)."""
+        task = asyncio.ensure_future(self.server.disconnect(connection))
+        self._dropping.add(task)
+        task.add_done_callback(self._dropping.discard)
+
+
+def _dropped_notice(reason: str, queued: int) -> bytes:
+    """The one message a dropped client gets: why, and how much was waiting for it."""
+    params = {"reason": reason, "queuedBytes": queued}
+    return orjson.dumps({"jsonrpc": "2.0", "method": "connection/dropped", "params": params})
 
 
 async def serve_ws(

@@ -40,6 +40,7 @@ def write_thread(
     title: str | None = None,
     archived: bool = False,
     thread_id: str | None = None,
+    parent: str | None = None,
 ) -> str:
     """Write a thread file: session_meta, then user messages, all stamped `at`."""
     thread_id = thread_id or str(uuid.uuid4())
@@ -47,6 +48,8 @@ def write_thread(
     meta: dict[str, Any] = {"cwd": cwd, "workspaceFolder": workspace, "branch": "main"}
     if title is not None:
         meta["title"] = title
+    if parent is not None:
+        meta["parentThreadId"] = parent
     items = [{"type": "session_meta", "threadId": thread_id, "source": "startup", **meta}]
     items += [{"type": "message", "role": "user", "content": text} for text in messages]
     lines = [
@@ -286,6 +289,9 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
         forkedFrom={"threadId": str(uuid.uuid4()), "seq": 7},
         costUsd=1.25,
         origin={"agent": "codex", "sessionId": "s-1", "path": "/r/rollout.jsonl"},
+        parentThreadId=str(uuid.uuid4()),
+        parentOperationId="call-1",
+        childCount=0,
         lastSeq=9,
         latestSessionId=str(uuid.uuid4()),
     )
@@ -296,8 +302,10 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
     assert untouched == ["threadId"]
     index = open_index(layout)
     index.upsert(full, path)
-    assert index.get(thread_id) == full
-    assert index.list(archived=True)[0] == [full]
+    # The child count is the listing's (no column): a row read alone has none.
+    assert index.get(thread_id) == dataclasses.replace(full, childCount=None)
+    assert index.list(archived=True, parent_thread_id=full.parentThreadId)[0] == [full]
+    assert index.list(archived=True)[0] == []  # a child is listed under its parent only
     index.remove(thread_id)
     assert index.get(thread_id) is None
 
@@ -502,3 +510,23 @@ def test_a_torn_tail_is_left_out_of_the_row_until_it_is_whole(layout: Layout) ->
     path.write_bytes(whole)  # the writer finished it (or a repair and a new append)
     row = open_index(layout).get(thread_id)
     assert row is not None and row.itemCount == 2 and row.updatedAt == ts(2)
+
+
+def test_an_index_of_the_version_before_sub_agents_is_rebuilt_with_them(layout: Layout) -> None:
+    """Schema 5 added the parent of a sub-agent's thread: an index of schema 4 (its rows
+    have no parent, every thread looks top-level) is rebuilt from the thread files, which
+    hold it, the first time it is opened."""
+    parent = write_thread(layout, at=1)
+    child = write_thread(layout, at=2, parent=parent)
+    index = open_index(layout)
+    index.close()
+    with sqlite3.connect(layout.index_path) as old:  # as sessiond 0.x left it
+        old.execute("UPDATE threads SET parentThreadId = NULL")
+        old.execute("PRAGMA user_version = 4")
+    old.close()
+    reopened = ThreadIndex(layout, read_summary)
+    assert reopened.ensure_ready() == "rebuilt"
+    (top,) = reopened.list()[0]
+    assert (top.threadId, top.childCount) == (parent, 1)
+    assert ids(reopened.list(parent_thread_id=parent)[0]) == [child]
+    reopened.close()

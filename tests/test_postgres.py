@@ -197,7 +197,37 @@ def test_nothing_connects_before_the_first_request_and_the_schema_comes_with_it(
         assert sessiond_backends() >= 1
         assert conn.execute(tables).fetchone() == (True,)
         versions = conn.execute("SELECT version FROM sessiond_migrations").fetchall()
-        assert versions == [(1,)]
+        assert versions == [(1,), (2,), (3,)]
+
+
+def test_a_database_of_schema_1_is_migrated_and_its_threads_stay_top_level(
+    machines: Machines, store_url: str
+) -> None:
+    """Schemas 2 and 3 (row-level security, sub-agents) on a database sessiond 0.x made:
+    its threads stay readable, and top-level."""
+    from restore.stores import schema
+
+    thread_id = str(uuid.uuid4())
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE sessiond_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        first = schema.available()[0]
+        conn.execute(first.path.read_text())  # type: ignore[arg-type]
+        conn.execute("INSERT INTO sessiond_migrations (version, name) VALUES (1, 'initial')")
+        conn.execute(
+            "INSERT INTO sessiond_threads (thread_id, title, updated_at) VALUES (%s, %s, %s)",
+            (thread_id, "from before", "2026-01-01T00:00:00.000000Z"),
+        )
+    server = machines("a")
+    (listed,) = server.request("thread/list", {})["threads"]
+    assert (listed["threadId"], listed["parentThreadId"], listed["childCount"]) == (
+        thread_id, None, 0,
+    )  # fmt: skip
+    with psycopg.connect(store_url) as conn:
+        versions = conn.execute("SELECT version FROM sessiond_migrations ORDER BY 1").fetchall()
+    assert versions == [(1,), (2,), (3,)]
 
 
 def test_an_unreachable_database_is_one_storage_error_and_one_cli_line(
@@ -242,8 +272,8 @@ def test_a_password_in_the_url_never_reaches_a_message_or_a_log(
         log = server.stderr_path.read_text()
         assert "sessiond.postgres" in log  # DEBUG logging did say what failed ...
         assert secret not in log  # ... and never with the password
-        cli = sessiond_cli("--home", str(home), "--store", url, "list",
-                           env={"SESSIOND_LOG": "DEBUG"})  # fmt: skip
+        cli = sessiond_cli("--home", str(home), "list",
+                           env={"SESSIOND_STORE": url, "SESSIOND_LOG": "DEBUG"})  # fmt: skip
         assert cli.returncode == 2 and secret not in cli.stderr + cli.stdout
 
 

@@ -73,7 +73,7 @@ def test_known_models_are_priced_and_unknown_ones_count_tokens_only() -> None:
     items = feed(
         ClaudeCodeParser(),
         [
-            assistant("m1", {"input_tokens": 1_000_000, "output_tokens": 0}),
+            assistant("m1", {"input_tokens": 100_000, "output_tokens": 0}),
             {
                 "type": "assistant",
                 "message": {
@@ -86,7 +86,8 @@ def test_known_models_are_priced_and_unknown_ones_count_tokens_only() -> None:
         ],
     )
     priced, unpriced = [i for i in items if i["type"] == "cost"]
-    assert (priced["usd"], priced["priced"]) == (3.0, True)  # claude-sonnet-4: $3 / MTok input
+    # claude-sonnet-4: $3 / MTok input (a prompt over 200k tokens is priced higher)
+    assert (priced["usd"], priced["priced"]) == (0.3, True)
     assert (unpriced["usd"], unpriced["priced"], unpriced["inputTokens"]) == (0.0, False, 500)
 
 
@@ -277,6 +278,7 @@ def test_a_handoff_is_offered_only_for_plain_session_ids() -> None:
     session = "0d3c5f0e-5b7a-4e57-9c3f-1f2d3e4a5b6c"
     assert handoff_command("claude-code", session) == ["claude", "--resume", session]
     assert handoff_command("codex", session) == ["codex", "resume", session]
+    assert handoff_command("gemini", session) == ["gemini", "--resume", session]
     for crafted in ("--dangerously-skip-permissions", "$(touch pwned)", "a b", "", "x;y"):
         assert handoff_command("claude-code", crafted) is None
     assert handoff_command("acp", session) is None

@@ -1,5 +1,5 @@
-"""Outside sources of items (the ACP front door; the Claude Code and Codex importers), one
-module per source.
+"""Outside sources of items (the ACP front door; the Claude Code, Codex and Gemini CLI
+importers), one module per source.
 
 Invariant: like `restore/subsystems`, each module is pure: a source record (an ACP
 message, a line of another agent's history) in, sessiond items out, with deterministic

@@ -92,6 +92,20 @@ class SourceParser:
 
     AGENT: ClassVar[str]
     TITLE_ORDER: ClassVar[tuple[str, ...]]
+    IGNORED: ClassVar[dict[str, str]] = {}
+    """Record types and tools deliberately not mapped (`record:<type>` / `tool:<name>` →
+    why): not reported. Anything else `unmapped` counts is reported."""
+    SPAWN_MARKERS: ClassVar[tuple[bytes, ...]] = ()
+    """Bytes every source line that names a sub-agent it started holds (`spawns`): the
+    importer decodes only those lines when it looks for a sub-agent's tool call."""
+
+    @classmethod
+    def spawns(cls, record: dict[str, Any]) -> list[tuple[str, str]]:
+        """(the sub-agent's key, the tool call that started it) for each sub-agent this
+        record of a parent's transcript says it started. The key is what the sub-agent's
+        own parser puts in `state["parent"]` to be found by (Claude Code: its agentId; the
+        others: its session id). None by default: the agent has no sub-agents."""
+        return []
 
     def __init__(self, state: dict[str, Any] | None = None, fallback_ts: str | None = None):
         self.state: dict[str, Any] = state if state is not None else self.initial()
@@ -146,6 +160,8 @@ class SourceParser:
         doctor` and the compatibility suite (which fails on any not on the parser's
         commented ignore list)."""
         key = f"{kind}:{name}"
+        if key in self.IGNORED:
+            return
         seen = self.unmapped_seen.get(key)
         if seen is None:
             self.unmapped_seen[key] = [1, self._line]
@@ -183,10 +199,12 @@ class SourceParser:
         self.emit({"type": "operation", "operationId": call_id, "tool": tool, "effect": effect,
                    **fields})  # fmt: skip
 
-    def result(self, call_id: str, tool: str, effect: str, text: str, failed: bool) -> None:
+    def result(self, call_id: str, tool: str, effect: str, text: str, failed: bool,
+               **extra: Any) -> None:  # fmt: skip
         """A tool call's outcome: committed with its (previewed) result, or failed."""
         self.operation(call_id, tool, effect, state="failed" if failed else "committed",
-                       resultPersisted=True, result=truncate(text, RESULT_CHARS))  # fmt: skip
+                       resultPersisted=True, result=truncate(text, RESULT_CHARS),
+                       **extra)  # fmt: skip
 
     def todos(self, entries: list[tuple[str, str, Any]]) -> None:
         """(id, content, status) triples; the whole list, as the agent last wrote it."""
@@ -194,14 +212,15 @@ class SourceParser:
         self.emit({"type": "todos", "items": items})
 
     def file_edit(self, path: str, call_id: str, before: str | None, after: str | None,
-                  known: bool) -> None:  # fmt: skip
+                  known: bool, **extra: Any) -> None:  # fmt: skip
         """One file the agent changed. Without its contents (`known` false) the shas are
-        unknown, and file_history says so instead of calling the file diverged."""
+        unknown, and file_history says so instead of calling the file diverged. `extra`:
+        what else the source tells of the edit (its kind, its diff)."""
         self.emit({
             "type": "file_edit", "path": path, "author": "agent", "operationId": call_id,
             "beforeSha": sha_of_text(before) if known and before is not None else None,
             "afterSha": sha_of_text(after) if known and after is not None else None,
-            "contentKnown": known,
+            "contentKnown": known, **extra,
         })  # fmt: skip
 
     def cost(self, *, fresh: int, cache_write: int, cache_read: int, output: int) -> None:
@@ -209,9 +228,8 @@ class SourceParser:
         if fresh + cache_write + cache_read + output <= 0:
             return
         model = self.state["model"] or "unknown"
-        priced = pricing.usd(
-            model, fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output
-        )
+        priced = pricing.usd(model, fresh=fresh, cache_write=cache_write, cache_read=cache_read,
+                             output=output, agent=self.AGENT, at=self.state["lastTs"])  # fmt: skip
         self.emit({
             "type": "cost", "model": model, "inputTokens": fresh + cache_write + cache_read,
             "outputTokens": output, "usd": priced or 0.0, "priced": priced is not None,

@@ -165,7 +165,15 @@ class Index(Protocol):
         search: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
-    ) -> tuple[list[ThreadSummary], str | None]: ...
+        parent_thread_id: str | None = None,
+    ) -> tuple[list[ThreadSummary], str | None]:
+        """Top-level threads (no parent), or the children of `parent_thread_id`; each
+        row with its `childCount`."""
+        ...
+
+    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+        """Each thread's `childCount` (its unarchived children), as a listing gives it."""
+        ...
 
     def close(self) -> None: ...
 
@@ -253,6 +261,11 @@ class Store(Protocol):
     def put_blob(self, data: bytes) -> str: ...
 
     def get_blob(self, sha: str) -> bytes | None: ...
+
+    def blob_size(self, sha: str) -> int | None:
+        """The stored blob's length in bytes (None: not stored), without reading it, so a
+        blob too large for an answer is refused before it is read."""
+        ...
 
     def blob_shas(self) -> list[str]: ...
 

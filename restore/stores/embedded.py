@@ -85,6 +85,9 @@ class EmbeddedStore(ThreadStore):
     def get_blob(self, sha: str) -> bytes | None:
         return blobs.get(self.layout, sha)
 
+    def blob_size(self, sha: str) -> int | None:
+        return blobs.size(self.layout, sha)
+
     def blob_shas(self) -> list[str]:
         if not self.layout.blobs_dir.is_dir():
             return []

@@ -45,7 +45,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.index import MAX_LIMIT, decode_cursor, encode_cursor
-from restore.jsonl import ThreadFile
+from restore.jsonl import ThreadFile, encode_line
 from restore.pages import ANSWER_OVERHEAD, Page, too_large
 from restore.paths import validate_thread_id
 from restore.snapshots import Snapshot
@@ -66,25 +66,34 @@ BACKOFF_FIRST, BACKOFF_MAX = 0.1, 2.0
 # ThreadSummary fields in the order rows are selected (see _summary_of).
 _ROW_COLUMNS = (
     "thread_id::text, title, preview, cwd, workspace_folder, branch, head_sha, created_at, "
-    "updated_at, item_count, archived, forked_from, cost_usd, origin, last_seq, "
-    "latest_session_id"
+    "updated_at, item_count, archived, forked_from, cost_usd, origin, "
+    "parent_thread_id::text, parent_operation_id, last_seq, latest_session_id"
 )
 _ROW_FIELDS = (
     "threadId", "title", "preview", "cwd", "workspaceFolder", "branch", "headSha",
     "createdAt", "updatedAt", "itemCount", "archived", "forkedFrom", "costUsd", "origin",
-    "lastSeq", "latestSessionId",
+    "parentThreadId", "parentOperationId", "lastSeq", "latestSessionId",
 )  # fmt: skip
+# A listed row's children (what `thread/list {parentThreadId}` would list).
+_CHILD_COUNT = (
+    "(SELECT count(*) FROM sessiond_threads AS child WHERE child.parent_thread_id = "
+    "sessiond_threads.thread_id AND NOT child.archived)"
+)
 _UPDATE_ROW = (
     "UPDATE sessiond_threads SET title = %s, preview = %s, cwd = %s, workspace_folder = %s, "
     "branch = %s, head_sha = %s, repo_id = %s, repo_path = %s, created_at = %s, "
     "updated_at = %s, item_count = %s, forked_from = %s, cost_usd = %s, origin = %s, "
-    "last_seq = %s, latest_session_id = %s WHERE thread_id = %s"
+    "parent_thread_id = %s, parent_operation_id = %s, last_seq = %s, latest_session_id = %s "
+    "WHERE thread_id = %s"
 )
 
 
 def _summary_of(row: tuple[Any, ...]) -> ThreadSummary:
-    fields = dict(zip(_ROW_FIELDS, row, strict=True))
+    """A row of `_ROW_COLUMNS`, then the child count when the query selected it."""
+    fields = dict(zip(_ROW_FIELDS, row[: len(_ROW_FIELDS)], strict=True))
     fields["updatedAt"] = fields["updatedAt"] or None
+    if len(row) > len(_ROW_FIELDS):
+        fields["childCount"] = row[len(_ROW_FIELDS)]
     return ThreadSummary(**fields)
 
 
@@ -93,9 +102,20 @@ def _row_values(summary: ThreadSummary, repo: tuple[str | None, str | None]) -> 
         summary.title, summary.preview, summary.cwd, summary.workspaceFolder, summary.branch,
         summary.headSha, repo[0], repo[1], summary.createdAt, summary.updatedAt or "",
         summary.itemCount, Jsonb(summary.forkedFrom) if summary.forkedFrom else None,
-        summary.costUsd, Jsonb(summary.origin) if summary.origin else None, summary.lastSeq,
+        summary.costUsd, Jsonb(summary.origin) if summary.origin else None,
+        _uuid_or_none(summary.parentThreadId), summary.parentOperationId, summary.lastSeq,
         summary.latestSessionId, summary.threadId,
     )  # fmt: skip
+
+
+def _uuid_or_none(value: str | None) -> str | None:
+    """A parent id as the uuid column takes it; anything else (not a thread id) is none."""
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
 
 
 def repo_binding(item: dict[str, Any]) -> tuple[str | None, str | None] | None:
@@ -151,6 +171,8 @@ def storage_error(exc: BaseException, where: str, redact: _Redactor) -> Protocol
     message = redact(f"{where}: {first}")
     if sqlstate == "53100":  # disk_full
         return ProtocolError(ErrorKind.STORAGE_FULL, message, retryable=True)
+    if sqlstate == "42501":  # insufficient_privilege: a grant, or row-level security
+        return ProtocolError(ErrorKind.UNAUTHORIZED, message, retryable=False)
     retryable = isinstance(exc, psycopg.OperationalError | PoolTimeout) or sqlstate in (
         "40001", "40P01", "57P01", "57P02", "57P03",
     )  # fmt: skip
@@ -279,7 +301,7 @@ class PostgresWriter:
         known = {} if minted and self._seq_of_id is None else self._known_ids()
         stamped = stamp(items, session_id, self.last_seq, known, keep_ts=keep_ts)
         if stamped.stored:
-            lines = [orjson.dumps(line).decode() for line in stamped.stored]
+            lines = [encode_line(line)[:-1].decode() for line in stamped.stored]
             repo = self.repo
             for line in stamped.stored:
                 repo = repo_binding(line) or repo
@@ -782,6 +804,22 @@ class PostgresStore:
             rows = conn.execute("SELECT thread_id::text FROM sessiond_threads").fetchall()
         return [row[0] for row in rows]
 
+    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+        """Each thread's unarchived children (as `thread/list` counts them, under the same
+        row policies), in one query."""
+        ids = [validate_thread_id(thread_id) for thread_id in thread_ids]
+        counts = dict.fromkeys(ids, 0)
+        if not ids:
+            return counts
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT parent_thread_id::text, count(*) FROM sessiond_threads "
+                "WHERE parent_thread_id = ANY(%s::uuid[]) AND NOT archived GROUP BY 1",
+                (ids,),
+            ).fetchall()
+        counts.update((parent, int(n)) for parent, n in rows)
+        return counts
+
     def list(
         self,
         *,
@@ -792,8 +830,10 @@ class PostgresStore:
         cursor: str | None,
         limit: int,
         repo: tuple[str, str] | None = None,
+        parent_thread_id: str | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
-        """One page, newest first, every filter applied before paging (keyset cursor).
+        """One page, newest first, every filter applied before paging (keyset cursor):
+        top-level threads, or the children of `parent_thread_id`.
 
         `repo` (repoId, path of the folder inside the repository) widens a workspace-folder
         filter to that repository's threads from every machine, wherever it is checked out.
@@ -801,6 +841,11 @@ class PostgresStore:
         limit = max(1, min(MAX_LIMIT, limit))
         where = ["archived = %s"]
         params: list[Any] = [archived]
+        if parent_thread_id is None:
+            where.append("parent_thread_id IS NULL")
+        else:
+            where.append("parent_thread_id = %s::uuid")
+            params.append(validate_thread_id(parent_thread_id))
         if cwd is not None:
             where.append('cwd COLLATE "C" = %s')
             params.append(cwd)
@@ -840,8 +885,8 @@ class PostgresStore:
             where.append("(updated_at, thread_id) < (%s, %s::uuid)")
             params += [updated, thread_id]
         sql = (
-            f"SELECT {_ROW_COLUMNS} FROM sessiond_threads WHERE {' AND '.join(where)} "
-            "ORDER BY updated_at DESC, thread_id DESC LIMIT %s"
+            f"SELECT {_ROW_COLUMNS}, {_CHILD_COUNT} FROM sessiond_threads "
+            f"WHERE {' AND '.join(where)} ORDER BY updated_at DESC, thread_id DESC LIMIT %s"
         )
         with self._read() as conn:
             rows = conn.execute(sql, [*params, limit + 1]).fetchall()  # type: ignore[arg-type]
@@ -883,7 +928,7 @@ class PostgresStore:
                 (archived, thread_id),
             ).fetchone()
             if found is None:
-                raise thread_not_found(thread_id)
+                raise self._not_changed(conn, thread_id)
             self._notify(conn, "updated", thread_id)
         return _summary_of(found)
 
@@ -896,10 +941,26 @@ class PostgresStore:
                 gone = conn.execute(
                     "DELETE FROM sessiond_threads WHERE thread_id = %s RETURNING 1", (thread_id,)
                 ).fetchone()
-                conn.execute("DELETE FROM sessiond_holders WHERE thread_id = %s", (thread_id,))
                 if gone is None:
-                    raise thread_not_found(thread_id)
+                    raise self._not_changed(conn, thread_id)
+                conn.execute("DELETE FROM sessiond_holders WHERE thread_id = %s", (thread_id,))
                 self._notify(conn, "deleted", thread_id)
+
+    @staticmethod
+    def _not_changed(conn: psycopg.Connection, thread_id: str) -> ProtocolError:
+        """Why an UPDATE or DELETE of a thread's row touched nothing: there is no such
+        thread this role may see, or row-level security let this role see it but not
+        change it (only its owner may: restore/stores/migrations/002_*.sql)."""
+        row = conn.execute(
+            "SELECT owner_role FROM sessiond_threads WHERE thread_id = %s", (thread_id,)
+        ).fetchone()
+        if row is None:
+            return thread_not_found(thread_id)
+        return ProtocolError(
+            ErrorKind.UNAUTHORIZED,
+            f"only the role that created this thread ({row[0]}) may change it",
+            threadId=thread_id,
+        )
 
     def _notify(self, conn: psycopg.Connection, event: str, thread_id: str) -> None:
         payload = orjson.dumps({"e": event, "t": thread_id, "o": self.token}).decode()
@@ -942,7 +1003,8 @@ class PostgresStore:
 
     def blob_shas(self) -> list[str]:
         with self._read() as conn:
-            return [row[0] for row in conn.execute("SELECT sha256 FROM sessiond_blobs ORDER BY 1")]
+            rows = conn.execute("SELECT DISTINCT sha256 FROM sessiond_blobs ORDER BY 1")
+            return [row[0] for row in rows]
 
     def get_blob(self, sha: str) -> bytes | None:
         if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
@@ -952,6 +1014,13 @@ class PostgresStore:
                 "SELECT data FROM sessiond_blobs WHERE sha256 = %s", (sha,)
             ).fetchone()
         return None if row is None else bytes(row[0])
+
+    def blob_size(self, sha: str) -> int | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT octet_length(data) FROM sessiond_blobs WHERE sha256 = %s", (sha,)
+            ).fetchone()
+        return None if row is None else int(row[0])
 
     # --- copying (sessiond migrate) ----------------------------------------------------------
 
@@ -1281,6 +1350,9 @@ class SharedIndex:
     def count(self) -> int:
         return self._store.count()
 
+    def child_counts(self, thread_ids: list[str]) -> dict[str, int]:
+        return self._store.child_counts(thread_ids)
+
     def list(
         self,
         *,
@@ -1290,6 +1362,7 @@ class SharedIndex:
         search: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
+        parent_thread_id: str | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
         repo = self._repo_of(workspace_folder) if workspace_folder else None
         return self._store.list(
@@ -1300,6 +1373,7 @@ class SharedIndex:
             cursor=cursor,
             limit=limit,
             repo=repo,
+            parent_thread_id=parent_thread_id,
         )
 
     def _repo_of(self, folder: str) -> tuple[str, str] | None:

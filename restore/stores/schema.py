@@ -4,7 +4,9 @@
 its row in `sessiond_migrations`, under a transaction-level advisory lock so several
 sessiond processes starting against an empty database do not race. Nothing runs at server
 startup: the store migrates when its first connection is made (the first request that
-needs it). A database migrated by a newer sessiond is refused, not written.
+needs it). A database migrated by a newer sessiond is refused, not written. A schema that
+is up to date costs no DDL at all, so everyday roles without CREATE on the schema (the
+owner role created it: docs/storage.md) connect as well.
 """
 
 from __future__ import annotations
@@ -43,10 +45,12 @@ def migrate(conn: psycopg.Connection) -> list[int]:
     applied_now: list[int] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS sessiond_migrations (version integer PRIMARY KEY,"
-            " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
+        exists = conn.execute("SELECT to_regclass('sessiond_migrations') IS NOT NULL").fetchone()
+        if not (exists and exists[0]):
+            conn.execute(
+                "CREATE TABLE sessiond_migrations (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
         done = {row[0] for row in conn.execute("SELECT version FROM sessiond_migrations")}
         newest = max((m.version for m in known), default=0)
         if done and max(done) > newest:

@@ -60,6 +60,9 @@ class RestoreContext(Protocol):
     drift: list[dict[str, Any]]
     available_models: list[str] | None
     results: dict[str, Outcome]
+    subagents: list[dict[str, Any]]
+    """The sub-agent threads this one started, each `{threadId, title, cost}` (`cost`: that
+    thread's cost state with its own sub-agents', None when it is missing)."""
 
     def file_sha(self, path: str) -> str | None: ...
 

@@ -176,10 +176,21 @@ class AgentHome:
         head, *args = ACP_COMMANDS[agent]
         return [str(self.bins / head), *args]
 
-    def write_codex_config(self, model: str | None = None) -> None:
+    def write_gemini_settings(self, **sections: dict[str, Any]) -> None:
+        """Merge settings sections into `~/.gemini/settings.json` (e.g. `model=
+        {"compressionThreshold": 0.00001}`)."""
+        path = self.home / ".gemini" / "settings.json"
+        settings = json.loads(path.read_text())
+        for name, values in sections.items():
+            settings[name] = {**settings.get(name, {}), **values}
+        path.write_text(json.dumps(settings))
+
+    def write_codex_config(self, model: str | None = None, **features: bool) -> None:
         """Codex's provider: the mock's Responses API. `model` None keeps Codex's default
-        model (code mode: one `exec` tool); `gpt-5.5` gets the classic tool set."""
+        model (code mode: one `exec` tool); `gpt-5.5` gets the classic tool set (and the
+        multi-agent tools only with `multi_agent_v2=True`). `features`: more `[features]`."""
         head = f'model = "{model}"\n' if model else ""
+        flags = "".join(f"{name} = {str(on).lower()}\n" for name, on in features.items())
         (self.codex_home / "config.toml").write_text(f"""{head}model_provider = "mock"
 
 [model_providers.mock]
@@ -195,7 +206,7 @@ plugins = false
 remote_plugin = false
 apps = false
 in_app_updates = false
-""")
+{flags}""")
 
     def _git(self, *args: str) -> None:
         subprocess.run(["git", "-C", str(self.repo), "-c", "user.name=t", "-c",

@@ -38,6 +38,9 @@ class Call:
     name: str
     args: dict[str, Any] | str = field(default_factory=dict)
     id: str | None = None
+    namespace: str | None = None
+    """OpenAI Responses: the tool namespace a function belongs to (Codex's multi-agent
+    tools are `collaboration.spawn_agent`, …)."""
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,16 @@ def _openai_request(path: str, body: dict[str, Any]) -> Request:
             if item["role"] == "user" and text.startswith(HARNESS_TEXT):
                 continue
             turns.append(Turn(role=item["role"], text=text))
+        elif kind == "agent_message":  # Codex multi-agent: a task for this sub-agent, or
+            text = "\n".join(  # a sub-agent's report to its parent (a result, not a prompt)
+                str(part.get("text") or part.get("encrypted_content") or "")
+                for part in item.get("content") or []
+                if isinstance(part, dict)
+            )
+            if "Message Type: NEW_TASK" in text:
+                turns.append(Turn(role="user", text=text))
+            else:
+                turns.append(Turn(role="user", results=[text]))
         elif kind in CALLS:
             if not (turns and turns[-1].role == "assistant" and turns[-1].calls):
                 turns.append(Turn(role="assistant"))
@@ -397,6 +410,8 @@ def openai_events(request: Request, reply: Reply) -> Iterator[bytes]:
             item = {"type": "function_call", "id": _id("fc_"), "call_id": call_id,
                     "name": call.name, "arguments": json.dumps(call.args),
                     "status": "completed"}  # fmt: skip
+            if call.namespace:
+                item["namespace"] = call.namespace
         yield event("response.output_item.added", output_index=index, item=item)
         yield event("response.output_item.done", output_index=index, item=item)
         output.append(item)

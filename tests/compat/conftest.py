@@ -70,3 +70,93 @@ def resume(server: ServerProcess, thread_id: str, **params: Any) -> dict[str, An
 
 def states(report: dict[str, Any]) -> dict[str, Any]:
     return {entry["name"]: entry["state"] for entry in report["subsystems"]}
+
+
+# --- the compatibility table (docs/import.md) ---------------------------------------------
+#
+# Each test says which agent and which columns it proves (`@pytest.mark.compat("codex",
+# "edits", "todos")`); a cell is ✓ when every test of it passed, ✗ when one failed, — when
+# none covers it. A whole run of the suite checks docs/import.md's table against the run
+# (`SESSIOND_COMPAT_TABLE=write` rewrites it); `python -m tests.compat.latest` prints the
+# table for @latest.
+
+AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
+               "codex-acp": "codex-acp", "claude-agent-acp": "claude-agent-acp",
+               "gemini-acp": "gemini --acp"}  # fmt: skip
+PACKAGE_OF = {"claude-code": "@anthropic-ai/claude-code", "codex": "@openai/codex",
+              "gemini": "@google/gemini-cli", "codex-acp": "@zed-industries/codex-acp",
+              "claude-agent-acp": "@zed-industries/claude-agent-acp",
+              "gemini-acp": "@google/gemini-cli"}  # fmt: skip
+COLUMNS = ("messages", "todos", "edits", "cost", "model", "permissions", "sub-agents",
+           "resume", "compaction")  # fmt: skip
+TABLE_START, TABLE_END = "<!-- compat-table:start -->", "<!-- compat-table:end -->"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "import.md"
+_outcomes: dict[tuple[str, str], list[bool]] = {}
+_files_seen: set[str] = set()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "compat(agent, *columns): a real-agent test and the table cells it proves"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("compat") is not None:
+            _files_seen.add(item.path.name)
+    for item in items:
+        marker = item.get_closest_marker("compat")
+        if marker is None:
+            continue
+        agent, *columns = marker.args
+        assert agent in AGENT_NAMES, f"{item.nodeid}: unknown agent {agent!r}"
+        assert all(c in COLUMNS for c in columns), f"{item.nodeid}: columns are {COLUMNS}"
+
+
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    marker = item.get_closest_marker("compat")
+    if marker is None or call.when != "call":
+        return
+    agent, *columns = marker.args
+    for column in columns:
+        _outcomes.setdefault((agent, column), []).append(call.excinfo is None)
+
+
+def table(versions: dict[str, str]) -> str:
+    """The markdown table of what this run proved, per agent."""
+    agents = [a for a in AGENT_NAMES if any(key[0] == a for key in _outcomes)]
+    head = "| agent | version | " + " | ".join(COLUMNS) + " |"
+    rows = [head, "|" + "---|" * (len(COLUMNS) + 2)]
+    for agent in agents:
+        cells = []
+        for column in COLUMNS:
+            results = _outcomes.get((agent, column))
+            cells.append("—" if not results else "✓" if all(results) else "✗")
+        version = versions.get(PACKAGE_OF[agent], "?")
+        rows.append(f"| {AGENT_NAMES[agent]} | {version} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _outcomes:
+        return
+    whole = {p.name for p in Path(__file__).parent.glob("test_*.py")
+             if "pytest.mark.compat" in p.read_text()}  # fmt: skip
+    if _files_seen != whole or session.config.option.keyword or session.config.option.markexpr:
+        return  # a part of the suite: its table would be partial
+    bins = install.bin_dir(latest=os.environ.get("SESSIOND_AGENTS") == "latest")
+    fresh = table(install.installed_versions(bins))
+    if os.environ.get("SESSIOND_AGENTS") == "latest":
+        print(f"\n\nCompatibility with @latest:\n{fresh}\n")
+        return
+    text = DOC.read_text()
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
+    if text[start:end].strip() == fresh:
+        return
+    if os.environ.get("SESSIOND_COMPAT_TABLE") == "write":
+        DOC.write_text(text[:start] + "\n" + fresh + "\n" + text[end:])
+        return
+    print(f"\n\ndocs/import.md's compatibility table is not what this run proved:\n{fresh}\n"
+          "(SESSIOND_COMPAT_TABLE=write ./scripts/test tests/compat rewrites it)")  # fmt: skip
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.agents.clis import BRANCH
 from tests.agents.mock_model import Reply, Scenario
 from tests.compat.conftest import Agents, import_from, resume, states
@@ -15,6 +17,7 @@ from tests.rpc_client import ServerProcess
 HELLO = Scenario({"hello": [Reply(text="Hello from the mock model.")]})
 
 
+@pytest.mark.compat("claude-code", "messages", "model")
 def test_a_claude_code_text_turn_is_imported_with_its_cwd_branch_and_model(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
@@ -33,6 +36,7 @@ def test_a_claude_code_text_turn_is_imported_with_its_cwd_branch_and_model(
     assert states(report)["model_override"]["model"] == agents.model.main_requests()[0].model
 
 
+@pytest.mark.compat("codex", "messages", "model")
 def test_a_codex_text_turn_is_imported_with_its_cwd_branch_and_model(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:

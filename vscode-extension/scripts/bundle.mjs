@@ -1,18 +1,13 @@
-// One self-contained file, dist/extension.js: vscode-jsonrpc is bundled in, `vscode` is the host's.
+// Self-contained files in dist/: extension.js (vscode-jsonrpc and markdown-it bundled in,
+// `vscode` is the host's), and the transcript webview's script and stylesheet.
 import { build } from "esbuild";
 
-const result = await build({
-  entryPoints: ["src/extension.ts"],
-  outfile: "dist/extension.js",
-  bundle: true,
-  platform: "node",
-  target: "node18",
-  format: "cjs",
-  external: ["vscode"],
-  minify: true,
-  sourcemap: false,
-  metafile: true,
-  logLevel: "warning",
-});
-const bytes = Object.values(result.metafile.outputs).reduce((sum, output) => sum + output.bytes, 0);
-console.error(`dist/extension.js: ${(bytes / 1024).toFixed(1)} KiB`);
+const common = { bundle: true, minify: true, sourcemap: false, metafile: true, logLevel: "warning" };
+const results = await Promise.all([
+  build({ ...common, entryPoints: ["src/extension.ts"], outfile: "dist/extension.js", platform: "node", target: "node18", format: "cjs", external: ["vscode"] }),
+  build({ ...common, entryPoints: ["src/webview/main.ts"], outfile: "dist/webview.js", platform: "browser", target: "chrome108", format: "iife" }),
+  build({ ...common, entryPoints: ["src/webview/transcript.css"], outfile: "dist/webview.css" }),
+]);
+for (const result of results) {
+  for (const [file, output] of Object.entries(result.metafile.outputs)) console.error(`${file}: ${(output.bytes / 1024).toFixed(1)} KiB`);
+}

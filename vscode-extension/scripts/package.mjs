@@ -24,6 +24,8 @@ const expected = new Set([
   "extension/readme.md",
   "extension/LICENSE.txt",
   "extension/dist/extension.js",
+  "extension/dist/webview.js",
+  "extension/dist/webview.css",
   "extension/media/threads.svg",
 ]);
 const unexpected = listing.filter((entry) => !expected.has(entry));

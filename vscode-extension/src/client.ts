@@ -174,7 +174,7 @@ export class SessiondClient {
         new StreamMessageReader(child.stdout),
         new StreamMessageWriter(child.stdin),
       );
-      for (const method of ["thread/started", "thread/updated", "$/progress"] as const) {
+      for (const method of ["thread/started", "thread/updated", "item/recorded", "$/progress"] as const) {
         connection.onNotification(method, (params: unknown) => {
           for (const listener of this.listeners.get(method) ?? []) listener(params as never);
         });

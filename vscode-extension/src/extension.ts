@@ -5,9 +5,11 @@ import { busyHolder, describeError } from "./errors";
 import { INSTALL_COMMAND } from "./install";
 import { threadLabel } from "./format";
 import type { ProgressValue, ThreadInfo, WorkspaceFolder } from "./protocol";
-import { SessionController } from "./sessions";
 import { gitBranch, ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
-import { EarlierMessagesLens, LOAD_EARLIER_COMMAND } from "./transcriptLens";
+import { resumeInAgent } from "./handoff";
+import { type OpenAt, SessionController } from "./sessions";
+import { BLOB_SCHEME, BlobDocuments } from "./transcript/blobs";
+import { TranscriptPanels } from "./transcript/panel";
 import { CostStatusItem, DOCUMENT_SCHEME, ReadOnlyDocuments, TodosTreeProvider } from "./views";
 
 export interface SessiondExtensionApi {
@@ -16,8 +18,17 @@ export interface SessiondExtensionApi {
   todos: TodosTreeProvider;
   sessions: SessionController;
   documents: ReadOnlyDocuments;
+  transcripts: TranscriptPanels;
+  blobs: BlobDocuments;
   cost: CostStatusItem;
 }
+
+/** "Resume in …" in a transcript's title bar, one command per agent (a title is fixed). */
+const RESUME_IN_AGENT: Record<string, string> = {
+  "claude-code": "sessiond.resumeInClaudeCode",
+  codex: "sessiond.resumeInCodex",
+  gemini: "sessiond.resumeInGemini",
+};
 
 const EXTENSION_VERSION = "0.1.0";
 
@@ -51,7 +62,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
   const todos = new TodosTreeProvider();
   const documents = new ReadOnlyDocuments();
   const cost = new CostStatusItem();
-  const sessions = new SessionController(client, documents, todos, cost);
+  const blobs = new BlobDocuments(client);
+  const transcripts = new TranscriptPanels(client, context.extensionUri, blobs);
+  const sessions = new SessionController(client, documents, todos, cost, transcripts);
   const setFolders = () =>
     threads.setFolders((vscode.workspace.workspaceFolders ?? []).map((f) => ({ path: f.uri.fsPath, name: f.name })));
   setFolders();
@@ -107,14 +120,30 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
   const register = (id: string, handler: (...args: never[]) => unknown) =>
     context.subscriptions.push(vscode.commands.registerCommand(id, handler));
   register("sessiond.resumeThread", opening("resume the thread", (thread) => sessions.resume(thread)));
-  register("sessiond.openTranscript", withThread("open the transcript", (thread) => sessions.openTranscript(thread)));
+  // A second argument opens the transcript at a seq (a search hit): `{seq, highlight?}`.
   register(
-    LOAD_EARLIER_COMMAND,
+    "sessiond.openTranscript",
+    guarded("open the transcript", async (node?: ThreadsNode | ThreadInfo, at?: OpenAt) => {
+      const thread = threadOf(node);
+      if (thread) await sessions.openTranscript(thread, at);
+    }),
+  );
+  register(
+    "sessiond.loadEarlierMessages",
     guarded("load earlier messages", async (threadId?: string) => {
-      const id = threadId ?? sessions.active?.thread.threadId;
+      const id = threadId ?? transcripts.active?.thread.threadId ?? sessions.active?.thread.threadId;
       if (id) await sessions.loadEarlierMessages(id);
     }),
   );
+  for (const [agent, command] of Object.entries(RESUME_IN_AGENT)) {
+    register(
+      command,
+      guarded(`resume the thread in ${agent}`, async () => {
+        const handoff = transcripts.active?.handoff;
+        if (handoff?.agent === agent) await resumeInAgent(handoff);
+      }),
+    );
+  }
   register("sessiond.forkThread", opening("fork the thread", (thread) => sessions.forkAndResume(thread)));
   register(
     "sessiond.renameThread",
@@ -182,7 +211,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
   register("sessiond.clearThread", guarded("clear the thread", () => sessions.clear()));
   register("sessiond.compactThread", guarded("compact the thread", () => sessions.compact()));
   register("sessiond.rewindToTurn", guarded("rewind the thread", () => sessions.rewindToTurn()));
-  register("sessiond.showRestoreReport", guarded("show the restore report", () => sessions.showRestoreReport()));
+  register(
+    "sessiond.showRestoreReport",
+    guarded("show the restore report", (threadId?: string) => sessions.showRestoreReport(typeof threadId === "string" ? threadId : undefined)),
+  );
   register(
     "sessiond.restartServer",
     guarded("restart the server", async () => {
@@ -200,12 +232,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     cost,
     output,
     vscode.workspace.registerTextDocumentContentProvider(DOCUMENT_SCHEME, documents),
-    vscode.languages.registerCodeLensProvider({ scheme: DOCUMENT_SCHEME }, new EarlierMessagesLens(sessions)),
+    vscode.workspace.registerTextDocumentContentProvider(BLOB_SCHEME, blobs),
+    transcripts.onDidChangeActive((panel) => {
+      void vscode.commands.executeCommand("setContext", "sessiond.transcriptAgent", panel?.handoff?.agent ?? "");
+      void vscode.commands.executeCommand("setContext", "sessiond.transcriptHasReport", panel?.report !== undefined);
+    }),
     client.onNotification("thread/updated", ({ thread, deleted }) => {
       threads.applyThreadChange(thread, deleted ?? false);
       sessions.applyThreadChange(thread, deleted ?? false);
     }),
-    client.onNotification("thread/started", ({ thread }) => threads.applyThreadChange(thread, false)),
+    client.onNotification("thread/started", ({ thread }) => threads.applyThreadChange(thread, false, true)),
     client.onNotification("$/progress", (progress) => showProgress(progress.token, progress.value)),
     client.onStateChange((state, error) => {
       if (state === "restarting") output.appendLine("sessiond stopped unexpectedly; restarting it");
@@ -238,7 +274,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
   );
   // A failure reaches the view through onStateChange("failed"): its welcome content says what to do.
   client.start().catch(() => undefined);
-  return { client, threads, todos, sessions, documents, cost };
+  return { client, threads, todos, sessions, documents, transcripts, blobs, cost };
 }
 
 const progressEnds = new Map<string, () => void>();

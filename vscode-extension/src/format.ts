@@ -52,10 +52,18 @@ export interface ThreadState {
   currentBranch?: string;
 }
 
-/** The agent that keeps an imported session ("Claude Code", "Codex"), else "". */
-function agentName(thread: ThreadInfo): string {
+/** The agents whose sessions are imported, by their protocol name. */
+const AGENT_NAMES: Readonly<Record<string, string>> = { "claude-code": "Claude Code", codex: "Codex", gemini: "Gemini CLI" };
+
+/** "Claude Code" for `claude-code`; an agent this version does not know, by its name. */
+export function agentName(agent: string): string {
+  return AGENT_NAMES[agent] ?? agent;
+}
+
+/** The agent that keeps an imported session ("Claude Code", "Codex", "Gemini CLI"), else "". */
+function importedFrom(thread: ThreadInfo): string {
   const agent = thread.origin?.agent;
-  return agent === "claude-code" ? "Claude Code" : agent === "codex" ? "Codex" : "";
+  return agent && agent !== "acp" ? agentName(agent) : "";
 }
 
 /** "2h ago · $0.42" (· "Claude Code" for an imported session): short enough to stay beside
@@ -63,7 +71,7 @@ function agentName(thread: ThreadInfo): string {
  * rest is in the tooltip). */
 export function threadDescription(thread: ThreadInfo, now: Date): string {
   const cost = threadCostUsd(thread);
-  return [relativeTime(thread.updatedAt ?? thread.createdAt, now), cost !== undefined ? formatUsd(cost) : "", agentName(thread)]
+  return [relativeTime(thread.updatedAt ?? thread.createdAt, now), cost !== undefined ? formatUsd(cost) : "", importedFrom(thread)]
     .filter(Boolean)
     .join(" · ");
 }
@@ -109,6 +117,14 @@ export function threadTooltip(thread: ThreadInfo, now: Date, state: ThreadState)
     `\`${thread.threadId}\`${thread.cwd ? ` · ${thread.cwd}` : ""}`,
   ].join("\n\n");
 }
+
+/** What each recovery class of a pending operation asks of the person continuing. */
+export const RECOVERY_ADVICE: Readonly<Record<string, string>> = {
+  not_started: "Never started: safe to run.",
+  safe_to_retry: "Started, no outcome recorded; read-only or idempotent: it may run again.",
+  needs_review: "Started, no outcome recorded, and it has side effects: check what it did before running it again.",
+  committed_result_missing: "Done, but its result was not saved: do not run it again; recover the result.",
+};
 
 const DRIFT_FIELD_NAMES: Record<DriftEntry["field"], string> = {
   cwd: "Directory",

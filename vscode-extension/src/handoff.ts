@@ -1,19 +1,21 @@
-// "Resume in Claude Code" / "Resume in Codex": an imported thread is continued by the agent
+// "Resume in Claude Code" / "Resume in Codex" / "Resume in Gemini CLI": an imported thread is continued by the agent
 // that keeps the session, in an integrated terminal in the session's directory, running the
 // agent's own resume command the server handed back (`handoff`).
 import { accessSync, constants, statSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
+import { agentName } from "./format";
 import type { Handoff } from "./protocol";
 
-export const AGENT_NAMES: Record<Handoff["agent"], string> = { "claude-code": "Claude Code", codex: "Codex" };
-const INSTALL: Record<Handoff["agent"], string> = {
+/** How to install each agent's CLI, for when it is not on PATH. */
+const INSTALL: Readonly<Record<string, string>> = {
   "claude-code": "npm install -g @anthropic-ai/claude-code",
   codex: "npm install -g @openai/codex",
+  gemini: "npm install -g @google/gemini-cli",
 };
 
 export function resumeLabel(handoff: Handoff): string {
-  return `Resume in ${AGENT_NAMES[handoff.agent]}`;
+  return `Resume in ${agentName(handoff.agent)}`;
 }
 
 /** The program's path if it is an executable on PATH (with PATHEXT on Windows), else undefined. */
@@ -48,14 +50,15 @@ export function shellLine(argv: readonly string[]): string {
  * says the agent is not installed (and how to install it) when its program is not on PATH.
  */
 export async function resumeInAgent(handoff: Handoff): Promise<vscode.Terminal | undefined> {
-  const name = AGENT_NAMES[handoff.agent];
+  const name = agentName(handoff.agent);
   const program = handoff.command[0] ?? "";
+  const install = INSTALL[handoff.agent];
   if (!findExecutable(program)) {
     const choice = await vscode.window.showErrorMessage(
-      `${name} is not installed here: \`${program}\` is not on PATH. Install it (${INSTALL[handoff.agent]}), then choose ${resumeLabel(handoff)} again.`,
-      "Copy Install Command",
+      `${name} is not installed here: \`${program}\` is not on PATH.${install ? ` Install it (${install}), then choose ${resumeLabel(handoff)} again.` : ""}`,
+      ...(install ? ["Copy Install Command"] : []),
     );
-    if (choice === "Copy Install Command") await vscode.env.clipboard.writeText(INSTALL[handoff.agent]);
+    if (choice === "Copy Install Command" && install) await vscode.env.clipboard.writeText(install);
     return undefined;
   }
   const terminal = vscode.window.createTerminal({ name, ...(handoff.cwd ? { cwd: handoff.cwd } : {}) });

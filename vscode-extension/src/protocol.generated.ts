@@ -191,6 +191,22 @@ export interface CompactBoundaryItem {
   [k: string]: unknown;
 }
 /**
+ * The last message of a WebSocket connection the server dropped because the client did
+ * not read what was sent to it fast enough (its queue, or every client's together, was
+ * full); what was queued for it was freed, and the connection closes after this.
+ */
+export interface ConnectionDroppedNotification {
+  /**
+   * Why this client was dropped, in words.
+   */
+  reason: string;
+  /**
+   * Bytes that were waiting for it when dropped.
+   */
+  queuedBytes: number;
+  [k: string]: unknown;
+}
+/**
  * One part of a multi-part message (text, image, ...); images carry base64 `data`.
  */
 export interface ContentPart {
@@ -235,6 +251,56 @@ export interface CostItem {
   usd: number;
   /**
    * False when the model's price is unknown: `usd` is 0 and only the tokens count (imported sessions of unlisted models).
+   */
+  priced?: boolean;
+  [k: string]: unknown;
+}
+/**
+ * Server-written by an import: model calls an agent's own running totals count that no
+ * line of its transcript records (Claude Code's `cost-state`: its `/compact` calls, and
+ * its sub-agents' calls, which their own threads count), over one stretch of the
+ * session, for one model. The cost subsystem shows what is left of them once the
+ * sub-agents' costs are taken out as its `unrecorded` line.
+ */
+export interface CostReportedItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
+  id: string;
+  /**
+   * The turn the item belongs to.
+   */
+  turnId?: string | null;
+  /**
+   * `cost_reported`.
+   */
+  type?: "cost_reported";
+  /**
+   * The model the calls went to.
+   */
+  model: string;
+  /**
+   * Input tokens (cache reads and writes included).
+   */
+  inputTokens: number;
+  /**
+   * Output tokens.
+   */
+  outputTokens: number;
+  /**
+   * Input tokens read from the cache.
+   */
+  cacheReadTokens?: number;
+  /**
+   * Input tokens written to the cache.
+   */
+  cacheWriteTokens?: number;
+  /**
+   * What they cost, priced as one call (genai-prices).
+   */
+  usd: number;
+  /**
+   * False when the model's price is unknown.
    */
   priced?: boolean;
   [k: string]: unknown;
@@ -380,9 +446,9 @@ export interface Handoff {
   /**
    * The agent to hand over to.
    */
-  agent: "claude-code" | "codex";
+  agent: "claude-code" | "codex" | "gemini";
   /**
-   * The agent's own resume, as an argument list: `claude --resume ID` or `codex resume ID`.
+   * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID` or `gemini --resume ID`.
    */
   command: string[];
   /**
@@ -836,6 +902,18 @@ export interface OperationItem {
    * The tool's result, any JSON.
    */
   result?: unknown;
+  /**
+   * A shell tool's command line, as the agent ran it (on `started`).
+   */
+  command?: string | null;
+  /**
+   * A shell command's exit code, when known.
+   */
+  exitCode?: number | null;
+  /**
+   * A call that ran a sub-agent: the sub-agent's thread (started with `thread/start {parentThreadId}`). Its cost is counted in this thread's cost line.
+   */
+  childThreadId?: string | null;
   [k: string]: unknown;
 }
 export interface PendingOperation {
@@ -1274,6 +1352,18 @@ export interface ThreadInfo {
    * Where the thread came from: null when recorded over this protocol.
    */
   origin?: ThreadOrigin | null;
+  /**
+   * The thread whose tool call started this one (a sub-agent), else null. A child is listed under its parent (`thread/list {parentThreadId}`), not at the top.
+   */
+  parentThreadId?: string | null;
+  /**
+   * That tool call: its `operationId` in the parent thread, when known.
+   */
+  parentOperationId?: string | null;
+  /**
+   * How many (unarchived) sub-agent threads `thread/list {parentThreadId}` lists under this one. Counted by `thread/list`, and in `thread/started` / `thread/updated` once this server has a listing open (a new thread says 0); null where not counted (before any listing, other answers): keep the count you have. A sub-agent's start, archive or delete is followed by its parent's `thread/updated` with the new count.
+   */
+  childCount?: number | null;
   [k: string]: unknown;
 }
 /**
@@ -1281,9 +1371,9 @@ export interface ThreadInfo {
  */
 export interface ThreadOrigin {
   /**
-   * The agent whose session this thread mirrors: `claude-code`, `codex`, or `acp` (recorded through `sessiond acp`).
+   * The agent whose session this thread mirrors: `claude-code`, `codex`, `gemini` (Gemini CLI), or `acp` (recorded through `sessiond acp`).
    */
-  agent: "claude-code" | "codex" | "acp";
+  agent: "claude-code" | "codex" | "gemini" | "acp";
   /**
    * The session's id in that agent's own store.
    */
@@ -1300,6 +1390,14 @@ export interface ThreadOrigin {
    * Imports: 1 for a session's first import; a source file rewritten (not appended to) since is imported again as a new thread with the next revision.
    */
   revision?: number | null;
+  /**
+   * A sub-agent's session: the session (in that agent's store) whose tool call started it; the thread's `parentThreadId` is that session's thread.
+   */
+  parentSessionId?: string | null;
+  /**
+   * A sub-agent's session: the parent's tool call that started it (its `operationId` in the parent thread), when the agent recorded it.
+   */
+  parentToolCallId?: string | null;
   [k: string]: unknown;
 }
 export interface SessionRef {
@@ -1566,6 +1664,10 @@ export interface ThreadListParams {
    * Threads per page (1-200).
    */
   limit?: number;
+  /**
+   * List this thread's sub-agent threads. Without it only top-level threads are listed: children are reached through their parent (`childCount`).
+   */
+  parentThreadId?: string | null;
   [k: string]: unknown;
 }
 export interface ThreadListResult {
@@ -1577,6 +1679,44 @@ export interface ThreadListResult {
    * Pass as `cursor` for the next page; null when this is the last.
    */
   nextCursor: string | null;
+  [k: string]: unknown;
+}
+/**
+ * The content of a file as an edit recorded it: the `beforeSha` or `afterSha` of the
+ * `file_edit` item at `seq`. Only blobs the thread's own edits name can be read.
+ */
+export interface ThreadReadBlobParams {
+  /**
+   * The thread's id (a UUID).
+   */
+  threadId: string;
+  /**
+   * Seq of the thread's `file_edit` item naming the blob.
+   */
+  seq: number;
+  /**
+   * sha256 (hex) of the content: that item's `beforeSha` or `afterSha`.
+   */
+  sha: string;
+  [k: string]: unknown;
+}
+export interface ThreadReadBlobResult {
+  /**
+   * The content is stored. False when the edit was recorded with its hashes only (a client's own `file_edit`, an imported diff): nothing to show.
+   */
+  recorded: boolean;
+  /**
+   * The content, in `encoding`; null when not recorded.
+   */
+  content?: string | null;
+  /**
+   * `utf-8` (text, as is) or `base64` (bytes that are not UTF-8).
+   */
+  encoding?: ("utf-8" | "base64") | null;
+  /**
+   * The content's length in bytes.
+   */
+  size?: number | null;
   [k: string]: unknown;
 }
 /**
@@ -1770,6 +1910,14 @@ export interface ThreadStartParams {
    * What the agent may do; restored on every resume.
    */
   permissions?: Permissions | null;
+  /**
+   * Start a sub-agent's thread under this one (it must exist: ThreadNotFound otherwise); listed under it, not at the top.
+   */
+  parentThreadId?: string | null;
+  /**
+   * With `parentThreadId`: the parent's operation (tool call) that started the sub-agent.
+   */
+  parentOperationId?: string | null;
   [k: string]: unknown;
 }
 export interface ThreadStartResult {
@@ -1828,6 +1976,7 @@ export interface ProtocolRequests {
   "thread/record": { params: ThreadRecordParams; result: ThreadRecordResult };
   "thread/list": { params: ThreadListParams; result: ThreadListResult };
   "thread/read": { params: ThreadReadParams; result: ThreadReadResult };
+  "thread/readBlob": { params: ThreadReadBlobParams; result: ThreadReadBlobResult };
   "thread/resume": { params: ThreadResumeParams; result: RestoreReport };
   "thread/fork": { params: ThreadForkParams; result: ThreadForkResult };
   "thread/archive": { params: ThreadIdParams; result: EmptyResult };
@@ -1856,4 +2005,5 @@ export interface ProtocolServerNotifications {
   "item/recorded": ItemRecordedNotification;
   "lifecycle/hook": LifecycleHookNotification;
   "$/progress": ProgressNotification;
+  "connection/dropped": ConnectionDroppedNotification;
 }

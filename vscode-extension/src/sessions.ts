@@ -3,45 +3,35 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { SessiondClient } from "./client";
-import { renderRestoreReport, renderTranscript } from "./documents";
+import { renderRestoreReport } from "./documents";
 import { errorKind } from "./errors";
-import { driftDetail, threadLabel } from "./format";
-import { AGENT_NAMES, resumeInAgent, resumeLabel } from "./handoff";
+import { agentName, driftDetail, threadLabel } from "./format";
+import { resumeInAgent, resumeLabel } from "./handoff";
 import type { Handoff, RestoreReport, ThreadInfo } from "./protocol";
-import { costOf, todosOf, troubledSubsystems } from "./subsystems";
+import { costOf, todosOf } from "./subsystems";
+import type { TranscriptPanels } from "./transcript/panel";
 import type { CostStatusItem, ReadOnlyDocuments, TodosTreeProvider } from "./views";
 
 type Item = Record<string, unknown>;
 
 export const CONTINUE_HERE = "Continue here";
 export const FORK_INSTEAD = "Fork into a new thread";
-export const INSPECT = "Inspect";
 
-/** Items per "Load earlier messages" (and per page of a transcript opened without resuming). */
-export const EARLIER_PAGE = 200;
-const TRANSCRIPT_TYPES = new Set(["message", "operation", "turn", "compact_boundary"]);
-
-/** What a transcript shows: its newest part, and where to load earlier items from. */
-export interface Transcript {
+export interface ActiveSession {
   thread: ThreadInfo;
-  items: Item[];
-  boundarySeq: number;
-  /** `beforeSeq` for the next "Load earlier messages"; null once everything since the boundary is shown. */
-  earlier: number | null;
-}
-
-export interface ActiveSession extends Transcript {
   sessionId: string;
   report: RestoreReport | undefined;
 }
 
+/** Where a transcript opens other than at its newest item: a search hit. */
+export interface OpenAt {
+  seq: number;
+  /** Words to mark in the item at `seq`. */
+  highlight?: string[];
+}
+
 export class SessionController {
   active: ActiveSession | undefined;
-  /** Transcripts opened without a session (Open Transcript), by thread id. */
-  private readonly opened = new Map<string, Transcript>();
-  private readonly transcriptsChanged = new vscode.EventEmitter<void>();
-  /** Fires when a transcript gains or loses earlier messages to load (the code lens follows). */
-  readonly onDidChangeTranscripts = this.transcriptsChanged.event;
   private readonly activeChanged = new vscode.EventEmitter<ThreadInfo | undefined>();
   /** The thread open in this window changed (the Threads view marks it). */
   readonly onDidChangeActive = this.activeChanged.event;
@@ -51,6 +41,7 @@ export class SessionController {
     private readonly documents: ReadOnlyDocuments,
     private readonly todos: TodosTreeProvider,
     private readonly cost: CostStatusItem,
+    readonly transcripts: TranscriptPanels,
   ) {}
 
   /** Resume: ready → the restored views; needs_review → the drift modal decides. An imported
@@ -113,20 +104,20 @@ export class SessionController {
     if (title === undefined) return;
     await this.closeActive();
     const started = await this.client.request("thread/start", { cwd, ...(title.trim() ? { title: title.trim() } : {}) });
-    this.active = { thread: started.thread, sessionId: started.sessionId, report: undefined, items: [], boundarySeq: 0, earlier: null };
+    this.active = { thread: started.thread, sessionId: started.sessionId, report: undefined };
     this.todos.set([]);
     this.cost.show(undefined);
     await this.setSessionContext();
-    await this.showTranscript();
+    await this.transcripts.show({ thread: started.thread });
   }
 
   async clear(): Promise<void> {
     const active = this.requireActive();
     if (!active) return;
     const result = await this.client.request("thread/clear", { threadId: active.thread.threadId, sessionId: active.sessionId });
-    // Clear keeps todos and cost; only the conversation starts again.
-    Object.assign(active, { sessionId: result.sessionId, items: [], boundarySeq: active.boundarySeq + 1, earlier: null });
-    await this.showTranscript();
+    // Clear keeps todos and cost; only the conversation starts again (its boundary shows where).
+    active.sessionId = result.sessionId;
+    await this.reloadTranscript(active);
     void vscode.window.showInformationMessage(`Cleared “${threadLabel(active.thread)}”: a new session starts with an empty conversation.`);
   }
 
@@ -139,21 +130,18 @@ export class SessionController {
       validateInput: (value) => (value.trim() ? undefined : "A compact needs a summary"),
     });
     if (!summary?.trim()) return;
-    const result = await this.client.request("thread/compact", {
+    await this.client.request("thread/compact", {
       threadId: active.thread.threadId,
       sessionId: active.sessionId,
       summary: summary.trim(),
     });
-    // The summary is now the oldest message: the transcript starts again from it.
-    const page = await this.client.request("thread/read", { threadId: active.thread.threadId, afterSeq: result.boundarySeq - 1, limit: EARLIER_PAGE });
-    Object.assign(active, { boundarySeq: result.boundarySeq, items: transcriptItems(page.items, result.boundarySeq), earlier: null });
-    await this.showTranscript();
+    await this.reloadTranscript(active);
   }
 
   async rewindToTurn(): Promise<void> {
     const active = this.requireActive();
     if (!active) return;
-    const turns = userTurns(active.items);
+    const turns = userTurns(this.transcripts.get(active.thread.threadId)?.loadedItems() ?? active.report?.messages.items ?? []);
     if (turns.length === 0) {
       void vscode.window.showInformationMessage("This thread has no turns to rewind to.");
       return;
@@ -192,56 +180,30 @@ export class SessionController {
       if (force !== "Rewind anyway") return;
       result = await this.client.request("thread/rewind", { ...params, force: true });
     }
-    if (result.conversation) {
-      active.items = active.items.filter((item) => Number(item["seq"]) <= result.toSeq);
-      await this.showTranscript();
-    }
+    if (result.conversation) await this.reloadTranscript(active);
     const files = result.files.length;
     void vscode.window.showInformationMessage(
       `Rewound to the end of “${turn.label}”${scope.conversation ? "" : " (files only)"}${files ? `; ${files} file${files === 1 ? "" : "s"} restored` : ""}.`,
     );
   }
 
-  /** A thread's newest items, read without opening a session; earlier ones load on demand. */
-  async openTranscript(thread: ThreadInfo): Promise<void> {
-    const transcript: Transcript = { thread, items: [], boundarySeq: 0, earlier: Number.MAX_SAFE_INTEGER };
-    this.opened.set(thread.threadId, transcript);
-    await this.loadEarlier(transcript);
-    await this.render(transcript);
+  /** A thread's transcript without opening a session: its newest items, or those around a
+   * seq (a search hit); the rest load as the reader scrolls. */
+  async openTranscript(thread: ThreadInfo, at?: OpenAt): Promise<void> {
+    const report = this.active?.thread.threadId === thread.threadId ? this.active.report : undefined;
+    await this.transcripts.show({ thread, report, atSeq: at?.seq, highlight: at?.highlight });
   }
 
-  /** The transcript a document shows: the open session's, or one opened without a session. */
-  transcriptOf(threadId: string): Transcript | undefined {
-    return this.active?.thread.threadId === threadId ? this.active : this.opened.get(threadId);
-  }
-
-  /** "Load earlier messages": the page just before the oldest one shown, down to the boundary. */
+  /** "Load earlier messages": the page before the first item the transcript shows. */
   async loadEarlierMessages(threadId: string): Promise<void> {
-    const transcript = this.transcriptOf(threadId);
-    if (!transcript || transcript.earlier === null) return;
-    await this.loadEarlier(transcript);
-    // The reader is at the top, where the lens is: the view stays there, the page just loaded
-    // below the title, rather than jumping back to the newest message.
-    await this.render(transcript, { revealEnd: false });
+    await this.transcripts.get(threadId)?.loadEarlier();
   }
 
-  /** The page before the oldest item loaded, put in front of the others (not shown yet). */
-  private async loadEarlier(transcript: Transcript): Promise<void> {
-    if (transcript.earlier === null) return;
-    const page = await this.client.request("thread/read", {
-      threadId: transcript.thread.threadId,
-      beforeSeq: transcript.earlier,
-      limit: EARLIER_PAGE,
-    });
-    transcript.items = [...transcriptItems(page.items, transcript.boundarySeq), ...transcript.items];
-    const oldest = page.items[0]?.["seq"];
-    const reachedBoundary = typeof oldest === "number" && oldest <= transcript.boundarySeq;
-    transcript.earlier = reachedBoundary ? null : (page.nextBeforeSeq ?? null);
-    this.transcriptsChanged.fire();
-  }
-
-  async showRestoreReport(): Promise<void> {
-    const report = this.active?.report;
+  /** The restore report of the open session, or of the transcript `threadId` (an imported
+   * thread's resume opens no session). */
+  async showRestoreReport(threadId?: string): Promise<void> {
+    const shown = threadId ?? this.transcripts.active?.thread.threadId;
+    const report = (shown ? this.transcripts.get(shown)?.report : undefined) ?? this.active?.report;
     if (!report) {
       void vscode.window.showInformationMessage("Resume a thread to see its restore report.");
       return;
@@ -260,6 +222,7 @@ export class SessionController {
       return;
     }
     this.active.thread = { ...this.active.thread, ...thread };
+    this.transcripts.get(thread.threadId)?.setThread(thread);
   }
 
   async closeActive(): Promise<void> {
@@ -279,42 +242,26 @@ export class SessionController {
     await this.closeActive();
     const sessionId = report.session.sessionId;
     if (!sessionId) throw new Error("the server reported ready without opening a session");
-    // The newest messages come with the answer: the transcript shows them at once, and
-    // "Load earlier messages" pages back from there.
-    this.active = {
-      thread: report.thread,
-      sessionId,
-      report,
-      items: [...report.messages.items],
-      boundarySeq: report.messages.boundarySeq,
-      earlier: report.messages.nextBeforeSeq,
-    };
-    this.transcriptsChanged.fire();
+    this.active = { thread: report.thread, sessionId, report };
+    // Opens at the newest item; drift, invalidated state and operations to review are the
+    // banner at its top. Started first: its webview loads while the other views fill.
+    const shown = this.transcripts.show({ thread: report.thread, report });
     this.todos.set(todosOf(report));
     this.cost.show(costOf(report));
     await this.setSessionContext();
-    await this.showTranscript();
-    await this.warnAboutWhatNeedsReview(report);
+    await shown;
   }
 
   /** An imported thread: its restored views (read-only: no session opened) and the offer to
-   * continue in the agent that keeps the session. */
+   * continue in the agent that keeps the session (also in the transcript's title bar). */
   private async showHandoff(report: RestoreReport, handoff: Handoff): Promise<void> {
     await this.closeActive(); // the views now show this thread: the one open before is released
-    // Newest messages first, as for a resumed thread; earlier ones load on demand.
-    const transcript: Transcript = {
-      thread: report.thread,
-      items: [...report.messages.items],
-      boundarySeq: report.messages.boundarySeq,
-      earlier: report.messages.nextBeforeSeq,
-    };
-    this.opened.set(report.thread.threadId, transcript);
-    this.transcriptsChanged.fire();
+    const shown = this.transcripts.show({ thread: report.thread, report, handoff });
     this.todos.set(todosOf(report));
     this.cost.show(costOf(report));
     await this.setSessionContext();
-    await this.render(transcript);
-    const agent = AGENT_NAMES[handoff.agent];
+    await shown;
+    const agent = agentName(handoff.agent);
     const choice = await vscode.window.showInformationMessage(
       `“${threadLabel(report.thread)}” is a ${agent} session: sessiond shows it, ${agent} continues it.`,
       resumeLabel(handoff),
@@ -322,32 +269,9 @@ export class SessionController {
     if (choice === resumeLabel(handoff)) await resumeInAgent(handoff);
   }
 
-  private async warnAboutWhatNeedsReview(report: RestoreReport): Promise<void> {
-    const troubled = troubledSubsystems(report);
-    const pending = report.pendingOperations ?? [];
-    const warnings = (report.environment.drift ?? []).filter((entry) => entry.severity === "warn");
-    const parts = [
-      ...troubled.map((entry) => `${entry.name} ${entry.status}${entry.reason ? ` (${entry.reason})` : ""}`),
-      ...(pending.length ? [`${pending.length} operation${pending.length === 1 ? "" : "s"} to review`] : []),
-      ...(warnings.length ? [`${warnings.map((entry) => entry.field).join(", ")} changed`] : []),
-    ];
-    if (parts.length === 0) return;
-    const choice = await vscode.window.showWarningMessage(
-      `Resumed “${threadLabel(report.thread)}”, but: ${parts.join("; ")}.`,
-      INSPECT,
-    );
-    if (choice === INSPECT) await this.showRestoreReport();
-  }
-
-  private async showTranscript(): Promise<void> {
-    if (this.active) await this.render(this.active);
-  }
-
-  /** Shows the transcript; unless told otherwise, scrolled to its end: the newest message is
-   * what a person resuming wants to see, and a long thread's end is hundreds of lines down. */
-  private async render(transcript: Transcript, { revealEnd = true } = {}): Promise<void> {
-    const { thread, items, boundarySeq, earlier } = transcript;
-    await this.documents.show(transcriptPath(thread), renderTranscript(thread, items, boundarySeq, earlier !== null), { revealEnd });
+  private async reloadTranscript(active: ActiveSession): Promise<void> {
+    const panel = this.transcripts.get(active.thread.threadId);
+    await (panel ? panel.reload() : this.transcripts.show({ thread: active.thread, report: active.report }));
   }
 
   private requireActive(): ActiveSession | undefined {
@@ -369,11 +293,6 @@ export function currentCwdFor(thread: ThreadInfo): string | undefined {
   return folders[0] ?? thread.cwd ?? undefined;
 }
 
-/** The editor tab shows the last path segment: the thread's title, under its id (unique). */
-export function transcriptPath(thread: ThreadInfo): string {
-  return `/transcript/${thread.threadId}/${tabName(threadLabel(thread))}`;
-}
-
 export function reportPath(thread: ThreadInfo): string {
   return `/restore-report/${thread.threadId}/${tabName(`Restore report: ${threadLabel(thread)}`)}`;
 }
@@ -382,11 +301,6 @@ export function reportPath(thread: ThreadInfo): string {
 function tabName(title: string): string {
   const name = title.replace(/[\\/\u0000-\u001f\u007f]+/g, " ").trim();
   return name.length > 60 ? `${name.slice(0, 59)}…` : name || "untitled";
-}
-
-/** The items a transcript shows, from the boundary on (a compact's summary is at the boundary). */
-function transcriptItems(items: readonly Item[], boundarySeq: number): Item[] {
-  return items.filter((item) => TRANSCRIPT_TYPES.has(String(item["type"])) && Number(item["seq"]) >= boundarySeq);
 }
 
 function userTurns(items: readonly Item[]): { turnId: string; text: string }[] {

@@ -1,4 +1,5 @@
-// The Threads view: workspace folder → branch → threads, newest first, one page at a time.
+// The Threads view: workspace folder → branch → threads, newest first, one page at a time;
+// a thread's sub-agent threads (childCount) nested under it, listed when it is expanded.
 import { execFile } from "node:child_process";
 import * as vscode from "vscode";
 import type { SessiondClient } from "./client";
@@ -60,6 +61,12 @@ export function inFolder(thread: ThreadInfo, folder: string): boolean {
   return thread.workspaceFolder === folder || thread.cwd === folder || (thread.cwd ?? "").startsWith(`${base}/`);
 }
 
+/** A notification's ThreadInfo over the listed one: it counts no children (null), so the
+ * listing's count stays. */
+function merged(listed: ThreadInfo, update: ThreadInfo): ThreadInfo {
+  return { ...listed, ...update, childCount: update.childCount ?? listed.childCount ?? null };
+}
+
 function newestFirst(a: ThreadInfo, b: ThreadInfo): number {
   return (b.updatedAt ?? b.createdAt ?? "").localeCompare(a.updatedAt ?? a.createdAt ?? "");
 }
@@ -74,6 +81,8 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   private empty: boolean | undefined;
   private openHere: string | undefined;
   private readonly openElsewhere = new Map<string, string>();
+  /** Sub-agent threads by parent id, as `thread/list {parentThreadId}` gave them. */
+  private readonly children = new Map<string, ThreadInfo[]>();
   search: string | undefined;
   showArchived = false;
 
@@ -94,6 +103,7 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   /** Drops every loaded page and what refusals said; the view asks again for what is visible. */
   refresh(): void {
     this.openElsewhere.clear();
+    this.children.clear();
     for (const group of this.groups) Object.assign(group, unloaded());
     this.generation++;
     this.changed.fire(undefined);
@@ -177,8 +187,13 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
     this.changed.fire(undefined);
   }
 
-  /** A thread/updated or thread/started notification: patch the loaded pages in place. */
-  applyThreadChange(thread: ThreadInfo, deleted: boolean): void {
+  /** A thread/updated or thread/started (`started`) notification: patch the loaded pages in
+   * place. A sub-agent's thread goes under its parent, never among the top-level ones. */
+  applyThreadChange(thread: ThreadInfo, deleted: boolean, started = false): void {
+    if (thread.parentThreadId) {
+      this.applyChildChange(thread.parentThreadId, thread, deleted, started);
+      return;
+    }
     let changed = false;
     for (const group of this.groups) {
       const index = group.threads.findIndex((known) => known.threadId === thread.threadId);
@@ -187,7 +202,7 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
         (thread.archived ?? false) === this.showArchived &&
         (group.path === null || inFolder(thread, group.path));
       if (index >= 0) {
-        if (belongs) group.threads[index] = { ...group.threads[index], ...thread };
+        if (belongs) group.threads[index] = merged(group.threads[index]!, thread);
         else group.threads.splice(index, 1);
         if (!belongs) this.openElsewhere.delete(thread.threadId);
         changed = true;
@@ -200,9 +215,52 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
     if (changed) this.changed.fire(undefined);
   }
 
+  /** A sub-agent's thread changed: patched under its parent when the parent's children are
+   * listed, and the parent's count follows (a thread/started one counts before they are). */
+  private applyChildChange(parentId: string, thread: ThreadInfo, deleted: boolean, started: boolean): void {
+    const visible = !deleted && !(thread.archived ?? false);
+    const listed = this.children.get(parentId);
+    if (listed) {
+      const index = listed.findIndex((child) => child.threadId === thread.threadId);
+      if (index >= 0 && visible) listed[index] = merged(listed[index]!, thread);
+      else if (index >= 0) listed.splice(index, 1);
+      else if (visible) listed.unshift(thread);
+    }
+    for (const parent of this.allThreads()) {
+      if (parent.threadId !== parentId) continue;
+      if (listed) parent.childCount = listed.length;
+      else if (started) parent.childCount = (parent.childCount ?? 0) + 1;
+    }
+    this.changed.fire(undefined);
+  }
+
   /** Every thread currently loaded (for tests and for commands given a thread id). */
   loadedThreads(): ThreadInfo[] {
-    return this.groups.flatMap((group) => group.threads);
+    return this.allThreads();
+  }
+
+  private allThreads(): ThreadInfo[] {
+    return [...this.groups.flatMap((group) => group.threads), ...[...this.children.values()].flat()];
+  }
+
+  /** A thread's sub-agent threads, newest first (every page, asked for once). */
+  private async childrenOf(thread: ThreadInfo): Promise<ThreadInfo[]> {
+    const cached = this.children.get(thread.threadId);
+    if (cached) return cached;
+    const generation = this.generation;
+    const found: ThreadInfo[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { threads: ThreadInfo[]; nextCursor?: string | null } = await this.client.request("thread/list", {
+        parentThreadId: thread.threadId,
+        ...(cursor ? { cursor } : {}),
+        limit: 200,
+      });
+      found.push(...page.threads);
+      cursor = page.nextCursor ?? null;
+    } while (cursor !== null);
+    if (generation === this.generation) this.children.set(thread.threadId, found);
+    return found;
   }
 
   async getChildren(node?: ThreadsNode): Promise<ThreadsNode[]> {
@@ -240,6 +298,14 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
         .sort(newestFirst)
         .map((thread) => ({ kind: "thread", thread }));
     }
+    if (node.kind === "thread" && (node.thread.childCount ?? 0) > 0) {
+      try {
+        const children = await this.childrenOf(node.thread);
+        return [...children].sort(newestFirst).map((thread): ThreadsNode => ({ kind: "thread", thread }));
+      } catch (error) {
+        return [{ kind: "notice", text: describeError("list sub-agent threads", error) }];
+      }
+    }
     return [];
   }
 
@@ -272,7 +338,8 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
       }
       case "thread": {
         const { thread } = node;
-        const item = new vscode.TreeItem(threadLabel(thread), vscode.TreeItemCollapsibleState.None);
+        const nested = (thread.childCount ?? 0) > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None;
+        const item = new vscode.TreeItem(threadLabel(thread), nested);
         item.id = thread.threadId;
         item.description = threadDescription(thread, this.now());
         const state = this.stateOf(thread);

@@ -202,3 +202,73 @@ export async function notifications(page) {
 export async function assertNoDialog(page) {
   assert.equal(await dialog(page).count(), 0, "no dialog is open");
 }
+
+/**
+ * The frame of the transcript webview titled `title` (and, given, of that thread: two threads
+ * may share a title): VS Code puts each webview in frames of its own, outside the editor's DOM.
+ */
+export async function transcriptFrame(page, title, { threadId, timeoutMs = 30_000 } = {}) {
+  return eventually(async () => {
+    for (const frame of page.frames()) {
+      const feed = await frame.evaluate(() => ({ label: document.getElementById("feed")?.getAttribute("aria-label"), thread: document.getElementById("feed")?.dataset.threadId })).catch(() => ({}));
+      if (feed.label === `Transcript of ${title}` && (threadId === undefined || feed.thread === threadId)) return frame;
+    }
+    throw new Error(`no transcript webview for "${title}" among ${page.frames().length} frames`);
+  }, timeoutMs);
+}
+
+/** The transcript's entries as shown, in order: seq, kind (its classes), what a person reads, what a screen reader says. */
+export function transcriptEntries(frame) {
+  return frame.evaluate(() =>
+    [...document.querySelectorAll("#feed > .entry")].map((entry) => ({
+      seq: Number(entry.dataset.seq),
+      kind: [...entry.classList].filter((name) => name !== "entry").join(" "),
+      text: entry.innerText.replace(/\s+/g, " ").trim(),
+      label: entry.getAttribute("aria-label"),
+    })),
+  );
+}
+
+/** The entries whose top and bottom are inside the webview's viewport. */
+export function visibleEntries(frame) {
+  return frame.evaluate(() =>
+    [...document.querySelectorAll("#feed > .entry")]
+      .filter((entry) => {
+        const box = entry.getBoundingClientRect();
+        return box.bottom > 0 && box.top < window.innerHeight;
+      })
+      .map((entry) => entry.innerText.replace(/\s+/g, " ").trim()),
+  );
+}
+
+/** Runs a command from the command palette by its title, as a person types it. */
+export async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input.input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(`>${title}`);
+  const row = page.locator(".quick-input-widget .quick-input-list .monaco-list-row").filter({ has: page.getByText(title, { exact: true }) });
+  await row.first().click();
+}
+
+/**
+ * Preferences: Color Theme, then the theme labelled `pick(labels, current)` (the picker
+ * opens on the current one); returns the theme that was current.
+ */
+export async function chooseColorTheme(page, pick) {
+  await runCommand(page, "Preferences: Color Theme");
+  const rows = page.locator(".quick-input-widget .quick-input-list .monaco-list-row");
+  const current = await eventually(async () => {
+    const label = await rows.locator(".label-name").first().count() ? await page.locator(".quick-input-widget .quick-input-list .monaco-list-row.focused .label-name").innerText() : "";
+    assert.ok(label, "the picker shows the current theme");
+    return label;
+  });
+  const labels = await rows.locator(".label-name").allInnerTexts();
+  const input = page.locator(".quick-input-widget input.input");
+  const choice = pick(labels, current);
+  await input.fill(choice);
+  await eventually(async () => assert.equal(await page.locator(".quick-input-widget .quick-input-list .monaco-list-row.focused .label-name").innerText(), choice));
+  await input.press("Enter");
+  await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
+  return current;
+}

@@ -1,7 +1,7 @@
 // An imported Claude Code session against the real Python server: `sessiond import claude`
 // turns a transcript into a thread; Resume shows what came back (read-only: no session is
 // opened) and offers "Resume in Claude Code", which runs the agent's own resume in a terminal.
-import { activateExtension, findThreadNode, makeRepo, serverCommand, tempDir, vscodeStub, type ActivatedExtension } from "../support/harness";
+import { activateExtension, findThreadNode, makeRepo, serverCommand, tempDir, vscodeStub, type ActivatedExtension, shownTranscript } from "../support/harness";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
@@ -56,13 +56,27 @@ describe("an imported Claude Code session", () => {
 
     const offer = vscodeStub.messages.find((m) => m.buttons.includes("Resume in Claude Code"));
     assert.equal(offer?.message, "“Make checkout idempotent” is a Claude Code session: sessiond shows it, Claude Code continues it.");
-    const shown = vscodeStub.documents.find((d) => d.uri.startsWith("sessiond:/transcript/"));
-    assert.match(shown?.text ?? "", /Make checkout idempotent[\s\S]*Started with the idempotency key\./);
+    const thread = await findThreadNode(extension.api.threads, "Make checkout idempotent");
+    assert.ok(thread.kind === "thread");
+    const shown = await shownTranscript(extension.api, thread.thread.threadId);
+    const texts = shown.entries.map((entry) => entry.text);
+    assert.ok(texts.includes("You Make checkout idempotent"), texts.join("\n"));
+    assert.ok(texts.includes("Claude Code Started with the idempotency key."), "the agent's words, under its name");
+    assert.match(shown.notice ?? "", /Resume in Claude Code \(in the title bar\) continues it there/);
+    assert.equal(vscodeStub.context.get("sessiond.transcriptAgent"), "claude-code", "the title bar offers Resume in Claude Code");
     const todos = extension.api.todos.getChildren().map((todo) => todo.content);
     assert.deepEqual(todos, ["Add an idempotency key"]);
     assert.deepEqual(vscodeStub.terminals, [{ name: "Claude Code", cwd: repo, shown: true, sent: [`claude --resume ${SESSION}`] }]);
     assert.equal(extension.api.sessions.active, undefined, "no sessiond session is opened for a mirror");
     assert.equal(vscodeStub.context.get("sessiond.sessionActive"), false);
+  });
+
+  it("Resume in Claude Code in the transcript's title bar runs the same handoff", async () => {
+    vscodeStub.terminals = [];
+    await vscodeStub.commands.get("sessiond.resumeInClaudeCode")!();
+    assert.deepEqual(vscodeStub.terminals, [{ name: "Claude Code", cwd: repo, shown: true, sent: [`claude --resume ${SESSION}`] }]);
+    await vscodeStub.commands.get("sessiond.resumeInCodex")!();
+    assert.equal(vscodeStub.terminals.length, 1, "the Codex action does nothing for a Claude Code session");
   });
 
   it("says Claude Code is not installed when it is not on PATH", async () => {

@@ -3,7 +3,7 @@
 // warning, opens no session, and still shows the transcript. The directory is made read-only
 // by a read-only bind mount in a private mount namespace (`unshare -m`), since the tests may
 // run as root, which ignores permission bits (tests/confine.py does the same for Python).
-import { activateExtension, harnessClient, findThreadNode, makeRepo, serverCommand, tempDir, vscodeStub, type ActivatedExtension } from "../support/harness";
+import { activateExtension, harnessClient, findThreadNode, makeRepo, serverCommand, tempDir, vscodeStub, type ActivatedExtension, shownTranscript } from "../support/harness";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, before, describe, it } from "node:test";
@@ -64,8 +64,8 @@ describe("a read-only data directory", () => {
     assert.equal(extension.api.sessions.active, undefined, "no session opened");
 
     await vscodeStub.commands.get("sessiond.openTranscript")!(await findThreadNode(extension.api.threads, "from the backup"));
-    const transcript = vscodeStub.documents.find((d) => d.uri === `sessiond:/transcript/${threadId}/from the backup`);
-    assert.ok(transcript, "the transcript opens");
-    assert.match(transcript.text, /### user\n\nrestore the nightly job/);
+    const transcript = await shownTranscript(extension.api, threadId);
+    assert.equal(transcript.title, "from the backup", "the transcript opens");
+    assert.ok(transcript.entries.some((entry) => entry.text === "You restore the nightly job"));
   });
 });

@@ -1,10 +1,24 @@
 // The acceptance path against the real Python server: list → resume (ready) → resume after a
 // branch switch (needs_review) → fork → continue here → rename → archive, asserting what
 // the Threads view, the dialogs and the restored views show.
-import { activateExtension, harnessClient, findThreadNode, git, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
+import {
+  activateExtension,
+  harnessClient,
+  findThreadNode,
+  fromWebview,
+  git,
+  makeRepo,
+  renderTree,
+  serverCommand,
+  shownTranscript,
+  tempDir,
+  vscodeStub,
+  waitFor,
+  type ActivatedExtension,
+} from "../support/harness";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { reportPath, transcriptPath } from "../../src/sessions";
+import { reportPath } from "../../src/sessions";
 
 describe("resuming a thread from the Threads view", () => {
   const root = tempDir("sessiond-ext-flow-");
@@ -54,15 +68,15 @@ describe("resuming a thread from the Threads view", () => {
   });
 
   it("resumes a thread recorded here: transcript, todos, cost, and the operation to review", async () => {
-    vscodeStub.answers.push((shown) => (shown.buttons.includes("Inspect") ? "Inspect" : undefined));
     const node = await findThreadNode(extension.api.threads, "fix login");
     await vscodeStub.commands.get("sessiond.resumeThread")!(node);
 
     assert.equal(vscodeStub.messages.filter((m) => m.modal).length, 0, "no drift, so no modal");
-    const transcript = vscodeStub.documents.find((d) => d.uri === `sessiond:/transcript/${recordedThreadId}/fix login`);
-    assert.ok(transcript, "the transcript opens");
-    assert.match(transcript.text, /### user\n\nthe login form rejects valid passwords/);
-    assert.match(transcript.text, /### assistant\n\nFound it: the hash compare is case-sensitive\./);
+    const transcript = await shownTranscript(extension.api, recordedThreadId);
+    assert.equal(transcript.title, "fix login", "the transcript opens in a tab named after the thread");
+    const texts = transcript.entries.map((entry) => entry.text);
+    assert.ok(texts.includes("You the login form rejects valid passwords"), texts.join("\n"));
+    assert.ok(texts.includes("Agent Found it: the hash compare is case-sensitive."));
 
     const todos = extension.api.todos.getChildren().map((todo) => extension.api.todos.getTreeItem(todo));
     assert.deepEqual(
@@ -72,10 +86,12 @@ describe("resuming a thread from the Threads view", () => {
     const cost = vscodeStub.statusBarItems.find((item) => item.visible);
     assert.equal(cost?.text, "$(credit-card) $0.42");
 
-    const warning = vscodeStub.messages.find((m) => m.severity === "warning");
-    assert.equal(warning?.message, "Resumed “fix login”, but: 1 operation to review.");
+    // The operation to review is the banner at the top, and its button opens the report.
+    assert.match(transcript.banner ?? "", /<strong>bash<\/strong> \(started\): needs review/);
+    assert.ok(!vscodeStub.messages.some((m) => m.severity === "warning"), "said in the banner, not in a pop-up");
+    await fromWebview(extension.api, recordedThreadId, { type: "report" });
     const report = vscodeStub.documents.find((d) => d.uri === `sessiond:/restore-report/${recordedThreadId}/Restore report: fix login`);
-    assert.ok(report, "Inspect opens the restore report");
+    assert.ok(report, "Show restore report opens it");
     assert.match(report.text, /`bash` \(op1\), started: \*\*needs_review\*\*/);
     assert.equal(extension.api.sessions.active?.thread.threadId, recordedThreadId);
     assert.equal(vscodeStub.context.get("sessiond.sessionActive"), true);
@@ -106,8 +122,11 @@ describe("resuming a thread from the Threads view", () => {
     assert.notEqual(active.thread.threadId, recordedThreadId);
     assert.equal(active.thread.forkedFrom?.["threadId"], recordedThreadId);
     assert.equal(active.thread.branch, "feature/login");
-    const transcript = vscodeStub.documents.find((d) => d.uri === `sessiond:${transcriptPath(active.thread)}`);
-    assert.match(transcript?.text ?? "", /the login form rejects valid passwords/, "the fork carries the conversation");
+    const transcript = await shownTranscript(extension.api, active.thread.threadId);
+    assert.ok(
+      transcript.entries.some((entry) => entry.text === "You the login form rejects valid passwords"),
+      "the fork carries the conversation",
+    );
     // The server announces the fork (thread/started); the view shows it without a refresh.
     const lines = await waitFor("the fork in the tree", async () => {
       const rendered = await renderTree(extension.api.threads);
@@ -151,7 +170,7 @@ describe("resuming a thread from the Threads view", () => {
     assert.equal(archived.filter((line) => line.startsWith("    ")).length, 1, "only archived threads are listed");
   });
 
-  it("warns that verification is invalidated when HEAD moved, and Inspect shows why", async () => {
+  it("says in the banner that verification is invalidated when HEAD moved, and the report shows why", async () => {
     const client = extension.api.client;
     const started = await client.request("thread/start", { cwd: repo, title: "flaky tests" });
     const head = git(repo, "rev-parse", "HEAD");
@@ -164,14 +183,13 @@ describe("resuming a thread from the Threads view", () => {
     git(repo, "commit", "-q", "--allow-empty", "-m", "move HEAD");
     vscodeStub.messages = [];
     // Whether a moved HEAD blocks (modal) or only warns is the server's call; either way the
-    // user continues here and then inspects.
-    const answer = (shown: { modal: boolean; buttons: string[] }) =>
-      shown.modal ? "Continue here" : shown.buttons.includes("Inspect") ? "Inspect" : undefined;
-    vscodeStub.answers.push(answer, answer);
+    // user continues here and then looks at the report.
+    vscodeStub.answers.push((shown) => (shown.modal ? "Continue here" : undefined));
     await vscodeStub.commands.get("sessiond.resumeThread")!(started.thread);
 
-    const warning = vscodeStub.messages.find((m) => !m.modal && m.severity === "warning");
-    assert.match(warning?.message ?? "", /^Resumed “flaky tests”, but: verifier invalidated/, JSON.stringify(vscodeStub.messages));
+    const transcript = await shownTranscript(extension.api, started.thread.threadId);
+    assert.match(transcript.banner ?? "", /<strong>verifier invalidated<\/strong>: /, transcript.banner);
+    await vscodeStub.commands.get("sessiond.showRestoreReport")!();
     const report = vscodeStub.documents.find((d) => d.uri === `sessiond:${reportPath(started.thread)}`);
     assert.match(report?.text ?? "", /- \*\*verifier\*\* invalidated: /);
     assert.match(report?.text ?? "", /- pytest: 7\/9 at [0-9a-f]{10}/);

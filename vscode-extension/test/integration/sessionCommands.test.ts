@@ -1,6 +1,17 @@
 // The commands that act on the open session — Rewind to Turn, Compact, Clear, New Thread —
 // against the real server, asserting the transcript and views a user sees after each.
-import { activateExtension, harnessClient, makeRepo, renderTree, serverCommand, tempDir, vscodeStub, waitFor, type ActivatedExtension } from "../support/harness";
+import {
+  activateExtension,
+  harnessClient,
+  makeRepo,
+  renderTree,
+  serverCommand,
+  shownTranscript,
+  tempDir,
+  vscodeStub,
+  waitFor,
+  type ActivatedExtension,
+} from "../support/harness";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 
@@ -9,7 +20,9 @@ describe("commands on the open session", () => {
   const home = `${root.path}/home`;
   let extension: ActivatedExtension;
   let threadId = "";
-  const transcript = () => vscodeStub.documents.filter((d) => d.uri.startsWith(`sessiond:/transcript/${threadId}/`)).at(-1)?.text ?? "";
+  /** The entries the transcript shows, as text, "(undone)" after those a rewind went back past. */
+  const transcript = async () =>
+    (await shownTranscript(extension.api, threadId)).entries.map((entry) => `${entry.text}${/^<article class="[^"]* undone"/.test(entry.html) ? " (undone)" : ""}`);
 
   before(async () => {
     const repo = makeRepo(root.path, "api");
@@ -46,7 +59,7 @@ describe("commands on the open session", () => {
     root.remove();
   });
 
-  it("Rewind to Turn offers the user's requests, newest first, and drops the later turns", async () => {
+  it("Rewind to Turn offers the user's requests, newest first, and marks the later turns undone", async () => {
     let offered: string[] = [];
     vscodeStub.quickPicks.push((items) => {
       offered = items.map((item) => item.label);
@@ -55,18 +68,19 @@ describe("commands on the open session", () => {
     vscodeStub.quickPicks.push((items) => items.find((item) => item.label === "Conversation only"));
     await vscodeStub.commands.get("sessiond.rewindToTurn")!();
     assert.deepEqual(offered, ["make it per-user", "add a token bucket"]);
-    assert.match(transcript(), /Added TokenBucket\./);
-    assert.doesNotMatch(transcript(), /make it per-user/);
+    const shown = await transcript();
+    assert.ok(shown.includes("Agent Added TokenBucket."), shown.join("\n"));
+    assert.ok(shown.includes("undone You make it per-user (undone)"), "still readable, marked undone");
+    assert.match(shown.at(-1)!, /^Rewound to the end of turn t1/);
     assert.ok(vscodeStub.messages.some((m) => m.message === "Rewound to the end of “add a token bucket”."), JSON.stringify(vscodeStub.messages));
   });
 
-  it("Compact asks for the summary and shows it in place of the conversation", async () => {
+  it("Compact asks for the summary and shows it where the agent continues from", async () => {
     vscodeStub.inputs.push("Built a token bucket rate limiter.");
     await vscodeStub.commands.get("sessiond.compactThread")!();
-    const text = transcript();
-    assert.match(text, /Summary of the earlier conversation\*\*\n>\n> Built a token bucket rate limiter\./);
-    assert.match(text, /Earlier history, before the last clear or compact, is not shown/);
-    assert.doesNotMatch(text, /add a token bucket/);
+    const shown = await transcript();
+    assert.equal(shown.at(-1), "Compacted: the agent continues from this summary, not from what is above Built a token bucket rate limiter.");
+    assert.ok(shown.includes("You add a token bucket"), "what came before stays readable above it");
   });
 
   it("Clear starts a new session with an empty conversation and keeps the todos", async () => {
@@ -74,7 +88,7 @@ describe("commands on the open session", () => {
     await vscodeStub.commands.get("sessiond.clearThread")!();
     assert.ok(!vscodeStub.messages.some((m) => m.severity === "error"), JSON.stringify(vscodeStub.messages));
     assert.notEqual(extension.api.sessions.active?.sessionId, before);
-    assert.match(transcript(), /_No messages yet\._/);
+    assert.equal((await transcript()).at(-1), "Conversation cleared: the agent does not see anything above this line");
     assert.deepEqual(
       extension.api.todos.getChildren().map((todo) => todo.content),
       ["document the limits"],

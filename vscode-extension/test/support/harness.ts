@@ -1,6 +1,6 @@
 // Shared set-up for tests: real git repos, a real server command, and the extension
 // activated against the stubbed `vscode` module.
-import { vscodeStub } from "./vscode";
+import { Uri, vscodeStub, type WebviewPanel } from "./vscode";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,9 +9,14 @@ import type * as vscodeTypes from "vscode";
 import { SessiondClient } from "../../src/client";
 import { activate, type SessiondExtensionApi } from "../../src/extension";
 import type { ThreadsNode, ThreadsTreeProvider } from "../../src/threadsTree";
+import type { FromWebview, PageMessage, ShownEntry, ToWebview } from "../../src/transcript/messages";
+import { textOf } from "./text";
+
+export { textOf };
 
 /** The sessiond checkout this extension lives in (out/test/support → repo root). */
 export const REPO_ROOT = path.resolve(__dirname, "..", "..", "..", "..");
+export const EXTENSION_DIR = path.join(REPO_ROOT, "vscode-extension");
 
 export function tempDir(prefix: string): { path: string; remove(): void } {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
@@ -70,7 +75,8 @@ export async function activateExtension(options: {
   if (options.pageSize) vscodeStub.configuration.set("sessiond.threadsPageSize", options.pageSize);
   vscodeStub.setWorkspaceFolders(options.folders);
   const subscriptions: { dispose(): unknown }[] = [];
-  const api = await activate({ subscriptions } as unknown as vscodeTypes.ExtensionContext);
+  const extensionUri = Uri.file(EXTENSION_DIR);
+  const api = await activate({ subscriptions, extensionUri } as unknown as vscodeTypes.ExtensionContext);
   return {
     api,
     deactivate: async () => {
@@ -121,3 +127,70 @@ export async function waitFor<T>(what: string, probe: () => T | undefined | Prom
 }
 
 export { vscodeStub };
+
+/** One entry as the transcript's webview shows it. */
+export interface ShownTranscriptEntry {
+  key: string;
+  seq: number;
+  html: string;
+  /** What a person reads: the HTML without tags, entities decoded, spaces collapsed. */
+  text: string;
+}
+
+export interface ShownTranscript {
+  title: string;
+  banner: string | undefined;
+  notice: string | undefined;
+  entries: ShownTranscriptEntry[];
+  hasEarlier: boolean;
+  hasLater: boolean;
+  focusSeq: number | undefined;
+  /** Every page message, in order (direction, sizes). */
+  pages: PageMessage[];
+}
+
+/** The transcript webview of `threadId` sends `message`, as its script does on a click or scroll. */
+export async function fromWebview(api: SessiondExtensionApi, threadId: string, message: FromWebview): Promise<void> {
+  const panel = api.transcripts.get(threadId)?.panel as unknown as WebviewPanel | undefined;
+  if (!panel) throw new Error(`no transcript is open for ${threadId}`);
+  await panel.send(message);
+}
+
+/**
+ * What the transcript webview of `threadId` shows, rebuilt from the messages the extension
+ * posted to it, applied as the webview's script applies them (test/e2e checks the real one).
+ * The first call answers as the webview's script does when it loads ("ready").
+ */
+export async function shownTranscript(api: SessiondExtensionApi, threadId: string): Promise<ShownTranscript> {
+  const panel = api.transcripts.get(threadId)?.panel as unknown as WebviewPanel | undefined;
+  if (!panel) throw new Error(`no transcript is open for ${threadId}`);
+  if (!(panel as { e2eReady?: boolean }).e2eReady) {
+    (panel as { e2eReady?: boolean }).e2eReady = true;
+    await panel.send({ type: "ready" });
+  }
+  await new Promise((resolve) => setImmediate(resolve)); // posts wait for the ready's promise
+  const shown: ShownTranscript = { title: panel.title, banner: undefined, notice: undefined, entries: [], hasEarlier: false, hasLater: false, focusSeq: undefined, pages: [] };
+  for (const message of panel.posted as ToWebview[]) {
+    if (message.type === "init") {
+      shown.banner = message.banner;
+      shown.notice = message.notice;
+    }
+    if (message.type !== "page") continue;
+    shown.pages.push(message);
+    const entry = (e: ShownEntry): ShownTranscriptEntry => ({ ...e, text: textOf(e.html) });
+    if (message.reset) {
+      shown.entries = message.reset.map(entry);
+    } else {
+      shown.entries = shown.entries.filter((e) => !message.removes.includes(e.key));
+      shown.entries = shown.entries.map((e) => {
+        const update = message.updates.find((u) => u.key === e.key);
+        return update ? entry(update) : e;
+      });
+      shown.entries = [...message.front.map(entry), ...shown.entries, ...message.back.map(entry)];
+    }
+    shown.hasEarlier = message.hasEarlier;
+    shown.hasLater = message.hasLater;
+    if (message.direction === "initial") shown.focusSeq = message.focusSeq;
+  }
+  return shown;
+}

@@ -58,6 +58,9 @@ export class Uri {
   static file(fsPath: string): Uri {
     return new Uri("file", fsPath);
   }
+  static joinPath(base: Uri, ...parts: string[]): Uri {
+    return new Uri(base.scheme, path.posix.join(base.path, ...parts));
+  }
   get fsPath(): string {
     return this.path;
   }
@@ -101,6 +104,66 @@ export class CodeLens {
 interface CodeLensProvider {
   provideCodeLenses(document: { uri: Uri }): CodeLens[];
   onDidChangeCodeLenses?: (listener: () => unknown) => { dispose(): unknown };
+}
+
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+}
+
+/** A webview panel the extension opened: its HTML, what it posted, and a way to answer as its script. */
+export class WebviewPanel {
+  title: string;
+  iconPath: unknown;
+  active = true;
+  disposed = false;
+  revealed = 0;
+  readonly posted: unknown[] = [];
+  private readonly received = new Set<(message: unknown) => unknown>();
+  private readonly disposeListeners = new Set<() => unknown>();
+  private readonly viewStateListeners = new Set<(event: { webviewPanel: WebviewPanel }) => unknown>();
+  readonly webview = {
+    html: "",
+    cspSource: "stub-webview:",
+    asWebviewUri: (uri: Uri) => Uri.from({ scheme: "stub-webview", path: uri.path }),
+    postMessage: async (message: unknown) => {
+      this.posted.push(message);
+      return true;
+    },
+    onDidReceiveMessage: (listener: (message: unknown) => unknown) => {
+      this.received.add(listener);
+      return { dispose: () => this.received.delete(listener) };
+    },
+  };
+  constructor(
+    readonly viewType: string,
+    title: string,
+    readonly options: unknown,
+  ) {
+    this.title = title;
+  }
+  /** The webview's script sends `message`; resolves once the extension handled it. */
+  async send(message: unknown): Promise<void> {
+    await Promise.all([...this.received].map((listener) => listener(message)));
+  }
+  onDidDispose(listener: () => unknown) {
+    this.disposeListeners.add(listener);
+    return { dispose: () => this.disposeListeners.delete(listener) };
+  }
+  onDidChangeViewState(listener: (event: { webviewPanel: WebviewPanel }) => unknown) {
+    this.viewStateListeners.add(listener);
+    return { dispose: () => this.viewStateListeners.delete(listener) };
+  }
+  reveal(): void {
+    this.revealed++;
+  }
+  /** The user closed the tab. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const listener of [...this.disposeListeners]) listener();
+  }
 }
 
 export enum StatusBarAlignment {
@@ -160,13 +223,16 @@ export const vscodeStub = {
   inputs: [] as (string | undefined)[],
   quickPicks: [] as ((items: { label: string }[]) => { label: string } | undefined)[],
   progress: [] as { title: string; reports: unknown[]; done: boolean }[],
+  webviewPanels: [] as WebviewPanel[],
+  /** Commands run through executeCommand that no test registered (vscode.diff, ...). */
+  executed: [] as { command: string; args: unknown[] }[],
   terminals: [] as OpenedTerminal[],
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   context: new Map<string, unknown>(),
   configuration: new Map<string, unknown>(),
   statusBarItems: [] as StatusBarItem[],
   treeViews: new Map<string, TreeView>(),
-  contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string }>(),
+  contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string | Promise<string> }>(),
   codeLensProviders: [] as { selector: { scheme: string }; provider: CodeLensProvider }[],
   workspaceFolders: [] as { uri: Uri; name: string; index: number }[],
   isTrusted: true,
@@ -178,6 +244,8 @@ export const vscodeStub = {
     this.inputs = [];
     this.quickPicks = [];
     this.progress = [];
+    this.webviewPanels = [];
+    this.executed = [];
     this.terminals = [];
     this.commands.clear();
     this.context.clear();
@@ -266,6 +334,11 @@ export const window = {
       },
     };
   },
+  createWebviewPanel: (viewType: string, title: string, _column: unknown, options: unknown) => {
+    const panel = new WebviewPanel(viewType, title, options);
+    vscodeStub.webviewPanels.push(panel);
+    return panel;
+  },
   createTerminal: (options: { name?: string; cwd?: string }) => {
     const opened: OpenedTerminal = { name: options.name, cwd: options.cwd, shown: false, sent: [] };
     vscodeStub.terminals.push(opened);
@@ -297,14 +370,14 @@ export const workspace = {
   getConfiguration: (section: string) => ({
     get: <T>(key: string): T | undefined => vscodeStub.configuration.get(`${section}.${key}`) as T | undefined,
   }),
-  registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }) => {
+  registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): string | Promise<string> }) => {
     vscodeStub.contentProviders.set(scheme, provider);
     return { dispose: () => vscodeStub.contentProviders.delete(scheme) };
   },
   openTextDocument: async (uri: Uri) => {
     const provider = vscodeStub.contentProviders.get(uri.scheme);
     if (!provider) throw new Error(`no content provider for ${uri.scheme}`);
-    const text = provider.provideTextDocumentContent(uri);
+    const text = await provider.provideTextDocumentContent(uri);
     return { uri, getText: () => text, isUntitled: false, languageId: "plaintext" };
   },
   createFileSystemWatcher: () => ({ onDidChange: noEvent, onDidCreate: noEvent, onDidDelete: noEvent, dispose: () => undefined }),
@@ -335,7 +408,10 @@ export const commands = {
       return undefined;
     }
     const handler = vscodeStub.commands.get(id);
-    if (!handler) return undefined;
+    if (!handler) {
+      vscodeStub.executed.push({ command: id, args });
+      return undefined;
+    }
     return handler(...args);
   },
 };

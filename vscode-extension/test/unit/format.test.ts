@@ -51,9 +51,10 @@ describe("thread rows", () => {
 
   it("say which agent an imported thread belongs to", () => {
     const imported = { threadId: "t", updatedAt: "2026-03-10T10:00:00Z", branch: "main", itemCount: 3 };
-    const origin = (agent: "claude-code" | "codex") => ({ agent, sessionId: "s" });
+    const origin = (agent: "claude-code" | "codex" | "gemini") => ({ agent, sessionId: "s" });
     assert.equal(threadDescription({ ...imported, origin: origin("claude-code") }, now), "2h ago · Claude Code");
     assert.equal(threadDescription({ ...imported, origin: origin("codex"), costUsd: 1.5 }, now), "2h ago · $1.50 · Codex");
+    assert.equal(threadDescription({ ...imported, origin: origin("gemini") }, now), "2h ago · Gemini CLI");
   });
 
   it("label a thread by title, else its first line, else what it is", () => {

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { beforeEach, describe, it } from "node:test";
 import type { ThreadInfo, ThreadListParams, ThreadListResult } from "../../src/protocol";
 import { ThreadsTreeProvider } from "../../src/threadsTree";
+import { TreeItemCollapsibleState } from "../support/vscode";
 import { renderTree } from "../support/harness";
 
 const FOLDER = "/work/shop";
@@ -104,6 +105,39 @@ describe("ThreadsTreeProvider", () => {
     // A sibling directory whose name starts the same is not inside the folder.
     tree.applyThreadChange(thread("sibling", 59, "main", { workspaceFolder: null, cwd: `${FOLDER}-old` }), false);
     assert.ok(!(await renderTree(tree)).some((line) => line.includes("sibling")));
+  });
+
+  it("nests sub-agent threads under their parent, listed when it is expanded, and keeps them there as they change", async () => {
+    const parent = thread("parent", 5, "main", { childCount: 1 });
+    const child = thread("sub-agent", 6, "main", { parentThreadId: "parent" });
+    const calls: ThreadListParams[] = [];
+    const nested = {
+      async request(_method: "thread/list", params: ThreadListParams): Promise<ThreadListResult> {
+        calls.push(params);
+        // As the server lists them: top-level threads, or one thread's children.
+        const threads = params.parentThreadId ? [child].filter((t) => t.parentThreadId === params.parentThreadId) : [parent];
+        return { threads, nextCursor: null };
+      },
+    };
+    tree = new ThreadsTreeProvider(nested as never, () => 3, now);
+    tree.setFolders([{ path: FOLDER, name: "shop" }]);
+    assert.deepEqual(await renderTree(tree), ["shop", "  main", "    parent — 55 min ago", "      sub-agent — 54 min ago"]);
+    const parentNode = (await tree.getChildren((await tree.getChildren((await tree.getChildren())[0]))[0]))[0]!;
+    assert.equal(tree.getTreeItem(parentNode).collapsibleState, TreeItemCollapsibleState.Collapsed);
+    assert.deepEqual(calls.slice(1), [{ parentThreadId: "parent", limit: 200 }]);
+    // A notification counts no children (null): the parent keeps its count; a child's change
+    // stays under the parent, and a new sub-agent started there is listed there.
+    tree.applyThreadChange({ ...parent, updatedAt: "2026-03-10T11:58:00Z", childCount: null }, false);
+    tree.applyThreadChange({ ...child, title: "sub-agent, renamed" }, false);
+    tree.applyThreadChange(thread("second", 59, "main", { parentThreadId: "parent" }), false, true);
+    assert.deepEqual(await renderTree(tree), [
+      "shop",
+      "  main",
+      "    parent — 2 min ago",
+      "      second — 1 min ago",
+      "      sub-agent, renamed — 54 min ago",
+    ]);
+    assert.equal(tree.loadedThreads().find((t) => t.threadId === "parent")?.childCount, 2);
   });
 
   it("drops a page asked for before a refresh instead of mixing it into the new listing", async () => {

@@ -1,0 +1,191 @@
+"""Who may see what on a shared store: PostgreSQL row-level security, with two real roles.
+
+The schema is created by an administrator (the cluster's superuser, standing for the
+owner role docs/storage.md describes); two login roles, neither a superuser nor BYPASSRLS,
+get the grants the docs give and run their own sessiond. The database, not sessiond,
+enforces who may write: the same refusals hold for plain SQL on the roles' own
+connections. Default visibility `team`: everyone reads every thread, only the role that
+created one writes, archives or deletes it. `private` (one row in `sessiond_settings`):
+a role sees only its own threads, their items and its blobs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests import pg_cluster
+from tests.faults.helpers import message, record, sessiond, start
+from tests.rpc_client import RpcError, ServerProcess
+
+pytestmark = pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
+TABLES = "sessiond_threads, sessiond_items, sessiond_snapshots, sessiond_blobs, sessiond_holders"
+
+
+@pytest.fixture
+def roles(store_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Store URLs of two roles, `ana` and `ben`, members of one group with the documented
+    grants, on a database whose schema the administrator created."""
+    admin = tmp_path / "admin-home"
+    admin.mkdir()
+    created = subprocess_doctor(admin, store_url)
+    assert created.returncode == 0, created.stderr
+    suffix = uuid.uuid4().hex[:8]
+    group, names = f"sessiond_users_{suffix}", {"ana": f"ana_{suffix}", "ben": f"ben_{suffix}"}
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{group}" NOLOGIN')
+        conn.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON {TABLES} TO "{group}"')
+        conn.execute(f'GRANT SELECT ON sessiond_migrations, sessiond_settings TO "{group}"')
+        for role in names.values():
+            conn.execute(f'CREATE ROLE "{role}" LOGIN IN ROLE "{group}"')
+    user = f"{pg_cluster.SUPERUSER}@"
+    yield {who: store_url.replace(user, f"{role}@", 1) for who, role in names.items()}
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        for role in [*names.values(), group]:
+            conn.execute(f'DROP OWNED BY "{role}"')
+            conn.execute(f'DROP ROLE "{role}"')
+
+
+def subprocess_doctor(home: Path, url: str) -> Any:
+    return sessiond(home, "--store", url, "doctor")
+
+
+def server_as(tmp_path: Path, name: str, url: str) -> ServerProcess:
+    home = tmp_path / f"home-{name}"
+    home.mkdir()
+    server = ServerProcess(home, env={"SESSIOND_STORE": url})
+    server.initialize()
+    return server
+
+
+def refused(server: ServerProcess, method: str, params: dict[str, Any]) -> RpcError:
+    with pytest.raises(RpcError) as failed:
+        server.request(method, params)
+    return failed.value
+
+
+def owners(store_url: str) -> dict[str, str | None]:
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        rows = conn.execute("SELECT thread_id::text, owner_role FROM sessiond_threads").fetchall()
+    return dict(rows)
+
+
+def test_everyone_reads_only_the_owner_writes_and_private_hides_the_others(
+    roles: dict[str, str], store_url: str, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
+    try:
+        tid, sid = start(ana, work, title="ana's thread")
+        record(ana, tid, sid, message("written by ana"))
+        edit = {"threadId": tid, "sessionId": sid, "operationId": "op-1",
+                "path": str(work / "notes.txt"), "content": "ana's file\n"}  # fmt: skip
+        assert ana.request("fs/applyEdit", edit)["outcome"] == "applied"  # a blob of ana's
+        ana.request("thread/close", {"threadId": tid, "sessionId": sid})
+        [before] = [t for t in ana.request("thread/list", {})["threads"] if t["threadId"] == tid]
+
+        # team (the default): ben reads ana's thread ...
+        assert tid in [t["threadId"] for t in ben.request("thread/list", {})["threads"]]
+        items = ben.request("thread/read", {"threadId": tid})["items"]
+        assert "written by ana" in [i.get("content") for i in items]
+        # ... and may not write, resume, retitle, archive or delete it: typed, and unchanged
+        for method, params in (
+            ("thread/resume", {"threadId": tid}),
+            ("thread/setTitle", {"threadId": tid, "title": "ben's now"}),
+            ("thread/archive", {"threadId": tid}),
+            ("thread/delete", {"threadId": tid}),
+        ):
+            error = refused(ben, method, params)
+            assert error.kind == "Unauthorized", (method, error.kind, error.message)
+        [after] = [t for t in ana.request("thread/list", {})["threads"] if t["threadId"] == tid]
+        assert after == before and (after["title"], after["archived"]) == ("ana's thread", False)
+        report = ana.request("thread/resume", {"threadId": tid})  # its owner still may
+        assert report["status"] == "ready"
+        record(ana, tid, report["session"]["sessionId"], message("ana goes on"))
+        ben_tid, ben_sid = start(ben, work, title="ben's thread")
+        record(ben, ben_tid, ben_sid, message("written by ben"))
+        # The database recorded who created each thread.
+        ana_role, ben_role = (url.split("//", 1)[1].split("@", 1)[0] for url in roles.values())
+        assert owners(store_url) == {tid: ana_role, ben_tid: ben_role}
+
+        # The database enforces it, not sessiond: plain SQL on ben's own connection.
+        with psycopg.connect(roles["ben"], autocommit=True) as conn:
+            assert conn.execute("DELETE FROM sessiond_threads WHERE thread_id = %s",
+                                (tid,)).rowcount == 0  # fmt: skip
+            assert conn.execute("UPDATE sessiond_threads SET owner_role = current_user "
+                                "WHERE thread_id = %s", (tid,)).rowcount == 0  # fmt: skip
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("INSERT INTO sessiond_items (thread_id, seq, item_id, line) "
+                             "VALUES (%s, 1000, 'forged', '{}')", (tid,))  # fmt: skip
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("UPDATE sessiond_settings SET value = 'team'")
+        assert owners(store_url)[tid] == ana_role
+
+        # private: each role sees only its own threads, their items and its blobs.
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        assert [t["threadId"] for t in ben.request("thread/list", {})["threads"]] == [ben_tid]
+        assert [t["threadId"] for t in ana.request("thread/list", {})["threads"]] == [tid]
+        assert refused(ben, "thread/read", {"threadId": tid}).kind == "ThreadNotFound"
+        with psycopg.connect(roles["ben"], autocommit=True) as conn:
+            for table in ("sessiond_items", "sessiond_snapshots", "sessiond_threads"):
+                seen = conn.execute(f"SELECT count(*) FROM {table} WHERE thread_id = %s",
+                                    (tid,)).fetchone()  # fmt: skip
+                assert seen == (0,), table
+            assert conn.execute("SELECT count(*) FROM sessiond_blobs").fetchone() == (0,)
+        with psycopg.connect(roles["ana"], autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM sessiond_blobs").fetchone()[0] >= 1
+    finally:
+        ana.close()
+        ben.close()
+
+
+def test_a_role_without_ddl_rights_uses_a_schema_the_owner_created(
+    roles: dict[str, str], tmp_path: Path
+) -> None:
+    """Everyday roles have no CREATE on the schema: their first connection must not try
+    DDL for a schema that is already up to date."""
+    ana = server_as(tmp_path, "ana", roles["ana"])
+    try:
+        tid, _ = start(ana, tmp_path / "work")
+        assert [t["threadId"] for t in ana.request("thread/list", {})["threads"]] == [tid]
+    finally:
+        ana.close()
+
+
+def test_private_a_file_edit_naming_another_roles_blob_reads_nothing_of_it(
+    roles: dict[str, str], store_url: str, tmp_path: Path
+) -> None:
+    """thread/readBlob answers through an edit of the thread (tests/security/
+    test_blob_access.py); a role may record a file_edit naming any sha, but under `private`
+    the database keeps another role's blob from it: content not recorded."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
+    try:
+        tid, sid = start(ana, work)
+        edit = {"threadId": tid, "sessionId": sid, "operationId": "op-1",
+                "path": str(work / "key.txt"), "content": "ana's secret\n"}  # fmt: skip
+        assert ana.request("fs/applyEdit", edit)["outcome"] == "applied"
+        [ana_edit] = [i for i in ana.request("thread/read", {"threadId": tid})["items"]
+                      if i["type"] == "file_edit"]  # fmt: skip
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        ben_tid, ben_sid = start(ben, work)
+        forged = {"type": "file_edit", "path": str(work / "key.txt"), "beforeSha": None,
+                  "afterSha": ana_edit["afterSha"]}  # fmt: skip
+        seq = record(ben, ben_tid, ben_sid, forged)["lastSeq"]
+        read = {"threadId": ben_tid, "seq": seq, "sha": ana_edit["afterSha"]}
+        assert ben.request("thread/readBlob", read) == {
+            "recorded": False, "content": None, "encoding": None, "size": None}  # fmt: skip
+        own = {"threadId": tid, "seq": ana_edit["seq"], "sha": ana_edit["afterSha"]}
+        assert ana.request("thread/readBlob", own)["content"] == "ana's secret\n"
+    finally:
+        ana.close()
+        ben.close()
