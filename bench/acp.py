@@ -20,7 +20,9 @@ includes recording every update and syncing the turn's end).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -277,12 +279,19 @@ class AgentEditor(Editor):
         self.began = time.perf_counter()
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=cwd, env=env,
+            cwd=cwd, env=env, start_new_session=True,
         )  # fmt: skip
         self.next_id = 0
         self.delivery_ns = []
         self.first_update_ms: float | None = None
         self._sent = 0.0
+
+    def close(self) -> None:
+        """End of input, then the whole process group: run direct, an agent's own children
+        (codex-acp's native binary under its npm shim) would outlive it otherwise."""
+        super().close()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
     def request(self, method: str, params: dict[str, Any]) -> Any:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -434,6 +443,12 @@ def real_agents(runs: int, prompts: int) -> dict[str, dict[str, Any]]:
     }
 
 
+def _own(loaded: dict[str, Any]) -> str:
+    if loaded["own"] != loaded["own"]:  # NaN: refused
+        return str(loaded["own_method"])
+    return f"{loaded['own']:.0f} ms ({loaded['own_method']})"
+
+
 def render_real(results: dict[str, dict[str, Any]], prompts: int) -> str:
     from tests.agents import install
 
@@ -453,7 +468,7 @@ def render_real(results: dict[str, dict[str, Any]], prompts: int) -> str:
             f"| {names[agent]} {versions.get(names[agent], '?')} | {first['direct']:.1f} | "
             f"{first['proxy']:.1f} | {added:+.1f}: {'met' if added <= 2 else 'NOT met'} | "
             f"{loaded['load']:.0f}: {'met' if loaded['load'] < 500 else 'NOT met'} | "
-            f"{loaded['prompt']:.0f} | {loaded['own']:.0f} ms ({loaded['own_method']}) |"
+            f"{loaded['prompt']:.0f} | {_own(loaded)} |"
         )
     return "\n".join(
         [

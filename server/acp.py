@@ -1653,8 +1653,10 @@ class AcpProxy:
             if len(live.pending.items) > count or live.pending_size > limit:
                 try:
                     self._write_thread(live)
-                except ProtocolError as exc:
+                except ProtocolError as exc:  # the oldest go: still bounded
                     logger.error("could not write session %s: %s", live.thread_id, exc)
+                    del live.pending.items[: len(live.pending.items) // 2]
+                    live.pending_size //= 2
             return
         if live.session_id is None:
             return

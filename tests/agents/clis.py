@@ -11,6 +11,9 @@ mock model on 127.0.0.1:
 - Gemini CLI: `GOOGLE_GEMINI_BASE_URL` + `GEMINI_API_KEY`; `gemini -p --output-format
   stream-json`. Sessions: `$HOME/.gemini/tmp/<project>/chats/session-*.jsonl`.
 
+Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) run with
+the same `env()`, pointed at the mock the same way.
+
 The environment each CLI gets is built from nothing but what it needs (PATH, HOME, the
 mock's address and a dummy key), so no credential of this machine reaches it.
 """
