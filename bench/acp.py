@@ -1,7 +1,13 @@
 """The ACP front door's cost: an editor talking to AGENT through `sessiond acp` against the
 same editor talking to AGENT directly, fresh processes each run, over real pipes.
 
-    python -m bench.acp [--quick]
+    python -m bench.acp [--quick] [--only synthetic|merge|agents]
+
+Three sections. `synthetic`, below: a minimal agent of the benchmark's own. `merge`: one
+answer of 20,000 chunks of 1 KB sharing one message (`merge`). `agents`: the real ACP
+agents of the compatibility suite (tests/agents: codex-acp, claude-agent-acp, `gemini
+--acp`) against its mock model — the added latency to a prompt's first update, and
+`session/load` of a 50-turn session (`first_update`, `load`).
 
 AGENT here is a minimal ACP agent (`python -m bench.acp agent`) that streams N message
 chunks per prompt, each stamped with CLOCK_MONOTONIC when written; the editor stamps it
@@ -14,7 +20,9 @@ includes recording every update and syncing the turn's end).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,12 +51,16 @@ def agent_main() -> None:
             result = {"sessionId": "bench-session"}
         elif method == "session/prompt":
             params = message["params"]
-            count = int(params["prompt"][-1]["text"].split()[1])
+            words = params["prompt"][-1]["text"].split()
+            count = int(words[1])
             for n in range(count):
                 update = {
                     "sessionUpdate": "agent_message_chunk",
                     "content": {"type": "text", "text": f"chunk {n} of the answer "},
                 }
+                if words[0] == "long":  # one message of `count` 1 KB chunks
+                    update["messageId"] = "long"
+                    update["content"]["text"] = "z" * 1023 + "\n"
                 note = {
                     "sessionId": params["sessionId"],
                     "update": update,
@@ -187,14 +199,306 @@ def render(medians: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+# --- one long message: 20,000 chunks merged ---------------------------------------------
+
+MERGE_CHUNKS = 20_000
+
+
+def merge(runs: int) -> dict[str, float]:
+    """One prompt answered by `MERGE_CHUNKS` 1 KB chunks of one message, round trip (ms),
+    direct and through the proxy (every chunk recorded, the message merged and written at
+    the turn's end); and the merge alone, in process (ThreadRecorder, ms)."""
+    from restore.sources import acp as source
+
+    agent = [sys.executable, "-m", "bench.acp", "agent"]
+    times: dict[str, list[float]] = {"direct": [], "proxy": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "SESSIOND_CONFIG_HOME": tmp}
+        for n in range(runs):
+            home = Path(tmp) / f"home-{n}"
+            proxy = [sys.executable, "-m", "server.cli", "acp", "--home", str(home), "--", *agent]
+            for mode, argv in (("direct", agent), ("proxy", proxy)):
+                editor = Editor(argv, env)
+                try:
+                    editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+                    params = {"cwd": tmp, "mcpServers": []}
+                    session = editor.request("session/new", params)["sessionId"]
+                    prompt = {
+                        "sessionId": session,
+                        "prompt": [{"type": "text", "text": "stream 1"}],
+                    }
+                    editor.request("session/prompt", prompt)
+                    began = time.perf_counter()
+                    long = [{"type": "text", "text": f"long {MERGE_CHUNKS}"}]
+                    editor.request("session/prompt", {"sessionId": session, "prompt": long})
+                    times[mode].append((time.perf_counter() - began) * 1000)
+                finally:
+                    editor.close()
+    alone = []
+    for _ in range(runs):
+        recorder = source.ThreadRecorder("idle")
+        recorder.begin_turn("turn", [{"type": "text", "text": "go"}])
+        updates = [
+            {"update": {"sessionUpdate": "agent_message_chunk", "messageId": "m",
+                        "content": {"type": "text", "text": "z" * 1023 + "\n"}}}
+            for _ in range(MERGE_CHUNKS)
+        ]  # fmt: skip
+        began = time.perf_counter()
+        for update in updates:
+            recorder.update(update)
+        recorder.end_turn("idle-2", stop_reason="end_turn")
+        alone.append((time.perf_counter() - began) * 1000)
+    return {
+        "direct": statistics.median(times["direct"]),
+        "proxy": statistics.median(times["proxy"]),
+        "merge": statistics.median(alone),
+    }
+
+
+def render_merge(medians: dict[str, float]) -> str:
+    return "\n".join([
+        f"| {MERGE_CHUNKS:,} chunks of 1 KB, one message (median ms) | editor → AGENT | "
+        "editor → `sessiond acp` → AGENT | target |",
+        "|---|---:|---:|---|",
+        f"| prompt round trip | {medians['direct']:.0f} | {medians['proxy']:.0f} | "
+        f"< 1,000: {'met' if medians['proxy'] < 1000 else 'NOT met'} |",
+        f"| the merge alone (ThreadRecorder, in process) | — | {medians['merge']:.0f} | |",
+    ])  # fmt: skip
+
+
+# --- the real agents ----------------------------------------------------------------------
+
+REAL_AGENTS = ("codex", "claude", "gemini")
+
+
+class AgentEditor(Editor):
+    """An editor for a real agent: notes when the first `session/update` of each prompt
+    arrives (ms after the prompt was written), and allows whatever it is asked."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.began = time.perf_counter()
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=cwd, env=env, start_new_session=True,
+        )  # fmt: skip
+        self.next_id = 0
+        self.delivery_ns = []
+        self.first_update_ms: float | None = None
+        self._sent = 0.0
+
+    def close(self) -> None:
+        """End of input, then the whole process group: run direct, an agent's own children
+        (codex-acp's native binary under its npm shim) would outlive it otherwise."""
+        super().close()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.next_id += 1
+        body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self._sent = time.perf_counter()
+        self.first_update_ms = None
+        self.proc.stdin.write(orjson.dumps(body) + b"\n")
+        self.proc.stdin.flush()
+        while line := self.proc.stdout.readline():
+            message = orjson.loads(line)
+            if message.get("method") == "session/update":
+                if self.first_update_ms is None:
+                    self.first_update_ms = (time.perf_counter() - self._sent) * 1000
+            elif "method" in message and "id" in message:  # the agent asks: allow once
+                options = (message.get("params") or {}).get("options") or [{}]
+                allow = next((o for o in options if o.get("kind") == "allow_once"), options[0])
+                outcome = {"outcome": "selected", "optionId": allow.get("optionId")}
+                reply = {"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}}
+                self.proc.stdin.write(orjson.dumps(reply) + b"\n")
+                self.proc.stdin.flush()
+            elif message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"]
+        raise RuntimeError(f"{method}: the process ended before it answered")
+
+
+def _agent_place(root: Path, agent: str) -> tuple[Any, list[str], dict[str, str]]:
+    from tests.agents import install
+    from tests.agents.clis import AgentHome
+    from tests.agents.mock_model import MockModel, Reply, Scenario
+
+    model = MockModel(Scenario({}, done=Reply(text="A short answer from the mock."))).__enter__()
+    place = AgentHome(root, model, install.bin_dir())
+    if agent == "codex":
+        place.write_codex_config(model="gpt-5.5")
+    env = {**place.env(), "PYTHONPATH": str(REPO), "SESSIOND_CONFIG_HOME": str(root / "config")}
+    return place, place.acp_command(agent), env
+
+
+def first_update(agent: str, runs: int, prompts: int) -> dict[str, float]:
+    """Added latency to the first update of a prompt: the same editor, the same agent and
+    mock model, direct and through the proxy, fresh processes each run, interleaved."""
+    samples: dict[str, list[float]] = {"direct": [], "proxy": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        place, command, env = _agent_place(Path(tmp), agent)
+        try:
+            for n in range(runs):
+                home = Path(tmp) / f"sessiond-{n}"
+                proxy = [sys.executable, "-m", "server.cli", "acp", "--home", str(home), "--",
+                         *command]  # fmt: skip
+                for mode, argv in (("direct", command), ("proxy", proxy)):
+                    editor = AgentEditor(argv, env, place.repo)
+                    try:
+                        editor.request("initialize", {"protocolVersion": 1,
+                                                      "clientCapabilities": {}})  # fmt: skip
+                        new = {"cwd": str(place.repo), "mcpServers": []}
+                        session = editor.request("session/new", new)["sessionId"]
+                        for k in range(prompts + 1):
+                            words = [{"type": "text", "text": f"say something ({k})"}]
+                            editor.request("session/prompt", {"sessionId": session,
+                                                              "prompt": words})  # fmt: skip
+                            if k and editor.first_update_ms is not None:  # the first: warmup
+                                samples[mode].append(editor.first_update_ms)
+                    finally:
+                        editor.close()
+        finally:
+            place.model.__exit__(None, None, None)
+    return {mode: statistics.median(values) for mode, values in samples.items()}
+
+
+LOAD_TURNS = 50
+
+
+def load(agent: str, runs: int) -> dict[str, Any]:
+    """`session/load` of a `LOAD_TURNS`-turn session in a fresh proxy: request → answer (ms),
+    and after it the first prompt's answer; beside it, the agent's own way back to its
+    session direct (its session/resume, else session/load) — what a load used to wait for."""
+    with tempfile.TemporaryDirectory() as tmp:
+        place, command, env = _agent_place(Path(tmp), agent)
+        home = Path(tmp) / "sessiond"
+        proxy = [sys.executable, "-m", "server.cli", "acp", "--home", str(home), "--", *command]
+        init = {"protocolVersion": 1, "clientCapabilities": {}}
+        try:
+            editor = AgentEditor(proxy, env, place.repo)
+            try:
+                editor.request("initialize", init)
+                new = {"cwd": str(place.repo), "mcpServers": []}
+                session = editor.request("session/new", new)["sessionId"]
+                for k in range(LOAD_TURNS):
+                    words = [{"type": "text", "text": f"turn {k}: tell me something"}]
+                    editor.request("session/prompt", {"sessionId": session, "prompt": words})
+            finally:
+                editor.close()
+            loads, prompted, direct = [], [], []
+            for _ in range(runs):
+                editor = AgentEditor(proxy, env, place.repo)
+                try:
+                    editor.request("initialize", init)
+                    params = {"sessionId": session, "cwd": str(place.repo), "mcpServers": []}
+                    began = time.perf_counter()
+                    editor.request("session/load", params)
+                    loads.append((time.perf_counter() - began) * 1000)
+                    words = [{"type": "text", "text": "and now?"}]
+                    editor.request("session/prompt", {"sessionId": session, "prompt": words})
+                    prompted.append((time.perf_counter() - began) * 1000)
+                finally:
+                    editor.close()
+            own = _agent_session_of(home, session)
+            for _ in range(runs):
+                editor = AgentEditor(command, env, place.repo)
+                try:
+                    answer = editor.request("initialize", init)
+                    caps = answer.get("agentCapabilities") or {}
+                    resumes = (caps.get("sessionCapabilities") or {}).get("resume") is not None
+                    method = "session/resume" if resumes else "session/load"
+                    params = {"sessionId": own, "cwd": str(place.repo), "mcpServers": []}
+                    began = time.perf_counter()
+                    try:
+                        editor.request(method, params)
+                        direct.append(((time.perf_counter() - began) * 1000, method))
+                    except RuntimeError:
+                        direct.append((float("nan"), f"{method} refused"))
+                finally:
+                    editor.close()
+        finally:
+            place.model.__exit__(None, None, None)
+    return {
+        "load": statistics.median(loads),
+        "prompt": statistics.median(prompted),
+        "own": statistics.median(ms for ms, _ in direct),
+        "own_method": direct[0][1],
+    }
+
+
+def _agent_session_of(home: Path, thread_id: str) -> str:
+    from restore.home.layout import Layout
+    from restore.stores.embedded.files import ThreadStore
+
+    items = ThreadStore(Layout(home)).read(thread_id)[0].items
+    return next(i["agentSessionId"] for i in reversed(items) if i["type"] == "acp_session")
+
+
+def real_agents(runs: int, prompts: int) -> dict[str, dict[str, Any]]:
+    return {
+        agent: {"first": first_update(agent, runs, prompts), "load": load(agent, runs)}
+        for agent in REAL_AGENTS
+    }
+
+
+def _own(loaded: dict[str, Any]) -> str:
+    if loaded["own"] != loaded["own"]:  # NaN: refused
+        return str(loaded["own_method"])
+    return f"{loaded['own']:.0f} ms ({loaded['own_method']})"
+
+
+def render_real(results: dict[str, dict[str, Any]], prompts: int) -> str:
+    from tests.agents import install
+
+    versions = install.installed_versions(install.bin_dir())
+    rows = [
+        f"| agent (mock model) | first update, direct (median ms) | through `sessiond acp` | "
+        f"added (target ≤ 2 ms) | `session/load`, {LOAD_TURNS} turns (target < 500 ms) | "
+        "load → first prompt answered | the agent's own way back, direct |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    names = {"codex": "@zed-industries/codex-acp", "claude": "@zed-industries/claude-agent-acp",
+             "gemini": "@google/gemini-cli"}  # fmt: skip
+    for agent, result in results.items():
+        first, loaded = result["first"], result["load"]
+        added = first["proxy"] - first["direct"]
+        rows.append(
+            f"| {names[agent]} {versions.get(names[agent], '?')} | {first['direct']:.1f} | "
+            f"{first['proxy']:.1f} | {added:+.1f}: {'met' if added <= 2 else 'NOT met'} | "
+            f"{loaded['load']:.0f}: {'met' if loaded['load'] < 500 else 'NOT met'} | "
+            f"{loaded['prompt']:.0f} | {_own(loaded)} |"
+        )
+    return "\n".join(
+        [
+            *rows,
+            "",
+            f"First update: the time from writing `session/prompt` to reading its first "
+            f"`session/update`, median of {prompts} prompts per run (after one warmup prompt), "
+            "the same agent direct and behind the proxy in fresh processes, interleaved.",
+        ]
+    )
+
+
 def main() -> None:
     if sys.argv[1:2] == ["agent"]:
         agent_main()
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--only", choices=("synthetic", "merge", "agents"), help="one section (default: all)"
+    )
     args = parser.parse_args()
-    print(render(run(3 if args.quick else 10, 5 if args.quick else 20)))
+    runs = 3 if args.quick else 10
+    prompts = 5 if args.quick else 20
+    if args.only in (None, "synthetic"):
+        print(render(run(runs, prompts)))
+    if args.only in (None, "merge"):
+        print("\n" + render_merge(merge(3)))
+    if args.only in (None, "agents"):
+        print("\n" + render_real(real_agents(1 if args.quick else 2, prompts), prompts))
 
 
 if __name__ == "__main__":

@@ -7,18 +7,34 @@ the session id (the editor's `sessionId` IS the sessiond thread id; AGENT keeps 
 and the JSON-RPC ids of requests (renumbered, so its own requests never collide with the
 editor's or a restarted AGENT's). Recording is a side effect of forwarding: each
 `session/update` is appended to the thread (written, not yet synced) before it is
-forwarded; the items it implies come from `restore.sources.acp`, a pure module.
+forwarded; the items it implies come from `restore.sources.acp`, a pure module. What
+either side sends is checked as it arrives (server/acp_checks.py): a line that is not a
+JSON object, nests too deep or has params of the wrong shape is answered or refused there.
 
 What this process answers itself is listed once, in `OWN_METHODS`: `session/list`,
 `session/load`, `session/resume`, `session/close`, `session/delete` (and `session/fork`
 when AGENT offers it). It also finishes the answers to `initialize` (capabilities),
-`session/new` (the thread) and `session/prompt` (the turn's end, synced first: `group`
+`session/new` (the session id) and `session/prompt` (the turn's end, synced first: `group`
 durability) before they go on.
 
+Editors that know nothing of sessiond get everything through what every ACP editor
+renders already:
+- a session's thread is written at its first prompt, so a chat opened only to pick
+  another session leaves nothing behind (`session/new` only names the thread);
+- `session/load` answers from sessiond's own record (the replay, the modes and models last
+  shown) and reaches AGENT's session in the background: the first prompt waits for it;
+- a session recorded elsewhere (another branch, worktree, directory) loads, replayed, with
+  a notice; its first prompt asks the person, as a `session/request_permission`, whether
+  to continue here, and nothing reaches AGENT before they say so (`_meta.sessiond.
+  acceptDrift` true skips the question, false asks for the typed `WorkspaceDrift` error);
+- a record that fails (a full disk) is said so at once, and the turn's answer is an error:
+  nothing is shown as recorded that is not.
+
 Order: messages from each side are handled strictly in arrival order (`Lane`); a handler
-that must wait (a load calling AGENT, a turn's end waiting for its sync) holds back later
-messages from the same side only. The editor's answers to AGENT's requests never wait, so
-a load cannot deadlock on a permission request.
+that must wait (a prompt waiting for AGENT's session, a turn's end waiting for its sync)
+holds back later messages from the same side only. The editor's answers to AGENT's
+requests (and to the proxy's own) never wait, so nothing can deadlock on a permission
+request.
 
 Store access runs on the event loop thread (one process, one editor, small appends); only
 the turn-end fdatasync runs on a thread. AGENT runs in its own process group with
@@ -41,17 +57,31 @@ import signal
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from protocol.errors import ErrorKind, ProtocolError
+from protocol.errors import ErrorKind, ProtocolError, storage_error
 from restore.child_env import child_environment
 from restore.sources import acp as source
-from server.framing import Frame, FrameDecoder, FrameTooLarge
+from server.acp_checks import (
+    MAX_DEPTH,
+    canonical_session_id,
+    cursor_of,
+    cut_deep,
+    cwd_of,
+    depth_over,
+    line_decoder,
+    mcp_servers_of,
+    params_of,
+    preview,
+    session_id_of,
+    too_deep,
+)
+from server.framing import Frame, FrameTooLarge
 from server.watchdog import Watchdog
 
 if TYPE_CHECKING:
@@ -63,13 +93,32 @@ logger = logging.getLogger("sessiond.acp")
 VERSION = "0.1.0"
 LIST_PAGE = 50
 HISTORY_LIMIT = 200
-"""Messages a restored thread primes a new AGENT session with."""
+"""Messages a restored thread primes a new AGENT session with (with their tool calls)."""
 STOP_GRACE = 2.0
 """Seconds AGENT gets to exit after its input closes before its process group is killed."""
 EXIT_SETTLE = 0.2
 """After AGENT's process exits, how long its last output may still be arriving."""
 MAX_BEFORE_BYTES = 16 * 1024 * 1024
 """A file larger than this is not read for its `file_edit` before-blob."""
+REPLAY_LIMIT = 100_000
+REPLAY_TEXT = 4096
+"""Chunks (and characters of each) kept of AGENT's own replay to compare with the record."""
+EARLY_LIMIT = (256, 4 * 1024 * 1024)
+"""Updates (count, bytes) kept while AGENT's answer to a `session/new` is on its way; the
+oldest go first beyond that (an agent streaming for a session nobody opened)."""
+PENDING_LIMIT = (1000, 4 * 1024 * 1024)
+"""Items (count, bytes) a session keeps before its first prompt; beyond that its thread
+is written at once (it is no longer an empty chat)."""
+BUSY_WAIT = 5.0
+"""Seconds a load waits for another process holding the thread to let go of it."""
+DRIFT_CONTINUE = "continue-here"
+DRIFT_CANCEL = "cancel"
+DRIFT_OPTIONS = [
+    {"optionId": DRIFT_CONTINUE, "name": "Continue here", "kind": "allow_once"},
+    {"optionId": DRIFT_CANCEL, "name": "Cancel: send nothing", "kind": "reject_once"},
+]
+"""Two kinds every editor renders (allow_once, reject_once). No "fork here": the editor's
+session id is the thread id, and a fork is another thread the editor never asked for."""
 PR_SET_PDEATHSIG = 1
 
 
@@ -83,6 +132,10 @@ class AgentRefused(Exception):
     def __init__(self, error: Any) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+class EditorGone(Exception):
+    """The editor went away before it answered a request of the proxy's own."""
 
 
 # --- ordering ------------------------------------------------------------------------------
@@ -158,7 +211,7 @@ class AgentProcess(asyncio.SubprocessProtocol):
     def __init__(
         self, on_message: Callable[[AgentProcess, bytes], None], on_gone: Callable[..., None]
     ) -> None:
-        self.decoder = FrameDecoder()
+        self.decoder = line_decoder()
         self.transport: asyncio.SubprocessTransport | None = None
         self._on_message = on_message
         self._on_gone = on_gone
@@ -259,11 +312,26 @@ class AgentProcess(asyncio.SubprocessProtocol):
 
 
 @dataclass
+class Held:
+    """A session loaded but not continued: recorded elsewhere (nothing reaches AGENT, and
+    nothing is written, until the person says at its first prompt to continue here), or
+    open in another process (`busy`: shown, and continued once that one lets go)."""
+
+    environment: dict[str, Any]
+    """The RestoreReport's `environment`: recorded, current, drift (empty when busy)."""
+    cwd: str | None
+    busy: str | None = None
+    """The other holder (`acp:<pid>`, `local:<pid>`, ...)."""
+
+
+@dataclass
 class Live:
     """A thread this process has open: sessiond's session on it, and AGENT's."""
 
     thread_id: str
-    session_id: str
+    session_id: str | None
+    """sessiond's session on the thread; None while the thread is not written yet
+    (`pending`) or not continued (`held`)."""
     recorder: source.ThreadRecorder
     cwd: str
     mcp_servers: list[Any]
@@ -276,6 +344,21 @@ class Live:
     """Hook context for AGENT's next prompt (`source.context_block`), sent once."""
     context_sent: dict[str, Any] | None = None
     """The hook context AGENT's session has: a new AGENT session gets it again."""
+    pending: source.Recorded | None = None
+    """A new session's items until its first prompt writes its thread."""
+    pending_size: int = 0
+    held: Held | None = None
+    reaching: asyncio.Task[None] | None = None
+    """AGENT's session being reached after a load or resume (a prompt waits for it)."""
+    shown_state: dict[str, Any] = field(default_factory=dict)
+    """The modes, models and config options a load answered with (`source.session_state`)."""
+    reached_via: str | None = None
+    """How AGENT's session was reached, until a prompt's answer says so."""
+    unrecorded: ProtocolError | None = None
+    """The first record of the current turn that failed: the turn's answer is an error."""
+
+    def ready_for_agent(self) -> bool:
+        return self.held is None and self.agent_session is not None and self.reaching is None
 
 
 @dataclass
@@ -292,6 +375,8 @@ class Upstream:
     future: asyncio.Future[Any] | None = None
     release_hold: str | None = None
     context_sections: list[str] | None = None
+    reached: dict[str, Any] | None = None
+    """For the first prompt after AGENT's session was reached: how (its answer says so)."""
 
 
 @dataclass
@@ -314,10 +399,20 @@ def _error(kind: ErrorKind, message: str, **details: Any) -> dict[str, Any]:
     return ProtocolError(kind, message, **details).to_error_object()
 
 
-def _sessiond_meta(params: Any) -> dict[str, Any]:
+def _accept_drift(params: Any) -> bool | None:
+    """`_meta.sessiond.acceptDrift`: True continues anywhere, False asks for the typed
+    `WorkspaceDrift` error (an editor that knows sessiond), absent asks the person."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     found = meta.get("sessiond") if isinstance(meta, dict) else None
-    return found if isinstance(found, dict) else {}
+    value = found.get("acceptDrift") if isinstance(found, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def _same_directory(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 class AcpProxy:
@@ -345,17 +440,27 @@ class AcpProxy:
         self.initialize_params: dict[str, Any] | None = None
         self.client_info: dict[str, Any] | None = None
         self.live: dict[str, Live] = {}
+        self.closed: set[str] = set()
+        """Threads the editor closed here: a prompt does not silently reopen them."""
         self.by_agent: dict[str, str] = {}  # AGENT session id -> thread id
-        self.held_back: set[str] = set()  # AGENT sessions whose own load replay is dropped
+        self.replaying: dict[str, list[tuple[str, str]]] = {}
+        """AGENT sessions replaying their history for a load of the proxy's: held back
+        from the editor (it has sessiond's), their texts kept for `source.lost_turns`."""
+        self.replayed: dict[str, list[tuple[str, str]]] = {}
         self._opening = 0  # AGENT sessions being created: their early updates wait
-        self._early: list[dict[str, Any]] = []
+        self._early: collections.deque[tuple[dict[str, Any], int]] = collections.deque()
+        self._early_bytes = 0
+        self._early_dropped = 0
         self.upstream: dict[int, Upstream] = {}
         self.downstream: dict[int, Downstream] = {}
+        self._asked: dict[int, asyncio.Future[Any]] = {}  # the proxy's own editor requests
         self._ids = itertools.count(1)
         self.editor_lane = Lane(self._from_editor)
         self.agent_lane = Lane(self._from_agent)
         self.stopping = False
         self._index_flush: asyncio.TimerHandle | None = None
+        self._batches: dict[str, tuple[Live, list[dict[str, Any]]]] = {}
+        self._batch_scheduled = False
 
     # --- lazily created parts (no warmup) -------------------------------------------------
 
@@ -407,8 +512,9 @@ class AcpProxy:
         self.agent_lane.push(("gone", agent))
 
     async def _after_agent_gone(self, agent: AgentProcess) -> None:
-        """AGENT exited: every turn in flight ends (interrupted, synced) with an error the
-        editor sees; the next prompt starts AGENT again and reopens its sessions."""
+        """AGENT exited: every turn in flight ends (interrupted, synced; its open tool
+        calls closed) with an error the editor sees; the next prompt starts AGENT again and
+        reopens its sessions."""
         current = self.agent is agent
         if current:
             self.agent = None
@@ -431,6 +537,7 @@ class AcpProxy:
                     continue_reason="agent_exited",
                 )
                 self._record(live, ended)
+                self._show(live, ended)
             error = _error(
                 ErrorKind.AGENT_EXITED,
                 f"the agent exited (code {code}) before it answered; "
@@ -449,7 +556,7 @@ class AcpProxy:
                     live.previous_agent_session = live.agent_session
                 live.agent_session = None
             self.by_agent.clear()
-            self.held_back.clear()
+            self.replaying.clear()
         agent.kill_group()  # children it left behind
         if self.watchdog is not None and agent.pid is not None:
             self.watchdog.release(agent.pid)
@@ -457,18 +564,35 @@ class AcpProxy:
     # --- bytes in -------------------------------------------------------------------------
 
     def editor_bytes(self, body: bytes) -> None:
+        """One line from the editor: a request or notification goes into the editor's
+        lane; anything else is answered here (JSON-RPC: a parse error has id null)."""
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            error = _error(ErrorKind.PARSE_ERROR, f"not JSON: {exc}")
-            self._send_editor({"jsonrpc": "2.0", "id": None, "error": error})
+            logger.warning("the editor sent a line that is not JSON (%s): %s", exc, preview(body))
+            self._answer_error(None, ProtocolError(ErrorKind.PARSE_ERROR, f"not JSON: {exc}"))
             return
         if not isinstance(message, dict):
-            error = _error(ErrorKind.INVALID_REQUEST, "a message is a JSON object")
-            self._send_editor({"jsonrpc": "2.0", "id": None, "error": error})
+            logger.warning("the editor sent JSON that is not a message: %s", preview(body))
+            error = ProtocolError(ErrorKind.INVALID_REQUEST, "a message is one JSON object")
+            self._answer_error(None, error)
+            return
+        depth = depth_over(body, message)
+        if depth is not None:
+            logger.warning("the editor sent a message %d levels deep; refused", depth)
+            if "method" in message:
+                if "id" in message:
+                    self._answer_error(message.get("id"), too_deep(depth))
+            else:  # its answer to AGENT's request: AGENT gets the error instead
+                self._refuse_editor_answer(message, too_deep(depth))
             return
         if "method" not in message:
             self._editor_answered(message)  # never waits behind a load: see the module doc
+            return
+        if not isinstance(message["method"], str):
+            if "id" in message:
+                error = ProtocolError(ErrorKind.INVALID_REQUEST, "method must be a string")
+                self._answer_error(message.get("id"), error)
             return
         self.editor_lane.push(message)
 
@@ -478,25 +602,66 @@ class AcpProxy:
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError:
-            logger.warning("AGENT wrote a line that is not JSON; dropped")
+            logger.warning("AGENT wrote a line that is not JSON; dropped: %s", preview(body))
             return
-        if isinstance(message, dict):
-            self.agent_lane.push(message)
+        if not isinstance(message, dict):
+            logger.warning("AGENT wrote JSON that is not a message; dropped: %s", preview(body))
+            return
+        depth = depth_over(body, message)
+        if depth is not None:
+            logger.warning(
+                "AGENT sent a message %d levels deep; what lies below %d levels is cut",
+                depth,
+                MAX_DEPTH,
+            )
+            message = cut_deep(message)
+        self.agent_lane.push(message)
 
     # --- editor → AGENT -------------------------------------------------------------------
 
     def _from_editor(self, message: dict[str, Any]) -> Awaitable[None] | None:
         method = message["method"]
-        if "id" in message:
-            own = OWN_METHODS.get(method)
-            if own is not None and (method != "session/fork" or self._agent_offers("fork")):
-                return self._answering(message, own(self, message))
-            if method == "session/prompt":
-                return self._prompt(message)
-            if self.agent is None:
-                return self._answering(message, self._forward_after_restart(message))
+        if "id" not in message:
+            return self._editor_notification(message)
+        own = OWN_METHODS.get(method)
+        if own is not None and (method != "session/fork" or self._agent_offers("fork")):
+            return self._answering(message, own(self, message))
+        if method == "session/prompt":
+            return self._prompt(message)
+        try:
+            params = params_of(message)
+            if method == "session/new":
+                self._check_new_session(params)
+        except ProtocolError as exc:
+            self._answer_error(message["id"], exc)
+            return None
+        live = self._live_of(params)
+        if self.agent is None or (live is not None and not live.ready_for_agent()):
+            return self._answering(message, self._forward_when_ready(message, live))
         self._forward(message)
         return None
+
+    def _editor_notification(self, message: dict[str, Any]) -> Awaitable[None] | None:
+        """`session/cancel` and the like: to AGENT's session, once there is one (a held
+        session has none: there is nothing to cancel)."""
+        live = self._live_of(message.get("params"))
+        if live is not None and live.held is not None:
+            return None
+        if live is not None and live.reaching is not None:
+            return self._forward_after(live.reaching, message)
+        self._forward(message)
+        return None
+
+    async def _forward_after(self, reaching: asyncio.Task[None], message: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(reaching)
+        self._forward(message)
+
+    def _check_new_session(self, params: dict[str, Any]) -> None:
+        """`session/new` is checked before AGENT sees it: an absolute, existing cwd (ACP:
+        MUST be absolute; a relative one would be AGENT's working directory's)."""
+        cwd_of(params, required=True)
+        mcp_servers_of(params)
 
     async def _answering(
         self, message: dict[str, Any], work: Coroutine[Any, Any, dict[str, Any] | None]
@@ -505,12 +670,13 @@ class AcpProxy:
         try:
             result = await work
         except ProtocolError as exc:
-            self._send_editor(
-                {"jsonrpc": "2.0", "id": message["id"], "error": exc.to_error_object()}
-            )
+            self._answer_error(message["id"], exc)
             return
         if result is not None:
             self._send_editor({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    def _answer_error(self, request_id: Any, exc: ProtocolError) -> None:
+        self._send_editor({"jsonrpc": "2.0", "id": request_id, "error": exc.to_error_object()})
 
     def _forward(self, message: dict[str, Any], **upstream: Any) -> None:
         """Send an editor message on to AGENT, with AGENT's session id in place of the
@@ -518,12 +684,11 @@ class AcpProxy:
         agent = self.agent
         params = message.get("params")
         thread_id = None
-        if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
-            live = self.live.get(params["sessionId"])
-            if live is not None:
-                thread_id = live.thread_id
-                if live.agent_session is not None:
-                    params = {**params, "sessionId": live.agent_session}
+        live = self._live_of(params)
+        if live is not None:
+            thread_id = live.thread_id
+            if live.agent_session is not None:
+                params = {**params, "sessionId": live.agent_session}
         if agent is None:
             return  # a notification to a dead AGENT (a request restarts it first)
         out = {**message, "params": params} if "params" in message else dict(message)
@@ -546,60 +711,102 @@ class AcpProxy:
                 self._opening += 1
         agent.send(out)
 
-    async def _forward_after_restart(self, message: dict[str, Any]) -> None:
+    async def _forward_when_ready(self, message: dict[str, Any], live: Live | None) -> None:
+        """A request that needs AGENT (restarted) or AGENT's session (being reached)."""
+        if live is not None and live.held is not None:
+            raise ProtocolError(
+                ErrorKind.WORKSPACE_DRIFT,
+                "this session was recorded elsewhere: send a prompt to decide where it continues",
+                threadId=live.thread_id,
+                drift=live.held.environment.get("drift"),
+            )
         await self._ensure_agent()
-        live = self._live_of(message.get("params"))
-        if live is not None and live.agent_session is None:
-            await self._reach_agent_session(live)
+        if live is not None:
+            await self._agent_session_ready(live)
         self._forward(message)
         return None
 
     def _live_of(self, params: Any) -> Live | None:
-        if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
-            return self.live.get(params["sessionId"])
+        if isinstance(params, dict):
+            thread_id = canonical_session_id(params.get("sessionId"))
+            if thread_id is not None:
+                return self.live.get(thread_id)
         return None
+
+    # --- prompts --------------------------------------------------------------------------
 
     def _prompt(self, message: dict[str, Any]) -> Awaitable[None] | None:
-        live = self._live_of(message.get("params"))
-        if live is None or self.agent is None or live.agent_session is None:
-            return self._answering(message, self._prompt_after_reopen(message))
-        if live.starting is not None and not live.starting.done():
-            return self._answering(message, self._prompt_after_hooks(live, message))
-        self._send_prompt(live, message)
-        return None
+        try:
+            params = params_of(message)
+            thread_id = session_id_of(params)
+            if not isinstance(params.get("prompt"), list):
+                raise ProtocolError(
+                    ErrorKind.INVALID_PARAMS,
+                    "prompt must be an array of content blocks",
+                    field="prompt",
+                )
+        except ProtocolError as exc:
+            self._answer_error(message["id"], exc)
+            return None
+        live = self.live.get(thread_id)
+        ready = (
+            live is not None
+            and live.pending is None
+            and live.ready_for_agent()
+            and self.agent is not None
+            and (live.starting is None or live.starting.done())
+        )
+        if ready and live is not None:
+            self._send_prompt(live, message)  # the common path: no task, no wait
+            return None
+        return self._answering(message, self._prompt_when_ready(message, thread_id))
 
-    async def _prompt_after_hooks(self, live: Live, message: dict[str, Any]) -> None:
-        """The session's SessionStart hooks are still running: their context belongs in
-        this prompt, so it waits for them (each hook is bounded by its own timeout; a
-        failed or timed-out hook adds nothing). Later editor messages wait too: order."""
-        if live.starting is not None:
+    async def _prompt_when_ready(
+        self, message: dict[str, Any], thread_id: str
+    ) -> dict[str, Any] | None:
+        """A prompt that has to wait: its thread opened (sessiond restarted under the
+        editor), confirmed (recorded elsewhere), written (the first prompt of a new
+        session), AGENT started or its session reached, or SessionStart hooks done."""
+        params = message["params"]
+        live = self.live.get(thread_id)
+        if live is None:
+            if thread_id in self.closed:
+                raise ProtocolError(
+                    ErrorKind.STALE_SESSION,
+                    f"session {thread_id} was closed: load or resume it to continue",
+                    threadId=thread_id,
+                )
+            accept = _accept_drift(params)
+            live, _, _ = await self._open_waiting(thread_id, None, params, accept=accept)
+        if live.held is not None and live.held.busy is not None:
+            del self.live[thread_id]  # let go now? then it opens; else still held
+            live, _, _ = await self._open_waiting(
+                thread_id, live.held.cwd, params, accept=_accept_drift(params)
+            )
+            if live.held is not None and live.held.busy is not None:
+                self._notice(thread_id, f"Not sent: {_busy_notice(live.held.busy)}", "busy")
+                return {"stopReason": "refusal", "_meta": {"sessiond": {"notSent": "busy"}}}
+        if live.held is not None:
+            if not await self._confirm_drift(live):
+                return {"stopReason": "refusal", "_meta": {"sessiond": {"notSent": "drift"}}}
+            live = self.live[thread_id]
+        if live.pending is not None:
+            self._write_thread(live)
+        await self._agent_session_ready(live)
+        if live.starting is not None and not live.starting.done():
+            # Its SessionStart hooks' context belongs in this prompt (each hook is bounded
+            # by its own timeout; a failed or timed-out hook adds nothing). Later editor
+            # messages wait too: order.
             await asyncio.wait({live.starting})
         self._send_prompt(live, message)
-
-    async def _prompt_after_reopen(self, message: dict[str, Any]) -> None:
-        """A prompt for a thread not open here (sessiond restarted under the editor) or
-        whose AGENT exited: open the thread (drift-checked), start AGENT, reach its
-        session again, then send the prompt."""
-        params = message.get("params") or {}
-        thread_id = params.get("sessionId")
-        live = self.live.get(thread_id) if isinstance(thread_id, str) else None
-        if live is None:
-            live, _, _ = self._open_thread(
-                str(thread_id),
-                None,
-                params,
-                accept_drift=_sessiond_meta(params).get("acceptDrift") is True,
-            )
-        await self._ensure_agent()
-        if live.agent_session is None:
-            await self._reach_agent_session(live)
-        await self._prompt_after_hooks(live, message)
+        return None
 
     def _send_prompt(self, live: Live, message: dict[str, Any]) -> None:
         params = message.get("params") or {}
         prompt = params.get("prompt") if isinstance(params.get("prompt"), list) else []
         turn_id = str(uuid.uuid4())
         context = self._take_context(live)
+        live.unrecorded = None
         self._record(live, live.recorder.begin_turn(turn_id, prompt, context))
         leading = [live.prime] if live.prime is not None else []
         if context is not None:
@@ -607,7 +814,11 @@ class AcpProxy:
         if leading:
             message = {**message, "params": {**params, "prompt": [*leading, *prompt]}}
         sections = context["sections"] if context is not None else None
-        self._forward(message, turn_id=turn_id, context_sections=sections)
+        reached = None
+        if live.reached_via is not None:
+            reached = {"upstream": live.reached_via, "primed": live.prime is not None}
+            live.reached_via = None
+        self._forward(message, turn_id=turn_id, context_sections=sections, reached=reached)
 
     def _take_context(self, live: Live) -> dict[str, Any] | None:
         """The hook context AGENT has not been sent yet, taken: exactly once per hook run
@@ -623,9 +834,95 @@ class AcpProxy:
             live.context_sent = context
         return context
 
+    # --- the person decides where a drifted session continues ------------------------------
+
+    async def _confirm_drift(self, live: Live) -> bool:
+        """Ask, in the prompt's turn (where every editor shows permission requests), as a
+        tool call of its own: continue here, or send nothing. Continuing opens the thread
+        with the drift accepted (a `drift_accepted` item); until then nothing was written
+        and AGENT was not reached."""
+        assert live.held is not None
+        held = live.held
+        summary = source.drift_summary(held.environment)
+        call_id = f"sessiond-drift-{next(self._ids)}"
+        text = (
+            f"{summary}. Continue this session here, or send nothing? Nothing has been sent "
+            "to the agent yet."
+        )
+        question = {  # no `kind`: editors then show it as a permission ("Permission: ...")
+            "toolCallId": call_id,
+            "title": f"Continue this session here? {summary}",
+            "status": "pending",
+            "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+        }
+        mark = {"_meta": {"sessiond": {"notice": "drift"}}}
+        self._notify(live.thread_id, {"sessionUpdate": "tool_call", **question, **mark})
+        try:
+            answer = await self._ask_editor(
+                "session/request_permission",
+                {"sessionId": live.thread_id, "toolCall": question, "options": DRIFT_OPTIONS},
+            )
+        except EditorGone:
+            return False
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        outcome = outcome if isinstance(outcome, dict) else {}
+        allowed = outcome.get("outcome") == "selected" and outcome.get("optionId") == DRIFT_CONTINUE
+        status = "completed" if allowed else "failed"
+        done = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}
+        self._notify(live.thread_id, {**done, **mark})
+        if not allowed:
+            self._notice(
+                live.thread_id,
+                f"Not sent: {summary}. The session stays as it was recorded; send another "
+                "message to be asked again, or start a new session here.",
+                "drift",
+            )
+            return False
+        self._open_thread(live.thread_id, held.cwd, {"mcpServers": live.mcp_servers}, accept=True)
+        return True
+
+    async def _ask_editor(self, method: str, params: dict[str, Any]) -> Any:
+        """A request of the proxy's own to the editor; its answer, or EditorGone."""
+        if self.stopping:
+            raise EditorGone(method)
+        request_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._asked[request_id] = future
+        self._send_editor({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return await future
+
+    def _notify(self, thread_id: str, update: dict[str, Any]) -> None:
+        self._send_editor(
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {"sessionId": thread_id, "update": update},
+            }
+        )
+
+    def _notice(self, thread_id: str, text: str, kind: str) -> None:
+        """A message from sessiond itself, shown as an agent message (what every editor
+        renders), marked `_meta.sessiond.notice`; never recorded, never replayed."""
+        self._notify(
+            thread_id,
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": f"\n\n[sessiond] {text}\n\n"},
+                "_meta": {"sessiond": {"notice": kind}},
+            },
+        )
+
+    # --- the editor answers ---------------------------------------------------------------
+
     def _editor_answered(self, message: dict[str, Any]) -> None:
         """The editor's answer to AGENT's request: recorded (permission outcomes, file
-        writes), then sent on to the AGENT that asked, under its own id."""
+        writes), then sent on to the AGENT that asked, under its own id. An answer to the
+        proxy's own request completes it."""
+        asked = self._asked.pop(message.get("id"), None)  # type: ignore[arg-type]
+        if asked is not None:
+            if not asked.done():
+                asked.set_result(message.get("result") if "error" not in message else None)
+            return
         request = self.downstream.pop(message.get("id"), None)  # type: ignore[arg-type]
         if request is None:
             return
@@ -641,6 +938,12 @@ class AcpProxy:
                 self._record(live, live.recorder.file_write(path, request.before, content))
         if request.agent is self.agent:
             request.agent.send({**message, "id": request.agent_id})
+
+    def _refuse_editor_answer(self, message: dict[str, Any], exc: ProtocolError) -> None:
+        request = self.downstream.pop(message.get("id"), None)  # type: ignore[arg-type]
+        if request is not None and request.agent is self.agent:
+            error = {"jsonrpc": "2.0", "id": request.agent_id, "error": exc.to_error_object()}
+            request.agent.send(error)
 
     # --- AGENT → editor -------------------------------------------------------------------
 
@@ -658,8 +961,8 @@ class AcpProxy:
         request = self.upstream.pop(message.get("id"), None)  # type: ignore[arg-type]
         if request is None:
             return None
-        if request.release_hold is not None:
-            self.held_back.discard(request.release_hold)  # its replay is over: later updates count
+        if request.release_hold is not None:  # its replay is over: later updates count
+            self.replayed[request.release_hold] = self.replaying.pop(request.release_hold, [])
         if request.future is not None:
             if request.future.done():
                 return None
@@ -693,17 +996,39 @@ class AcpProxy:
         crash of this process cannot lose it."""
         params = message.get("params")
         agent_session = params.get("sessionId") if isinstance(params, dict) else None
-        if agent_session in self.held_back:
-            return  # AGENT replaying its own history for a load: the editor has sessiond's
+        replay = self.replaying.get(agent_session)  # type: ignore[arg-type]
+        if replay is not None:  # AGENT replaying its own history: the editor has sessiond's
+            said = source.replay_texts(params.get("update") or {})
+            if said is not None and len(replay) < REPLAY_LIMIT:
+                replay.append((said[0], said[1][:REPLAY_TEXT]))
+            return
         mapped, live = self._to_editor_session(message)
         if live is None:
             if self._opening > 0 and agent_session not in self.by_agent:
-                self._early.append(message)  # its session/new answer is still on its way
+                self._keep_early(message)  # its session/new answer is still on its way
                 return
             self._send_editor(message)
             return
         self._record(live, live.recorder.update(mapped["params"]))
         self._send_editor(mapped)
+
+    def _keep_early(self, message: dict[str, Any]) -> None:
+        size = len(orjson.dumps(message))
+        self._early.append((message, size))
+        self._early_bytes += size
+        count, limit = EARLY_LIMIT
+        while len(self._early) > count or self._early_bytes > limit:
+            _, dropped = self._early.popleft()
+            self._early_bytes -= dropped
+            self._early_dropped += 1
+            if self._early_dropped & (self._early_dropped - 1) == 0:  # 1, 2, 4, 8, ...
+                logger.warning(
+                    "AGENT sent %d updates for no session it has answered yet; the oldest "
+                    "are dropped (at most %d updates or %d bytes wait)",
+                    self._early_dropped,
+                    count,
+                    limit,
+                )
 
     def _agent_request(self, message: dict[str, Any]) -> None:
         mapped, live = self._to_editor_session(message)
@@ -711,6 +1036,7 @@ class AcpProxy:
         before = None
         if (
             live is not None
+            and live.session_id is not None
             and message["method"] == "fs/write_text_file"
             and isinstance(params, dict)
         ):
@@ -731,13 +1057,15 @@ class AcpProxy:
     def _adopt(self, agent_session: str, thread_id: str) -> None:
         """AGENT's session is now the thread's: updates that came early go out now."""
         self.by_agent[agent_session] = thread_id
-        early, self._early = self._early, []
-        for message in early:
+        early, self._early = self._early, collections.deque()
+        self._early_bytes = 0
+        for message, size in early:
             session = (message.get("params") or {}).get("sessionId")
             if session == agent_session or (self._opening == 0 and session not in self.by_agent):
                 self._agent_update(message)
             else:
-                self._early.append(message)
+                self._early.append((message, size))
+                self._early_bytes += size
 
     # --- answers finished on their way back -----------------------------------------------
 
@@ -749,7 +1077,9 @@ class AcpProxy:
         self._answer_editor(request, message)
 
     def _session_created(self, request: Upstream, message: dict[str, Any]) -> None:
-        """AGENT made a session: a thread for it, durable before the editor hears of it."""
+        """AGENT made a session: the editor gets a thread id for it. The thread is written
+        at the session's first prompt (`_write_thread`): a chat opened and left without a
+        prompt leaves no thread behind. Until then its items wait (bounded)."""
         self._opening -= 1
         result = message.get("result")
         agent_session = result.get("sessionId") if isinstance(result, dict) else None
@@ -758,91 +1088,107 @@ class AcpProxy:
             self._answer_editor(request, message)
             self._adopt_none()
             return
-        try:
-            started = self.service.start(
-                cwd=params["cwd"],
-                workspace_folder=None,
-                client=self.client_info,
-                owner=self.owner,
-                origin={"agent": "acp", "sessionId": agent_session, "agentCommand": self.argv},
+        if agent_session in self.by_agent:
+            taken = self.by_agent[agent_session]
+            logger.error("AGENT answered session/new with its session %s again", agent_session)
+            error = ProtocolError(
+                ErrorKind.INTERNAL_ERROR,
+                f"the agent answered session/new with its session {agent_session}, which is "
+                f"session {taken} here already: not recorded twice",
+                agentSessionId=agent_session,
             )
-        except ProtocolError as exc:
-            self._send_editor(
-                {"jsonrpc": "2.0", "id": request.editor_id, "error": exc.to_error_object()}
-            )
+            self._answer_error(request.editor_id, error)
             self._adopt_none()
             return
-        thread_id = started.summary.threadId
+        assert isinstance(result, dict)
+        thread_id = str(uuid.uuid4())
         live = Live(
             thread_id,
-            started.session_id,
+            None,
             source.ThreadRecorder(_new_scope()),
             params["cwd"],
             params.get("mcpServers") or [],
             agent_session,
+            pending=source.Recorded(),
         )
         self.live[thread_id] = live
-        recorded = live.recorder.agent_session(agent_session, "new", self.argv)
+        recorded = live.recorder.agent_session(agent_session, "new", self.argv, result)
         self._record(live, recorded.add(live.recorder.session_state(result)))
-        self._flush_index_soon()
-        self.service.store.name_holder(thread_id, self.owner)
         self._answer_editor(request, {**message, "result": {**result, "sessionId": thread_id}})
         self._adopt(agent_session, thread_id)
-        live.starting = self.hooks.session_started(
-            _hook_client(self),
-            thread_id=thread_id,
-            session_id=live.session_id,
-            source="startup",
-            cwd=live.cwd,
-            after_answer=False,
-        )
 
     def _adopt_none(self) -> None:
         if self._opening == 0:
-            early, self._early = self._early, []
-            for message in early:
+            early, self._early = self._early, collections.deque()
+            self._early_bytes = 0
+            for message, _ in early:
                 self._send_editor(message)
 
     async def _turn_ended(self, request: Upstream, message: dict[str, Any]) -> None:
         """The prompt's answer: the turn's end is recorded and synced (group durability:
-        one fdatasync for everything the turn wrote) before the editor hears it."""
+        one fdatasync for everything the turn wrote) before the editor hears it. A turn
+        part of which could not be recorded ends in an error saying so, not as if it were
+        (durable before shown)."""
         live = self.live.get(request.thread_id or "")
+        result = message.get("result")
         if live is not None and live.recorder.turn_id == request.turn_id:
-            result = message.get("result") if isinstance(message.get("result"), dict) else {}
+            ended_ok = result if isinstance(result, dict) else {}
             error = message.get("error")
             ended = live.recorder.end_turn(
                 _new_scope(),
-                stop_reason=result.get("stopReason"),
-                usage=result.get("usage"),
+                stop_reason=ended_ok.get("stopReason"),
+                usage=ended_ok.get("usage"),
                 error=str(error.get("message")) if isinstance(error, dict) else None,
             )
             if error is None:
                 live.prime = None  # AGENT has the history now
             self._record(live, ended)
-            await self._sync()
+            self._show(live, ended)
+            failed = await self._sync()
+            if failed is not None:
+                self._unrecorded(live, failed)
             self._flush_index_soon()
-        result = message.get("result")
-        if request.context_sections and isinstance(result, dict):
+            if live.unrecorded is not None and isinstance(result, dict):
+                lost, live.unrecorded = live.unrecorded, None
+                refusal = ProtocolError(
+                    lost.kind,
+                    f"sessiond could not record this turn ({lost}): the agent finished it, "
+                    "but a later load will not show all of it",
+                    agentResult=result,
+                )
+                self._answer_error(request.editor_id, refusal)
+                return
+        if isinstance(result, dict) and (request.context_sections or request.reached):
             meta = dict(result.get("_meta") or {})
-            meta["sessiond"] = {**(meta.get("sessiond") or {}), "context": request.context_sections}
+            added = dict(meta.get("sessiond") or {})
+            if request.context_sections:
+                added["context"] = request.context_sections
+            if request.reached:
+                added.update(request.reached)
+            meta["sessiond"] = added
             message = {**message, "result": {**result, "_meta": meta}}
         self._answer_editor(request, message)
 
     # --- the session methods sessiond answers itself --------------------------------------
 
     async def session_list(self, message: dict[str, Any]) -> dict[str, Any]:
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        cwd, cursor = params.get("cwd"), params.get("cursor")
+        params = params_of(message)
+        cwd = params.get("cwd")
+        if cwd is not None and (not isinstance(cwd, str) or not os.path.isabs(cwd)):
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS, f"cwd must be an absolute path, not {cwd!r}", field="cwd"
+            )
         summaries, next_cursor = self.service.list(
-            cwd=cwd if isinstance(cwd, str) else None,
+            cwd=cwd,
             workspace_folder=None,
             archived=False,
             search=None,
-            cursor=cursor if isinstance(cursor, str) else None,
+            cursor=cursor_of(params),
             limit=LIST_PAGE,
         )
+        infos = [s.thread_info() for s in summaries]
         result: dict[str, Any] = {
-            "sessions": [source.session_info(s.thread_info()) for s in summaries]
+            "sessions": [source.session_info(info) for info in infos if not _empty_acp(info)]
         }
         if next_cursor:
             result["nextCursor"] = next_cursor
@@ -855,24 +1201,28 @@ class AcpProxy:
         return await self._reopen(message, replay=False)
 
     async def _reopen(self, message: dict[str, Any], *, replay: bool) -> dict[str, Any]:
-        """load / resume: open the thread (drift-checked), replay it for a load, then reach
-        AGENT's session by the best path AGENT offers; `_meta.sessiond` says which."""
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        thread_id = params.get("sessionId")
-        if not isinstance(thread_id, str):
-            raise ProtocolError(ErrorKind.INVALID_PARAMS, "sessionId is required")
-        accept = _sessiond_meta(params).get("acceptDrift") is True
+        """load / resume: open the thread (drift-checked), replay it for a load, and answer
+        from sessiond's own record — AGENT's session is reached in the background (the
+        best path AGENT offers), and the first prompt waits for it. A session recorded
+        elsewhere is held: replayed, with a notice, and continued only once the person
+        says so at its first prompt."""
+        params = params_of(message)
+        thread_id = session_id_of(params)
+        cwd = cwd_of(params, required=False)
+        servers = mcp_servers_of(params)
+        accept = _accept_drift(params)
         live = self.live.get(thread_id)
+        if live is not None and cwd is not None and not _same_directory(cwd, live.cwd):
+            await self._close_live(live)  # elsewhere now: opened again, drift-checked
+            live = None
+        self.closed.discard(thread_id)
         report: dict[str, Any] | None = None
-        items: list[dict[str, Any]] = []
         if live is None:
-            live, report, items = self._open_thread(
-                thread_id, params.get("cwd"), params, accept_drift=accept
-            )
-        elif replay:
-            items = self.service.store.read(thread_id)[0].items
-        if isinstance(params.get("mcpServers"), list):
-            live.mcp_servers = params["mcpServers"]
+            live, report, items = await self._open_waiting(thread_id, cwd, params, accept=accept)
+        else:
+            items = self._items(live)
+        if servers is not None:
+            live.mcp_servers = servers
         if replay:
             for update in source.replay(items):
                 self._send_editor(
@@ -882,46 +1232,111 @@ class AcpProxy:
                         "params": {"sessionId": thread_id, **update},
                     }
                 )
-        await self._ensure_agent()
-        if live.agent_session is None:
-            via, result = await self._reach_agent_session(live)
-        else:
-            via, result = "live", {}
-        result = {k: v for k, v in (result or {}).items() if k != "sessionId"}
-        meta = dict(result.get("_meta") or {})
-        meta["sessiond"] = {
-            "upstream": via,
-            "primed": live.prime is not None,
+        state = source.session_state(items)
+        live.shown_state = state
+        meta: dict[str, Any] = {
             "status": report["status"] if report else "ready",
             "drift": report["environment"]["drift"] if report else [],
             "continueReason": report.get("continueReason") if report else None,
         }
-        return {**result, "_meta": meta}
+        if live.held is not None and live.held.busy is not None:
+            meta["upstream"] = None
+            meta["busy"] = live.held.busy
+            self._notice(thread_id, _busy_notice(live.held.busy), "busy")
+        elif live.held is not None:
+            meta["upstream"] = None
+            self._notice(
+                thread_id,
+                f"{source.drift_summary(live.held.environment)}. Nothing will be sent to the "
+                "agent until you say where to continue: your next message asks.",
+                "drift",
+            )
+        elif live.agent_session is not None:
+            meta["upstream"] = "live"
+        else:
+            meta["upstream"] = "reaching"  # the first prompt's answer says how
+            if live.reaching is None:
+                live.reaching = asyncio.get_running_loop().create_task(self._reach_soon(live))
+                live.reaching.add_done_callback(_log_failure)
+        return {**state, "_meta": {"sessiond": meta}}
+
+    async def _open_waiting(
+        self, thread_id: str, cwd: str | None, params: dict[str, Any], *, accept: bool | None
+    ) -> tuple[Live, dict[str, Any] | None, list[dict[str, Any]]]:
+        """`_open_thread`, waiting up to `BUSY_WAIT` for another process holding the thread
+        to let go (the editor restarted: its last `sessiond acp` still exiting). Still held
+        then: an editor that knows sessiond gets `ThreadBusy`; any other, the session
+        replayed and held, with a notice it shows."""
+        deadline = asyncio.get_running_loop().time() + BUSY_WAIT
+        while True:
+            try:
+                live, report, items = self._open_thread(thread_id, cwd, params, accept=accept)
+                return live, report, items
+            except ProtocolError as exc:
+                if exc.kind is not ErrorKind.THREAD_BUSY:
+                    raise
+                if asyncio.get_running_loop().time() < deadline:
+                    await asyncio.sleep(0.05)
+                    continue
+                if accept is False:
+                    raise
+                holder = str(exc.details.get("holder") or "another process")
+                break
+        items = self.service.store.read(thread_id)[0].items
+        servers = params.get("mcpServers") if isinstance(params.get("mcpServers"), list) else []
+        held = Live(
+            thread_id,
+            None,
+            source.ThreadRecorder.continuing(items, _new_scope()),
+            cwd or "/",
+            servers,
+            held=Held({}, cwd, busy=holder),
+        )
+        self.live[thread_id] = held
+        return held, None, items
 
     def _open_thread(
-        self, thread_id: str, cwd: Any, params: dict[str, Any], *, accept_drift: bool
+        self, thread_id: str, cwd: str | None, params: dict[str, Any], *, accept: bool | None
     ) -> tuple[Live, dict[str, Any], list[dict[str, Any]]]:
-        """Resume the thread in the store (a new session; drift refused unless accepted),
-        finish a turn a crash cut short, and remember how to reach AGENT's session."""
-        report = self.service.resume(
-            thread_id,
-            cwd=cwd if isinstance(cwd, str) else None,
-            accept_drift=accept_drift,
-            message_limit=HISTORY_LIMIT,
-            owner=self.owner,
-        )
+        """Resume the thread in the store (a new session; a deleted one is brought back:
+        its id is all an editor has), finish a turn a crash cut short, and remember how to
+        reach AGENT's session. Drift: `accept` True continues, False is the typed error,
+        None holds the session for the person to decide (nothing written meanwhile)."""
+        if not self.service.store.exists(thread_id):
+            raise ProtocolError(
+                ErrorKind.THREAD_NOT_FOUND,
+                f"no session {thread_id} here (a session is kept from its first prompt on)",
+                threadId=thread_id,
+            )
+        report = self._resume(thread_id, cwd, accept is True)
         if report.get("readOnly"):  # no session on a read-only data directory: not drift
             raise self.service.home.refuse_write()
+        servers = params.get("mcpServers") if isinstance(params.get("mcpServers"), list) else []
         if report["status"] != "ready":
             drift = report["environment"]["drift"]
-            fields = ", ".join(d["field"] for d in drift if d.get("severity") == "block")
-            raise ProtocolError(
-                ErrorKind.WORKSPACE_DRIFT,
-                f"the session was recorded elsewhere ({fields}); load it with "
-                "_meta.sessiond.acceptDrift to continue here anyway",
-                threadId=thread_id,
-                drift=drift,
+            if accept is False:
+                fields = ", ".join(d["field"] for d in drift if d.get("severity") == "block")
+                raise ProtocolError(
+                    ErrorKind.WORKSPACE_DRIFT,
+                    f"the session was recorded elsewhere ({fields}); load it with "
+                    "_meta.sessiond.acceptDrift to continue here anyway",
+                    threadId=thread_id,
+                    drift=drift,
+                )
+            items = self.service.store.read(thread_id)[0].items
+            scope = _new_scope()
+            shown = items + source.recover(items, scope).items  # written once confirmed
+            current = report["environment"]["current"].get("cwd") or cwd or "/"
+            held = Live(
+                thread_id,
+                None,
+                source.ThreadRecorder.continuing(items, scope),
+                current,
+                servers,
+                held=Held(report["environment"], cwd),
             )
+            self.live[thread_id] = held
+            return held, report, shown
         if report.get("handoff") is not None or report["session"]["sessionId"] is None:
             # An imported Claude Code / Codex session: its own agent keeps it (and the
             # importer keeps appending to it), so sessiond opens no session to write into.
@@ -939,11 +1354,12 @@ class AcpProxy:
         recovered = source.recover(items, scope)
         recorder = source.ThreadRecorder.continuing(items, scope)
         cwd = report["environment"]["current"].get("cwd") or "/"
-        live = Live(thread_id, session_id, recorder, cwd, params.get("mcpServers") or [])
+        live = Live(thread_id, session_id, recorder, cwd, servers)
         live.previous_agent_session = _agent_session_of(items)
         self.live[thread_id] = live
         if recovered.items:
             self._record(live, recovered)
+            self._write_batches()
             items = self.service.store.read(thread_id)[0].items
         live.starting = self.hooks.session_started(
             _hook_client(self),
@@ -955,6 +1371,79 @@ class AcpProxy:
             after_answer=False,
         )
         return live, report, items
+
+    def _resume(self, thread_id: str, cwd: str | None, accept_drift: bool) -> dict[str, Any]:
+        """`ThreadService.resume`; a thread `session/delete` archived is unarchived first:
+        an ACP editor has no other way to bring it back, and it named it."""
+        resume = self.service.resume
+        try:
+            return resume(
+                thread_id,
+                cwd=cwd,
+                accept_drift=accept_drift,
+                message_limit=HISTORY_LIMIT,
+                owner=self.owner,
+            )
+        except ProtocolError as exc:
+            if exc.kind is not ErrorKind.THREAD_ARCHIVED:
+                raise
+        logger.info("session %s was deleted (archived); loading it brings it back", thread_id)
+        self.service.archive(thread_id, False, self.owner)
+        return resume(
+            thread_id,
+            cwd=cwd,
+            accept_drift=accept_drift,
+            message_limit=HISTORY_LIMIT,
+            owner=self.owner,
+        )
+
+    def _write_thread(self, live: Live) -> None:
+        """A new session's thread, written at its first prompt (or once its items before
+        one outgrow `PENDING_LIMIT`), with the id the editor already has; its SessionStart
+        (`startup`) hooks start now and the prompt waits for them."""
+        started = self.service.start(
+            cwd=live.cwd,
+            workspace_folder=None,
+            client=self.client_info,
+            owner=self.owner,
+            origin={"agent": "acp", "sessionId": live.agent_session, "agentCommand": self.argv},
+            thread_id=live.thread_id,
+        )
+        live.session_id = started.session_id
+        pending, live.pending, live.pending_size = live.pending, None, 0
+        if pending is not None:
+            self._record(live, pending)
+        self._flush_index_soon()
+        self.service.store.name_holder(live.thread_id, self.owner)
+        live.starting = self.hooks.session_started(
+            _hook_client(self),
+            thread_id=live.thread_id,
+            session_id=started.session_id,
+            source="startup",
+            cwd=live.cwd,
+            after_answer=False,
+        )
+
+    async def _reach_soon(self, live: Live) -> None:
+        await self._ensure_agent()
+        if live.agent_session is None:
+            await self._reach_agent_session(live)
+
+    async def _agent_session_ready(self, live: Live) -> None:
+        """AGENT running and the thread's AGENT session reached (waiting for a reach a
+        load started; a failed one is tried again here)."""
+        reaching = live.reaching
+        if reaching is not None:
+            try:
+                await asyncio.shield(reaching)
+            except ProtocolError:
+                pass  # tried again below: this prompt gets its own error
+            finally:
+                if live.reaching is reaching:
+                    live.reaching = None
+        await self._ensure_agent()
+        if live.agent_session is None:
+            await self._reach_agent_session(live)
 
     async def _reach_agent_session(self, live: Live) -> tuple[str, dict[str, Any]]:
         """AGENT's session for the thread again: its session/resume, else its session/load
@@ -969,7 +1458,7 @@ class AcpProxy:
                 if via == "resume":
                     result = await self._call("session/resume", {**base, "sessionId": previous})
                 elif via == "load":
-                    self.held_back.add(str(previous))
+                    self.replaying[str(previous)] = []
                     result = await self._call(
                         "session/load", {**base, "sessionId": previous}, release_hold=str(previous)
                     )
@@ -998,82 +1487,111 @@ class AcpProxy:
             live.prime = source.priming_block(self._history(live))
             if live.context is None:
                 live.context = live.context_sent  # the lost AGENT session had it
-        recorded = live.recorder.agent_session(agent_session, via, self.argv)
-        self._record(live, recorded.add(live.recorder.session_state(result)))
+        elif via == "load":
+            replayed = self.replayed.pop(str(previous), [])
+            lost = source.lost_turns(self._history(live), replayed)
+            live.prime = source.priming_block(lost, source.LOST) if lost else None
+        recorded = live.recorder.agent_session(agent_session, via, self.argv, result)
+        self._record(live, recorded)
         live.agent_session = agent_session
+        live.reached_via = via
         self._adopt(agent_session, live.thread_id)
+        for update in source.state_changes(live.shown_state, result):
+            # The editor was answered from the record: AGENT's actual mode and options win.
+            params = {"sessionId": live.thread_id, "update": update}
+            self._record(live, live.recorder.update(params))
+            self._send_editor({"jsonrpc": "2.0", "method": "session/update", "params": params})
+        live.shown_state = {}
+        self._record(live, live.recorder.session_state(result))
         return via, result
 
     def _history(self, live: Live) -> list[dict[str, Any]]:
-        """The thread's newest messages since its boundary, as recorded so far (a thread
+        """The thread's items from its newest `HISTORY_LIMIT` messages after the last
+        clear or compact on, with the tool calls among them, as recorded so far (a thread
         started here has them too, when AGENT died and cannot resume)."""
         from restore.engine.subsystems import messages as messages_subsystem
 
+        if live.session_id is None:
+            return []
+        self._write_batches()
         session = self.service.session_for(live.thread_id, live.session_id, self.owner)
-        # The state keeps the messages' seqs, not their bodies.
-        newest = set(messages_subsystem.newest(session.state.states["messages"], HISTORY_LIMIT))
+        state = session.state.states["messages"]
+        newest = messages_subsystem.newest(state, HISTORY_LIMIT)
+        since = newest[0] if newest else int(state.get("boundarySeq") or 0) + 1
         items = self.service.store.read(live.thread_id)[0].items
-        return [item for item in items if item.get("seq") in newest]
+        return [item for item in items if int(item.get("seq") or 0) >= since]
+
+    def _items(self, live: Live) -> list[dict[str, Any]]:
+        if live.session_id is None:
+            return []
+        self._write_batches()
+        return self.service.store.read(live.thread_id)[0].items
 
     async def session_close(self, message: dict[str, Any]) -> dict[str, Any]:
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        live = self.live.get(str(params.get("sessionId")))
+        """Ends sessiond's session (and AGENT's, if AGENT can close one). Closing what is
+        not open succeeds (ACP: SHOULD); `_meta.sessiond.known` false says it never was."""
+        thread_id = session_id_of(params_of(message))
+        live = self.live.get(thread_id)
+        self.closed.add(thread_id)
         if live is not None:
             await self._close_live(live)
-            self.hooks.session_ended(
-                _hook_client(self),
-                thread_id=live.thread_id,
-                session_id=live.session_id,
-                reason="close",
-                after_answer=False,
-            )
-        return {}
+            if live.session_id is not None:
+                self.hooks.session_ended(
+                    _hook_client(self),
+                    thread_id=live.thread_id,
+                    session_id=live.session_id,
+                    reason="close",
+                    after_answer=False,
+                )
+            return {}
+        return {} if self.service.store.exists(thread_id) else _unknown()
 
     async def _close_live(self, live: Live) -> None:
         """End sessiond's session on the thread, and AGENT's if AGENT can close one."""
-        del self.live[live.thread_id]
+        self._write_batches()
+        self.live.pop(live.thread_id, None)
+        if live.reaching is not None:
+            live.reaching.cancel()
+            live.reaching = None
         if live.agent_session is not None:
             self.by_agent.pop(live.agent_session, None)
             if self._agent_offers("close"):
                 with contextlib.suppress(AgentRefused, AgentGone):
                     await self._call("session/close", {"sessionId": live.agent_session})
-        self.service.close(live.thread_id, live.session_id, self.owner)
+        if live.session_id is not None:
+            self.service.close(live.thread_id, live.session_id, self.owner)
 
     async def session_delete(self, message: dict[str, Any]) -> dict[str, Any]:
         """The thread is archived, not deleted: it leaves `session/list`, but `sessiond
-        list --archived` still shows it and `thread/unarchive` brings it back."""
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        thread_id = params.get("sessionId")
-        if not isinstance(thread_id, str):
-            raise ProtocolError(ErrorKind.INVALID_PARAMS, "sessionId is required")
+        list --archived` still shows it and loading its id brings it back. Deleting what is
+        not there succeeds (ACP: SHOULD), with `_meta.sessiond.known` false."""
+        thread_id = session_id_of(params_of(message))
         live = self.live.get(thread_id)
         agent_session = live.agent_session if live else None
+        written = live is None or live.pending is None
         if live is not None:
             await self._close_live(live)
-        elif (located := self._locate(thread_id)) is not None:
-            agent_session = _agent_session_of(self.service.store.read(located)[0].items)
-        try:
+        exists = written and self.service.store.exists(thread_id)
+        if exists and agent_session is None:
+            agent_session = _agent_session_of(self.service.store.read(thread_id)[0].items)
+        if exists:
             self.service.archive(thread_id, True, self.owner)
-        except ProtocolError as exc:
-            if exc.kind not in (ErrorKind.THREAD_NOT_FOUND, ErrorKind.INVALID_ID):
-                raise
-            return {}  # deleting what is not there succeeds (ACP: SHOULD)
         if agent_session is not None and self._agent_offers("delete"):
             with contextlib.suppress(AgentRefused, AgentGone, ProtocolError):
                 await self._ensure_agent()
                 await self._call("session/delete", {"sessionId": agent_session})
-        return {}
+        return {} if exists or live is not None else _unknown()
 
     async def session_fork(self, message: dict[str, Any]) -> dict[str, Any]:
         """(Unstable, only when AGENT offers it.) A new thread with the history so far, and
         AGENT's own fork of its session."""
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        live = self.live.get(str(params.get("sessionId")))
-        if live is None:
+        params = params_of(message)
+        live = self.live.get(session_id_of(params))
+        if live is None or live.held is not None:
             raise ProtocolError(ErrorKind.STALE_SESSION, "load or resume the session first")
-        await self._ensure_agent()
-        if live.agent_session is None:
-            await self._reach_agent_session(live)
+        if live.pending is not None:
+            self._write_thread(live)
+        await self._agent_session_ready(live)
         upstream = {**params, "sessionId": live.agent_session}
         try:
             result = await self._call("session/fork", upstream)
@@ -1088,12 +1606,12 @@ class AcpProxy:
             thread_id,
             started.session_id,
             source.ThreadRecorder(_new_scope()),
-            str(params.get("cwd") or live.cwd),
+            cwd_of(params, required=False) or live.cwd,
             params.get("mcpServers") or [],
             agent_session,
         )
         self.live[thread_id] = fork
-        self._record(fork, fork.recorder.agent_session(agent_session, "new", self.argv))
+        self._record(fork, fork.recorder.agent_session(agent_session, "new", self.argv, result))
         self._flush_index_soon()
         self._adopt(agent_session, thread_id)
         return {**result, "sessionId": thread_id}
@@ -1103,15 +1621,6 @@ class AcpProxy:
     def _agent_offers(self, capability: str) -> bool:
         sessions = self.agent_capabilities.get("sessionCapabilities")
         return isinstance(sessions, dict) and sessions.get(capability) is not None
-
-    def _locate(self, thread_id: str) -> str | None:
-        try:
-            from restore.ids import validate_thread_id
-
-            thread_id = validate_thread_id(thread_id)
-        except ProtocolError:
-            return None
-        return thread_id if self.service.store.exists(thread_id) else None
 
     async def _call(self, method: str, params: Any, *, release_hold: str | None = None) -> Any:
         """A request of the proxy's own to AGENT; AgentRefused / AgentGone on failure."""
@@ -1127,18 +1636,77 @@ class AcpProxy:
         return await future
 
     def _record(self, live: Live, recorded: source.Recorded) -> None:
-        """Blobs first, then the items, written but not synced (the turn's end syncs).
-        A failure is logged and forwarding goes on: the editor must keep working."""
+        """Blobs first, then the items, written but not synced (the turn's end syncs). A
+        new session's items wait for its thread; a held session records nothing. A failure
+        is logged and said to the editor at once; forwarding goes on (the person keeps
+        their agent), and the turn's answer is an error."""
         if not recorded.items:
+            return
+        if live.pending is not None:
+            live.pending.add(recorded)
+            live.pending_size += sum(len(orjson.dumps(item)) for item in recorded.items)
+            count, limit = PENDING_LIMIT
+            if len(live.pending.items) > count or live.pending_size > limit:
+                try:
+                    self._write_thread(live)
+                except ProtocolError as exc:  # the oldest go: still bounded
+                    logger.error("could not write session %s: %s", live.thread_id, exc)
+                    del live.pending.items[: len(live.pending.items) // 2]
+                    live.pending_size //= 2
+            return
+        if live.session_id is None:
             return
         try:
             for data in recorded.blobs.values():
                 self.service.store.put_blob(data)
-            self.service.record(
-                live.thread_id, live.session_id, recorded.items, self.owner, defer_sync=True
-            )
         except (ProtocolError, OSError) as exc:
-            logger.error("could not record in thread %s: %s", live.thread_id, exc)
+            self._record_failed(live, exc)
+            return
+        batch = self._batches.get(live.thread_id)
+        if batch is not None and batch[0] is live:
+            batch[1].extend(recorded.items)
+            return
+        if batch is not None:
+            self._write_batches()
+        self._batches[live.thread_id] = (live, list(recorded.items))
+        if not self._batch_scheduled:
+            self._batch_scheduled = True
+            asyncio.get_running_loop().call_soon(self._write_batches)
+
+    def _write_batches(self) -> None:
+        """What this turn of the loop recorded, written: one append per thread (written,
+        not synced). Runs before anything of the same turn reaches the editor
+        (`EditorOutput.flush` calls it first): durable before shown."""
+        self._batch_scheduled = False
+        batches, self._batches = self._batches, {}
+        for thread_id, (live, items) in batches.items():
+            if live.session_id is None:
+                continue
+            try:
+                self.service.record(thread_id, live.session_id, items, self.owner, defer_sync=True)
+            except (ProtocolError, OSError) as exc:
+                self._record_failed(live, exc)
+
+    def _record_failed(self, live: Live, exc: ProtocolError | OSError) -> None:
+        failure = exc if isinstance(exc, ProtocolError) else storage_error(exc)
+        logger.error("could not record in thread %s: %s", live.thread_id, failure)
+        self._unrecorded(live, failure)
+
+    def _unrecorded(self, live: Live, failure: ProtocolError) -> None:
+        if live.unrecorded is not None:
+            return
+        live.unrecorded = failure
+        self._notice(
+            live.thread_id,
+            f"Not recorded: {failure} ({failure.kind}). What follows is shown but not saved, "
+            "and this turn will end with an error.",
+            "unrecorded",
+        )
+
+    def _show(self, live: Live, recorded: source.Recorded) -> None:
+        """Updates made here (a tool call closed as interrupted), after their record."""
+        for params in recorded.shown:
+            self._notify(live.thread_id, params["update"])
 
     def _flush_index_soon(self) -> None:
         """Other processes (`sessiond serve`, `sessiond list`) see the thread's new row
@@ -1151,19 +1719,27 @@ class AcpProxy:
 
     def _flush_index(self) -> None:
         self._index_flush = None
+        self._write_batches()
         if self._service is not None:
             try:
                 self._service.flush_index()
             except Exception as exc:  # the index is derived: a failure costs a stale row
                 logger.warning("could not update the thread index: %s", exc)
 
-    async def _sync(self) -> None:
+    async def _sync(self) -> ProtocolError | None:
+        """Everything written so far made durable; the failure, if it could not be."""
+        self._write_batches()
         try:
             sync = self.service.begin_commit()  # a shared store commits here
             if sync is not None:
                 await asyncio.to_thread(sync)
         except ProtocolError as exc:
             logger.error("could not make the records durable: %s", exc)
+            return exc
+        except OSError as exc:
+            logger.error("could not make the records durable: %s", exc)
+            return storage_error(exc)
+        return None
 
     def _send_editor(self, message: dict[str, Any]) -> None:
         if not self.stopping:
@@ -1175,6 +1751,26 @@ class AcpProxy:
         """The editor went away (or a signal came): AGENT gets its input closed and a short
         grace, then its whole process group is killed; every session ends, recorded."""
         self.stopping = True
+        for asked in self._asked.values():
+            if not asked.done():
+                asked.set_exception(EditorGone("the editor went away"))
+        self._asked.clear()
+        for live in self.live.values():
+            if live.reaching is not None:
+                live.reaching.cancel()
+        # The threads first: released at once, another `sessiond acp` (the editor started
+        # again) can open them while AGENT takes its time to exit. A turn in flight ends.
+        for request in list(self.upstream.values()):
+            live = self.live.get(request.thread_id or "")
+            if request.method != "session/prompt" or live is None:
+                continue
+            if live.recorder.turn_id == request.turn_id:
+                ended = live.recorder.end_turn(
+                    _new_scope(), error="the editor went away", continue_reason="editor_gone"
+                )
+                self._record(live, ended)
+        if self._service is not None:
+            self._release()
         agent = self.agent
         if agent is not None:
             agent.close_input()
@@ -1183,20 +1779,27 @@ class AcpProxy:
                 await agent.wait(STOP_GRACE)
             agent.kill_group()
             await self._after_agent_gone(agent)
-        if self._service is not None:
-            released = self.service.release_owner(self.owner, "disconnect")
-            for thread_id in released:
-                live = self.live.pop(thread_id, None)
-                if live is not None and self._hooks is not None:
-                    self._hooks.session_ended(
-                        _hook_client(self),
-                        thread_id=thread_id,
-                        session_id=live.session_id,
-                        reason="disconnect",
-                        after_answer=False,
-                    )
         if self._hooks is not None:
             await self._hooks.stop()
+
+    def _release(self) -> None:
+        """Every session of this process ends, recorded (SessionEnd hooks run)."""
+        self._write_batches()
+        with contextlib.suppress(ProtocolError, OSError):
+            sync = self.service.begin_commit()
+            if sync is not None:
+                sync()
+        released = self.service.release_owner(self.owner, "disconnect")
+        for thread_id in released:
+            live = self.live.pop(thread_id, None)
+            if live is not None and self._hooks is not None:
+                self._hooks.session_ended(
+                    _hook_client(self),
+                    thread_id=thread_id,
+                    session_id=live.session_id or "",
+                    reason="disconnect",
+                    after_answer=False,
+                )
 
     def close(self) -> None:
         if self.agent is not None:
@@ -1224,6 +1827,30 @@ ANSWER_FINISHERS: dict[str, Callable[[AcpProxy, Upstream, dict[str, Any]], Any]]
     "session/prompt": AcpProxy._turn_ended,
 }
 """AGENT's answers sessiond completes before the editor gets them."""
+
+
+def _busy_notice(holder: str) -> str:
+    return (
+        f"This session is open in another process ({holder}): another editor window, or "
+        "one still closing. It is shown here as it was recorded; what you send is not sent "
+        "until that one lets it go."
+    )
+
+
+def _unknown() -> dict[str, Any]:
+    return {"_meta": {"sessiond": {"known": False}}}
+
+
+def _empty_acp(info: dict[str, Any]) -> bool:
+    """A thread an earlier sessiond acp wrote at `session/new` and that never got a
+    prompt: not a session anyone resumes (this one writes threads at the first prompt)."""
+    origin = info.get("origin") or {}
+    return origin.get("agent") == "acp" and not info.get("preview") and not info.get("title")
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("could not reach AGENT's session yet: %s", task.exception())
 
 
 def _agent_session_of(items: list[dict[str, Any]]) -> str | None:
@@ -1288,16 +1915,51 @@ def _hook_client(proxy: AcpProxy) -> Any:
 # --- the process ---------------------------------------------------------------------------
 
 
+class EditorOutput:
+    """stdout, the editor's end: what one turn of the loop writes leaves in one write,
+    after the records it shows are written (`before_flush`: durable before shown). Its own
+    buffer, whatever Python's (PYTHONUNBUFFERED makes each write of sys.stdout a system
+    call: 20,000 updates took a second of writes alone)."""
+
+    def __init__(self, fd: int, on_gone: Callable[[], None]) -> None:
+        self._fd = fd
+        self._on_gone = on_gone
+        self._chunks: list[bytes] = []
+        self._scheduled = False
+        self.before_flush: Callable[[], None] | None = None
+
+    def write(self, data: bytes) -> None:
+        self._chunks.append(data)
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if self.before_flush is not None:
+            self.before_flush()
+        if not self._chunks:
+            return
+        view = memoryview(b"".join(self._chunks))
+        self._chunks.clear()
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except (BrokenPipeError, OSError):
+            self._on_gone()  # the editor is gone; nobody is left to answer
+
+
 async def serve(
     home: Path, argv: list[str], store: str | None = None, watchdog: Watchdog | None = None
 ) -> int:
     """Proxy the editor on stdin/stdout to AGENT until either side ends."""
-    from server.pipes import BatchedOutput, read_input
+    from server.pipes import read_input
 
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
-    output = BatchedOutput(sys.stdout.buffer, ended.set)
+    output = EditorOutput(sys.stdout.fileno(), ended.set)
     proxy = AcpProxy(home, argv, output.write, store, watchdog)
+    output.before_flush = proxy._write_batches
     try:
         await proxy.start_agent()
     except OSError as exc:
@@ -1305,15 +1967,16 @@ async def serve(
         return 2
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(signum, ended.set)
-    decoder = FrameDecoder()
+    decoder = line_decoder()
 
     def feed(chunk: bytes) -> None:
         for event in decoder.feed(chunk):
             if isinstance(event, Frame):
                 proxy.editor_bytes(event.body)
             elif isinstance(event, FrameTooLarge):
-                error = _error(ErrorKind.PAYLOAD_TOO_LARGE, f"message of {event.size} bytes")
-                proxy._send_editor({"jsonrpc": "2.0", "id": None, "error": error})
+                logger.warning("the editor sent a %d-byte message; refused", event.size)
+                error = ProtocolError(ErrorKind.PAYLOAD_TOO_LARGE, f"message of {event.size} bytes")
+                proxy._answer_error(None, error)
 
     try:
         await read_input(sys.stdin.buffer, feed, ended)

@@ -141,7 +141,9 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
         for item in contents.items:
             print_json(item)
     else:
-        title = next((i.get("title") for i in reversed(contents.items) if i.get("title")), None)
+        from restore.summary import summarize
+
+        title = summarize(args.thread_id, contents.items).title  # the thread's, not a tool's
         heading = f"thread {args.thread_id}" + (" (archived)" if archived else "")
         print(safe(f"{heading}: {title}", one_line=True) if title else heading)
         if parent is not None and parent.parentThreadId:

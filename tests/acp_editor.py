@@ -35,12 +35,14 @@ HANG_GUARD = 60.0  # seconds before a test gives up waiting (not a performance l
 
 
 class Editor(Client):
-    """Answers like an editor whose user allows (or rejects) every tool call."""
+    """Answers like an editor whose user allows (or rejects) every tool call, choosing by
+    the option's kind (allow_once / reject_once), as editors draw their buttons."""
 
     def __init__(self, allow: bool = True) -> None:
         self.allow = allow
         self.received: list[dict[str, Any]] = []
         self.permissions: list[Any] = []
+        self.options: list[list[Any]] = []
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         return None
@@ -49,7 +51,9 @@ class Editor(Client):
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
     ) -> RequestPermissionResponse:
         self.permissions.append(tool_call)
-        chosen = "allow" if self.allow else "reject"
+        self.options.append(options)
+        wanted = "allow_once" if self.allow else "reject_once"
+        chosen = next(o.option_id for o in options if o.kind == wanted)
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=chosen)
         )
@@ -99,8 +103,126 @@ class Running:
         os.kill(self.process.pid, signal.SIGKILL)
 
 
-def fake_agent(state: Path, caps: str = "resume") -> list[str]:
-    return [sys.executable, str(FAKE_AGENT), "--caps", caps, "--state", str(state)]
+class CodeCompanionLike:
+    """An editor that knows nothing of sessiond, doing what CodeCompanion.nvim 19.22 does
+    (`lua/codecompanion/acp/init.lua`, `Connection:_establish_session`, and the `/resume`
+    slash command): a chat opens a session as it opens; `/resume` lists the sessions of
+    its working directory and loads the one picked; ANY error of `session/load` is taken as
+    "cannot load" and a new session is opened in its place without a word; it answers a
+    permission request only while a prompt runs."""
+
+    def __init__(self, run: Running, cwd: Path) -> None:
+        self.run = run
+        self.cwd = cwd
+        self.session_id: str | None = None
+        self.fell_back = False
+
+    async def open_chat(self) -> str:
+        self.session_id = (await self.run.conn.new_session(cwd=str(self.cwd))).session_id
+        return self.session_id
+
+    async def picker(self) -> list[Any]:
+        return list((await self.run.conn.list_sessions(cwd=str(self.cwd))).sessions)
+
+    async def resume(self, session_id: str) -> list[dict[str, Any]]:
+        """What the chat buffer is redrawn from: the updates the load sent."""
+        before = len(self.run.editor.received)
+        try:
+            await self.run.conn.load_session(cwd=str(self.cwd), session_id=session_id)
+            self.session_id = session_id
+        except RequestError:
+            self.fell_back = True
+            await self.open_chat()
+        return [p["update"] for p in self.run.editor.received[before:]]
+
+    async def send(self, text: str) -> Any:
+        assert self.session_id is not None
+        prompt = [{"type": "text", "text": text}]
+        return await self.run.conn.prompt(session_id=self.session_id, prompt=prompt)
+
+
+def fake_agent(state: Path, caps: str = "resume", *flags: str) -> list[str]:
+    return [sys.executable, str(FAKE_AGENT), "--caps", caps, "--state", str(state), *flags]
+
+
+class RawEditor:
+    """An editor that writes bytes, not SDK calls: for what the SDK would never send (a
+    line that is not JSON, a bare number, a message 300 levels deep). Reads every message
+    `sessiond acp` writes, in order."""
+
+    def __init__(self, process: asyncio.subprocess.Process, stderr: Path) -> None:
+        self.process = process
+        self.stderr = stderr
+        self.received: list[dict[str, Any]] = []
+        self._ids = iter(range(1, 1 << 30))
+
+    async def send_line(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + b"\n")
+        await self.process.stdin.drain()
+
+    async def next_message(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        async with asyncio.timeout(HANG_GUARD):
+            line = await self.process.stdout.readline()
+        if not line:
+            raise EOFError("sessiond acp closed its output")
+        message = json.loads(line)
+        self.received.append(message)
+        return message
+
+    async def answer_to(self, request_id: Any) -> dict[str, Any]:
+        """Messages until the answer with `request_id` (a request of sessiond's own to
+        the editor is answered with an error: this editor allows nothing)."""
+        while True:
+            message = await self.next_message()
+            if "method" not in message and message.get("id") == request_id:
+                return message
+            if "method" in message and "id" in message:
+                refusal = {"code": -32601, "message": "not supported by this editor"}
+                reply = {"jsonrpc": "2.0", "id": message["id"], "error": refusal}
+                await self.send_line(json.dumps(reply).encode())
+
+    async def request(self, method: str, params: Any) -> dict[str, Any]:
+        """Send a request; its answer (result or error), whatever came before it."""
+        request_id = next(self._ids)
+        body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        await self.send_line(json.dumps(body).encode())
+        return await self.answer_to(request_id)
+
+    def log(self) -> str:
+        return self.stderr.read_text() if self.stderr.exists() else ""
+
+
+@contextlib.asynccontextmanager
+async def raw_sessiond_acp(home: Path, agent: list[str]) -> AsyncIterator[RawEditor]:
+    """`sessiond acp --home HOME -- AGENT...` on plain pipes, not initialized."""
+    stderr = home.parent / f"acp-raw-stderr-{os.getpid()}-{len(agent)}.log"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home.parent),
+        "PYTHONPATH": str(REPO),
+        "SESSIOND_CONFIG_HOME": str(home.parent / "config"),
+        "SESSIOND_LOG": "INFO",
+    }
+    with open(stderr, "ab") as errors:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "server.cli", "acp", "--home", str(home), "--", *agent,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=errors,
+            env=env, cwd=REPO, limit=1 << 24,
+        )  # fmt: skip
+        editor = RawEditor(process, stderr)
+        try:
+            yield editor
+        finally:
+            assert process.stdin is not None
+            process.stdin.close()
+            try:
+                async with asyncio.timeout(HANG_GUARD):
+                    await process.wait()
+            except TimeoutError:
+                process.kill()
+                await process.wait()
 
 
 @contextlib.asynccontextmanager

@@ -217,7 +217,8 @@ async def test_a_prompt_after_load_reaches_agent_by_the_best_path_it_offers(
     assert answer.stop_reason == "end_turn"
     assert replayed == ["remember the number 42", "echo: remember the number 42"]
     assert echoed == ["echo: what was it?"]
-    meta = loaded.field_meta["sessiond"]
+    assert loaded.field_meta["sessiond"]["upstream"] == "reaching"  # answered from the record
+    meta = answer.field_meta["sessiond"]  # the first prompt says how AGENT's was reached
     assert meta["upstream"] == upstream
     assert meta["primed"] is (upstream == "new")
 
@@ -238,9 +239,35 @@ async def test_a_prompt_after_load_reaches_agent_by_the_best_path_it_offers(
     assert vias == ["new", upstream]
 
 
-async def test_load_refuses_a_workspace_that_drifted_unless_accepted(
+async def test_turns_an_agent_lost_are_handed_back_to_it_after_a_load(
     home: Path, tmp_path: Path, make_repo: Callable[..., Path]
 ) -> None:
+    """An agent whose own store lags behind what it showed (`--lags`: as Claude Code,
+    whose transcript is written a moment after the turn) loses its newest turn when it is
+    stopped; its load replay shows what it kept, and its next prompt gets the rest."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state, "load", "--lags")) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=session, prompt=text("remember the number 42"))
+        await run.conn.prompt(session_id=session, prompt=text("and the colour blue"))
+    async with sessiond_acp(home, fake_agent(state, "load", "--lags")) as run:
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        answer = await run.conn.prompt(session_id=session, prompt=text("what were they?"))
+    assert answer.field_meta["sessiond"] == {"upstream": "load", "primed": True}
+    prompt = [e for e in agent_log(state) if e["event"] == "session/prompt"][-1]
+    primed, typed = (block["text"] for block in prompt["params"]["prompt"])
+    assert typed == "what were they?"
+    assert primed.startswith("[sessiond] Your session was stopped before it kept its last turns")
+    assert "and the colour blue" in primed and "echo: and the colour blue" in primed
+    assert "remember the number 42" not in primed  # it kept that one
+
+
+async def test_an_editor_that_knows_sessiond_gets_drift_as_a_typed_error_unless_accepted(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """`_meta.sessiond.acceptDrift: false` asks for the typed error (editors that do not
+    know sessiond get the question instead: tests/test_acp_editors.py)."""
     repo = make_repo("repo")
     state = tmp_path / "agent"
     async with sessiond_acp(home, fake_agent(state)) as run:
@@ -250,7 +277,9 @@ async def test_load_refuses_a_workspace_that_drifted_unless_accepted(
 
     async with sessiond_acp(home, fake_agent(state)) as run:
         with pytest.raises(RequestError) as refused:
-            await run.conn.load_session(cwd=str(repo), session_id=session)
+            await run.conn.load_session(
+                cwd=str(repo), session_id=session, sessiond={"acceptDrift": False}
+            )
         assert run.editor.received == []  # nothing replayed, nothing opened
         loaded = await run.conn.load_session(
             cwd=str(repo), session_id=session, sessiond={"acceptDrift": True}
@@ -272,6 +301,7 @@ async def test_delete_archives_the_session_out_of_the_list(
     async with sessiond_acp(home, fake_agent(state, caps="all")) as run:
         kept = (await run.conn.new_session(cwd=str(repo))).session_id
         gone = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=kept, prompt=text("kept"))
         await run.conn.prompt(session_id=gone, prompt=text("soon deleted"))
         assert await run.call("session/delete", {"sessionId": gone}) == {}
         assert await run.call("session/delete", {"sessionId": gone}) == {}  # again: no error
@@ -347,6 +377,7 @@ async def test_session_start_hooks_fire_for_acp_sessions(
     state = tmp_path / "agent"
     async with sessiond_acp(home, fake_agent(state)) as run:
         session = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=session, prompt=text("hello"))  # writes the thread
         await wait_for(lambda: log.exists(), "the startup hook")
     async with sessiond_acp(home, fake_agent(state)) as run:
         await run.conn.resume_session(cwd=str(repo), session_id=session)
@@ -374,9 +405,10 @@ async def test_the_sdk_example_echo_agent_works_behind_sessiond(
     assert [p["update"]["content"]["text"] for p in echoed] == ["hello echo"]
     assert echoed[0]["_meta"] == {"source": "echo_agent"}  # the agent's _meta, untouched
     async with sessiond_acp(home, [sys.executable, str(echo_agent)]) as run:
-        loaded = await run.conn.load_session(cwd=str(repo), session_id=session)
+        await run.conn.load_session(cwd=str(repo), session_id=session)
         replayed = run.editor.texts()
-    assert loaded.field_meta["sessiond"]["upstream"] == "new"  # the echo agent cannot load
+        again = await run.conn.prompt(session_id=session, prompt=text("still there?"))
+    assert again.field_meta["sessiond"]["upstream"] == "new"  # the echo agent cannot load
     assert replayed == ["hello echo", "hello echo"]  # the prompt, then the echo
 
 

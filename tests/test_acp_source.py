@@ -302,20 +302,46 @@ def test_the_proxy_answers_parse_as_acp_and_keep_what_agent_said() -> None:
     assert (info.session_id, info.title) == ("t", "p")
 
 
-def test_upstream_paths_prefer_resume_then_load_then_a_primed_new_session() -> None:
+def test_upstream_paths_prefer_load_then_resume_then_a_primed_new_session() -> None:
     assert source.upstream_paths({"sessionCapabilities": {"resume": {}}, "loadSession": True}) == [
-        "resume",
         "load",
+        "resume",
         "new",
     ]
-    assert source.upstream_paths({"loadSession": True}) == ["load", "new"]
+    assert source.upstream_paths({"sessionCapabilities": {"resume": {}}}) == ["resume", "new"]
     assert source.upstream_paths({}) == ["new"]
     history = [
-        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-        {"role": "assistant", "thought": True, "content": "secret thinking"},
-        {"role": "assistant", "content": "hello"},
+        {"type": "message", "role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"type": "message", "role": "assistant", "thought": True, "content": "secret thinking"},
+        {"type": "message", "role": "assistant", "content": "hello"},
     ]
     block = source.priming_block(history)
     assert block is not None and "hi" in block["text"] and "hello" in block["text"]
     assert "secret thinking" not in block["text"]
     assert source.priming_block([]) is None
+
+
+def _spoken(turns: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for turn, prompt, answer in turns:
+        items.append({"type": "message", "role": "user", "origin": "acp", "turnId": turn,
+                      "content": [{"type": "text", "text": prompt}]})  # fmt: skip
+        items.append({"type": "message", "role": "assistant", "origin": "acp", "turnId": turn,
+                      "content": [{"type": "text", "text": answer}]})  # fmt: skip
+    return items
+
+
+def test_lost_turns_are_those_an_agents_replay_does_not_have() -> None:
+    items = _spoken([("t1", "first", "one"), ("t2", "second", "two"), ("t3", "third", "three")])
+
+    def lost(replayed: list[tuple[str, str]]) -> list[str]:
+        kept = source.lost_turns(items, replayed)
+        return sorted({i["turnId"] for i in kept})
+
+    everything = [("user", "first"), ("assistant", "o"), ("assistant", "ne"),
+                  ("user", "[sessiond] primed...\nsecond"), ("assistant", "two"),
+                  ("user", "third"), ("assistant", "three")]  # fmt: skip
+    assert lost(everything) == []  # chunks merged; a prompt wrapped in priming still counts
+    assert lost(everything[:5]) == ["t3"]
+    assert lost(everything[:4]) == ["t2", "t3"]  # the turn's end is gone: the turn too
+    assert lost([]) == ["t1", "t2", "t3"]

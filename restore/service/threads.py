@@ -159,6 +159,7 @@ class ThreadService:
         owner: str = LOCAL_OWNER,
         origin: dict[str, Any] | None = None,
         trusted_folders: Sequence[str] = (),
+        thread_id: str | None = None,
         parent_thread_id: str | None = None,
         parent_operation_id: str | None = None,
     ) -> StartedThread:
@@ -166,6 +167,8 @@ class ThreadService:
 
         `origin` marks a thread that mirrors another agent's session (ACP, an import).
         `trusted_folders` (here and below): where git may run the repository's programs.
+        `thread_id`: an id the caller handed out already (`sessiond acp` names a session
+        at `session/new` and writes its thread at the first prompt); a new one otherwise.
         `parent_thread_id`: a sub-agent's thread, under that one (which must exist), started
         by its operation `parent_operation_id`."""
         if parent_thread_id is not None:
@@ -178,6 +181,7 @@ class ThreadService:
                     field="parentThreadId",
                 )
         meta = self._session_meta(
+            thread_id=validate_thread_id(thread_id) if thread_id is not None else None,
             source="startup",
             reason="user",
             environment=probe(cwd, trusted_folders),

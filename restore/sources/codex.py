@@ -39,6 +39,10 @@ READ_TOOLS = frozenset({"view_image", "web_search", "read_file", "list_dir", "gr
                         "list_mcp_resources", "list_mcp_resource_templates",
                         "read_mcp_resource", "sleep", "clock__curr_time"})  # fmt: skip
 IDEMPOTENT_TOOLS = frozenset({"update_plan"})
+GOAL_TOOLS = frozenset({"create_goal", "update_goal", "get_goal"})
+GOAL_STATUS = {"active": "in_progress", "complete": "completed"}
+"""A goal's status as a todo's; `paused`, `blocked` and budget-limited goals are pending
+(their status is said in the text)."""
 SIDE_EFFECT_TOOLS = frozenset({"apply_patch", "exec", "exec_command", "write_stdin", "shell",
                                "container.exec", "local_shell", "shell_command",
                                "spawn_agent", "followup_task", "send_message",
@@ -460,6 +464,35 @@ class CodexParser(SourceParser):
             self.state["contents"] = {}  # a command may have changed any file
         if "patch" in pending and not failed and not pending.get("applied"):
             self._patch_edits(pending["patch"], call_id)
+        if tool in GOAL_TOOLS and not failed:
+            self._goal(text)
+
+    def _goal(self, text: str) -> None:
+        """Codex 0.17x plans with goals (`create_goal` / `update_goal`, answered with the
+        goal as JSON) where it had `update_plan`: a thread's goals are its todo list, each
+        objective once, in the order created, with the status Codex last answered."""
+        try:
+            answer = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return
+        goal = answer.get("goal") if isinstance(answer, dict) else None
+        if not isinstance(goal, dict) or not isinstance(goal.get("objective"), str):
+            return
+        goals: list[list[str]] = self.state.setdefault("goals", [])
+        key = f"{goal.get('createdAt')}:{goal['objective']}"
+        status = str(goal.get("status") or "active")
+        entry = next((g for g in goals if g[0] == key), None)
+        if entry is not None and entry[2] == status:
+            return  # get_goal, or an update that changed nothing
+        if entry is None:
+            goals.append([key, goal["objective"], status])
+        else:
+            entry[2] = status
+        self.todos([
+            (f"goal-{n}", objective if status in GOAL_STATUS else f"{objective} ({status})",
+             GOAL_STATUS.get(status, "pending"))
+            for n, (_, objective, status) in enumerate(goals, 1)
+        ])  # fmt: skip
 
     def _exec_done(self, call_id: str, text: str) -> bool:
         """Whether this output ends the `exec` script. A script still running when its

@@ -11,6 +11,9 @@ mock model on 127.0.0.1:
 - Gemini CLI: `GOOGLE_GEMINI_BASE_URL` + `GEMINI_API_KEY`; `gemini -p --output-format
   stream-json`. Sessions: `$HOME/.gemini/tmp/<project>/chats/session-*.jsonl`.
 
+Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) run with
+the same `env()`, pointed at the mock the same way.
+
 The environment each CLI gets is built from nothing but what it needs (PATH, HOME, the
 mock's address and a dummy key), so no credential of this machine reaches it.
 """
@@ -28,6 +31,12 @@ from typing import Any
 from tests.agents.mock_model import MockModel
 
 BRANCH = "feature/compat"
+ACP_COMMANDS = {
+    "claude": ["claude-agent-acp"],
+    "codex": ["codex-acp"],
+    "gemini": ["gemini", "--acp"],
+}
+"""The ACP agent of each CLI, as an editor launches it (its bin in `bins`, then args)."""
 TIMEOUT = 180  # a hung CLI fails its test instead of hanging the run (never a speed check)
 
 
@@ -160,6 +169,15 @@ class AgentHome:
         if resume:
             command += ["--resume", resume]
         return self.run(command, **env)
+
+    def acp_command(self, agent: str) -> list[str]:
+        """The ACP agent for `agent` ("claude", "codex", "gemini"), pointed at the mock the
+        same way as its CLI when run with `env()`: claude-agent-acp runs Claude Code
+        underneath (`ANTHROPIC_BASE_URL`), codex-acp reads `$CODEX_HOME/config.toml`
+        (`write_codex_config`), `gemini --acp` reads `GOOGLE_GEMINI_BASE_URL` and
+        `~/.gemini/settings.json`."""
+        head, *args = ACP_COMMANDS[agent]
+        return [str(self.bins / head), *args]
 
     def write_gemini_settings(self, **sections: dict[str, Any]) -> None:
         """Merge settings sections into `~/.gemini/settings.json` (e.g. `model=

@@ -478,3 +478,38 @@ def test_a_sub_agent_is_a_child_thread_under_the_spawn_call_and_in_the_parents_c
     else:
         assert line["usd"] > 0
         assert cost["usd"] == pytest.approx(priced(CLASSIC, own) + priced(CLASSIC, theirs))
+
+
+@pytest.mark.compat("codex", "todos", "permissions")
+def test_goals_are_the_todo_list_and_a_bypass_comes_back_downgraded(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    """Codex 0.171 plans with goals (create_goal / update_goal; update_plan is gone from
+    `codex exec`): each goal is a todo with its status. The run bypasses approvals and the
+    sandbox, which a resume never restores silently."""
+    steps = [
+        Reply(calls=(Call("create_goal", {"objective": "Ship the parser"}),)),
+        Reply(calls=(Call("get_goal", {}),)),
+        Reply(calls=(Call("update_goal", {"status": "complete"}),)),
+        Reply(calls=(Call("create_goal", {"objective": "Write the docs"}),)),
+        Reply(text="Two goals."),
+    ]
+    agent = agents.start(Scenario({"goals": steps}))
+    agent.write_codex_config(model=CLASSIC)
+    run = agent.codex("[[goals]] set the goals").check()
+    summary = import_from(home, "codex", agent.codex_sessions)
+    assert summary["unmapped"] == {}, summary["unmapped"]
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    (thread,) = server.request("thread/list", {})["threads"]
+    assert thread["origin"]["sessionId"] == run.session_id
+    report = resume(server, thread["threadId"])
+    todos = states(report)["todos"]["items"]
+    assert [(t["content"], t["status"]) for t in todos] == [
+        ("Ship the parser", "completed"),
+        ("Write the docs", "in_progress"),
+    ]
+    permissions = states(report)["permissions"]
+    assert permissions["downgradedFrom"]["approvalMode"] == "never"
+    assert permissions["downgradedFrom"].get("sandbox") == "danger-full-access"
+    assert permissions["sandbox"] != "danger-full-access"

@@ -1,0 +1,186 @@
+"""The real ACP agents behind `sessiond acp`, the official ACP SDK as the editor: codex-acp,
+claude-agent-acp (Claude Code underneath) and `gemini --acp`, as pinned in
+tests/agents/package.json, each answered by the mock model.
+
+For each: initialize, a text turn, a tool turn with a permission, a `kill -9` of the proxy
+while a tool runs (no process of it left, read from /proc), then a fresh proxy's
+`session/list` and `session/load` (the replay is what the editor was shown) and a next
+prompt whose model request — what the mock model received — holds the earlier turns,
+tool calls and their results included. codex-acp and claude-agent-acp get their history
+back through their own `session/resume`; Gemini CLI's own `session/load` fails whenever it
+comes within the minute its session started (docs/acp.md, "Gemini CLI"), so it gets a new
+session primed with the history, tool calls and results included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.acp_editor import sessiond_acp, wait_for
+from tests.agents.mock_model import Call, Reply, Scenario
+from tests.compat.conftest import Agents
+from tests.test_acp import text
+
+MARKER = b"SESSIOND_ACP_AGENT="
+RESULT = "42-made"
+"""What the tool turn's shell prints (`echo $((6*7))-made`): only its result says it."""
+
+
+def shell(agent: str, command: str) -> Call:
+    if agent == "claude":
+        return Call("Bash", {"command": command, "description": "Run it"})
+    if agent == "codex":  # the classic tools (model gpt-5.5); escalation asks the editor
+        return Call("exec_command", {"cmd": command, "sandbox_permissions": "require_escalated",
+                                     "justification": "the test asks for it"})  # fmt: skip
+    return Call("run_shell_command", {"command": command, "description": "Run it"})
+
+
+def tool_turn(agent: str) -> Call:
+    """A tool whose result the agent shows over ACP. Gemini CLI 0.61 shows no shell output
+    (its display of it is not text, and `toToolCallContent` drops it): a file write, whose
+    diff it shows."""
+    if agent == "gemini":
+        return Call("write_file", {"file_path": "made.txt", "content": f"{RESULT}\n"})
+    return shell(agent, "touch made.txt && echo $((6*7))-made")
+
+
+def scenario(agent: str) -> Scenario:
+    return Scenario({
+        "hello": [Reply(text="Hello from the mock model.")],
+        "tool": [Reply(text="Running the tool.", calls=(tool_turn(agent),))],
+        "hang": [Reply(text="Sleeping now.", calls=(shell(agent, "sleep 300"),))],
+        "recall": [Reply(text="I remember all of it.")],
+    })  # fmt: skip
+
+
+def tagged(tag: bytes) -> list[int]:
+    """Every process whose environment carries the proxy's watchdog tag: AGENT and all it
+    started (server/watchdog.py)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[0] != "Z" and any(
+                v.startswith(MARKER) and tag in v for v in environ
+            ):
+                found.append(int(entry))
+    return found
+
+
+def sleeping(tag: bytes) -> int | None:
+    for pid in tagged(tag):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"300"]:
+                return pid
+    return None
+
+
+def watchdog_tag(proxy_pid: int) -> bytes:
+    """The tag the proxy's AGENT carries: read from a child of the proxy that has it."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) != proxy_pid:
+                continue
+            for value in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                if value.startswith(MARKER):
+                    return value[len(MARKER) :]
+    raise AssertionError("no child of the proxy carries the watchdog's tag")
+
+
+def shown_sleep(run: Any) -> bool:
+    """The editor was shown the tool call running `sleep 300` (as a tool call, or in the
+    permission request it was asked)."""
+    asked = [str(tool_call.title) for tool_call in run.editor.permissions]
+    updates = [str(p["update"].get("title")) for p in run.editor.received]
+    return any("sleep 300" in title for title in asked + updates)
+
+
+def sessiond_meta(update: dict[str, Any]) -> dict[str, Any]:
+    meta = update.get("_meta")
+    found = meta.get("sessiond") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def without_session(received: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in p.items() if k != "sessionId"} for p in received]
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude", "gemini"])
+async def test_a_real_acp_agent_keeps_its_session_through_a_kill_9_of_sessiond(
+    agents: Agents, tmp_path: Path, agent: str
+) -> None:
+    place = agents.start(scenario(agent))
+    if agent == "codex":
+        place.write_codex_config(model="gpt-5.5")
+    command, env, home = place.acp_command(agent), place.env(), tmp_path / "sessiond"
+    prompts = ["[[hello]] say hello", "[[tool]] run the tool", "[[hang]] wait a while"]
+    async with sessiond_acp(home, command, env=env) as run:
+        assert run.extra["initialize"].agent_capabilities.load_session is True
+        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+        hello = await run.conn.prompt(session_id=session, prompt=text(prompts[0]))
+        tool = await run.conn.prompt(session_id=session, prompt=text(prompts[1]))
+        assert (hello.stop_reason, tool.stop_reason) == ("end_turn", "end_turn")
+        assert "Hello from the mock model." in "".join(run.editor.texts())
+        assert len(run.editor.permissions) == 1  # asked, and allowed
+        assert (place.repo / "made.txt").exists()
+        hang = asyncio.ensure_future(run.conn.prompt(session_id=session, prompt=text(prompts[2])))
+        tag = watchdog_tag(run.process.pid)
+        await wait_for(lambda: sleeping(tag) is not None and shown_sleep(run), "the sleep runs")
+        shown = without_session(run.editor.received)
+        left = tagged(tag)
+        run.kill9()
+        await run.process.wait()
+        with contextlib.suppress(Exception):
+            await hang
+    try:
+        await wait_for(lambda: not tagged(tag), "every process of the killed proxy gone")
+    finally:
+        for pid in left:  # a failed run must not leave its agents behind
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+    async with sessiond_acp(home, command, env=env) as run:
+        listed = (await run.conn.list_sessions(cwd=str(place.repo))).sessions
+        await run.conn.load_session(cwd=str(place.repo), session_id=session)
+        replayed = without_session(run.editor.received)
+        question = text("[[recall]] what did we do?")
+        recall = await run.conn.prompt(session_id=session, prompt=question)
+    assert [(s.session_id, s.title) for s in listed] == [(session, prompts[0])]
+    users = [p["update"] for p in replayed if p["update"]["sessionUpdate"] == "user_message_chunk"]
+    assert [u["content"]["text"] for u in users] == prompts  # the editor drew those itself
+    closed = [p for p in replayed if "interrupted" in sessiond_meta(p["update"])]
+    assert [p["update"]["status"] for p in closed] == ["failed"]  # the sleep, cut short
+    agents_own = [p for p in replayed if p not in closed and p["update"] not in users]
+    assert agents_own == shown  # the replay is what the editor was shown
+    assert recall.stop_reason == "end_turn"
+    asked = agents.model.main_requests()[-1]
+    assert "[[recall]]" in asked.last_user_text()
+    history = asked.text()
+    for earlier in ("[[hello]] say hello", "Hello from the mock model.", "[[tool]] run the tool"):
+        assert earlier in history, (agent, earlier)
+    if agent == "gemini":  # primed: the write, its input and the diff it showed
+        primed = asked.last_user_text()
+        call = re.search(  # (Gemini CLI shows no tool input over ACP: its title names it)
+            r'<tool_call title="Writing to made.txt" kind="edit" status="completed">\n'
+            r"<output>[^<]*made\.txt:\n" + RESULT + r"\n</output>",
+            primed,
+        )
+        assert call is not None, primed
+        assert re.search(r'<tool_call title="sleep 300"[^>]* status="failed">', primed)
+    else:  # its own history: the call, and the result only running it gave
+        turns = [(t.role, t.text[:60], t.calls, [r[:60] for r in t.results]) for t in asked.turns]
+        assert "touch made.txt" in history and RESULT in history, turns
