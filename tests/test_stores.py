@@ -202,9 +202,9 @@ def test_a_resume_after_a_crash_replays_what_the_snapshot_does_not_cover(
     crashed = services()
     report = crashed.resume(tid, cwd=str(tmp_path), accept_drift=False, message_limit=10)
     crashed.record(tid, report["session"]["sessionId"], [message("after")])
-    for session in crashed._open.values():  # it dies: no end, no snapshot; the lock goes
+    for session in crashed.sessions.open.values():  # it dies: no end, no snapshot; the lock goes
         session.writer.close()
-    crashed._open.clear()
+    crashed.sessions.open.clear()
     again = services().resume(tid, cwd=str(tmp_path), accept_drift=False, message_limit=10)
     assert again["continueReason"] == "process_recovery"
     assert [m["content"] for m in again["messages"]["items"]] == ["before", "after"]

@@ -27,7 +27,7 @@ def read_edit_blob(
     the content cannot fit in one answer of `max_bytes`."""
     edit = _item_at(store, thread_id, seq, max_bytes)
     named = edit is not None and edit.get("type") == "file_edit"
-    if not named or sha not in (edit.get("beforeSha"), edit.get("afterSha")):
+    if edit is None or not named or sha not in (edit.get("beforeSha"), edit.get("afterSha")):
         raise ProtocolError(
             ErrorKind.UNAUTHORIZED,
             f"item {seq} of thread {thread_id} is not a file_edit naming blob {sha}: only "

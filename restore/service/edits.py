@@ -17,7 +17,8 @@ from restore.access import Scope, read_regular, remove_regular, replace_regular,
 from restore.engine.subsystems.operations import APPLY_EDIT_TOOL
 from restore.faults import crash_point
 from restore.ids import sha256_of
-from restore.service.threads import OpenSession, ThreadService
+from restore.service.sessions import OpenSession
+from restore.service.threads import ThreadService
 
 
 def resolve_in_workspace(session: OpenSession, path: str, folders: Iterable[str] = ()) -> str:
@@ -161,7 +162,7 @@ def _rewind_plans(
     for edit in items:
         if edit.get("type") != "file_edit" or edit["seq"] <= cut:
             continue
-        path = edit.get("path")
+        path: str = edit["path"]  # a file_edit's (protocol/items.py FileEditItem)
         if path not in plans:
             if "beforeSha" not in edit:
                 raise ProtocolError(

@@ -1,0 +1,113 @@
+"""Threads as a client lists them: pages of the store's index with their filters, the
+`childCount`s notifications carry, and what other processes changed meanwhile.
+
+A listing never costs more than its page: the index answers it (the embedded one opens,
+and reconciles every file, the first time it is asked; a notification never opens it)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from protocol.errors import ErrorKind, ProtocolError
+from restore.engine.environment import canonical
+from restore.ids import validate_thread_id
+from restore.stores.api import ExternalChange, Listing, Progress, Store
+
+logger = logging.getLogger("sessiond.threads")
+ThreadInfo = dict[str, Any]
+# Aliases, so no annotation in the class below names `list` (its method there).
+Infos = list[ThreadInfo]
+Changes = list[ExternalChange]
+Ids = list[str]
+
+
+class Lists:
+    """The listing side of the thread service (restore/service/threads.py)."""
+
+    store: Store
+
+    def list(
+        self,
+        *,
+        cwd: str | None,
+        workspace_folder: str | None,
+        archived: bool,
+        search: str | None,
+        cursor: str | None,
+        limit: int,
+        progress: Progress | None = None,
+        parent_thread_id: str | None = None,
+    ) -> Listing:
+        """A page of top-level threads, or of `parent_thread_id`'s children (sub-agents)."""
+        if parent_thread_id is not None:
+            parent_thread_id = validate_thread_id(parent_thread_id)
+        filters = (("cwd", cwd), ("workspaceFolder", workspace_folder), ("search", search))
+        for name, value in filters:
+            if value is not None and "\0" in value:  # PostgreSQL text cannot hold one
+                raise ProtocolError(
+                    ErrorKind.INVALID_PARAMS, f"{name} must not contain NUL", field=name
+                )
+        index = self.store.index
+        index.ensure_ready(progress)
+        self.store.flush()
+        return index.list(
+            cwd=canonical(cwd) if cwd is not None else None,  # cwds are stored canonical
+            workspace_folder=workspace_folder,
+            archived=archived,
+            search=search,
+            cursor=cursor,
+            limit=limit,
+            parent_thread_id=parent_thread_id,
+        )
+
+    def listed_parent(self, thread_id: str) -> str | None:
+        """The parent a listing files this thread under (None: a top-level thread, or no
+        listing open yet, which no client can be showing)."""
+        if not self.store.index.is_open:
+            return None
+        row = self.store.index.get(validate_thread_id(thread_id))
+        return row.parentThreadId if row is not None else None
+
+    def with_child_counts(self, infos: Infos, parents: Sequence[str] = ()) -> Infos:
+        """ThreadInfos for notifications: `infos` with their `childCount` filled in place
+        where the listing knows it, then the rows of `parents` (threads whose children just
+        changed), with theirs. Only an index that is open (a shared store's always is) is
+        asked: opening one reconciles every file, which a notification must not cost;
+        before any listing no client holds a count to keep current. Pending rows are
+        written first, so a child started a moment ago is counted."""
+        index = self.store.index
+        if not index.is_open:
+            return []
+        try:
+            if parents:
+                self.store.flush()
+            rows = [row for p in dict.fromkeys(parents) if (row := index.get(p))]
+            wanted = [i["threadId"] for i in infos if i.get("childCount") is None]
+            counts = index.child_counts([*wanted, *(row.threadId for row in rows)])
+        except Exception as exc:  # sqlite3.Error, psycopg.Error: the counts are derived
+            logger.warning("child counts not read: %s", exc)
+            return []
+        for info in infos:
+            if info.get("childCount") is None and info["threadId"] in counts:
+                info["childCount"] = counts[info["threadId"]]
+        return [{**row.thread_info(), "childCount": counts[row.threadId]} for row in rows]
+
+    def external_changes(self, thread_ids: Sequence[str]) -> Changes:
+        """What other processes on this machine did to these threads (their files changed),
+        with the listing rows brought up to date, so this process's listings agree at once.
+        Nothing for a store whose other writers announce themselves (`Store.watch`)."""
+        local = self.store.local
+        return local.changed(thread_ids) if local is not None else []
+
+    def threads_changed_since(self, seconds: float) -> Ids:
+        """Threads written at or after `seconds` (epoch): what a watcher that was still
+        starting may have missed."""
+        local = self.store.local
+        return local.changed_since(seconds) if local is not None else []
+
+    def flush_index(self) -> None:
+        """Write the listing rows the store held back (`FLUSH_SECONDS` after the last
+        write, from the host's timer). Never raises: the rows are derived."""
+        self.store.flush()
