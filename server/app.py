@@ -89,7 +89,7 @@ class SessiondServer:
     def ensure_watching(self, since: float | None = None) -> None:
         """Follow files other processes write (server/watch.py), from the first request
         that shows a client threads on: never at startup (no warmup)."""
-        if self.config.store:
+        if self.config.store and not self.config.follow:
             return  # a shared store's changes come by LISTEN/NOTIFY (`_changed_elsewhere`)
         if self._watcher is None:
             from server.watch import Watcher

@@ -330,9 +330,6 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
     if args.follow:
         from server.config import parse_follow
 
-        if config.store:
-            raise embedded_only("--follow")
-
         try:
             config.follow = parse_follow(args.follow)
         except ValueError as exc:
@@ -357,14 +354,6 @@ def acp(config: ServerConfig, args: argparse.Namespace) -> int:
 
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
     return front_door.main(Path(config.home), agent, config.store)
-
-
-def embedded_only(what: str) -> CommandError:
-    """Importing writes thread files (restore/importer.py): not into a shared database."""
-    return CommandError(
-        f"{what} imports into the embedded store, not a --store database: import without "
-        "--store, then copy the threads with `sessiond migrate --to URL`"
-    )
 
 
 def print_json(value: Any) -> None:

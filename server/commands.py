@@ -1,10 +1,10 @@
 """Offline commands (`list`, `show`, `import`, `doctor`, `migrate`): the same engine,
 without a server.
 
-Each checks the data directory first (restore/home.py): a home that cannot be used is one
-line and exit code 2 (printed by server/cli.py); a read-only one is read as it is. With
-`--store URL` (or SESSIOND_STORE) `list`, `show`, `doctor` and `migrate` work on the
-shared database instead; `import` writes the embedded store only.
+Each checks the data directory first (restore/home/state.py): a home that cannot be used
+is one line and exit code 2 (printed by server/cli.py); a read-only one is read as it is.
+With `--store URL` (or SESSIOND_STORE) every command works on the shared database instead
+(`import` too: its ledger of sources stays in the data directory).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from restore.home.state import Home, open_home
 from restore.service import ThreadService, open_service
 from restore.stores import Settings, is_shared, open_store
 from server import transcript
-from server.cli import embedded_only, print_json
+from server.cli import print_json
 from server.config import ServerConfig
 from server.terminal import clip, plural, relative_time, safe, table
 
@@ -27,7 +27,8 @@ BRANCH_COLUMNS = 24
 MAX_DEPTH = 4  # levels of sub-agents shown under a thread
 
 if TYPE_CHECKING:
-    from restore.imports.importer import FileResult, Importer, ImportSummary
+    from restore.imports.importer import Importer
+    from restore.imports.results import FileResult, ImportSummary
     from restore.summary import ThreadSummary
 
 
@@ -251,10 +252,8 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
 def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
     """`sessiond import claude|codex|gemini [--from DIR] [--watch]`: import, summarize, then
     (with --watch) follow the store until Ctrl-C."""
-    from restore.imports.importer import SOURCES, Importer
-
-    if config.store:
-        raise embedded_only("import")
+    from restore.imports.agents import SOURCES
+    from restore.imports.importer import Importer
 
     kind = SOURCES[args.agent]
     service = _service(config)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from restore.imports.importer import FileResult, Importer
+    from restore.imports.importer import Importer
+    from restore.imports.results import FileResult
     from restore.stores.api import ExternalChange
     from server.app import SessiondServer
 
@@ -73,16 +74,21 @@ class Watcher:
         from watchfiles import Change, awatch
 
         server = self.server
-        layout = await server.run_in_worker(lambda: server.service.layout)
+        # Other processes' thread files (the embedded store's); a shared store announces
+        # other writers itself (LISTEN/NOTIFY), so only the followed agents are watched.
+        local = await server.run_in_worker(lambda: server.service.store.local)
+        threads = local.directories if local is not None else []
         self.importers = await server.run_in_worker(self._make_importers)
         roots = [importer.root for importer in self.importers if importer.root.is_dir()]
         for importer in self.importers:
             if not importer.root.is_dir():
                 logger.warning("not following %s: %s is not a directory", importer.kind.agent,
                                importer.root)  # fmt: skip
-        for directory in (layout.threads_dir, layout.archived_dir):
+        for directory in threads:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        watched = [layout.threads_dir, layout.archived_dir, *roots]
+        watched = [*threads, *roots]
+        if not watched:
+            return
         changes_seen = awatch(*watched, stop_event=self._stop, debounce=DEBOUNCE_MS,
                               step=STEP_MS, rust_timeout=READY_MS, yield_on_timeout=True,
                               recursive=True)  # fmt: skip
@@ -94,13 +100,13 @@ class Watcher:
                 # so nothing falls between the two.
                 catch_up = catch_up or asyncio.create_task(self._catch_up())
                 added = {Path(path) for change, path in changes if change == Change.added}
-                shards = [p for p in added if p.parent in watched[:2] and p.suffix != ".jsonl"]
+                shards = [p for p in added if p.parent in threads and p.suffix != ".jsonl"]
                 if shards:  # listed on the worker, like every other file this watcher reads
                     added |= await server.run_in_worker(_files_in_new_shards, shards)
                 touched = sorted({Path(path) for _, path in changes} | added)
-                threads = [p for p in touched if p.suffix == ".jsonl" and _under(p, watched[:2])]
-                if threads:
-                    await self._threads_changed(threads, added)
+                files = [p for p in touched if p.suffix == ".jsonl" and _under(p, threads)]
+                if files:
+                    await self._threads_changed(files, added)
                 for importer in self.importers:
                     mine = [p for p in touched if importer.kind.is_session_file(importer.root, p)]
                     if mine:
@@ -110,7 +116,8 @@ class Watcher:
                 catch_up.cancel()
 
     def _make_importers(self) -> list[Importer]:
-        from restore.imports.importer import SOURCES, Importer
+        from restore.imports.agents import SOURCES
+        from restore.imports.importer import Importer
 
         return [
             Importer(self.server.service, SOURCES[name], live=True)

@@ -22,7 +22,8 @@ from pathlib import Path
 import orjson
 
 from restore.imports import parse as import_parse
-from restore.imports.importer import SOURCES, Importer
+from restore.imports.agents import SOURCES
+from restore.imports.importer import Importer
 from server.commands import _service
 from server.config import ServerConfig
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import BOTH_STORES, git
 from tests.import_fixtures import ClaudeSession, CodexSession, Fixture, build
 from tests.rpc_client import HANG_GUARD, REPO, ServerProcess
 from tests.test_cli import sessiond
@@ -96,6 +96,7 @@ def test_import_watch_picks_up_new_and_growing_sessions(fixture: Fixture, home: 
         assert watcher.wait(timeout=HANG_GUARD) == 0
 
 
+@BOTH_STORES  # `serve --follow` imports into a shared store too
 def test_follow_starts_nothing_until_a_client_looks_at_threads(
     fixture: Fixture, spawn: Callable[..., ServerProcess], home: Path
 ) -> None:

@@ -29,6 +29,7 @@ from typing import IO, Any
 import orjson
 
 from restore.home.files import NotRegularFile
+from restore.ids import sha256_of
 from restore.sources.common import SourceParser
 from restore.stores.api import SkippedLine
 
@@ -74,10 +75,6 @@ def decode(data: bytes, start: int) -> tuple[dict[str, Any] | None, str | None, 
     return value, None, repaired
 
 
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def open_source(path: str) -> IO[bytes]:
     """A source file, opened for reading only if it is a regular file reached without a
     link as its last component (ELOOP for a link; `NotRegularFile` for a FIFO, a device,
@@ -95,7 +92,7 @@ def open_source(path: str) -> IO[bytes]:
 def head_sha(path: str, offset: int) -> str:
     """sha256 of the file's first min(offset, HEAD_BYTES) bytes: its head, as read."""
     with open_source(path) as handle:
-        return sha(handle.read(min(offset, HEAD_BYTES)))
+        return sha256_of(handle.read(min(offset, HEAD_BYTES)))
 
 
 def range_sha(handle: IO[bytes], start: int, end: int) -> str:
@@ -261,8 +258,8 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
                 yield Flush(pending, Facts.of(parser))
                 writing, pending, held = True, [], 0
         handle.seek(0)
-        head = sha(handle.read(min(offset, HEAD_BYTES)))
-    tail = sha(last_line) if last_line is not None else last_sha or start.tail_sha
+        head = sha256_of(handle.read(min(offset, HEAD_BYTES)))
+    tail = sha256_of(last_line) if last_line is not None else last_sha or start.tail_sha
     yield Parsed(
         pending, Facts.of(parser), parser.state, records, skipped, repaired, offset, lines,
         line_start, tail, head, parser.unmapped_seen,
@@ -304,7 +301,7 @@ def parse_document(start: ParseStart) -> Parsed:
         except (TypeError, ValueError, RecursionError):  # as in `parse`: skipped, said
             failed.append(_skipped(line_no, 0, b"a record of the document", "mapping_failed"))
     return Parsed(items, Facts.of(parser), parser.state, len(records), failed, int(repaired),
-                  len(data), len(records), 0, sha(data), head_sha(start.path, len(data)),
+                  len(data), len(records), 0, sha256_of(data), head_sha(start.path, len(data)),
                   parser.unmapped_seen)  # fmt: skip
 
 
