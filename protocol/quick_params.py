@@ -12,6 +12,7 @@ params too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,7 +139,11 @@ def _read(params: dict[str, Any]) -> ReadParams:
     )
 
 
-QUICK = {"thread/list": _list, "thread/resume": _resume, "thread/read": _read}
+QUICK: dict[str, Callable[[dict[str, Any]], ListParams | ResumeParams | ReadParams]] = {
+    "thread/list": _list,
+    "thread/resume": _resume,
+    "thread/read": _read,
+}
 """The methods whose params may be taken here: a window's first requests, and the page
 a resumed transcript asks for next (its first `thread/read` would otherwise pay the import)."""
 

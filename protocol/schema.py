@@ -296,7 +296,7 @@ def render_markdown() -> str:
         "|---|---|---|",
     ]
     lines += [
-        f"| `{kind}` | {code} | {MEANING_OF_KIND[kind]} |"  # type: ignore[index]
+        f"| `{kind}` | {code} | {MEANING_OF_KIND[kind]} |"
         for kind, code in schema["errors"].items()
     ]
     lines += ["", *_example()]
@@ -318,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     outputs = ((SCHEMA_PATH, render()), (DOC_PATH, render_markdown()))
     if args.check:
         stale = [str(path) for path, text in outputs if path.read_text() != text]
-        for path in stale:
-            print(f"{path} is stale: run python -m protocol.schema", file=sys.stderr)
+        for name in stale:
+            print(f"{name} is stale: run python -m protocol.schema", file=sys.stderr)
         return 1 if stale else 0
     for path, text in outputs:
         path.write_text(text)

@@ -193,7 +193,7 @@ def _gemini_project_root(project: Path) -> str | None:
     projects = registry.get("projects") if isinstance(registry, dict) else None
     for root, slug in projects.items() if isinstance(projects, dict) else []:
         if slug == project.name:
-            return root
+            return str(root)
     return None
 
 

@@ -34,7 +34,7 @@ import os
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
@@ -239,7 +239,7 @@ class Importer:
 
     def _in_order(
         self, sources: list[tuple[Path, SourceCheckpoint | None]], pool: ParsePool | None
-    ) -> Iterator[FileResult]:
+    ) -> Generator[FileResult, None, None]:
         """Each file's result, imported in order. Without a pool, one file after the other;
         with one, files are planned ahead and parsed by its workers meanwhile (a bounded
         window: WINDOW_FILES per worker, at most WINDOW_BYTES of source in flight; a file
@@ -282,9 +282,11 @@ class Importer:
                 in_flight -= ahead.bytes
                 planned = ahead.planned
                 try:
-                    events = ahead.parsed(pool)
-                    if events is not None:
+                    events: Iterable[Flush | Parsed]
+                    parsed = ahead.parsed(pool)
+                    if parsed is not None:
                         self.parsed_by_workers += 1
+                        events = parsed
                     else:
                         events = parse(self.planner.parse_start(planned))
                     result = self._read_or_report(planned, events)
@@ -520,7 +522,7 @@ class Importer:
         call = parent.get("toolCallId")
         if not isinstance(call, str):
             # Claude Code's sub-agent is named by its agentId, the others by their session.
-            key = parent.get("agentId") if isinstance(parent.get("agentId"), str) else session_id
+            key = raw if isinstance(raw := parent.get("agentId"), str) else session_id
             call = (sidecar_call(path) if self.kind.agent == claude_code.AGENT else None) or (
                 self._spawning_call(path, session, key)
             )

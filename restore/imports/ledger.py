@@ -92,8 +92,10 @@ class ImportLedger:
     def _aside(self) -> Path:
         return self._path.with_name(f"{self._path.name}.corrupt-{int(time.time())}")
 
-    def _open(self, sqlite3: Any) -> sqlite3.Connection:
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+    def _open(self, driver: Any) -> sqlite3.Connection:
+        conn: sqlite3.Connection = driver.connect(
+            self._path, isolation_level=None, check_same_thread=False
+        )
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")

@@ -264,7 +264,7 @@ class ClaudeCodeParser(SourceParser):
 
     def _tool_use(self, block: dict[str, Any]) -> None:
         tool = str(block.get("name") or "unknown")
-        arguments = block.get("input") if isinstance(block.get("input"), dict) else {}
+        arguments = raw if isinstance(raw := block.get("input"), dict) else {}
         self.state["pending"][block["id"]] = tool
         if tool not in KNOWN_TOOLS and not tool.startswith("mcp__"):
             self.unmapped("tool", tool)
@@ -329,9 +329,7 @@ class ClaudeCodeParser(SourceParser):
                 tasks.append({"id": task["id"], "content": str(subject), "status": "pending"})
         elif tool == "TaskUpdate" and result.get("success") is True:
             task_id = str(result.get("taskId") or arguments.get("taskId") or "")
-            change = (
-                result.get("statusChange") if isinstance(result.get("statusChange"), dict) else {}
-            )
+            change = raw if isinstance(raw := result.get("statusChange"), dict) else {}
             status = change.get("to") or arguments.get("status")
             if status == "deleted":
                 tasks = [t for t in tasks if t["id"] != task_id]

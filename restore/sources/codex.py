@@ -171,7 +171,7 @@ def shell_patch(command: Any) -> str | None:
     if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
         return None
     if command[0] in ("apply_patch", "applypatch") and len(command) >= 2:
-        return command[1]
+        return str(command[1])
     if len(command) == 3 and command[1] in ("-lc", "-c") and "apply_patch" in command[2]:
         found = _PATCH.search(command[2])
         return found.group(0) + "\n" if found else None
@@ -186,7 +186,7 @@ def command_text(command: Any) -> str | None:
     if not isinstance(command, list) or not all(isinstance(a, str) for a in command):
         return None
     if len(command) == 3 and command[1] in ("-lc", "-c"):
-        return command[2]
+        return str(command[2])
     return shlex.join(command)
 
 
@@ -216,7 +216,7 @@ def _policy_name(value: Any) -> str | None:
         return value.replace("_", "-")
     if isinstance(value, dict):
         if isinstance(value.get("type"), str):
-            return value["type"].replace("_", "-")
+            return str(value["type"]).replace("_", "-")
         return next(iter(value), None)
     return None
 
@@ -320,10 +320,10 @@ class CodexParser(SourceParser):
         if state["metaSeen"]:
             return  # a fork or resume may repeat it; the first one is this session's
         state["metaSeen"] = True
-        state["sessionId"] = meta.get("id") if isinstance(meta.get("id"), str) else None
+        state["sessionId"] = raw if isinstance(raw := meta.get("id"), str) else None
         if isinstance(meta.get("cwd"), str) and meta["cwd"]:
             state["cwd"] = meta["cwd"]
-        git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+        git = raw if isinstance(raw := meta.get("git"), dict) else {}
         state["branch"] = git.get("branch") or state["branch"]
         state["commit"] = git.get("commit_hash") or state["commit"]
         state["repoUrl"] = git.get("repository_url")
@@ -585,7 +585,7 @@ class CodexParser(SourceParser):
         """What an apply_patch did, file by file (`changes: {path: {type: add, content} |
         {type: delete, content} | {type: update, unified_diff, move_path}}`): the truth
         about edits. A failed patch changed nothing: no file edit."""
-        changes = item.get("changes") if isinstance(item.get("changes"), dict) else {}
+        changes = raw if isinstance(raw := item.get("changes"), dict) else {}
         failed = item.get("status") in FAILED
         output = str(item.get("stderr") or "") if failed else str(item.get("stdout") or "")
         op_id = self._nested(item, "apply_patch", failed, output, changes)
@@ -607,11 +607,11 @@ class CodexParser(SourceParser):
             self._remember(path, change["content"])
             self.file_edit(path, op_id, None, change["content"], True, change="add")
         elif kind == "delete":
-            before = change.get("content") if isinstance(change.get("content"), str) else None
+            before = raw if isinstance(raw := change.get("content"), str) else None
             contents.pop(path, None)
             self.file_edit(path, op_id, before, None, True, change="delete")
         elif kind == "update":
-            diff = change.get("unified_diff") if isinstance(change.get("unified_diff"), str) else ""
+            diff = raw if isinstance(raw := change.get("unified_diff"), str) else ""
             before = contents.pop(path, None)
             after = apply_unified_diff(before, diff) if before is not None else None
             moved = change.get("move_path")
@@ -645,9 +645,9 @@ class CodexParser(SourceParser):
         """A command's run: argv, exit code, output. A direct call's operation takes them
         when its output line comes; a nested one becomes an operation now."""
         command = command_text(item.get("command"))
-        code = item.get("exit_code") if isinstance(item.get("exit_code"), int) else None
+        code = raw if isinstance(raw := item.get("exit_code"), int) else None
         failed = item.get("status") in FAILED or (code is not None and code != 0)
-        parsed = item.get("parsed_cmd") if isinstance(item.get("parsed_cmd"), list) else []
+        parsed = raw if isinstance(raw := item.get("parsed_cmd"), list) else []
         read_only = bool(parsed) and all(
             isinstance(p, dict) and p.get("type") in READ_ONLY_COMMANDS for p in parsed
         )

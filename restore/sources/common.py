@@ -8,13 +8,13 @@ and a thread holds exactly one source file (its identity is the thread's own).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import orjson
 
+from restore.ids import sha256_of
 from restore.sources import pricing
 
 MESSAGE_CHARS = 1_000_000
@@ -52,11 +52,12 @@ def truncate(text: str, limit: int) -> str:
 
 def digest(value: Any) -> str:
     """A stable digest of tool arguments, for the operation ledger."""
-    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return sha256_of(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
 
 
 def sha_of_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    """A text's sha256, as a blob of its UTF-8 would be named (lone surrogates kept)."""
+    return sha256_of(text.encode("utf-8", "surrogatepass"))
 
 
 def title_from(text: str) -> str | None:

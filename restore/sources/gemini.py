@@ -194,7 +194,7 @@ class GeminiParser(SourceParser):
         state = self.state
         if state["sessionId"] is None:
             state["sessionId"] = record["sessionId"]
-            state["kind"] = record.get("kind") if isinstance(record.get("kind"), str) else None
+            state["kind"] = raw if isinstance(raw := record.get("kind"), str) else None
             if state["kind"] == "subagent":
                 # A sub-agent's own session (`chats/<parent id>/<its id>.jsonl`): its records
                 # do not name the parent, its folder does (the importer reads it there).
@@ -313,7 +313,7 @@ class GeminiParser(SourceParser):
         """Started when first seen, then its outcome once its status is final; each once."""
         call_id = call["id"] if isinstance(call.get("id"), str) and call["id"] else fallback_id
         tool = str(call.get("name") or "unknown")
-        arguments = call.get("args") if isinstance(call.get("args"), dict) else {}
+        arguments = raw if isinstance(raw := call.get("args"), dict) else {}
         stage = calls.get(call_id, 0)
         if stage == 0:
             if tool not in KNOWN_TOOLS:

@@ -30,7 +30,7 @@ def initial() -> dict[str, Any]:
 
 
 def is_closed(op: dict[str, Any]) -> bool:
-    return op["state"] == "failed" or (op["state"] == "committed" and op["resultPersisted"])
+    return op["state"] == "failed" or (op["state"] == "committed" and bool(op["resultPersisted"]))
 
 
 def transition(state: dict[str, Any], item: dict[str, Any]) -> str:

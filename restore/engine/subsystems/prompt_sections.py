@@ -9,8 +9,9 @@ starts without sections (hooks of the new session add theirs again).
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
+
+from restore.ids import sha256_of
 
 NAME = "prompt_sections"
 FIELDS = ("name", "content", "path", "sha", "cacheable", "source")
@@ -25,7 +26,7 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     if kind == "prompt_section" and isinstance(item.get("name"), str):
         section = {key: item.get(key) for key in FIELDS}
         if section["sha"] is None and isinstance(section["content"], str):
-            section["sha"] = hashlib.sha256(section["content"].encode()).hexdigest()
+            section["sha"] = sha256_of(section["content"].encode())
         return {"sections": {**state["sections"], item["name"]: section}}
     if kind == "clear_boundary":
         return initial()
@@ -43,7 +44,7 @@ def validate(state: dict[str, Any], ctx: Any) -> Any:
             # Only a regular file inside the thread's workspace is read back; anything
             # else comes back stale, without content, saying why (`refused`).
             text = ctx.read_text(section["path"])
-            sha = None if text is None else hashlib.sha256(text.encode()).hexdigest()
+            sha = None if text is None else sha256_of(text.encode())
             if sha != section.get("sha"):
                 section.update(stale=True, content=text, sha=sha)
                 stale.append(section["name"])

@@ -318,7 +318,7 @@ class ThreadIndex:
             conn.executescript(_SCHEMA)
             conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
             live = self._live()
-            files = [
+            files: list[tuple[Path, bool, LineMark | None]] = [
                 (Path(path), archived, None)
                 for path, archived, _ in self._chosen_files()
                 if path not in live

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -123,7 +123,7 @@ def _bad(raw: bytes, start: int, end: int, terminated: bool) -> Line | None:
     return Line(start, end, None, b"", reason, raw[:80].decode("utf-8", "replace"))
 
 
-def whole_line(fd: int, start: int, size: int) -> bytes | bool | None:
+def whole_line(fd: int, start: int, size: int) -> bytes | Literal[False] | None:
     """The line at `start` with its newline; None if the file ends before the newline,
     False if it is too long to be worth reading for an anchor."""
     parts: list[bytes] = []

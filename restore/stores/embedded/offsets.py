@@ -22,6 +22,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import orjson
 
@@ -252,7 +253,9 @@ def sample(fd: int, size: int, offsets: OffsetMap, spacing: int) -> int:
     return added
 
 
-def _probe(fd: int, boundary: int, size: int, spacing: int) -> tuple[int, int, bytes] | bool | None:
+def _probe(
+    fd: int, boundary: int, size: int, spacing: int
+) -> tuple[int, int, bytes] | Literal[False] | None:
     """The first good line starting at or after `boundary`: (seq, start, its bytes with the
     newline); False when there is none worth using nearby; None when the file ends first."""
     window = os.pread(fd, WINDOW, boundary - 1)

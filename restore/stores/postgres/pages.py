@@ -45,8 +45,8 @@ class SharedPages:
         with seq < before); items ascending either way, `next_seq` None at the end."""
         thread_id = validate_thread_id(thread_id)
         back = before is not None
-        chosen, more = self._rows(thread_id, before if back else after or 0, back, limit,
-                                  max_bytes, known=False)  # fmt: skip
+        start = before if before is not None else after or 0
+        chosen, more = self._rows(thread_id, start, back, limit, max_bytes, known=False)
         next_seq = chosen[-1][0] if more else None  # the last one taken, either way
         if back:
             chosen.reverse()

@@ -63,7 +63,7 @@ def migrate(conn: psycopg.Connection) -> list[int]:
         for migration in known:
             if migration.version in done:
                 continue
-            conn.execute(migration.path.read_text())  # type: ignore[arg-type]
+            conn.execute(migration.path.read_text())
             conn.execute(
                 "INSERT INTO sessiond_migrations (version, name) VALUES (%s, %s)",
                 (migration.version, migration.name),
