@@ -1,7 +1,11 @@
-"""The durable state engine: thread files, index, summaries (later: snapshots, subsystems).
+"""The durable state engine: threads kept in a store, resumed through the subsystems,
+imported from other agents. Invariant: knows nothing of JSON-RPC or transports and never
+imports `server` (tests/test_layers.py); the records a store keeps (the embedded store's
+JSONL files, or PostgreSQL's rows) are the ground truth, and everything else here
+(indexes, snapshots, offset maps, reports) is derived and may be thrown away and rebuilt.
 
-Invariant: knows nothing of JSON-RPC or transports; imports only `protocol` and the stdlib
-(and runs the `git` command, hardened: restore/gitcli.py). The JSONL thread files are the
-ground truth; everything else here (the SQLite index, summaries) is derived and can be
-thrown away and rebuilt.
+home/ the data directory · ids, summary, access, faults, child_env · engine/ the
+subsystems and the verdict · stores/ the store interface and its two backends ·
+service/ what the server calls · sources/ other agents' records as items · imports/
+their session files as threads (docs/architecture.md, the code map).
 """

@@ -338,7 +338,7 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
 
 @handles("thread/readBlob")
 async def thread_read_blob(ctx: Context, params: Any) -> dict[str, Any]:
-    """Only through the edit that names the blob (restore/edit_blobs.py)."""
+    """Only through the edit that names the blob (restore/service/edit_blobs.py)."""
     from restore.service.edit_blobs import read_edit_blob
 
     max_frame = ctx.server.config.max_frame

@@ -309,7 +309,7 @@ class LifecycleHooks:
 
     async def _run_event(self, event: _Event) -> list[AddedContext]:
         if event.name == "SessionEnd" and event.match_on not in ("close", "disconnect"):
-            # A close or a disconnect records its own end (restore/threads.py) before the
+            # A close or a disconnect records its own end (restore/service/sessions.py) before the
             # lock is released.
             await self._append(
                 event.thread_id,

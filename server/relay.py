@@ -2,7 +2,7 @@
 
 Another process's appends reach this server only as word that the thread changed: the
 file watcher's (server/watch.py, several appends coalesced into one debounced event) or,
-with the PostgreSQL store, LISTEN/NOTIFY (restore/stores/postgres.py; none at all while
+with the PostgreSQL store, LISTEN/NOTIFY (restore/stores/postgres/listener.py; none at all while
 the listener reconnects). So for each thread that has followers here the relay keeps the
 last seq it published, and when the thread changes elsewhere it reads the items after
 that seq (`Pages.after`: the file through its offset map, or the rows) and publishes them:

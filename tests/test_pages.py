@@ -1,5 +1,5 @@
-"""Pages of a thread (restore/pages.py): forward and backward pages tile the thread exactly,
-whatever the page size, the byte budget, damaged lines, snapshots or conversation
+"""Pages of a thread (restore/stores/embedded/pages.py): forward and backward pages tile the
+thread exactly, whatever the page size, the byte budget, damaged lines, snapshots or conversation
 boundaries; the offset map is derived state (deleted, corrupt or stale: same answers);
 resume's newest messages are the last ones a full replay keeps."""
 

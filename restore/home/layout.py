@@ -54,7 +54,7 @@ class Layout:
         return self.snapshots_dir / thread_id[:2] / f"{thread_id}.json"
 
     def offsets_path(self, thread_id: str) -> Path:
-        """The thread's seq → byte offset map (restore/pages.py), beside its snapshot."""
+        """The thread's seq → byte offset map (stores/embedded/offsets.py), by its snapshot."""
         return self.snapshots_dir / thread_id[:2] / f"{thread_id}.offsets"
 
     def blob_path(self, sha: str) -> Path:

@@ -2,7 +2,7 @@
 
 Pure (it reads the source file and nothing else, writes nothing), so a batch import can
 run it in worker processes while its own process writes threads in file order
-(restore/import_pool.py); an import that reads a file in its own process runs the very
+(pool.py); an import that reads a file in its own process runs the very
 same code, so both give the same items, checkpoints and threads.
 
 Reading is tolerant: a BOM, a garbage line, invalid UTF-8, a torn last line or a huge
@@ -12,7 +12,7 @@ Reading is bounded: a transcript folder may be handed in by someone else (`--fro
 no line longer than LINE_BYTES is held (it is read past in chunks, and skipped as
 `too_long`), and items waiting to be written are flushed by bytes as well as by count. A
 source file is opened without following a link (`open_source`): the importer plans only
-regular files (restore/importer.py), and a link swapped in since is refused here.
+regular files (plan.py), and a link swapped in since is refused here.
 """
 
 from __future__ import annotations

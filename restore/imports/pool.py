@@ -1,9 +1,9 @@
 """Worker processes that parse source files ahead of a batch import's writer.
 
-Parsing a source file (restore/import_parse.py) is pure Python, so threads would share
+Parsing a source file (parse.py) is pure Python, so threads would share
 one core; worker processes use the others while the importing process plans, writes
 threads, checkpoints and index rows in file order. Only a batch import uses them, only
-where it pays (restore/importer.py decides), and only where they are cheap and safe:
+where it pays (importer.py decides), and only where they are cheap and safe:
 
 - Linux, forked (a fork costs milliseconds; a spawned interpreter costs 150-400 ms,
   more than the parse of many files), and only from a process with one thread (a fork

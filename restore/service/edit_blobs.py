@@ -4,8 +4,8 @@ Blobs are content-addressed and shared by every thread of a store, so a sha alon
 let a client read any file any thread ever stored, however it learned the hash. A blob is
 read only through the edit that names it: the thread's item at `seq` must be a `file_edit`
 whose `beforeSha` or `afterSha` is the sha asked for. That item is one O(1) page of the
-thread (restore/pages.py, or the shared store's rows), whatever the thread's length. The
-answer is bounded by the frame limit, judged on the blob's size before it is read.
+thread (`Store.pages`), whatever the thread's length. The answer is bounded by the frame
+limit, judged on the blob's size before it is read.
 """
 
 from __future__ import annotations

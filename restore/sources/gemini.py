@@ -20,7 +20,7 @@ per line:
 - `{"$rewindTo": id}`: an interactive /rewind.
 
 Up to 0.38 the same `ConversationRecord` was one JSON document, `session-*.json`,
-rewritten on every change; restore/import_parse.py feeds its metadata and then each of
+rewritten on every change; restore/imports/parse.py feeds its metadata and then each of
 its messages as a record. The mapping is docs/import.md's.
 """
 

@@ -350,6 +350,21 @@ class DoctorReport:
         return not any(f.skipped or f.error or f.empty for f in self.findings)
 
 
+def missing_records(thread_id: str, items: list[Item], present: dict[str, int]) -> list[Item]:
+    """What a copy of a thread lacks of `items` (`Store.import_thread`), by item id
+    (`present`: the copy's item ids and their seqs). The copies diverged, InvalidParams,
+    when a record it lacks would land at or before its last seq: nothing is written."""
+    last = max(present.values(), default=0)
+    new = [item for item in items if str(item["id"]) not in present]
+    if any(item["seq"] <= last for item in new):
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS,
+            "the copies diverged: other records at the same seqs",
+            threadId=thread_id,
+        )
+    return new
+
+
 # --- listing rows and cursors (both indexes) -----------------------------------------------
 
 ROW_FIELDS = (

@@ -9,13 +9,10 @@ rewind) come along; snapshots and listing rows are derived and rebuilt on the ot
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from protocol.errors import ProtocolError
-from restore.stores.api import Store
-
-Progress = Callable[[int, int], None]
+from restore.stores.api import Progress, Store
 
 
 @dataclass

@@ -59,7 +59,7 @@ def test_a_thread_file_that_is_a_symlink_is_never_followed(
 # script, or left by a crash of something else) would block whichever reader opens it: the
 # single store worker, and every client's list and record behind it. Each such file is read
 # without following links or waiting, checked to be a regular file first
-# (`restore.private.read_regular`), and what sits there instead is treated as missing.
+# (`restore.home.files.read_regular`), and what sits there instead is treated as missing.
 
 
 def _closed_thread(spawn: Spawn, work: Path) -> tuple[ServerProcess, str]:

@@ -72,7 +72,7 @@ def run_doctor(
     read_only: bool = False,
 ) -> DoctorReport:
     """`read_only`: a home that cannot be written is checked all the same, with its index
-    rebuilt in memory (restore/index.py) instead of repaired on disk."""
+    rebuilt in memory (index.py) instead of repaired on disk."""
     report = DoctorReport()
     store = ThreadStore(layout, read_only=read_only)
     files = layout.iter_thread_files()

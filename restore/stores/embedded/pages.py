@@ -322,7 +322,7 @@ class _OpenFile:
             if found is None:
                 break
             path = found[0]
-            try:  # a regular file, reached without a symlink (restore/store.py)
+            try:  # a regular file, reached without a symlink (files.py)
                 self.fd = open_thread_file(path, os.O_RDONLY, self.thread_id)
                 return self.fd, path
             except ProtocolError:

@@ -36,6 +36,7 @@ from restore.stores.api import (
     StepProgress,
     derived,
     encode_line,
+    missing_records,
 )
 from restore.stores.embedded import blobs, snapshots
 from restore.stores.embedded.commit import GroupCommit
@@ -214,15 +215,10 @@ class EmbeddedStore(ThreadStore):
                     ErrorKind.THREAD_BUSY, "thread is being written", threadId=thread_id
                 ) from None
             present = parse_bytes(os.pread(fd, os.fstat(fd).st_size, 0)).items
-            ids = {str(item["id"]) for item in present}
-            last = max((item["seq"] for item in present), default=0)
-            new = [item for item in items if str(item["id"]) not in ids]
-            if any(item["seq"] <= last for item in new):
-                raise ProtocolError(
-                    ErrorKind.INVALID_PARAMS,
-                    "the copies diverged: other records at the same seqs",
-                    threadId=thread_id,
-                )
+            seqs: dict[str, int] = {}
+            for item in present:  # a repeated id (a damaged file) keeps its highest seq
+                seqs[str(item["id"])] = max(seqs.get(str(item["id"]), 0), item["seq"])
+            new = missing_records(thread_id, items, seqs)
             if new:
                 os.write(fd, b"".join(encode_line(item) for item in new))
                 os.fsync(fd)

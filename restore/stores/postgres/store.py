@@ -46,6 +46,7 @@ from restore.stores.api import (
     ThreadFile,
     decode_snapshot,
     encode_snapshot,
+    missing_records,
     summary_of,
 )
 from restore.stores.postgres.connection import Connections, storage_error
@@ -473,7 +474,7 @@ class PostgresStore:
     def _not_changed(conn: psycopg.Connection, thread_id: str) -> ProtocolError:
         """Why an UPDATE or DELETE of a thread's row touched nothing: there is no such
         thread this role may see, or row-level security let this role see it but not
-        change it (only its owner may: restore/stores/migrations/002_*.sql)."""
+        change it (only its owner may: migrations/002_*.sql)."""
         row = conn.execute(
             "SELECT owner_role FROM sessiond_threads WHERE thread_id = %s", (thread_id,)
         ).fetchone()
@@ -563,13 +564,7 @@ class PostgresStore:
                         (thread_id,),
                     ).fetchall()
                 )
-                new = [item for item in items if str(item["id"]) not in present]
-                if new and min(i["seq"] for i in new) <= max(present.values(), default=0):
-                    raise ProtocolError(
-                        ErrorKind.INVALID_PARAMS,
-                        "the copies diverged: other records at the same seqs",
-                        threadId=thread_id,
-                    )
+                new = missing_records(thread_id, items, present)
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO sessiond_items (thread_id, seq, item_id, line) "
