@@ -124,6 +124,8 @@ class _Tool:
     operation_id: str
     fields: dict[str, Any]
     state: str | None = None
+    parent: str | None = None
+    """The operation of the call that started this one's sub-agent, if any."""
 
 
 def sha_of(data: bytes) -> str:
@@ -489,6 +491,8 @@ class ThreadRecorder:
         if tool is None:
             tool = self._tools[tool_call_id] = _Tool(_operation_id(self.scope, tool_call_id), {})
         tool.fields.update((k, update[k]) for k in TOOL_FIELDS if update.get(k) is not None)
+        if tool.parent is None and (parent := _parent_tool_call(update)) is not None:
+            tool.parent = _operation_id(self.scope, parent)
         state = TOOL_STATES.get(str(tool.fields.get("status") or "pending"), "planned")
         if tool.state is not None and RANK[state] <= RANK[tool.state]:
             return Recorded()  # same step again (more content): the raw update has it
@@ -512,6 +516,7 @@ class ThreadRecorder:
                     "resultPersisted": state == "committed",
                     "turnId": self.turn_id,
                     "toolCallId": tool_call_id,
+                    "parentOperationId": tool.parent,
                     "title": tool.fields.get("title"),
                     "status": tool.fields.get("status"),
                     "locations": tool.fields.get("locations"),
@@ -673,6 +678,18 @@ class ThreadRecorder:
             "turnId": self.turn_id,
         }
         return [_clean(item)]
+
+
+def _parent_tool_call(update: dict[str, Any]) -> str | None:
+    """The tool call whose sub-agent made this one. ACP v1 has no sub-sessions: an agent
+    that runs sub-agents sends their calls in the same session, and claude-agent-acp marks
+    them `_meta.claudeCode.parentToolUseId` (the Agent/Task call). Recorded as the
+    operation's `parentOperationId`, as Codex's nested calls are, so a transcript nests
+    them under the call that started them."""
+    meta = update.get("_meta")
+    agent_meta = meta.get("claudeCode") if isinstance(meta, dict) else None
+    parent = agent_meta.get("parentToolUseId") if isinstance(agent_meta, dict) else None
+    return parent if isinstance(parent, str) and parent else None
 
 
 def _model_of(value: dict[str, Any]) -> str | None:

@@ -184,3 +184,35 @@ async def test_a_real_acp_agent_keeps_its_session_through_a_kill_9_of_sessiond(
     else:  # its own history: the call, and the result only running it gave
         turns = [(t.role, t.text[:60], t.calls, [r[:60] for r in t.results]) for t in asked.turns]
         assert "touch made.txt" in history and RESULT in history, turns
+
+
+async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_it(
+    agents: Agents, home: Path, spawn: Any
+) -> None:
+    """ACP v1 has no sub-sessions: claude-agent-acp sends a sub-agent's tool calls in the
+    same session, marked `_meta.claudeCode.parentToolUseId`. sessiond records them as
+    operations under the Agent call (`parentOperationId`), as Codex's nested calls are."""
+    place = agents.start(Scenario({
+        "delegate": [Reply(calls=(Call("Agent", {
+            "description": "Check the tree", "subagent_type": "general-purpose",
+            "prompt": "[[child]] list the files"}),)), Reply(text="The sub-agent is done.")],
+        "child": [Reply(calls=(shell("claude", "echo from-the-sub-agent"),)),
+                  Reply(text="Listed.")],
+    }))  # fmt: skip
+    async with sessiond_acp(home, place.acp_command("claude"), env=place.env()) as run:
+        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+        done = await run.conn.prompt(session_id=session, prompt=text("[[delegate]] ask it"))
+        assert done.stop_reason == "end_turn"
+    server = spawn()
+    server.initialize([str(place.repo)])
+    items = server.request("thread/read", {"threadId": session, "limit": 500})["items"]
+    operations = [i for i in items if i["type"] == "operation"]
+    by_id: dict[str, dict[str, Any]] = {}
+    for op in operations:
+        by_id.setdefault(op["operationId"], {}).update(op)
+    delegated = [op for op in by_id.values() if "Check the tree" in str(op.get("title"))]
+    assert len(delegated) == 1, [op.get("title") for op in by_id.values()]
+    nested = [op for op in by_id.values() if op.get("parentOperationId")]
+    assert nested, "the sub-agent's shell call is recorded"
+    assert {op["parentOperationId"] for op in nested} == {delegated[0]["operationId"]}
+    assert any("from-the-sub-agent" in str(op.get("title")) for op in nested)
