@@ -28,6 +28,9 @@ class Settings:
     store: str | None = None
     """A `postgresql://` URL for the shared store; None: the embedded store under `home`."""
     durability: Durability = Durability.FSYNC
+    redaction: str | None = None
+    """off | default | strict (`--redact`); None: `SESSIOND_REDACT`, else the home's
+    `redaction.toml`, else default (restore/redaction/settings.py)."""
 
 
 def is_shared(url: str | None) -> bool:
@@ -37,7 +40,17 @@ def is_shared(url: str | None) -> bool:
 def open_store(settings: Settings, *, read_only: bool = False) -> Store:
     """The embedded store under `settings.home` (no URL), or the database a URL names.
     `read_only`: the data directory cannot be written (restore/home/state.py); a shared
-    store keeps its threads elsewhere, so the home's state does not bind it."""
+    store keeps its threads elsewhere, so the home's state does not bind it. Either store
+    redacts every record and blob before storing it (restore/redaction)."""
+    from restore.redaction.settings import open_redactor
+
+    redactor = open_redactor(settings.home, settings.redaction)
+    store = _open_backend(settings, read_only=read_only)
+    store.redactor = redactor
+    return store
+
+
+def _open_backend(settings: Settings, *, read_only: bool) -> Store:
     url = settings.store
     if not url:
         from restore.home.layout import Layout

@@ -27,13 +27,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.subsystems import ThreadState
 from restore.summary import ThreadSummary
+
+if TYPE_CHECKING:
+    from restore.redaction.engine import Redactor
 
 logger = logging.getLogger("sessiond.threads")
 
@@ -103,11 +106,14 @@ def stamp(
     known_ids: dict[str, int],
     *,
     keep_ts: bool = False,
+    redactor: Redactor | None = None,
 ) -> Stamped:
     """The store envelope (`v, seq, ts, type, sessionId, id`, in that order) on every item
     whose id is new; a repeated id (also within `items`) keeps its original seq. Both
     stores stamp here. With `keep_ts` an item's own `ts` is kept (an import dates its
-    items by the source transcript, not by now)."""
+    items by the source transcript, not by now). With a `redactor` every new line's
+    secrets are replaced before anything else sees it: what is stored, indexed, answered
+    and snapshotted from here on is the redacted line (restore/redaction)."""
     seqs: list[int] = []
     stored: list[Item] = []
     new_ids: dict[str, int] = {}
@@ -132,6 +138,8 @@ def stamp(
         for key, value in item.items():  # a loop, not update(genexpr): 1.5x faster here
             if key not in line:
                 line[key] = value
+        if redactor is not None:
+            line = redactor.item(line)
         new_ids[item_id] = last_seq
         seqs.append(last_seq)
         stored.append(line)
@@ -585,6 +593,10 @@ class LocalChanges(Protocol):
 class Store(Protocol):
     """Where threads live: their records, locks, snapshots, blobs and listing rows."""
 
+    redactor: Redactor | None
+    """Secrets out of every record (`stamp`) and blob (`put_blob`) before they are
+    stored; None: redaction is off (`open_store` sets it from the settings)."""
+
     @property
     def durability(self) -> Durability: ...
 
@@ -661,7 +673,11 @@ class Store(Protocol):
 
     def save_snapshot(self, thread_id: str, snapshot: Snapshot) -> None: ...
 
-    def put_blob(self, data: bytes) -> str: ...
+    def put_blob(self, data: bytes) -> str:
+        """Store file contents (redacted first, as records are) under their sha256: the
+        sha of what is stored, which for contents that held a secret is not the sha the
+        edit that named them recorded (a rewind to them is refused, docs/security.md)."""
+        ...
 
     def get_blob(self, sha: str) -> bytes | None: ...
 

@@ -26,6 +26,7 @@ from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.home.files import fsync_dir, private_dirs, read_regular, write_new
 from restore.home.layout import Layout
 from restore.ids import sha256_of, validate_thread_id
+from restore.redaction.engine import Redactor
 from restore.stores.api import (
     AppendResult,
     Checkpoint,
@@ -212,7 +213,10 @@ class ThreadWriter:
         # Items the server minted (fresh uuid4 ids) cannot be duplicates: skip loading the
         # id set for them, so a resume from a snapshot never reads the whole file.
         known_ids: dict[str, int] = {} if minted and self._seq_of_id is None else self._known_ids()
-        stamped = stamp(items, session_id, self.last_seq, known_ids, keep_ts=keep_ts)
+        redactor = self._store.redactor if self._store is not None else None
+        stamped = stamp(
+            items, session_id, self.last_seq, known_ids, keep_ts=keep_ts, redactor=redactor
+        )
         if stamped.stored:
             lines = [encode_line(line) for line in stamped.stored]
             last_start = self._size + sum(len(line) for line in lines[:-1])
@@ -320,6 +324,7 @@ class ThreadStore:
     ) -> None:
         self.layout = layout
         self.durability = durability
+        self.redactor: Redactor | None = None
         self.read_only = read_only
         """A read-only home: `open_writer` opens files for reading only, locks and repairs
         nothing (the files are nobody's to write here), and its writer cannot append."""

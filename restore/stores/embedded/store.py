@@ -175,6 +175,8 @@ class EmbeddedStore(ThreadStore):
         snapshots.save(self.layout, thread_id, snapshot)
 
     def put_blob(self, data: bytes) -> str:
+        if self.redactor is not None:
+            data = self.redactor.data(data)
         return blobs.put(self.layout, data)
 
     def get_blob(self, sha: str) -> bytes | None:
@@ -198,6 +200,8 @@ class EmbeddedStore(ThreadStore):
         Idempotent: items whose id the file already has are skipped. A file that holds
         other records at the same seqs (the copies diverged) is left alone: InvalidParams.
         """
+        if self.redactor is not None:
+            items = [self.redactor.item(item) for item in items]
         found = self.layout.locate(thread_id)
         if found is None:
             data = b"".join(encode_line(item) for item in items)

@@ -34,6 +34,7 @@ import psycopg
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import is_sha256, sha256_of, validate_thread_id
+from restore.redaction.engine import Redactor
 from restore.stores import api
 from restore.stores.api import (
     Announce,
@@ -76,6 +77,7 @@ class PostgresStore:
 
     def __init__(self, url: str, durability: Durability = Durability.FSYNC) -> None:
         self.durability = durability
+        self.redactor: Redactor | None = None
         self.db = Connections(url, durability)
         self.where = self.db.where
         self.token = uuid.uuid4().hex  # this process, in NOTIFY payloads
@@ -513,6 +515,8 @@ class PostgresStore:
             )
 
     def put_blob(self, data: bytes) -> str:
+        if self.redactor is not None:
+            data = self.redactor.data(data)
         sha = sha256_of(data)
         with self.db.read() as conn:
             conn.execute(
@@ -550,6 +554,8 @@ class PostgresStore:
         at seqs the thread already holds under other ids (diverged copies) violate the
         primary key: nothing of the thread is written (InvalidParams)."""
         thread_id = validate_thread_id(thread_id)
+        if self.redactor is not None:
+            items = [self.redactor.item(item) for item in items]
         with self._locked(thread_id) as conn:
             self._commit()
             with conn.transaction():

@@ -163,7 +163,10 @@ class PostgresWriter:
         if self.needs_revalidation():
             self._store.relock(self)
         known = {} if minted and self.seq_of_id is None else self._known_ids()
-        stamped = stamp(items, session_id, self.last_seq, known, keep_ts=keep_ts)
+        stamped = stamp(
+            items, session_id, self.last_seq, known, keep_ts=keep_ts,
+            redactor=self._store.redactor,
+        )  # fmt: skip
         if stamped.stored:
             lines = [encode_line(line)[:-1].decode() for line in stamped.stored]
             repo = self.repo

@@ -1,0 +1,248 @@
+"""Finding secrets in text and replacing each with its placeholder,
+`[secret:<kind>:<fingerprint>]`.
+
+One pass per text: a cheap keyword prefilter (one regex over the lower-cased text, its
+keywords folded into a trie so each position is tried once) picks the few rules whose
+keywords occur, and only those patterns run, as gitleaks itself does. A match is checked
+as gitleaks checks it (the secret's entropy, the rule's and the global allowlists and
+stopwords); where two rules match overlapping text the specific one wins over a generic
+one (a key recognised by its own shape over a key recognised by the name it is given).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from restore.redaction.rules import Allow, Rule
+
+MIN_TEXT = 8
+"""Texts shorter than this are never looked at: no rule's secret fits in fewer."""
+PLACEHOLDER = re.compile(r"\[secret:([a-z0-9-]+):([0-9a-f]{4})\]")
+STRUCTURAL = frozenset(
+    {
+        "v", "seq", "ts", "type", "sessionId", "id", "threadId", "operationId",
+        "parentOperationId", "turnId", "toolCallId", "beforeSha", "afterSha", "sha",
+        "sha256", "role", "status", "state", "effect", "event", "source", "reason",
+        "targetSessionId", "resumedFrom", "scope", "kind", "sessionUpdate",
+    }
+)  # fmt: skip
+"""Keys whose values are sessiond's own ids, hashes and enumerations: never a secret,
+and what the stores and the subsystems key on."""
+
+
+@dataclass(frozen=True)
+class Found:
+    start: int
+    end: int
+    kind: str
+    secret: str
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character (gitleaks' measure)."""
+    size = len(text)
+    return -sum(n / size * math.log2(n / size) for n in Counter(text).values()) if size else 0.0
+
+
+def keyword_pattern(words: Iterable[str]) -> re.Pattern[str]:
+    """One regex matching any of `words`, as a trie (`ab(?:c|d)`): Python's `re` tries an
+    alternation branch by branch, so 400 plain branches would cost 400 tries a position."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        if "" in node and len(node) == 1:
+            return ""
+        branches = [re.escape(char) + build(child) for char, child in sorted(node.items()) if char]
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return re.compile(f"(?=({build(trie)}))" if trie else "(?!)")
+
+
+class Redactor:
+    """Secrets found and replaced, with counts per kind (what `doctor --redact` reports).
+
+    `key` keys the fingerprint (HMAC-SHA256, 4 hex digits): the same secret gets the
+    same placeholder in every thread of a home, without the placeholder telling it."""
+
+    def __init__(
+        self,
+        rules: Sequence[Rule],
+        key: bytes,
+        *,
+        global_allow: Allow | None = None,
+        allow: Sequence[str] = (),
+        strict: bool = False,
+    ) -> None:
+        self.rules = tuple(rules)
+        self.key = key
+        self.strict = strict
+        self.counts: Counter[str] = Counter()
+        self._global = global_allow or Allow()
+        self._allow = tuple(re.compile(regex) for regex in allow)
+        self._by_keyword: dict[str, list[int]] = {}
+        self._always: list[int] = []
+        for index, rule in enumerate(self.rules):
+            if not rule.keywords:
+                self._always.append(index)
+            for word in rule.keywords:
+                self._by_keyword.setdefault(word, []).append(index)
+        self._keywords = keyword_pattern(self._by_keyword)
+        self._closure = {
+            word: sorted(
+                {*self._always}.union(
+                    *(indexes for other, indexes in self._by_keyword.items()
+                      if word.startswith(other))
+                )
+            )
+            for word in self._by_keyword
+        }  # fmt: skip
+
+    # --- finding ---------------------------------------------------------------------------
+
+    def candidates(self, text: str) -> list[int]:
+        """The rules worth running on `text`: those a keyword of which occurs in it. The
+        prefilter looks ahead at every position, so keywords overlapping each other are all
+        seen; each found keyword stands for the shorter keywords it starts with too."""
+        hits = {m.group(1) for m in self._keywords.finditer(text.lower())}
+        if not hits:
+            return self._always
+        if len(hits) == 1:
+            return self._closure[hits.pop()]
+        chosen: set[int] = set()
+        for word in hits:
+            chosen.update(self._closure[word])
+        return sorted(chosen)
+
+    def find(self, text: str) -> list[Found]:
+        """Every secret in `text`, non-overlapping, in order."""
+        if len(text) < MIN_TEXT:
+            return []
+        indexes = self.candidates(text)
+        if not indexes:
+            return []
+        found: list[tuple[int, int, bool, Found]] = []
+        for index in indexes:
+            rule = self.rules[index]
+            for match in rule.pattern.finditer(text):
+                hit = self._check(rule, match, text)
+                if hit is not None:
+                    found.append((hit.start, -(hit.end - hit.start), rule.generic, hit))
+        if not found:
+            return []
+        found.sort(key=lambda entry: (entry[2], entry[0], entry[1]))  # specific rules first
+        kept: list[Found] = []
+        for _, _, _, hit in found:
+            if all(hit.end <= other.start or hit.start >= other.end for other in kept):
+                kept.append(hit)
+        kept.sort(key=lambda hit: hit.start)
+        return kept
+
+    def _check(self, rule: Rule, match: re.Match[str], text: str) -> Found | None:
+        group = rule.secret_group
+        if group == 0 and match.re.groups:
+            group = next((g for g in range(1, match.re.groups + 1) if match.group(g)), 0)
+        secret = match.group(group) if group <= match.re.groups else match.group()
+        if not secret or PLACEHOLDER.fullmatch(secret):
+            return None
+        start, end = match.span(group)
+        if not self.strict and rule.entropy:
+            if entropy(secret) <= rule.entropy:
+                return None
+            if rule.kind.startswith("generic") and not any(c.isdigit() for c in secret):
+                return None  # gitleaks: a generic secret has a digit
+        if self._allowed(self._global, secret, match, text):
+            return None
+        if any(self._allowed(allow, secret, match, text) for allow in rule.allows):
+            return None
+        if any(pattern.search(secret) for pattern in self._allow):
+            return None
+        return Found(start, end, rule.kind, secret)
+
+    def _allowed(self, allow: Allow, secret: str, match: re.Match[str], text: str) -> bool:
+        if allow.target == "match":
+            target = match.group()
+        elif allow.target == "line":
+            begin = text.rfind("\n", 0, match.start()) + 1
+            finish = text.find("\n", match.end())
+            target = text[begin : finish if finish >= 0 else len(text)]
+        else:
+            target = secret
+        if any(pattern.search(target) for pattern in allow.regexes):
+            return True
+        if self.strict or not allow.stopwords:
+            return False
+        lowered = secret.lower()
+        return any(word in lowered for word in allow.stopwords)
+
+    # --- replacing -------------------------------------------------------------------------
+
+    def fingerprint(self, secret: str) -> str:
+        digest = hmac.new(self.key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256)
+        return digest.hexdigest()[:4]
+
+    def placeholder(self, kind: str, secret: str) -> str:
+        return f"[secret:{kind}:{self.fingerprint(secret)}]"
+
+    def text(self, text: str) -> str:
+        """`text` with every secret replaced by its placeholder."""
+        found = self.find(text)
+        if not found:
+            return text
+        parts: list[str] = []
+        at = 0
+        for hit in found:
+            parts.append(text[at : hit.start])
+            parts.append(self.placeholder(hit.kind, hit.secret))
+            self.counts[hit.kind] += 1
+            at = hit.end
+        parts.append(text[at:])
+        return "".join(parts)
+
+    def value(self, value: Any) -> Any:
+        """A JSON value with its strings redacted; the same object when nothing changed
+        (most items: no copy)."""
+        if isinstance(value, str):
+            return self.text(value) if len(value) >= MIN_TEXT else value
+        if isinstance(value, dict):
+            return self.item(value)
+        if isinstance(value, list):
+            changed = [self.value(entry) for entry in value]
+            return value if all(a is b for a, b in zip(changed, value, strict=True)) else changed
+        return value
+
+    def item(self, item: dict[str, Any]) -> dict[str, Any]:
+        """An item (or any JSON object) with every string but sessiond's own ids, hashes
+        and enumerations (`STRUCTURAL`) redacted; keys are left as they are."""
+        result: dict[str, Any] | None = None
+        for key, value in item.items():
+            if key in STRUCTURAL or value is None or isinstance(value, bool | int | float):
+                continue
+            new = self.value(value)
+            if new is not value:
+                if result is None:
+                    result = dict(item)
+                result[key] = new
+        return item if result is None else result
+
+    def data(self, data: bytes) -> bytes:
+        """File contents (a blob): redacted as text when they are UTF-8; bytes that are
+        not (binaries) are stored as they are, unreadable to every rule here."""
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+        redacted = self.text(text)
+        return data if redacted is text else redacted.encode("utf-8")

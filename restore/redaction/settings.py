@@ -1,0 +1,130 @@
+"""Which redaction a home runs: the mode (`--redact`, `SESSIOND_REDACT`, else the home's
+`redaction.toml`, else `default`), a user's extra patterns and allowlist (that file), and
+the key fingerprints are made with (`redaction.key`, 0600, made on first use).
+
+    # $SESSIOND_HOME/redaction.toml
+    mode = "strict"                # off | default | strict
+    allow = ["^sk_test_"]          # a secret matching one of these is kept
+    [[patterns]]                   # more shapes: the first group is the secret
+    kind = "internal-token"
+    regex = "itk_[0-9a-f]{32}"
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.errors import ErrorKind, ProtocolError
+from restore.home.files import read_regular, write_new
+from restore.redaction import rules
+from restore.redaction.engine import Redactor
+
+logger = logging.getLogger("sessiond.redaction")
+
+MODES = ("off", "default", "strict")
+CONFIG_NAME = "redaction.toml"
+KEY_NAME = "redaction.key"
+KEY_BYTES = 32
+KIND = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+
+
+@dataclass(frozen=True)
+class RedactionSettings:
+    mode: str = "default"
+    patterns: tuple[tuple[str, str], ...] = ()
+    """(kind, regex) of a user's own shapes."""
+    allow: tuple[str, ...] = ()
+
+
+def _refuse(message: str) -> ProtocolError:
+    return ProtocolError(ErrorKind.INVALID_PARAMS, message, field="redaction")
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise _refuse(f"redaction is one of off, default, strict, not {mode!r}")
+    return mode
+
+
+def load_settings(home: Path, mode: str | None = None) -> RedactionSettings:
+    """The home's redaction settings; `mode` (the flag or the environment) wins over the
+    file's. A file that does not parse, or a pattern that does not compile, is one
+    InvalidParams naming it: nothing is stored unredacted because of a typo."""
+    path = home / CONFIG_NAME
+    try:
+        config = tomllib.loads(read_regular(path).decode())
+    except FileNotFoundError:
+        config = {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise _refuse(f"{path} cannot be read: {exc}") from None
+    chosen = check_mode(str(mode or config.get("mode", "default")))
+    patterns: list[tuple[str, str]] = []
+    for entry in config.get("patterns", ()):
+        kind, regex = str(entry.get("kind", "custom")), entry.get("regex")
+        if not KIND.fullmatch(kind) or not isinstance(regex, str):
+            raise _refuse(f"{path}: a pattern needs a kind (a-z, 0-9, -) and a regex")
+        _compiles(path, regex)
+        patterns.append((kind, regex))
+    allow = tuple(str(regex) for regex in config.get("allow", ()))
+    for regex in allow:
+        _compiles(path, regex)
+    return RedactionSettings(chosen, tuple(patterns), allow)
+
+
+def _compiles(path: Path, regex: str) -> None:
+    try:
+        re.compile(regex)
+    except re.error as exc:
+        raise _refuse(f"{path}: {regex!r} is not a regular expression: {exc}") from None
+
+
+def home_key(home: Path) -> bytes:
+    """The home's fingerprint key, made (0600) on first use and put in place whole (a
+    link to a finished file: a concurrent reader never sees half a key). A home that
+    cannot be written (read-only: nothing is stored there) gets a key for this process."""
+    path = home / KEY_NAME
+    try:
+        return read_regular(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        logger.warning("redaction key %s unreadable (%s): one for this process only", path, exc)
+        return secrets.token_bytes(KEY_BYTES)
+    made = home / f".{KEY_NAME}.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        write_new(made, secrets.token_bytes(KEY_BYTES), sync=True)
+        try:
+            os.link(made, path)
+        except FileExistsError:
+            pass  # another process made it first: that one is the key
+        finally:
+            os.unlink(made)
+        return read_regular(path)
+    except OSError:
+        return secrets.token_bytes(KEY_BYTES)
+
+
+def open_redactor(home: Path, mode: str | None = None) -> Redactor | None:
+    """The redactor a store uses for this home (None: `off`)."""
+    settings = load_settings(home, mode or os.environ.get("SESSIOND_REDACT") or None)
+    return redactor_for(settings, home_key(home))
+
+
+def redactor_for(settings: RedactionSettings, key: bytes) -> Redactor | None:
+    if settings.mode == "off":
+        return None
+    gitleaks, ours = rules.builtin()
+    extra = tuple(rules.custom(kind, regex) for kind, regex in settings.patterns)
+    return Redactor(
+        (*gitleaks.rules, *ours.rules, *extra),
+        key,
+        global_allow=gitleaks.global_allow,
+        allow=settings.allow,
+        strict=settings.mode == "strict",
+    )
