@@ -138,7 +138,9 @@ class SessiondServer:
         from restore.stores.api import Durability
 
         config = self.config
-        return Settings(Path(config.home), config.store, Durability(config.durability))
+        return Settings(
+            Path(config.home), config.store, Durability(config.durability), config.redact
+        )
 
     @property
     def store(self) -> Store:

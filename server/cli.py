@@ -120,6 +120,18 @@ def _doctor_arguments(parser: argparse.ArgumentParser, common: argparse.Argument
         action="store_true",
         help="also cut torn tails left by a crash (copied to recovered/ first)",
     )
+    parser.add_argument(
+        "--redact",
+        action="store_true",
+        help="find the secrets stored threads and blobs hold (stored before redaction, or "
+        "under a weaker --redaction) and report them by kind; nothing changes without --yes",
+    )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="with --redact: rewrite them (new file revisions, rows updated in place; the "
+        "original bytes are gone, there is no undo)",
+    )
 
 
 def _migrate_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -205,6 +217,13 @@ def _common_options() -> argparse.ArgumentParser:
         help="a postgresql:// URL: threads in a database shared by every machine "
         "(default: $SESSIOND_STORE, else the embedded store under --home)",
     )
+    common.add_argument(
+        "--redaction",
+        choices=("off", "default", "strict"),
+        default=argparse.SUPPRESS,
+        help="secrets redacted before anything is stored (default: $SESSIOND_REDACT, else "
+        "the home's redaction.toml, else default)",
+    )
     return common
 
 
@@ -287,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
         config.home = args.home
     if getattr(args, "store", None):
         config.store = args.store
+    if getattr(args, "redaction", None):
+        config.redact = args.redaction
+        os.environ["SESSIOND_REDACT"] = args.redaction  # `sessiond acp` reads it there
     if refusal := _password_on_the_command_line(args):
         print(f"sessiond: {refusal}", file=sys.stderr)
         return USAGE_ERROR

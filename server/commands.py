@@ -18,7 +18,7 @@ from restore.home.state import Home, open_home
 from restore.service import ThreadService, open_service
 from restore.stores import Settings, is_shared, open_store
 from server import transcript
-from server.cli import print_json
+from server.cli import CommandError, print_json
 from server.config import ServerConfig
 from server.terminal import clip, plural, relative_time, safe, table
 
@@ -40,7 +40,7 @@ def _label(info: dict[str, object]) -> str:
 def _settings(config: ServerConfig, home: Path | None = None, store: str | None = None) -> Settings:
     """The configured store (embedded, or the shared database): every command writes with
     fsync durability, whatever a server was started with."""
-    return Settings(home or Path(config.home), store)
+    return Settings(home or Path(config.home), store, redaction=config.redact)
 
 
 def _service(config: ServerConfig) -> ThreadService:
@@ -171,6 +171,10 @@ def _progress_bar(title: str, done: int, total: int) -> None:
 
 
 def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
+    if args.redact:
+        return _doctor_redact(config, apply=args.yes)
+    if args.yes:
+        raise CommandError("--yes goes with --redact")
     if config.store:
         return _doctor_shared(config)
     home: Home = open_home(Path(config.home))
@@ -205,6 +209,42 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
         _print_unmapped(agent, unmapped)
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
+
+
+def _doctor_redact(config: ServerConfig, *, apply: bool) -> int:
+    """Stored secrets found by kind; rewritten only with `--yes` (no undo: a dry run first
+    is what a careful user expects). Exit 0 when nothing is left to redact."""
+    home: Home = open_home(Path(config.home))
+    if apply and home.read_only is not None and not config.store:
+        raise home.refuse_write()
+    progress = _progress_bar if sys.stderr.isatty() else None
+    store = open_store(
+        _settings(config, home.path, config.store),
+        read_only=not config.store and home.read_only is not None,
+    )
+    try:
+        if store.redactor is None:
+            raise CommandError("redaction is off (--redaction, SESSIOND_REDACT or redaction.toml)")
+        report = store.redact_existing(progress, apply=apply)
+    finally:
+        store.close()
+    found = sum(report.counts.values())
+    verb = "redacted" if apply else "found"
+    where = [plural(len(report.changed), "thread"), plural(report.blobs, "blob")]
+    if report.recovered:
+        where.append(plural(report.recovered, "recovered/ file"))
+    checked = plural(report.threads, "thread")
+    print(f"checked {checked}: {plural(found, 'secret')} {verb} in {', '.join(where)}")
+    for kind, count in sorted(report.counts.items(), key=lambda entry: (-entry[1], entry[0])):
+        print(f"  {kind}: {count}")
+    for thread_id in report.busy:
+        print(f"{thread_id}: being written by another process: left as it was")
+    for failure in report.failed:
+        print(f"{safe(failure, one_line=True)}: not rewritten")
+    if not apply and found:
+        print("nothing was changed: run again with --yes to rewrite them (there is no undo)")
+        return 1
+    return 1 if report.busy or report.failed else 0
 
 
 def _doctor_shared(config: ServerConfig) -> int:

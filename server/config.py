@@ -27,5 +27,8 @@ class ServerConfig:
     max_frame: int = DEFAULT_MAX_FRAME
     store: str | None = field(default_factory=lambda: os.environ.get("SESSIOND_STORE") or None)
     """A `postgresql://` URL for the shared store; None: the embedded store under `home`."""
+    redact: str | None = field(default_factory=lambda: os.environ.get("SESSIOND_REDACT") or None)
+    """off | default | strict: secrets redacted before storage (None: the home's
+    redaction.toml, else default; restore/redaction/settings.py)."""
     follow: tuple[str, ...] = ()
     """Agents whose session stores are imported and followed once a client lists threads."""

@@ -3,7 +3,8 @@
 It appends what it read on stdin (and its pid) to LOG as one JSON line, then behaves as
 MODE says: `ok` (prints nothing), `context` (prints Claude Code-style additionalContext
 naming the thread), `slow-context` (the same after ARG seconds), `plain-context`
-(top-level additionalContext), `exit1`, `badjson`, `sleep` (ARG seconds), `touch` (creates
+(top-level additionalContext), `transcript` (also logs the thread file it was pointed
+at), `exit1`, `badjson`, `sleep` (ARG seconds), `touch` (creates
 the file ARG).
 """
 
@@ -21,6 +22,9 @@ def main() -> int:
     payload = json.loads(sys.stdin.read() or "{}")
     with open(log, "a") as out:
         out.write(json.dumps({"pid": os.getpid(), "mode": mode, "payload": payload}) + "\n")
+        if mode == "transcript" and payload.get("transcriptPath"):  # what a hook may read
+            with open(payload["transcriptPath"]) as transcript:
+                out.write(json.dumps({"transcript": transcript.read()}) + "\n")
     if mode == "slow-context":
         time.sleep(float(arg))
     if mode in ("context", "slow-context"):

@@ -30,6 +30,7 @@ import orjson
 
 from restore.home.files import NotRegularFile
 from restore.ids import sha256_of
+from restore.redaction.engine import Redactor
 from restore.sources.common import SourceParser
 from restore.stores.api import SkippedLine
 
@@ -148,6 +149,10 @@ class ParseStart:
     """When the file was last written: the date of items no line dates."""
     writing: bool
     """The thread exists (its writer is open): items may be written before the cwd is known."""
+    redactor: Redactor | None = None
+    """The store's: each record is redacted as it is read, before the parser clips a
+    title, a tool's output or a skipped line's preview (a secret cut in half would no
+    longer be recognised), and before anything of it reaches a checkpoint or the ledger."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +214,7 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
         yield parse_document(start)
         return
     parser = start.parser(dict(start.state) if start.state else None, start.fallback_ts)
+    redact = start.redactor
     offset, lines, line_start = start.offset, start.lines, start.line_start
     last_line: bytes | None = None  # the last line read; its sha proves appends later
     last_sha: str | None = None  # ... or its sha, when it was too long to hold
@@ -225,27 +231,29 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
             line_no = lines + 1
             if len(data) > LINE_BYTES and not data.endswith(b"\n"):  # never held, never parsed
                 long = _read_past(handle, data)
-                skipped.append(_skipped(line_no, offset, long.data, "too_long"))
+                skipped.append(_skipped(line_no, offset, long.data, "too_long", redact))
                 if not long.ended:  # still being written: read again once it is whole
                     break
                 line_start, lines, last_line, last_sha = offset, line_no, None, long.sha
                 offset += long.length
                 continue
             record, reason, fixed = decode(data, offset)
+            if redact is not None and record is not None:
+                record = redact.item(record)
             if reason is not None and not data.endswith(b"\n"):
                 # A line still being written (or cut by a crash): not consumed, so it is
                 # read again, whole, once its writer finishes it.
-                skipped.append(_skipped(line_no, offset, data, "torn_tail"))
+                skipped.append(_skipped(line_no, offset, data, "torn_tail", redact))
                 break
             if reason is not None:
-                skipped.append(_skipped(line_no, offset, data, reason))
+                skipped.append(_skipped(line_no, offset, data, reason, redact))
             elif record is not None:
                 try:
                     pending += parser.feed(line_no, record, record.get("timestamp"))
                 except (TypeError, ValueError, RecursionError):
                     # A record its mapping cannot take (nested past the 255 levels the
                     # encoder writes, say): skipped like a bad line; the session goes on.
-                    skipped.append(_skipped(line_no, offset, data, "mapping_failed"))
+                    skipped.append(_skipped(line_no, offset, data, "mapping_failed", redact))
                 else:
                     records += 1
                     repaired += fixed
@@ -277,7 +285,7 @@ def parse_document(start: ParseStart) -> Parsed:
     with open_source(start.path) as handle:
         data = handle.read(LINE_BYTES + 1)  # one document is one record: a line's budget
     if len(data) > LINE_BYTES:
-        skipped = [_skipped(1, 0, data, "too_long")]
+        skipped = [_skipped(1, 0, data[:HEAD_BYTES], "too_long", start.redactor)]
         return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, start.offset,
                       start.lines, start.line_start, start.tail_sha,
                       head_sha(start.path, start.offset), parser.unmapped_seen)  # fmt: skip
@@ -288,18 +296,20 @@ def parse_document(start: ParseStart) -> Parsed:
     document, reason, repaired = decode(data, 0)
     messages = document.pop("messages", None) if document is not None else None
     if document is None:  # blank, or not one JSON object
-        skipped = [_skipped(1, 0, data, reason)] if reason else []
+        skipped = [_skipped(1, 0, data, reason, start.redactor)] if reason else []
         return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, 0, 0, 0,
                       start.tail_sha, head_sha(start.path, 0), parser.unmapped_seen)  # fmt: skip
     messages = messages if isinstance(messages, list) else []
     records = [document, *(m for m in messages if isinstance(m, dict))]
+    if start.redactor is not None:
+        records = [start.redactor.item(record) for record in records]
     items: list[dict[str, Any]] = []
     failed = []
     for line_no, record in enumerate(records, 1):
         try:
             items += parser.feed(line_no, record, record.get("timestamp"))
         except (TypeError, ValueError, RecursionError):  # as in `parse`: skipped, said
-            failed.append(_skipped(line_no, 0, b"a record of the document", "mapping_failed"))
+            failed.append(_skipped(line_no, 0, b"a record of the document", "mapping_failed", None))
     return Parsed(items, Facts.of(parser), parser.state, len(records), failed, int(repaired),
                   len(data), len(records), 0, sha256_of(data), head_sha(start.path, len(data)),
                   parser.unmapped_seen)  # fmt: skip
@@ -310,6 +320,10 @@ def parse_whole(start: ParseStart) -> list[Flush | Parsed]:
     return list(parse(start))
 
 
-def _skipped(line_no: int, start: int, data: bytes, reason: str) -> dict[str, Any]:
-    preview = data[:80].decode("utf-8", "replace").rstrip("\r\n")
+def _skipped(
+    line_no: int, start: int, data: bytes, reason: str, redactor: Redactor | None
+) -> dict[str, Any]:
+    """A skipped line's record, its preview cut from the redacted line."""
+    text = data.decode("utf-8", "replace")
+    preview = (redactor.text(text) if redactor is not None else text)[:80].rstrip("\r\n")
     return SkippedLine(line_no, start, reason, preview).to_wire()

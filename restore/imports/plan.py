@@ -123,6 +123,7 @@ class Planner:
             tail_sha=start.tailSha if start else EMPTY_SHA,
             state=start.parser if start and start.parser else None,
             fallback_ts=_iso(planned.stat.st_mtime), writing=planned.writer is not None,
+            redactor=self.store.redactor,
         )  # fmt: skip
 
     # --- planning ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import hmac
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,6 +100,9 @@ class Redactor:
             for word in rule.keywords:
                 self._by_keyword.setdefault(word, []).append(index)
         self._keywords = keyword_pattern(self._by_keyword)
+        self.rebuild: tuple[Callable[..., Redactor | None], tuple[Any, ...]] | None = None
+        """How another process makes the same redactor (an import's parse workers): the
+        rules are compiled there once, from the cache, not shipped with every file."""
         self._closure = {
             word: sorted(
                 {*self._always}.union(
@@ -109,6 +112,11 @@ class Redactor:
             )
             for word in self._by_keyword
         }  # fmt: skip
+
+    def __reduce__(self) -> tuple[Callable[..., Redactor | None], tuple[Any, ...]]:
+        if self.rebuild is None:
+            raise TypeError("this Redactor cannot be sent to another process")
+        return self.rebuild
 
     # --- finding ---------------------------------------------------------------------------
 

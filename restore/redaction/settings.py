@@ -121,10 +121,12 @@ def redactor_for(settings: RedactionSettings, key: bytes) -> Redactor | None:
         return None
     gitleaks, ours = rules.builtin()
     extra = tuple(rules.custom(kind, regex) for kind, regex in settings.patterns)
-    return Redactor(
+    redactor = Redactor(
         (*gitleaks.rules, *ours.rules, *extra),
         key,
         global_allow=gitleaks.global_allow,
         allow=settings.allow,
         strict=settings.mode == "strict",
     )
+    redactor.rebuild = (redactor_for, (settings, key))
+    return redactor

@@ -358,6 +358,24 @@ class DoctorReport:
         return not any(f.skipped or f.error or f.empty for f in self.findings)
 
 
+@dataclass
+class RedactionReport:
+    """What `sessiond doctor --redact` found (and, `applied`, rewrote) in a store."""
+
+    applied: bool = False
+    threads: int = 0
+    changed: list[str] = field(default_factory=list)
+    """Threads that held a secret (rewritten when applied)."""
+    busy: list[str] = field(default_factory=list)
+    """Threads another process was writing: left as they were."""
+    failed: list[str] = field(default_factory=list)
+    blobs: int = 0
+    recovered: int = 0
+    """`recovered/` copies (the embedded store's torn tails) that held a secret."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Secrets by kind."""
+
+
 def missing_records(thread_id: str, items: list[Item], present: dict[str, int]) -> list[Item]:
     """What a copy of a thread lacks of `items` (`Store.import_thread`), by item id
     (`present`: the copy's item ids and their seqs). The copies diverged, InvalidParams,
@@ -714,6 +732,14 @@ class Store(Protocol):
 
     def watch(self, announce: Announce) -> None:
         """Report changes other processes make that `local` does not (a shared store's)."""
+        ...
+
+    def redact_existing(
+        self, progress: StepProgress | None = None, *, apply: bool = False
+    ) -> RedactionReport:
+        """`sessiond doctor --redact`: every stored record and blob run through `redactor`;
+        with `apply`, what held a secret is rewritten in place (a new file, rows updated)
+        and what is derived from it dropped to be rebuilt. Needs a redactor."""
         ...
 
     def check(self, progress: StepProgress | None = None, *, repair: bool = False) -> DoctorReport:

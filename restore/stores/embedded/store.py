@@ -32,6 +32,7 @@ from restore.stores.api import (
     DoctorReport,
     Durability,
     Item,
+    RedactionReport,
     Snapshot,
     StepProgress,
     derived,
@@ -133,6 +134,18 @@ class EmbeddedStore(ThreadStore):
         from restore.stores.embedded.doctor import run_doctor
 
         return run_doctor(self.layout, progress, repair=repair, read_only=self.read_only)
+
+    def redact_existing(
+        self, progress: StepProgress | None = None, *, apply: bool = False
+    ) -> RedactionReport:
+        from restore.stores.embedded.redact import redact_existing
+
+        if self.redactor is None:
+            raise ProtocolError(ErrorKind.INVALID_PARAMS, "redaction is off", field="redaction")
+        if apply and self.read_only:
+            raise ProtocolError(ErrorKind.STORAGE_ERROR, f"{self.where} is read-only")
+        self.index.close()  # its file goes once a thread changed: rebuilt at the next use
+        return redact_existing(self.layout, self.redactor, progress, apply=apply)
 
     def close(self) -> None:
         self.index.close()

@@ -42,6 +42,7 @@ from restore.stores.api import (
     DoctorReport,
     Durability,
     Item,
+    RedactionReport,
     Snapshot,
     StepProgress,
     ThreadFile,
@@ -578,23 +579,119 @@ class PostgresStore:
                         [(thread_id, i["seq"], str(i["id"]), orjson.dumps(i).decode())
                          for i in new],
                     )  # fmt: skip
-                lines = conn.execute(
-                    "SELECT line FROM sessiond_items WHERE thread_id = %s ORDER BY seq",
-                    (thread_id,),
-                ).fetchall()
-                summary = ThreadSummary(threadId=thread_id, archived=archived)
-                repo: Repo = (None, None)
-                for (line,) in lines:
-                    item = orjson.loads(line)
-                    summary.apply(item)
-                    repo = repo_binding(item) or repo
-                conn.execute(UPDATE_ROW, row_values(summary, repo))
+                self._row_from_lines(conn, thread_id, archived)
                 conn.execute(
                     "UPDATE sessiond_threads SET archived = %s WHERE thread_id = %s",
                     (archived, thread_id),
                 )
                 self._notify(conn, "updated", thread_id)
         return len(new)
+
+    def _row_from_lines(self, conn: psycopg.Connection, thread_id: str, archived: bool) -> None:
+        """The thread's listing row folded again from every line it holds."""
+        lines = conn.execute(
+            "SELECT line FROM sessiond_items WHERE thread_id = %s ORDER BY seq", (thread_id,)
+        ).fetchall()
+        summary = ThreadSummary(threadId=thread_id, archived=archived)
+        repo: Repo = (None, None)
+        for (line,) in lines:
+            item = orjson.loads(line)
+            summary.apply(item)
+            repo = repo_binding(item) or repo
+        conn.execute(UPDATE_ROW, row_values(summary, repo))
+
+    def redact_existing(
+        self, progress: StepProgress | None = None, *, apply: bool = False
+    ) -> RedactionReport:
+        """Rows updated in place, each thread in one transaction under its lock, its
+        listing row folded again and its snapshot dropped; blobs that held a secret
+        replaced. A row-level security policy that hides or guards another role's rows
+        is the database's word: those threads are named in `failed`, not forced."""
+        redactor = self.redactor
+        if redactor is None:
+            raise ProtocolError(ErrorKind.INVALID_PARAMS, "redaction is off", field="redaction")
+        report = RedactionReport(applied=apply)
+        redactor.counts.clear()
+        thread_ids = self.thread_ids()
+        for done, thread_id in enumerate(thread_ids):
+            if progress is not None:
+                progress("threads", done, len(thread_ids))
+            report.threads += 1
+            try:
+                with self._locked(thread_id) as conn:
+                    self._commit()
+                    with conn.transaction():
+                        self._redact_thread(conn, redactor, thread_id, report, apply)
+            except ProtocolError as exc:
+                if exc.kind is not ErrorKind.THREAD_BUSY:
+                    raise
+                report.busy.append(thread_id)
+        if progress is not None:
+            progress("threads", len(thread_ids), len(thread_ids))
+        with self.db.read() as conn, conn.transaction():
+            rows = conn.execute("SELECT sha256, owner_role, data FROM sessiond_blobs").fetchall()
+            for done, (sha, owner, data) in enumerate(rows):
+                if progress is not None:
+                    progress("blobs", done, len(rows))
+                new = redactor.data(bytes(data))
+                if new == bytes(data):
+                    continue
+                report.blobs += 1
+                if apply:
+                    conn.execute(
+                        "INSERT INTO sessiond_blobs (sha256, data) VALUES (%s, %s) "
+                        "ON CONFLICT DO NOTHING",
+                        (sha256_of(new), new),
+                    )
+                    conn.execute(
+                        "DELETE FROM sessiond_blobs WHERE sha256 = %s AND owner_role = %s",
+                        (sha, owner),
+                    )
+        report.counts = dict(redactor.counts)
+        return report
+
+    def _redact_thread(
+        self,
+        conn: psycopg.Connection,
+        redactor: Redactor,
+        thread_id: str,
+        report: RedactionReport,
+        apply: bool,
+    ) -> None:
+        rows = conn.execute(
+            "SELECT seq, line FROM sessiond_items WHERE thread_id = %s ORDER BY seq",
+            (thread_id,),
+        ).fetchall()
+        changed = []
+        for seq, line in rows:
+            item = orjson.loads(line)
+            new = redactor.item(item)
+            if new is not item:
+                changed.append((orjson.dumps(new).decode(), thread_id, seq))
+        if not changed:
+            return
+        report.changed.append(thread_id)
+        if not apply:
+            return
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE sessiond_items SET line = %s WHERE thread_id = %s AND seq = %s",
+                changed,
+            )
+            if cur.rowcount < len(changed):
+                report.changed.pop()
+                report.failed.append(f"{thread_id}: another role's rows (row-level security)")
+                raise_rollback = True
+            else:
+                raise_rollback = False
+        if raise_rollback:
+            raise psycopg.Rollback()
+        archived = conn.execute(
+            "SELECT archived FROM sessiond_threads WHERE thread_id = %s", (thread_id,)
+        ).fetchone()
+        self._row_from_lines(conn, thread_id, bool(archived and archived[0]))
+        conn.execute("DELETE FROM sessiond_snapshots WHERE thread_id = %s", (thread_id,))
+        self._notify(conn, "updated", thread_id)
 
     # --- live changes from other processes ----------------------------------------------------
 
