@@ -79,13 +79,15 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "SESSIOND_DURABILITY": "fsync"}
 
 
-def run_import(home: Path, sessions_dir: Path) -> tuple[float, dict[str, Any]]:
+def run_import(
+    home: Path, sessions_dir: Path, env: dict[str, str] | None = None
+) -> tuple[float, dict[str, Any]]:
     """Spawn → exit of `sessiond import codex`, and its summary."""
     began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "server.cli", "--home", str(home), "import", "codex",
          "--from", str(sessions_dir), "--json"],
-        capture_output=True, text=True, cwd=REPO, env=_env(), check=True,
+        capture_output=True, text=True, cwd=REPO, env={**_env(), **(env or {})}, check=True,
     )  # fmt: skip
     return time.perf_counter() - began, json.loads(done.stdout)
 

@@ -16,7 +16,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +54,12 @@ def server_throughput(
     *,
     env: dict[str, str] | None = None,
     ready: Callable[[], object] | None = None,
+    texts: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """One server's record rate; `ready` is called once its threads are started, right
     before the timed stream (several servers measured at once wait for each other there).
-    `began`/`ended` (perf_counter) let a caller compute a wall-clock aggregate."""
+    `began`/`ended` (perf_counter) let a caller compute a wall-clock aggregate. `texts`:
+    the items' contents in turn (bench/redaction.py: ordinary text), else 150 x's."""
     env = {"SESSIOND_DURABILITY": mode, "SESSIOND_DEBUG": "1", **(env or {})}
     server = PipelinedServer(home, env)
     try:
@@ -73,8 +75,9 @@ def server_throughput(
         began = time.perf_counter()
         for n in range(records):
             thread_id, session_id = sessions[n % threads]
+            content = texts[n % len(texts)] if texts else "x" * 150
             items = [{"type": "message", "id": str(uuid.uuid4()), "role": "assistant",
-                      "content": "x" * 150} for _ in range(per_record)]  # fmt: skip
+                      "content": content} for _ in range(per_record)]  # fmt: skip
             window.append(server.send("thread/record", {
                 "threadId": thread_id, "sessionId": session_id, "items": items}))  # fmt: skip
             if len(window) >= in_flight:

@@ -166,11 +166,11 @@ class Redactor:
         if not secret or PLACEHOLDER.fullmatch(secret):
             return None
         start, end = match.span(group)
-        if not self.strict and rule.entropy:
-            if entropy(secret) <= rule.entropy:
+        if not self.strict:
+            if rule.entropy and entropy(secret) <= rule.entropy:
                 return None
-            if rule.kind.startswith("generic") and not any(c.isdigit() for c in secret):
-                return None  # gitleaks: a generic secret has a digit
+            if rule.require_digit and not any(c.isdigit() for c in secret):
+                return None
         if self._allowed(self._global, secret, match, text):
             return None
         if any(self._allowed(allow, secret, match, text) for allow in rule.allows):

@@ -51,6 +51,9 @@ class Rule:
     """Which group is the secret (0: the first that matched, else the whole match)."""
     allows: tuple[Allow, ...] = ()
     generic: bool = False
+    require_digit: bool = False
+    """The secret has a digit (gitleaks asks it of its generic rules; sessiond's rules
+    say `requireDigit`): what tells `hunter2-ish` values from words like `secret-token`."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ def load(path: Path) -> RuleSet:
                 secret_group=int(entry.get("secretGroup", 0)),
                 allows=allows,
                 generic=entry["id"] in GENERIC_KINDS,
+                require_digit=bool(entry.get("requireDigit", entry["id"].startswith("generic"))),
             )
         )
     top = config.get("allowlist")

@@ -77,13 +77,13 @@ SECRETS: dict[str, tuple[str, str]] = {
         f"rotate this:\n{s}\n",
     ),
     "url-password": (
-        s := _pick(ALNUM, 14),
+        s := _pick(ALNUM, 13) + "7",
         f"psql postgresql://app:{s}@db.internal:5432/app failed",
     ),
     "secret-assignment": (s := _pick(ALNUM, 12) + "9", f"DB_PASSWORD={s}\nDEBUG=1"),
-    "secret-json-field": (s := _pick(ALNUM, 18), f'{{"client_secret": "{s}"}}'),
+    "secret-json-field": (s := _pick(ALNUM, 17) + "3", f'{{"client_secret": "{s}"}}'),
     "authorization-header": (
-        s := _pick(ALNUM, 32),
+        s := _pick(ALNUM, 31) + "5",
         f"< 401 Unauthorized\n> Authorization: Bearer {s}",
     ),
 }
