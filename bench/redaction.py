@@ -133,7 +133,7 @@ def measure_rules(lines: list[str], budget: int) -> list[dict[str, Any]]:
         caught = []
         for kind, (secret, planted) in SECRETS.items():
             found = [s for _, s in find(planted)]
-            if any(secret in s or s in secret and len(s) >= len(secret) // 2 for s in found):
+            if any(secret in s or (s in secret and len(s) >= len(secret) // 2) for s in found):
                 caught.append(kind)
         results.append({
             "name": name, "lines_per_s": speed, "findings": findings, "examples": examples,
@@ -180,7 +180,7 @@ def measure_record(records: int, rounds: int, texts: list[str]) -> dict[str, lis
     rates: dict[str, list[float]] = {"off": [], "default": []}
     with tempfile.TemporaryDirectory(dir=os.environ.get("SESSIOND_BENCH_DIR")) as tmp:
         for round_ in range(rounds):
-            for mode in (("off", "default") if round_ % 2 == 0 else ("default", "off")):
+            for mode in ("off", "default") if round_ % 2 == 0 else ("default", "off"):
                 home = Path(tmp) / f"{mode}-{round_}"
                 result = server_throughput(home, "group", records, 32, texts=texts,
                                            env={"SESSIOND_REDACT": mode})  # fmt: skip
@@ -196,7 +196,7 @@ def measure_import(sessions: int, rounds: int) -> dict[str, list[float]]:
         codex_home = Path(tmp) / "codex"
         lines = write_rollouts(codex_home, sessions)
         for round_ in range(rounds):
-            for mode in (("off", "default") if round_ % 2 == 0 else ("default", "off")):
+            for mode in ("off", "default") if round_ % 2 == 0 else ("default", "off"):
                 home = Path(tmp) / f"{mode}-{round_}"
                 seconds, _ = run_import(home, codex_home / "sessions",
                                         env={"SESSIOND_REDACT": mode})  # fmt: skip
@@ -207,8 +207,9 @@ def measure_import(sessions: int, rounds: int) -> dict[str, list[float]]:
 def render_ratio(what: str, rates: dict[str, list[float]], unit: str) -> str:
     off, on = statistics.median(rates["off"]), statistics.median(rates["default"])
     spread = ", ".join(f"{mode}: {min(v):,.0f} to {max(v):,.0f}" for mode, v in rates.items())
+    rounds = len(rates["off"])
     return (f"{what}: off {off:,.0f} {unit}, default {on:,.0f} {unit} (medians of "
-            f"{len(rates['off'])} alternating rounds; {spread}): on/off = {on / off:.1%}")  # fmt: skip
+            f"{rounds} alternating rounds; {spread}): on/off = {on / off:.1%}")  # fmt: skip
 
 
 def main() -> None:

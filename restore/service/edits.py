@@ -178,9 +178,12 @@ def _rewind_plans(
         if plan["sha"] is not None:
             plan["content"] = service.store.get_blob(plan["sha"])
             if plan["content"] is None:
+                why = "is missing"
+                if service.store.redactor is not None:  # docs/security.md, redaction
+                    why = "is not stored (contents that held a secret are stored redacted)"
                 raise ProtocolError(
                     ErrorKind.STORAGE_ERROR,
-                    f"cannot rewind {plan['path']}: blob {plan['sha']} is missing",
+                    f"cannot rewind {plan['path']}: blob {plan['sha']} {why}",
                     path=plan["path"],
                 )
     return list(plans.values())

@@ -16,9 +16,7 @@ PROMPT = "[[keys]] deploy with " + " and ".join(SECRETS[kind][1] for kind in PLA
 KEYS = Scenario({"keys": [Reply(text="I will not repeat them.")]})
 
 
-def test_a_claude_code_prompt_with_secrets_is_imported_redacted(
-    agents: Agents, home: Path
-) -> None:
+def test_a_claude_code_prompt_with_secrets_is_imported_redacted(agents: Agents, home: Path) -> None:
     agent = agents.start(KEYS)
     agent.claude(PROMPT).check()
     (transcript,) = agent.transcripts(agent.claude_projects)

@@ -23,11 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from restore.redaction.rules import GENERIC_KINDS
 from tests.acp_editor import agent_log, fake_agent, sessiond_acp
 from tests.conftest import BOTH_STORES
 from tests.import_fixtures import ClaudeSession
-from tests.rpc_client import REPO, ServerProcess
+from tests.rpc_client import REPO, RpcError, ServerProcess
 from tests.test_cli import sessiond
 from tests.test_hooks import HOOK, finals
 
@@ -208,6 +210,37 @@ def test_the_same_secret_gets_the_same_placeholder_and_the_key_is_private(
     assert placeholders[0] == placeholders[1]
     assert re.fullmatch(r"\[secret:github-pat:[0-9a-f]{4}\]", placeholders[0])
     assert (home / "redaction.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_an_edit_of_a_file_that_held_a_secret_is_not_rewound_to_placeholders(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text(SECRETS["secret-assignment"][1])  # the secret, before the edit
+    server = spawn()
+    server.initialize([str(tmp_path)])
+    started = server.request("thread/start", {"cwd": str(tmp_path)})
+    tid, sid = started["thread"]["threadId"], started["sessionId"]
+    server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [
+        {"type": "message", "id": str(uuid.uuid4()), "role": "user", "content": "go",
+         "turnId": "t1"},
+        {"type": "turn", "id": str(uuid.uuid4()), "turnId": "t1", "phase": "completed"},
+        {"type": "message", "id": str(uuid.uuid4()), "role": "user", "content": "edit",
+         "turnId": "t2"}]})  # fmt: skip
+    server.request("fs/applyEdit", {
+        "threadId": tid, "sessionId": sid, "operationId": "e1", "path": str(env_file),
+        "content": "DEBUG=1\n"})  # fmt: skip
+    (edit,) = [i for i in server.request("thread/read", {"threadId": tid, "limit": 100})[
+        "items"] if i["type"] == "file_edit"]  # fmt: skip
+    before = server.request(
+        "thread/readBlob", {"threadId": tid, "seq": edit["seq"], "sha": edit["beforeSha"]}
+    )
+    with pytest.raises(RpcError) as refused:
+        server.request("thread/rewind", {"threadId": tid, "sessionId": sid, "toTurnId": "t1"})
+    server.close()
+    assert before["recorded"] is False  # never kept: there is no secret to give back
+    assert refused.value.kind == "StorageError" and "held a secret" in refused.value.message
+    assert env_file.read_text() == "DEBUG=1\n"  # the file is left as the edit made it
 
 
 def test_redaction_off_stores_what_was_recorded(spawn: Spawn, home: Path, tmp_path: Path) -> None:
