@@ -263,13 +263,20 @@ def test_redaction_off_stores_what_was_recorded(spawn: Spawn, home: Path, tmp_pa
 
 
 def test_a_bad_redaction_toml_is_one_clear_error_and_nothing_is_stored(
-    home: Path, tmp_path: Path
+    spawn: Spawn, home: Path, tmp_path: Path
 ) -> None:
     (home / "redaction.toml").write_text('[[patterns]]\nkind = "mine"\nregex = "(unclosed"\n')
     done = sessiond(home, "import", "claude", "--from", str(tmp_path))
     assert done.returncode == 2
     assert "redaction.toml" in done.stderr and "not a regular expression" in done.stderr
     assert "Traceback" not in done.stderr
+    server = spawn()
+    server.initialize([str(tmp_path)])
+    with pytest.raises(RpcError) as refused:
+        server.request("thread/start", {"cwd": str(tmp_path), "title": PLANTED[:400]})
+    server.close()
+    assert refused.value.kind == "InvalidParams" and "redaction.toml" in refused.value.message
+    assert not (home / "threads").exists()
 
 
 def test_extra_patterns_and_the_allowlist_of_redaction_toml(
