@@ -405,12 +405,14 @@ class Importer:
         bookkeeping = bookkeeping or []
         session_id = writer.summary.latestSessionId or _session_of(writer.thread_id)
         try:
-            stored = writer.append([*items, *bookkeeping], session_id, keep_ts=True).stored
+            stored = writer.append(
+                [*items, *bookkeeping], session_id, keep_ts=True, redacted=True
+            ).stored
         except ProtocolError as exc:
             if exc.kind is not ErrorKind.INVALID_PARAMS:
                 raise
             batch = [*self._storable(items), *bookkeeping]
-            stored = writer.append(batch, session_id, keep_ts=True).stored
+            stored = writer.append(batch, session_id, keep_ts=True, redacted=True).stored
         marks = {item["id"] for item in bookkeeping}
         return [item for item in stored if item["id"] not in marks]
 
@@ -465,6 +467,7 @@ class Importer:
                     meta,
                     items=[*items, *bookkeeping],
                     keep_ts=True,  # dated by the transcript
+                    redacted=True,  # its records were, as parse read them
                     durable=False,  # by the batch's `commit`
                 )
             except ProtocolError as exc:
@@ -477,6 +480,7 @@ class Importer:
                     meta,
                     items=[*items, *bookkeeping],
                     keep_ts=True,  # dated by the transcript
+                    redacted=True,  # its records were, as parse read them
                     durable=False,  # by the batch's `commit`
                 )
         except ProtocolError as exc:  # another importer created it a moment ago

@@ -239,7 +239,7 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
                 continue
             record, reason, fixed = decode(data, offset)
             if redact is not None and record is not None:
-                record = redact.item(record)
+                record = redact.item(record, data)
             if reason is not None and not data.endswith(b"\n"):
                 # A line still being written (or cut by a crash): not consumed, so it is
                 # read again, whole, once its writer finishes it.

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import ahocorasick
+import orjson
 
 from restore.redaction.rules import Allow, Rule
 
@@ -213,15 +214,33 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value) if len(value) >= MIN_TEXT else value
         if isinstance(value, dict):
-            return self.item(value)
+            return self._walk(value)
         if isinstance(value, list):
             changed = [self.value(entry) for entry in value]
             return value if all(a is b for a, b in zip(changed, value, strict=True)) else changed
         return value
 
-    def item(self, item: dict[str, Any]) -> dict[str, Any]:
+    def might_hold(self, raw: str) -> bool:
+        """Whether any rule could match inside `raw`, a JSON text (an item's encoding, a
+        source line): one automaton pass over the whole of it instead of one per string.
+        No keyword, no secret, as no rule here matches without one of its keywords; a
+        text with JSON escapes that could spell a keyword (`\\u`, `\\/`) is looked at."""
+        if self._always or self._keywords is None:
+            return True
+        if "\\u" in raw or "\\/" in raw:
+            return True
+        return next(self._keywords.iter(raw.lower()), None) is not None
+
+    def item(self, item: dict[str, Any], raw: str | bytes | None = None) -> dict[str, Any]:
         """An item (or any JSON object) with every string but sessiond's own ids, hashes
-        and enumerations (`STRUCTURAL`) redacted; keys are left as they are."""
+        and enumerations (`STRUCTURAL`) redacted; keys are left as they are. `raw`: the
+        JSON it was decoded from, if at hand (else it is encoded for the check)."""
+        if raw is None:
+            raw = orjson.dumps(item)
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        return self._walk(item) if self.might_hold(text) else item
+
+    def _walk(self, item: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] | None = None
         for key, value in item.items():
             if key in STRUCTURAL or value is None or isinstance(value, bool | int | float):

@@ -491,11 +491,14 @@ class Writer(Protocol):
         minted: bool = False,
         defer_sync: bool = False,
         keep_ts: bool = False,
+        redacted: bool = False,
     ) -> AppendResult:
         """Stamp and write the items whose id is new; durable on return, unless
         `defer_sync` (group commit: durable after the store's next `begin_commit`) or the
         writer was opened with `durable=False` (after the store's next `sync`). `minted`:
-        fresh server ids, which cannot repeat (no need to load the thread's id set)."""
+        fresh server ids, which cannot repeat (no need to load the thread's id set).
+        `redacted`: made from records the store's redactor already ran over (an import
+        redacts each source record as it is read), so `stamp` does not run it again."""
         ...
 
     def seq_of(self, item_id: str) -> int | None: ...
@@ -648,6 +651,7 @@ class Store(Protocol):
         items: Iterable[Item] = (),
         keep_ts: bool = False,
         durable: bool = True,
+        redacted: bool = False,
     ) -> Writer:
         """A new thread with its first `session_meta` (and `items`, in the same write: an
         import creates whole threads), its writer held; InvalidId if it exists. Durable at

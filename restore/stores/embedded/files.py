@@ -198,6 +198,7 @@ class ThreadWriter:
         minted: bool = False,
         defer_sync: bool = False,
         keep_ts: bool = False,
+        redacted: bool = False,
     ) -> AppendResult:
         """Stamp and write items not seen before; acknowledge only once durable.
 
@@ -213,7 +214,7 @@ class ThreadWriter:
         # Items the server minted (fresh uuid4 ids) cannot be duplicates: skip loading the
         # id set for them, so a resume from a snapshot never reads the whole file.
         known_ids: dict[str, int] = {} if minted and self._seq_of_id is None else self._known_ids()
-        redactor = self._store.redactor if self._store is not None else None
+        redactor = self._store.redactor if self._store is not None and not redacted else None
         stamped = stamp(
             items, session_id, self.last_seq, known_ids, keep_ts=keep_ts, redactor=redactor
         )
@@ -352,6 +353,7 @@ class ThreadStore:
         items: Iterable[Item] = (),
         keep_ts: bool = False,
         durable: bool = True,
+        redacted: bool = False,
     ) -> ThreadWriter:
         """Make a new thread durable at once: its file with the `session_meta` line (and
         `items` after it, in the same write and sync: an import creates whole threads).
@@ -369,7 +371,9 @@ class ThreadStore:
         durability = self._durability(durable)
         writer = ThreadWriter(thread_id, path, fd, ThreadFile(), durability, False, store=self)
         try:
-            stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
+            stored = writer.append(
+                [meta, *items], session_id, keep_ts=keep_ts, redacted=redacted
+            ).stored
             writer.loaded = ThreadFile(items=stored)
             if durability is not Durability.NONE:  # NONE leaves syncing to the caller
                 fsync_dir(path.parent)

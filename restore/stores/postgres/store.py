@@ -245,6 +245,7 @@ class PostgresStore:
         items: Iterable[Item] = (),
         keep_ts: bool = False,
         durable: bool = True,
+        redacted: bool = False,
     ) -> PostgresWriter:
         """A new thread, committed at once with its `session_meta` and `items` (and
         announced); with `durable=False` at the next `sync`."""
@@ -275,7 +276,9 @@ class PostgresStore:
                     ErrorKind.INVALID_ID, "thread id already exists", threadId=thread_id
                 )
             self._pending[thread_id] = Pending(writer, "started", None)
-            stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
+            stored = writer.append(
+                [meta, *items], session_id, keep_ts=keep_ts, redacted=redacted
+            ).stored
             writer.loaded = ThreadFile(items=stored)
         except BaseException:
             writer.close()

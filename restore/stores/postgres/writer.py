@@ -154,6 +154,7 @@ class PostgresWriter:
         minted: bool = False,
         defer_sync: bool = False,
         keep_ts: bool = False,
+        redacted: bool = False,
     ) -> AppendResult:
         if self._closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
@@ -165,7 +166,7 @@ class PostgresWriter:
         known = {} if minted and self.seq_of_id is None else self._known_ids()
         stamped = stamp(
             items, session_id, self.last_seq, known, keep_ts=keep_ts,
-            redactor=self._store.redactor,
+            redactor=None if redacted else self._store.redactor,
         )  # fmt: skip
         if stamped.stored:
             lines = [encode_line(line)[:-1].decode() for line in stamped.stored]
