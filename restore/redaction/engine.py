@@ -36,10 +36,14 @@ STRUCTURAL = frozenset(
         "parentOperationId", "turnId", "toolCallId", "beforeSha", "afterSha", "sha",
         "sha256", "role", "status", "state", "effect", "event", "source", "reason",
         "targetSessionId", "resumedFrom", "scope", "kind", "sessionUpdate",
+        # the same in the agents' transcripts an import reads (Claude Code, Codex, Gemini)
+        "timestamp", "uuid", "parentUuid", "leafUuid", "requestId", "messageId",
+        "session_id", "thread_id", "turn_id", "call_id", "tool_use_id", "tool_call_id",
+        "created_at", "createdAt", "updatedAt", "startTime", "lastUpdated",
     }
 )  # fmt: skip
-"""Keys whose values are sessiond's own ids, hashes and enumerations: never a secret,
-and what the stores and the subsystems key on."""
+"""Keys whose values are ids, hashes, timestamps and enumerations (sessiond's, and the
+agents' transcripts'): never a secret, and what the stores and subsystems key on."""
 
 
 @dataclass(frozen=True)
