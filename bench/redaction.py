@@ -80,6 +80,8 @@ def sessiond_engine(mode: str, *, ours: bool = True) -> Callable[[str], list[tup
 
 
 ENTROPY_PLUGINS = ("Base64HighEntropyString", "HexHighEntropyString")
+_CONTEXTS: list[Any] = []
+"""detect-secrets' settings contexts, kept: a collected one resets the global settings."""
 
 
 def detect_secrets_engine(entropy: bool = True) -> Callable[[str], list[tuple[str, str]]] | None:
@@ -92,17 +94,17 @@ def detect_secrets_engine(entropy: bool = True) -> Callable[[str], list[tuple[st
         return None
     context = default_settings()
     context.__enter__()  # for the whole run: the plugins are configured once
+    _CONTEXTS.append(context)
     if not entropy:
         get_settings().disable_plugins(*ENTROPY_PLUGINS)
 
-    def find(line: str, _context: Any = context) -> list[tuple[str, str]]:
-        # `_context` holds the settings: collected, its generator would reset them
+    def find(line: str) -> list[tuple[str, str]]:
         return [(found.type, str(found.secret_value)) for found in scan_line(line)]
 
     return find
 
 
-def measure_rules(lines: list[str], budget: int) -> list[dict[str, Any]]:
+def measure_rules(lines: list[str], budget: int, only: str = "") -> list[dict[str, Any]]:
     from tests.security.test_redaction import SECRETS
 
     sample = (lines * (budget // max(len(lines), 1) + 1))[:budget]
@@ -116,6 +118,8 @@ def measure_rules(lines: list[str], budget: int) -> list[dict[str, Any]]:
     }
     results = []
     for name, make in candidates.items():
+        if only not in name:
+            continue
         find = make()
         if find is None:
             results.append({"name": name, "missing": True})
@@ -220,10 +224,13 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=4000)
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--only", default="", help="rules: the candidates whose name has it")
     args = parser.parse_args()
     lines, per_root = corpus_lines([REPO, *args.corpus])
     if args.what == "rules":
-        print(render_rules(measure_rules(lines, args.lines), per_root, args.lines))
+        print(render_rules(measure_rules(lines, args.lines, args.only), per_root, args.lines))
+        while _CONTEXTS:  # closed here, not by the interpreter's shutdown
+            _CONTEXTS.pop().__exit__(None, None, None)
     elif args.what == "record":
         rates = measure_record(args.records, args.rounds or 5, lines)
         print(render_ratio("thread/record, group commit", rates, "items/s"))
