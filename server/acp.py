@@ -1489,7 +1489,10 @@ class AcpProxy:
                 live.context = live.context_sent  # the lost AGENT session had it
         elif via == "load":
             replayed = self.replayed.pop(str(previous), [])
-            lost = source.lost_turns(self._history(live), replayed)
+            redactor = self.service.store.redactor  # the record's prompts are redacted
+            lost = source.lost_turns(
+                self._history(live), replayed, redactor.text if redactor else None
+            )
             live.prime = source.priming_block(lost, source.LOST) if lost else None
         recorded = live.recorder.agent_session(agent_session, via, self.argv, result)
         self._record(live, recorded)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -997,18 +997,24 @@ def replay_texts(update: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def lost_turns(
-    items: list[dict[str, Any]], replayed: list[tuple[str, str]]
+    items: list[dict[str, Any]],
+    replayed: list[tuple[str, str]],
+    redact: Callable[[str], str] | None = None,
 ) -> list[dict[str, Any]]:
     """The recorded turns AGENT's session no longer has, judged from its own replay
     (`replay_texts` of each update, in order): every turn after the last one whose prompt
     it replayed, and that one too when its last answer is not in the replay (the agent
-    lost the turn's end). Returns those turns' items, to prime its next prompt with."""
+    lost the turn's end). Returns those turns' items, to prime its next prompt with.
+    `redact`: the store's (the record holds redacted prompts; the agent's replay does not,
+    and a turn with a secret must not look lost for it)."""
     said: list[tuple[str, str]] = []
     for role, text in replayed:  # chunks merged per speaker
         if said and said[-1][0] == role:
             said[-1] = (role, said[-1][1] + text)
         else:
             said.append((role, text))
+    if redact is not None:
+        said = [(role, redact(text)) for role, text in said]
     turns: list[tuple[str, str, str]] = []  # (turn id, prompt, last answer)
     for item in items:
         turn = item.get("turnId")

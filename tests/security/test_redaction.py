@@ -415,3 +415,21 @@ async def test_acp_live_prompt_keeps_the_secret_replay_and_priming_of_a_new_agen
     assert "[secret:github-pat:" in priming and "[secret:github-pat:" in replayed
     assert leaks(priming.encode()) == [] and leaks(replayed.encode()) == []
     assert leaks(data_dir_bytes(home)) == []
+
+
+async def test_acp_a_turn_with_a_secret_that_the_agent_kept_is_not_taken_for_lost(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """The record holds the prompt redacted and the agent's own replay holds it as typed:
+    judged alike, the agent's session/load is trusted and nothing is primed again."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state, "load")) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        prompt = [{"type": "text", "text": f"deploy with {SECRETS['github-pat'][1]}"}]
+        await run.conn.prompt(session_id=session, prompt=prompt)
+    async with sessiond_acp(home, fake_agent(state, "load")) as run:
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        answer = await run.conn.prompt(session_id=session, prompt=[{"type": "text", "text": "go"}])
+    assert answer.field_meta["sessiond"]["upstream"] == "load"
+    assert answer.field_meta["sessiond"]["primed"] is False
