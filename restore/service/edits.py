@@ -180,7 +180,7 @@ def _rewind_plans(
             if plan["content"] is None:
                 why = "is missing"
                 if service.store.redactor is not None:  # docs/security.md, redaction
-                    why = "is not stored (contents that held a secret are stored redacted)"
+                    why = "is missing (or held a secret: such contents are stored redacted)"
                 raise ProtocolError(
                     ErrorKind.STORAGE_ERROR,
                     f"cannot rewind {plan['path']}: blob {plan['sha']} {why}",
