@@ -22,16 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from server.config import ServerConfig
-from server.rpc import SessiondProtocol
-from server.subscriptions import Subscriptions
+from server.live.subscriptions import Subscriptions
+from server.rpc.dispatch import SessiondProtocol
 from server.worker import StoreWorker
 
 if TYPE_CHECKING:
     from restore.service import ThreadService
     from restore.stores import Settings
     from restore.stores.api import Pages, Store
-    from server.hooks import LifecycleHooks
-    from server.watch import Watcher
+    from server.hooks.lifecycle import LifecycleHooks
+    from server.live.watch import Watcher
 
 T = TypeVar("T")
 UPDATE_COALESCE_SECONDS = 0.05
@@ -81,18 +81,18 @@ class SessiondServer:
         """Lifecycle hooks, created by the first session start or end: do not add ANY
         warmup here — no hook config is read and no hook runs before a session needs it."""
         if self._hooks is None:
-            from server.hooks import LifecycleHooks
+            from server.hooks.lifecycle import LifecycleHooks
 
             self._hooks = LifecycleHooks(self)
         return self._hooks
 
     def ensure_watching(self, since: float | None = None) -> None:
-        """Follow files other processes write (server/watch.py), from the first request
+        """Follow files other processes write (server/live/watch.py), from the first request
         that shows a client threads on: never at startup (no warmup)."""
         if self.config.store and not self.config.follow:
             return  # a shared store's changes come by LISTEN/NOTIFY (`_changed_elsewhere`)
         if self._watcher is None:
-            from server.watch import Watcher
+            from server.live.watch import Watcher
 
             self._watcher = Watcher(self)
         self._watcher.ensure_started(since)
@@ -192,7 +192,7 @@ class SessiondServer:
 
     def connect(self, send_bytes: Callable[[bytes], None]) -> SessiondProtocol:
         """A protocol for a new connection, with every handler registered on it."""
-        from server.handlers import register
+        from server.handlers.threads import register
 
         connection = SessiondProtocol(self.config.home)
         connection.send_bytes = send_bytes
@@ -222,7 +222,7 @@ class SessiondServer:
                 lambda: self.service.release_owner(connection.owner, reason)
             )
             if reason is not None and released and self._hooks is not None:
-                from server.handlers import Context
+                from server.handlers.threads import Context
 
                 self._hooks.connection_lost(Context(connection, self), released)
         self.workspace_changed()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from server.app import SessiondServer
-    from server.rpc import SessiondProtocol
+    from server.rpc.dispatch import SessiondProtocol
 
 METHOD = "sessiond/debug"
 
@@ -32,8 +32,8 @@ def report(server: SessiondServer) -> dict[str, Any]:
         "storeWorker": {"hops": server.worker.hops, "commits": server.worker.commits},
         # Thread files the index has read (whole or from a row's end) in this process.
         "indexFilesRead": server._service.index.files_read if server._service else 0,
-        # Pages a shared store's relay read for followers (server/relay.py).
-        "relayReads": relay.reads if (relay := server.subscriptions.relay) is not None else 0,
+        # Pages a shared store's relay read for followers (server/live/relay.py).
+        "relayReads": relay.reads if (relay := server.live.subscriptions.relay) is not None else 0,
     }
 
 

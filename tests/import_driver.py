@@ -24,7 +24,7 @@ import orjson
 from restore.imports import parse as import_parse
 from restore.imports.agents import SOURCES
 from restore.imports.importer import Importer
-from server.commands import _service
+from server.cli.commands import _service
 from server.config import ServerConfig
 
 

@@ -1,6 +1,6 @@
 """A real sessiond process over real pipes, and a small JSON-RPC client for tests.
 
-The client frames messages itself (it does not reuse server.framing), so a framing bug in
+The client frames messages itself (it does not reuse server.rpc.framing), so a framing bug in
 the server cannot be hidden by the same bug in the test.
 """
 

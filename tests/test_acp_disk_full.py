@@ -157,7 +157,7 @@ class _Editor:
 async def _in_process(home: Path, state: Path, repo: Path, notes: Path) -> str:
     """The proxy in this process, its thread files' writes failing with ENOSPC while
     `full` (the agent is a real process; its pipe writes are untouched)."""
-    from server.acp import AcpProxy
+    from server.acp.proxy import AcpProxy
 
     full = False
     real_write = os.write

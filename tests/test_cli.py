@@ -131,7 +131,7 @@ def test_list_is_an_aligned_table_with_a_header_and_relative_times(
 def test_relative_times_are_said_as_a_person_says_them() -> None:
     from datetime import UTC, datetime
 
-    from server.terminal import relative_time
+    from server.cli.terminal import relative_time
 
     now = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
     said = [

@@ -25,8 +25,8 @@ LAZY_MODULES = (
     "restore.stores.embedded.index",
     "restore.stores",
     "psycopg",  # the PostgreSQL driver: only a postgresql:// store, at its first request
-    "server.hooks",
-    "server.hook_config",
+    "server.hooks.lifecycle",
+    "server.hooks.config",
 )
 
 
@@ -75,7 +75,7 @@ def test_initialize_loads_nothing_a_later_request_would_need(
     after = server.request("sessiond/debug")
     assert loaded(after, "sqlite3") and loaded(after, "restore.service")
     assert not loaded(after, "psycopg")  # the embedded store never imports the driver
-    assert loaded(after, "server.hooks") and after["hooksCreated"] is True
+    assert loaded(after, "server.hooks.lifecycle") and after["hooksCreated"] is True
     deadline = time.monotonic() + HANG_GUARD
     while not marker.exists():  # the hook config was live all along: now it ran
         assert time.monotonic() < deadline, "the SessionStart hook never ran"

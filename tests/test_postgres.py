@@ -425,7 +425,7 @@ def test_a_writer_that_lost_its_connection_never_writes_without_its_lock(
         a.close_all()
 
 
-# --- following a thread another machine writes (server/relay.py) ---------------------------
+# --- following a thread another machine writes (server/live/relay.py) ---------------------------
 
 
 def _recorded(server: ServerProcess, tid: str) -> list[dict[str, Any]]:

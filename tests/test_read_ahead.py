@@ -1,4 +1,4 @@
-"""`thread/read` reads the next page ahead (server/readahead.py): a client paging through a
+"""`thread/read` reads the next page ahead (server/handlers/readahead.py): a client paging through a
 thread over a real server gets exactly what reading each page afresh would give, while
 other clients append, archive, rewrite or delete the thread between its pages."""
 

@@ -86,7 +86,7 @@ def test_standalone_server_publishes_its_folders_so_clients_in_them_find_it(
     home: Path, tmp_path: Path
 ) -> None:
     """Without `--folder` its folder is the directory it was started in; with them, those."""
-    from server.client import discover
+    from server.cli.client import discover
 
     project, other = tmp_path / "project", tmp_path / "other"
     project.mkdir()

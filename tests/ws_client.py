@@ -1,7 +1,7 @@
 """Real WebSocket servers for tests, and a small asyncio JSON-RPC client over `websockets`.
 
 Like tests/rpc_client.py, the client is written for the tests (it does not reuse
-server/client.py), so a bug in the product's client cannot hide one in the server.
+server/cli/client.py), so a bug in the product's client cannot hide one in the server.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def scenario(agent: str) -> Scenario:
 
 def tagged(tag: bytes) -> list[int]:
     """Every process whose environment carries the proxy's watchdog tag: AGENT and all it
-    started (server/watchdog.py)."""
+    started (server/processes/watchdog.py)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from server.cli import main as sessiond_main
+from server.cli.main import main as sessiond_main
 from tests import pg_cluster
 from tests.conftest import BOTH_STORES
 from tests.faults.helpers import sessiond

@@ -8,7 +8,7 @@ and the JSON-RPC ids of requests (renumbered, so its own requests never collide 
 editor's or a restarted AGENT's). Recording is a side effect of forwarding: each
 `session/update` is appended to the thread (written, not yet synced) before it is
 forwarded; the items it implies come from `restore.sources.acp`, a pure module. What
-either side sends is checked as it arrives (server/acp_checks.py): a line that is not a
+either side sends is checked as it arrives (server/acp/checks.py): a line that is not a
 JSON object, nests too deep or has params of the wrong shape is answered or refused there.
 
 What this process answers itself is listed once, in `OWN_METHODS`: `session/list`,
@@ -41,7 +41,7 @@ the turn-end fdatasync runs on a thread. AGENT runs in its own process group wit
 PR_SET_PDEATHSIG, so it dies with this process even after a kill -9, and its whole group
 is killed when this process exits any other way; what AGENT started (in its group or
 not) is killed by the watchdog spawned at start when this process is gone, however it
-ended (server/watchdog.py).
+ended (server/processes/watchdog.py).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ import orjson
 from protocol.errors import ErrorKind, ProtocolError, storage_error
 from restore.child_env import child_environment
 from restore.sources import acp as source
-from server.acp_checks import (
+from server.acp.checks import (
     MAX_DEPTH,
     canonical_session_id,
     cursor_of,
@@ -81,12 +81,12 @@ from server.acp_checks import (
     session_id_of,
     too_deep,
 )
-from server.framing import Frame, FrameTooLarge
-from server.watchdog import Watchdog
+from server.processes.watchdog import Watchdog
+from server.rpc.framing import Frame, FrameTooLarge
 
 if TYPE_CHECKING:
     from restore.service import ThreadService
-    from server.hooks import HookRun, LifecycleHooks
+    from server.hooks.lifecycle import HookRun, LifecycleHooks
 
 logger = logging.getLogger("sessiond.acp")
 
@@ -480,7 +480,7 @@ class AcpProxy:
     @property
     def hooks(self) -> LifecycleHooks:
         if self._hooks is None:
-            from server.hooks import LifecycleHooks
+            from server.hooks.lifecycle import LifecycleHooks
 
             self._hooks = LifecycleHooks(_HookHost(self))
         return self._hooks
@@ -1953,7 +1953,7 @@ async def serve(
     home: Path, argv: list[str], store: str | None = None, watchdog: Watchdog | None = None
 ) -> int:
     """Proxy the editor on stdin/stdout to AGENT until either side ends."""
-    from server.pipes import read_input
+    from server.transport.pipes import read_input
 
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
@@ -1994,5 +1994,5 @@ def main(home: Path, argv: list[str], store: str | None = None) -> int:
             "sessiond acp: name the agent to run: sessiond acp -- AGENT [ARGS...]", file=sys.stderr
         )
         return 2
-    watchdog = Watchdog.start() if os.name == "posix" else None  # server/watchdog.py
+    watchdog = Watchdog.start() if os.name == "posix" else None  # server/processes/watchdog.py
     return asyncio.run(serve(home, argv, store, watchdog))

@@ -2,7 +2,7 @@
 without a server.
 
 Each checks the data directory first (restore/home/state.py): a home that cannot be used
-is one line and exit code 2 (printed by server/cli.py); a read-only one is read as it is.
+is one line and exit code 2 (printed by server/cli/main.py); a read-only one is read as it is.
 With `--store URL` (or SESSIOND_STORE) every command works on the shared database instead
 (`import` too: its ledger of sources stays in the data directory).
 """
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from restore.home.state import Home, open_home
 from restore.service import ThreadService, open_service
 from restore.stores import Settings, is_shared, open_store
-from server import transcript
-from server.cli import print_json
+from server.cli import transcript
+from server.cli.main import print_json
+from server.cli.terminal import clip, plural, relative_time, safe, table
 from server.config import ServerConfig
-from server.terminal import clip, plural, relative_time, safe, table
 
 TITLE_COLUMNS = 60
 BRANCH_COLUMNS = 24

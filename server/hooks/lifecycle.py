@@ -7,7 +7,7 @@ has been sent. Nothing a hook does can change an answer, delay it, or take the s
 - hooks of one event run in parallel, each under its own timeout;
 - a command hook runs in its own process group (`start_new_session=True`), and the whole
   group is killed on timeout, on shutdown and when the server exits (EOF, `exit`, signal),
-  with every process it started that left the group (server/reaper.py: the server is a
+  with every process it started that left the group (server/processes/reaper.py: the server is a
   child subreaper and each run's processes carry its tag);
 - events of one thread are handled in order (a clear's SessionEnd before its SessionStart);
 - every run is recorded in the thread as `lifecycle` items (started, then completed,
@@ -43,19 +43,19 @@ import orjson
 
 from restore.access import folder_of
 from restore.child_env import child_environment
-from server import reaper
-from server.hook_config import (
+from server.hooks.config import (
     ConfigFiles,
     HookSpec,
     entry_point_hooks,
     user_config_dir,
     workspace_config_path,
 )
-from server.watchdog import Watchdog
+from server.processes import reaper
+from server.processes.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from server.app import SessiondServer
-    from server.handlers import Context
+    from server.handlers.threads import Context
 
 logger = logging.getLogger("sessiond.hooks")
 
@@ -402,7 +402,7 @@ class LifecycleHooks:
             # Before the first hook process: what a hook detaches (double fork, setsid) is
             # re-parented to this process, not init, so it can be found and killed; and
             # should this process be killed (-9) with nobody left to do it, the watchdog
-            # kills every process a hook started (server/watchdog.py).
+            # kills every process a hook started (server/processes/watchdog.py).
             reaper.become_subreaper()
             self._watchdog = Watchdog.start(HOOKS_MARKER)
             self._ran_commands = True

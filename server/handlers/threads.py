@@ -18,15 +18,15 @@ from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.subsystems import SUBSYSTEM_NAMES
 from server import __version__
-from server.framing import Framing
-from server.readahead import PageKey, ReadAhead
+from server.handlers.readahead import PageKey, ReadAhead
+from server.rpc.framing import Framing
 
 if TYPE_CHECKING:
     from restore.service import ThreadService
     from restore.stores.api import AppendResult, Page
     from restore.summary import ThreadSummary
     from server.app import SessiondServer
-    from server.rpc import SessiondProtocol
+    from server.rpc.dispatch import SessiondProtocol
 
 SERVER_NAME = "sessiond"
 SERVER_VERSION = __version__
@@ -65,7 +65,7 @@ class Context:
 
     def progress(self, title: str) -> Callable[[int, int], None]:
         """A `$/progress` reporter for this client, callable from the worker thread."""
-        from server.progress import reporter
+        from server.rpc.progress import reporter
 
         loop = self.server.loop
         assert loop is not None, "progress is only reported while serving"

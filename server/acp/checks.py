@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
-from server.framing import FrameDecoder, Framing
+from server.rpc.framing import FrameDecoder, Framing
 
 MAX_DEPTH = 128
 """Nesting levels of one message (objects and arrays). orjson writes at most 254; the

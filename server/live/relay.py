@@ -1,7 +1,7 @@
 """`item/recorded` for followed threads, whoever wrote the items, on either store.
 
 Another process's appends reach this server only as word that the thread changed: the
-file watcher's (server/watch.py, several appends coalesced into one debounced event) or,
+file watcher's (server/live/watch.py, several appends coalesced into one debounced event) or,
 with the PostgreSQL store, LISTEN/NOTIFY (restore/stores/postgres/listener.py; none at all while
 the listener reconnects). So for each thread that has followers here the relay keeps the
 last seq it published, and when the thread changes elsewhere it reads the items after
@@ -189,7 +189,7 @@ class Relay:
                     state.last = rows[-1][0]
                     # Sent as the rows hold them: embedded, not decoded and encoded again.
                     items = [orjson.Fragment(line) for _, line in rows]
-                    server.subscriptions.publish(thread_id, items)
+                    server.live.subscriptions.publish(thread_id, items)
                 state.stale = state.stale or more
         except Exception:  # a bug, not a fault: said once, and the next change tries again
             logger.exception("following %s", thread_id)

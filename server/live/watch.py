@@ -128,7 +128,7 @@ class Watcher:
         """Threads other processes wrote while the watcher started, then the first import
         of each followed store, in batches, with `$/progress`."""
         from restore.imports.importer import CHUNK
-        from server.progress import reporter
+        from server.rpc.progress import reporter
 
         service = self.server.service
         since = await self.server.run_in_worker(service.threads_changed_since, self._since)

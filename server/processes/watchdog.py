@@ -1,6 +1,6 @@
 """No process AGENT started outlives `sessiond acp`, not even after a kill -9 of it.
 
-AGENT itself dies with sessiond (PR_SET_PDEATHSIG, server/acp.py), but that signal reaches
+AGENT itself dies with sessiond (PR_SET_PDEATHSIG, server/acp/proxy.py), but that signal reaches
 AGENT only: what AGENT started (a tool call's shell, a language server) is re-parented to
 init and keeps running, in AGENT's process group or, after `setsid`, outside it. A process
 that is killed cannot clean up after itself, so another one has to:
@@ -15,9 +15,9 @@ that is killed cannot clean up after itself, so another one has to:
 - when sessiond is gone — however it ended, the kernel closes its end of the pipe — the
   shell reads end-of-file and execs Python on this module, which kills those process
   groups, then every process carrying the tag, in rounds until none is left
-  (server/reaper.py's `kill_marked`), and exits.
+  (server/processes/reaper.py's `kill_marked`), and exits.
 
-A server's lifecycle hooks get the same guarantee (server/hooks.py): their watchdog is
+A server's lifecycle hooks get the same guarantee (server/hooks/lifecycle.py): their watchdog is
 spawned at the first hook a server runs, with the marker `SESSIOND_HOOKS_OF`, and each
 hook run's process group is guarded while it runs.
 
@@ -56,7 +56,8 @@ _SCRIPT = """trap '' INT TERM HUP
 set -f
 groups=
 while IFS= read -r line; do groups="$groups $line"; done
-exec "$0" -c 'import sys; from server.watchdog import main; main(sys.argv[1:])' "$@" $groups
+exec "$0" -c 'import sys; from server.processes.watchdog import main; main(sys.argv[1:])' \\
+  "$@" $groups
 """
 """The watchdog while sessiond lives: collect the pipe's lines (`+PGID`, `-PGID`) until
 end-of-file, then hand them to `main` with the marker and the tag."""
@@ -146,7 +147,7 @@ def main(argv: list[str]) -> None:
 def kill_everything(groups: set[int], tag: str, marker: str = MARKER) -> None:
     """Kill the process groups, then every process tagged `tag`, then the groups again (a
     member forking meanwhile)."""
-    from server import reaper
+    from server.processes import reaper
 
     for pgid in groups:
         reaper.kill_group(pgid)

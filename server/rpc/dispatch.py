@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
-from server.framing import (
+from server.rpc.framing import (
     DEFAULT_MAX_FRAME,
     BadHeader,
     Event,
@@ -32,7 +32,7 @@ from server.framing import (
     Framing,
     encode,
 )
-from server.refusals import RateLimitedLog
+from server.rpc.refusals import RateLimitedLog
 
 logger = logging.getLogger("sessiond.rpc")
 refusals = RateLimitedLog(logger)

@@ -19,7 +19,7 @@ def reporter(
     """A `(done, total)` callback that sends `$/progress` through `notify` on the loop:
     `begin` at the first call, `report` after, `end` ("3 threads indexed") once done reaches
     total. Nothing to do (total 0 at the first call) is nothing to report."""
-    from server.terminal import plural
+    from server.cli.terminal import plural
 
     token = f"sessiond/{next(_tokens)}"
     state = {"begun": False, "ended": False}

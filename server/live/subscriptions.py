@@ -7,7 +7,7 @@ when the connection goes away, and costs nothing on disk. Subscribers get `item/
 runs on the one worker, handlers resume in the order the worker finished them, and each
 connection writes its messages in order. Other processes' appends (a second window's
 server, another machine on a shared store) reach followers through the relay
-(server/relay.py), which this server's own go through too, so the two keep one order.
+(server/live/relay.py), which this server's own go through too, so the two keep one order.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from restore.ids import validate_thread_id
-from server.handlers import Context, handles
+from server.handlers.threads import Context, handles
 
 if TYPE_CHECKING:
     from server.app import SessiondServer
-    from server.relay import Relay
-    from server.rpc import SessiondProtocol
+    from server.live.relay import Relay
+    from server.rpc.dispatch import SessiondProtocol
 
 
 class Subscriptions:
@@ -31,11 +31,11 @@ class Subscriptions:
         self._server = server
         self._followers: dict[str, dict[SessiondProtocol, None]] = {}
         self.relay: Relay | None = None
-        """Followed threads' positions (server/relay.py); made by the first subscribe."""
+        """Followed threads' positions (server/live/relay.py); made by the first subscribe."""
 
     def follow_with_relay(self) -> Relay:
         if self.relay is None:
-            from server.relay import Relay
+            from server.live.relay import Relay
 
             self.relay = Relay(self._server)
         return self.relay

@@ -11,7 +11,7 @@ matcher selects by lifecycle source for `SessionStart` and by end reason for `Se
 
 Nothing here runs at import or at server start: a file is read the first time a lifecycle
 event needs it, and read again only when its mtime or size changed. Reading happens on a
-worker thread (server/hooks.py), and only a regular file is read.
+worker thread (server/hooks/lifecycle.py), and only a regular file is read.
 """
 
 from __future__ import annotations

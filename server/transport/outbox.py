@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from server.refusals import RateLimitedLog
+from server.rpc.refusals import RateLimitedLog
 
 logger = logging.getLogger("sessiond.ws")
 drops = RateLimitedLog(logger)

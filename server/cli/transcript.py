@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from server.terminal import plural, safe
+from server.cli.terminal import plural, safe
 
 INDENT = "    "
 TODO_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}

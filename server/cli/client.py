@@ -24,7 +24,7 @@ import orjson
 
 from protocol import PROTOCOL_VERSION
 from server.config import ServerConfig
-from server.discovery import live_servers
+from server.transport.discovery import live_servers
 
 if TYPE_CHECKING:  # websockets is imported by the commands that connect, not by `serve`
     from websockets.asyncio.client import ClientConnection

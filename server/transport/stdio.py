@@ -10,8 +10,8 @@ import sys
 from typing import BinaryIO
 
 from server.app import SessiondServer
-from server.framing import FrameDecoder
-from server.pipes import BatchedOutput, read_input
+from server.rpc.framing import FrameDecoder
+from server.transport.pipes import BatchedOutput, read_input
 
 logger = logging.getLogger("sessiond.stdio")
 DRAIN_SECONDS = 30.0

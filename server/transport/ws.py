@@ -8,7 +8,7 @@ per-server token, and gives each client its own `SessiondProtocol` (handshake st
 requests in flight, leases). The token and port are published in a discovery lock file.
 
 One JSON-RPC message per text frame. Outgoing messages of a connection go through one
-queue and one writer task (server/outbox.py): handlers finish and notifications arrive
+queue and one writer task (server/transport/outbox.py): handlers finish and notifications arrive
 from many places, and a single writer is what keeps them in the order they were produced
 (concurrent `send` calls would each wait for the socket to drain and could overtake each
 other). The queues are bounded per client and for all clients together.
@@ -34,13 +34,13 @@ from websockets.typing import Subprotocol
 
 from restore.home.state import open_home
 from server.app import SessiondServer
-from server.discovery import LockFile, live_servers
-from server.framing import FrameTooLarge
-from server.outbox import Outbox, OutboxBudget
-from server.refusals import RateLimitedLog
+from server.rpc.framing import FrameTooLarge
+from server.rpc.refusals import RateLimitedLog
+from server.transport.discovery import LockFile, live_servers
+from server.transport.outbox import Outbox, OutboxBudget
 
 if TYPE_CHECKING:
-    from server.rpc import SessiondProtocol
+    from server.rpc.dispatch import SessiondProtocol
 
 logger = logging.getLogger("sessiond.ws")
 refusals = RateLimitedLog(logger)
@@ -333,7 +333,7 @@ async def serve_ws(
     await transport.start()
     try:
         if with_stdio:
-            from server.stdio import serve_stdio
+            from server.transport.stdio import serve_stdio
 
             return await serve_stdio(server)  # ends on exit, end of input or a signal
         await stop.wait()

@@ -137,7 +137,7 @@ def _acp_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPar
 
 
 def _client_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    from server.client import add_arguments
+    from server.cli.client import add_arguments
 
     add_arguments(parser, common)
 
@@ -147,41 +147,44 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "serve",
         "serve JSON-RPC on stdio or WebSocket (what `sessiond` alone does)",
         _serve_arguments,
-        "server.cli:serve",
+        "server.cli.main:serve",
     ),
     Subcommand(
-        "list", "list threads, newest first", _list_arguments, "server.commands:list_threads"
+        "list", "list threads, newest first", _list_arguments, "server.cli.commands:list_threads"
     ),
     Subcommand(
-        "show", "print a thread as a transcript", _show_arguments, "server.commands:show_thread"
+        "show", "print a thread as a transcript", _show_arguments, "server.cli.commands:show_thread"
     ),
     Subcommand(
         "import",
         "import Claude Code, Codex or Gemini CLI sessions as threads (again: only what is new)",
         _import_arguments,
-        "server.commands:import_sessions",
+        "server.cli.commands:import_sessions",
     ),
     Subcommand(
         "doctor",
         "check every thread file, repair the index",
         _doctor_arguments,
-        "server.commands:doctor",
+        "server.cli.commands:doctor",
     ),
     Subcommand(
         "migrate",
         "copy threads to a shared database or back to files (idempotent both ways)",
         _migrate_arguments,
-        "server.commands:migrate",
+        "server.cli.commands:migrate",
     ),
     Subcommand(
-        "client", "talk to a running server over WebSocket", _client_arguments, "server.client:run"
+        "client",
+        "talk to a running server over WebSocket",
+        _client_arguments,
+        "server.cli.client:run",
     ),
     Subcommand(
         "acp",
         "serve ACP (Agent Client Protocol) to an editor, proxying AGENT and recording its "
         "sessions: sessiond acp [--home DIR] [--store URL] -- AGENT [ARGS...]",
         _acp_arguments,
-        "server.cli:acp",
+        "server.cli.main:acp",
     ),
 )
 DEFAULT_SUBCOMMAND = "serve"
@@ -210,7 +213,7 @@ def _common_options() -> argparse.ArgumentParser:
 
 def _parser(argv: list[str]) -> argparse.ArgumentParser:
     """Only the subcommands named in argv get their arguments: building `client`'s imports
-    server/client.py (~20 ms), which `sessiond serve` (every editor window's spawn) never
+    server/cli/client.py (~20 ms), which `sessiond serve` (every editor window's spawn) never
     needs. A subparser left bare still lists in `sessiond --help`."""
     common = _common_options()
     parser = argparse.ArgumentParser(
@@ -253,7 +256,7 @@ def _configure_logging() -> None:
 def _known_failure(exc: BaseException) -> str | None:
     """The one line for a failure a user can act on; None for a bug (a traceback)."""
     from protocol.errors import ProtocolError, storage_error
-    from server.ws import BindRefused
+    from server.transport.ws import BindRefused
 
     if isinstance(exc, CommandError | BindRefused):
         return str(exc)
@@ -321,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
 def serve(config: ServerConfig, args: argparse.Namespace) -> int:
     """`sessiond serve`: stdio (the default), WebSocket (`--ws`), or both."""
     from server.app import SessiondServer
-    from server.stdio import run_stdio
+    from server.transport.stdio import run_stdio
 
     if args.durability:
         config.durability = args.durability
@@ -337,7 +340,7 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
     if args.folder and not args.ws:
         raise CommandError("--folder names the folders of a WebSocket server: add --ws PORT")
     if args.ws:
-        from server import ws
+        from server.transport import ws
 
         # Standalone, a server is for the directory it was started in (else no discovery
         # file's folders would ever contain a client's buffer); beside stdio, the editor on
@@ -349,8 +352,8 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def acp(config: ServerConfig, args: argparse.Namespace) -> int:
-    """`sessiond acp -- AGENT [ARGS...]`: the ACP front door (server/acp.py)."""
-    from server import acp as front_door
+    """`sessiond acp -- AGENT [ARGS...]`: the ACP front door (server/acp/proxy.py)."""
+    from server.acp import proxy as front_door
 
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
     return front_door.main(Path(config.home), agent, config.store)
@@ -358,11 +361,3 @@ def acp(config: ServerConfig, args: argparse.Namespace) -> int:
 
 def print_json(value: Any) -> None:
     sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
-
-
-if __name__ == "__main__":
-    # Run as `python -m server.cli`, this file is `__main__`, and `server.cli` (which the
-    # commands import) would be a second copy with its own CommandError: run that one.
-    from server.cli import main as installed_main
-
-    sys.exit(installed_main())
