@@ -49,15 +49,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import ctypes
 import itertools
 import logging
 import os
-import signal
-import sys
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -65,8 +61,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
-from restore.child_env import child_environment
 from restore.sources import acp as source
+from server.acp.agent import AgentGone, AgentProcess, AgentRefused, EditorGone
 from server.acp.checks import (
     MAX_DEPTH,
     canonical_session_id,
@@ -74,19 +70,19 @@ from server.acp.checks import (
     cut_deep,
     cwd_of,
     depth_over,
-    line_decoder,
     mcp_servers_of,
     params_of,
     preview,
     session_id_of,
     too_deep,
 )
+from server.acp.ordering import Lane
+from server.acp.state import Downstream, Held, Live, Upstream
 from server.processes.watchdog import Watchdog
-from server.rpc.framing import Frame, FrameTooLarge
 
 if TYPE_CHECKING:
     from restore.service import ThreadService
-    from server.hooks.lifecycle import HookRun, LifecycleHooks
+    from server.hooks.lifecycle import LifecycleHooks
 
 logger = logging.getLogger("sessiond.acp")
 
@@ -96,8 +92,6 @@ HISTORY_LIMIT = 200
 """Messages a restored thread primes a new AGENT session with (with their tool calls)."""
 STOP_GRACE = 2.0
 """Seconds AGENT gets to exit after its input closes before its process group is killed."""
-EXIT_SETTLE = 0.2
-"""After AGENT's process exits, how long its last output may still be arriving."""
 MAX_BEFORE_BYTES = 16 * 1024 * 1024
 """A file larger than this is not read for its `file_edit` before-blob."""
 REPLAY_LIMIT = 100_000
@@ -119,276 +113,9 @@ DRIFT_OPTIONS = [
 ]
 """Two kinds every editor renders (allow_once, reject_once). No "fork here": the editor's
 session id is the thread id, and a fork is another thread the editor never asked for."""
-PR_SET_PDEATHSIG = 1
-
-
-class AgentGone(Exception):
-    """AGENT exited before it answered a request of the proxy's own."""
-
-
-class AgentRefused(Exception):
-    """AGENT answered a request of the proxy's own with an error."""
-
-    def __init__(self, error: Any) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class EditorGone(Exception):
-    """The editor went away before it answered a request of the proxy's own."""
-
-
-# --- ordering ------------------------------------------------------------------------------
-
-
-class Lane:
-    """Messages of one direction, handled strictly in arrival order.
-
-    A handler returns None when done, or an awaitable: later messages then wait for it.
-    Messages are handled at once while nothing waits, so the common path costs no task."""
-
-    def __init__(self, handle: Callable[[Any], Awaitable[None] | None]) -> None:
-        self._handle = handle
-        self._backlog: collections.deque[Any] = collections.deque()
-        self._waiting = False
-
-    def push(self, message: Any) -> None:
-        if self._waiting:
-            self._backlog.append(message)
-            return
-        pending = self._run(message)
-        if pending is not None:
-            self._waiting = True
-            asyncio.get_running_loop().create_task(self._drain(pending))
-
-    def _run(self, message: Any) -> Awaitable[None] | None:
-        try:
-            return self._handle(message)
-        except Exception:
-            logger.exception("handling an ACP message failed")
-            return None
-
-    async def _drain(self, pending: Awaitable[None]) -> None:
-        while True:
-            try:
-                await pending
-            except Exception:
-                logger.exception("handling an ACP message failed")
-            while self._backlog:
-                next_pending = self._run(self._backlog.popleft())
-                if next_pending is not None:
-                    pending = next_pending
-                    break
-            else:
-                self._waiting = False
-                return
-
-
-# --- AGENT ---------------------------------------------------------------------------------
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A pre-exec function that makes the child get SIGKILL when this process dies (Linux).
-
-    prctl is looked up before the fork: the child only calls it. If this process died
-    before the call, the child would miss the signal: it checks its parent and exits."""
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def setup() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return setup
-
-
-class AgentProcess(asyncio.SubprocessProtocol):
-    """AGENT: its stdout decoded into messages, its exit reported once."""
-
-    def __init__(
-        self, on_message: Callable[[AgentProcess, bytes], None], on_gone: Callable[..., None]
-    ) -> None:
-        self.decoder = line_decoder()
-        self.transport: asyncio.SubprocessTransport | None = None
-        self._on_message = on_message
-        self._on_gone = on_gone
-        self._stdout_closed = False
-        self._exited = False
-        self._reported = False
-
-    @classmethod
-    async def spawn(
-        cls,
-        argv: list[str],
-        on_message: Callable[[AgentProcess, bytes], None],
-        on_gone: Callable[..., None],
-        watchdog: Watchdog | None = None,
-    ) -> AgentProcess:
-        loop = asyncio.get_running_loop()
-        transport, agent = await loop.subprocess_exec(
-            lambda: cls(on_message, on_gone),
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=None,  # AGENT's diagnostics go where ours go: the editor's log
-            start_new_session=True,  # its own group: killpg reaches its children too
-            preexec_fn=_die_with_parent(),
-            env=watchdog.environment() if watchdog is not None else child_environment(),
-        )
-        agent.transport = transport
-        pid = transport.get_pid()
-        if watchdog is not None and pid is not None:
-            watchdog.guard(pid)
-        return agent
-
-    @property
-    def pid(self) -> int | None:
-        return self.transport.get_pid() if self.transport else None
-
-    @property
-    def returncode(self) -> int | None:
-        return self.transport.get_returncode() if self.transport else None
-
-    def send(self, message: dict[str, Any]) -> None:
-        if self.transport is None or self._reported:
-            return
-        pipe = self.transport.get_pipe_transport(0)
-        if pipe is not None and not pipe.is_closing():
-            pipe.write(orjson.dumps(message) + b"\n")
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        if fd != 1:
-            return
-        for event in self.decoder.feed(data):
-            if isinstance(event, Frame):
-                self._on_message(self, event.body)
-            elif isinstance(event, FrameTooLarge):
-                logger.warning("AGENT sent a %d-byte message; dropped", event.size)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1:
-            self._stdout_closed = True
-            self._report()
-
-    def process_exited(self) -> None:
-        self._exited = True
-        # Its output may still be in the pipe; a child it left behind may hold the pipe
-        # open for ever: report once the pipe closes, or shortly after the exit.
-        asyncio.get_running_loop().call_later(EXIT_SETTLE, self._report, True)
-        self._report()
-
-    def _report(self, settled: bool = False) -> None:
-        if self._reported or not self._exited or not (self._stdout_closed or settled):
-            return
-        self._reported = True
-        self._on_gone(self)
-
-    def close_input(self) -> None:
-        if self.transport is not None:
-            pipe = self.transport.get_pipe_transport(0)
-            if pipe is not None:
-                pipe.close()
-
-    def kill_group(self) -> None:
-        """Kill AGENT and everything in its process group (safe to call any time)."""
-        pid = self.pid  # its process group's id: even after AGENT exits, children it left
-        if pid is not None:  # in the group keep the group alive, and are killed here
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-
-    async def wait(self, timeout: float) -> bool:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while self.returncode is None:
-            if asyncio.get_running_loop().time() >= deadline:
-                return False
-            await asyncio.sleep(0.02)
-        return True
 
 
 # --- the proxy -----------------------------------------------------------------------------
-
-
-@dataclass
-class Held:
-    """A session loaded but not continued: recorded elsewhere (nothing reaches AGENT, and
-    nothing is written, until the person says at its first prompt to continue here), or
-    open in another process (`busy`: shown, and continued once that one lets go)."""
-
-    environment: dict[str, Any]
-    """The RestoreReport's `environment`: recorded, current, drift (empty when busy)."""
-    cwd: str | None
-    busy: str | None = None
-    """The other holder (`acp:<pid>`, `local:<pid>`, ...)."""
-
-
-@dataclass
-class Live:
-    """A thread this process has open: sessiond's session on it, and AGENT's."""
-
-    thread_id: str
-    session_id: str | None
-    """sessiond's session on the thread; None while the thread is not written yet
-    (`pending`) or not continued (`held`)."""
-    recorder: source.ThreadRecorder
-    cwd: str
-    mcp_servers: list[Any]
-    agent_session: str | None = None
-    previous_agent_session: str | None = None
-    prime: dict[str, Any] | None = None
-    starting: HookRun | None = None
-    """The SessionStart hooks of the session, until a prompt took their context."""
-    context: dict[str, Any] | None = None
-    """Hook context for AGENT's next prompt (`source.context_block`), sent once."""
-    context_sent: dict[str, Any] | None = None
-    """The hook context AGENT's session has: a new AGENT session gets it again."""
-    pending: source.Recorded | None = None
-    """A new session's items until its first prompt writes its thread."""
-    pending_size: int = 0
-    held: Held | None = None
-    reaching: asyncio.Task[None] | None = None
-    """AGENT's session being reached after a load or resume (a prompt waits for it)."""
-    shown_state: dict[str, Any] = field(default_factory=dict)
-    """The modes, models and config options a load answered with (`source.session_state`)."""
-    reached_via: str | None = None
-    """How AGENT's session was reached, until a prompt's answer says so."""
-    unrecorded: ProtocolError | None = None
-    """The first record of the current turn that failed: the turn's answer is an error."""
-
-    def ready_for_agent(self) -> bool:
-        return self.held is None and self.agent_session is not None and self.reaching is None
-
-
-@dataclass
-class Upstream:
-    """A request on its way to AGENT: the editor's (answered with `editor_id`) or the
-    proxy's own (answered through `future`)."""
-
-    method: str
-    agent: AgentProcess
-    params: Any = None
-    editor_id: Any = None
-    thread_id: str | None = None
-    turn_id: str | None = None
-    future: asyncio.Future[Any] | None = None
-    release_hold: str | None = None
-    context_sections: list[str] | None = None
-    reached: dict[str, Any] | None = None
-    """For the first prompt after AGENT's session was reached: how (its answer says so)."""
-
-
-@dataclass
-class Downstream:
-    """A request AGENT made of the editor, until the editor answers it."""
-
-    method: str
-    agent: AgentProcess
-    agent_id: Any
-    params: Any
-    thread_id: str | None
-    before: bytes | None = None
 
 
 def _new_scope() -> str:
@@ -1910,89 +1637,3 @@ def _hook_client(proxy: AcpProxy) -> Any:
         service=proxy.service,
         workspace_folder_of=lambda cwd: None,
     )
-
-
-# --- the process ---------------------------------------------------------------------------
-
-
-class EditorOutput:
-    """stdout, the editor's end: what one turn of the loop writes leaves in one write,
-    after the records it shows are written (`before_flush`: durable before shown). Its own
-    buffer, whatever Python's (PYTHONUNBUFFERED makes each write of sys.stdout a system
-    call: 20,000 updates took a second of writes alone)."""
-
-    def __init__(self, fd: int, on_gone: Callable[[], None]) -> None:
-        self._fd = fd
-        self._on_gone = on_gone
-        self._chunks: list[bytes] = []
-        self._scheduled = False
-        self.before_flush: Callable[[], None] | None = None
-
-    def write(self, data: bytes) -> None:
-        self._chunks.append(data)
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
-
-    def flush(self) -> None:
-        self._scheduled = False
-        if self.before_flush is not None:
-            self.before_flush()
-        if not self._chunks:
-            return
-        view = memoryview(b"".join(self._chunks))
-        self._chunks.clear()
-        try:
-            while view:
-                view = view[os.write(self._fd, view) :]
-        except (BrokenPipeError, OSError):
-            self._on_gone()  # the editor is gone; nobody is left to answer
-
-
-async def serve(
-    home: Path, argv: list[str], store: str | None = None, watchdog: Watchdog | None = None
-) -> int:
-    """Proxy the editor on stdin/stdout to AGENT until either side ends."""
-    from server.transport.pipes import read_input
-
-    loop = asyncio.get_running_loop()
-    ended = asyncio.Event()
-    output = EditorOutput(sys.stdout.fileno(), ended.set)
-    proxy = AcpProxy(home, argv, output.write, store, watchdog)
-    output.before_flush = proxy._write_batches
-    try:
-        await proxy.start_agent()
-    except OSError as exc:
-        print(f"sessiond acp: cannot start {argv[0]}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(signum, ended.set)
-    decoder = line_decoder()
-
-    def feed(chunk: bytes) -> None:
-        for event in decoder.feed(chunk):
-            if isinstance(event, Frame):
-                proxy.editor_bytes(event.body)
-            elif isinstance(event, FrameTooLarge):
-                logger.warning("the editor sent a %d-byte message; refused", event.size)
-                error = ProtocolError(ErrorKind.PAYLOAD_TOO_LARGE, f"message of {event.size} bytes")
-                proxy._answer_error(None, error)
-
-    try:
-        await read_input(sys.stdin.buffer, feed, ended)
-        await ended.wait()
-        output.flush()
-        await proxy.stop()
-    finally:
-        proxy.close()
-    return 0
-
-
-def main(home: Path, argv: list[str], store: str | None = None) -> int:
-    if not argv:
-        print(
-            "sessiond acp: name the agent to run: sessiond acp -- AGENT [ARGS...]", file=sys.stderr
-        )
-        return 2
-    watchdog = Watchdog.start() if os.name == "posix" else None  # server/processes/watchdog.py
-    return asyncio.run(serve(home, argv, store, watchdog))

@@ -352,8 +352,8 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def acp(config: ServerConfig, args: argparse.Namespace) -> int:
-    """`sessiond acp -- AGENT [ARGS...]`: the ACP front door (server/acp/proxy.py)."""
-    from server.acp import proxy as front_door
+    """`sessiond acp -- AGENT [ARGS...]`: the ACP front door (server/acp/)."""
+    from server.acp import process as front_door
 
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
     return front_door.main(Path(config.home), agent, config.store)

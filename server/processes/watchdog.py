@@ -1,6 +1,6 @@
 """No process AGENT started outlives `sessiond acp`, not even after a kill -9 of it.
 
-AGENT itself dies with sessiond (PR_SET_PDEATHSIG, server/acp/proxy.py), but that signal reaches
+AGENT itself dies with sessiond (PR_SET_PDEATHSIG, server/acp/agent.py), but that signal reaches
 AGENT only: what AGENT started (a tool call's shell, a language server) is re-parented to
 init and keeps running, in AGENT's process group or, after `setsid`, outside it. A process
 that is killed cannot clean up after itself, so another one has to:
