@@ -33,7 +33,7 @@ def report(server: SessiondServer) -> dict[str, Any]:
         # Thread files the index has read (whole or from a row's end) in this process.
         "indexFilesRead": server._service.index.files_read if server._service else 0,
         # Pages a shared store's relay read for followers (server/live/relay.py).
-        "relayReads": relay.reads if (relay := server.live.subscriptions.relay) is not None else 0,
+        "relayReads": relay.reads if (relay := server.subscriptions.relay) is not None else 0,
     }
 
 

@@ -189,7 +189,7 @@ class Relay:
                     state.last = rows[-1][0]
                     # Sent as the rows hold them: embedded, not decoded and encoded again.
                     items = [orjson.Fragment(line) for _, line in rows]
-                    server.live.subscriptions.publish(thread_id, items)
+                    server.subscriptions.publish(thread_id, items)
                 state.stale = state.stale or more
         except Exception:  # a bug, not a fault: said once, and the next change tries again
             logger.exception("following %s", thread_id)
