@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -112,7 +112,7 @@ class AgentProcess(asyncio.SubprocessProtocol):
     def send(self, message: dict[str, Any]) -> None:
         if self.transport is None or self._reported:
             return
-        pipe = self.transport.get_pipe_transport(0)
+        pipe = cast(asyncio.WriteTransport | None, self.transport.get_pipe_transport(0))
         if pipe is not None and not pipe.is_closing():
             pipe.write(orjson.dumps(message) + b"\n")
 

@@ -53,10 +53,9 @@ import itertools
 import logging
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -78,11 +77,16 @@ from server.acp.checks import (
 )
 from server.acp.ordering import Lane
 from server.acp.state import Downstream, Held, Live, Upstream
+from server.index_flush import IndexFlush
 from server.processes.watchdog import Watchdog
 
 if TYPE_CHECKING:
     from restore.service import ThreadService
+    from restore.stores.api import Pages
     from server.hooks.lifecycle import LifecycleHooks
+    from server.host import Client, Host, Notice
+
+T = TypeVar("T")
 
 logger = logging.getLogger("sessiond.acp")
 
@@ -185,7 +189,11 @@ class AcpProxy:
         self.editor_lane = Lane(self._from_editor)
         self.agent_lane = Lane(self._from_agent)
         self.stopping = False
-        self._index_flush: asyncio.TimerHandle | None = None
+        self._index_flush = IndexFlush(self._flush_index)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.workspace_folders: list[dict[str, Any]] = []
+        """Empty: an ACP editor names no workspace folders, so only user-level hooks (and
+        entry points) run for its sessions."""
         self._batches: dict[str, tuple[Live, list[dict[str, Any]]]] = {}
         self._batch_scheduled = False
 
@@ -204,18 +212,54 @@ class AcpProxy:
             self._service = open_service(settings)
         return self._service
 
+    # --- the host interface (server/host.py): what the lifecycle hooks use --------------
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop
+
+    @property
+    def pages(self) -> Pages:
+        return self.service.store.pages
+
+    async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
+        """In place: the proxy's store work runs on the loop thread (one editor, small
+        appends); only the turn-end sync runs on a thread."""
+        return work(*args)
+
+    async def run_reader(self, work: Callable[[], T]) -> T:
+        return work()
+
+    def broadcast(self, method: str, params: Any) -> None:
+        """ACP has no notification for other clients (`lifecycle/hook` runs are recorded
+        in the thread instead)."""
+
+    def announce_threads(
+        self,
+        notices: list[Notice],
+        parents: Iterable[str | None] = (),
+        then: Callable[[], None] | None = None,
+    ) -> asyncio.Future[None]:
+        """Nobody to tell: an ACP editor learns of sessions by asking (`session/list`)."""
+        if then is not None:
+            then()
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
     @property
     def hooks(self) -> LifecycleHooks:
         if self._hooks is None:
             from server.hooks.lifecycle import LifecycleHooks
 
-            self._hooks = LifecycleHooks(_HookHost(self))
+            self._hooks = LifecycleHooks(self)
         return self._hooks
 
     # --- AGENT's lifetime -----------------------------------------------------------------
 
     async def start_agent(self) -> AgentProcess:
         """Spawn AGENT; when the editor initialized an earlier one, initialize it alike."""
+        self._loop = asyncio.get_running_loop()
         agent = await AgentProcess.spawn(
             self.argv, self._agent_bytes, self._agent_gone, self.watchdog
         )
@@ -272,8 +316,8 @@ class AcpProxy:
                 exitCode=code,
             )
             self._send_editor({"jsonrpc": "2.0", "id": request.editor_id, "error": error})
-        for request_id, request in list(self.downstream.items()):
-            if request.agent is agent:
+        for request_id, asked in list(self.downstream.items()):
+            if asked.agent is agent:
                 del self.downstream[request_id]
         if self._service is not None:
             await self._sync()
@@ -409,7 +453,7 @@ class AcpProxy:
         """Send an editor message on to AGENT, with AGENT's session id in place of the
         thread id; a request is renumbered and remembered until AGENT answers it."""
         agent = self.agent
-        params = message.get("params")
+        params: Any = message.get("params")
         thread_id = None
         live = self._live_of(params)
         if live is not None:
@@ -530,7 +574,7 @@ class AcpProxy:
 
     def _send_prompt(self, live: Live, message: dict[str, Any]) -> None:
         params = message.get("params") or {}
-        prompt = params.get("prompt") if isinstance(params.get("prompt"), list) else []
+        prompt: list[Any] = params["prompt"] if isinstance(params.get("prompt"), list) else []
         turn_id = str(uuid.uuid4())
         context = self._take_context(live)
         live.unrecorded = None
@@ -685,7 +729,7 @@ class AcpProxy:
             else:
                 self._send_editor(self._to_editor_session(message)[0])
             return None
-        request = self.upstream.pop(message.get("id"), None)  # type: ignore[arg-type]
+        request = self.upstream.pop(message.get("id"), None)
         if request is None:
             return None
         if request.release_hold is not None:  # its replay is over: later updates count
@@ -721,7 +765,7 @@ class AcpProxy:
     def _agent_update(self, message: dict[str, Any]) -> None:
         """Written (not yet synced) before it is forwarded: once the editor shows it, a
         crash of this process cannot lose it."""
-        params = message.get("params")
+        params: Any = message.get("params")
         agent_session = params.get("sessionId") if isinstance(params, dict) else None
         replay = self.replaying.get(agent_session)  # type: ignore[arg-type]
         if replay is not None:  # AGENT replaying its own history: the editor has sessiond's
@@ -1010,7 +1054,9 @@ class AcpProxy:
                 holder = str(exc.details.get("holder") or "another process")
                 break
         items = self.service.store.read(thread_id)[0].items
-        servers = params.get("mcpServers") if isinstance(params.get("mcpServers"), list) else []
+        servers: list[Any] = (
+            params["mcpServers"] if isinstance(params.get("mcpServers"), list) else []
+        )
         held = Live(
             thread_id,
             None,
@@ -1038,7 +1084,9 @@ class AcpProxy:
         report = self._resume(thread_id, cwd, accept is True)
         if report.get("readOnly"):  # no session on a read-only data directory: not drift
             raise self.service.home.refuse_write()
-        servers = params.get("mcpServers") if isinstance(params.get("mcpServers"), list) else []
+        servers: list[Any] = (
+            params["mcpServers"] if isinstance(params.get("mcpServers"), list) else []
+        )
         if report["status"] != "ready":
             drift = report["environment"]["drift"]
             if accept is False:
@@ -1089,7 +1137,7 @@ class AcpProxy:
             self._write_batches()
             items = self.service.store.read(thread_id)[0].items
         live.starting = self.hooks.session_started(
-            _hook_client(self),
+            self,
             thread_id=thread_id,
             session_id=session_id,
             source="resume",
@@ -1143,7 +1191,7 @@ class AcpProxy:
         self._flush_index_soon()
         self.service.store.name_holder(live.thread_id, self.owner)
         live.starting = self.hooks.session_started(
-            _hook_client(self),
+            self,
             thread_id=live.thread_id,
             session_id=started.session_id,
             source="startup",
@@ -1264,7 +1312,7 @@ class AcpProxy:
             await self._close_live(live)
             if live.session_id is not None:
                 self.hooks.session_ended(
-                    _hook_client(self),
+                    self,
                     thread_id=live.thread_id,
                     session_id=live.session_id,
                     reason="close",
@@ -1437,15 +1485,10 @@ class AcpProxy:
 
     def _flush_index_soon(self) -> None:
         """Other processes (`sessiond serve`, `sessiond list`) see the thread's new row
-        within about a second; never on the critical path of an answer."""
-        if self._index_flush is None:
-            from restore.stores.api import FLUSH_SECONDS as INDEX_FLUSH_SECONDS
-
-            loop = asyncio.get_running_loop()
-            self._index_flush = loop.call_later(INDEX_FLUSH_SECONDS, self._flush_index)
+        within about a second (server/index_flush.py)."""
+        self._index_flush.soon(asyncio.get_running_loop())
 
     def _flush_index(self) -> None:
-        self._index_flush = None
         self._write_batches()
         if self._service is not None:
             try:
@@ -1482,9 +1525,9 @@ class AcpProxy:
             if not asked.done():
                 asked.set_exception(EditorGone("the editor went away"))
         self._asked.clear()
-        for live in self.live.values():
-            if live.reaching is not None:
-                live.reaching.cancel()
+        for opened in self.live.values():
+            if opened.reaching is not None:
+                opened.reaching.cancel()
         # The threads first: released at once, another `sessiond acp` (the editor started
         # again) can open them while AGENT takes its time to exit. A turn in flight ends.
         for request in list(self.upstream.values()):
@@ -1521,7 +1564,7 @@ class AcpProxy:
             live = self.live.pop(thread_id, None)
             if live is not None and self._hooks is not None:
                 self._hooks.session_ended(
-                    _hook_client(self),
+                    self,
                     thread_id=thread_id,
                     session_id=live.session_id or "",
                     reason="disconnect",
@@ -1548,7 +1591,9 @@ OWN_METHODS: dict[str, Callable[[AcpProxy, dict[str, Any]], Coroutine[Any, Any, 
 }
 """The ACP methods sessiond answers itself; everything else goes to AGENT."""
 
-ANSWER_FINISHERS: dict[str, Callable[[AcpProxy, Upstream, dict[str, Any]], Any]] = {
+ANSWER_FINISHERS: dict[
+    str, Callable[[AcpProxy, Upstream, dict[str, Any]], Awaitable[None] | None]
+] = {
     "initialize": AcpProxy._initialized,
     "session/new": AcpProxy._session_created,
     "session/prompt": AcpProxy._turn_ended,
@@ -1607,33 +1652,6 @@ def _read_before(worktree: dict[str, Any], path: Any) -> bytes | None:
         return None
 
 
-# --- hooks ---------------------------------------------------------------------------------
-
-
-class _HookHost:
-    """What lifecycle hooks need of a server, for the proxy: the store (used in place, on
-    the loop thread) and nobody to broadcast `lifecycle/hook` to (ACP has no such
-    notification; the runs are recorded in the thread)."""
-
-    def __init__(self, proxy: AcpProxy) -> None:
-        self._proxy = proxy
-
-    @property
-    def service(self) -> ThreadService:
-        return self._proxy.service
-
-    async def run_in_worker(self, work: Callable[..., Any], *args: Any) -> Any:
-        return work(*args)
-
-    def broadcast(self, method: str, params: Any) -> None:
-        return None
-
-
-def _hook_client(proxy: AcpProxy) -> Any:
-    """The hook's view of the client: ACP has no trusted workspace folders, so only
-    user-level hooks (and entry points) run for ACP sessions."""
-    return SimpleNamespace(
-        connection=SimpleNamespace(owner=proxy.owner, workspace_folders=[]),
-        service=proxy.service,
-        workspace_folder_of=lambda cwd: None,
-    )
+def _conforms(proxy: AcpProxy) -> tuple[Host, Client]:
+    """mypy proves here that the proxy is a host and a client for the lifecycle hooks."""
+    return proxy, proxy

@@ -18,8 +18,7 @@ from restore.home.state import Home, open_home
 from restore.service import ThreadService, open_service
 from restore.stores import Settings, is_shared, open_store
 from server.cli import transcript
-from server.cli.main import print_json
-from server.cli.terminal import clip, plural, relative_time, safe, table
+from server.cli.terminal import clip, plural, print_json, relative_time, safe, table
 from server.config import ServerConfig
 
 TITLE_COLUMNS = 60
@@ -152,9 +151,10 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
         for line in transcript.render(contents.items, nested):
             print(line)
         print(transcript.footer(contents.items))
-    for line in contents.skipped:
+    for skipped in contents.skipped:
         print(
-            f"skipped line {line.lineNo} ({line.reason}) at byte {line.byteOffset}", file=sys.stderr
+            f"skipped line {skipped.lineNo} ({skipped.reason}) at byte {skipped.byteOffset}",
+            file=sys.stderr,
         )
     return 0
 
@@ -324,6 +324,8 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
 
     from watchfiles import watch
 
+    from server.live.watch import WATCH_OPTIONS
+
     stop = threading.Event()
 
     def request_stop(signum: int, frame: object) -> None:
@@ -337,10 +339,8 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     watching = False
     try:
-        # The first (empty) yield comes once the watcher is in place: only then are files
-        # written since the first import caught up, so none falls between the two.
-        for changes in watch(importer.root, debounce=200, step=30, rust_timeout=500,
-                             yield_on_timeout=True, recursive=True, stop_event=stop):  # fmt: skip
+        # The first (empty) yield: files written since the first import are caught up.
+        for changes in watch(importer.root, stop_event=stop, **WATCH_OPTIONS):
             if not watching:
                 watching = True
                 _report(importer.import_files(importer.scan()), as_json=as_json)

@@ -18,9 +18,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from protocol import PROTOCOL_VERSION
 from server import __version__
@@ -306,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     module, _, function = subcommand.run.partition(":")
     try:
         _configure_logging()
-        code = getattr(importlib.import_module(module), function)(config, args)
+        code: int = getattr(importlib.import_module(module), function)(config, args)
         sys.stdout.flush()  # here, so a reader that left is seen below, not at exit
         return code
     except KeyboardInterrupt:
@@ -357,7 +354,3 @@ def acp(config: ServerConfig, args: argparse.Namespace) -> int:
 
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
     return front_door.main(Path(config.home), agent, config.store)
-
-
-def print_json(value: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")

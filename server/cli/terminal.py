@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 # Bidi embeddings, overrides and isolates (Trojan Source): they reorder what is shown.
 _BIDI = "\u202a-\u202e\u2066-\u2069"
@@ -96,3 +97,12 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
     """`1 thread file`, `3 thread files`."""
     return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def print_json(value: Any) -> None:
+    """One JSON value on its own line of stdout (`--json`: for scripts, not a person)."""
+    import sys
+
+    import orjson
+
+    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")

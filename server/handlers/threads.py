@@ -1,182 +1,21 @@
-"""Request handlers: unpack params, call the thread service on the worker, shape the answer.
-
-Params are validated with the pydantic models of `protocol.methods`, imported by the first
-request that needs them: `initialize` is answered before pydantic or SQLite is loaded, or
-git run (sessiond promises no warmup).
-"""
+"""`thread/*`: unpack params, call the thread service on the worker (pages: on a reader),
+shape the answer, tell the other clients."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
-from restore.engine.subsystems import SUBSYSTEM_NAMES
-from server import __version__
+from server.handlers.context import Context
 from server.handlers.readahead import PageKey, ReadAhead
-from server.rpc.framing import Framing
+from server.host import thread_notice
 
 if TYPE_CHECKING:
-    from restore.service import ThreadService
     from restore.stores.api import AppendResult, Page
     from restore.summary import ThreadSummary
-    from server.app import SessiondServer
-    from server.rpc.dispatch import SessiondProtocol
-
-SERVER_NAME = "sessiond"
-SERVER_VERSION = __version__
-LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
-
-
-@dataclass
-class Context:
-    connection: SessiondProtocol
-    server: SessiondServer
-    read_ahead: ReadAhead = field(default_factory=ReadAhead)
-
-    @property
-    def service(self) -> ThreadService:
-        return self.server.service
-
-    def workspace_folder_of(self, cwd: str) -> str | None:
-        """The innermost workspace folder the client opened that holds `cwd` (resolved:
-        `A/../B` is not in A). Does file I/O (realpath): call it on the worker."""
-        from restore.access import folder_of
-
-        return folder_of(cwd, self.folder_paths())
-
-    def folder_paths(self) -> list[str]:
-        """Every workspace folder the client opened, as it named them."""
-        return [str(folder.get("path", "")) for folder in self.connection.workspace_folders]
-
-    def trusted_folders(self) -> list[str]:
-        """The folders the client marked trusted: only there may git run the repository's
-        own programs (fsmonitor, hooks, filters) and workspace hooks run."""
-        return [
-            str(folder.get("path", ""))
-            for folder in self.connection.workspace_folders
-            if folder.get("trusted") is True
-        ]
-
-    def progress(self, title: str) -> Callable[[int, int], None]:
-        """A `$/progress` reporter for this client, callable from the worker thread."""
-        from server.rpc.progress import reporter
-
-        loop = self.server.loop
-        assert loop is not None, "progress is only reported while serving"
-        return reporter(loop, self.connection.notify, title, "thread", "indexed")
-
-
-Handler = Callable[[Context, Any], Any]  # a result, or an awaitable of one
-HANDLERS: dict[str, Handler] = {}
-
-
-def handles(method: str) -> Callable[[Handler], Handler]:
-    def decorator(handler: Handler) -> Handler:
-        HANDLERS[method] = handler
-        return handler
-
-    return decorator
-
-
-def _validate(method: str, params: dict[str, Any]) -> Any:
-    from protocol.quick_params import QUICK, plainly_valid
-
-    # A window's first requests: pydantic only when their params need judging.
-    if method in QUICK and (quick := plainly_valid(method, params)) is not None:
-        return quick
-    from protocol.methods import METHODS
-
-    model = METHODS[method][0]
-    assert model is not None
-    return model.model_validate(params)
-
-
-def register(connection: SessiondProtocol, server: SessiondServer) -> None:
-    """Register every handler (and the notifications sessiond reads) on a connection."""
-    ctx = Context(connection, server)
-    for method, handler in HANDLERS.items():
-        connection.methods[method] = _bind(method, handler, ctx)
-    connection.methods["initialized"] = lambda params: None
-    connection.methods["workspace/didChangeWorkspaceFolders"] = lambda params: _change_folders(
-        ctx, params
-    )
-
-
-def _bind(method: str, handler: Handler, ctx: Context) -> Callable[[Any], Any]:
-    """The handler with its params validated; invalid params raise before any work."""
-    if method in ("initialize", "shutdown"):
-        return lambda params: handler(ctx, params)
-    return lambda params: handler(ctx, _validate(method, params))
-
-
-# --- handshake -------------------------------------------------------------------------
-
-
-def _folders(raw: Any) -> list[dict[str, Any]]:
-    if not isinstance(raw, list):
-        raise ProtocolError(ErrorKind.INVALID_PARAMS, "workspaceFolders must be a list")
-    folders = []
-    for entry in raw:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            raise ProtocolError(ErrorKind.INVALID_PARAMS, "each workspace folder needs a path")
-        folders.append(
-            {
-                "path": entry["path"],
-                "name": entry.get("name"),
-                "trusted": entry.get("trusted") is True,
-            }
-        )
-    return folders
-
-
-@handles("initialize")
-def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """Answered from memory: no file, index, git or hook config is touched here.
-
-    Plain, not a coroutine: it takes effect before the next message is read, so a client
-    (a script piping requests) may send its first requests right behind it."""
-    if ctx.connection.initialized:
-        raise ProtocolError(ErrorKind.INVALID_REQUEST, "initialize was already called")
-    ctx.connection.workspace_folders = _folders(params.get("workspaceFolders") or [])
-    client = params.get("clientInfo")
-    ctx.connection.client_info = client if isinstance(client, dict) else None
-    ctx.connection.initialized = True
-    ctx.server.workspace_changed()
-    return {
-        "protocolVersion": PROTOCOL_VERSION,
-        "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
-        "capabilities": {
-            "subsystems": list(SUBSYSTEM_NAMES),
-            "lifecycleSources": list(LIFECYCLE_SOURCES),
-            "framing": [str(framing) for framing in Framing],
-            "durability": ctx.server.config.durability,
-            "maxFrameBytes": ctx.server.config.max_frame,
-            "maxItemsPerRecord": 1000,
-        },
-    }
-
-
-def _change_folders(ctx: Context, params: dict[str, Any]) -> None:
-    removed = {folder["path"] for folder in _folders(params.get("removed") or [])}
-    kept = [f for f in ctx.connection.workspace_folders if f["path"] not in removed]
-    ctx.connection.workspace_folders = kept + _folders(params.get("added") or [])
-    ctx.server.workspace_changed()
-
-
-@handles("shutdown")
-async def shutdown(ctx: Context, params: Any) -> None:
-    ctx.connection.shutdown_requested = True
-    await ctx.server.hooks.connection_shutdown(ctx)  # SessionEnd(shutdown), after the answer
-    return None
-
-
-# --- threads ---------------------------------------------------------------------------
 
 
 def _absolute(cwd: str) -> str:
@@ -190,7 +29,26 @@ def _absolute(cwd: str) -> str:
     return cwd
 
 
-@handles("thread/start")
+async def _session_opened(
+    ctx: Context,
+    info: dict[str, Any],
+    session_id: str,
+    notice: tuple[str, dict[str, Any]],
+    parents: list[str | None],
+    **hook: Any,
+) -> None:
+    """A session opened on a thread (start, resume, fork): its row soon in the index (for
+    other processes' listings), this client named as its holder, the other clients told,
+    then its SessionStart hooks (run once the answer is sent). The notice carries the
+    child count (a snapshot the answer does not: a client may keep it)."""
+    ctx.server.schedule_index_flush()
+    await ctx.server.name_holder(info["threadId"], ctx.connection)
+    await ctx.server.announce_threads([notice], parents=parents)
+    ctx.server.hooks.session_started(
+        ctx.connection, thread_id=info["threadId"], session_id=session_id, **hook
+    )
+
+
 async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
     from restore.access import existing_directory
 
@@ -212,23 +70,13 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     info = started.summary.thread_info()
-    ctx.server.schedule_index_flush()  # its row, for other processes' listings
-    await ctx.server.name_holder(info["threadId"], ctx.connection)
-    # Counted in the notification (none yet: it is new), not in the answer (a snapshot a
-    # client may keep); a sub-agent's parent follows with its new count.
-    await ctx.server.announce_threads([("thread/started", {"thread": {**info, "childCount": 0}})],
-                                      parents=[info["parentThreadId"]])  # fmt: skip
-    ctx.server.hooks.session_started(
-        ctx,
-        thread_id=info["threadId"],
-        session_id=started.session_id,
-        source="startup",
-        cwd=params.cwd,
-    )
+    # New: no sub-agents yet; a sub-agent's parent follows with its new count.
+    notice = thread_notice({**info, "childCount": 0}, started=True)
+    await _session_opened(ctx, info, started.session_id, notice, [info["parentThreadId"]],
+                          source="startup", cwd=params.cwd)  # fmt: skip
     return {"thread": info, "sessionId": started.session_id}
 
 
-@handles("thread/record")
 def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
     """Not a coroutine: this is the hot path, answered from the worker's batch directly
     (no task per record). Group commit: the batch's sync comes before the answer."""
@@ -269,7 +117,6 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
     )
 
 
-@handles("thread/list")
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
     began = time.time()
     progress = ctx.progress("Indexing threads")
@@ -301,7 +148,6 @@ def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-@handles("thread/read")
 async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
     """Off the store thread: a long read never holds another client's record. The next
     page in the same direction is read ahead while the client takes in this one."""
@@ -336,7 +182,6 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
     return {"items": items, cursor: page.next_seq, "skippedLines": page.skipped}
 
 
-@handles("thread/readBlob")
 async def thread_read_blob(ctx: Context, params: Any) -> dict[str, Any]:
     """Only through the edit that names the blob (restore/service/edit_blobs.py)."""
     from restore.service.edit_blobs import read_edit_blob
@@ -349,7 +194,6 @@ async def thread_read_blob(ctx: Context, params: Any) -> dict[str, Any]:
     )
 
 
-@handles("thread/resume")
 async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
     if params.cwd is not None:
         _absolute(params.cwd)
@@ -367,14 +211,13 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     if report["session"]["sessionId"]:  # ready: needs_review opens no session, runs no hook
-        ctx.server.schedule_index_flush()  # its row, for other processes' listings
-        await ctx.server.name_holder(report["thread"]["threadId"], ctx.connection)
-        notice = {"thread": dict(report["thread"])}  # counted there, not in the answer
-        await ctx.server.announce_threads([("thread/updated", notice)])
-        ctx.server.hooks.session_started(
+        info = report["thread"]
+        await _session_opened(
             ctx,
-            thread_id=report["thread"]["threadId"],
-            session_id=report["session"]["sessionId"],
+            info,
+            report["session"]["sessionId"],
+            thread_notice(dict(info)),  # counted there, not in the answer
+            [],
             source="resume",
             cwd=report["environment"]["current"].get("cwd"),
             previous_session_id=report["session"]["resumedFrom"],
@@ -382,7 +225,6 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
     return report
 
 
-@handles("thread/fork")
 async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
     started = await ctx.server.run_in_worker(
         lambda: ctx.service.fork(
@@ -394,18 +236,10 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     info = started.summary.thread_info()
-    ctx.server.schedule_index_flush()  # its row, for other processes' listings
-    await ctx.server.name_holder(info["threadId"], ctx.connection)
-    # A fork has no sub-agents: counted in the notification, not in the answer.
-    ctx.server.broadcast("thread/started", {"thread": {**info, "childCount": 0}})
-    ctx.server.hooks.session_started(  # a fork is a startup with forkedFrom
-        ctx,
-        thread_id=info["threadId"],
-        session_id=started.session_id,
-        source="startup",
-        cwd=info.get("cwd"),
-        forked_from=info.get("forkedFrom"),
-    )
+    notice = thread_notice({**info, "childCount": 0}, started=True)  # it has no sub-agents
+    await _session_opened(ctx, info, started.session_id, notice, [],  # a startup with forkedFrom
+                          source="startup", cwd=info.get("cwd"),
+                          forked_from=info.get("forkedFrom"))  # fmt: skip
     return {"thread": info, "sessionId": started.session_id}
 
 
@@ -413,22 +247,19 @@ async def _set_archived(ctx: Context, thread_id: str, archived: bool) -> dict[st
     summary = await ctx.server.run_in_worker(
         ctx.service.archive, thread_id, archived, ctx.connection.owner
     )
-    await ctx.server.announce_threads([("thread/updated", {"thread": summary.thread_info()})],
+    await ctx.server.announce_threads([thread_notice(summary.thread_info())],
                                       parents=[summary.parentThreadId])  # fmt: skip
     return {}
 
 
-@handles("thread/archive")
 async def thread_archive(ctx: Context, params: Any) -> dict[str, Any]:
     return await _set_archived(ctx, params.threadId, True)
 
 
-@handles("thread/unarchive")
 async def thread_unarchive(ctx: Context, params: Any) -> dict[str, Any]:
     return await _set_archived(ctx, params.threadId, False)
 
 
-@handles("thread/delete")
 async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
     def delete() -> str | None:
         parent = ctx.service.listed_parent(params.threadId)
@@ -436,31 +267,28 @@ async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
         return parent
 
     parent = await ctx.server.run_in_worker(delete)
-    gone = {"thread": {"threadId": params.threadId}, "deleted": True}
-    await ctx.server.announce_threads([("thread/updated", gone)], parents=[parent])
+    gone = thread_notice({"threadId": params.threadId}, deleted=True)
+    await ctx.server.announce_threads([gone], parents=[parent])
     return {}
 
 
-@handles("thread/setTitle")
 async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
     summary = await ctx.server.run_in_worker(ctx.service.set_title, params.threadId, params.title)
     info = summary.thread_info()
-    await ctx.server.announce_threads([("thread/updated", {"thread": dict(info)})])
+    await ctx.server.announce_threads([thread_notice(dict(info))])
     return {"thread": info}
 
 
-@handles("thread/close")
 async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
     await ctx.server.run_in_worker(
         ctx.service.close, params.threadId, params.sessionId, ctx.connection.owner
     )
     ctx.server.hooks.session_ended(
-        ctx, thread_id=params.threadId, session_id=params.sessionId, reason="close"
+        ctx.connection, thread_id=params.threadId, session_id=params.sessionId, reason="close"
     )
     return {}
 
 
-@handles("thread/clear")
 async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
     trusted = ctx.trusted_folders()
     result = await ctx.server.run_in_worker(
@@ -469,9 +297,11 @@ async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
     hooks = ctx.server.hooks
-    hooks.session_ended(ctx, thread_id=params.threadId, session_id=params.sessionId, reason="clear")
+    hooks.session_ended(
+        ctx.connection, thread_id=params.threadId, session_id=params.sessionId, reason="clear"
+    )
     hooks.session_started(
-        ctx,
+        ctx.connection,
         thread_id=params.threadId,
         session_id=result["sessionId"],
         source="clear",
@@ -481,54 +311,15 @@ async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
     return result
 
 
-@handles("thread/compact")
 async def thread_compact(ctx: Context, params: Any) -> dict[str, Any]:
     result = await ctx.server.run_in_worker(
         ctx.service.compact, params.threadId, params.sessionId, params.summary, ctx.connection.owner
     )
     ctx.server.hooks.session_started(
-        ctx, thread_id=params.threadId, session_id=params.sessionId, source="compact", cwd=None
+        ctx.connection,
+        thread_id=params.threadId,
+        session_id=params.sessionId,
+        source="compact",
+        cwd=None,
     )
     return result
-
-
-async def _in_session(ctx: Context, params: Any, work: Callable[..., Any], **kwargs: Any) -> Any:
-    """Run `work(service, session, **kwargs)` on the worker for the session params name."""
-
-    def run() -> Any:
-        session = ctx.service.session_for(params.threadId, params.sessionId, ctx.connection.owner)
-        return work(ctx.service, session, **kwargs)
-
-    return await ctx.server.run_in_worker(run)
-
-
-@handles("fs/applyEdit")
-async def fs_apply_edit(ctx: Context, params: Any) -> dict[str, Any]:
-    from restore.service.edits import apply_edit
-
-    return await _in_session(
-        ctx,
-        params,
-        apply_edit,
-        operation_id=params.operationId,
-        path=params.path,
-        content=params.content,
-        expected_sha=params.expectedSha,
-        folders=ctx.folder_paths(),
-    )
-
-
-@handles("thread/rewind")
-async def thread_rewind(ctx: Context, params: Any) -> dict[str, Any]:
-    from restore.service.edits import rewind
-
-    return await _in_session(
-        ctx,
-        params,
-        rewind,
-        to_turn_id=params.toTurnId,
-        files=params.files,
-        conversation=params.conversation,
-        force=params.force,
-        folders=ctx.folder_paths(),
-    )

@@ -54,8 +54,7 @@ from server.processes import reaper
 from server.processes.watchdog import Watchdog
 
 if TYPE_CHECKING:
-    from server.app import SessiondServer
-    from server.handlers.threads import Context
+    from server.host import Client, Host
 
 logger = logging.getLogger("sessiond.hooks")
 
@@ -137,8 +136,8 @@ class _Outcome:
 class LifecycleHooks:
     """The server's hooks: configuration, running processes, and the per-thread queue."""
 
-    def __init__(self, server: SessiondServer) -> None:
-        self.server = server
+    def __init__(self, host: Host) -> None:
+        self.host = host
         self._files = ConfigFiles()
         self._entry_points: list[HookSpec] | None = None
         self._sessions: dict[str, _Session] = {}  # open sessions by thread id
@@ -156,7 +155,7 @@ class LifecycleHooks:
 
     def session_started(
         self,
-        ctx: Context,
+        client: Client,
         *,
         thread_id: str,
         session_id: str,
@@ -178,8 +177,8 @@ class LifecycleHooks:
             session_id=session_id,
             source=source,
             cwd=cwd,
-            owner=ctx.connection.owner,
-            transcript_path=self.server.service.store.transcript_path(thread_id),
+            owner=client.owner,
+            transcript_path=self.host.service.store.transcript_path(thread_id),
         )
         self._sessions[thread_id] = session
         extra: dict[str, Any] = {}
@@ -187,12 +186,12 @@ class LifecycleHooks:
             extra["previousSessionId"] = previous_session_id
         if forked_from:
             extra["forkedFrom"] = forked_from
-        event = _Event("SessionStart", thread_id, session, source, _folders(ctx), extra)
+        event = _Event("SessionStart", thread_id, session, source, _folders(client), extra)
         return self._schedule(thread_id, lambda: self._run_event(event), after_answer)
 
     def session_ended(
         self,
-        ctx: Context,
+        client: Client,
         *,
         thread_id: str,
         session_id: str,
@@ -205,7 +204,7 @@ class LifecycleHooks:
         session = self._sessions.get(thread_id)
         if session is None or session.session_id != session_id:
             # Opened before this server knew it (cannot happen today): end it all the same.
-            session = _Session(session_id, None, None, ctx.connection.owner, "")
+            session = _Session(session_id, None, None, client.owner, "")
         else:
             del self._sessions[thread_id]
         event = _Event(
@@ -213,34 +212,34 @@ class LifecycleHooks:
             thread_id,
             session,
             reason,
-            _folders(ctx),
+            _folders(client),
             {"reason": reason},
         )
         self._schedule(thread_id, lambda: self._run_event(event), after_answer)
 
-    def connection_lost(self, ctx: Context, thread_ids: list[str]) -> None:
+    def connection_lost(self, client: Client, thread_ids: list[str]) -> None:
         """A client went away without `shutdown`: its sessions (closed and recorded as
         ended by the store already) get their SessionEnd hooks, reason `disconnect`."""
         for thread_id in thread_ids:
             session = self._sessions.get(thread_id)
-            if session is not None and session.owner == ctx.connection.owner:
+            if session is not None and session.owner == client.owner:
                 self.session_ended(
-                    ctx,
+                    client,
                     thread_id=thread_id,
                     session_id=session.session_id,
                     reason="disconnect",
                     after_answer=False,
                 )
 
-    async def connection_shutdown(self, ctx: Context) -> None:
+    async def connection_shutdown(self, client: Client) -> None:
         """`shutdown`: end every session the connection still holds (reason `shutdown`)."""
-        held = [(tid, s) for tid, s in self._sessions.items() if s.owner == ctx.connection.owner]
+        held = [(tid, s) for tid, s in self._sessions.items() if s.owner == client.owner]
         for thread_id, session in held:
-            if not await self._still_open(ctx, thread_id, session):
+            if not await self._still_open(thread_id, session):
                 del self._sessions[thread_id]
                 continue
             self.session_ended(
-                ctx, thread_id=thread_id, session_id=session.session_id, reason="shutdown"
+                client, thread_id=thread_id, session_id=session.session_id, reason="shutdown"
             )
 
     # --- stopping ----------------------------------------------------------------------
@@ -499,8 +498,8 @@ class LifecycleHooks:
         after a close (whoever resumes it next must not find it busy). What cannot be
         recorded is still announced by `lifecycle/hook` and logged, never raised."""
         try:
-            written = await self.server.run_in_worker(
-                self.server.service.append_if_open, thread_id, items
+            written = await self.host.run_in_worker(
+                self.host.service.append_if_open, thread_id, items
             )
         except Exception as exc:
             logger.warning("could not record lifecycle items in thread %s: %s", thread_id, exc)
@@ -512,26 +511,26 @@ class LifecycleHooks:
         params = {"threadId": event.thread_id, "sessionId": item["targetSessionId"]}
         params.update((k, v) for k, v in item.items() if k not in ("type", "id", "targetSessionId"))
         with contextlib.suppress(Exception):
-            self.server.broadcast("lifecycle/hook", params)
+            self.host.broadcast("lifecycle/hook", params)
 
-    async def _still_open(self, ctx: Context, thread_id: str, session: _Session) -> bool:
+    async def _still_open(self, thread_id: str, session: _Session) -> bool:
         def check() -> bool:
             try:
-                ctx.service.session_for(thread_id, session.session_id, session.owner)
+                self.host.service.session_for(thread_id, session.session_id, session.owner)
             except Exception:
                 return False
             return True
 
-        return await self.server.run_in_worker(check)
+        return await self.host.run_in_worker(check)
 
 
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _folders(ctx: Context) -> list[tuple[str, bool]]:
+def _folders(client: Client) -> list[tuple[str, bool]]:
     return [
         (str(entry.get("path", "")), entry.get("trusted") is True)
-        for entry in ctx.connection.workspace_folders
+        for entry in client.workspace_folders
     ]
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ import orjson
 from protocol.errors import ErrorKind, ProtocolError
 
 if TYPE_CHECKING:
-    from server.app import SessiondServer
+    from server.host import Host
 
 logger = logging.getLogger("sessiond.relay")
 RETRY_FIRST, RETRY_MAX = 0.5, 30.0  # seconds before a failed read is tried again, doubling
@@ -60,8 +61,13 @@ class _Followed:
 class Relay:
     """Per followed thread: what was published, and the reads that catch up with it."""
 
-    def __init__(self, server: SessiondServer) -> None:
-        self._server = server
+    def __init__(
+        self, host: Host, publish: Callable[[str, list[Any]], None], max_bytes: int
+    ) -> None:
+        self._host = host
+        self._publish = publish
+        """`item/recorded` to the thread's followers (`Subscriptions.publish`)."""
+        self._max_bytes = max_bytes  # --max-frame
         self._threads: dict[str, _Followed] = {}
         self.reads = 0
         """Pages read from the store (sessiond/debug: unfollowed threads cause none)."""
@@ -109,7 +115,7 @@ class Relay:
                 return  # published already (read back from the rows)
             if first == state.last + 1:
                 state.last = last
-                self._server.subscriptions.publish(thread_id, items)
+                self._publish(thread_id, items)
                 return
         state.stale = True
         self._read_soon(thread_id, state)
@@ -141,7 +147,7 @@ class Relay:
             return  # unfollowed since (a retry that came too late)
         if state.last is None or state.reading is not None:
             return  # the subscribe, or the read under way, looks again when it ends
-        loop = self._server.loop
+        loop = self._host.loop
         if loop is None:
             return
         state.reading = loop.create_task(self._catch_up(thread_id, state),
@@ -150,14 +156,14 @@ class Relay:
     def _retry_later(self, thread_id: str, state: _Followed) -> None:
         state.stale = True
         state.retry = min(state.retry * 2, RETRY_MAX) if state.retry else RETRY_FIRST
-        if self._server.loop is not None:
-            self._server.loop.call_later(state.retry, self._read_soon, thread_id, state)
+        if self._host.loop is not None:
+            self._host.loop.call_later(state.retry, self._read_soon, thread_id, state)
 
     async def _catch_up(self, thread_id: str, state: _Followed) -> None:
         """Pages of rows after the last seq published, each published as it arrives,
         until a read finds the thread's end with nothing changed meanwhile."""
-        server = self._server
-        pages, max_frame = server.pages, server.config.max_frame
+        host = self._host
+        pages, max_frame = host.pages, self._max_bytes
         try:
             while state.stale and self._threads.get(thread_id) is state:
                 state.stale = False
@@ -167,7 +173,7 @@ class Relay:
                 try:
                     read = partial(pages.after, thread_id, after, limit=PAGE_ITEMS,
                                    max_bytes=max_frame)  # fmt: skip
-                    rows, more = await server.run_reader(read)
+                    rows, more = await host.run_reader(read)
                 except ProtocolError as exc:
                     if exc.kind is not ErrorKind.PAYLOAD_TOO_LARGE:
                         # The database is away: read again from the same seq in a while
@@ -189,7 +195,7 @@ class Relay:
                     state.last = rows[-1][0]
                     # Sent as the rows hold them: embedded, not decoded and encoded again.
                     items = [orjson.Fragment(line) for _, line in rows]
-                    server.subscriptions.publish(thread_id, items)
+                    self._publish(thread_id, items)
                 state.stale = state.stale or more
         except Exception:  # a bug, not a fault: said once, and the next change tries again
             logger.exception("following %s", thread_id)

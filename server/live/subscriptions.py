@@ -1,4 +1,5 @@
-"""Who follows which thread: `thread/subscribe`, `thread/unsubscribe` and the fan-out.
+"""Who follows which thread: the fan-out of `thread/subscribe`
+(server/handlers/subscriptions.py).
 
 A subscription is in-memory state of one connection: it ends with `thread/unsubscribe` or
 when the connection goes away, and costs nothing on disk. Subscribers get `item/recorded`
@@ -12,14 +13,10 @@ server, another machine on a shared store) reach followers through the relay
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from restore.ids import validate_thread_id
-from server.handlers.threads import Context, handles
-
 if TYPE_CHECKING:
-    from server.app import SessiondServer
+    from server.host import Host
     from server.live.relay import Relay
     from server.rpc.dispatch import SessiondProtocol
 
@@ -27,8 +24,9 @@ if TYPE_CHECKING:
 class Subscriptions:
     """Followers per thread id, each in the order they subscribed."""
 
-    def __init__(self, server: SessiondServer) -> None:
-        self._server = server
+    def __init__(self, host: Host, max_bytes: int) -> None:
+        self._host = host
+        self._max_bytes = max_bytes  # --max-frame: the relay's pages are cut by it
         self._followers: dict[str, dict[SessiondProtocol, None]] = {}
         self.relay: Relay | None = None
         """Followed threads' positions (server/live/relay.py); made by the first subscribe."""
@@ -37,7 +35,7 @@ class Subscriptions:
         if self.relay is None:
             from server.live.relay import Relay
 
-            self.relay = Relay(self._server)
+            self.relay = Relay(self._host, self.publish, self._max_bytes)
         return self.relay
 
     def add(self, thread_id: str, connection: SessiondProtocol) -> None:
@@ -80,30 +78,3 @@ class Subscriptions:
             return
         for connection in self.followers(thread_id):
             connection.notify("item/recorded", {"threadId": thread_id, "items": items})
-
-
-@handles("thread/subscribe")
-async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
-    """Followers get what comes after the thread's last item as read now: the relay
-    publishes from that seq on, whichever process or machine writes."""
-    thread_id = validate_thread_id(params.threadId)
-    ctx.server.ensure_watching()  # appends by other processes reach followers too
-    subscriptions = ctx.server.subscriptions
-    relay = subscriptions.follow_with_relay()
-    relay.subscribing(thread_id)
-    last: int | None = None
-    try:
-        # The service first (on the worker, where it is made): with a shared store, its
-        # listener (other machines' appends) starts with it.
-        await ctx.server.run_in_worker(lambda: ctx.service)
-        last = await ctx.server.run_reader(partial(ctx.server.pages.last_seq, thread_id))
-        subscriptions.add(thread_id, ctx.connection)
-    finally:
-        relay.subscribed(thread_id, last, bool(subscriptions.followers(thread_id)))
-    return {}
-
-
-@handles("thread/unsubscribe")
-async def thread_unsubscribe(ctx: Context, params: Any) -> dict[str, Any]:
-    ctx.server.subscriptions.remove(validate_thread_id(params.threadId), ctx.connection)
-    return {}

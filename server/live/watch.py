@@ -16,19 +16,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from server.host import thread_notice
 
 if TYPE_CHECKING:
     from restore.imports.importer import Importer
     from restore.imports.results import FileResult
     from restore.stores.api import ExternalChange
-    from server.app import SessiondServer
+    from server.host import Host, Notice
+    from server.live.subscriptions import Subscriptions
 
 logger = logging.getLogger("sessiond.watch")
 DEBOUNCE_MS = 200  # changes are grouped at most this long: clients see them within a second
 STEP_MS = 30
 READY_MS = 500  # how long an idle watcher waits between (empty) wake-ups
+WATCH_OPTIONS: dict[str, Any] = {"debounce": DEBOUNCE_MS, "step": STEP_MS,
+                                 "rust_timeout": READY_MS, "yield_on_timeout": True,
+                                 "recursive": True}  # fmt: skip
+"""watchfiles' settings, for this watcher and `sessiond import --follow` alike. With
+`yield_on_timeout`, the first (empty) yield comes once the watcher is in place: only then
+is what was written meanwhile caught up, so nothing falls between the two."""
 TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing Codex sessions",
           "gemini": "Importing Gemini CLI sessions"}  # fmt: skip
 
@@ -36,8 +46,11 @@ TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing C
 class Watcher:
     """One per server: follows the data dir and the followed agents' stores."""
 
-    def __init__(self, server: SessiondServer) -> None:
-        self.server = server
+    def __init__(self, host: Host, subscriptions: Subscriptions, follow: tuple[str, ...]) -> None:
+        self.host = host
+        self.subscriptions = subscriptions
+        self.follow = follow
+        """The agents `serve --follow` names: their sessions imported as they are written."""
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self.importers: list[Importer] = []
@@ -50,14 +63,14 @@ class Watcher:
         `since` (a time.time()) is when the caller began looking: threads written after it
         are caught up once the watcher is in place, so a start deferred past the caller's
         answer misses nothing."""
-        if self._task is None and self.server.loop is not None:
+        if self._task is None and self.host.loop is not None:
             from restore.stores.api import ts_at
 
             # One instant for both: a thread created after the caller began looking (before
             # the deferred start) is announced as started, not as updated.
             self._since = since or time.time()
             self._since_ts = ts_at(self._since)
-            self._task = self.server.loop.create_task(self._run(), name="sessiond-watch")
+            self._task = self.host.loop.create_task(self._run(), name="sessiond-watch")
 
     async def stop(self) -> None:
         self._stop.set()
@@ -73,12 +86,12 @@ class Watcher:
     async def _watch(self) -> None:
         from watchfiles import Change, awatch
 
-        server = self.server
+        host = self.host
         # Other processes' thread files (the embedded store's); a shared store announces
         # other writers itself (LISTEN/NOTIFY), so only the followed agents are watched.
-        local = await server.run_in_worker(lambda: server.service.store.local)
+        local = await host.run_in_worker(lambda: host.service.store.local)
         threads = local.directories if local is not None else []
-        self.importers = await server.run_in_worker(self._make_importers)
+        self.importers = await host.run_in_worker(self._make_importers)
         roots = [importer.root for importer in self.importers if importer.root.is_dir()]
         for importer in self.importers:
             if not importer.root.is_dir():
@@ -89,20 +102,17 @@ class Watcher:
         watched = [*threads, *roots]
         if not watched:
             return
-        changes_seen = awatch(*watched, stop_event=self._stop, debounce=DEBOUNCE_MS,
-                              step=STEP_MS, rust_timeout=READY_MS, yield_on_timeout=True,
-                              recursive=True)  # fmt: skip
+        changes_seen = awatch(*watched, stop_event=self._stop, **WATCH_OPTIONS)
         catch_up: asyncio.Task[None] | None = None
         try:
             async for changes in changes_seen:
-                # The first (empty) yield comes once the watcher is in place: only then are
-                # the threads written meanwhile looked at and each followed store imported,
-                # so nothing falls between the two.
+                # The first (empty) yield: the threads written meanwhile are looked at and
+                # each followed store imported (WATCH_OPTIONS).
                 catch_up = catch_up or asyncio.create_task(self._catch_up())
                 added = {Path(path) for change, path in changes if change == Change.added}
                 shards = [p for p in added if p.parent in threads and p.suffix != ".jsonl"]
                 if shards:  # listed on the worker, like every other file this watcher reads
-                    added |= await server.run_in_worker(_files_in_new_shards, shards)
+                    added |= await host.run_in_worker(_files_in_new_shards, shards)
                 touched = sorted({Path(path) for _, path in changes} | added)
                 files = [p for p in touched if p.suffix == ".jsonl" and _under(p, threads)]
                 if files:
@@ -119,10 +129,7 @@ class Watcher:
         from restore.imports.agents import SOURCES
         from restore.imports.importer import Importer
 
-        return [
-            Importer(self.server.service, SOURCES[name], live=True)
-            for name in self.server.config.follow
-        ]
+        return [Importer(self.host.service, SOURCES[name], live=True) for name in self.follow]
 
     async def _catch_up(self) -> None:
         """Threads other processes wrote while the watcher started, then the first import
@@ -130,18 +137,18 @@ class Watcher:
         from restore.imports.importer import CHUNK
         from server.rpc.progress import reporter
 
-        service = self.server.service
-        since = await self.server.run_in_worker(service.threads_changed_since, self._since)
-        self._announce_external(await self.server.run_in_worker(service.external_changes, since))
+        service = self.host.service
+        since = await self.host.run_in_worker(service.threads_changed_since, self._since)
+        self._announce_external(await self.host.run_in_worker(service.external_changes, since))
         for importer in self.importers:
-            sources = await self.server.run_in_worker(importer.scan)
-            assert self.server.loop is not None
-            progress = reporter(self.server.loop, self.server.broadcast,
+            sources = await self.host.run_in_worker(importer.scan)
+            assert self.host.loop is not None
+            progress = reporter(self.host.loop, self.host.broadcast,
                                 TITLES[importer.kind.agent], "session", "imported")  # fmt: skip
             progress(0, len(sources))
             for start in range(0, len(sources), CHUNK):
                 batch = sources[start : start + CHUNK]
-                self._announce(await self.server.run_in_worker(importer.import_files, batch))
+                self._announce(await self.host.run_in_worker(importer.import_files, batch))
                 progress(min(start + CHUNK, len(sources)), len(sources))
 
     async def _import(self, importer: Importer, paths: list[Path]) -> None:
@@ -152,7 +159,7 @@ class Watcher:
             importer.commit()
             return results
 
-        self._announce(await self.server.run_in_worker(work))
+        self._announce(await self.host.run_in_worker(work))
 
     def _announce(self, results: list[FileResult]) -> None:
         """Each imported thread to every client (with its `childCount`; a new sub-agent's
@@ -163,18 +170,18 @@ class Watcher:
                 logger.warning("not imported: %s: %s: %s", result.path, result.status,
                                result.reason)  # fmt: skip
             if result.changed and result.summary is not None:
-                kind = "thread/updated" if result.status == "updated" else "thread/started"
-                notices.append((kind, {"thread": result.summary.thread_info()}))
-                if kind == "thread/started":
+                started = result.status != "updated"
+                notices.append(thread_notice(result.summary.thread_info(), started=started))
+                if started:
                     parents.append(result.summary.parentThreadId)
                 appended.append((result.summary.threadId, result.appended))
 
         def recorded() -> None:
             for thread_id, lines in appended:
-                self.server.subscriptions.recorded(thread_id, lines)
+                self.subscriptions.recorded(thread_id, lines)
 
         if notices:
-            self.server.announce_threads(notices, parents, then=recorded)
+            self.host.announce_threads(notices, parents, then=recorded)
 
     async def _threads_changed(self, paths: list[Path], added: set[Path]) -> None:
         """Thread files another sessiond process wrote: their new rows, to everyone."""
@@ -188,37 +195,35 @@ class Watcher:
                     ids.append(validate_thread_id(path.stem))
                 except ProtocolError:
                     continue  # not a thread file (a temporary, say)
-            return self.server.service.external_changes(ids)
+            return self.host.service.external_changes(ids)
 
         new = frozenset(path.stem for path in added)
-        self._announce_external(await self.server.run_in_worker(work), new)
+        self._announce_external(await self.host.run_in_worker(work), new)
 
     def _announce_external(
-        self, changes: list[ExternalChange], added: set[str] = frozenset()
+        self, changes: list[ExternalChange], added: Collection[str] = frozenset()
     ) -> None:
         """A thread is new to clients when its file was created while watched, or seen
         for the first time and created after watching began."""
-        notices: list[tuple[str, dict[str, Any]]] = []
+        notices: list[Notice] = []
         parents, followed = [], []
         for change in changes:
             if change.thread is None:
-                notices.append(("thread/updated", {"thread": {"threadId": change.thread_id},
-                                                   "deleted": True}))  # fmt: skip
+                notices.append(thread_notice({"threadId": change.thread_id}, deleted=True))
                 continue
             created = change.thread.get("createdAt") or ""
             new = change.thread_id in added or (change.first_look and created >= self._since_ts)
-            notices.append(("thread/started" if new else "thread/updated",
-                            {"thread": change.thread}))  # fmt: skip
+            notices.append(thread_notice(change.thread, started=new))
             parents.append(change.thread.get("parentThreadId"))  # archived there, say
             last_seq = change.row[0].lastSeq if change.row is not None else None
             followed.append((change.thread_id, last_seq))
 
         def tell_followers() -> None:
             for thread_id, last_seq in followed:
-                self.server.subscriptions.changed_elsewhere(thread_id, last_seq)
+                self.subscriptions.changed_elsewhere(thread_id, last_seq)
 
         if notices:
-            self.server.announce_threads(notices, parents, then=tell_followers)
+            self.host.announce_threads(notices, parents, then=tell_followers)
 
     def close(self) -> None:
         """Release the importers' ledgers (on the store thread, at shutdown)."""

@@ -152,7 +152,7 @@ class SessiondProtocol:
         self.handle_envelope(message)
 
     def handle_envelope(self, message: dict[str, Any]) -> None:
-        msg_id = message.get("id")
+        msg_id: Any = message.get("id")
         has_id = "id" in message and msg_id is not None
         if has_id and (isinstance(msg_id, bool) or not isinstance(msg_id, str | int)):
             self.send_error(

@@ -71,7 +71,7 @@ class FrameDecoder:
             self._buffer.clear()
             return False
         del self._buffer[: len(self._buffer) - len(stripped)]
-        self.framing = Framing.LINES if stripped[:1] in (b"{", b"[") else Framing.HEADERS
+        self.framing = Framing.LINES if stripped[0] in b"{[" else Framing.HEADERS
         return True
 
     def _next_lines(self) -> Event | None:

@@ -98,7 +98,7 @@ class Outbox:
             return
         self.budget.make_room(len(data))
         if self.dropped:  # it was the slowest
-            return
+            return  # type: ignore[unreachable]  # mypy keeps `dropped` False past make_room
         self._hold(data)
 
     def _hold(self, data: bytes) -> None:
