@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rpc_client import RpcError, ServerProcess
+from tests.support.rpc_client import RpcError, ServerProcess
 
 Spawn = Callable[..., ServerProcess]
 FRAMINGS = ["headers", "lines"]

@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
+from restore.faults import pause_point
 from server.handlers.context import Context
 from server.handlers.readahead import PageKey, ReadAhead
 from server.host import thread_notice
@@ -155,6 +156,7 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
     backward = params.beforeSeq is not None
 
     def read(key: PageKey) -> Page:
+        pause_point("thread-read")  # on a reader thread (tests/test_read_fairness.py)
         return pages.read(key.thread_id, after=key.after, before=key.before, limit=key.limit,
                           max_bytes=max_frame)  # fmt: skip
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.acp_editor import sessiond_acp, wait_for
 from tests.agents.mock_model import Call, Reply, Scenario
 from tests.compat.conftest import Agents
+from tests.support.acp_editor import sessiond_acp, wait_for
 from tests.test_acp import text
 
 MARKER = b"SESSIOND_ACP_AGENT="

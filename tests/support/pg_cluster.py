@@ -6,8 +6,8 @@ PostgreSQL tests run, never skip. The server runs as an unprivileged user (initd
 root, and CI runs as root), listens on a Unix socket in the cluster's own directory only (no
 TCP port to collide with), and trusts local connections: it lives as long as one run.
 
-    python -m tests.pg_cluster start DIR   # prints the admin URL
-    python -m tests.pg_cluster stop DIR
+    python -m tests.support.pg_cluster start DIR   # prints the admin URL
+    python -m tests.support.pg_cluster stop DIR
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def drop_database(admin_url: str, name: str) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] not in ("start", "stop"):
-        print("usage: python -m tests.pg_cluster start|stop DIR", file=sys.stderr)
+        print("usage: python -m tests.support.pg_cluster start|stop DIR", file=sys.stderr)
         return 2
     if argv[0] == "start":
         print(create(argv[1]).root)

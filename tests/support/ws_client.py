@@ -1,6 +1,6 @@
 """Real WebSocket servers for tests, and a small asyncio JSON-RPC client over `websockets`.
 
-Like tests/rpc_client.py, the client is written for the tests (it does not reuse
+Like tests/support/rpc_client.py, the client is written for the tests (it does not reuse
 server/cli/client.py), so a bug in the product's client cannot hide one in the server.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.rpc_client import HANG_GUARD, REPO, RpcError
+from tests.support.rpc_client import HANG_GUARD, REPO, RpcError
 
 
 def server_env(durability: str = "none", extra: dict[str, str] | None = None) -> dict[str, str]:

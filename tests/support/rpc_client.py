@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-HANG_GUARD = 60.0  # seconds before a test gives up waiting for an answer (not a perf limit)
+from tests.support.wait import HANG_GUARD
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 class RpcError(Exception):
@@ -42,7 +43,7 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         prefix: list[str] | None = None,
     ) -> None:
-        """`prefix` runs the server through another command (tests/confine.py)."""
+        """`prefix` runs the server through another command (tests/support/confine.py)."""
         self.home = home
         self.framing = framing
         full_env = {**os.environ, "SESSIOND_DURABILITY": "fsync", **(env or {})}

@@ -1,6 +1,6 @@
 """A scripted ACP agent for the `sessiond acp` tests (stdlib only, newline-delimited JSON).
 
-    python tests/acp_agent.py --caps resume|load|none|all --state DIR
+    python tests/support/acp_agent.py --caps resume|load|none|all --state DIR
         [--banner] [--same-session] [--flood N]
 
 It keeps its sessions in DIR (so a new process can resume or load them) and logs every

@@ -29,9 +29,10 @@ from acp.schema import (
 )
 from acp.stdio import spawn_agent_process
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.wait import HANG_GUARD
+
+REPO = Path(__file__).resolve().parents[2]
 FAKE_AGENT = Path(__file__).with_name("acp_agent.py")
-HANG_GUARD = 60.0  # seconds before a test gives up waiting (not a performance limit)
 
 
 class Editor(Client):

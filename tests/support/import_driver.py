@@ -1,6 +1,6 @@
 """Run one batch import in a fresh process, with the knobs the CLI does not expose.
 
-    python -m tests.import_driver HOME AGENT SOURCE PARALLEL_FROM|serial [--kill-workers]
+    python -m tests.support.import_driver HOME AGENT SOURCE PARALLEL_FROM|serial [--kill-workers]
         [--batch-items N]
 
 A fresh process because the parse workers are forked only from a process with one
