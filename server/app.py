@@ -85,8 +85,8 @@ class SessiondServer:
 
     @property
     def hooks(self) -> LifecycleHooks:
-        """Lifecycle hooks, created by the first session start or end: do not add ANY
-        warmup here — no hook config is read and no hook runs before a session needs it."""
+        """Lifecycle hooks, created by the first session start or end (no warmup:
+        docs/architecture.md)."""
         if self._hooks is None:
             from server.hooks.lifecycle import LifecycleHooks
 
@@ -95,7 +95,7 @@ class SessiondServer:
 
     def ensure_watching(self, since: float | None = None) -> None:
         """Follow files other processes write (server/live/watch.py), from the first request
-        that shows a client threads on: never at startup (no warmup)."""
+        that shows a client threads on (no warmup: docs/architecture.md)."""
         if self.config.store and not self.config.follow:
             return  # a shared store's changes come by LISTEN/NOTIFY (`_changed_elsewhere`)
         if self._watcher is None:

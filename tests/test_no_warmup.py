@@ -1,6 +1,7 @@
-"""No warmup (DESIGN.md §5): `initialize` reads no thread, opens no index, imports no
-GitPython, starts no watcher and reads no hook config. Proved from a real server process
-through `sessiond/debug` (SESSIOND_DEBUG=1), which reports its modules and open files."""
+"""No warmup (DESIGN.md §5, docs/architecture.md): `initialize` reads no thread, opens no
+index, loads no store driver, starts no watcher and reads no hook config. Proved from a
+real server process through `sessiond/debug` (SESSIOND_DEBUG=1), which reports its modules
+and open files."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ Spawn = Callable[..., ServerProcess]
 HOOK = Path(__file__).with_name("support") / "hook_program.py"
 # Modules that are only loaded when a request needs them.
 LAZY_MODULES = (
-    "git",  # GitPython: no longer used (the probe runs the git command), never loaded
+    "git",  # no Python git library: the probe runs the git command (restore/engine/gitcli.py)
     "watchfiles",
     "sqlite3",  # the thread index: thread/list
     "pydantic",  # param validation: the first request after initialize

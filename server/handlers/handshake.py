@@ -35,7 +35,7 @@ def _folders(raw: Any) -> list[dict[str, Any]]:
 
 
 def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """Answered from memory: no file, index, git or hook config is touched here.
+    """Answered from memory (no warmup: docs/architecture.md).
 
     Plain, not a coroutine: it takes effect before the next message is read, so a client
     (a script piping requests) may send its first requests right behind it."""

@@ -21,8 +21,8 @@ has been sent. Nothing a hook does can change an answer, delay it, or take the s
 The start of a session is recorded by its `session_meta` line (source, reason,
 resumedFrom, forkedFrom); the end of one by a `lifecycle` item with status `ended`.
 
-No warmup: this module is imported, and `hooks.json` files and entry points are read, only
-when the first lifecycle event fires — never by `initialize` or at process start.
+This module is imported, and `hooks.json` files and entry points are read, by the first
+lifecycle event (no warmup: docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ other sessiond processes on the same data dir (a second editor window: their thr
 appear and grow here without a restart). Both become `thread/started` / `thread/updated`
 (and `item/recorded` for subscribers of a thread another process appended to).
 
-Started by the first `thread/list` or `thread/subscribe`, never at startup: sessiond does
-no warmup (tests/test_no_warmup.py). All file work runs on the store worker, a batch of
+Started by the first `thread/list` or `thread/subscribe` (no warmup: docs/architecture.md).
+All file work runs on the store worker, a batch of
 files per job, so a long first import never holds up other requests.
 """
 
