@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_editor import agent_log, alive, fake_agent, sessiond_acp, wait_for
+from tests.support.acp_editor import agent_log, fake_agent, sessiond_acp, wait_for
+from tests.support.processes import alive
 from tests.test_acp import text
 
 

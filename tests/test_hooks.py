@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.items import message
+from tests.support.processes import alive
 from tests.support.rpc_client import HANG_GUARD, ServerProcess
 from tests.support.wait import eventually
 from tests.support.ws_client import WsClient, WsServerProcess
@@ -81,14 +82,6 @@ def items_of(server: ServerProcess, thread_id: str, kind: str) -> list[dict[str,
 
 def thread_file(home: Path, thread_id: str) -> Path:
     return home / "threads" / thread_id[:2] / f"{thread_id}.jsonl"
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def wait_dead(pid: int) -> None:

@@ -269,15 +269,6 @@ def agent_log(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def alive(pid: int) -> bool:
-    """Running (a zombie nobody reaped yet counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 async def wait_for(condition: Any, what: str) -> None:
     async with asyncio.timeout(HANG_GUARD):
         while not condition():
