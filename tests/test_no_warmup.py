@@ -26,8 +26,7 @@ LAZY_MODULES = (
     "restore.stores.embedded.index",
     "restore.stores",
     "psycopg",  # the PostgreSQL driver: only a postgresql:// store, at its first request
-    "server.hooks.lifecycle",
-    "server.hooks.config",
+    "server.hooks",  # lifecycle hooks and their configuration
 )
 
 
