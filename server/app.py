@@ -201,7 +201,7 @@ class SessiondServer:
         """A protocol for a new connection, with every handler registered on it."""
         from server.handlers.table import register
 
-        connection = SessiondProtocol(self.config.home)
+        connection = SessiondProtocol()
         connection.send_bytes = send_bytes
         connection.max_frame = self.config.max_frame
         serving: Serving = self  # mypy: the server is what its handlers expect

@@ -17,7 +17,6 @@ import itertools
 import logging
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -44,9 +43,10 @@ NOTIFICATIONS = frozenset({"initialized", "workspace/didChangeWorkspaceFolders"}
 MAX_IN_FLIGHT = 64
 
 
-def error_from_exception(exc: BaseException, home: str | None = None) -> dict[str, Any]:
-    """The JSON-RPC error object for any exception a handler raised (`home`: the data
-    directory, to name the index file in an SQLite error)."""
+def error_from_exception(exc: BaseException) -> dict[str, Any]:
+    """The JSON-RPC error object for any exception a handler raised. A store maps its own
+    failures (`restore.stores.api.storage_failure`: a thread file's, SQLite's, a
+    sqlstate); an OSError no layer below named is typed here all the same."""
     if isinstance(exc, ProtocolError):
         return exc.to_error_object()
     from pydantic import ValidationError  # lazy: keep pydantic off the startup path
@@ -65,13 +65,6 @@ def error_from_exception(exc: BaseException, home: str | None = None) -> dict[st
         ).to_error_object()
     if isinstance(exc, OSError):  # a filesystem failure no layer below named: still typed
         return storage_error(exc).to_error_object()
-    if type(exc).__module__ == "sqlite3" and home is not None:  # only the index uses SQLite
-        from restore.home.layout import Layout
-
-        index = str(Layout(Path(home)).index_path)
-        full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"  # "disk is full"
-        kind = ErrorKind.STORAGE_FULL if full else ErrorKind.STORAGE_ERROR
-        return ProtocolError(kind, f"{index}: {exc}", path=index).to_error_object()
     logger.exception("internal error", exc_info=exc)
     return ProtocolError(
         ErrorKind.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}"
@@ -88,8 +81,7 @@ class SessiondProtocol:
     `methods` holds the handlers, requests and notifications alike, by method name.
     """
 
-    def __init__(self, home: str | None = None) -> None:
-        self.home = home  # the data directory, named in errors about its index
+    def __init__(self) -> None:
         self.methods: dict[str, Handler] = {}
         self.in_flight: dict[str | int, asyncio.Future[Any]] = {}
         self.framing: Framing | None = Framing.HEADERS
@@ -262,7 +254,7 @@ class SessiondProtocol:
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
 
     def _error_of(self, exc: BaseException) -> dict[str, Any]:
-        return error_from_exception(exc, self.home)
+        return error_from_exception(exc)
 
     def send_error(self, msg_id: Any, error: ProtocolError) -> None:
         self._write({"jsonrpc": "2.0", "id": msg_id, "error": error.to_error_object()})
