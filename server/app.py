@@ -21,9 +21,9 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from server import compose
 from server.config import ServerConfig
 from server.host import Notice, thread_notice
 from server.index_flush import IndexFlush
@@ -88,9 +88,7 @@ class SessiondServer:
         """Lifecycle hooks, created by the first session start or end (no warmup:
         docs/architecture.md)."""
         if self._hooks is None:
-            from server.hooks.lifecycle import LifecycleHooks
-
-            self._hooks = LifecycleHooks(self)
+            self._hooks = compose.lifecycle_hooks(self)
         return self._hooks
 
     def ensure_watching(self, since: float | None = None) -> None:
@@ -99,9 +97,7 @@ class SessiondServer:
         if self.config.store and not self.config.follow:
             return  # a shared store's changes come by LISTEN/NOTIFY (`_changed_elsewhere`)
         if self._watcher is None:
-            from server.live.watch import Watcher
-
-            self._watcher = Watcher(self, self.subscriptions, self.config.follow)
+            self._watcher = compose.watcher(self, self.subscriptions, self.config.follow)
         self._watcher.ensure_started(since)
 
     def watch_after_answer(self, since: float) -> None:
@@ -126,26 +122,14 @@ class SessiondServer:
     def service(self) -> ThreadService:
         """Created on first use (worker thread only), so startup reads no file."""
         if self._service is None:
-            from restore.home.state import open_home
-            from restore.service import open_service
-
-            # A home that is a file or unreadable is StorageError for this request and the
-            # next (checked again: the user may fix it while the server runs).
-            home = open_home(Path(self.config.home))
-            if home.read_only is not None and not self.config.store:
-                logger.warning("serving %s read-only: %s", home.path, home.read_only)
-            self._service = open_service(self.settings(), store=self.store)
+            self._service = compose.thread_service(self.settings(), store=self.store)
             # Threads other sessiond processes start or change reach this one's clients
             # (a shared store's LISTEN/NOTIFY), from the first request that needs the store.
             self._service.store.watch(self._changed_elsewhere)
         return self._service
 
     def settings(self) -> Settings:
-        from restore.stores import Settings
-        from restore.stores.api import Durability
-
-        config = self.config
-        return Settings(Path(config.home), config.store, Durability(config.durability))
+        return compose.settings(self.config.home, self.config.store, self.config.durability)
 
     @property
     def store(self) -> Store:
@@ -153,15 +137,7 @@ class SessiondServer:
         data directory checks out; a shared store connects with its first request."""
         with self._store_lock:
             if self._store is None:
-                from restore.home.state import open_home
-                from restore.stores import open_store
-
-                # An embedded store needs a usable home (StorageError until it is); a shared
-                # one keeps its threads elsewhere.
-                read_only = False
-                if not self.config.store:
-                    read_only = open_home(Path(self.config.home)).read_only is not None
-                self._store = open_store(self.settings(), read_only=read_only)
+                self._store = compose.store(self.settings())
             return self._store
 
     def _changed_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:

@@ -61,6 +61,7 @@ import orjson
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
 from restore.sources import acp as source
+from server import compose
 from server.acp.agent import AgentGone, AgentProcess, AgentRefused, EditorGone
 from server.acp.checks import (
     MAX_DEPTH,
@@ -204,12 +205,9 @@ class AcpProxy:
         """The store (embedded, or the shared one `--store` names), created by the first
         session method that needs it; a shared store connects with its first request."""
         if self._service is None:
-            from restore.service import open_service
-            from restore.stores import Settings
-            from restore.stores.api import Durability
-
-            settings = Settings(self.home, self.store_url, Durability.GROUP)
-            self._service = open_service(settings)
+            self._service = compose.thread_service(
+                compose.settings(self.home, self.store_url, "group")
+            )
         return self._service
 
     # --- the host interface (server/host.py): what the lifecycle hooks use --------------
@@ -250,9 +248,7 @@ class AcpProxy:
     @property
     def hooks(self) -> LifecycleHooks:
         if self._hooks is None:
-            from server.hooks.lifecycle import LifecycleHooks
-
-            self._hooks = LifecycleHooks(self)
+            self._hooks = compose.lifecycle_hooks(self)
         return self._hooks
 
     # --- AGENT's lifetime -----------------------------------------------------------------
