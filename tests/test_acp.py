@@ -20,14 +20,8 @@ from restore.engine.subsystems import ThreadState
 from restore.home.layout import Layout
 from restore.stores.embedded.files import ThreadStore
 from tests.conftest import git
-from tests.support.acp_editor import (
-    HANG_GUARD,
-    agent_log,
-    alive,
-    fake_agent,
-    sessiond_acp,
-    wait_for,
-)
+from tests.support.acp_editor import HANG_GUARD, agent_log, fake_agent, sessiond_acp, wait_for
+from tests.support.processes import alive
 from tests.support.rpc_client import ServerProcess
 
 EDIT_UPDATES = 13  # session/update notifications the fake agent's `edit` prompt sends

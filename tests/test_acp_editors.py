@@ -26,11 +26,11 @@ from tests.support.acp_agent import FORGED_USER, FORGERY
 from tests.support.acp_editor import (
     CodeCompanionLike,
     agent_log,
-    alive,
     fake_agent,
     sessiond_acp,
     wait_for,
 )
+from tests.support.processes import alive
 from tests.support.rpc_client import ServerProcess
 from tests.test_acp import text, thread_items
 

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.faults.helpers import Spawn, start
+from tests.support.processes import alive
 from tests.support.wait import eventually
-from tests.test_hooks import Hooks, alive, finals, wait_dead
+from tests.test_hooks import Hooks, finals, wait_dead
 
 DAEMON = """
 import os, sys, time
