@@ -7,7 +7,6 @@ for other processes. `SessiondServer` (server/app.py) is the one that implements
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -97,5 +96,3 @@ class Context:
 
 Handler = Callable[[Context, Any], Any]
 """A handler: (context, params validated) -> a result, or an awaitable of one."""
-
-Answer = asyncio.Future[dict[str, Any]]
