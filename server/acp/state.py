@@ -5,10 +5,12 @@ editor)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ProtocolError
+from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
 
 if TYPE_CHECKING:
@@ -94,3 +96,27 @@ class Downstream:
     params: Any
     thread_id: str | None
     before: bytes | None = None
+
+
+def new_scope() -> str:
+    return str(uuid.uuid4())
+
+
+def error_object(kind: ErrorKind, message: str, **details: Any) -> dict[str, Any]:
+    return ProtocolError(kind, message, **details).to_error_object()
+
+
+def accept_drift(params: Any) -> bool | None:
+    """`_meta.sessiond.acceptDrift`: True continues anywhere, False asks for the typed
+    `WorkspaceDrift` error (an editor that knows sessiond), absent asks the person."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    found = meta.get("sessiond") if isinstance(meta, dict) else None
+    value = found.get("acceptDrift") if isinstance(found, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def same_directory(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
