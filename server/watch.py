@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("sessiond.watch")
 DEBOUNCE_MS = 200  # changes are grouped at most this long: clients see them within a second
-STEP_MS = 30
+STEP_MS = 3  # a quiet pause this long ends a batch: a follower hears of an append in ~5 ms
 READY_MS = 500  # how long an idle watcher waits between (empty) wake-ups
 TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing Codex sessions",
           "gemini": "Importing Gemini CLI sessions"}  # fmt: skip
