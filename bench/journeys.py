@@ -317,6 +317,46 @@ def run(
             "codex": version, "prepare_s": prepared, "wheel": wheel}  # fmt: skip
 
 
+SCALE_TARGET = 1.2  # J1 at the largest size / J1 at the smallest, at most
+
+
+def scale(sizes: list[int], runs: int) -> dict[str, Any]:
+    """J1 (every thread, 20 folders; one folder's threads) at each number of threads, in
+    fresh data dirs (no Codex, a short long thread): is the first page flat in the number
+    of threads?"""
+    timings = Timings()
+    for size in sizes:
+        root = Path(tempfile.mkdtemp(prefix="sessiond-journeys-scale-"))
+        try:
+            homes = prepare(root, size, 1000, codex=False)
+            for n in range(runs):
+                ways = [("all 20", 20, False), ("cwd", 1, True)]
+                for name, folders, cwd in ways if n % 2 == 0 else reversed(ways):
+                    timings.add(f"{size} {name}", sessiond_list(homes, folders, cwd))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return {"sizes": sizes, "runs": runs, "timings": timings}
+
+
+def render_scale(result: dict[str, Any]) -> str:
+    timings: Timings = result["timings"]
+    sizes = result["sizes"]
+    lines = [
+        "| threads | J1 every thread, 20 folders (median ms) | J1 one folder, `cwd` (median ms) |",
+        "|---:|---:|---:|",
+    ]
+    for size in sizes:
+        lines.append(f"| {size:,} | {_ms(timings.median(f'{size} all 20'))} | "
+                     f"{_ms(timings.median(f'{size} cwd'))} |")  # fmt: skip
+    first, last = timings.median(f"{sizes[0]} all 20"), timings.median(f"{sizes[-1]} all 20")
+    if first and last:
+        met = "met" if last / first <= SCALE_TARGET else "**not met**"
+        lines += ["", f"J1 (every thread) at {sizes[-1]:,} threads is {last / first:.2f}x its "
+                  f"figure at {sizes[0]:,} (target ≤ {SCALE_TARGET}x): {met}. Medians of "
+                  f"{result['runs']} fresh processes; sessiond from its wheel."]  # fmt: skip
+    return "\n".join(lines)
+
+
 def _ms(value: float | None) -> str:
     if value is None:
         return "—"
@@ -377,7 +417,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-codex", action="store_true")
     parser.add_argument("--checkout", action="store_true", help="this checkout, not a wheel")
+    parser.add_argument("--scale", help="J1 alone at these numbers of threads: 1000,100000")
     args = parser.parse_args()
+    if args.scale:
+        print(render_scale(scale([int(n) for n in args.scale.split(",")], args.runs)))
+        return
     result = run(args.threads, args.messages, args.runs, False if args.no_codex else None,
                  wheel=not args.checkout)  # fmt: skip
     print(render(result))
