@@ -175,11 +175,18 @@ def _resume(server: PipelinedServer, homes: Homes) -> dict[str, Any]:
     return report
 
 
-def sessiond_resume(homes: Homes) -> float:
+RSS_TARGET_MIB = 100  # the server's peak resident memory after resuming the long thread
+
+
+def sessiond_resume(homes: Homes, peaks: list[float] | None = None) -> float:
+    """J2; `peaks` gets the server's peak RSS (MiB) once the answer is in."""
     server, began = _sessiond(homes)
     try:
         _resume(server, homes)
-        return time.perf_counter() - began
+        elapsed = time.perf_counter() - began
+        if peaks is not None:
+            peaks.append(server.peak_rss_kib() / 1024)
+        return elapsed
     finally:
         server.close()
 
@@ -288,6 +295,7 @@ def run(
         homes = prepare(root, threads, messages, codex, wheel)
         prepared = time.perf_counter() - began
         timings = Timings()
+        peaks: list[float] = []
         journeys: list[tuple[str, Any, Any]] = [
             ("J1 cwd", sessiond_list, codex_list),
             (
@@ -300,7 +308,7 @@ def run(
                 lambda h: sessiond_list(h, 20, cwd=False),
                 lambda h: codex_list(h, cwd=False),
             ),
-            ("J2", sessiond_resume, codex_resume),
+            ("J2", lambda h: sessiond_resume(h, peaks), codex_resume),
             ("J3", sessiond_context, codex_context),
         ]
         for n in range(runs):
@@ -314,7 +322,8 @@ def run(
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return {"threads": threads, "messages": messages, "runs": runs, "timings": timings,
-            "codex": version, "prepare_s": prepared, "wheel": wheel}  # fmt: skip
+            "codex": version, "prepare_s": prepared, "wheel": wheel,
+            "peak_rss_mib": max(peaks) if peaks else None}  # fmt: skip
 
 
 SCALE_TARGET = 1.2  # J1 at the largest size / J1 at the smallest, at most
@@ -402,6 +411,12 @@ def render(result: dict[str, Any]) -> str:
         f"| deep / near (target ≤ {J4_RATIO:.0f}x, each ≤ {J4_MS:.0f} ms) | "
         f"{deep / near:.2f}x: {'met' if ok else '**not met**'} |",
     ]
+    rss = result.get("peak_rss_mib")
+    if rss is not None:
+        met = "met" if rss <= RSS_TARGET_MIB else "**not met**"
+        lines += ["", f"Peak RSS of the server after resuming the {messages}-message thread "
+                  f"(J2, the largest of its runs): {rss:.0f} MiB (target ≤ {RSS_TARGET_MIB} "
+                  f"MiB): {met}."]  # fmt: skip
     peer = f"`{result['codex']}`" if result["codex"] else "Codex not on PATH: not run"
     install = "from its wheel (bytecode compiled)" if result["wheel"] else "this checkout"
     lines += ["", f"Medians of {result['runs']} fresh processes per cell; sessiond installed "

@@ -384,15 +384,25 @@ class ThreadIndex:
         return boot, {key: (-1 if ns > now - RACY_NS else ns) for key, ns in times.items()}
 
     @staticmethod
-    def _remember(conn: sqlite3.Connection, seen: tuple[str | None, dict[str, int]]) -> None:
+    def _remember(
+        conn: sqlite3.Connection,
+        seen: tuple[str | None, dict[str, int]],
+        stored: dict[str, str] | None = None,
+    ) -> None:
+        """What this open saw, for the next one; not written when it is what `stored` says
+        already (a write transaction is most of an unchanged first open's cost)."""
         boot, times = seen
+        shards = orjson.dumps(times, option=orjson.OPT_SORT_KEYS).decode()
+        wanted = {} if boot is None else {"boot": boot, "shards": shards}
+        if stored is not None and stored == wanted:
+            return
         with conn:
             conn.execute("BEGIN")
             conn.execute("DELETE FROM meta")
             if boot is not None:
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [("boot", boot), ("shards", orjson.dumps(times).decode())],
+                    [("boot", boot), ("shards", shards)],
                 )
 
     def _catch_up(
@@ -417,7 +427,7 @@ class ThreadIndex:
             shards.update(thread_id[:2] for thread_id in found.thread_ids)
             if shards:
                 self._reconcile(conn, progress, shards)
-        self._remember(conn, seen)
+        self._remember(conn, seen, stored)
         found.clear()
         return conn
 
