@@ -643,3 +643,33 @@ def test_an_index_damaged_after_its_open_is_rebuilt_on_use(layout: Layout) -> No
     index = ThreadIndex(layout, read_summary)
     assert ids(index.list()[0]) + ids(index.list(archived=True)[0]) == listed
     assert list(layout.home.glob("index.sqlite3.corrupt-*"))
+
+
+def test_a_writer_mark_lives_until_the_threads_row_is_written(layout: Layout) -> None:
+    from restore.stores.embedded.store import EmbeddedStore
+
+    store = EmbeddedStore(layout)
+    store.index.ensure_ready()
+    thread_id = str(uuid.uuid4())
+    mark = layout.writer_mark_path(thread_id)
+    meta = {"type": "session_meta", "id": str(uuid.uuid4()), "threadId": thread_id,
+            "source": "startup", "cwd": "/w/a"}  # fmt: skip
+    writer = store.create(thread_id, "s1", meta)
+    assert mark.exists()
+    assert marks.probe(layout).alive == [thread_id]  # held: a writer alive
+    writer.append([{"type": "message", "id": str(uuid.uuid4()), "role": "user",
+                    "content": "closed before its row is written"}], "s1")  # fmt: skip
+    writer.close()
+    assert mark.exists()  # what a kill -9 now would leave: the next first list reads it
+    found = marks.probe(layout)
+    assert list(found.dead) == [thread_id]
+    for fd in found.dead.values():  # looked at, not taken: left for the store's own flush
+        os.close(fd)
+    store.flush()
+    assert not mark.exists()
+    assert store.index.get(thread_id).itemCount == 1  # type: ignore[union-attr]
+
+    again = store.open_writer(thread_id)  # a row already current: the mark goes at close
+    again.close()
+    assert list(layout.writers_dir.iterdir()) == []
+    store.close()

@@ -1,8 +1,11 @@
 """Writer marks: which threads a writer holds, so a crashed one is found without a scan.
 
-A writer creates `writers/<threadId>` and holds an exclusive `flock` on it from before its
-first append until its index row covers every append (the store lets go once the row is
-written). The first listing of a process looks only at this directory: a mark nobody
+A writer creates `writers/<threadId>` before its first append and holds an exclusive
+`flock` on it while it is open; the mark itself stays until the thread's index row covers
+every append (a writer closed before its row is written leaves it unheld, and the store
+removes it once the row is written: no descriptor is kept per closed thread).
+
+The first listing of a process looks only at this directory: a mark nobody
 holds was left by a writer that died (kill -9, a crash, a full disk that kept its row
 from being written), and that thread's file is read again; a held one is a writer alive
 in another process, whose file is read again too (its row may lag by `FLUSH_SECONDS`).
@@ -59,6 +62,20 @@ def release(layout: Layout, thread_id: str, fd: int) -> None:
         if os.fstat(fd).st_ino == os.stat(path).st_ino:
             os.unlink(path)
     os.close(fd)
+
+
+def clear_if_free(layout: Layout, thread_id: str) -> None:
+    """Remove the thread's mark unless a writer holds it (then it is that writer's)."""
+    try:
+        fd = os.open(layout.writer_mark_path(thread_id), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # gone already: a reader elsewhere read the thread and removed it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return
+    release(layout, thread_id, fd)
 
 
 @dataclass

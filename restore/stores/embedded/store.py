@@ -11,9 +11,9 @@ modules that implement them, and keeps the policy that is this backend's alone:
   answer to a start or a resume must not wait for;
 - files this process writes are never read by the index: their rows come from the open
   writers (`_live_rows`), and their sizes tell the watcher which changes were our own;
-- every writer holds its thread's writer mark (`marks.py`) from its open until its row is
-  written, so a writer killed in between is found by the next first listing without a
-  scan of every file;
+- every writer holds its thread's writer mark (`marks.py`) while it is open, and the mark
+  stays (unheld) until the thread's row is written, so a writer killed in between is
+  found by the next first listing without a scan of every file;
 - group commit is one fdatasync per written file, on the committer thread (`commit.py`).
 """
 
@@ -98,22 +98,26 @@ class EmbeddedStore(ThreadStore):
             self.flush()
 
     def closing(self, writer: ThreadWriter) -> None:
-        """Its row, if not written yet, is taken now (the mark needs the open file)."""
+        """Its row, if not written yet, is taken now (the mark needs the open file); its
+        writer mark is let go: removed if the row is written, else left unheld (as a dead
+        writer's would be: a reader elsewhere reads the thread again) until it is."""
         thread_id = writer.thread_id
         if self._writers.get(thread_id) is writer:
             del self._writers[thread_id]
         if self._dirty.get(thread_id) is writer:
             del self._dirty[thread_id]
             self._held[thread_id] = (writer.summary, writer.path, _mark(writer))
-        elif thread_id not in self._held:
-            self._let_go(thread_id)  # its row covers every append already
-
-    def _let_go(self, thread_id: str) -> None:
         fd = self._marks.pop(thread_id, None)
-        if fd is not None and thread_id not in self._writers:
-            marks.release(self.layout, thread_id, fd)
+        if fd is not None and thread_id in self._held:
+            os.close(fd)  # no descriptor per closed thread: flush removes the file
         elif fd is not None:
-            self._marks[thread_id] = fd  # a new writer of the thread holds it now
+            marks.release(self.layout, thread_id, fd)
+
+    def _row_written(self, thread_id: str) -> None:
+        """A closed writer's row is in the index: its mark goes, unless a writer (of this
+        process or another) holds the thread again."""
+        if self._held.pop(thread_id, None) is not None and thread_id not in self._marks:
+            marks.clear_if_free(self.layout, thread_id)
 
     def _live_rows(self) -> dict[str, Indexed]:
         """Index rows of the files this process writes, current in memory: the index never
@@ -132,9 +136,8 @@ class EmbeddedStore(ThreadStore):
         rows += [(w.summary, w.path, _mark(w)) for w in self._dirty.values() if not w.closed]
         if derived("index rows", self.index.upsert_many, rows):
             self._dirty.clear()
-            for thread_id in self._held:
-                self._let_go(thread_id)
-            self._held.clear()
+            for thread_id in list(self._held):
+                self._row_written(thread_id)
 
     def begin_commit(self) -> Callable[[], None] | None:
         """Group commit here is one fdatasync per written file (restore/.../commit.py)."""
@@ -171,8 +174,7 @@ class EmbeddedStore(ThreadStore):
             )
         summary, covered = found
         if derived("index row", self.index.upsert, summary, path, covered):
-            self._held.pop(summary.threadId, None)  # the row at its old path: replaced here
-            self._let_go(summary.threadId)
+            self._row_written(summary.threadId)  # the row at its old path: replaced here
         return summary
 
     def delete(self, thread_id: str) -> None:
@@ -183,8 +185,7 @@ class EmbeddedStore(ThreadStore):
         derived("snapshot removal", snapshots.discard, self.layout, thread_id)
         derived("offset map removal", self.pages.forget, thread_id)
         if derived("index row removal", self.index.remove, thread_id):
-            self._held.pop(thread_id, None)
-            self._let_go(thread_id)
+            self._row_written(thread_id)
 
     def exists(self, thread_id: str) -> bool:
         return self.layout.locate(thread_id) is not None
