@@ -8,7 +8,8 @@ import os
 import time
 from pathlib import Path
 
-from tests.faults.helpers import Spawn, list_all, message, record, start, thread_file
+from tests.faults.helpers import Spawn, list_all, record, start, thread_file
+from tests.support.items import message
 
 
 def _age_shards(home: Path) -> None:
