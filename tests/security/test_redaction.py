@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 
 from restore.redaction.rules import GENERIC_KINDS
-from tests.acp_editor import agent_log, fake_agent, sessiond_acp
 from tests.conftest import BOTH_STORES
-from tests.import_fixtures import ClaudeSession
-from tests.rpc_client import REPO, RpcError, ServerProcess
+from tests.support.acp_editor import agent_log, fake_agent, sessiond_acp
+from tests.support.import_fixtures import ClaudeSession
+from tests.support.rpc_client import REPO, RpcError, ServerProcess
 from tests.test_cli import sessiond
 from tests.test_hooks import HOOK, finals
 
