@@ -88,13 +88,14 @@ def discover(home: Path, cwd: str | None = None, port: int | None = None) -> dic
 
 
 def _forget(home: Path, record: dict[str, Any]) -> None:
-    """Remove a discovery file whose server refused us or is not there, if it still says
-    what we read (a new server on the same port writes the same name)."""
-    path = servers_dir(home) / f"{record.get('port')}.json"
-    with contextlib.suppress(OSError, ValueError):
-        current = orjson.loads(path.read_bytes())
-        if current.get("pid") == record.get("pid") and current.get("token") == record.get("token"):
-            path.unlink()
+    """Remove the discovery file of a server that refused us or is not there, if it still
+    says what we read (a new server on the same port writes the same name)."""
+    same = ("pid", "port", "token")
+    for path in servers_dir(home).glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            current = orjson.loads(path.read_bytes())
+            if all(current.get(key) == record.get(key) for key in same):
+                path.unlink()
 
 
 async def connect_first(
