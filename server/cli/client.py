@@ -125,6 +125,7 @@ async def attach(
     port: int | None = None,
     spawn: bool = False,
     linger: float = DEFAULT_LINGER_SECONDS,
+    store: str | None = None,
 ) -> Client:
     """Connect to the server running for this data dir, else (with `spawn`) start one.
 
@@ -143,7 +144,7 @@ async def attach(
         client = await connect_first(home, candidates(home, cwd), folders)
         if client is not None:
             return client
-        record = await spawn_server(home, linger)
+        record = await spawn_server(home, linger, store)
         client = await connect_first(home, [record], folders)
     if client is None:
         raise OSError(f"the sessiond server it started (pid {record.get('pid')}) did not answer")
@@ -251,7 +252,7 @@ def add_arguments(client: argparse.ArgumentParser, common: argparse.ArgumentPars
     record.add_argument("--role", choices=("user", "assistant", "system"), default="user")
 
 
-async def _run(home: Path, args: argparse.Namespace) -> Any:
+async def _run(home: Path, args: argparse.Namespace, store: str | None = None) -> Any:
     client = await attach(home, os.getcwd(), port=args.port, spawn=args.spawn, linger=args.linger)
     try:
         if args.client_command == "list":
@@ -284,8 +285,11 @@ async def _run(home: Path, args: argparse.Namespace) -> Any:
 
 def run(config: ServerConfig, args: argparse.Namespace) -> int:
     """Print the answer as JSON; a failure is one line on stderr, as in every subcommand."""
+    if not args.linger >= 0:
+        print("sessiond: --linger takes a number of seconds, 0 or more", file=sys.stderr)
+        return 2
     try:
-        answer = asyncio.run(_run(Path(config.home), args))
+        answer = asyncio.run(_run(Path(config.home), args, config.store))
     except RemoteError as remote:
         print(f"sessiond: {remote}", file=sys.stderr)
         return 2

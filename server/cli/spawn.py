@@ -61,8 +61,10 @@ def server_argv(home: Path, linger: float) -> list[str]:
     ]
 
 
-async def spawn_server(home: Path, linger: float) -> dict[str, Any]:
-    """Start a lingering WebSocket server and return its discovery record once written."""
+async def spawn_server(home: Path, linger: float, store: str | None = None) -> dict[str, Any]:
+    """Start a lingering WebSocket server and return its discovery record once written.
+    A shared store's URL goes in its environment (SESSIOND_STORE), never its argv."""
+    env = {**os.environ, "SESSIOND_STORE": store} if store else None
     directory = servers_dir(home)
     log_fd = os.open(
         directory / SPAWN_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600
@@ -74,6 +76,7 @@ async def spawn_server(home: Path, linger: float) -> dict[str, Any]:
             stdout=subprocess.DEVNULL,
             stderr=log_fd,
             cwd=home,  # holds no window's directory busy
+            env=env,
             start_new_session=True,  # a window's Ctrl-C or hang-up does not reach it
         )
     finally:
