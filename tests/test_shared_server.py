@@ -267,3 +267,16 @@ async def test_two_windows_on_one_server_share_leases_and_notifications(
     finally:
         await first.close()
         await second.close()
+
+
+def test_attach_names_the_shared_server_without_its_token(client: Client, home: Path) -> None:
+    """What the editor runs when no server answers: it starts one and makes no request
+    (the window's own first list, with its indexing progress, stays the window's)."""
+    attached = client("attach")
+    assert attached.returncode == 0, attached.stderr
+    shown = json.loads(attached.stdout)
+    (record,) = records(home)
+    assert (shown["pid"], shown["port"]) == (record["pid"], record["port"])
+    assert shown["discoveryFile"] == str(home / "servers" / record["file"])
+    assert record["token"] not in attached.stdout + attached.stderr
+    assert record["token"] not in (home / "servers" / "spawned.log").read_text()

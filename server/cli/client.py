@@ -154,8 +154,10 @@ async def attach(
 class Client:
     """One authenticated connection; answers are matched to requests by id."""
 
-    def __init__(self, ws: ClientConnection) -> None:
+    def __init__(self, ws: ClientConnection, record: dict[str, Any] | None = None) -> None:
         self.ws = ws
+        self.record = record or {}
+        """The discovery record of the server this client is connected to."""
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -173,7 +175,7 @@ class Client:
             max_size=None,
             compression=None,
         )
-        client = cls(ws)
+        client = cls(ws, record)
         await client.request(
             "initialize",
             {
@@ -236,6 +238,12 @@ def add_arguments(client: argparse.ArgumentParser, common: argparse.ArgumentPars
         f"(default {DEFAULT_LINGER_SECONDS:g})",
     )
     actions = client.add_subparsers(dest="client_command", required=True, metavar="ACTION")
+    actions.add_parser(
+        "attach",
+        help="connect (with --spawn: start a shared server if none answers) and print the "
+        "server's pid, port and discovery file; no request is made",
+        parents=[common],
+    )
     listing = actions.add_parser("list", help="list threads, newest first", parents=[common])
     listing.add_argument("--workspace-folder", help="only threads in or under this folder")
     listing.add_argument("--limit", type=int, default=50)
@@ -255,6 +263,14 @@ def add_arguments(client: argparse.ArgumentParser, common: argparse.ArgumentPars
 async def _run(home: Path, args: argparse.Namespace, store: str | None = None) -> Any:
     client = await attach(home, os.getcwd(), port=args.port, spawn=args.spawn, linger=args.linger)
     try:
+        if args.client_command == "attach":
+            record = client.record
+            return {
+                "pid": record.get("pid"),
+                "port": record.get("port"),
+                "url": record.get("url"),
+                "discoveryFile": str(servers_dir(home) / f"{record.get('port')}.json"),
+            }
         if args.client_command == "list":
             params: dict[str, Any] = {"limit": max(1, min(args.limit, 200))}
             if args.workspace_folder:

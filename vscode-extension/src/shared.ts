@@ -28,7 +28,9 @@ export interface ServerRecord {
 
 export interface SharedServerPlan {
   home: string;
-  /** `sessiond client --spawn … list --limit 1`: starts a lingering server unless one answers. */
+  /** `sessiond client --spawn … attach`: starts a lingering server unless one answers. It
+   * makes no request, so the window's own first `thread/list` (and its indexing progress) is
+   * the window's. */
   spawnCommand: string[];
 }
 
@@ -49,7 +51,7 @@ export function sharedServerPlan(command: readonly string[], env: NodeJS.Process
     else if (arg.startsWith("--home=")) home = arg.slice("--home=".length);
   }
   home ??= env["SESSIOND_HOME"] || (env["XDG_STATE_HOME"] ? path.join(env["XDG_STATE_HOME"], "sessiond") : path.join(homedir(), ".local", "state", "sessiond"));
-  return { home, spawnCommand: [...prefix, "client", "--spawn", "--linger", String(LINGER_SECONDS), "list", "--limit", "1"] };
+  return { home, spawnCommand: [...prefix, "client", "--spawn", "--linger", String(LINGER_SECONDS), "attach"] };
 }
 
 function pidAlive(pid: unknown): boolean {
