@@ -218,20 +218,33 @@ def test_a_file_with_the_wrong_token_is_dropped_and_the_real_server_used(
 
 
 def test_two_clients_racing_to_spawn_end_with_one_server(home: Path, tmp_path: Path) -> None:
+    """The first racer's server is held after it took the spawn lock and found no server,
+    before it listens (a pause point); the others start meanwhile and must wait for the
+    lock, find it and leave, not start servers of their own."""
     argv = [sys.executable, "-m", "server.cli", "--home", str(home), "client", "--spawn",
             "--linger", "60", "list"]  # fmt: skip
-    env = {**server_env(), "PYTHONPATH": str(REPO)}
-    racers = [
-        subprocess.Popen(
+    points = tmp_path / "points"
+    points.mkdir()
+    env = {**server_env(), "PYTHONPATH": str(REPO),
+           "SESSIOND_PAUSE_AT": f"shared-server-claimed:{points}"}  # fmt: skip
+
+    def racer() -> subprocess.Popen[str]:
+        return subprocess.Popen(
             argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        for _ in range(3)
-    ]
+
+    racers = [racer()]
     try:
-        outputs = [racer.communicate(timeout=HANG_GUARD) for racer in racers]
-        assert [racer.returncode for racer in racers] == [0, 0, 0], outputs
+        wait_until((points / "shared-server-claimed.reached").exists)
+        racers += [racer(), racer()]
+        time.sleep(2)  # lets their servers reach the lock (the test cannot fail by timing)
+        (points / "shared-server-claimed.go").touch()
+        outputs = [r.communicate(timeout=HANG_GUARD) for r in racers]
+        assert [r.returncode for r in racers] == [0, 0, 0], outputs
         assert len(records(home)) == 1
         assert len(spawned_servers(home)) == 1
+        log = (home / "servers" / "spawned.log").read_text()
+        assert log.count("already running") == 2  # the others' servers left at once
     finally:
         for record in records(home):
             os.kill(record["pid"], signal.SIGKILL)

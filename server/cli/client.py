@@ -118,6 +118,15 @@ async def connect_first(
     return None
 
 
+async def answering_server(home: Path) -> dict[str, Any] | None:
+    """The record of a server of this data dir that answers now (stale ones removed)."""
+    client = await connect_first(home, candidates(home), [])
+    if client is None:
+        return None
+    await client.close()
+    return client.record
+
+
 async def attach(
     home: Path,
     cwd: str,
@@ -129,26 +138,24 @@ async def attach(
 ) -> Client:
     """Connect to the server running for this data dir, else (with `spawn`) start one.
 
-    Under the spawn lock the servers are tried again first: a window that waited there
-    while another spawned connects to that one. A server that exits between being found
-    and being connected to (its grace ran out) is just one more stale record: look again."""
+    The started server takes the spawn lock and looks again itself (`serve --shared`): of
+    windows starting servers at once, one listens and the others exit, and every window
+    connects to the one that listens. A server that exits between being found and being
+    connected to (its grace ran out) is just one more stale record: look again."""
     folders = [cwd]
     client = await connect_first(home, candidates(home, cwd, port), folders)
     if client is not None:
         return client
     if not spawn or port is not None:
         raise _missing(home, port)
-    from server.cli.spawn import spawn_lock, spawn_server
+    from server.cli.spawn import spawn_server
 
-    async with spawn_lock(home):
+    for _ in range(3):
+        await spawn_server(home, linger, store)
         client = await connect_first(home, candidates(home, cwd), folders)
         if client is not None:
             return client
-        record = await spawn_server(home, linger, store)
-        client = await connect_first(home, [record], folders)
-    if client is None:
-        raise OSError(f"the sessiond server it started (pid {record.get('pid')}) did not answer")
-    return client
+    raise OSError(f"no sessiond server in {servers_dir(home)} answered after starting one")
 
 
 class Client:

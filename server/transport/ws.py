@@ -23,6 +23,8 @@ import logging
 import secrets
 import signal
 import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -340,9 +342,12 @@ async def serve_ws(
     with_stdio: bool,
     folders: list[str] | None = None,
     linger: float | None = None,
+    claim: Claim | None = None,
 ) -> int:
     """Serve WebSocket clients (and stdio, when asked) until exit or a signal; with
-    `linger`, also until no client has been attached for that many seconds."""
+    `linger`, also until no client has been attached for that many seconds. With `claim`
+    (a shared server), listening starts inside it: it yields the record of a server that
+    already answers, and then this one exits at once instead."""
     loop = asyncio.get_running_loop()
     server.loop = loop
     transport = WebSocketTransport(server, host, port, folders)
@@ -359,7 +364,16 @@ async def serve_ws(
             stop.set()
 
         transport.linger = Linger(loop, linger, expire)
-    await transport.start()
+    if claim is None:
+        await transport.start()
+    else:
+        async with claim() as running:
+            if running is not None:
+                where = f"port {running.get('port')}, pid {running.get('pid')}"
+                print(f"sessiond: already running ({where}): not starting another",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                return 0
+            await transport.start()
     if transport.linger is not None:
         transport.linger.start()
     try:
@@ -375,6 +389,11 @@ async def serve_ws(
         await transport.close()
 
 
+Claim = Callable[[], AbstractAsyncContextManager[dict[str, Any] | None]]
+"""Held while a shared server starts listening and publishes its discovery file
+(server/cli/spawn.py's `claim`): yields the record of a server that already answers."""
+
+
 def run(
     server: SessiondServer,
     address: str,
@@ -382,6 +401,7 @@ def run(
     with_stdio: bool,
     folders: list[str] | None = None,
     linger: float | None = None,
+    claim: Claim | None = None,
 ) -> int:
     """`sessiond serve --ws [HOST:]PORT`; a non-loopback address is refused before binding,
     and a data directory that cannot hold the discovery file before listening."""
@@ -393,7 +413,15 @@ def run(
         )
     try:
         return asyncio.run(
-            serve_ws(server, host, port, with_stdio=with_stdio, folders=folders, linger=linger)
+            serve_ws(
+                server,
+                host,
+                port,
+                with_stdio=with_stdio,
+                folders=folders,
+                linger=linger,
+                claim=claim,
+            )
         )
     finally:
         server.close()

@@ -1,12 +1,13 @@
 // One sessiond for every window: find the server already running for this user and data
 // dir (its discovery file `servers/<port>.json`, 0600, holds its port and token), connect
-// to it over its loopback WebSocket, else have `sessiond client --spawn` start one that
-// lingers (it takes the spawn lock, so two windows opening at once end with one server).
+// to it over its loopback WebSocket, else start `sessiond serve --ws 0 --linger 30 --shared`
+// detached: that server takes the spawn lock (a flock, in the data dir) and leaves at once
+// if another already answers, so two windows opening at once end with one server.
 // The token is read from the file and sent in a header; it never reaches a command line.
 // `ws` instead of a global WebSocket: the Node in VS Code 1.85 has none, and a browser-style
 // WebSocket cannot send the Authorization header.
-import { execFile } from "node:child_process";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import * as path from "node:path";
 import { AbstractMessageReader, AbstractMessageWriter, type DataCallback, type Message, type MessageReader, type MessageWriter } from "vscode-jsonrpc/node";
@@ -28,9 +29,7 @@ export interface ServerRecord {
 
 export interface SharedServerPlan {
   home: string;
-  /** `sessiond client --spawn … attach`: starts a lingering server unless one answers. It
-   * makes no request, so the window's own first `thread/list` (and its indexing progress) is
-   * the window's. */
+  /** `… serve --ws 0 --linger 30 --shared`: a lingering server, unless one answers. */
   spawnCommand: string[];
 }
 
@@ -51,7 +50,7 @@ export function sharedServerPlan(command: readonly string[], env: NodeJS.Process
     else if (arg.startsWith("--home=")) home = arg.slice("--home=".length);
   }
   home ??= env["SESSIOND_HOME"] || (env["XDG_STATE_HOME"] ? path.join(env["XDG_STATE_HOME"], "sessiond") : path.join(homedir(), ".local", "state", "sessiond"));
-  return { home, spawnCommand: [...prefix, "client", "--spawn", "--linger", String(LINGER_SECONDS), "attach"] };
+  return { home, spawnCommand: [...prefix, "serve", "--ws", "0", "--linger", String(LINGER_SECONDS), "--shared"] };
 }
 
 function pidAlive(pid: unknown): boolean {
@@ -89,14 +88,46 @@ export function liveServers(home: string): ServerRecord[] {
   return found.sort((a, b) => b.at - a.at).map((entry) => entry.record);
 }
 
-/** Runs `sessiond client --spawn …`; resolves once a server of the data dir answers. */
+/**
+ * Starts the shared server, detached (its own session: it outlives this window), its stderr
+ * appended to `servers/spawned.log`; resolves once it has published its discovery file, or
+ * has left because another server answers (connect to that one).
+ */
 export function spawnShared(plan: SharedServerPlan, cwd: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
   const [program, ...args] = plan.spawnCommand;
+  const directory = path.join(plan.home, "servers");
+  mkdirSync(directory, { recursive: true, mode: 0o700 });
+  const log = openSync(path.join(directory, "spawned.log"), "a", 0o600);
+  const child = (() => {
+    try {
+      return spawn(program!, args, { cwd, env, detached: true, stdio: ["ignore", "ignore", log] });
+    } finally {
+      closeSync(log);
+    }
+  })();
+  child.unref();
   return new Promise((resolve, reject) => {
-    execFile(program!, args, { cwd, env, timeout: 60_000 }, (error, _stdout, stderr) => {
-      if (error) reject(new Error(stderr.trim().split("\n").pop() || error.message));
+    const tail = () => {
+      try {
+        return readFileSync(path.join(directory, "spawned.log"), "utf8").trim().split("\n").pop();
+      } catch {
+        return undefined;
+      }
+    };
+    let poll: NodeJS.Timeout | undefined;
+    const finish = (error?: Error) => {
+      child.removeAllListeners();
+      clearInterval(poll);
+      clearTimeout(guard);
+      if (error) reject(error);
       else resolve();
-    });
+    };
+    const guard = setTimeout(() => finish(new Error("the shared server published no port in 30 s")), 30_000);
+    child.once("error", (error) => finish(error));
+    child.once("exit", (code) => finish(code === 0 ? undefined : new Error(tail() || `exit ${code}`)));
+    poll = setInterval(() => {
+      if (liveServers(plan.home).some((record) => record.pid === child.pid)) finish();
+    }, 5);
   });
 }
 

@@ -85,3 +85,28 @@ describe("windows sharing one server", () => {
     assert.ok(!discovered().some((record) => record.pid === own.pid), "a stdio server publishes no discovery file");
   });
 });
+
+describe("two windows opening at once, no server running", () => {
+  it("end with one server", async () => {
+    const root = tempDir("sessiond-ext-race-");
+    const home = `${root.path}/home`;
+    const repo = makeRepo(root.path, "app");
+    const make = () =>
+      new SessiondClient({ command: serverCommand(home), clientInfo: { name: "racer", version: "1" }, workspaceFolders: () => [{ path: repo, name: "app" }], connect: "auto" });
+    const [a, b] = [make(), make()];
+    const started = new Set<number>();
+    try {
+      await Promise.all([a.start(), b.start()]);
+      for (const pid of [a.pid, b.pid]) if (pid) started.add(pid);
+      assert.ok(a.isShared && b.isShared);
+      assert.equal(a.pid, b.pid, "one server for both");
+      const files = readdirSync(path.join(home, "servers")).filter((name) => name.endsWith(".json"));
+      assert.equal(files.length, 1);
+    } finally {
+      await a.stop();
+      await b.stop();
+      for (const pid of started) process.kill(pid, "SIGKILL"); // the server this test started
+      root.remove();
+    }
+  });
+});
