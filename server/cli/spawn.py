@@ -38,7 +38,8 @@ normally takes well under a second)."""
 
 @asynccontextmanager
 async def spawn_lock(home: Path) -> AsyncIterator[None]:
-    """Held while one window looks again and, if still nothing answers, spawns."""
+    """Held by a shared server while it looks again and, if nothing answers, starts
+    listening and publishes its discovery file."""
     directory = servers_dir(home)
     private_dirs(directory)
     fd = os.open(directory / SPAWN_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
