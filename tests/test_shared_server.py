@@ -293,3 +293,27 @@ def test_attach_names_the_shared_server_without_its_token(client: Client, home: 
     assert shown["discoveryFile"] == str(home / "servers" / record["file"])
     assert record["token"] not in attached.stdout + attached.stderr
     assert record["token"] not in (home / "servers" / "spawned.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--linger", "5"], "--linger ends a WebSocket-only server"),
+        (["--stdio", "--ws", "0", "--linger", "5"], "--linger ends a WebSocket-only server"),
+        (["--ws", "0", "--linger", "-1"], "--linger takes a number of seconds"),
+        (["--shared"], "--shared is a WebSocket-only server"),
+    ],
+)
+def test_serve_refuses_linger_and_shared_without_a_websocket(
+    home: Path, args: list[str], said: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli", "--home", str(home), "serve", *args],
+        env={**server_env(), "PYTHONPATH": str(REPO)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD,
+    )
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert not (home / "servers").exists()  # nothing listened, nothing published
