@@ -83,3 +83,25 @@ def test_initialize_loads_nothing_a_later_request_would_need(
 def test_the_debug_method_exists_only_when_asked_for(server: ServerProcess) -> None:
     reply = server.response(server.request_async("sessiond/debug"))
     assert reply["error"]["data"]["kind"] == "MethodNotFound"
+
+
+# Modules a window's first `thread/list` does not need (issue 26): the resume engine, the
+# judge and the git runner come with the first resume or start.
+NOT_FOR_A_LIST = ("restore.service.resume", "restore.engine.judge", "restore.engine.gitcli")
+
+
+def test_a_list_loads_neither_the_resume_engine_nor_git(spawn: Spawn, tmp_path: Path) -> None:
+    first = spawn()
+    first.initialize()
+    tid = first.request("thread/start", {"cwd": str(tmp_path)})["thread"]["threadId"]
+    assert first.shutdown() == 0
+
+    server = spawn(env={"SESSIOND_DEBUG": "1"})
+    server.initialize([str(tmp_path)], trusted=True)
+    assert [t["threadId"] for t in server.request("thread/list", {})["threads"]] == [tid]
+    report = server.request("sessiond/debug")
+    assert [name for name in NOT_FOR_A_LIST if loaded(report, name)] == []
+
+    server.request("thread/resume", {"threadId": tid})
+    after = server.request("sessiond/debug")
+    assert [name for name in NOT_FOR_A_LIST if loaded(after, name)] == list(NOT_FOR_A_LIST)

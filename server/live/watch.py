@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("sessiond.watch")
 DEBOUNCE_MS = 200  # changes are grouped at most this long: clients see them within a second
-STEP_MS = 30
+STEP_MS = 3  # a quiet pause this long ends a batch: a follower hears of an append in ~5 ms
 READY_MS = 500  # how long an idle watcher waits between (empty) wake-ups
 WATCH_OPTIONS: dict[str, Any] = {"debounce": DEBOUNCE_MS, "step": STEP_MS,
                                  "rust_timeout": READY_MS, "yield_on_timeout": True,
