@@ -13,6 +13,10 @@ and Codex alternating; a row is the median of `--runs` runs.
   present, three ways: every thread (no filter) with 1 and with 20 workspace folders (real
   git repos) in `initialize`, and one folder's threads (`cwd` filter). Codex: the same
   lists, its state DB present (a restart).
+- J1' a second window: a server the first window spawned is running (`sessiond client
+  --spawn`, which starts `serve --ws 0 --linger`); a new WebSocket connection (bearer
+  token from the discovery file) → `initialize` → the first `thread/list` page of every
+  thread, with 1 and 20 folders, timed in this process (the editor is running already).
 - J2 click Resume: spawn → `initialize` → `thread/resume` of the long thread, its answer
   carrying the newest 200 messages. Codex: spawn → `initialize` → `thread/resume`
   (`excludeTurns`) → `thread/turns/list` of the newest turns with their items, as many
@@ -33,10 +37,15 @@ line arrives, before parsing (codex_peer's client), which favours Codex on J3's 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import math
+import os
 import shutil
+import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -47,7 +56,7 @@ from bench import codex_peer, resume
 from bench.codex_peer import AppServer
 from bench.install import install_wheel
 from bench.listing import FOLDERS, PAGE, write_threads
-from bench.rpc import PipelinedServer
+from bench.rpc import REPO, PipelinedServer
 from restore.home.layout import Layout
 from restore.service import Settings, open_service
 from restore.stores.api import Durability
@@ -61,6 +70,8 @@ TIMEOUT = 600.0
 TARGETS = {"J1 cwd": 0.5, "J1 all 1": 0.75, "J1 all 20": 0.75, "J2": 0.1, "J3": 0.33}
 """sessiond / Codex, at most."""
 FOLDER_COUNTS = (1, 20)
+SECOND_WINDOW_MS = 15.0  # J1': connect to the running server → first page, at most
+SECOND_WINDOWS_PER_RUN = 10  # connections are cheap: more samples per run
 J4_RATIO, J4_MS = 2.0, 20.0
 
 
@@ -163,6 +174,53 @@ def sessiond_list(homes: Homes, folders: int = 1, cwd: bool = True) -> float:
         return elapsed
     finally:
         server.close()
+
+
+def _spawn_shared(homes: Homes) -> dict[str, Any]:
+    """The first window, as `sessiond client --spawn` opens it: the server it starts
+    lingers, and its discovery record is returned."""
+    code = homes.site or REPO
+    subprocess.run(
+        [sys.executable, "-m", "server.cli", "--home", str(homes.sessiond), "client", "--spawn",
+         "--linger", "60", "list"],
+        cwd=code.parent if homes.site else REPO, check=True, stdout=subprocess.DEVNULL,
+        env={**os.environ, "SESSIOND_DURABILITY": "fsync", "PYTHONPATH": str(code)},
+        timeout=TIMEOUT,
+    )  # fmt: skip
+    (path,) = (homes.sessiond / "servers").glob("*.json")
+    record: dict[str, Any] = json.loads(path.read_text())
+    return record
+
+
+async def _second_windows(record: dict[str, Any], folders: list[Path], n: int) -> list[float]:
+    from server.cli.client import Client
+
+    named = [str(folder) for folder in folders]
+    times = []
+    for _ in range(n):
+        began = time.perf_counter()
+        client = await Client.open(record, folders=named)
+        page = await client.request("thread/list", {"limit": PAGE})
+        times.append(time.perf_counter() - began)
+        assert len(page["threads"]) == PAGE, len(page["threads"])
+        await client.close()
+    return times
+
+
+def sessiond_second_window(homes: Homes, runs: int) -> Timings:
+    """J1': every later window connects to the server the first one spawned."""
+    record = _spawn_shared(homes)
+    timings = Timings()
+    try:
+        for _ in range(runs):
+            for folders in FOLDER_COUNTS:
+                for seconds in asyncio.run(
+                    _second_windows(record, homes.folders[:folders], SECOND_WINDOWS_PER_RUN)
+                ):
+                    timings.add(f"J1' {folders}", seconds)
+    finally:
+        os.kill(record["pid"], signal.SIGTERM)  # the server the bench started
+    return timings
 
 
 def _resume(server: PipelinedServer, homes: Homes) -> dict[str, Any]:
@@ -318,11 +376,12 @@ def run(
                     timings.add(f"{name} {who}", work(homes))
             for deep in (n % 2 == 0, n % 2 != 0):  # near and deep pages, alternating first
                 timings.add(f"J4 {'deep' if deep else 'near'}", sessiond_page(homes, deep))
+        second = sessiond_second_window(homes, runs)
         version = codex_peer.version() if codex else None
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return {"threads": threads, "messages": messages, "runs": runs, "timings": timings,
-            "codex": version, "prepare_s": prepared, "wheel": wheel,
+            "second_window": second, "codex": version, "prepare_s": prepared, "wheel": wheel,
             "peak_rss_mib": max(peaks) if peaks else None}  # fmt: skip
 
 
@@ -411,6 +470,21 @@ def render(result: dict[str, Any]) -> str:
         f"| deep / near (target ≤ {J4_RATIO:.0f}x, each ≤ {J4_MS:.0f} ms) | "
         f"{deep / near:.2f}x: {'met' if ok else '**not met**'} |",
     ]
+    second: Timings | None = result.get("second_window")
+    if second is not None:
+        lines += ["", "| J1' a second window: connect to the running server (WebSocket, "
+                  "token from its discovery file) → `initialize` → first `thread/list` page "
+                  f"of every thread ({threads} threads) | median ms | J1, spawn (median ms) "
+                  f"| target | |", "|---|---:|---:|---:|---|"]  # fmt: skip
+        for folders in FOLDER_COUNTS:
+            ours = second.median(f"J1' {folders}")
+            spawn = timings.median(f"J1 all {folders} sessiond")
+            met = "—" if ours is None else ("met" if ours <= SECOND_WINDOW_MS else "**not met**")
+            lines.append(f"| {folders} workspace folder{'s' if folders > 1 else ''} | "
+                         f"{_ms(ours)} | {_ms(spawn)} | ≤ {SECOND_WINDOW_MS:.0f} ms | "
+                         f"{met} |")  # fmt: skip
+        samples = len(second.runs.get(f"J1' {FOLDER_COUNTS[0]}", []))
+        lines += ["", f"J1': {samples} connections per row, each a new one."]
     rss = result.get("peak_rss_mib")
     if rss is not None:
         met = "met" if rss <= RSS_TARGET_MIB else "**not met**"
@@ -441,6 +515,8 @@ def main() -> None:
                  wheel=not args.checkout)  # fmt: skip
     print(render(result))
     for key, values in result["timings"].runs.items():
+        print(key, [round(v, 1) for v in values])
+    for key, values in result["second_window"].runs.items():
         print(key, [round(v, 1) for v in values])
 
 

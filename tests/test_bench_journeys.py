@@ -19,3 +19,15 @@ def test_the_journeys_run_their_checks_and_report_every_target() -> None:
         assert row in table
     assert "deep / near (target ≤ 2x, each ≤ 20 ms)" in table
     assert "Codex not on PATH: not run" in table
+
+
+def test_the_second_window_connects_to_the_server_the_first_spawned() -> None:
+    """J1': the first window spawns a lingering server, every timed one connects to it
+    (each connection checks its page); the report puts it beside J1 with its target."""
+    result = journeys.run(threads=60, messages=800, runs=1, codex=False, wheel=False)
+    second = result["second_window"].runs
+    assert set(second) == {"J1' 1", "J1' 20"}
+    assert all(len(v) == journeys.SECOND_WINDOWS_PER_RUN for v in second.values())
+    table = journeys.render(result)
+    assert "J1' a second window: connect to the running server" in table
+    assert "≤ 15 ms" in table

@@ -2,7 +2,10 @@
 
 It does what a Neovim or Emacs plugin would: find a running server through its discovery
 lock file, connect with the token, `initialize`, send requests and print the answers.
-See docs/headless-clients.md for the exchange on the wire.
+See docs/headless-clients.md for the exchange on the wire. With `--spawn` it does what the
+VS Code extension does for every window: connect to the server already running for this
+user and data dir, else start one that lingers (server/cli/spawn.py), so only the first
+window pays for a process start.
 
 A session (the lease to write a thread) lives as long as the connection that opened it,
 so `record` resumes and records over one connection; a `resume` printed by one command
@@ -13,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
+import logging
 import os
 import sys
 import uuid
@@ -24,12 +29,17 @@ import orjson
 
 from protocol import PROTOCOL_VERSION
 from server.config import ServerConfig
-from server.transport.discovery import live_servers
+from server.transport.discovery import live_servers, servers_dir
+from server.transport.linger import DEFAULT_LINGER_SECONDS
 
 if TYPE_CHECKING:  # websockets is imported by the commands that connect, not by `serve`
     from websockets.asyncio.client import ClientConnection
 
 CLIENT_NAME = "sessiond-client"
+ANSWER_SECONDS = 5.0
+"""How long a discovered server may take to complete the handshake and answer
+`initialize` (from memory: milliseconds) before this client looks elsewhere."""
+logger = logging.getLogger("sessiond.client")
 
 
 class RemoteError(Exception):
@@ -42,35 +52,119 @@ class RemoteError(Exception):
         self.error = error
 
 
-def discover(home: Path, cwd: str | None = None, port: int | None = None) -> dict[str, Any]:
-    """The server to talk to: the one on `port`, else the one whose workspace folder holds
-    `cwd` most closely (the innermost folder wins), else the newest."""
+def candidates(home: Path, cwd: str | None = None, port: int | None = None) -> list[dict[str, Any]]:
+    """The servers to try, best first: the one on `port` alone if given; else the one whose
+    workspace folder holds `cwd` most closely (the innermost folder wins), then the rest,
+    newest first. Records whose pid is dead are already dropped (and their files removed)."""
     servers = live_servers(home)
     if port is not None:
-        servers = [s for s in servers if s.get("port") == port]
+        return [s for s in servers if s.get("port") == port]
+    if cwd is None:
+        return servers
+    depth = {
+        rank: len(folder)
+        for rank, record in enumerate(servers)
+        for folder in record.get("workspaceFolders") or []
+        if cwd == folder or cwd.startswith(folder.rstrip("/") + "/")
+    }
+    order = sorted(range(len(servers)), key=lambda rank: (-depth.get(rank, -1), rank))
+    return [servers[rank] for rank in order]
+
+
+def _missing(home: Path, port: int | None) -> LookupError:
+    where = f" on port {port}" if port is not None else ""
+    return LookupError(
+        f"no running sessiond{where} in {home / 'servers'}: "
+        "start one with `sessiond serve --ws 0` (or use `sessiond client --spawn`)"
+    )
+
+
+def discover(home: Path, cwd: str | None = None, port: int | None = None) -> dict[str, Any]:
+    """The server to talk to (the first of `candidates`); LookupError if none runs."""
+    servers = candidates(home, cwd, port)
     if not servers:
-        where = f" on port {port}" if port is not None else ""
-        raise LookupError(
-            f"no running sessiond{where} in {home / 'servers'}: "
-            "start one with `sessiond serve --ws 0`"
-        )
-    if cwd is not None:
-        serving = [
-            (len(folder), -rank, record)
-            for rank, record in enumerate(servers)
-            for folder in record.get("workspaceFolders") or []
-            if cwd == folder or cwd.startswith(folder.rstrip("/") + "/")
-        ]
-        if serving:
-            return max(serving, key=lambda match: match[:2])[2]
+        raise _missing(home, port)
     return servers[0]
+
+
+def _forget(home: Path, record: dict[str, Any]) -> None:
+    """Remove the discovery file of a server that refused us or is not there, if it still
+    says what we read (a new server on the same port writes the same name)."""
+    same = ("pid", "port", "token")
+    for path in servers_dir(home).glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            current = orjson.loads(path.read_bytes())
+            if all(current.get(key) == record.get(key) for key in same):
+                path.unlink()
+
+
+async def connect_first(
+    home: Path, servers: list[dict[str, Any]], folders: list[str]
+) -> Client | None:
+    """A client of the first server that completes the authenticated handshake and answers
+    `initialize`. A pid being alive proves nothing (pids are reused): a record whose port
+    refuses the connection, is not a sessiond or refuses the token is stale and removed;
+    one that is merely slow is skipped and kept."""
+    from websockets.exceptions import InvalidHandshake
+
+    for record in servers:
+        try:
+            return await asyncio.wait_for(Client.open(record, folders=folders), ANSWER_SECONDS)
+        except (OSError, InvalidHandshake, RemoteError, KeyError, TypeError) as exc:
+            logger.info("not using the server on port %s: %s", record.get("port"), exc)
+            _forget(home, record)
+        except TimeoutError:
+            logger.info("the server on port %s did not answer in time", record.get("port"))
+    return None
+
+
+async def answering_server(home: Path) -> dict[str, Any] | None:
+    """The record of a server of this data dir that answers now (stale ones removed)."""
+    client = await connect_first(home, candidates(home), [])
+    if client is None:
+        return None
+    await client.close()
+    return client.record
+
+
+async def attach(
+    home: Path,
+    cwd: str,
+    *,
+    port: int | None = None,
+    spawn: bool = False,
+    linger: float = DEFAULT_LINGER_SECONDS,
+    store: str | None = None,
+) -> Client:
+    """Connect to the server running for this data dir, else (with `spawn`) start one.
+
+    The started server takes the spawn lock and looks again itself (`serve --shared`): of
+    windows starting servers at once, one listens and the others exit, and every window
+    connects to the one that listens. A server that exits between being found and being
+    connected to (its grace ran out) is just one more stale record: look again."""
+    folders = [cwd]
+    client = await connect_first(home, candidates(home, cwd, port), folders)
+    if client is not None:
+        return client
+    if not spawn or port is not None:
+        raise _missing(home, port)
+    from server.cli.spawn import spawn_server
+
+    for _ in range(3):
+        await spawn_server(home, linger, store)
+        client = await connect_first(home, candidates(home, cwd), folders)
+        if client is not None:
+            return client
+    raise OSError(f"no sessiond server in {servers_dir(home)} answered after starting one")
 
 
 class Client:
     """One authenticated connection; answers are matched to requests by id."""
 
-    def __init__(self, ws: ClientConnection) -> None:
+    def __init__(self, ws: ClientConnection, record: dict[str, Any] | None = None) -> None:
         self.ws = ws
+        self.record = record or {}
+        """The discovery record of the server this client is connected to."""
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -88,7 +182,7 @@ class Client:
             max_size=None,
             compression=None,
         )
-        client = cls(ws)
+        client = cls(ws, record)
         await client.request(
             "initialize",
             {
@@ -136,7 +230,27 @@ class Client:
 def add_arguments(client: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     """The `client` subcommand's own subcommands (each takes the common options too)."""
     client.add_argument("--port", type=int, help="the server's port (default: discover)")
+    client.add_argument(
+        "--spawn",
+        action="store_true",
+        help="if no server of this data dir answers, start one (`serve --ws 0 --linger`) "
+        "that later windows connect to",
+    )
+    client.add_argument(
+        "--linger",
+        type=float,
+        default=DEFAULT_LINGER_SECONDS,
+        metavar="SECONDS",
+        help="with --spawn: how long the started server stays once no client is connected "
+        f"(default {DEFAULT_LINGER_SECONDS:g})",
+    )
     actions = client.add_subparsers(dest="client_command", required=True, metavar="ACTION")
+    actions.add_parser(
+        "attach",
+        help="connect (with --spawn: start a shared server if none answers) and print the "
+        "server's pid, port and discovery file; no request is made",
+        parents=[common],
+    )
     listing = actions.add_parser("list", help="list threads, newest first", parents=[common])
     listing.add_argument("--workspace-folder", help="only threads in or under this folder")
     listing.add_argument("--limit", type=int, default=50)
@@ -153,10 +267,17 @@ def add_arguments(client: argparse.ArgumentParser, common: argparse.ArgumentPars
     record.add_argument("--role", choices=("user", "assistant", "system"), default="user")
 
 
-async def _run(home: Path, args: argparse.Namespace) -> Any:
-    cwd = os.getcwd()
-    client = await Client.open(discover(home, cwd, args.port), folders=[cwd])
+async def _run(home: Path, args: argparse.Namespace, store: str | None = None) -> Any:
+    client = await attach(home, os.getcwd(), port=args.port, spawn=args.spawn, linger=args.linger)
     try:
+        if args.client_command == "attach":
+            record = client.record
+            return {
+                "pid": record.get("pid"),
+                "port": record.get("port"),
+                "url": record.get("url"),
+                "discoveryFile": str(servers_dir(home) / f"{record.get('port')}.json"),
+            }
         if args.client_command == "list":
             params: dict[str, Any] = {"limit": max(1, min(args.limit, 200))}
             if args.workspace_folder:
@@ -187,8 +308,11 @@ async def _run(home: Path, args: argparse.Namespace) -> Any:
 
 def run(config: ServerConfig, args: argparse.Namespace) -> int:
     """Print the answer as JSON; a failure is one line on stderr, as in every subcommand."""
+    if not args.linger >= 0:
+        print("sessiond: --linger takes a number of seconds, 0 or more", file=sys.stderr)
+        return 2
     try:
-        answer = asyncio.run(_run(Path(config.home), args))
+        answer = asyncio.run(_run(Path(config.home), args, config.store))
     except RemoteError as remote:
         print(f"sessiond: {remote}", file=sys.stderr)
         return 2

@@ -62,6 +62,20 @@ def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentP
         "file so clients in it find it (repeatable; default: the current directory)",
     )
     parser.add_argument(
+        "--linger",
+        type=float,
+        metavar="SECONDS",
+        help="with --ws: exit once no client has been connected for SECONDS (how a server "
+        "spawned by `sessiond client --spawn` or the editor ends; its folders come from its "
+        "clients)",
+    )
+    parser.add_argument(
+        "--shared",
+        action="store_true",
+        help="with --ws: the data dir's shared server, started by a window: under the spawn "
+        "lock, exit at once if one already answers",
+    )
+    parser.add_argument(
         "--durability",
         choices=("fsync", "group", "none"),
         help="when an append counts as durable (default: fsync, or $SESSIOND_DURABILITY)",
@@ -358,15 +372,36 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
     if args.folder and not args.ws:
         raise CommandError("--folder names the folders of a WebSocket server: add --ws PORT")
+    if args.linger is not None and (not args.ws or args.stdio):
+        raise CommandError("--linger ends a WebSocket-only server: use it with --ws, not --stdio")
+    if args.shared and (not args.ws or args.stdio):
+        raise CommandError("--shared is a WebSocket-only server: use it with --ws, not --stdio")
+    if args.linger is not None and not args.linger >= 0:
+        raise CommandError("--linger takes a number of seconds, 0 or more")
     if args.ws:
         from server.transport import ws
 
         # Standalone, a server is for the directory it was started in (else no discovery
         # file's folders would ever contain a client's buffer); beside stdio, the editor on
         # stdio names its folders itself.
-        default = [] if args.stdio else [os.getcwd()]
+        # A lingering server is shared by windows that each name their folders.
+        default = [] if args.stdio or args.linger is not None or args.shared else [os.getcwd()]
         folders = [str(Path(folder).resolve()) for folder in args.folder or default]
-        return ws.run(SessiondServer(config), args.ws, with_stdio=args.stdio, folders=folders)
+        claim = None
+        if args.shared:
+            from server.cli import spawn
+            from server.cli.client import answering_server
+
+            home = Path(config.home)
+            claim = lambda: spawn.claim(home, answering_server)  # noqa: E731
+        return ws.run(
+            SessiondServer(config),
+            args.ws,
+            with_stdio=args.stdio,
+            folders=folders,
+            linger=args.linger,
+            claim=claim,
+        )
     return run_stdio(SessiondServer(config))
 
 

@@ -23,6 +23,8 @@ import logging
 import secrets
 import signal
 import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,7 @@ from server.app import SessiondServer
 from server.rpc.framing import FrameTooLarge
 from server.rpc.refusals import RateLimitedLog
 from server.transport.discovery import LockFile, live_servers
+from server.transport.linger import Linger
 from server.transport.outbox import Outbox, OutboxBudget
 
 if TYPE_CHECKING:
@@ -168,6 +171,9 @@ class WebSocketTransport:
         self._handshaking = _Handshaking(MAX_UNAUTHENTICATED)
         self._outboxes = OutboxBudget(TOTAL_OUTBOX_FRAMES * server.config.max_frame)
         self._dropping: set[asyncio.Future[None]] = set()  # disconnects of dropped clients
+        self.linger: Linger | None = None
+        """With `--linger`: counts authenticated clients and ends the server once none has
+        been attached for the grace (server/transport/linger.py)."""
 
     async def start(self) -> int:
         self._listener = await serve(
@@ -255,8 +261,23 @@ class WebSocketTransport:
 
     # --- one client --------------------------------------------------------------------
 
+    def withdraw(self) -> None:
+        """Remove the discovery file now, before the server stops: a window opening while
+        this one shuts down spawns a new server instead of connecting to a closing one."""
+        if self.lock is not None:
+            self.lock.remove()
+
     async def _serve_client(self, ws: ServerConnection) -> None:
         self._handshaking.authenticated(ws)
+        if self.linger is not None:
+            self.linger.attached()
+        try:
+            await self._serve_attached(ws)
+        finally:
+            if self.linger is not None:
+                self.linger.detached()
+
+    async def _serve_attached(self, ws: ServerConnection) -> None:
 
         def send(data: bytes) -> None:
             if not ws.transport.is_closing():
@@ -320,8 +341,13 @@ async def serve_ws(
     *,
     with_stdio: bool,
     folders: list[str] | None = None,
+    linger: float | None = None,
+    claim: Claim | None = None,
 ) -> int:
-    """Serve WebSocket clients (and stdio, when asked) until exit or a signal."""
+    """Serve WebSocket clients (and stdio, when asked) until exit or a signal; with
+    `linger`, also until no client has been attached for that many seconds. With `claim`
+    (a shared server), listening starts inside it: it yields the record of a server that
+    already answers, and then this one exits at once instead."""
     loop = asyncio.get_running_loop()
     server.loop = loop
     transport = WebSocketTransport(server, host, port, folders)
@@ -330,7 +356,26 @@ async def serve_ws(
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await transport.start()
+    if linger is not None:
+
+        def expire() -> None:
+            print(f"sessiond: no client for {linger:g} s, exiting", file=sys.stderr, flush=True)
+            transport.withdraw()
+            stop.set()
+
+        transport.linger = Linger(loop, linger, expire)
+    if claim is None:
+        await transport.start()
+    else:
+        async with claim() as running:
+            if running is not None:
+                where = f"port {running.get('port')}, pid {running.get('pid')}"
+                print(f"sessiond: already running ({where}): not starting another",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                return 0
+            await transport.start()
+    if transport.linger is not None:
+        transport.linger.start()
     try:
         if with_stdio:
             from server.transport.stdio import serve_stdio
@@ -344,8 +389,19 @@ async def serve_ws(
         await transport.close()
 
 
+Claim = Callable[[], AbstractAsyncContextManager[dict[str, Any] | None]]
+"""Held while a shared server starts listening and publishes its discovery file
+(server/cli/spawn.py's `claim`): yields the record of a server that already answers."""
+
+
 def run(
-    server: SessiondServer, address: str, *, with_stdio: bool, folders: list[str] | None = None
+    server: SessiondServer,
+    address: str,
+    *,
+    with_stdio: bool,
+    folders: list[str] | None = None,
+    linger: float | None = None,
+    claim: Claim | None = None,
 ) -> int:
     """`sessiond serve --ws [HOST:]PORT`; a non-loopback address is refused before binding,
     and a data directory that cannot hold the discovery file before listening."""
@@ -356,6 +412,16 @@ def run(
             "a WebSocket server publishes its port and token there; serve this one with --stdio"
         )
     try:
-        return asyncio.run(serve_ws(server, host, port, with_stdio=with_stdio, folders=folders))
+        return asyncio.run(
+            serve_ws(
+                server,
+                host,
+                port,
+                with_stdio=with_stdio,
+                folders=folders,
+                linger=linger,
+                claim=claim,
+            )
+        )
     finally:
         server.close()

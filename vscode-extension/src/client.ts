@@ -1,6 +1,9 @@
-// The connection to `sessiond serve --stdio`: spawns it, speaks JSON-RPC with
-// Content-Length framing (vscode-jsonrpc), and starts it again when it dies.
-// Knows nothing of the VS Code API, so integration tests drive it as it is.
+// The connection to sessiond. `connect: "auto"`: the server already running for this data
+// dir, over its WebSocket, else one `sessiond client --spawn` starts for every window to
+// share (src/shared.ts); `"spawn"` (and the fallback when sharing fails): a
+// `sessiond serve --stdio` of its own, JSON-RPC with Content-Length framing
+// (vscode-jsonrpc). Either is started again when it dies. Knows nothing of the VS Code
+// API, so integration tests drive it as it is.
 import { spawn, type ChildProcess } from "node:child_process";
 import {
   createMessageConnection,
@@ -20,6 +23,8 @@ import {
 } from "./protocol";
 
 import { INSTALL_HINT } from "./install";
+import { ANSWER_MS, type ConnectMode, liveServers, openSocket, sharedServerPlan, socketTransport, spawnShared, type ServerRecord, type SharedServerPlan } from "./shared";
+import type WebSocket from "ws";
 
 export { INSTALL_HINT };
 
@@ -50,6 +55,9 @@ export interface SessiondClientOptions {
   maxRestarts?: number;
   restartDelayMs?: number;
   log?: (line: string) => void;
+  /** "auto": share the data dir's running server (else start one to share); "spawn"
+   * (the default here): a server of its own on stdio. */
+  connect?: ConnectMode;
 }
 
 export type ServerState = "starting" | "running" | "restarting" | "stopped" | "failed";
@@ -60,6 +68,8 @@ type NotificationListener<M extends NotificationMethod> = (params: ProtocolServe
 export class SessiondClient {
   private connection: MessageConnection | undefined;
   private child: ChildProcess | undefined;
+  private socket: WebSocket | undefined;
+  private shared: ServerRecord | undefined;
   private running: Promise<InitializeResult> | undefined;
   private stopping = false;
   private recentRestarts: number[] = [];
@@ -116,7 +126,18 @@ export class SessiondClient {
   /** `shutdown` then `exit`, as the server expects; kills it if it does not go. */
   async stop(): Promise<void> {
     this.stopping = true;
-    const { connection, child } = this;
+    const { connection, child, socket } = this;
+    if (connection && socket) {
+      // A shared server stays for the other windows: only this connection ends.
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      try {
+        await Promise.race([connection.sendRequest("shutdown"), delay(2000)]);
+      } catch {
+        // Gone already: closing below is all that is left to do.
+      }
+      socket.close();
+      await Promise.race([closed, delay(3000)]);
+    }
     if (connection && child && child.exitCode === null) {
       const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
       try {
@@ -133,12 +154,82 @@ export class SessiondClient {
     this.setState("stopped");
   }
 
-  /** The child process id, for tests and the output channel. */
+  /** The server's process id (its own child, or the shared server's), for tests and the output channel. */
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.socket ? this.shared?.pid : this.child?.pid;
+  }
+
+  /** Whether this window talks to a server shared with others (over its WebSocket). */
+  get isShared(): boolean {
+    return this.socket !== undefined;
   }
 
   private async launch(): Promise<InitializeResult> {
+    if ((this.options.connect ?? "spawn") === "auto") {
+      const plan = sharedServerPlan(this.options.command, this.options.env ?? process.env);
+      if (plan) {
+        try {
+          return await this.launchShared(plan);
+        } catch (error) {
+          this.options.log?.(`sessiond: no shared server (${error instanceof Error ? error.message : String(error)}); starting one for this window`);
+        }
+      }
+    }
+    return this.launchStdio();
+  }
+
+  /** Connect to the data dir's server, else have `sessiond client --spawn` start one, then connect. */
+  private async launchShared(plan: SharedServerPlan): Promise<InitializeResult> {
+    this.setState(this.state === "restarting" ? "restarting" : "starting");
+    const attached = (await this.attachFirst(liveServers(plan.home))) ?? (await spawnShared(plan, this.options.cwd, this.options.env ?? process.env).then(() => this.attachFirst(liveServers(plan.home))));
+    if (!attached) throw new Error(`no sessiond in ${plan.home} answered`);
+    const { connection, socket, record, result } = attached;
+    this.connection = connection;
+    this.socket = socket;
+    this.shared = record;
+    this.serverInfo = result;
+    socket.once("close", () => this.onUnexpectedClose(socket));
+    this.options.log?.(`sessiond: connected to the shared server (pid ${record.pid}, port ${record.port})`);
+    this.setState("running");
+    return result;
+  }
+
+  private async attachFirst(records: ServerRecord[]): Promise<{ connection: MessageConnection; socket: WebSocket; record: ServerRecord; result: InitializeResult } | undefined> {
+    for (const record of records) {
+      let socket: WebSocket | undefined;
+      try {
+        socket = await openSocket(record);
+        const { reader, writer } = socketTransport(socket);
+        const connection = createMessageConnection(reader, writer);
+        this.forwardNotifications(connection);
+        connection.listen();
+        const result = await Promise.race([
+          connection.sendRequest<InitializeResult>("initialize", {
+            protocolVersion: PROTOCOL_VERSION,
+            clientInfo: this.options.clientInfo,
+            workspaceFolders: this.options.workspaceFolders(),
+          }),
+          delay(ANSWER_MS).then(() => Promise.reject(new Error("no answer to initialize"))),
+        ]);
+        await connection.sendNotification("initialized", {});
+        return { connection, socket, record, result };
+      } catch (error) {
+        this.options.log?.(`sessiond: not using the server on port ${record.port}: ${error instanceof Error ? error.message : String(error)}`);
+        socket?.terminate();
+      }
+    }
+    return undefined;
+  }
+
+  private forwardNotifications(connection: MessageConnection): void {
+    for (const method of ["thread/started", "thread/updated", "item/recorded", "$/progress"] as const) {
+      connection.onNotification(method, (params: unknown) => {
+        for (const listener of this.listeners.get(method) ?? []) listener(params as never);
+      });
+    }
+  }
+
+  private async launchStdio(): Promise<InitializeResult> {
     const [program, ...args] = this.options.command;
     if (!program) throw new ServerStartError(this.options.command, true, "empty command");
     this.setState(this.state === "restarting" ? "restarting" : "starting");
@@ -174,11 +265,7 @@ export class SessiondClient {
         new StreamMessageReader(child.stdout),
         new StreamMessageWriter(child.stdin),
       );
-      for (const method of ["thread/started", "thread/updated", "item/recorded", "$/progress"] as const) {
-        connection.onNotification(method, (params: unknown) => {
-          for (const listener of this.listeners.get(method) ?? []) listener(params as never);
-        });
-      }
+      this.forwardNotifications(connection);
       connection.listen();
       this.connection = connection;
       const result = await Promise.race([
@@ -206,6 +293,17 @@ export class SessiondClient {
   private onUnexpectedExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (this.stopping || child !== this.child) return;
     this.options.log?.(`sessiond exited (${code ?? signal}); restarting`);
+    this.restartAfterLoss();
+  }
+
+  /** The shared server went away (killed, or replaced): connect again, or start one. */
+  private onUnexpectedClose(socket: WebSocket): void {
+    if (this.stopping || socket !== this.socket) return;
+    this.options.log?.(`the shared sessiond (pid ${this.shared?.pid}) closed the connection; connecting again`);
+    this.restartAfterLoss();
+  }
+
+  private restartAfterLoss(): void {
     this.dispose();
     this.running = undefined;
     const now = Date.now();
@@ -225,6 +323,8 @@ export class SessiondClient {
   private dispose(): void {
     this.connection?.dispose();
     this.connection = undefined;
+    this.socket?.terminate();
+    this.socket = undefined;
     this.running = undefined;
   }
 

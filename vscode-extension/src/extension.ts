@@ -57,6 +57,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     clientInfo: { name: "sessiond-vscode", version: EXTENSION_VERSION },
     workspaceFolders: protocolFolders,
     log: (line) => output.appendLine(line),
+    connect: configuration().get<string>("connect") === "spawn" ? "spawn" : "auto",
   });
   const threads = new ThreadsTreeProvider(client, () => configuration().get<number>("threadsPageSize") ?? 50, undefined, gitBranch);
   const todos = new TodosTreeProvider();
