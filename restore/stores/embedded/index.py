@@ -434,6 +434,14 @@ class ThreadIndex:
     def is_open(self) -> bool:
         return self._conn is not None
 
+    @property
+    def path(self) -> Path:
+        return self._layout.index_path
+
+    def connection(self) -> sqlite3.Connection:
+        """The open connection (the search tables share the file: embedded/search.py)."""
+        return self._db()
+
     def _db(self) -> sqlite3.Connection:
         """The open connection, opening the index on first use."""
         self.ensure_ready()

@@ -1,0 +1,356 @@
+"""Full-text search in the embedded store: SQLite FTS5 tables beside the listing rows, in
+the index file, derived from the thread files like the rest of it.
+
+Why FTS5 with `unicode61` (and prefix indexes for `pars*`) rather than `trigram`: words,
+phrases and prefixes are what the query language has (restore/search/query.py), and they
+are what PostgreSQL's tsvector gives the shared store, so both answer the same; trigram
+matches substrings, which no query here asks for, and its index is about three times the
+size (docs/search.md has the measurement).
+
+Kept current without a word from the write path: triggers on the listing rows mark a
+thread dirty whenever its row covers more (or other) bytes, whoever wrote them (this
+process's writers, another process through the watcher's refresh, an import, a reconcile);
+a search first reads the dirty threads' new lines, from where their coverage ends
+(verified by its last line, `LineMark`), within a time budget: what is left is answered
+as `partial`. Never built at startup: the tables are created by the first search, which
+marks every thread dirty. A deleted thread's row takes its documents with it (trigger);
+an archived one's are filtered by its row. Deleting the index file deletes all of this,
+and the next search builds it again from the files.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from restore.search.query import Query
+from restore.search.text import searchable
+from restore.stores.api import (
+    MAX_LIMIT,
+    ROW_FIELDS,
+    Progress,
+    SearchFilters,
+    SearchHit,
+    SearchPage,
+    decode_search_cursor,
+    encode_search_cursor,
+    storage_failure,
+    summary_of,
+)
+from restore.stores.embedded.files import open_thread_file
+from restore.stores.embedded.jsonl import LineMark, parse_bytes
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from restore.stores.embedded.index import ThreadIndex
+
+SEARCH_VERSION = 1
+_BATCH_SECONDS = 0.1  # one write transaction at most this long: other processes' rows wait
+_BATCH_THREADS = 200
+
+_SCHEMA = f"""
+CREATE TABLE search_meta (version INTEGER NOT NULL);
+INSERT INTO search_meta VALUES ({SEARCH_VERSION});
+CREATE TABLE search_docs (
+    id INTEGER PRIMARY KEY,
+    threadId TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX search_docs_by_thread ON search_docs (threadId, seq);
+CREATE VIRTUAL TABLE search_fts USING fts5(
+    text, content = 'search_docs', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 0', prefix = '2 3'
+);
+CREATE TRIGGER search_docs_added AFTER INSERT ON search_docs BEGIN
+    INSERT INTO search_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER search_docs_removed AFTER DELETE ON search_docs BEGIN
+    INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+-- How much of each thread's file its documents cover, and that range's last line.
+CREATE TABLE search_covered (
+    threadId TEXT PRIMARY KEY NOT NULL,
+    size INTEGER NOT NULL,
+    lineStart INTEGER,
+    lineEnd INTEGER,
+    lineSha TEXT
+);
+-- Threads whose listing row changed since their documents were read.
+CREATE TABLE search_dirty (threadId TEXT PRIMARY KEY NOT NULL);
+CREATE TRIGGER search_thread_added AFTER INSERT ON threads BEGIN
+    INSERT OR IGNORE INTO search_dirty VALUES (new.threadId);
+END;
+CREATE TRIGGER search_thread_changed AFTER UPDATE ON threads
+WHEN new.size IS NOT old.size OR new.path IS NOT old.path
+  OR new.lastLineSha IS NOT old.lastLineSha BEGIN
+    INSERT OR IGNORE INTO search_dirty VALUES (new.threadId);
+END;
+CREATE TRIGGER search_thread_removed AFTER DELETE ON threads BEGIN
+    DELETE FROM search_docs WHERE threadId = old.threadId;
+    DELETE FROM search_covered WHERE threadId = old.threadId;
+    DELETE FROM search_dirty WHERE threadId = old.threadId;
+END;
+INSERT INTO search_dirty SELECT threadId FROM threads;
+"""
+_DROP = """
+DROP TRIGGER IF EXISTS search_thread_added;
+DROP TRIGGER IF EXISTS search_thread_changed;
+DROP TRIGGER IF EXISTS search_thread_removed;
+DROP TABLE IF EXISTS search_fts;
+DROP TABLE IF EXISTS search_docs;
+DROP TABLE IF EXISTS search_covered;
+DROP TABLE IF EXISTS search_dirty;
+DROP TABLE IF EXISTS search_meta;
+"""
+_CURSOR_KINDS = (float, str, int, int)  # bm25, ts, doc id; the newest doc id of page one
+
+
+class ThreadSearch:
+    """The embedded store's `SearchIndex`, over the listing index's connection (one
+    thread at a time: the store thread, or a command)."""
+
+    def __init__(self, index: ThreadIndex) -> None:
+        self._index = index
+        self.documents_read = 0  # records indexed by this process (bench, sessiond/debug)
+
+    def search(
+        self,
+        query: Query,
+        filters: SearchFilters,
+        *,
+        cursor: str | None = None,
+        limit: int = 20,
+        progress: Progress | None = None,
+        budget: float | None = None,
+    ) -> SearchPage:
+        try:
+            conn = self._index.connection()
+            self._ensure_tables(conn)
+            complete = self.catch_up(conn, progress, budget)
+            return self._page(conn, query, filters, cursor, limit, partial=not complete)
+        except Exception as exc:
+            if type(exc).__module__ != "sqlite3":
+                raise
+            where = str(self._index.path)
+            full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
+            raise storage_failure(f"{where}: {exc}", full=full, path=where) from exc
+
+    # --- the tables, kept current ----------------------------------------------------------
+
+    @staticmethod
+    def _ensure_tables(conn: sqlite3.Connection) -> None:
+        """Created by the first search (and again after the index file was rebuilt)."""
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
+        ).fetchone()
+        if found and conn.execute("SELECT version FROM search_meta").fetchone() == (
+            SEARCH_VERSION,
+        ):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
+            ).fetchone()  # another process may have created them meanwhile
+            current = found and conn.execute("SELECT version FROM search_meta").fetchone()
+            if current != (SEARCH_VERSION,):
+                for statement in _statements(_DROP + _SCHEMA):
+                    conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def catch_up(
+        self, conn: sqlite3.Connection, progress: Progress | None, budget: float | None
+    ) -> bool:
+        """Index the new lines of every dirty thread, a short transaction at a time, until
+        none is left (True) or `budget` seconds have passed (False: partial)."""
+        deadline = None if budget is None else time.monotonic() + budget
+        total = conn.execute("SELECT count(*) FROM search_dirty").fetchone()[0]
+        if total == 0:
+            return True
+        done = 0
+        if progress:
+            progress(0, total)
+        while True:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            conn.execute("BEGIN IMMEDIATE")  # read under the write lock: no two processes
+            try:  # index the same lines
+                batch = conn.execute(
+                    "SELECT d.threadId, t.path, t.size, c.size, c.lineStart, c.lineEnd, "
+                    "c.lineSha FROM search_dirty AS d "
+                    "LEFT JOIN threads AS t ON t.threadId = d.threadId "
+                    "LEFT JOIN search_covered AS c ON c.threadId = d.threadId LIMIT ?",
+                    (_BATCH_THREADS,),
+                ).fetchall()
+                ended = time.monotonic() + _BATCH_SECONDS
+                handled = 0
+                for row in batch:
+                    self._read_thread(conn, *row)
+                    handled += 1
+                    if time.monotonic() >= ended:
+                        break
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            done += handled
+            if progress:
+                progress(min(done, total), total)
+            if len(batch) == handled and len(batch) < _BATCH_THREADS:
+                return True
+
+    def _read_thread(
+        self,
+        conn: sqlite3.Connection,
+        thread_id: str,
+        path: str | None,
+        size: int | None,
+        covered: int | None,
+        line_start: int | None,
+        line_end: int | None,
+        line_sha: str | None,
+    ) -> None:
+        conn.execute("DELETE FROM search_dirty WHERE threadId = ?", (thread_id,))
+        if path is None or size is None:  # no row: no thread to search
+            conn.execute("DELETE FROM search_docs WHERE threadId = ?", (thread_id,))
+            conn.execute("DELETE FROM search_covered WHERE threadId = ?", (thread_id,))
+            return
+        try:
+            fd = open_thread_file(Path(path), os.O_RDONLY, thread_id)
+        except Exception:  # moved or gone since its row: its next row marks it again
+            return
+        try:
+            start = 0
+            if covered is not None:
+                mark = (
+                    LineMark(line_start, line_end, line_sha)
+                    if line_start is not None and line_end is not None and line_sha
+                    else None
+                )
+                if covered <= size and (covered == 0 or (mark is not None and mark.holds(fd))):
+                    start = covered
+                else:  # rewritten under us: read it again, whole
+                    conn.execute("DELETE FROM search_docs WHERE threadId = ?", (thread_id,))
+            if start >= size:
+                return
+            data = os.pread(fd, size - start, start)
+            found = parse_bytes(data, base_offset=start)
+            docs = []
+            for item in found.items:
+                hit = searchable(item)
+                if hit is not None:
+                    docs.append((thread_id, item["seq"], hit[0], str(item.get("ts") or ""), hit[1]))
+            conn.executemany(
+                "INSERT INTO search_docs (threadId, seq, role, ts, text) VALUES (?, ?, ?, ?, ?)",
+                docs,
+            )
+            self.documents_read += len(docs)
+            end = start + len(data)
+            last = found.last_line_start
+            new_mark = None if last is None else LineMark.of(fd, last, _line_end(data, start, last))
+            conn.execute(
+                "INSERT OR REPLACE INTO search_covered VALUES (?, ?, ?, ?, ?)",
+                (
+                    thread_id,
+                    end,
+                    new_mark.start if new_mark else line_start,
+                    new_mark.end if new_mark else line_end,
+                    new_mark.sha if new_mark else line_sha,
+                ),
+            )
+        finally:
+            os.close(fd)
+
+    # --- the query --------------------------------------------------------------------------
+
+    def _page(
+        self,
+        conn: sqlite3.Connection,
+        query: Query,
+        filters: SearchFilters,
+        cursor: str | None,
+        limit: int,
+        *,
+        partial: bool,
+    ) -> SearchPage:
+        limit = max(1, min(MAX_LIMIT, limit))
+        where = ["search_fts MATCH ?", "t.archived = ?"]
+        params: list[Any] = [query.fts5(), int(filters.archived)]
+        if filters.cwd is not None:
+            where.append("t.cwd = ?")
+            params.append(filters.cwd)
+        if filters.workspace_folder is not None:
+            base = filters.workspace_folder.rstrip("/")
+            where.append("(t.workspaceFolder = ? OR t.cwd = ? OR (t.cwd >= ? AND t.cwd < ?))")
+            params += [filters.workspace_folder, filters.workspace_folder, base + "/", base + "0"]
+        if filters.agent is not None:
+            where.append("coalesce(json_extract(t.origin, '$.agent'), 'sessiond') = ?")
+            params.append(filters.agent)
+        if filters.role is not None:
+            where.append("d.role = ?")
+            params.append(filters.role)
+        if filters.since is not None:
+            where.append("d.ts >= ?")
+            params.append(filters.since)
+        if filters.until is not None:
+            where.append("d.ts < ?")
+            params.append(filters.until)
+        outer = ""
+        newest: int
+        if cursor is not None:
+            score, ts, doc, newest = decode_search_cursor(cursor, _CURSOR_KINDS)
+            outer = "WHERE (score > ? OR (score = ? AND (ts < ? OR (ts = ? AND id < ?))))"
+            params_outer: list[Any] = [score, score, ts, ts, doc]
+        else:
+            newest = conn.execute("SELECT coalesce(max(id), 0) FROM search_docs").fetchone()[0]
+            params_outer = []
+        where.append("d.id <= ?")  # documents added after page one wait for a new search
+        params.append(newest)
+        columns = ", ".join(f"t.{name}" for name in ROW_FIELDS)
+        sql = (
+            f"SELECT * FROM (SELECT {columns}, d.seq, d.role, d.ts, d.text, d.id, "
+            "bm25(search_fts) AS score FROM search_fts "
+            "JOIN search_docs AS d ON d.id = search_fts.rowid "
+            "JOIN threads AS t ON t.threadId = d.threadId "
+            f"WHERE {' AND '.join(where)}) {outer} "
+            "ORDER BY score, ts DESC, id DESC LIMIT ?"
+        )
+        rows = conn.execute(sql, [*params, *params_outer, limit + 1]).fetchall()
+        n = len(ROW_FIELDS)
+        hits = [
+            SearchHit(summary_of(row[:n], json_text=True), row[n], row[n + 1], row[n + 2],
+                      row[n + 3])
+            for row in rows[:limit]
+        ]  # fmt: skip
+        next_cursor = None
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            next_cursor = encode_search_cursor([last[n + 5], last[n + 2], last[n + 4], newest])
+        return SearchPage(hits, next_cursor, partial)
+
+
+def _line_end(data: bytes, base: int, line_start: int) -> int:
+    """Where the line starting at `line_start` ends (past its newline)."""
+    return base + data.index(b"\n", line_start - base) + 1
+
+
+def _statements(script: str) -> list[str]:
+    """A script's statements, one by one (executescript would commit the transaction)."""
+    import sqlite3
+
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return [s for s in statements if s]
