@@ -52,6 +52,7 @@ from restore.stores.api import (
 from restore.stores.postgres.connection import Connections, storage_error
 from restore.stores.postgres.index import SharedIndex
 from restore.stores.postgres.listener import CHANNEL, Listener
+from restore.stores.postgres.search import SharedSearch
 from restore.stores.postgres.pages import SharedPages
 from restore.stores.postgres.rows import (
     ROW_COLUMNS,
@@ -86,6 +87,7 @@ class PostgresStore:
         self._watcher: Listener | None = None
         self.index = SharedIndex(self)
         self.pages = SharedPages(self)
+        self.search = SharedSearch(self)
 
     @property
     def read_only(self) -> bool:
