@@ -52,7 +52,6 @@ from restore.stores.api import (
 from restore.stores.postgres.connection import Connections, storage_error
 from restore.stores.postgres.index import SharedIndex
 from restore.stores.postgres.listener import CHANNEL, Listener
-from restore.stores.postgres.search import SharedSearch
 from restore.stores.postgres.pages import SharedPages
 from restore.stores.postgres.rows import (
     ROW_COLUMNS,
@@ -63,6 +62,7 @@ from restore.stores.postgres.rows import (
     row_values,
     summaries_of,
 )
+from restore.stores.postgres.search import SharedSearch
 from restore.stores.postgres.writer import Pending, PostgresWriter, try_lock, unlock
 from restore.summary import ThreadSummary
 
