@@ -93,6 +93,12 @@ def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPa
     output.add_argument("-q", "--quiet", action="store_true", help="thread ids only, one a line")
 
 
+def _search_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    from server.search_command import arguments
+
+    arguments(parser, common)
+
+
 def _import_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     parser.add_argument("agent", choices=("claude", "codex", "gemini"))
     parser.add_argument(
@@ -154,6 +160,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         "show", "print a thread as a transcript", _show_arguments, "server.commands:show_thread"
+    ),
+    Subcommand(
+        "search",
+        'search every thread: words, "a phrase", prefix*, -word',
+        _search_arguments,
+        "server.search_command:search",
     ),
     Subcommand(
         "import",

@@ -78,8 +78,11 @@ class Searches:
         cursor: str | None = None,
         limit: int = 20,
         progress: Progress | None = None,
+        index_progress: Progress | None = None,
         budget: float | None = DEFAULT_BUDGET,
     ) -> Results:
+        """A page of hits. `progress`: of indexing what the search index lacks (within
+        `budget` seconds, None: all of it); `index_progress`: of opening the listing index."""
         query = search_query.parse(text)
         for name, value in (("cwd", cwd), ("workspaceFolder", workspace_folder)):
             if value is not None and "\0" in value:
@@ -97,7 +100,7 @@ class Searches:
             until=timestamp("until", until),
             archived=archived,
         )
-        self.store.index.ensure_ready(progress)
+        self.store.index.ensure_ready(index_progress)
         self.store.flush()  # this process's latest records are searchable at once
         page = self.store.search.search(
             query, filters, cursor=cursor, limit=limit, progress=progress, budget=budget

@@ -416,7 +416,7 @@ def decode_search_cursor(cursor: str, kinds: Sequence[type]) -> list[Any]:
         raise ProtocolError(
             ErrorKind.INVALID_PARAMS, "malformed thread/search cursor", field="cursor"
         )
-    return list(key)  # type: ignore[arg-type]
+    return list(key)
 
 
 def encode_cursor(updated_at: str, thread_id: str) -> str:

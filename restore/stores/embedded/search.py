@@ -181,6 +181,8 @@ class ThreadSearch:
             progress(0, total)
         while True:
             if deadline is not None and time.monotonic() >= deadline:
+                if progress:  # ends the report truthfully: this many were indexed now
+                    progress(done, done)
                 return False
             conn.execute("BEGIN IMMEDIATE")  # read under the write lock: no two processes
             try:  # index the same lines

@@ -31,7 +31,7 @@ from restore.stores.postgres.rows import ROW_COLUMNS
 if TYPE_CHECKING:
     from restore.stores.postgres.store import PostgresStore
 
-_THREAD_COLUMNS: LiteralString = ", ".join(f"t.{c}" for c in ROW_COLUMNS.split(", "))  # type: ignore[assignment]
+_THREAD_COLUMNS: LiteralString = ", ".join(f"t.{c}" for c in ROW_COLUMNS.split(", "))
 _CURSOR_KINDS = (float, str, str, int)  # ts_rank, ts, thread id, seq
 
 
