@@ -179,3 +179,35 @@ def test_a_search_out_of_budget_answers_what_exists_as_partial(home: Path, tmp_p
     assert reported == [(0, 20), (0, 0)]
     whole = service.search("tapir", limit=200, budget=None)
     assert not whole.partial and {h.thread.threadId for h in whole.hits} == set(ids)
+
+
+def test_pages_across_rank_windows_lose_and_repeat_nothing(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A common word is ranked within windows of its newest matches (embedded/search.py,
+    `WINDOW`); pages walk window after window, filters applied in each."""
+    from restore.stores.embedded import search as embedded_search
+
+    monkeypatch.setattr(embedded_search, "WINDOW", 4)
+    cwds = [tmp_path / "a", tmp_path / "b"]
+    for cwd in cwds:
+        cwd.mkdir()
+    service = open_service(Settings(home))
+    planted: set[tuple[str, int]] = set()
+    for n in range(9):
+        started = service.start(cwd=str(cwds[n % 2]), workspace_folder=None)
+        texts = ["walrus " * (1 + (n + k) % 3) + f"{n}.{k}" for k in range(4)]
+        items = [{"type": "message", "id": f"m{k}", "role": "user", "content": text}
+                 for k, text in enumerate(texts)]  # fmt: skip
+        appended, _ = service.record(started.summary.threadId, started.session_id, items)
+        assert appended.first_seq is not None
+        if n % 2 == 0:
+            planted |= {(started.summary.threadId, appended.first_seq + k) for k in range(4)}
+    seen: list[tuple[str, int]] = []
+    cursor = None
+    while True:
+        page = service.search("walrus", cwd=str(cwds[0]), cursor=cursor, limit=3)
+        seen += [(h.thread.threadId, h.seq) for h in page.hits]
+        if (cursor := page.next_cursor) is None:
+            break
+    assert len(seen) == len(set(seen)) == 20 and set(seen) == planted

@@ -108,7 +108,9 @@ DROP TABLE IF EXISTS search_covered;
 DROP TABLE IF EXISTS search_dirty;
 DROP TABLE IF EXISTS search_meta;
 """
-_CURSOR_KINDS = (float, str, int, int)  # bm25, ts, doc id; the newest doc id of page one
+_CURSOR_KINDS = (int, bool, float, str, int)  # window top, keyed?, bm25, ts, doc id
+WINDOW = 5000
+"""Matches ranked together: the newest `WINDOW` (by doc id), then the next older ones."""
 
 
 class ThreadSearch:
@@ -284,60 +286,125 @@ class ThreadSearch:
         *,
         partial: bool,
     ) -> SearchPage:
+        """Best first within windows of the `WINDOW` newest matches (module docstring):
+        fill the page from the cursor's window on, then the next older ones."""
         limit = max(1, min(MAX_LIMIT, limit))
-        where = ["search_fts MATCH ?", "t.archived = ?"]
-        params: list[Any] = [query.fts5(), int(filters.archived)]
-        if filters.cwd is not None:
-            where.append("t.cwd = ?")
-            params.append(filters.cwd)
-        if filters.workspace_folder is not None:
-            base = filters.workspace_folder.rstrip("/")
-            where.append("(t.workspaceFolder = ? OR t.cwd = ? OR (t.cwd >= ? AND t.cwd < ?))")
-            params += [filters.workspace_folder, filters.workspace_folder, base + "/", base + "0"]
-        if filters.agent is not None:
-            where.append("coalesce(json_extract(t.origin, '$.agent'), 'sessiond') = ?")
-            params.append(filters.agent)
-        if filters.role is not None:
-            where.append("d.role = ?")
-            params.append(filters.role)
-        if filters.since is not None:
-            where.append("d.ts >= ?")
-            params.append(filters.since)
-        if filters.until is not None:
-            where.append("d.ts < ?")
-            params.append(filters.until)
-        outer = ""
-        newest: int
-        if cursor is not None:
-            score, ts, doc, newest = decode_search_cursor(cursor, _CURSOR_KINDS)
-            outer = "WHERE (score > ? OR (score = ? AND (ts < ? OR (ts = ? AND id < ?))))"
-            params_outer: list[Any] = [score, score, ts, ts, doc]
+        match = query.fts5()
+        where, params = _filtered(filters)
+        if cursor is None:
+            top = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM search_docs").fetchone()[0]
+            key: list[Any] | None = None
         else:
-            newest = conn.execute("SELECT coalesce(max(id), 0) FROM search_docs").fetchone()[0]
-            params_outer = []
-        where.append("d.id <= ?")  # documents added after page one wait for a new search
-        params.append(newest)
+            top, keyed, score, ts, doc = decode_search_cursor(cursor, _CURSOR_KINDS)
+            key = [score, ts, doc] if keyed else None
+        hits: list[SearchHit] = []
+        n = len(ROW_FIELDS)
+        while True:
+            floor = self._window_floor(conn, match, top)
+            wanted = limit - len(hits)
+            rows = self._ranked(conn, match, where, params, floor, top, key, wanted + 1)
+            hits += [
+                SearchHit(summary_of(row[:n], json_text=True), row[n], row[n + 1], row[n + 2],
+                          row[n + 3])
+                for row in rows[:wanted]
+            ]  # fmt: skip
+            if len(rows) > wanted:  # the page is full, and this window holds more
+                last = rows[wanted - 1]
+                return SearchPage(hits, _cursor(top, [last[n + 5], last[n + 2], last[n + 4]]),
+                                  partial)  # fmt: skip
+            if floor <= 1:  # no older window
+                return SearchPage(hits, None, partial)
+            if len(hits) == limit:
+                more = self._any_below(conn, match, where, params, floor)
+                return SearchPage(hits, _cursor(floor, None) if more else None, partial)
+            top, key = floor, None
+
+    @staticmethod
+    def _window_floor(conn: sqlite3.Connection, match: str, top: int) -> int:
+        """The lowest doc id of the window below `top`: the `WINDOW`th newest match (1
+        when fewer match: the window holds them all)."""
+        row = conn.execute(
+            "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid < ? "
+            "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            (match, top, WINDOW - 1),
+        ).fetchone()
+        return 1 if row is None else int(row[0])
+
+    @staticmethod
+    def _ranked(
+        conn: sqlite3.Connection,
+        match: str,
+        where: list[str],
+        params: list[Any],
+        floor: int,
+        top: int,
+        key: list[Any] | None,
+        count: int,
+    ) -> list[Any]:
+        """Up to `count` matches with doc ids in [floor, top), after `key`, best first."""
+        outer, after = "", []
+        if key is not None:
+            score, ts, doc = key
+            outer = "WHERE (score > ? OR (score = ? AND (ts < ? OR (ts = ? AND id < ?))))"
+            after = [score, score, ts, ts, doc]
         columns = ", ".join(f"t.{name}" for name in ROW_FIELDS)
+        conditions = " AND ".join(
+            ["search_fts MATCH ?", "search_fts.rowid >= ?", "search_fts.rowid < ?", *where]
+        )
         sql = (
             f"SELECT * FROM (SELECT {columns}, d.seq, d.role, d.ts, d.text, d.id, "
             "bm25(search_fts) AS score FROM search_fts "
             "JOIN search_docs AS d ON d.id = search_fts.rowid "
             "JOIN threads AS t ON t.threadId = d.threadId "
-            f"WHERE {' AND '.join(where)}) {outer} "
-            "ORDER BY score, ts DESC, id DESC LIMIT ?"
+            f"WHERE {conditions}) {outer} ORDER BY score, ts DESC, id DESC LIMIT ?"
         )
-        rows = conn.execute(sql, [*params, *params_outer, limit + 1]).fetchall()
-        n = len(ROW_FIELDS)
-        hits = [
-            SearchHit(summary_of(row[:n], json_text=True), row[n], row[n + 1], row[n + 2],
-                      row[n + 3])
-            for row in rows[:limit]
-        ]  # fmt: skip
-        next_cursor = None
-        if len(rows) > limit:
-            last = rows[limit - 1]
-            next_cursor = encode_search_cursor([last[n + 5], last[n + 2], last[n + 4], newest])
-        return SearchPage(hits, next_cursor, partial)
+        return conn.execute(sql, [match, floor, top, *params, *after, count]).fetchall()
+
+    @staticmethod
+    def _any_below(
+        conn: sqlite3.Connection, match: str, where: list[str], params: list[Any], top: int
+    ) -> bool:
+        conditions = " AND ".join(["search_fts MATCH ?", "search_fts.rowid < ?", *where])
+        return (
+            conn.execute(
+                "SELECT 1 FROM search_fts JOIN search_docs AS d ON d.id = search_fts.rowid "
+                f"JOIN threads AS t ON t.threadId = d.threadId WHERE {conditions} LIMIT 1",
+                [match, top, *params],
+            ).fetchone()
+            is not None
+        )
+
+
+def _filtered(filters: SearchFilters) -> tuple[list[str], list[Any]]:
+    """The filters as SQL over the thread's row (`t`) and the document (`d`)."""
+    where = ["t.archived = ?"]
+    params: list[Any] = [int(filters.archived)]
+    if filters.cwd is not None:
+        where.append("t.cwd = ?")
+        params.append(filters.cwd)
+    if filters.workspace_folder is not None:
+        base = filters.workspace_folder.rstrip("/")
+        where.append("(t.workspaceFolder = ? OR t.cwd = ? OR (t.cwd >= ? AND t.cwd < ?))")
+        params += [filters.workspace_folder, filters.workspace_folder, base + "/", base + "0"]
+    if filters.agent is not None:
+        where.append("coalesce(json_extract(t.origin, '$.agent'), 'sessiond') = ?")
+        params.append(filters.agent)
+    if filters.role is not None:
+        where.append("d.role = ?")
+        params.append(filters.role)
+    if filters.since is not None:
+        where.append("d.ts >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        where.append("d.ts < ?")
+        params.append(filters.until)
+    return where, params
+
+
+def _cursor(top: int, key: list[Any] | None) -> str:
+    if key is None:
+        return encode_search_cursor([top, False, 0.0, "", 0])
+    return encode_search_cursor([top, True, *key])
 
 
 def _line_end(data: bytes, base: int, line_start: int) -> int:
