@@ -42,7 +42,8 @@ _CONTENT = ("test file error function code change value return type module fix c
             "dict tuple bool int float null none undefined exception warning debug info "
             "serialize serializer serialization deserialize parse format encode decode "
             "render template widget button modal layout style theme color font icon image "
-            "upload download fetch sync async await promise callback hook plugin extension")  # fmt: skip
+            "upload download fetch sync async await promise callback hook plugin "
+            "extension")  # fmt: skip
 _ERRORS = (
     "TypeError: 'NoneType' object is not subscriptable",
     "KeyError: 'session_id'",
@@ -53,8 +54,10 @@ _ERRORS = (
     "Uncaught TypeError: Cannot read properties of undefined (reading 'map')",
     "fatal: not a git repository (or any of the parent directories): .git",
 )
-_COMMANDS = ("pytest -q {f}", "npm test -- {m}", "cargo test {m}", "rg -n {w} src/",
-             "git diff {f}", "python -m {m} --check", "ruff check {f}", "go test ./{m}/...")  # fmt: skip
+_COMMANDS = (
+    "pytest -q {f}", "npm test -- {m}", "cargo test {m}", "rg -n {w} src/", "git diff {f}",
+    "python -m {m} --check", "ruff check {f}", "go test ./{m}/...",
+)  # fmt: skip
 
 
 def _pseudo_words(count: int, rng: random.Random) -> list[str]:
@@ -112,6 +115,24 @@ class _Text:
                                w=self.rng.choice(self.modules))  # fmt: skip
 
 
+class _Stamper:
+    """A thread's record envelopes: seqs from 1, a second apart, on the thread's day."""
+
+    def __init__(self, rng: random.Random, session: str, day: int, n: int) -> None:
+        self.rng, self.session, self.n = rng, session, n
+        self.date = f"2026-{1 + (day - 1) // 28:02d}-{1 + (day - 1) % 28:02d}"
+        self.seq = 0
+
+    def __call__(self, kind: str, **fields: object) -> dict[str, object]:
+        self.seq += 1
+        tick = self.seq
+        clock = f"{tick // 3600 % 24:02d}:{tick // 60 % 60:02d}:{tick % 60:02d}"
+        ts = f"{self.date}T{clock}.{self.n % 1_000_000:06d}Z"
+        item_id = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        return {"v": 1, "seq": self.seq, "ts": ts, "type": kind, "sessionId": self.session,
+                "id": item_id, **fields}  # fmt: skip
+
+
 def write_corpus(layout: Layout, threads: int, messages: int, seed: int = 24) -> Corpus:
     """`threads` thread files holding `messages` messages in all, plus their tool calls,
     edits and todos; the needles planted (module docstring)."""
@@ -127,15 +148,7 @@ def write_corpus(layout: Layout, threads: int, messages: int, seed: int = 24) ->
         session = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         folder = corpus.folders[n % FOLDERS]
         day = 1 + n * 300 // threads
-        clock = itertools.count()
-        seq = itertools.count(1)
-
-        def stamp(kind: str, **fields: object) -> dict[str, object]:
-            tick = next(clock)
-            ts = f"2026-{1 + (day - 1) // 28:02d}-{1 + (day - 1) % 28:02d}T{tick // 3600 % 24:02d}:" \
-                 f"{tick // 60 % 60:02d}:{tick % 60:02d}.{n % 1_000_000:06d}Z"  # fmt: skip
-            return {"v": 1, "seq": next(seq), "ts": ts, "type": kind, "sessionId": session,
-                    "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)), **fields}  # fmt: skip
+        stamp = _Stamper(rng, session, day, n)
 
         lines = [stamp("session_meta", threadId=thread_id, source="startup", reason="user",
                        cwd=folder, workspaceFolder=folder, branch="main",

@@ -13,9 +13,17 @@ process's writers, another process through the watcher's refresh, an import, a r
 a search first reads the dirty threads' new lines, from where their coverage ends
 (verified by its last line, `LineMark`), within a time budget: what is left is answered
 as `partial`. Never built at startup: the tables are created by the first search, which
-marks every thread dirty. A deleted thread's row takes its documents with it (trigger);
-an archived one's are filtered by its row. Deleting the index file deletes all of this,
-and the next search builds it again from the files.
+marks every thread dirty; threads are indexed oldest first, so doc ids follow recency.
+
+Ranking: bm25, ties by recency, within windows of `WINDOW` matches, newest first. bm25 is
+computed for every match it orders, so a word in half a million records would cost half
+a million scores per page; a window costs at most `WINDOW`. A query matching fewer is
+ranked whole; a common one is best-first among its newest matches, then the next older
+window, and so on (pages walk them in turn: none lost, none repeated).
+
+A deleted thread's row takes its documents with it (trigger); an archived one's are
+filtered by its row. Deleting the index file deletes all of this, and the next search
+builds it again from the files.
 """
 
 from __future__ import annotations
@@ -109,7 +117,7 @@ DROP TABLE IF EXISTS search_dirty;
 DROP TABLE IF EXISTS search_meta;
 """
 _CURSOR_KINDS = (int, bool, float, str, int)  # window top, keyed?, bm25, ts, doc id
-WINDOW = 5000
+WINDOW = 2000
 """Matches ranked together: the newest `WINDOW` (by doc id), then the next older ones."""
 
 
@@ -192,7 +200,8 @@ class ThreadSearch:
                     "SELECT d.threadId, t.path, t.size, c.size, c.lineStart, c.lineEnd, "
                     "c.lineSha FROM search_dirty AS d "
                     "LEFT JOIN threads AS t ON t.threadId = d.threadId "
-                    "LEFT JOIN search_covered AS c ON c.threadId = d.threadId LIMIT ?",
+                    "LEFT JOIN search_covered AS c ON c.threadId = d.threadId "
+                    "ORDER BY t.updatedAt LIMIT ?",  # older first: doc ids follow recency
                     (_BATCH_THREADS,),
                 ).fetchall()
                 ended = time.monotonic() + _BATCH_SECONDS
