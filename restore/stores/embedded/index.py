@@ -275,10 +275,13 @@ class ThreadIndex:
         conn = self._connect(path)
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            healthy = conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
             has_table = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'"
             ).fetchone()
+            # The listing table and its indexes only: the search tables beside it
+            # (embedded/search.py) are a hundred times larger, and read only by a search.
+            check = "PRAGMA quick_check(threads)" if has_table else "PRAGMA quick_check"
+            healthy = conn.execute(check).fetchone()[0] == "ok"
             if version == self.SCHEMA_VERSION and healthy and has_table:
                 return self._configured(conn)
             conn.close()

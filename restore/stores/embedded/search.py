@@ -15,11 +15,12 @@ a search first reads the dirty threads' new lines, from where their coverage end
 as `partial`. Never built at startup: the tables are created by the first search, which
 marks every thread dirty; threads are indexed oldest first, so doc ids follow recency.
 
-Ranking: bm25, ties by recency, within windows of `WINDOW` matches, newest first. bm25 is
-computed for every match it orders, so a word in half a million records would cost half
-a million scores per page; a window costs at most `WINDOW`. A query matching fewer is
-ranked whole; a common one is best-first among its newest matches, then the next older
-window, and so on (pages walk them in turn: none lost, none repeated).
+Order: bm25, ties by recency, for a query matching fewer than `WINDOW` records; one
+matching more is answered newest first, a window of `WINDOW` matches at a time (pages walk
+them in turn: none lost, none repeated). bm25 scores every match it orders, and before
+its first score counts every match of each term in the whole index: a word in most of a
+million records costs 25 ms a page that way; among thousands of matches, the newest is
+what a person looks for.
 
 A deleted thread's row takes its documents with it (trigger); an archived one's are
 filtered by its row. Deleting the index file deletes all of this, and the next search
@@ -116,7 +117,8 @@ DROP TABLE IF EXISTS search_covered;
 DROP TABLE IF EXISTS search_dirty;
 DROP TABLE IF EXISTS search_meta;
 """
-_CURSOR_KINDS = (int, bool, float, str, int)  # window top, keyed?, bm25, ts, doc id
+_CURSOR_KINDS = (int, bool, float, str, int, bool)  # window top, keyed?, bm25, ts, doc id,
+# newest first?
 WINDOW = 2000
 """Matches ranked together: the newest `WINDOW` (by doc id), then the next older ones."""
 
@@ -303,15 +305,16 @@ class ThreadSearch:
         if cursor is None:
             top = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM search_docs").fetchone()[0]
             key: list[Any] | None = None
+            recent = self._window_floor(conn, match, top) > 1  # WINDOW matches or more
         else:
-            top, keyed, score, ts, doc = decode_search_cursor(cursor, _CURSOR_KINDS)
+            top, keyed, score, ts, doc, recent = decode_search_cursor(cursor, _CURSOR_KINDS)
             key = [score, ts, doc] if keyed else None
         hits: list[SearchHit] = []
         n = len(ROW_FIELDS)
         while True:
             floor = self._window_floor(conn, match, top)
             wanted = limit - len(hits)
-            rows = self._ranked(conn, match, where, params, floor, top, key, wanted + 1)
+            rows = self._ranked(conn, match, where, params, floor, top, key, wanted + 1, recent)
             hits += [
                 SearchHit(summary_of(row[:n], json_text=True), row[n], row[n + 1], row[n + 2],
                           row[n + 3])
@@ -319,13 +322,13 @@ class ThreadSearch:
             ]  # fmt: skip
             if len(rows) > wanted:  # the page is full, and this window holds more
                 last = rows[wanted - 1]
-                return SearchPage(hits, _cursor(top, [last[n + 5], last[n + 2], last[n + 4]]),
-                                  partial)  # fmt: skip
+                key = [last[n + 5], last[n + 2], last[n + 4]]
+                return SearchPage(hits, _cursor(top, key, recent), partial)
             if floor <= 1:  # no older window
                 return SearchPage(hits, None, partial)
             if len(hits) == limit:
                 more = self._any_below(conn, match, where, params, floor)
-                return SearchPage(hits, _cursor(floor, None) if more else None, partial)
+                return SearchPage(hits, _cursor(floor, None, recent) if more else None, partial)
             top, key = floor, None
 
     @staticmethod
@@ -349,8 +352,11 @@ class ThreadSearch:
         top: int,
         key: list[Any] | None,
         count: int,
+        by_recency: bool = False,
     ) -> list[Any]:
-        """Up to `count` matches with doc ids in [floor, top), after `key`, best first."""
+        """Up to `count` matches with doc ids in [floor, top), after `key`, best first
+        (`by_recency`: newest first, every score 0: bm25 counts every match of each term
+        in the whole index before it scores one, 25 ms for a word in most records)."""
         outer, after = "", []
         if key is not None:
             score, ts, doc = key
@@ -362,7 +368,7 @@ class ThreadSearch:
         )
         sql = (
             f"SELECT * FROM (SELECT {columns}, d.seq, d.role, d.ts, d.text, d.id, "
-            "bm25(search_fts) AS score FROM search_fts "
+            f"{'0.0' if by_recency else 'bm25(search_fts)'} AS score FROM search_fts "
             "JOIN search_docs AS d ON d.id = search_fts.rowid "
             "JOIN threads AS t ON t.threadId = d.threadId "
             f"WHERE {conditions}) {outer} ORDER BY score, ts DESC, id DESC LIMIT ?"
@@ -410,10 +416,10 @@ def _filtered(filters: SearchFilters) -> tuple[list[str], list[Any]]:
     return where, params
 
 
-def _cursor(top: int, key: list[Any] | None) -> str:
+def _cursor(top: int, key: list[Any] | None, recent: bool) -> str:
     if key is None:
-        return encode_search_cursor([top, False, 0.0, "", 0])
-    return encode_search_cursor([top, True, *key])
+        return encode_search_cursor([top, False, 0.0, "", 0, recent])
+    return encode_search_cursor([top, True, *key, recent])
 
 
 def _line_end(data: bytes, base: int, line_start: int) -> int:
