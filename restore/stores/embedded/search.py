@@ -129,7 +129,6 @@ class ThreadSearch:
 
     def __init__(self, index: ThreadIndex) -> None:
         self._index = index
-        self.documents_read = 0  # records indexed by this process (bench, sessiond/debug)
 
     def search(
         self,
@@ -268,7 +267,6 @@ class ThreadSearch:
                 "INSERT INTO search_docs (threadId, seq, role, ts, text) VALUES (?, ?, ?, ?, ?)",
                 docs,
             )
-            self.documents_read += len(docs)
             end = start + len(data)
             last = found.last_line_start
             new_mark = None if last is None else LineMark.of(fd, last, _line_end(data, start, last))
