@@ -211,3 +211,32 @@ def test_pages_across_rank_windows_lose_and_repeat_nothing(
         if (cursor := page.next_cursor) is None:
             break
     assert len(seen) == len(set(seen)) == 20 and set(seen) == planted
+
+
+async def test_an_acp_session_is_found_by_what_the_editor_and_agent_said(
+    home: Path, tmp_path: Path, make_repo: Any
+) -> None:
+    """The real ACP front door (`sessiond acp` with the scripted agent, the SDK's client as
+    the editor): its prompt, the agent's answer, the edited path, the todo list and the
+    title are found from another sessiond process, filed under agent `acp`."""
+    from tests.acp_editor import fake_agent, sessiond_acp
+
+    repo = make_repo("repo")
+    notes = repo / "notes.txt"
+    notes.write_text("before\n")
+    async with sessiond_acp(home, fake_agent(tmp_path / "agent")) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        prompt = [{"type": "text", "text": f"edit {notes}"}]
+        await run.conn.prompt(session_id=session, prompt=prompt)  # type: ignore[arg-type]
+    server = ServerProcess(home)
+    try:
+        server.initialize()
+        roles = {(h["threadId"], h["role"]) for h in hits(server, "notes txt", agent="acp")}
+        assert roles == {(session, "user"), (session, "tool"), (session, "edit")}  # call title
+        [todo] = hits(server, '"run the tests"')
+        assert (todo["threadId"], todo["role"], todo["thread"]["origin"]["agent"]) == (
+            session, "todo", "acp")  # fmt: skip
+        assert {h["role"] for h in hits(server, "editing")} >= {"title"}
+        assert hits(server, "notes", agent="sessiond") == []
+    finally:
+        server.close()
