@@ -300,17 +300,20 @@ class ThreadSearch:
         limit = max(1, min(MAX_LIMIT, limit))
         match = query.fts5()
         where, params = _filtered(filters)
+        floor: int | None = None
         if cursor is None:
             top = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM search_docs").fetchone()[0]
             key: list[Any] | None = None
-            recent = self._window_floor(conn, match, top) > 1  # WINDOW matches or more
+            floor = self._window_floor(conn, match, top)
+            recent = floor > 1  # WINDOW matches or more
         else:
             top, keyed, score, ts, doc, recent = decode_search_cursor(cursor, _CURSOR_KINDS)
             key = [score, ts, doc] if keyed else None
         hits: list[SearchHit] = []
         n = len(ROW_FIELDS)
         while True:
-            floor = self._window_floor(conn, match, top)
+            if floor is None:
+                floor = self._window_floor(conn, match, top)
             wanted = limit - len(hits)
             rows = self._ranked(conn, match, where, params, floor, top, key, wanted + 1, recent)
             hits += [
@@ -327,7 +330,7 @@ class ThreadSearch:
             if len(hits) == limit:
                 more = self._any_below(conn, match, where, params, floor)
                 return SearchPage(hits, _cursor(floor, None, recent) if more else None, partial)
-            top, key = floor, None
+            top, key, floor = floor, None, None
 
     @staticmethod
     def _window_floor(conn: sqlite3.Connection, match: str, top: int) -> int:
