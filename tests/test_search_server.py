@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -80,11 +81,11 @@ def test_another_process_records_are_found_once_its_watcher_saw_them(
     tid, sid = start(there, tmp_path / "w")
     answer = record(there, tid, sid, message("a capybara in the logs"))
     here.wait_notification("thread/started")  # the watcher's refresh
-    found = None
-    for _ in range(200):  # the other process's listing row lands within its flush
-        if found := hits(here, "capybara"):
-            break
-        here.wait_notification("thread/updated", count=1)
+    # The other process's listing row lands within its flush (FLUSH_SECONDS); a hang guard,
+    # not a speed limit.
+    deadline = time.monotonic() + 30
+    while not (found := hits(here, "capybara")) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert [(h["threadId"], h["seq"]) for h in found or []] == [(tid, answer["firstSeq"])]
 
 
