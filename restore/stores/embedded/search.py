@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from restore.search.query import Query
 from restore.search.text import searchable
 from restore.stores.api import (
@@ -300,22 +302,24 @@ class ThreadSearch:
         limit = max(1, min(MAX_LIMIT, limit))
         match = query.fts5()
         where, params = _filtered(filters)
-        floor: int | None = None
+        window: tuple[int, list[int]] | None = None
         if cursor is None:
             top = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM search_docs").fetchone()[0]
             key: list[Any] | None = None
-            floor = self._window_floor(conn, match, top)
-            recent = floor > 1  # WINDOW matches or more
+            window = self._window(conn, match, top)
+            recent = window[0] > 1  # WINDOW matches or more
         else:
             top, keyed, score, ts, doc, recent = decode_search_cursor(cursor, _CURSOR_KINDS)
             key = [score, ts, doc] if keyed else None
         hits: list[SearchHit] = []
         n = len(ROW_FIELDS)
         while True:
-            if floor is None:
-                floor = self._window_floor(conn, match, top)
+            if window is None:
+                window = self._window(conn, match, top)
+            floor, ids = window
             wanted = limit - len(hits)
-            rows = self._ranked(conn, match, where, params, floor, top, key, wanted + 1, recent)
+            rows = self._ranked(conn, match, where, params, (floor, top, ids if recent else None),
+                                key, wanted + 1)  # fmt: skip
             hits += [
                 SearchHit(summary_of(row[:n], json_text=True), row[n], row[n + 1], row[n + 2],
                           row[n + 3])
@@ -330,18 +334,21 @@ class ThreadSearch:
             if len(hits) == limit:
                 more = self._any_below(conn, match, where, params, floor)
                 return SearchPage(hits, _cursor(floor, None, recent) if more else None, partial)
-            top, key, floor = floor, None, None
+            top, key, window = floor, None, None
 
     @staticmethod
-    def _window_floor(conn: sqlite3.Connection, match: str, top: int) -> int:
-        """The lowest doc id of the window below `top`: the `WINDOW`th newest match (1
-        when fewer match: the window holds them all)."""
-        row = conn.execute(
-            "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid < ? "
-            "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (match, top, WINDOW - 1),
-        ).fetchone()
-        return 1 if row is None else int(row[0])
+    def _window(conn: sqlite3.Connection, match: str, top: int) -> tuple[int, list[int]]:
+        """The window below `top`: its lowest doc id (the `WINDOW`th newest match; 1 when
+        fewer match: the window holds them all) and the matches' doc ids, newest first."""
+        ids = [
+            row[0]
+            for row in conn.execute(
+                "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid < ? "
+                "ORDER BY rowid DESC LIMIT ?",
+                (match, top, WINDOW),
+            )
+        ]
+        return (ids[-1] if len(ids) == WINDOW else 1), ids
 
     @staticmethod
     def _ranked(
@@ -349,32 +356,42 @@ class ThreadSearch:
         match: str,
         where: list[str],
         params: list[Any],
-        floor: int,
-        top: int,
+        window: tuple[int, int, list[int] | None],
         key: list[Any] | None,
         count: int,
-        by_recency: bool = False,
     ) -> list[Any]:
-        """Up to `count` matches with doc ids in [floor, top), after `key`, best first
-        (`by_recency`: newest first, every score 0: bm25 counts every match of each term
-        in the whole index before it scores one, 25 ms for a word in most records)."""
+        """Up to `count` matches with doc ids in [floor, top), after `key`, best first;
+        given the window's doc ids, newest first instead, every score 0, with no second
+        pass over the full-text index (bm25 counts every match of each term in the whole
+        index before it scores one: 25 ms for a word in most records; a prefix merges the
+        doclists of every word it starts)."""
+        floor, top, ids = window
         outer, after = "", []
         if key is not None:
             score, ts, doc = key
             outer = "WHERE (score > ? OR (score = ? AND (ts < ? OR (ts = ? AND id < ?))))"
             after = [score, score, ts, ts, doc]
         columns = ", ".join(f"t.{name}" for name in ROW_FIELDS)
-        conditions = " AND ".join(
-            ["search_fts MATCH ?", "search_fts.rowid >= ?", "search_fts.rowid < ?", *where]
-        )
-        sql = (
-            f"SELECT * FROM (SELECT {columns}, d.seq, d.role, d.ts, d.text, d.id, "
-            f"{'0.0' if by_recency else 'bm25(search_fts)'} AS score FROM search_fts "
-            "JOIN search_docs AS d ON d.id = search_fts.rowid "
-            "JOIN threads AS t ON t.threadId = d.threadId "
-            f"WHERE {conditions}) {outer} ORDER BY score, ts DESC, id DESC LIMIT ?"
-        )
-        return conn.execute(sql, [match, floor, top, *params, *after, count]).fetchall()
+        selected = f"SELECT {columns}, d.seq, d.role, d.ts, d.text, d.id"
+        if ids is not None:
+            conditions = " AND ".join(["d.id IN (SELECT value FROM json_each(?))", *where])
+            inner = (
+                f"{selected}, 0.0 AS score FROM search_docs AS d "
+                f"JOIN threads AS t ON t.threadId = d.threadId WHERE {conditions}"
+            )
+            first: list[Any] = [orjson.dumps(ids).decode()]
+        else:
+            conditions = " AND ".join(
+                ["search_fts MATCH ?", "search_fts.rowid >= ?", "search_fts.rowid < ?", *where]
+            )
+            inner = (
+                f"{selected}, bm25(search_fts) AS score FROM search_fts "
+                "JOIN search_docs AS d ON d.id = search_fts.rowid "
+                f"JOIN threads AS t ON t.threadId = d.threadId WHERE {conditions}"
+            )
+            first = [match, floor, top]
+        sql = f"SELECT * FROM ({inner}) {outer} ORDER BY score, ts DESC, id DESC LIMIT ?"
+        return conn.execute(sql, [*first, *params, *after, count]).fetchall()
 
     @staticmethod
     def _any_below(
