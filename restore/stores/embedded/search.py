@@ -374,10 +374,13 @@ class ThreadSearch:
         columns = ", ".join(f"t.{name}" for name in ROW_FIELDS)
         selected = f"SELECT {columns}, d.seq, d.role, d.ts, d.text, d.id"
         if ids is not None:
-            conditions = " AND ".join(["d.id IN (SELECT value FROM json_each(?))", *where])
+            # CROSS JOIN keeps the window's ids the outer loop: each doc found by its key,
+            # never a scan of every doc for ids in the list.
+            conditions = " AND ".join(["1", *where])
             inner = (
-                f"{selected}, 0.0 AS score FROM search_docs AS d "
-                f"JOIN threads AS t ON t.threadId = d.threadId WHERE {conditions}"
+                f"{selected}, 0.0 AS score FROM json_each(?) AS w "
+                "CROSS JOIN search_docs AS d ON d.id = w.value "
+                f"CROSS JOIN threads AS t ON t.threadId = d.threadId WHERE {conditions}"
             )
             first: list[Any] = [orjson.dumps(ids).decode()]
         else:
