@@ -4,10 +4,10 @@
     python -m bench.follow [--records 30]
 
 Baseline: the embedded store, two processes on one data dir (the file watcher says the
-thread changed, server/watch.py, and the relay reads the items after the last one sent,
-server/relay.py). Against it: PostgreSQL, two processes with their own
-homes on one database (LISTEN/NOTIFY, then the relay reads the rows, server/relay.py).
-A throwaway cluster (tests/pg_cluster.py) is started for the run and removed after it.
+thread changed, server/live/watch.py, and the relay reads the items after the last one sent,
+server/live/relay.py). Against it: PostgreSQL, two processes with their own
+homes on one database (LISTEN/NOTIFY, then the relay reads the rows, server/live/relay.py).
+A throwaway cluster (tests/support/pg_cluster.py) is started for the run and removed after it.
 Records are spaced (one at a time, each waited for), so each latency is one append's.
 """
 
@@ -21,8 +21,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests import pg_cluster
-from tests.rpc_client import ServerProcess
+from tests.support import pg_cluster
+from tests.support.rpc_client import ServerProcess
 
 
 def _latencies(root: Path, store_url: str | None, records: int) -> list[float]:

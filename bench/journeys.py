@@ -9,8 +9,10 @@ items) in a real git repo; Codex gets the same as rollouts (bench.codex_peer), i
 built by a first start that is not timed. Every run spawns a new server process, sessiond
 and Codex alternating; a row is the median of `--runs` runs.
 
-- J1 open a window: spawn → `initialize` → first `thread/list` page (one folder, 50), the
-  index present. Codex: the same, its state DB present (a restart).
+- J1 open a window: spawn → `initialize` → first `thread/list` page (50), the index
+  present, three ways: every thread (no filter) with 1 and with 20 workspace folders (real
+  git repos) in `initialize`, and one folder's threads (`cwd` filter). Codex: the same
+  lists, its state DB present (a restart).
 - J2 click Resume: spawn → `initialize` → `thread/resume` of the long thread, its answer
   carrying the newest 200 messages. Codex: spawn → `initialize` → `thread/resume`
   (`excludeTurns`) → `thread/turns/list` of the newest turns with their items, as many
@@ -20,6 +22,9 @@ and Codex alternating; a row is the median of `--runs` runs.
 - J4 scroll back: in a process that just resumed the long thread, one `thread/read` page of
   200 items deep in history (before seq 1,000) or near the end (just before the resume's
   messages); the time of that request alone.
+
+sessiond runs installed from its wheel with compiled bytecode (bench/install.py), as a user
+has it; `--checkout` runs this checkout instead.
 
 sessiond's answers are timed once parsed (the client needs the cursor); Codex's when their
 line arrives, before parsing (codex_peer's client), which favours Codex on J3's one big line.
@@ -40,6 +45,7 @@ from typing import Any
 
 from bench import codex_peer, resume
 from bench.codex_peer import AppServer
+from bench.install import install_wheel
 from bench.listing import FOLDERS, PAGE, write_threads
 from bench.rpc import PipelinedServer
 from restore.home.layout import Layout
@@ -52,7 +58,9 @@ MESSAGES_PER_TURN = 16  # and one user message (a Codex turn) per 20 items
 DEEP_BEFORE = 1000
 READ_PAGE = 10_000  # J3's thread/read pages (cut by bytes under the frame limit too)
 TIMEOUT = 600.0
-TARGETS = {"J1": 0.5, "J2": 0.1, "J3": 0.33}  # sessiond / Codex, at most
+TARGETS = {"J1 cwd": 0.5, "J1 all 1": 0.75, "J1 all 20": 0.75, "J2": 0.1, "J3": 0.33}
+"""sessiond / Codex, at most."""
+FOLDER_COUNTS = (1, 20)
 J4_RATIO, J4_MS = 2.0, 20.0
 
 
@@ -61,6 +69,8 @@ class Homes:
     sessiond: Path
     codex: Path | None
     repo: Path
+    site: Path | None = None  # sessiond installed from its wheel (None: this checkout)
+    folders: list[Path] = field(default_factory=list)  # 20 git repos for `initialize`
     thread_id: str = ""
     codex_thread_id: str = ""
     codex_turns: int = 0
@@ -88,11 +98,16 @@ def _git_repo(path: Path) -> None:
         subprocess.run(["git", *args], cwd=path, check=True)
 
 
-def prepare(root: Path, threads: int, messages: int, codex: bool) -> Homes:
+def prepare(root: Path, threads: int, messages: int, codex: bool, wheel: bool = True) -> Homes:
     """Both data dirs, with their indexes built (by an untimed first start)."""
     items = messages * MESSAGES_PER_ITEMS[1] // MESSAGES_PER_ITEMS[0]
     homes = Homes(root / "sessiond", root / "codex" if codex else None, root / "repo")
+    homes.site = install_wheel(root / "install") if wheel else None
     _git_repo(homes.repo)
+    (root / "folders").mkdir()
+    for n in range(max(FOLDER_COUNTS)):
+        homes.folders.append(root / "folders" / f"project-{n}")
+        _git_repo(homes.folders[-1])
     layout = Layout(homes.sessiond)
     write_threads(layout, threads)
     service = open_service(Settings(layout.home, durability=Durability.NONE))
@@ -100,7 +115,7 @@ def prepare(root: Path, threads: int, messages: int, codex: bool) -> Homes:
     service.close_all()
     homes.messages = messages
     homes.listed = min(PAGE, len(range(1, threads, FOLDERS)))
-    server = PipelinedServer(homes.sessiond)
+    server = PipelinedServer(homes.sessiond, site=homes.site)
     server.request("initialize", {"clientInfo": {"name": "bench"}})
     server.request("thread/list", {"limit": PAGE})  # builds the index
     server.close()
@@ -123,20 +138,28 @@ def prepare(root: Path, threads: int, messages: int, codex: bool) -> Homes:
 # --- sessiond ---------------------------------------------------------------------------
 
 
-def _sessiond(homes: Homes) -> tuple[PipelinedServer, float]:
+def _sessiond(homes: Homes, folders: list[Path] | None = None) -> tuple[PipelinedServer, float]:
     began = time.perf_counter()
-    server = PipelinedServer(homes.sessiond, {"SESSIOND_DURABILITY": "fsync"})
-    folders = [{"path": str(homes.repo), "name": "repo", "trusted": True}]
-    server.request("initialize", {"clientInfo": {"name": "bench"}, "workspaceFolders": folders})
+    server = PipelinedServer(homes.sessiond, {"SESSIOND_DURABILITY": "fsync"}, homes.site)
+    named = [{"path": str(path), "name": path.name, "trusted": True}
+             for path in folders or [homes.repo]]  # fmt: skip
+    server.request("initialize", {"clientInfo": {"name": "bench"}, "workspaceFolders": named})
     return server, began
 
 
-def sessiond_list(homes: Homes) -> float:
-    server, began = _sessiond(homes)
+def _list_params(cwd: bool) -> dict[str, Any]:
+    return {"limit": PAGE, "cwd": "/work/project-1"} if cwd else {"limit": PAGE}
+
+
+def sessiond_list(homes: Homes, folders: int = 1, cwd: bool = True) -> float:
+    """J1: `cwd` lists one folder's threads; otherwise every thread, after an `initialize`
+    naming `folders` workspace folders."""
+    server, began = _sessiond(homes, homes.folders[:folders])
     try:
-        page = server.request("thread/list", {"limit": PAGE, "cwd": "/work/project-1"})
+        params = _list_params(cwd)
+        page = server.request("thread/list", params)
         elapsed = time.perf_counter() - began
-        assert len(page["threads"]) == homes.listed, len(page["threads"])
+        assert len(page["threads"]) == (homes.listed if cwd else PAGE), len(page["threads"])
         return elapsed
     finally:
         server.close()
@@ -152,11 +175,18 @@ def _resume(server: PipelinedServer, homes: Homes) -> dict[str, Any]:
     return report
 
 
-def sessiond_resume(homes: Homes) -> float:
+RSS_TARGET_MIB = 100  # the server's peak resident memory after resuming the long thread
+
+
+def sessiond_resume(homes: Homes, peaks: list[float] | None = None) -> float:
+    """J2; `peaks` gets the server's peak RSS (MiB) once the answer is in."""
     server, began = _sessiond(homes)
     try:
         _resume(server, homes)
-        return time.perf_counter() - began
+        elapsed = time.perf_counter() - began
+        if peaks is not None:
+            peaks.append(server.peak_rss_kib() / 1024)
+        return elapsed
     finally:
         server.close()
 
@@ -209,13 +239,13 @@ def _codex(homes: Homes) -> AppServer:
     return server
 
 
-def codex_list(homes: Homes) -> float:
+def codex_list(homes: Homes, cwd: bool = True) -> float:
     server = _codex(homes)
     try:
-        _, result = server.request("thread/list", {"limit": PAGE, "cwd": "/work/project-1"},
-                                   TIMEOUT)  # fmt: skip
+        params = _list_params(cwd)
+        _, result = server.request("thread/list", params, TIMEOUT)
         elapsed = time.perf_counter() - server.spawned
-        assert len(result["data"]) == homes.listed, len(result["data"])
+        assert len(result["data"]) == (homes.listed if cwd else PAGE), len(result["data"])
         return elapsed
     finally:
         server.close()
@@ -255,17 +285,30 @@ def codex_context(homes: Homes) -> float:
 # --- the run ----------------------------------------------------------------------------
 
 
-def run(threads: int, messages: int, runs: int, codex: bool | None = None) -> dict[str, Any]:
+def run(
+    threads: int, messages: int, runs: int, codex: bool | None = None, wheel: bool = True
+) -> dict[str, Any]:
     codex = codex_peer.available() if codex is None else codex
     root = Path(tempfile.mkdtemp(prefix="sessiond-journeys-"))
     try:
         began = time.perf_counter()
-        homes = prepare(root, threads, messages, codex)
+        homes = prepare(root, threads, messages, codex, wheel)
         prepared = time.perf_counter() - began
         timings = Timings()
-        journeys = [
-            ("J1", sessiond_list, codex_list),
-            ("J2", sessiond_resume, codex_resume),
+        peaks: list[float] = []
+        journeys: list[tuple[str, Any, Any]] = [
+            ("J1 cwd", sessiond_list, codex_list),
+            (
+                "J1 all 1",
+                lambda h: sessiond_list(h, 1, cwd=False),
+                lambda h: codex_list(h, cwd=False),
+            ),
+            (
+                "J1 all 20",
+                lambda h: sessiond_list(h, 20, cwd=False),
+                lambda h: codex_list(h, cwd=False),
+            ),
+            ("J2", lambda h: sessiond_resume(h, peaks), codex_resume),
             ("J3", sessiond_context, codex_context),
         ]
         for n in range(runs):
@@ -279,7 +322,48 @@ def run(threads: int, messages: int, runs: int, codex: bool | None = None) -> di
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return {"threads": threads, "messages": messages, "runs": runs, "timings": timings,
-            "codex": version, "prepare_s": prepared}  # fmt: skip
+            "codex": version, "prepare_s": prepared, "wheel": wheel,
+            "peak_rss_mib": max(peaks) if peaks else None}  # fmt: skip
+
+
+SCALE_TARGET = 1.2  # J1 at the largest size / J1 at the smallest, at most
+
+
+def scale(sizes: list[int], runs: int) -> dict[str, Any]:
+    """J1 (every thread, 20 folders; one folder's threads) at each number of threads, in
+    fresh data dirs (no Codex, a short long thread): is the first page flat in the number
+    of threads?"""
+    timings = Timings()
+    for size in sizes:
+        root = Path(tempfile.mkdtemp(prefix="sessiond-journeys-scale-"))
+        try:
+            homes = prepare(root, size, 1000, codex=False)
+            for n in range(runs):
+                ways = [("all 20", 20, False), ("cwd", 1, True)]
+                for name, folders, cwd in ways if n % 2 == 0 else reversed(ways):
+                    timings.add(f"{size} {name}", sessiond_list(homes, folders, cwd))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return {"sizes": sizes, "runs": runs, "timings": timings}
+
+
+def render_scale(result: dict[str, Any]) -> str:
+    timings: Timings = result["timings"]
+    sizes = result["sizes"]
+    lines = [
+        "| threads | J1 every thread, 20 folders (median ms) | J1 one folder, `cwd` (median ms) |",
+        "|---:|---:|---:|",
+    ]
+    for size in sizes:
+        lines.append(f"| {size:,} | {_ms(timings.median(f'{size} all 20'))} | "
+                     f"{_ms(timings.median(f'{size} cwd'))} |")  # fmt: skip
+    first, last = timings.median(f"{sizes[0]} all 20"), timings.median(f"{sizes[-1]} all 20")
+    if first and last:
+        met = "met" if last / first <= SCALE_TARGET else "**not met**"
+        lines += ["", f"J1 (every thread) at {sizes[-1]:,} threads is {last / first:.2f}x its "
+                  f"figure at {sizes[0]:,} (target ≤ {SCALE_TARGET}x): {met}. Medians of "
+                  f"{result['runs']} fresh processes; sessiond from its wheel."]  # fmt: skip
+    return "\n".join(lines)
 
 
 def _ms(value: float | None) -> str:
@@ -292,8 +376,11 @@ def render(result: dict[str, Any]) -> str:
     timings: Timings = result["timings"]
     threads, messages = f"{result['threads']:,}", f"{result['messages']:,}"
     labels = {
-        "J1": f"J1 open a window: spawn → first `thread/list` page ({threads} threads, "
-        "index present); Codex restarted the same way",
+        "J1 all 1": f"J1 open a window: spawn → first `thread/list` page of every thread "
+        f"({threads} threads, index present), 1 workspace folder; Codex restarted, no filter",
+        "J1 all 20": "J1 the same, 20 workspace folders (git repos) in `initialize`",
+        "J1 cwd": "J1 the same, one folder's threads (`cwd` filter, 1 folder); Codex with "
+        "the same `cwd` filter",
         "J2": f"J2 click Resume on a {messages}-message thread: spawn → the answer with the "
         f"newest {MESSAGE_LIMIT} messages; Codex: `thread/resume` `excludeTurns` + the newest "
         f"{math.ceil(MESSAGE_LIMIT / MESSAGES_PER_TURN)} turns (`thread/turns/list`)",
@@ -324,9 +411,17 @@ def render(result: dict[str, Any]) -> str:
         f"| deep / near (target ≤ {J4_RATIO:.0f}x, each ≤ {J4_MS:.0f} ms) | "
         f"{deep / near:.2f}x: {'met' if ok else '**not met**'} |",
     ]
+    rss = result.get("peak_rss_mib")
+    if rss is not None:
+        met = "met" if rss <= RSS_TARGET_MIB else "**not met**"
+        lines += ["", f"Peak RSS of the server after resuming the {messages}-message thread "
+                  f"(J2, the largest of its runs): {rss:.0f} MiB (target ≤ {RSS_TARGET_MIB} "
+                  f"MiB): {met}."]  # fmt: skip
     peer = f"`{result['codex']}`" if result["codex"] else "Codex not on PATH: not run"
-    lines += ["", f"Medians of {result['runs']} fresh processes per cell; peer: {peer}; "
-              f"preparing both data dirs took {result['prepare_s']:.0f} s."]  # fmt: skip
+    install = "from its wheel (bytecode compiled)" if result["wheel"] else "this checkout"
+    lines += ["", f"Medians of {result['runs']} fresh processes per cell; sessiond installed "
+              f"{install}; peer: {peer}; preparing both data dirs took "
+              f"{result['prepare_s']:.0f} s."]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -336,8 +431,14 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-codex", action="store_true")
+    parser.add_argument("--checkout", action="store_true", help="this checkout, not a wheel")
+    parser.add_argument("--scale", help="J1 alone at these numbers of threads: 1000,100000")
     args = parser.parse_args()
-    result = run(args.threads, args.messages, args.runs, False if args.no_codex else None)
+    if args.scale:
+        print(render_scale(scale([int(n) for n in args.scale.split(",")], args.runs)))
+        return
+    result = run(args.threads, args.messages, args.runs, False if args.no_codex else None,
+                 wheel=not args.checkout)  # fmt: skip
     print(render(result))
     for key, values in result["timings"].runs.items():
         print(key, [round(v, 1) for v in values])

@@ -20,11 +20,16 @@ REPO = Path(__file__).resolve().parent.parent
 class PipelinedServer:
     """`sessiond serve --stdio` with newline-delimited framing and a reader thread."""
 
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, home: Path, env: dict[str, str] | None = None, site: Path | None = None
+    ) -> None:
+        """`site`: sessiond installed there (bench/install.py) instead of this checkout."""
+        code = site or REPO
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "--home", str(home), "serve", "--stdio"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=REPO, env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)},
+            cwd=code.parent if site else REPO,
+            env={**os.environ, **(env or {}), "PYTHONPATH": str(code)},
         )  # fmt: skip
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[Future[Any], float]] = {}

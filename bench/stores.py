@@ -2,7 +2,7 @@
 
     python -m bench.stores [--threads 100000] [--items 100000] [--records 2000]
 
-A throwaway PostgreSQL cluster (tests/pg_cluster.py: initdb + pg_ctl, Unix socket, fsync
+A throwaway PostgreSQL cluster (tests/support/pg_cluster.py: initdb + pg_ctl, Unix socket, fsync
 on) is started for the run and removed after it. Each workload runs on both stores:
 - record: items/s with group commit (8 threads, 32 records in flight), one sessiond
   process, and two at once (each streaming into its own threads, started together):
@@ -36,7 +36,7 @@ from restore.service import Settings, open_service
 from restore.stores import open_store
 from restore.stores.api import encode_line
 from restore.summary import summarize
-from tests import pg_cluster
+from tests.support import pg_cluster
 
 FOLDERS = 20
 PAGE = 50

@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.ws_client import WsClient, WsServerProcess  # noqa: E402
+from tests.support.ws_client import WsClient, WsServerProcess  # noqa: E402
 
 
 def percentile(samples: list[float], fraction: float) -> float:

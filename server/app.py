@@ -1,4 +1,7 @@
-"""The sessiond server: shared state (data dir, thread service, worker) and its connections.
+"""The sessiond server, the composition root of `sessiond serve`: it builds the thread
+service, the store worker and reader threads, hooks, subscriptions and the watcher, each
+on first use, and hands each feature itself as the host interface (server/host.py,
+server/handlers/context.py's `Serving`). Nothing here is imported by a feature.
 
 All thread work runs on one worker thread, in order (server/worker.py): the store needs no
 locks of its own, fsync never blocks the event loop, and the loop stays free to read, cancel
@@ -6,7 +9,7 @@ and answer `initialize`. Pages of `thread/read` are the exception: they run on r
 threads, since files are append-only and readers need no lock, so one client paging
 through a long thread never holds another client's record. The thread service (and with
 it SQLite and the git probe) is created by the first request that needs it, never at
-startup.
+startup (no warmup: docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -18,20 +21,24 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from server import compose
 from server.config import ServerConfig
-from server.rpc import SessiondProtocol
-from server.subscriptions import Subscriptions
+from server.host import Notice, thread_notice
+from server.index_flush import IndexFlush
+from server.live.subscriptions import Subscriptions
+from server.rpc.dispatch import SessiondProtocol
 from server.worker import StoreWorker
 
 if TYPE_CHECKING:
     from restore.service import ThreadService
     from restore.stores import Settings
     from restore.stores.api import Pages, Store
-    from server.hooks import LifecycleHooks
-    from server.watch import Watcher
+    from restore.summary import ThreadSummary
+    from server.handlers.context import Serving
+    from server.hooks.lifecycle import LifecycleHooks
+    from server.live.watch import Watcher
 
 T = TypeVar("T")
 UPDATE_COALESCE_SECONDS = 0.05
@@ -69,32 +76,28 @@ class SessiondServer:
         self._readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="sessiond-read")
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._flush_handle: asyncio.TimerHandle | None = None
-        self._pending_updates: dict[str, Any] = {}
-        self.subscriptions = Subscriptions(self)
+        self._index_flush = IndexFlush(self._flush_index)
+        self._pending_updates: dict[str, ThreadSummary] = {}
+        self.subscriptions = Subscriptions(self, config.max_frame)
         self.workspace_listeners: list[Callable[[], None]] = []
         self._hooks: LifecycleHooks | None = None
         self._watcher: Watcher | None = None
 
     @property
     def hooks(self) -> LifecycleHooks:
-        """Lifecycle hooks, created by the first session start or end: do not add ANY
-        warmup here — no hook config is read and no hook runs before a session needs it."""
+        """Lifecycle hooks, created by the first session start or end (no warmup:
+        docs/architecture.md)."""
         if self._hooks is None:
-            from server.hooks import LifecycleHooks
-
-            self._hooks = LifecycleHooks(self)
+            self._hooks = compose.lifecycle_hooks(self)
         return self._hooks
 
     def ensure_watching(self, since: float | None = None) -> None:
-        """Follow files other processes write (server/watch.py), from the first request
-        that shows a client threads on: never at startup (no warmup)."""
+        """Follow files other processes write (server/live/watch.py), from the first request
+        that shows a client threads on (no warmup: docs/architecture.md)."""
         if self.config.store and not self.config.follow:
             return  # a shared store's changes come by LISTEN/NOTIFY (`_changed_elsewhere`)
         if self._watcher is None:
-            from server.watch import Watcher
-
-            self._watcher = Watcher(self)
+            self._watcher = compose.watcher(self, self.subscriptions, self.config.follow)
         self._watcher.ensure_started(since)
 
     def watch_after_answer(self, since: float) -> None:
@@ -119,26 +122,14 @@ class SessiondServer:
     def service(self) -> ThreadService:
         """Created on first use (worker thread only), so startup reads no file."""
         if self._service is None:
-            from restore.home.state import open_home
-            from restore.service import open_service
-
-            # A home that is a file or unreadable is StorageError for this request and the
-            # next (checked again: the user may fix it while the server runs).
-            home = open_home(Path(self.config.home))
-            if home.read_only is not None and not self.config.store:
-                logger.warning("serving %s read-only: %s", home.path, home.read_only)
-            self._service = open_service(self.settings(), store=self.store)
+            self._service = compose.thread_service(self.settings(), store=self.store)
             # Threads other sessiond processes start or change reach this one's clients
             # (a shared store's LISTEN/NOTIFY), from the first request that needs the store.
             self._service.store.watch(self._changed_elsewhere)
         return self._service
 
     def settings(self) -> Settings:
-        from restore.stores import Settings
-        from restore.stores.api import Durability
-
-        config = self.config
-        return Settings(Path(config.home), config.store, Durability(config.durability))
+        return compose.settings(self.config.home, self.config.store, self.config.durability)
 
     @property
     def store(self) -> Store:
@@ -146,15 +137,7 @@ class SessiondServer:
         data directory checks out; a shared store connects with its first request."""
         with self._store_lock:
             if self._store is None:
-                from restore.home.state import open_home
-                from restore.stores import open_store
-
-                # An embedded store needs a usable home (StorageError until it is); a shared
-                # one keeps its threads elsewhere.
-                read_only = False
-                if not self.config.store:
-                    read_only = open_home(Path(self.config.home)).read_only is not None
-                self._store = open_store(self.settings(), read_only=read_only)
+                self._store = compose.store(self.settings())
             return self._store
 
     def _changed_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:
@@ -173,10 +156,10 @@ class SessiondServer:
             thread_id, summary.lastSeq if summary is not None else None
         )
         if event == "started" and summary is not None:
-            self.announce_threads([("thread/started", {"thread": summary.thread_info()})],
+            self.announce_threads([thread_notice(summary.thread_info(), started=True)],
                                   parents=[summary.parentThreadId])  # fmt: skip
         elif event == "deleted":
-            self.broadcast("thread/updated", {"thread": {"threadId": thread_id}, "deleted": True})
+            self.broadcast(*thread_notice({"threadId": thread_id}, deleted=True))
         elif summary is not None:
             self.announce_update(summary)
 
@@ -192,16 +175,19 @@ class SessiondServer:
 
     def connect(self, send_bytes: Callable[[bytes], None]) -> SessiondProtocol:
         """A protocol for a new connection, with every handler registered on it."""
-        from server.handlers import register
+        from server.handlers.table import register
 
-        connection = SessiondProtocol(self.config.home)
+        connection = SessiondProtocol()
         connection.send_bytes = send_bytes
         connection.max_frame = self.config.max_frame
-        register(connection, self)
+        serving: Serving = self  # mypy: the server is what its handlers expect
+        register(connection, serving)
         if os.environ.get("SESSIOND_DEBUG") == "1":
-            from server.debug import register_debug
+            from server import debug
 
-            register_debug(connection, self)
+            connection.methods[debug.METHOD] = lambda params: debug.report(
+                self._service, self._hooks is not None, self.worker, self.subscriptions.relay
+            )
         self.connections.append(connection)
         return connection
 
@@ -222,9 +208,7 @@ class SessiondServer:
                 lambda: self.service.release_owner(connection.owner, reason)
             )
             if reason is not None and released and self._hooks is not None:
-                from server.handlers import Context
-
-                self._hooks.connection_lost(Context(connection, self), released)
+                self._hooks.connection_lost(connection, released)
         self.workspace_changed()
 
     async def name_holder(self, thread_id: str, connection: SessiondProtocol) -> None:
@@ -249,19 +233,14 @@ class SessiondServer:
         return await asyncio.get_running_loop().run_in_executor(self._readers, work)
 
     def schedule_index_flush(self) -> None:
-        """After a burst of records, write the batched index rows once it pauses, so other
-        processes listing the same data dir see them within about a second."""
-        if self._flush_handle is None and self.loop is not None:
-            from restore.stores.api import FLUSH_SECONDS as INDEX_FLUSH_SECONDS
-
-            self._flush_handle = self.loop.call_later(INDEX_FLUSH_SECONDS, self._flush_index)
+        """The batched index rows written once records pause (server/index_flush.py)."""
+        self._index_flush.soon(self.loop)
 
     def _flush_index(self) -> None:
-        self._flush_handle = None
         if self._service is not None:
             self.worker.submit(self._service.flush_index).add_done_callback(_log_failure)
 
-    def announce_update(self, summary: Any) -> None:
+    def announce_update(self, summary: ThreadSummary) -> None:
         """`thread/updated` after records, coalesced: at most one per thread every
         `UPDATE_COALESCE_SECONDS`, carrying the latest row. A client streaming records
         would otherwise get one notification per record, which doubles the traffic."""
@@ -275,11 +254,11 @@ class SessiondServer:
     def _send_update(self, thread_id: str) -> None:
         summary = self._pending_updates.pop(thread_id, None)
         if summary is not None:
-            self.announce_threads([("thread/updated", {"thread": summary.thread_info()})])
+            self.announce_threads([thread_notice(summary.thread_info())])
 
     def announce_threads(
         self,
-        notices: list[tuple[str, dict[str, Any]]],
+        notices: list[Notice],
         parents: Iterable[str | None] = (),
         then: Callable[[], None] | None = None,
     ) -> asyncio.Future[None]:

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from restore.home.layout import default_home
-from server.framing import DEFAULT_MAX_FRAME
+from server.rpc.framing import DEFAULT_MAX_FRAME
 
 FOLLOWABLE = ("claude", "codex", "gemini")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import pg_cluster
-from tests.rpc_client import ServerProcess
-from tests.ws_client import WsServerProcess
+from tests.support import disks, pg_cluster
+from tests.support.rpc_client import ServerProcess
+from tests.support.ws_client import WsServerProcess
 
 BOTH_STORES = pytest.mark.parametrize("store_url", ["embedded", "postgres"], indirect=True)
 """Run a test module against both stores: `pytestmark = BOTH_STORES`."""
@@ -123,3 +123,10 @@ def ws_server(home: Path) -> Iterator[Callable[..., WsServerProcess]]:
     yield start
     for server in started:
         server.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 512 KiB filesystem (tests/support/disks.py); skipped, saying why, unless root."""
+    with disks.small_disk(tmp_path) as mount_point:
+        yield mount_point

@@ -1,5 +1,5 @@
 """`sessiond acp`: the real chain — the official ACP SDK's client as the editor, `sessiond
-acp` as a real process, and a scripted ACP agent (tests/acp_agent.py) as AGENT."""
+acp` as a real process, and a scripted ACP agent (tests/support/acp_agent.py) as AGENT."""
 
 from __future__ import annotations
 
@@ -19,16 +19,10 @@ from acp import RequestError
 from restore.engine.subsystems import ThreadState
 from restore.home.layout import Layout
 from restore.stores.embedded.files import ThreadStore
-from tests.acp_editor import (
-    HANG_GUARD,
-    agent_log,
-    alive,
-    fake_agent,
-    sessiond_acp,
-    wait_for,
-)
 from tests.conftest import git
-from tests.rpc_client import ServerProcess
+from tests.support.acp_editor import HANG_GUARD, agent_log, fake_agent, sessiond_acp, wait_for
+from tests.support.processes import alive
+from tests.support.rpc_client import ServerProcess
 
 EDIT_UPDATES = 13  # session/update notifications the fake agent's `edit` prompt sends
 
@@ -368,7 +362,7 @@ async def test_session_start_hooks_fire_for_acp_sessions(
 ) -> None:
     repo = make_repo("repo")
     log = tmp_path / "hooks.jsonl"
-    hook = Path(__file__).with_name("hook_program.py")
+    hook = Path(__file__).with_name("support") / "hook_program.py"
     command = {"type": "command", "command": f"{sys.executable} {hook} {log} ok"}
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "hooks.json").write_text(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from restore.sources import acp as source
-from tests.acp_editor import agent_log, fake_agent, sessiond_acp
+from tests.support.acp_editor import agent_log, fake_agent, sessiond_acp
 from tests.test_acp import text
 
 FLOOD = 200_000

@@ -4,9 +4,9 @@ work still reaches the person, and the turn's answer is a `StorageFull` error â€
 answer that looks recorded. Once space returns, the next turn records normally.
 
 On a real small filesystem (a 512 KiB tmpfs holding `sessiond acp --home`, filled by
-another file) against a real `sessiond acp` process. Mounting needs root; where it is
-impossible the same scenario runs the proxy in this process with the thread files'
-writes failing with ENOSPC instead (never a skip), as tests/faults/test_disk_full.py does.
+another file) against a real `sessiond acp` process; mounting needs root, and without it
+that case is skipped, saying so. The same scenario also runs the proxy in this process
+with the thread files' writes failing with ENOSPC, everywhere.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-import subprocess
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,32 +23,12 @@ import orjson
 import pytest
 from acp import RequestError
 
-from tests.acp_editor import HANG_GUARD, fake_agent, sessiond_acp
-from tests.faults.test_disk_full import _fill
+from tests.support.acp_editor import HANG_GUARD, fake_agent, sessiond_acp
+from tests.support.disks import fill
 from tests.test_acp import EDIT_UPDATES, text, thread_items
 
 Prompt = Callable[[str], Awaitable[tuple[dict[str, Any], list[dict[str, Any]]]]]
 """Send a prompt: (its answer, as `{"result"}` or `{"error"}`; the updates it showed)."""
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path | None]:
-    """A 512 KiB tmpfs mounted on a fresh dir (None where mounting is impossible)."""
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    mounted = (
-        os.geteuid() == 0
-        and subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(mount_point)],
-            capture_output=True,
-        ).returncode
-        == 0
-    )
-    try:
-        yield mount_point if mounted else None
-    finally:
-        if mounted:
-            subprocess.run(["umount", "-l", str(mount_point)], check=True)
 
 
 async def _scenario(
@@ -81,14 +60,15 @@ def _turns(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("how", ["a real small disk", "an injected ENOSPC"])
 async def test_a_turn_on_a_full_disk_is_answered_as_not_recorded_and_the_next_one_records(
-    small_disk: Path | None, tmp_path: Path, make_repo: Callable[..., Path], how: str
+    request: pytest.FixtureRequest, tmp_path: Path, make_repo: Callable[..., Path], how: str
 ) -> None:
     repo = make_repo("repo")
     notes = repo / "notes.txt"
-    if small_disk is None or how == "an injected ENOSPC":
+    if how == "an injected ENOSPC":
         home = tmp_path / "home"
         session = await _in_process(home, tmp_path / "agent", repo, notes)
     else:
+        small_disk = request.getfixturevalue("small_disk")  # skipped, saying why, unless root
         home = small_disk / "home"
         session = await _real_process(home, small_disk, tmp_path / "agent", repo, notes)
     assert _turns(thread_items(home, session)) == [
@@ -116,7 +96,7 @@ async def _real_process(home: Path, disk: Path, state: Path, repo: Path, notes: 
             return result, shown[before:]
 
         return await _scenario(
-            prompt, lambda: filler.append(_fill(disk)), lambda: filler.pop().unlink(), notes
+            prompt, lambda: filler.append(fill(disk)), lambda: filler.pop().unlink(), notes
         )
 
 
@@ -157,7 +137,7 @@ class _Editor:
 async def _in_process(home: Path, state: Path, repo: Path, notes: Path) -> str:
     """The proxy in this process, its thread files' writes failing with ENOSPC while
     `full` (the agent is a real process; its pipe writes are untouched)."""
-    from server.acp import AcpProxy
+    from server.acp.proxy import AcpProxy
 
     full = False
     real_write = os.write

@@ -3,8 +3,8 @@ reaches the person through what every ACP editor renders (messages, tool calls,
 permission requests), and nothing continues silently in the wrong place.
 
 The editor is the SDK's client driven like CodeCompanion.nvim drives an agent
-(tests/acp_editor.py `CodeCompanionLike`: a chat opens a session at once, `/resume` lists
-and loads, any load error silently becomes a new session); AGENT is tests/acp_agent.py;
+(tests/support/acp_editor.py `CodeCompanionLike`: a chat opens a session at once, `/resume` lists
+and loads, any load error silently becomes a new session); AGENT is tests/support/acp_agent.py;
 `sessiond acp` and `sessiond show` are real processes."""
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ import pytest
 from acp import RequestError
 
 from restore.home.layout import Layout
-from tests.acp_agent import FORGED_USER, FORGERY
-from tests.acp_editor import (
+from tests.conftest import git
+from tests.faults.helpers import sessiond
+from tests.support.acp_agent import FORGED_USER, FORGERY
+from tests.support.acp_editor import (
     CodeCompanionLike,
     agent_log,
-    alive,
     fake_agent,
     sessiond_acp,
     wait_for,
 )
-from tests.conftest import git
-from tests.faults.helpers import sessiond
-from tests.rpc_client import ServerProcess
+from tests.support.processes import alive
+from tests.support.rpc_client import ServerProcess
 from tests.test_acp import text, thread_items
 
 

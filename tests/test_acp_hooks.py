@@ -1,6 +1,6 @@
 """`sessiond acp` hands a SessionStart hook's additionalContext to AGENT: the real chain
-(the SDK's client → a real `sessiond acp` → tests/acp_agent.py) with a real user-level hook
-(tests/hook_program.py) configured in the test's config home."""
+(the SDK's client → a real `sessiond acp` → tests/support/acp_agent.py) with a real user-level hook
+(tests/support/hook_program.py) configured in the test's config home."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from acp import RequestError
 
-from tests.acp_editor import agent_log, fake_agent, sessiond_acp
+from tests.support.acp_editor import agent_log, fake_agent, sessiond_acp
 from tests.test_acp import text, thread_items
 
-HOOK = Path(__file__).with_name("hook_program.py")
+HOOK = Path(__file__).with_name("support") / "hook_program.py"
 
 
 def configure(tmp_path: Path, *hooks: tuple[str, str, float | None]) -> Path:

@@ -1,6 +1,6 @@
 """`sessiond acp` leaves no process behind: not AGENT, not what AGENT started, in its
 process group or out of it (`setsid`), however sessiond ends — a real kill -9 included.
-The real chain: the SDK's client → a real `sessiond acp` → tests/acp_agent.py, whose
+The real chain: the SDK's client → a real `sessiond acp` → tests/support/acp_agent.py, whose
 `spawn` prompt starts the grandchildren."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.acp_editor import agent_log, alive, fake_agent, sessiond_acp, wait_for
+from tests.support.acp_editor import agent_log, fake_agent, sessiond_acp, wait_for
+from tests.support.processes import alive
 from tests.test_acp import text
 
 

@@ -1,7 +1,7 @@
 """`sessiond acp` at the door: no line can wedge it, and every request it cannot take is
 answered, naming what is wrong in ACP's own words. A real `sessiond acp` process on plain
-pipes (tests/acp_editor.py `RawEditor`: bytes the SDK would never send) in front of the
-scripted agent (tests/acp_agent.py); the SDK's client where the request is well formed."""
+pipes (tests/support/acp_editor.py `RawEditor`: bytes the SDK would never send) in front of the
+scripted agent (tests/support/acp_agent.py); the SDK's client where the request is well formed."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from acp import RequestError
 
 from restore.home.layout import Layout
-from tests.acp_editor import agent_log, fake_agent, raw_sessiond_acp, sessiond_acp
+from tests.support.acp_editor import agent_log, fake_agent, raw_sessiond_acp, sessiond_acp
 from tests.test_acp import text, thread_items
 
 INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from protocol.methods import ThreadInfo
-from tests.rpc_client import REPO, ServerProcess
+from tests.support.rpc_client import REPO, ServerProcess
 
 
 def sessiond(home: Path, *args: str, stderr: int | None = None) -> subprocess.CompletedProcess:
@@ -131,7 +131,7 @@ def test_list_is_an_aligned_table_with_a_header_and_relative_times(
 def test_relative_times_are_said_as_a_person_says_them() -> None:
     from datetime import UTC, datetime
 
-    from server.terminal import relative_time
+    from server.cli.terminal import relative_time
 
     now = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
     said = [
@@ -272,7 +272,7 @@ def test_info_logs_are_sessiond_s_own_not_its_dependencies(
 ) -> None:
     import asyncio
 
-    from tests.ws_client import WsClient
+    from tests.support.ws_client import WsClient
 
     running = ws_server(env={"SESSIOND_LOG": "INFO"})
 

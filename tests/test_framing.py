@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.framing import BadHeader, Frame, FrameDecoder, FrameTooLarge, Framing, encode
+from server.rpc.framing import BadHeader, Frame, FrameDecoder, FrameTooLarge, Framing, encode
 
 bodies = st.lists(
     st.dictionaries(st.text(max_size=5), st.text(max_size=40), max_size=4).map(

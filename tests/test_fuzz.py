@@ -23,8 +23,8 @@ from websockets.sync.client import ClientConnection, connect
 
 from protocol.errors import CODE_OF_KIND
 from protocol.methods import METHODS
-from tests.rpc_client import HANG_GUARD, ServerProcess
-from tests.ws_client import WsServerProcess, wait_for_record
+from tests.support.rpc_client import HANG_GUARD, ServerProcess
+from tests.support.ws_client import WsServerProcess, wait_for_record
 
 EXAMPLES = settings(
     max_examples=100,

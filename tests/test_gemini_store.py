@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.rpc_client import REPO
+from tests.support.rpc_client import REPO
 
 LEGACY = REPO / "tests/compat/fixtures/gemini-0.38.2-session-2026-12-01T11-57-695ae3ca.json"
 SESSION_ID = "695ae3ca-cfc4-4d60-849f-4ddb023d0a7d"

@@ -3,7 +3,7 @@
 Every filesystem failure reaches a client as a typed StorageError (or StorageFull) naming
 the path, never -32603; the command line says it in one line with exit code 2; and a
 read-only home (a backup, another machine's data) is served read-only rather than refused.
-Read-only and unreadable directories are made for real (tests/confine.py), not faked with
+Read-only and unreadable directories are made for real (tests/support/confine.py), not faked with
 permission bits root would ignore.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import confine
-from tests.rpc_client import REPO, RpcError, ServerProcess
+from tests.support import confine
+from tests.support.rpc_client import REPO, RpcError, ServerProcess
 
 
 def sessiond(

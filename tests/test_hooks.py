@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.rpc_client import HANG_GUARD, ServerProcess
-from tests.ws_client import WsClient, WsServerProcess
+from tests.support.items import message
+from tests.support.processes import alive
+from tests.support.rpc_client import HANG_GUARD, ServerProcess
+from tests.support.wait import eventually
+from tests.support.ws_client import WsClient, WsServerProcess
 
 Spawn = Callable[..., ServerProcess]
-HOOK = Path(__file__).with_name("hook_program.py")
+HOOK = Path(__file__).with_name("support") / "hook_program.py"
 FINAL = ("completed", "failed", "timed_out")
 
 
@@ -82,33 +84,14 @@ def thread_file(home: Path, thread_id: str) -> Path:
     return home / "threads" / thread_id[:2] / f"{thread_id}.jsonl"
 
 
-def message(text: str) -> dict[str, Any]:
-    return {"type": "message", "id": str(uuid.uuid4()), "role": "user", "content": text}
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def wait_dead(pid: int) -> None:
-    deadline = time.monotonic() + HANG_GUARD
-    while alive(pid):
-        assert time.monotonic() < deadline, f"hook process {pid} is still running"
-        time.sleep(0.05)
+    eventually(lambda: not alive(pid), f"hook process {pid} ended")
 
 
 def wait_for_run(hooks: Hooks, mode: str) -> dict[str, Any]:
-    deadline = time.monotonic() + HANG_GUARD
-    while True:
-        found = [run for run in hooks.runs() if run["mode"] == mode]
-        if found:
-            return found[0]
-        assert time.monotonic() < deadline, f"no {mode} hook ran"
-        time.sleep(0.05)
+    found = eventually(lambda: [run for run in hooks.runs() if run["mode"] == mode],
+                       f"a {mode} hook ran")  # fmt: skip
+    return found[0]
 
 
 def test_each_source_fires_its_hooks_once_with_the_documented_payload(

@@ -21,8 +21,8 @@ import pytest
 from restore.home.layout import Layout
 from restore.stores.embedded.files import ThreadStore
 from tests.conftest import git
-from tests.import_fixtures import ClaudeSession, Fixture, build
-from tests.rpc_client import ServerProcess
+from tests.support.import_fixtures import ClaudeSession, Fixture, build
+from tests.support.rpc_client import ServerProcess
 from tests.test_cli import sessiond
 
 
@@ -383,7 +383,7 @@ async def test_an_acp_editor_is_told_to_continue_an_imported_session_in_its_agen
 ) -> None:
     from acp import RequestError
 
-    from tests.acp_editor import fake_agent, sessiond_acp
+    from tests.support.acp_editor import fake_agent, sessiond_acp
 
     import_both(home, fixture)
     session = fixture.of("claude-code")[0]

@@ -13,7 +13,7 @@ import pytest
 
 from bench import codex_peer
 from tests.conftest import git
-from tests.import_fixtures import build
+from tests.support.import_fixtures import build
 
 pytestmark = pytest.mark.skipif(
     not codex_peer.available(), reason=f"codex is not installed: {codex_peer.INSTALL}"

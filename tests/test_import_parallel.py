@@ -2,7 +2,7 @@
 its own process writes: the same thread files byte for byte, the same ledger, the same
 summary; also when a worker is killed, and a killed import leaves no worker behind.
 
-Each import runs in a fresh process (tests/import_driver.py, or the real command line):
+Each import runs in a fresh process (tests/support/import_driver.py, or the real command line):
 workers are forked only from a process with one thread.
 """
 
@@ -26,7 +26,7 @@ from bench.import_ import write_rollouts
 from restore.imports.importer import PARALLEL_FROM
 from restore.imports.ledger import ImportLedger
 from tests.conftest import git
-from tests.import_fixtures import Fixture, build
+from tests.support.import_fixtures import Fixture, build
 from tests.test_cli import REPO
 
 AGENTS = {"claude": "claude-code", "codex": "codex"}
@@ -49,7 +49,8 @@ def fixture(tmp_path: Path, make_repo: Callable[..., Path]) -> Fixture:
 
 def import_with(home: Path, agent: str, source: Path, mode: str, *extra: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.import_driver", str(home), agent, str(source), mode, *extra],
+        [sys.executable, "-m", "tests.support.import_driver", str(home), agent, str(source), mode,
+         *extra],
         cwd=REPO, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()

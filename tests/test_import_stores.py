@@ -2,8 +2,8 @@
 embedded store: the same threads, every item the same (seq, ids, timestamps, content), the
 same listing rows; and importing again writes nothing. The importer writes through the
 store interface only (restore/imports/), so a team can bring its agents' history into its
-shared store. Real command lines, the transcripts of tests/import_fixtures.py (two real
-git repos), a real PostgreSQL cluster (tests/pg_cluster.py)."""
+shared store. Real command lines, the transcripts of tests/support/import_fixtures.py (two real
+git repos), a real PostgreSQL cluster (tests/support/pg_cluster.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from restore.stores import Settings, open_store
 from restore.stores.api import Store
 from restore.summary import ThreadSummary
 from tests.conftest import git
-from tests.import_fixtures import Fixture, build
+from tests.support.import_fixtures import Fixture, build
 from tests.test_postgres import sessiond_cli
 
 ON_POSTGRES = pytest.mark.parametrize("store_url", ["postgres"], indirect=True)

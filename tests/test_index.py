@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 from protocol.errors import ErrorKind, ProtocolError
 from restore.home.layout import Layout
 from restore.stores.api import encode_cursor
+from restore.stores.embedded import marks
 from restore.stores.embedded.files import ThreadStore
 from restore.stores.embedded.index import Indexed, ThreadIndex
 from restore.summary import ThreadSummary, summarize
@@ -535,3 +538,138 @@ def test_an_index_of_the_version_before_sub_agents_is_rebuilt_with_them(layout: 
     assert (top.threadId, top.childCount) == (parent, 1)
     assert ids(reopened.list(parent_thread_id=parent)[0]) == [child]
     reopened.close()
+
+
+# --- the first open of a process: what it reads again, and what it does not -------------
+
+
+def age_shards(layout: Layout) -> None:
+    """Shard directories as an hour-old data dir has them (mtimes older than the clock's
+    racy window, so the index trusts them)."""
+    old = time.time() - 3600
+    for base in (layout.threads_dir, layout.archived_dir):
+        for shard in base.iterdir() if base.is_dir() else []:
+            os.utime(shard, (old, old))
+
+
+def counting_index(layout: Layout) -> tuple[ThreadIndex, list[Path]]:
+    read: list[Path] = []
+
+    def counting(path: Path, archived: bool, since: Indexed | None) -> Indexed | None:
+        read.append(path)
+        return read_summary(path, archived, since)
+
+    return ThreadIndex(layout, counting), read
+
+
+def test_first_open_reads_only_the_threads_a_dead_writer_marked(layout: Layout) -> None:
+    threads = [write_thread(layout, at=n) for n in range(40)]
+    age_shards(layout)
+    open_index(layout).close()
+    crashed, edited = threads[3], threads[7]
+    # What a writer killed after its append leaves: the mark it held, held by nobody.
+    os.close(marks.hold(layout, crashed))
+    append_message(layout.thread_path(crashed), at=50, text="written before the kill")
+    append_message(layout.thread_path(edited), at=51, text="no writer: nobody marked it")
+
+    index, read = counting_index(layout)
+    assert index.ensure_ready() == "opened"
+    assert read == [layout.thread_path(crashed)]
+    row = index.get(crashed)
+    assert row is not None and row.itemCount == 2 and row.updatedAt == ts(50)
+    assert list(layout.writers_dir.iterdir()) == []  # read into the index: the mark went
+    index.close()
+
+    again, read = counting_index(layout)
+    assert again.ensure_ready() == "opened" and read == []  # nothing left behind
+
+
+def test_a_live_writers_mark_is_read_again_and_kept(layout: Layout) -> None:
+    thread_id = write_thread(layout, at=1)
+    age_shards(layout)
+    open_index(layout).close()
+    held = marks.hold(layout, thread_id)  # a writer alive (in another process, say)
+    try:
+        append_message(layout.thread_path(thread_id), at=2, text="not in its row yet")
+        index, read = counting_index(layout)
+        index.ensure_ready()
+        assert read == [layout.thread_path(thread_id)]
+        assert index.get(thread_id).itemCount == 2  # type: ignore[union-attr]
+        assert layout.writer_mark_path(thread_id).exists()
+    finally:
+        marks.release(layout, thread_id, held)
+    assert not layout.writer_mark_path(thread_id).exists()
+
+
+def test_files_created_or_removed_behind_the_index_are_found_by_their_shard(
+    layout: Layout,
+) -> None:
+    kept = [write_thread(layout, at=n) for n in range(30)]
+    age_shards(layout)
+    open_index(layout).close()
+    gone = kept.pop(5)
+    layout.thread_path(gone).unlink()
+    new = write_thread(layout, at=40)  # a copied-in file, say: no writer, no mark
+
+    index, read = counting_index(layout)
+    listed = ids(index.list(limit=100)[0])
+    assert read == [layout.thread_path(new)]
+    assert sorted(listed) == sorted([*kept, new])
+
+
+def test_after_a_reboot_every_file_is_compared(layout: Layout) -> None:
+    threads = [write_thread(layout, at=n) for n in range(10)]
+    age_shards(layout)
+    open_index(layout).close()
+    append_message(layout.thread_path(threads[2]), at=20, text="synced, its row lost")
+    # The index of a previous boot: a power loss may have lost rows the files kept.
+    with sqlite3.connect(layout.index_path) as conn:
+        conn.execute("UPDATE meta SET value = 'a-previous-boot' WHERE key = 'boot'")
+    conn.close()
+
+    index, read = counting_index(layout)
+    index.ensure_ready()
+    assert read == [layout.thread_path(threads[2])]
+    assert index.get(threads[2]).updatedAt == ts(20)  # type: ignore[union-attr]
+
+
+def test_an_index_damaged_after_its_open_is_rebuilt_on_use(layout: Layout) -> None:
+    listed = built(layout)
+    age_shards(layout)
+    open_index(layout).close()
+    with layout.index_path.open("r+b") as f:  # every page after the header: garbage
+        f.seek(4096)
+        f.write(os.urandom(layout.index_path.stat().st_size - 4096))
+    index = ThreadIndex(layout, read_summary)
+    assert ids(index.list()[0]) + ids(index.list(archived=True)[0]) == listed
+    assert list(layout.home.glob("index.sqlite3.corrupt-*"))
+
+
+def test_a_writer_mark_lives_until_the_threads_row_is_written(layout: Layout) -> None:
+    from restore.stores.embedded.store import EmbeddedStore
+
+    store = EmbeddedStore(layout)
+    store.index.ensure_ready()
+    thread_id = str(uuid.uuid4())
+    mark = layout.writer_mark_path(thread_id)
+    meta = {"type": "session_meta", "id": str(uuid.uuid4()), "threadId": thread_id,
+            "source": "startup", "cwd": "/w/a"}  # fmt: skip
+    writer = store.create(thread_id, "s1", meta)
+    assert mark.exists()
+    assert marks.probe(layout).alive == [thread_id]  # held: a writer alive
+    writer.append([{"type": "message", "id": str(uuid.uuid4()), "role": "user",
+                    "content": "closed before its row is written"}], "s1")  # fmt: skip
+    writer.close()
+    assert mark.exists()  # what a kill -9 now would leave: the next first list reads it
+    found = marks.probe(layout)
+    assert list(found.dead) == [thread_id]
+    for fd in found.dead.values():  # looked at, not taken: left for the store's own flush
+        os.close(fd)
+    store.flush()
+    assert not mark.exists()
+    assert store.index.get(thread_id).itemCount == 1  # type: ignore[union-attr]
+
+    again = store.open_writer(thread_id)  # a row already current: the mark goes at close
+    again.close()
+    assert list(layout.writers_dir.iterdir()) == []
+    store.close()

@@ -80,3 +80,56 @@ def test_the_checker_sees_the_imports_it_is_given() -> None:
     found = set(imports("restore"))
     assert ("restore.stores", "restore.stores.embedded.store") in found  # inside a function
     assert ("restore.service.threads", "restore.stores.api") in found
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of `package` it imports (every import counted, those under
+    TYPE_CHECKING and inside functions too: a type-only circle is still a circle)."""
+    modules = {module_of(path) for path in (REPO / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for importer, imported in imports(package):
+        if imported in modules and imported != importer:
+            graph[importer].add(imported)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in sorted(graph[module]):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while (top := stack.pop()) != module:
+                component.append(top)
+            component.append(module)
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_circle_among_server_modules() -> None:
+    """Each server module can be read knowing only what it imports: features take the
+    host interface (server/host.py), the composition root (server/app.py) imports them."""
+    assert cycles(import_graph("server")) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import BOTH_STORES, git
-from tests.import_fixtures import ClaudeSession, CodexSession, Fixture, build
-from tests.rpc_client import HANG_GUARD, REPO, ServerProcess
+from tests.support.import_fixtures import ClaudeSession, CodexSession, Fixture, build
+from tests.support.rpc_client import HANG_GUARD, REPO, ServerProcess
+from tests.support.wait import eventually
+from tests.support.ws_client import WsClient, WsServerProcess
 from tests.test_cli import sessiond
-from tests.ws_client import WsClient, WsServerProcess
 
 
 @pytest.fixture
@@ -39,14 +39,6 @@ def agent_env(fixture: Fixture) -> dict[str, str]:
         "CLAUDE_CONFIG_DIR": str(fixture.claude_root.parent),
         "CODEX_HOME": str(fixture.codex_root.parent),
     }
-
-
-def eventually(check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + HANG_GUARD
-    while not (found := check()):
-        assert time.monotonic() < deadline, "never happened"
-        time.sleep(0.05)
-    return found
 
 
 def listed(home: Path) -> dict[str, dict[str, Any]]:

@@ -8,8 +8,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.faults.helpers import message, record, sessiond, start
-from tests.rpc_client import ServerProcess
+from tests.faults.helpers import record, sessiond, start
+from tests.support.items import message
+from tests.support.rpc_client import ServerProcess
 
 pytestmark = pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
 

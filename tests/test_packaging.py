@@ -20,7 +20,7 @@ from pathlib import Path
 
 from setuptools import find_packages
 
-from tests.rpc_client import REPO
+from tests.support.rpc_client import REPO
 
 NOT_SHIPPED = ("tests", "bench", "vscode-extension")
 

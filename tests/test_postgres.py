@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,10 +19,11 @@ import orjson
 import psycopg
 import pytest
 
-from tests import pg_cluster
 from tests.conftest import git
-from tests.faults.helpers import message, record, start
-from tests.rpc_client import REPO, RpcError, ServerProcess
+from tests.faults.helpers import record, start
+from tests.support import pg_cluster, wait
+from tests.support.items import message
+from tests.support.rpc_client import REPO, RpcError, ServerProcess
 
 pytestmark = pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
 PATIENCE = 60.0  # seconds a test waits for something that must happen (not a perf limit)
@@ -56,16 +56,18 @@ def machines(tmp_path: Path, store_url: str) -> Iterator[Machines]:
 
 
 def eventually(check: Callable[[], Any], what: str) -> Any:
-    deadline = time.monotonic() + PATIENCE
-    while True:
+    """`tests.support.wait.eventually`, through the retryable StorageError a server
+    answers while its database is away (the machines here lose it on purpose)."""
+
+    def tolerant() -> Any:
         try:
-            if result := check():
-                return result
+            return check()
         except RpcError as exc:
             if exc.kind != "StorageError" or not exc.data.get("retryable"):
                 raise
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.1)
+            return None
+
+    return wait.eventually(tolerant, what, patience=PATIENCE, every=0.1)
 
 
 def sessiond_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -372,7 +374,7 @@ def test_resume_on_another_machine_pages_back_from_the_newest_messages(
 async def test_sessiond_acp_records_into_the_store_that_SESSIOND_STORE_names(
     store_url: str, tmp_path: Path, make_repo: Callable[..., Path]
 ) -> None:
-    from tests.acp_editor import fake_agent, sessiond_acp
+    from tests.support.acp_editor import fake_agent, sessiond_acp
 
     repo = make_repo("repo")
     home = tmp_path / "acp-home"
@@ -433,7 +435,7 @@ def test_a_writer_that_lost_its_connection_never_writes_without_its_lock(
         a.close_all()
 
 
-# --- following a thread another machine writes (server/relay.py) ---------------------------
+# --- following a thread another machine writes (server/live/relay.py) ---------------------------
 
 
 def _recorded(server: ServerProcess, tid: str) -> list[dict[str, Any]]:

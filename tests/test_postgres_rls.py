@@ -19,9 +19,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests import pg_cluster
-from tests.faults.helpers import message, record, sessiond, start
-from tests.rpc_client import RpcError, ServerProcess
+from tests.faults.helpers import record, sessiond, start
+from tests.support import pg_cluster
+from tests.support.items import message
+from tests.support.rpc_client import RpcError, ServerProcess
 
 pytestmark = pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
 TABLES = "sessiond_threads, sessiond_items, sessiond_snapshots, sessiond_blobs, sessiond_holders"

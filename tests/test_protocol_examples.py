@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.examples import ANY, RECORD_ONE_TURN
-from tests.rpc_client import HANG_GUARD, REPO, ServerProcess
+from tests.support.rpc_client import HANG_GUARD, REPO, ServerProcess
 
 
 def _fill(value: Any, known: dict[str, str]) -> Any:

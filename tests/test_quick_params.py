@@ -24,7 +24,7 @@ from protocol.quick_params import (
     ResumeParams,
     plainly_valid,
 )
-from tests.rpc_client import RpcError, ServerProcess
+from tests.support.rpc_client import RpcError, ServerProcess
 
 Spawn = Callable[..., ServerProcess]
 FIELDS = ("cwd", "workspaceFolder", "archived", "search", "cursor", "limit")

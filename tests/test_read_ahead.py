@@ -1,25 +1,21 @@
-"""`thread/read` reads the next page ahead (server/readahead.py): a client paging through a
+"""`thread/read` reads the next page ahead (server/handlers/readahead.py): a client paging through a
 thread over a real server gets exactly what reading each page afresh would give, while
 other clients append, archive, rewrite or delete the thread between its pages."""
 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.rpc_client import RpcError, ServerProcess
+from tests.support.items import message
+from tests.support.rpc_client import RpcError, ServerProcess
 
 Spawn = Callable[..., ServerProcess]
 MESSAGES = 120
-
-
-def message(n: int) -> dict[str, Any]:
-    return {"type": "message", "id": str(uuid.uuid4()), "role": "user", "content": f"m{n}"}
 
 
 def thread_of(server: ServerProcess, cwd: Path, count: int = MESSAGES) -> tuple[str, str]:
@@ -30,7 +26,7 @@ def thread_of(server: ServerProcess, cwd: Path, count: int = MESSAGES) -> tuple[
 
 
 def record(server: ServerProcess, tid: str, sid: str, numbers: range) -> None:
-    items = [message(n) for n in numbers]
+    items = [message(f"m{n}") for n in numbers]
     server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": items})
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import BOTH_STORES
-from tests.rpc_client import RpcError, ServerProcess
+from tests.support.rpc_client import RpcError, ServerProcess
 
 pytestmark = BOTH_STORES
 Spawn = Callable[..., ServerProcess]

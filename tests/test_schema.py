@@ -10,7 +10,7 @@ from typing import Any
 from protocol.errors import CODE_OF_KIND, MEANING_OF_KIND
 from protocol.methods import METHODS, NOTIFICATIONS_IN, NOTIFICATIONS_OUT, SUMMARIES
 from protocol.schema import DOC_PATH, SCHEMA_PATH, build_schema, render, render_markdown
-from tests.rpc_client import REPO
+from tests.support.rpc_client import REPO
 
 
 def _properties(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:

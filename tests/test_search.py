@@ -8,7 +8,6 @@ the service the server calls, on real files and SQLite, or a real PostgreSQL clu
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore.service import Settings, ThreadService, open_service
 from restore.service.search import Results
 from tests.conftest import BOTH_STORES
+from tests.support.items import message
 
 pytestmark = BOTH_STORES
 
@@ -38,10 +38,6 @@ def services(home: Path, store_url: str | None) -> Iterator[Services]:
     for service in made:
         service.close_all()
         service.store.close()
-
-
-def message(text: str, role: str = "user") -> dict[str, Any]:
-    return {"type": "message", "id": str(uuid.uuid4()), "role": role, "content": text}
 
 
 def thread(
@@ -266,7 +262,7 @@ def test_an_import_is_findable_with_its_agent(
     """Claude Code and Codex sessions imported by the real `sessiond import`: their
     messages, todos and commands are found, filed under their agent."""
     from tests.conftest import git
-    from tests.import_fixtures import build
+    from tests.support.import_fixtures import build
     from tests.test_import_stores import run_import
 
     alpha, beta = make_repo("alpha", "main"), make_repo("beta", "feature/login")

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from restore.service import Settings, open_service
-from tests.faults.helpers import message, record, start
-from tests.rpc_client import RpcError, ServerProcess
+from tests.faults.helpers import record, start
+from tests.support.items import message
+from tests.support.rpc_client import RpcError, ServerProcess
 from tests.test_postgres import sessiond_cli
 
 
@@ -220,7 +221,7 @@ async def test_an_acp_session_is_found_by_what_the_editor_and_agent_said(
     """The real ACP front door (`sessiond acp` with the scripted agent, the SDK's client as
     the editor): its prompt, the agent's answer, the edited path, the todo list and the
     title are found from another sessiond process, filed under agent `acp`."""
-    from tests.acp_editor import fake_agent, sessiond_acp
+    from tests.support.acp_editor import fake_agent, sessiond_acp
 
     repo = make_repo("repo")
     notes = repo / "notes.txt"

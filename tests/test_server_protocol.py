@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rpc_client import RpcError, ServerProcess
+from tests.support.rpc_client import RpcError, ServerProcess
 
 Spawn = Callable[..., ServerProcess]
 FRAMINGS = ["headers", "lines"]
@@ -105,3 +105,24 @@ def test_clean_shutdown_exits_zero_and_exit_without_shutdown_exits_one(spawn: Sp
     rude.initialize()
     rude.notify("exit")
     assert rude.proc.wait(timeout=60) == 1
+
+
+def test_every_request_the_protocol_names_is_served(spawn: Spawn) -> None:
+    """Each method of protocol/methods.py reaches a handler in a fresh server (none is
+    MethodNotFound: `thread/subscribe` no longer depends on an import happening first),
+    and the handler table names nothing else."""
+    from protocol.methods import METHODS
+    from server.handlers.table import HANDLERS
+
+    assert sorted(HANDLERS) == sorted(METHODS)
+    server = spawn()
+    server.initialize()
+    kinds = {}
+    for method in METHODS:
+        if method in ("initialize", "shutdown"):
+            continue
+        # Bad params on purpose: the handler's validation answers, nothing is changed.
+        with pytest.raises(RpcError) as refused:
+            server.request(method, {"threadId": 7, "cwd": 7, "limit": "many"})
+        kinds[method] = refused.value.kind
+    assert kinds and set(kinds.values()) == {"InvalidParams"}

@@ -5,23 +5,16 @@ from __future__ import annotations
 import base64
 import json
 import os
-import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.rpc_client import RpcError, ServerProcess
+from tests.support.items import message
+from tests.support.rpc_client import RpcError, ServerProcess
+from tests.support.wait import eventually
 
 Spawn = Callable[..., ServerProcess]
-
-
-def message(text: str, role: str = "user", turn: str | None = None) -> dict:
-    item = {"type": "message", "id": str(uuid.uuid4()), "role": role, "content": text}
-    if turn:
-        item["turnId"] = turn
-    return item
 
 
 def thread_file(home: Path, thread_id: str) -> Path:
@@ -362,10 +355,8 @@ def test_another_process_lists_what_a_writer_recorded(spawn: Spawn, tmp_path: Pa
         {"threadId": tid, "sessionId": sid, "items": [message(f"m{n}") for n in range(3)]},
     )
     # Index rows are batched; the writer flushes them when its stream pauses.
-    deadline = time.monotonic() + 60
-    while [t["itemCount"] for t in list_all(reader)] != [3]:
-        assert time.monotonic() < deadline, "the other process never saw the new items"
-        time.sleep(0.1)
+    eventually(lambda: [t["itemCount"] for t in list_all(reader)] == [3],
+               "the other process saw the new items", every=0.1)  # fmt: skip
 
 
 def test_a_thread_mirroring_another_agent_lists_with_its_origin(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from restore.sources.claude_code import ClaudeCodeParser, edited_contents
 from restore.sources.codex import CodexParser, patch_changes
 from restore.sources.common import SourceParser
-from tests.import_fixtures import ClaudeSession, CodexSession
+from tests.support.import_fixtures import ClaudeSession, CodexSession
 
 
 def feed(parser: SourceParser, records: list[dict[str, Any]]) -> list[dict[str, Any]]:

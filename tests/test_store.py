@@ -12,14 +12,13 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore.ids import validate_thread_id
 from restore.stores.api import Durability
 from restore.stores.embedded.jsonl import parse_bytes
-from tests.store_items import make_store, session_meta
-from tests.store_items import message as store_message
+from tests.support.items import make_store, named, session_meta
 
 
 def test_lines_carry_the_documented_envelope_in_order(tmp_path: Path) -> None:
     tid = str(uuid.uuid4())
     writer = make_store(tmp_path).create(tid, "s1", session_meta(tid))
-    writer.append([store_message("a")], "s1")
+    writer.append([named("a")], "s1")
     first, second = writer.path.read_bytes().splitlines()
     assert first.startswith(b'{"v":1,"seq":1,"ts":"')
     assert list(parse_bytes(second + b"\n").items[0])[:6] == [
@@ -46,8 +45,8 @@ def test_second_writer_in_the_same_process_is_busy(tmp_path: Path) -> None:
 def test_duplicate_ids_are_reported_with_their_original_seq(tmp_path: Path) -> None:
     tid = str(uuid.uuid4())
     writer = make_store(tmp_path).create(tid, "s1", session_meta(tid))
-    first = writer.append([store_message("a"), store_message("b")], "s1")
-    again = writer.append([store_message("b"), store_message("a"), store_message("c")], "s1")
+    first = writer.append([named("a"), named("b")], "s1")
+    again = writer.append([named("b"), named("a"), named("c")], "s1")
     assert (first.first_seq, first.last_seq, first.duplicates) == (2, 3, 0)
     assert (again.first_seq, again.last_seq, again.duplicates) == (2, 4, 2)
     assert [i["id"] for i in parse_bytes(writer.path.read_bytes()).items[1:]] == ["a", "b", "c"]
@@ -67,11 +66,11 @@ def test_complete_last_line_without_newline_is_kept_and_finished(tmp_path: Path)
     store = make_store(tmp_path)
     tid = str(uuid.uuid4())
     writer = store.create(tid, "s1", session_meta(tid))
-    writer.append([store_message("a")], "s1")
+    writer.append([named("a")], "s1")
     writer.close()
     writer.path.write_bytes(writer.path.read_bytes().rstrip(b"\n"))
     reopened = store.open_writer(tid)
-    reopened.append([store_message("b")], "s1")
+    reopened.append([named("b")], "s1")
     items = parse_bytes(reopened.path.read_bytes()).items
     assert [i["id"] for i in items[1:]] == ["a", "b"]
 
@@ -91,7 +90,7 @@ def test_group_commit_close_waits_for_the_sync_on_its_descriptor(tmp_path: Path)
     store = make_store(tmp_path, Durability.GROUP)
     tid = str(uuid.uuid4())
     writer = store.create(tid, "s1", session_meta(tid))
-    writer.append([store_message("a")], "s1", defer_sync=True)
+    writer.append([named("a")], "s1", defer_sync=True)
     pending = writer.begin_sync()
     assert pending is not None and writer.begin_sync() is None  # nothing more owed
     closer = threading.Thread(target=writer.close)
@@ -113,7 +112,7 @@ def test_group_commit_redoes_a_failed_sync_before_acknowledging_a_retry(
     service = open_service(Settings(tmp_path, durability=Durability.GROUP))
     started = service.start(cwd=str(tmp_path), workspace_folder=None)
     tid, sid = started.summary.threadId, started.session_id
-    item = store_message("once")
+    item = named("once")
     service.record(tid, sid, [item], defer_sync=True)
     sync = service.begin_commit()
     assert sync is not None

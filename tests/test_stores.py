@@ -20,6 +20,7 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore.service import Settings, ThreadService, open_service
 from restore.stores.api import Durability
 from tests.conftest import BOTH_STORES
+from tests.support.items import message, named
 
 pytestmark = BOTH_STORES
 
@@ -41,10 +42,6 @@ def services(home: Path, store_url: str | None) -> Iterator[Services]:
         service.close_all()
 
 
-def message(text: str, item_id: str | None = None) -> dict[str, Any]:
-    return {"type": "message", "id": item_id or str(uuid.uuid4()), "role": "user", "content": text}
-
-
 def started(service: ThreadService, cwd: Path, **extra: Any) -> tuple[str, str]:
     thread = service.start(cwd=str(cwd), workspace_folder=extra.pop("folder", None), **extra)
     return thread.summary.threadId, thread.session_id
@@ -59,8 +56,8 @@ def test_appends_get_consecutive_seqs_and_a_repeated_id_its_original_seq(
 ) -> None:
     service = services()
     tid, sid = started(service, tmp_path)
-    first, _ = service.record(tid, sid, [message("a", "a"), message("b", "b")])
-    again, _ = service.record(tid, sid, [message("b", "b"), message("a", "a"), message("c", "c")])
+    first, _ = service.record(tid, sid, [named("a"), named("b")])
+    again, _ = service.record(tid, sid, [named("b"), named("a"), named("c")])
     assert (first.first_seq, first.last_seq, first.duplicates) == (2, 3, 0)
     assert (again.first_seq, again.last_seq, again.duplicates) == (2, 4, 2)
     items = all_items(services(), tid)

@@ -19,14 +19,11 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.rpc_client import HANG_GUARD, REPO, RpcError, ServerProcess
-from tests.ws_client import WsClient, WsServerProcess, server_env, wait_for_record
+from tests.support.items import message
+from tests.support.rpc_client import HANG_GUARD, REPO, RpcError, ServerProcess
+from tests.support.ws_client import WsClient, WsServerProcess, server_env, wait_for_record
 
 Spawn = Callable[..., ServerProcess]
-
-
-def message(text: str) -> dict:
-    return {"type": "message", "id": str(uuid.uuid4()), "role": "user", "content": text}
 
 
 def thread_files(home: Path) -> list[Path]:
@@ -86,7 +83,7 @@ def test_standalone_server_publishes_its_folders_so_clients_in_them_find_it(
     home: Path, tmp_path: Path
 ) -> None:
     """Without `--folder` its folder is the directory it was started in; with them, those."""
-    from server.client import discover
+    from server.cli.client import discover
 
     project, other = tmp_path / "project", tmp_path / "other"
     project.mkdir()

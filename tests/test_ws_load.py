@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.ws_client import WsClient, WsServerProcess
+from tests.support.ws_client import WsClient, WsServerProcess
 
 WRITERS, FOLLOWERS, ITEMS = 50, 5, 200
 

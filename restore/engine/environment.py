@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ProtocolError
 from restore import access
-from restore.engine.gitcli import Git, GitResult
+
+if TYPE_CHECKING:
+    from restore.engine.gitcli import GitResult
 
 ENVIRONMENT_FIELDS = ("cwd", "repoRoot", "repoId", "branch", "headSha", "worktree")
 _REF_LIMIT = 1 << 16
@@ -46,6 +48,8 @@ def probe(cwd: str, trusted_folders: Iterable[str] = ()) -> dict[str, Any]:
     if not found["cwdExists"]:
         return found
     trusted_folders = list(trusted_folders)
+    from restore.engine.gitcli import Git  # subprocess: not for a list's `canonical`
+
     git = Git(cwd)
     where = git.run("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")
     lines = where.stdout.splitlines()
@@ -100,6 +104,8 @@ def repo_identity(path: str) -> tuple[str, str] | None:
     repository or when git refuses it."""
     if "\0" in path or not os.path.isdir(path):
         return None
+    from restore.engine.gitcli import Git
+
     git = Git(path)
     where = git.run("rev-parse", "--show-toplevel")
     root = where.stdout.strip()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,15 @@ class Layout:
         return self.blobs_dir / sha[:2] / sha
 
     @property
+    def writers_dir(self) -> Path:
+        """Writer marks (stores/embedded/marks.py): the threads being written, or whose
+        writer died before their index row was written."""
+        return self.home / "writers"
+
+    def writer_mark_path(self, thread_id: str) -> Path:
+        return self.writers_dir / thread_id
+
+    @property
     def index_path(self) -> Path:
         return self.home / "index.sqlite3"
 
@@ -93,14 +103,19 @@ class Layout:
         """Every thread file on disk with its archived flag (a directory scan: index repair)."""
         return [(Path(path), archived) for path, archived, _ in self.scan_thread_files()]
 
-    def scan_thread_files(self) -> list[tuple[str, bool, os.stat_result]]:
+    def scan_thread_files(
+        self, shards: Collection[str] | None = None
+    ) -> list[tuple[str, bool, os.stat_result]]:
         """Every thread file as (path, archived, stat), without building Path objects:
-        the index reconciles 100k files with this at its first use in a process."""
+        the index reconciles 100k files with this (after a reboot, or when rebuilt).
+        `shards`: only those shard directories (a thread's first two characters)."""
         found: list[tuple[str, bool, os.stat_result]] = []
         for archived, base in ((False, self.threads_dir), (True, self.archived_dir)):
             if not base.is_dir():
                 continue
             for shard in _entries(base):
+                if shards is not None and shard.name not in shards:
+                    continue
                 if not shard.is_dir(follow_symlinks=False):
                     continue
                 for entry in _entries(Path(shard.path)):
@@ -110,6 +125,19 @@ class Layout:
                         except OSError:
                             continue  # removed while scanning, or not ours to read
         return found
+
+    def shard_times(self) -> dict[str, int]:
+        """Each shard directory's mtime (ns), as `threads/ab`: a file created, removed or
+        renamed in a shard changes it, an append does not (writer marks cover those)."""
+        times: dict[str, int] = {}
+        for base in (self.threads_dir, self.archived_dir):
+            for shard in _entries(base) if base.is_dir() else []:
+                try:
+                    if shard.is_dir(follow_symlinks=False):
+                        times[f"{base.name}/{shard.name}"] = shard.stat().st_mtime_ns
+                except OSError:
+                    continue
+        return times
 
 
 def _entries(directory: Path) -> list[os.DirEntry[str]]:

@@ -65,7 +65,7 @@ def open_home(path: Path) -> Home:
     return Home(path, read_only)
 
 
-# What a data dir holds once sessiond has used it (layout.py, server/discovery.py).
+# What a data dir holds once sessiond has used it (layout.py, server/transport/discovery.py).
 _OWN_ENTRIES = frozenset(
     {"threads", "archived", "index.sqlite3", "servers", "locks", "snapshots", "blobs"}
 )

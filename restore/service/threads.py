@@ -10,17 +10,15 @@ their counts); edits.py and edit_blobs.py build on it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.engine.environment import probe
 from restore.engine.subsystems import ThreadState
 from restore.home.layout import Layout
 from restore.home.state import Home
 from restore.ids import validate_thread_id
 from restore.service import ledger
 from restore.service.listing import Lists
-from restore.service.resume import Ask, Report, resume
 from restore.service.search import Searches
 from restore.service.sessions import (
     LOCAL_OWNER,
@@ -33,6 +31,9 @@ from restore.service.sessions import (
 )
 from restore.stores.api import AppendResult, Item, Store
 from restore.summary import ThreadSummary
+
+if TYPE_CHECKING:
+    from restore.service.resume import Report
 
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
@@ -99,7 +100,7 @@ class ThreadService(Lists, Searches):
             thread_id=validate_thread_id(thread_id) if thread_id is not None else None,
             source="startup",
             reason="user",
-            environment=probe(cwd, trusted_folders),
+            environment=_probe(cwd, trusted_folders),
             workspace_folder=workspace_folder,
             title=title,
             model=model,
@@ -128,6 +129,8 @@ class ThreadService(Lists, Searches):
         """Restore every subsystem in order; a new session, or `needs_review` and none
         (restore/service/resume.py). The newest `message_limit` messages come along,
         within `max_bytes`."""
+        from restore.service.resume import Ask, resume  # not needed by a list (issue 26)
+
         ask = Ask(cwd, accept_drift, message_limit, available_models, owner, trusted_folders,
                   max_bytes)  # fmt: skip
         return resume(self.sessions, self.pages, thread_id, ask)
@@ -159,7 +162,7 @@ class ThreadService(Lists, Searches):
         meta = session_meta(
             source="startup",
             reason="fork",
-            environment=probe(source.states["worktree"].get("cwd") or ".", trusted_folders),
+            environment=_probe(source.states["worktree"].get("cwd") or ".", trusted_folders),
             workspace_folder=latest_meta.get("workspaceFolder"),
             title=title or latest_meta.get("title"),
             model=(source.states["model_override"] or {}).get("model"),
@@ -196,7 +199,7 @@ class ThreadService(Lists, Searches):
         meta = session_meta(
             source="clear",
             reason="user",
-            environment=probe(state["worktree"].get("cwd") or ".", trusted_folders),
+            environment=_probe(state["worktree"].get("cwd") or ".", trusted_folders),
             workspace_folder=session.writer.summary.workspaceFolder,
             model=(state["model_override"] or {}).get("model"),
             permissions=state["permissions"] or None,
@@ -353,3 +356,10 @@ def _fork_cut(items: list[Item], at_turn_id: str | None, at_seq: int | None) -> 
             )
         return at_seq
     return last
+
+
+def _probe(cwd: str, trusted_folders: Sequence[str]) -> dict[str, Any]:
+    """The git probe, imported by the first request that needs it (never by a list)."""
+    from restore.engine.environment import probe
+
+    return probe(cwd, trusted_folders)

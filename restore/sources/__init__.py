@@ -5,6 +5,6 @@ Invariant: like `restore/engine/subsystems`, each module is pure: a source recor
 message, a line of another agent's history) in, sessiond items out, with deterministic
 item ids, so recording the same input twice writes nothing new. What a source must
 remember between records is plain JSON state. No I/O: the processes that spawn, proxy,
-watch or read files live beside them (`server/acp.py`, `restore/imports/`,
-`server/watch.py`), thin over these.
+watch or read files live beside them (`server/acp/`, `restore/imports/`,
+`server/live/watch.py`), thin over these.
 """

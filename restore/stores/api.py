@@ -573,14 +573,14 @@ class Pages(Protocol):
         ...
 
     def holds(self, thread_id: str, page: Page, backward: bool) -> bool:
-        """Whether a page read ahead (server/readahead.py) is still the answer."""
+        """Whether a page read ahead (server/handlers/readahead.py) is still the answer."""
         ...
 
     def after(
         self, thread_id: str, after: int, *, limit: int, max_bytes: int
     ) -> tuple[list[tuple[int, bytes]], bool]:
         """(seq, line) of the items after seq `after`, cut like a forward page, and
-        whether more follow; nothing for a thread that is gone (server/relay.py)."""
+        whether more follow; nothing for a thread that is gone (server/live/relay.py)."""
         ...
 
     def last_seq(self, thread_id: str) -> int:

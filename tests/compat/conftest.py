@@ -19,7 +19,7 @@ import pytest
 from tests.agents import install
 from tests.agents.clis import AgentHome
 from tests.agents.mock_model import MockModel, Script
-from tests.rpc_client import ServerProcess
+from tests.support.rpc_client import ServerProcess
 from tests.test_cli import sessiond
 
 

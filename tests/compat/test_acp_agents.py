@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.acp_editor import sessiond_acp, wait_for
 from tests.agents.mock_model import Call, Reply, Scenario
 from tests.compat.conftest import Agents
+from tests.support.acp_editor import sessiond_acp, wait_for
 from tests.test_acp import text
 
 MARKER = b"SESSIOND_ACP_AGENT="
@@ -63,7 +63,7 @@ def scenario(agent: str) -> Scenario:
 
 def tagged(tag: bytes) -> list[int]:
     """Every process whose environment carries the proxy's watchdog tag: AGENT and all it
-    started (server/watchdog.py)."""
+    started (server/processes/watchdog.py)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -34,7 +34,7 @@ from restore.sources.claude_code import ClaudeCodeParser
 from tests.agents.clis import AgentHome, Run
 from tests.agents.mock_model import Call, Reply, Scenario, Usage
 from tests.compat.conftest import Agents, import_from, resume, states
-from tests.rpc_client import REPO, ServerProcess
+from tests.support.rpc_client import REPO, ServerProcess
 from tests.test_cli import sessiond
 
 TODO_TOOLS = {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}

@@ -22,7 +22,7 @@ from restore.sources.handoff import thread_id_for
 from tests.agents.clis import AgentHome
 from tests.agents.mock_model import Call, Reply, Request, Scenario, Usage
 from tests.compat.conftest import Agents, import_from, resume, states
-from tests.rpc_client import ServerProcess
+from tests.support.rpc_client import ServerProcess
 
 CLASSIC = "gpt-5.5"
 """The model that gets Codex's classic tools (`exec_command`, the `apply_patch` custom

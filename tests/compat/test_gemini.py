@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,8 @@ from restore.sources.gemini import GeminiParser
 from tests.agents.clis import BRANCH, AgentHome, Run
 from tests.agents.mock_model import Call, Reply, Request, Scenario, Usage
 from tests.compat.conftest import Agents, import_from, resume, states
-from tests.rpc_client import HANG_GUARD, ServerProcess
+from tests.support.rpc_client import HANG_GUARD, ServerProcess
+from tests.support.wait import eventually
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LEGACY = FIXTURES / "gemini-0.38.2-session-2026-12-01T11-57-695ae3ca.json"
@@ -443,14 +443,6 @@ def test_a_followed_sub_agent_is_announced_under_its_parent_with_the_counts(
 def announced(server: ServerProcess, method: str) -> list[dict[str, Any]]:
     return [n["params"]["thread"] for n in list(server.notifications) if n["method"] == method
             and (n["params"]["thread"].get("origin") or {}).get("agent") == "gemini"]  # fmt: skip
-
-
-def eventually(check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + HANG_GUARD
-    while not (found := check()):
-        assert time.monotonic() < deadline, "never happened"
-        time.sleep(0.05)
-    return found
 
 
 @pytest.mark.compat("gemini", "messages", "edits", "resume")

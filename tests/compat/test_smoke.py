@@ -12,7 +12,7 @@ import pytest
 from tests.agents.clis import BRANCH
 from tests.agents.mock_model import Reply, Scenario
 from tests.compat.conftest import Agents, import_from, resume, states
-from tests.rpc_client import ServerProcess
+from tests.support.rpc_client import ServerProcess
 
 HELLO = Scenario({"hello": [Reply(text="Hello from the mock model.")]})
 

@@ -10,13 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.rpc_client import REPO, ServerProcess
+from tests.support.rpc_client import REPO, ServerProcess
 
 Spawn = Callable[..., ServerProcess]
-
-
-def message(text: str, role: str = "user") -> dict[str, Any]:
-    return {"type": "message", "id": str(uuid.uuid4()), "role": role, "content": text}
 
 
 def thread_file(home: Path, thread_id: str) -> Path:
@@ -49,7 +45,7 @@ def sessiond(
     home: Path, *args: str, prefix: list[str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The `sessiond` command line as its own process, on the test's data dir (`prefix`:
-    a confinement to run it under, tests/confine.py)."""
+    a confinement to run it under, tests/support/confine.py)."""
     return subprocess.run(
         [*(prefix or []), sys.executable, "-m", "server.cli", "--home", str(home), *args],
         cwd=REPO,

@@ -11,7 +11,7 @@ import pytest
 
 from tests.faults.helpers import Spawn
 from tests.faults.helpers import start as started
-from tests.rpc_client import RpcError, ServerProcess
+from tests.support.rpc_client import RpcError, ServerProcess
 
 FRAMINGS = ["headers", "lines"]
 

@@ -36,11 +36,11 @@ from typing import Any
 
 import pytest
 
-from server.cli import main as sessiond_main
-from tests import pg_cluster
+from server.cli.main import main as sessiond_main
 from tests.conftest import BOTH_STORES
 from tests.faults.helpers import sessiond
-from tests.rpc_client import HANG_GUARD, ServerProcess
+from tests.support import pg_cluster
+from tests.support.rpc_client import HANG_GUARD, ServerProcess
 
 KILLS = int(os.environ.get("SESSIOND_CRASH_LOOP_KILLS", "15"))
 # A bound, not a performance limit: the loop stops by itself after this long.

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from restore.stores.embedded.index import ThreadIndex
-from tests.faults.helpers import Spawn, list_all, message, record, start, subsystem
+from tests.faults.helpers import Spawn, list_all, record, start, subsystem
+from tests.support.items import message
 
 
 @pytest.mark.parametrize("damage", ["delete", "garbage"])

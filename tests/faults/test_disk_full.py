@@ -2,28 +2,25 @@
 append works once space returns.
 
 First on a real small filesystem (a 512 KiB tmpfs holding the data dir, filled up by
-another file) against a real server. Mounting needs root; where it is impossible the same
-test runs the injected write failure below instead (never a skip). The injected failure
-also runs on its own: it writes half the batch before failing, which a real full disk
-rarely does on cue, and proves the half line is cut off.
+another file) against a real server. Mounting needs root: without it that test is skipped,
+saying so. The injected failure runs everywhere: it writes half the batch before failing,
+which a real full disk rarely does on cue, and proves the half line is cut off.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
-from tests.faults.helpers import message, start, thread_file
-from tests.rpc_client import RpcError, ServerProcess
-from tests.store_items import make_store, session_meta
-from tests.store_items import message as store_message
+from tests.faults.helpers import start, thread_file
+from tests.support.disks import fill
+from tests.support.items import make_store, message, named, session_meta
+from tests.support.rpc_client import RpcError, ServerProcess
 
 
 def test_failed_write_leaves_no_partial_line_and_the_next_append_works(
@@ -44,57 +41,17 @@ def _half_write_then_enospc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(os, "write", half_then_full)
     with pytest.raises(ProtocolError) as full:
-        writer.append([store_message("lost")], "s1")
+        writer.append([named("lost")], "s1")
     assert full.value.kind is ErrorKind.STORAGE_FULL
     monkeypatch.setattr(os, "write", real_write)
     assert writer.path.read_bytes() == before
-    result = writer.append([store_message("lost")], "s1")
+    result = writer.append([named("lost")], "s1")
     assert result.first_seq == 2  # the failed item was never acknowledged nor numbered
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path | None]:
-    """A 512 KiB tmpfs mounted on a fresh dir (None where mounting is impossible)."""
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    mounted = (
-        os.geteuid() == 0
-        and subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(mount_point)],
-            capture_output=True,
-        ).returncode
-        == 0
-    )
-    try:
-        yield mount_point if mounted else None
-    finally:
-        if mounted:
-            subprocess.run(["umount", "-l", str(mount_point)], check=True)
-
-
-def _fill(disk: Path) -> Path:
-    """Take every free block of `disk` with one file; returns it."""
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for chunk in (65536, 4096, 1):
-            while True:
-                try:
-                    os.write(fd, b"\0" * chunk)
-                except OSError as exc:
-                    assert exc.errno == errno.ENOSPC
-                    break
-    finally:
-        os.close(fd)
-    return filler
-
-
 def test_disk_full_on_a_real_filesystem_is_storage_full_and_the_next_append_works(
-    small_disk: Path | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    small_disk: Path, tmp_path: Path
 ) -> None:
-    if small_disk is None:  # no mount on this machine: the injected failure instead
-        _half_write_then_enospc(tmp_path, monkeypatch)
-        return
     server = ServerProcess(small_disk)
     try:
         server.initialize()
@@ -103,7 +60,7 @@ def test_disk_full_on_a_real_filesystem_is_storage_full_and_the_next_append_work
                                          "items": [message("before")]})  # fmt: skip
         path = thread_file(small_disk, tid)
         intact = path.read_bytes()
-        filler = _fill(small_disk)
+        filler = fill(small_disk)
         big = message("x" * 100_000)  # needs new blocks; a few bytes could fit in the last one
         with pytest.raises(RpcError) as full:
             server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [big]})

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.conftest import BOTH_STORES, git
 from tests.faults.helpers import Spawn, record, subsystem, thread_file
 from tests.faults.helpers import start as started
-from tests.rpc_client import ServerProcess
+from tests.support.rpc_client import ServerProcess
 
 
 def _closed_thread(server: ServerProcess, cwd: Path) -> str:

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import git
 from tests.faults.helpers import Spawn, record, subsystem
 from tests.faults.helpers import start as started
-from tests.rpc_client import RpcError, ServerProcess
+from tests.support.rpc_client import RpcError, ServerProcess
 
 
 def _edit(server: ServerProcess, tid: str, sid: str, op: str, path: str, text: str) -> dict:

@@ -4,22 +4,36 @@ fail a durable record, and every filesystem error a client sees is typed and nam
 Real failures on a real server: a snapshot directory that is a file, an index on a full
 tmpfs (or, where mounting is impossible, a read-only one), directories made unreadable or
 unwritable with chmod. Root would read through chmod, so those servers run without the
-capabilities that bypass file permissions (tests/confine.py), as any other user does.
+capabilities that bypass file permissions (tests/support/confine.py), as any other user does.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.confine import bound_by_permissions, unreadable
-from tests.faults.helpers import Spawn, list_all, message, record, start, thread_file
-from tests.faults.test_disk_full import _fill, small_disk  # noqa: F401 - a fixture
-from tests.rpc_client import RpcError, ServerProcess
+from tests.faults.helpers import Spawn, list_all, record, start, thread_file
+from tests.support import disks
+from tests.support.confine import bound_by_permissions, unreadable
+from tests.support.items import message
+from tests.support.rpc_client import RpcError, ServerProcess
 
 PAUSE = 0.6  # past INDEX_FLUSH_SECONDS: the next record flushes the index rows
+
+
+@pytest.fixture
+def small_disk_or_none(tmp_path: Path) -> Iterator[Path | None]:
+    """A real 512 KiB tmpfs where this user may mount one (root); None elsewhere, where
+    the index test makes the index read-only instead (a real failure of SQLite too)."""
+    if os.geteuid() != 0:
+        yield None
+        return
+    with disks.small_disk(tmp_path) as mount_point:
+        yield mount_point
 
 
 def test_a_snapshot_that_cannot_be_written_never_fails_a_record(
@@ -45,8 +59,9 @@ def test_an_index_that_cannot_be_written_never_fails_a_record(
     spawn: Spawn,
     home: Path,
     tmp_path: Path,
-    small_disk: Path | None,  # noqa: F811
+    small_disk_or_none: Path | None,
 ) -> None:
+    small_disk = small_disk_or_none
     first = spawn()
     first.initialize()
     tid, sid = start(first, tmp_path)
@@ -63,7 +78,7 @@ def test_an_index_that_cannot_be_written_never_fails_a_record(
     sid = server.request("thread/resume", {"threadId": tid})["session"]["sessionId"]
     assert list_all(server)[0]["itemCount"] == before  # the index is open
     if small_disk is not None:
-        filler = _fill(small_disk)
+        filler = disks.fill(small_disk)
     else:  # no mount here: an index this user may not write ("readonly database")
         for name in ("index.sqlite3", "index.sqlite3-wal", "index.sqlite3-shm"):
             (home / name).chmod(0o444)

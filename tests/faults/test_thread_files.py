@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.helpers import Spawn, list_all, message, sessiond, start, thread_file
-from tests.rpc_client import RpcError, ServerProcess
+from tests.faults.helpers import Spawn, list_all, sessiond, start, thread_file
+from tests.support.items import message
+from tests.support.rpc_client import RpcError, ServerProcess
 
 
 def _damaged_thread(spawn: Spawn, tmp_path: Path, home: Path) -> tuple[str, list[str]]:

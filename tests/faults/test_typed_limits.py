@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import BOTH_STORES
-from tests.faults.helpers import Spawn, message, record, start
-from tests.rpc_client import RpcError
+from tests.faults.helpers import Spawn, record, start
+from tests.support.items import message
+from tests.support.rpc_client import RpcError
 
 pytestmark = BOTH_STORES
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from tests import pg_cluster
-from tests.acp_editor import fake_agent, sessiond_acp, wait_for
 from tests.conftest import git
 from tests.faults.helpers import start
-from tests.rpc_client import REPO, ServerProcess
+from tests.support import pg_cluster
+from tests.support.acp_editor import fake_agent, sessiond_acp, wait_for
+from tests.support.rpc_client import REPO, ServerProcess
 from tests.test_hooks import Hooks, finals
 
 pytestmark = pytest.mark.parametrize("store_url", ["postgres"], indirect=True)

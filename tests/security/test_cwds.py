@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from tests.faults.helpers import Spawn, sessiond, start
-from tests.import_fixtures import ClaudeSession, CodexSession
+from tests.support.import_fixtures import ClaudeSession, CodexSession
 
 
 def test_thread_start_stores_its_cwd_resolved_and_finds_it_by_either_spelling(

@@ -18,18 +18,18 @@ import orjson
 import pytest
 
 from restore.home.layout import Layout
-from tests import confine
 from tests.faults.helpers import (
     Spawn,
     list_all,
-    message,
     record,
     sessiond,
     start,
     thread_file,
 )
-from tests.import_fixtures import ClaudeSession
-from tests.rpc_client import RpcError, ServerProcess
+from tests.support import confine
+from tests.support.import_fixtures import ClaudeSession
+from tests.support.items import message
+from tests.support.rpc_client import RpcError, ServerProcess
 
 
 def test_a_thread_file_that_is_a_symlink_is_never_followed(

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.faults.helpers import Spawn
-from tests.import_fixtures import ClaudeSession, CodexSession, encoded_project
-from tests.rpc_client import HANG_GUARD, REPO, ServerProcess
+from tests.support.import_fixtures import ClaudeSession, CodexSession, encoded_project
+from tests.support.rpc_client import HANG_GUARD, REPO, ServerProcess
 
 SECRET = f"SECRET-{uuid.uuid4().hex}"
 MIB = 1 << 20

@@ -12,13 +12,13 @@ import contextlib
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from tests.faults.helpers import Spawn, start
-from tests.rpc_client import HANG_GUARD
-from tests.test_hooks import Hooks, alive, finals, wait_dead
+from tests.support.processes import alive
+from tests.support.wait import eventually
+from tests.test_hooks import Hooks, finals, wait_dead
 
 DAEMON = """
 import os, sys, time
@@ -54,10 +54,7 @@ def _daemon_hook(tmp_path: Path, hooks: Hooks, then: str, timeout: float) -> Pat
 
 
 def _wait_pid(pid_file: Path) -> int:
-    deadline = time.monotonic() + HANG_GUARD
-    while not pid_file.exists():
-        assert time.monotonic() < deadline, "the hook's daemon never started"
-        time.sleep(0.02)
+    eventually(pid_file.exists, "the hook's daemon started", every=0.02)
     return int(pid_file.read_text())
 
 
@@ -167,7 +164,5 @@ def test_a_fifo_as_hooks_json_holds_no_answer(spawn: Spawn, tmp_path: Path) -> N
     tid, _ = start(server, tmp_path)
     assert [t["threadId"] for t in server.request("thread/list", {})["threads"]] == [tid]
     start(server, tmp_path)  # hooks are looked up again for the next session: still answered
-    deadline = time.monotonic() + HANG_GUARD
-    while "a FIFO, not a regular file" not in server.stderr():  # said once looked up
-        assert time.monotonic() < deadline, server.stderr()
-        time.sleep(0.05)
+    # Said once looked up.
+    eventually(lambda: "a FIFO, not a regular file" in server.stderr(), "the FIFO refused")

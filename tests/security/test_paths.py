@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults.helpers import record, start, subsystem
-from tests.rpc_client import REPO, RpcError, ServerProcess
+from tests.support.rpc_client import REPO, RpcError, ServerProcess
 
 
 def _sha(text: str) -> str:

@@ -15,8 +15,8 @@ import uuid
 from pathlib import Path
 
 from tests.faults.helpers import record, sessiond, start, thread_file
-from tests.rpc_client import ServerProcess
-from tests.ws_client import WsClient, WsServerProcess
+from tests.support.rpc_client import ServerProcess
+from tests.support.ws_client import WsClient, WsServerProcess
 
 
 def _too_open(home: Path) -> list[str]:

@@ -22,8 +22,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.faults.helpers import Spawn, start
-from tests.rpc_client import HANG_GUARD
-from tests.ws_client import WsClient, WsServerProcess
+from tests.support.rpc_client import HANG_GUARD
+from tests.support.ws_client import WsClient, WsServerProcess
 
 WsSpawn = Callable[..., WsServerProcess]
 

@@ -22,8 +22,8 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from tests.rpc_client import HANG_GUARD
-from tests.ws_client import WsClient, WsServerProcess
+from tests.support.rpc_client import HANG_GUARD
+from tests.support.ws_client import WsClient, WsServerProcess
 
 MIB = 1 << 20
 STALLED = 5

@@ -3,7 +3,7 @@ listing rows, kept current by reading only what grew since the last look.
 
 A watcher reports which thread files changed; this module says what that means for
 clients: the thread's new row, or that it is gone (followers get the appended items from
-server/relay.py). Changes this process made itself are recognised by the file's size (the
+server/live/relay.py). Changes this process made itself are recognised by the file's size (the
 store notes the size after each of its own writes) and are not reported twice.
 """
 
@@ -103,7 +103,7 @@ class ExternalThreads:
         tail.offset = start + complete
         if not items and not whole:
             return None
-        # The items themselves reach followers through the relay (server/relay.py), read
+        # The items themselves reach followers through the relay (server/live/relay.py), read
         # after the last one each was sent; this says the row changed, and to what.
         return ExternalChange(thread_id, tail.summary.thread_info(),
                               (tail.summary, path, stat), whole)  # fmt: skip

@@ -362,7 +362,12 @@ class ThreadStore:
             ) from None
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         durability = self._durability(durable)
-        writer = ThreadWriter(thread_id, path, fd, ThreadFile(), durability, False, store=self)
+        try:
+            writer = ThreadWriter(thread_id, path, fd, ThreadFile(), durability, False, store=self)
+        except BaseException:  # the store could not take the thread (its writer mark)
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
         try:
             stored = writer.append([meta, *items], session_id, keep_ts=keep_ts).stored
             writer.loaded = ThreadFile(items=stored)

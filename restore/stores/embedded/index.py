@@ -1,12 +1,15 @@
 """The SQLite thread index: one row per thread, so `thread/list` never reads every file.
 
 An accelerator only. The JSONL files are the truth; this file can be deleted or corrupted
-and nothing is lost: `ensure_ready` rebuilds it from the files, and on every first open in a
-process it reconciles against them (new, changed and vanished files), so rows written by a
-crashed or foreign process are repaired. A file that grew since its row is read from where
-the row ends, not from byte 0: each row keeps the last line it covers (position and hash),
-and the file still holding that line proves the rest was only appended. Files this process
-is writing are never read at all: their rows come from the writers (`live`).
+and nothing is lost: `ensure_ready` rebuilds it from the files. Its first open in a process
+catches up with what other processes did without touching every file: the threads whose
+writer is alive elsewhere or died before writing its row (writer marks, `marks.py`), and
+the shard directories whose mtime moved since the last open (a file created, removed or
+moved) are read again; after a reboot (a power loss may have dropped rows the files kept)
+every file is compared, as after a rebuild. A file that grew since its row is read from
+where the row ends, not from byte 0: each row keeps the last line it covers (position and
+hash), and the file still holding that line proves the rest was only appended. Files this
+process is writing are never read at all: their rows come from the writers (`live`).
 `sqlite3` is imported only when the index is first opened, because sessiond promises that
 startup imports no sqlite3.
 """
@@ -36,6 +39,7 @@ from restore.stores.api import (
     storage_failure,
     summary_of,
 )
+from restore.stores.embedded import marks
 from restore.stores.embedded.jsonl import LineMark
 from restore.summary import ThreadSummary
 
@@ -90,7 +94,23 @@ CREATE INDEX threads_by_recency
 CREATE INDEX threads_by_cwd ON threads (cwd, archived, updatedAt, threadId);
 -- A thread's children, listed and counted without a scan.
 CREATE INDEX threads_by_parent ON threads (parentThreadId, archived, updatedAt, threadId);
+-- What the last open saw: the boot it ran in and each shard directory's mtime.
+CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
 """
+RACY_NS = 2_000_000_000
+"""A shard directory changed this recently is not trusted to show the next change by its
+mtime (a coarse clock tick could hide it): it is read again at the next open."""
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def _boot_id() -> str | None:
+    """This boot's id (Linux); None where there is none (then every open compares every file)."""
+    try:
+        return BOOT_ID.read_text().strip() or None
+    except OSError:
+        return None
+
+
 CHILD_COUNT_BATCH = 500  # ids per query (SQLite binds at most 999 by default)
 # How many children a listed row has (what `thread/list {parentThreadId}` would list).
 _CHILD_COUNT = (
@@ -140,19 +160,28 @@ Params = list[Any]
 
 def _typed(method: Callable[P, T]) -> Callable[P, T]:
     """SQLite's failures as the typed error clients get, naming the index (a full disk is
-    StorageFull): the store's one mapping of them."""
+    StorageFull): the store's one mapping of them. A damaged index (found on use: the open
+    reads every page only after a reboot) is set aside and the call made again, on the
+    index rebuilt from the files."""
 
     @functools.wraps(method)
     def typed(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return method(*args, **kwargs)
-        except Exception as exc:
-            if type(exc).__module__ != "sqlite3":  # sqlite3 is imported only once opened
-                raise
-            index: ThreadIndex = args[0]  # type: ignore[assignment]
-            where = str(index._layout.index_path)
-            full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"  # "disk is full"
-            raise storage_failure(f"{where}: {exc}", full=full, path=where) from exc
+        index: ThreadIndex = args[0]  # type: ignore[assignment]
+        for attempt in (1, 2):
+            try:
+                return method(*args, **kwargs)
+            except Exception as exc:
+                if type(exc).__module__ != "sqlite3":  # sqlite3 is imported only once opened
+                    raise
+                name = getattr(exc, "sqlite_errorname", "")
+                damaged = name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT")
+                if attempt == 1 and damaged and not index._in_memory:
+                    index._set_aside()
+                    continue
+                where = str(index._layout.index_path)
+                full = name == "SQLITE_FULL"  # "disk is full"
+                raise storage_failure(f"{where}: {exc}", full=full, path=where) from exc
+        raise AssertionError("unreachable")
 
     return typed
 
@@ -168,7 +197,7 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 5  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents
+    SCHEMA_VERSION = 6  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
     """An index of another version is rebuilt from the thread files (they hold every
     field), like a corrupt one: that is its migration."""
 
@@ -211,14 +240,15 @@ class ThreadIndex:
                 self._move_aside(path)
             if path.exists():
                 try:
-                    conn = self._open_existing(path)
+                    conn = self._catch_up(self._open_existing(path), path, progress)
                 except _Corrupt:
                     pass
                 else:
-                    self._reconcile(conn, progress)
                     self._conn = conn
                     return "opened"
+            found = marks.probe(self._layout)
             self._rebuild(path, progress)
+            found.clear()
             self._conn = self._configured(self._connect(path))
             return "rebuilt"
 
@@ -268,8 +298,12 @@ class ThreadIndex:
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
-    def _open_existing(self, path: Path) -> sqlite3.Connection:
-        """Connect and validate; raise _Corrupt (after moving garbage aside) if unusable."""
+    def _open_existing(self, path: Path, *, check: bool = False) -> sqlite3.Connection:
+        """Connect and validate; raise _Corrupt (after moving garbage aside) if unusable.
+
+        `check` reads every page (`quick_check`, O(index)): done after a reboot, when a
+        damaged page is likeliest; otherwise damage shows as SQLite's error on use, and the
+        index is set aside and rebuilt then (`_typed`)."""
         import sqlite3
 
         conn = self._connect(path)
@@ -280,8 +314,8 @@ class ThreadIndex:
             ).fetchone()
             # The listing table and its indexes only: the search tables beside it
             # (embedded/search.py) are a hundred times larger, and read only by a search.
-            check = "PRAGMA quick_check(threads)" if has_table else "PRAGMA quick_check"
-            healthy = conn.execute(check).fetchone()[0] == "ok"
+            pragma = "PRAGMA quick_check(threads)" if has_table else "PRAGMA quick_check"
+            healthy = not check or conn.execute(pragma).fetchone()[0] == "ok"
             if version == self.SCHEMA_VERSION and healthy and has_table:
                 return self._configured(conn)
             conn.close()
@@ -297,6 +331,14 @@ class ThreadIndex:
                 raise
             self._move_aside(path)
             raise _Corrupt from exc
+
+    def _set_aside(self) -> None:
+        """A damaged index found on use: closed and moved aside (its next use rebuilds)."""
+        with self._open_lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            self._move_aside(self._layout.index_path)
 
     @staticmethod
     def _move_aside(path: Path) -> None:
@@ -320,6 +362,7 @@ class ThreadIndex:
         try:
             conn.executescript(_SCHEMA)
             conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
+            seen = self._seen()
             live = self._live()
             files: list[tuple[Path, bool, LineMark | None]] = [
                 (Path(path), archived, None)
@@ -328,22 +371,87 @@ class ThreadIndex:
             ]
             self._write_live(conn, live)
             self._refresh(conn, files, _UPSERT, progress)
+            self._remember(conn, seen)
         finally:
             conn.close()
         for suffix in ("-wal", "-shm"):
             path.with_name(path.name + suffix).unlink(missing_ok=True)
         os.replace(fresh, path)
 
-    def _reconcile(self, conn: sqlite3.Connection, progress: Progress | None) -> None:
-        """Bring rows in line with the files: read new files, the new bytes of grown ones
-        (whole changed ones otherwise), drop vanished ones; take live rows as they are."""
-        stored = {
-            row[0]: row[1:]
-            for row in conn.execute(
-                "SELECT path, size, mtimeNs, lastLineStart, lastLineSha FROM threads"
-            )
-        }
-        on_disk = self._chosen_files()
+    def _seen(self) -> tuple[str | None, dict[str, int]]:
+        """The boot and the shard directories' mtimes, taken before the files are read: a
+        change made during the read shows as a change at the next open."""
+        boot = _boot_id()
+        now = time.time_ns()
+        times = self._layout.shard_times()
+        return boot, {key: (-1 if ns > now - RACY_NS else ns) for key, ns in times.items()}
+
+    @staticmethod
+    def _remember(
+        conn: sqlite3.Connection,
+        seen: tuple[str | None, dict[str, int]],
+        stored: dict[str, str] | None = None,
+    ) -> None:
+        """What this open saw, for the next one; not written when it is what `stored` says
+        already (a write transaction is most of an unchanged first open's cost)."""
+        boot, times = seen
+        shards = orjson.dumps(times, option=orjson.OPT_SORT_KEYS).decode()
+        wanted = {} if boot is None else {"boot": boot, "shards": shards}
+        if stored is not None and stored == wanted:
+            return
+        with conn:
+            conn.execute("BEGIN")
+            conn.execute("DELETE FROM meta")
+            if boot is not None:
+                conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [("boot", boot), ("shards", shards)],
+                )
+
+    def _catch_up(
+        self, conn: sqlite3.Connection, path: Path, progress: Progress | None
+    ) -> sqlite3.Connection:
+        """The first open in a process: read again only what may have changed behind the
+        index (module docstring), or every file after a reboot or without a boot id."""
+        found = marks.probe(self._layout)
+        seen = self._seen()
+        stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if seen[0] is None or stored.get("boot") != seen[0] or "shards" not in stored:
+            conn.close()
+            conn = self._open_existing(path, check=True)
+            self._reconcile(conn, progress)
+        else:
+            before: dict[str, int] = orjson.loads(stored["shards"])
+            now = seen[1]
+            # -1: changed too recently to be trusted last time, so read again now.
+            moved = [key for key in before.keys() | now.keys()
+                     if before.get(key, -1) == -1 or before.get(key) != now.get(key)]  # fmt: skip
+            shards = {key.partition("/")[2] for key in moved}
+            shards.update(thread_id[:2] for thread_id in found.thread_ids)
+            if shards:
+                self._reconcile(conn, progress, shards)
+        self._remember(conn, seen, stored)
+        found.clear()
+        return conn
+
+    def _reconcile(
+        self,
+        conn: sqlite3.Connection,
+        progress: Progress | None,
+        shards: set[str] | None = None,
+    ) -> None:
+        """Bring rows in line with the files (of `shards` only, if given): read new files,
+        the new bytes of grown ones (whole changed ones otherwise), drop vanished ones;
+        take live rows as they are."""
+        columns = "SELECT path, size, mtimeNs, lastLineStart, lastLineSha FROM threads"
+        if shards is None:
+            rows = conn.execute(columns).fetchall()
+        else:  # by the primary key: a shard is its threads' first two characters
+            rows = [row for shard in sorted(shards)
+                    for row in conn.execute(f"{columns} WHERE threadId >= ? AND threadId < ?",
+                                            (shard, shard + "\U0010ffff"))]  # fmt: skip
+        stored = {row[0]: row[1:] for row in rows}
+        on_disk = self._chosen_files(shards)
         present = {path for path, _, _ in on_disk}
         live = self._live()
         with conn:
@@ -376,9 +484,11 @@ class ThreadIndex:
             conn.execute("BEGIN")
             conn.executemany(_UPSERT, rows)
 
-    def _chosen_files(self) -> list[tuple[str, bool, os.stat_result]]:
+    def _chosen_files(
+        self, shards: set[str] | None = None
+    ) -> list[tuple[str, bool, os.stat_result]]:
         """Thread files on disk, one per thread: the live copy wins, as in `Layout.locate`."""
-        files = self._layout.scan_thread_files()
+        files = self._layout.scan_thread_files(shards)
         if not any(archived for _, archived, _ in files):
             return files
         live = {os.path.basename(path) for path, archived, _ in files if not archived}

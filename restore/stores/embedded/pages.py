@@ -125,7 +125,7 @@ class ThreadPages:
         self, thread_id: str, after: int, *, limit: int, max_bytes: int
     ) -> tuple[list[tuple[int, bytes]], bool]:
         """The items after seq `after`, ascending, each with its seq, cut like a forward
-        page; True when more follow. For followers (server/relay.py): a thread that is
+        page; True when more follow. For followers (server/live/relay.py): a thread that is
         gone has nothing after; bad lines are not items and are left out."""
         try:
             page = self.read(thread_id, after=after, limit=limit, max_bytes=max_bytes)

@@ -11,6 +11,9 @@ modules that implement them, and keeps the policy that is this backend's alone:
   answer to a start or a resume must not wait for;
 - files this process writes are never read by the index: their rows come from the open
   writers (`_live_rows`), and their sizes tell the watcher which changes were our own;
+- every writer holds its thread's writer mark (`marks.py`) while it is open, and the mark
+  stays (unheld) until the thread's row is written, so a writer killed in between is
+  found by the next first listing without a scan of every file;
 - group commit is one fdatasync per written file, on the committer thread (`commit.py`).
 """
 
@@ -25,6 +28,7 @@ from pathlib import Path
 from protocol.errors import ErrorKind, ProtocolError, storage_error
 from restore.home.files import private_dirs, sync_filesystem, write_atomically
 from restore.home.layout import Layout
+from restore.ids import validate_thread_id
 from restore.stores import api
 from restore.stores.api import (
     FLUSH_SECONDS,
@@ -38,7 +42,7 @@ from restore.stores.api import (
     encode_line,
     missing_records,
 )
-from restore.stores.embedded import blobs, snapshots
+from restore.stores.embedded import blobs, marks, snapshots
 from restore.stores.embedded.commit import GroupCommit
 from restore.stores.embedded.external import ExternalThreads
 from restore.stores.embedded.files import ThreadStore, ThreadWriter, open_thread_file
@@ -72,11 +76,18 @@ class EmbeddedStore(ThreadStore):
         self._writers: dict[str, ThreadWriter] = {}  # open in this process, by thread
         self._dirty: dict[str, ThreadWriter] = {}  # open writers whose row is not written
         self._held: dict[str, Row] = {}  # rows of writers closed before their row was written
+        self._marks: dict[str, int] = {}  # writer marks held, by thread (marks.py)
         self._flushed = 0.0
 
     # --- what the writers tell -----------------------------------------------------------
 
     def opened(self, writer: ThreadWriter) -> None:
+        """Before its first append: the thread's mark, held until its row is written."""
+        if not self.read_only and writer.thread_id not in self._marks:
+            try:
+                self._marks[writer.thread_id] = marks.hold(self.layout, writer.thread_id)
+            except OSError as exc:
+                raise storage_error(exc, self.layout.writers_dir, "cannot mark") from exc
         self._writers[writer.thread_id] = writer
 
     def wrote(self, writer: ThreadWriter) -> None:
@@ -89,13 +100,26 @@ class EmbeddedStore(ThreadStore):
             self.flush()
 
     def closing(self, writer: ThreadWriter) -> None:
-        """Its row, if not written yet, is taken now (the mark needs the open file)."""
+        """Its row, if not written yet, is taken now (the mark needs the open file); its
+        writer mark is let go: removed if the row is written, else left unheld (as a dead
+        writer's would be: a reader elsewhere reads the thread again) until it is."""
         thread_id = writer.thread_id
         if self._writers.get(thread_id) is writer:
             del self._writers[thread_id]
         if self._dirty.get(thread_id) is writer:
             del self._dirty[thread_id]
             self._held[thread_id] = (writer.summary, writer.path, _mark(writer))
+        fd = self._marks.pop(thread_id, None)
+        if fd is not None and thread_id in self._held:
+            os.close(fd)  # no descriptor per closed thread: flush removes the file
+        elif fd is not None:
+            marks.release(self.layout, thread_id, fd)
+
+    def _row_written(self, thread_id: str) -> None:
+        """A closed writer's row is in the index: its mark goes, unless a writer (of this
+        process or another) holds the thread again."""
+        if self._held.pop(thread_id, None) is not None and thread_id not in self._marks:
+            marks.clear_if_free(self.layout, thread_id)
 
     def _live_rows(self) -> dict[str, Indexed]:
         """Index rows of the files this process writes, current in memory: the index never
@@ -114,7 +138,8 @@ class EmbeddedStore(ThreadStore):
         rows += [(w.summary, w.path, _mark(w)) for w in self._dirty.values() if not w.closed]
         if derived("index rows", self.index.upsert_many, rows):
             self._dirty.clear()
-            self._held.clear()
+            for thread_id in list(self._held):
+                self._row_written(thread_id)
 
     def begin_commit(self) -> Callable[[], None] | None:
         """Group commit here is one fdatasync per written file (restore/.../commit.py)."""
@@ -150,19 +175,19 @@ class EmbeddedStore(ThreadStore):
                 ErrorKind.THREAD_NOT_FOUND, "thread vanished while moving", threadId=thread_id
             )
         summary, covered = found
-        self._held.pop(summary.threadId, None)  # the row at its old path: replaced here
-        derived("index row", self.index.upsert, summary, path, covered)
+        if derived("index row", self.index.upsert, summary, path, covered):
+            self._row_written(summary.threadId)  # the row at its old path: replaced here
         return summary
 
     def delete(self, thread_id: str) -> None:
         """The file, then what is derived from it (a failure there is logged: a stale
         snapshot, map or row of a missing file is ignored or dropped at its next use)."""
         super().delete(thread_id)
-        self._held.pop(thread_id, None)
         self.written_sizes.pop(thread_id, None)
         derived("snapshot removal", snapshots.discard, self.layout, thread_id)
         derived("offset map removal", self.pages.forget, thread_id)
-        derived("index row removal", self.index.remove, thread_id)
+        if derived("index row removal", self.index.remove, thread_id):
+            self._row_written(thread_id)
 
     def exists(self, thread_id: str) -> bool:
         return self.layout.locate(thread_id) is not None
@@ -195,18 +220,37 @@ class EmbeddedStore(ThreadStore):
         return sorted({path.stem for path, _ in self.layout.iter_thread_files()})
 
     def import_thread(self, thread_id: str, items: list[Item], archived: bool) -> int:
-        """Write a thread's records as they are (seq, ts and ids kept), under its lock.
+        """Write a thread's records as they are (seq, ts and ids kept), under its lock and
+        its writer mark (held until its row is written).
 
         Idempotent: items whose id the file already has are skipped. A file that holds
         other records at the same seqs (the copies diverged) is left alone: InvalidParams.
         """
+        thread_id = validate_thread_id(thread_id)
+        mark = marks.hold(self.layout, thread_id)
+        try:
+            written = self._import_locked(thread_id, items, archived)
+            found = self.layout.locate(thread_id)
+            row = None if found is None else self.read_summary(*found)
+            if (
+                found is None
+                or row is None
+                or derived("index row", self.index.upsert, row[0], found[0], row[1])
+            ):
+                marks.release(self.layout, thread_id, mark)
+                mark = -1
+            return written
+        finally:
+            if mark != -1:
+                os.close(mark)  # not written: the mark stays for the next listing to read
+
+    def _import_locked(self, thread_id: str, items: list[Item], archived: bool) -> int:
         found = self.layout.locate(thread_id)
         if found is None:
             data = b"".join(encode_line(item) for item in items)
             path = self.layout.thread_path(thread_id, archived=archived)
             private_dirs(path.parent)
             write_atomically(path, data)
-            self.index.close()  # reconciled (with the new file) at its next use
             return len(items)
         fd = open_thread_file(found[0], os.O_RDWR | os.O_APPEND, thread_id)
         try:
@@ -224,7 +268,6 @@ class EmbeddedStore(ThreadStore):
             if new:
                 os.write(fd, b"".join(encode_line(item) for item in new))
                 os.fsync(fd)
-                self.index.close()
             return len(new)
         finally:
             os.close(fd)

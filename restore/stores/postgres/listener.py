@@ -55,7 +55,7 @@ class Listener(threading.Thread):
                         self._catch_up(conn, missed_since)
                         missed_since = None
                     # From here on no change is missed: whoever keeps its own position in
-                    # threads (server/relay.py) reads what it may have missed until now.
+                    # threads (server/live/relay.py) reads what it may have missed until now.
                     self._announce("listening", "", None)
                     self._listen(conn)
             except Exception as exc:  # down or restarting: try again later

@@ -57,7 +57,7 @@ class SharedPages:
     ) -> tuple[list[tuple[int, bytes]], bool]:
         """The items after seq `after`, ascending, each with its seq, cut like a forward
         page (count and bytes); True when more follow. For followers of a thread another
-        machine writes (server/relay.py): a thread that is gone has nothing after."""
+        machine writes (server/live/relay.py): a thread that is gone has nothing after."""
         return self._rows(validate_thread_id(thread_id), after, False, limit, max_bytes,
                           known=True)  # fmt: skip
 

@@ -2,7 +2,7 @@
 // server lists and resumes its threads as read-only reports, and the extension says so in one
 // warning, opens no session, and still shows the transcript. The directory is made read-only
 // by a read-only bind mount in a private mount namespace (`unshare -m`), since the tests may
-// run as root, which ignores permission bits (tests/confine.py does the same for Python).
+// run as root, which ignores permission bits (tests/support/confine.py does the same for Python).
 import { activateExtension, harnessClient, findThreadNode, makeRepo, serverCommand, tempDir, vscodeStub, type ActivatedExtension, shownTranscript } from "../support/harness";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";

@@ -1,0 +1,125 @@
+"""Writer marks: which threads a writer holds, so a crashed one is found without a scan.
+
+A writer creates `writers/<threadId>` before its first append and holds an exclusive
+`flock` on it while it is open; the mark itself stays until the thread's index row covers
+every append (a writer closed before its row is written leaves it unheld, and the store
+removes it once the row is written: no descriptor is kept per closed thread).
+
+The first listing of a process looks only at this directory: a mark nobody
+holds was left by a writer that died (kill -9, a crash, a full disk that kept its row
+from being written), and that thread's file is read again; a held one is a writer alive
+in another process, whose file is read again too (its row may lag by `FLUSH_SECONDS`).
+The cost of finding crashed writers is the number of threads being written, not the
+number of threads.
+
+The mark's lock, not the thread file's, is what a prober takes: taking the thread's own
+lock, even for a moment, would make a writer opening it at that moment fail ThreadBusy.
+Lock files that are unlinked need an identity check (the prober may unlink the mark a
+writer has just opened): a writer's lock counts only on the file still at the path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from dataclasses import dataclass
+
+from protocol.errors import ProtocolError
+from restore.home.files import private_dirs
+from restore.home.layout import Layout
+from restore.ids import validate_thread_id
+
+
+def hold(layout: Layout, thread_id: str) -> int:
+    """Create (or take over) the thread's mark and lock it; the descriptor is the hold.
+
+    Blocks only while a prober reads the thread behind a dead writer's mark."""
+    path = layout.writer_mark_path(thread_id)
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            private_dirs(path.parent)
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass  # unlinked by a prober between our open and our lock: make a new one
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def release(layout: Layout, thread_id: str, fd: int) -> None:
+    """The thread's row covers its appends: the mark goes (the file first, then the lock,
+    so nobody sees an unheld mark of a clean writer)."""
+    path = layout.writer_mark_path(thread_id)
+    with contextlib.suppress(OSError):
+        if os.fstat(fd).st_ino == os.stat(path).st_ino:
+            os.unlink(path)
+    os.close(fd)
+
+
+def clear_if_free(layout: Layout, thread_id: str) -> None:
+    """Remove the thread's mark unless a writer holds it (then it is that writer's)."""
+    try:
+        fd = os.open(layout.writer_mark_path(thread_id), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # gone already: a reader elsewhere read the thread and removed it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return
+    release(layout, thread_id, fd)
+
+
+@dataclass
+class Marks:
+    """What the writers' directory says, probed: threads whose writer died (their marks
+    locked by the prober until `clear`) and threads a live writer holds."""
+
+    layout: Layout
+    dead: dict[str, int]
+    alive: list[str]
+
+    @property
+    def thread_ids(self) -> list[str]:
+        return [*self.dead, *self.alive]
+
+    def clear(self) -> None:
+        """The dead writers' threads are read into the index: their marks go."""
+        for thread_id, fd in self.dead.items():
+            release(self.layout, thread_id, fd)
+        self.dead = {}
+
+
+def probe(layout: Layout) -> Marks:
+    """Every mark in `writers/`, each tried with a non-blocking lock."""
+    marks = Marks(layout, {}, [])
+    try:
+        with os.scandir(layout.writers_dir) as entries:
+            names = [entry.name for entry in entries]
+    except FileNotFoundError:
+        return marks
+    for name in names:
+        try:
+            validate_thread_id(name)
+        except ProtocolError:
+            continue  # not a mark
+        try:
+            fd = os.open(layout.writers_dir / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue  # released while we looked (or not ours): nothing to read again
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            marks.alive.append(name)
+            continue
+        marks.dead[name] = fd
+    return marks

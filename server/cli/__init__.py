@@ -1,0 +1,4 @@
+"""The `sessiond` command line, its commands and the headless client.
+
+Invariant: a subcommand imports its module only when it runs.
+"""

@@ -1,0 +1,369 @@
+"""Offline commands (`list`, `show`, `import`, `doctor`, `migrate`): the same engine,
+without a server.
+
+Each checks the data directory first (restore/home/state.py): a home that cannot be used
+is one line and exit code 2 (printed by server/cli/main.py); a read-only one is read as it is.
+With `--store URL` (or SESSIOND_STORE) every command works on the shared database instead
+(`import` too: its ledger of sources stays in the data directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from restore.home.state import Home, open_home
+from restore.service import ThreadService, open_service
+from restore.stores import Settings, is_shared, open_store
+from server.cli import transcript
+from server.cli.terminal import clip, plural, print_json, relative_time, safe, table
+from server.config import ServerConfig
+
+TITLE_COLUMNS = 60
+BRANCH_COLUMNS = 24
+MAX_DEPTH = 4  # levels of sub-agents shown under a thread
+
+if TYPE_CHECKING:
+    from restore.imports.importer import Importer
+    from restore.imports.results import FileResult, ImportSummary
+    from restore.summary import ThreadSummary
+
+
+def _label(info: dict[str, object]) -> str:
+    """As the extension labels a row: the title, else the first message, else what it is."""
+    return str(info["title"] or info["preview"] or "(no messages yet)")
+
+
+def _settings(config: ServerConfig, home: Path | None = None, store: str | None = None) -> Settings:
+    """The configured store (embedded, or the shared database): every command writes with
+    fsync durability, whatever a server was started with."""
+    return Settings(home or Path(config.home), store)
+
+
+def _service(config: ServerConfig) -> ThreadService:
+    """The thread service on the configured store (embedded, or the shared database)."""
+    return open_service(_settings(config, store=config.store))
+
+
+def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
+    service = _service(config)
+    try:
+        threads, _ = service.list(
+            cwd=args.cwd,
+            workspace_folder=args.workspace_folder,
+            archived=args.archived,
+            search=args.search,
+            cursor=None,
+            limit=max(1, min(args.limit, 200)),
+        )
+        infos = _with_children([thread.thread_info() for thread in threads], service)
+    finally:
+        service.close_all()
+    if args.json:  # the wire's ThreadInfo, children after their parent (parentThreadId)
+        for info in infos:
+            print_json({key: value for key, value in info.items() if key != "depth"})
+        return 0
+    if args.quiet:  # the page's threads alone: `sessiond show "$(sessiond list -q --limit 1)"`
+        for info in infos:
+            if info["depth"] == 0:
+                print(info["threadId"])
+        return 0
+    if not infos:
+        print("no threads" + (" match" if args.cwd or args.workspace_folder or args.search else ""))
+        return 0
+    rows = [
+        [
+            "  " * (info["depth"] - 1) + "  └ " * bool(info["depth"]) + info["threadId"],
+            relative_time(info["updatedAt"] or info["createdAt"]),
+            str(info["itemCount"]),
+            clip(safe(info["branch"] or "-", one_line=True), BRANCH_COLUMNS),
+            clip(safe(_label(info), one_line=True), TITLE_COLUMNS),
+        ]
+        for info in infos
+    ]
+    print(table(("THREAD", "UPDATED", "ITEMS", "BRANCH", "TITLE"), rows, right=(2,)))
+    return 0
+
+
+def _with_children(
+    infos: list[dict[str, Any]], service: ThreadService, depth: int = 0
+) -> list[dict[str, Any]]:
+    """Each thread followed by its sub-agent threads (theirs after them, a level deeper),
+    each marked with its `depth` (0: top level)."""
+    rows = []
+    for info in infos:
+        rows.append({**info, "depth": depth})
+        if info.get("childCount") and depth < MAX_DEPTH:
+            children = _children(service, info["threadId"])
+            rows += _with_children([c.thread_info() for c in children], service, depth + 1)
+    return rows
+
+
+def _children(service: ThreadService, thread_id: str) -> list[ThreadSummary]:
+    """Every (unarchived) sub-agent thread of a thread, newest first."""
+    found: list[ThreadSummary] = []
+    cursor = None
+    while True:
+        page, cursor = service.list(cwd=None, workspace_folder=None, archived=False,
+                                    search=None, cursor=cursor, limit=200,
+                                    parent_thread_id=thread_id)  # fmt: skip
+        found += page
+        if cursor is None:
+            return found
+
+
+def _nested(service: ThreadService, thread_id: str, depth: int = 0) -> dict[str, list[str]]:
+    """The transcripts of a thread's sub-agents, by the operation that started each (its
+    own id when none is recorded), theirs nested in turn."""
+    nested: dict[str, list[str]] = {}
+    if depth >= MAX_DEPTH:
+        return nested
+    for child in reversed(_children(service, thread_id)):  # oldest first
+        contents, _ = service.store.read(child.threadId)
+        lines = [safe(f"sub-agent thread {child.threadId}: {_label(child.thread_info())}",
+                      one_line=True)]  # fmt: skip
+        lines += transcript.render(contents.items, _nested(service, child.threadId, depth + 1))
+        nested.setdefault(child.parentOperationId or child.threadId, []).extend(lines)
+    return nested
+
+
+def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
+    service = _service(config)
+    try:
+        contents, archived = service.store.read(args.thread_id)
+        nested = {} if args.json else _nested(service, args.thread_id)
+        parent = service.index.get(args.thread_id) if not args.json else None
+    finally:
+        service.close_all()
+    if args.json:
+        for item in contents.items:
+            print_json(item)
+    else:
+        from restore.summary import summarize
+
+        title = summarize(args.thread_id, contents.items).title  # the thread's, not a tool's
+        heading = f"thread {args.thread_id}" + (" (archived)" if archived else "")
+        print(safe(f"{heading}: {title}", one_line=True) if title else heading)
+        if parent is not None and parent.parentThreadId:
+            print(f"sub-agent of thread {parent.parentThreadId}")
+        for line in transcript.render(contents.items, nested):
+            print(line)
+        print(transcript.footer(contents.items))
+    for skipped in contents.skipped:
+        print(
+            f"skipped line {skipped.lineNo} ({skipped.reason}) at byte {skipped.byteOffset}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _progress_bar(title: str, done: int, total: int) -> None:
+    if total == 0:
+        return  # nothing to do is nothing to draw
+    width = 30
+    filled = width * done // total
+    sys.stderr.write(f"\r{title:24} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
+    if config.store:
+        return _doctor_shared(config)
+    home: Home = open_home(Path(config.home))
+    if args.repair and home.read_only is not None:
+        raise home.refuse_write()
+    progress = _progress_bar if sys.stderr.isatty() else None
+    store = open_store(_settings(config, home.path), read_only=home.read_only is not None)
+    try:
+        report = store.check(progress, repair=args.repair)
+    finally:
+        store.close()
+    print(f"checked {plural(report.files, 'thread file')}, {plural(report.items, 'item')}")
+    for finding in report.findings:
+        where = safe(str(finding.path), one_line=True)
+        if finding.error:
+            print(f"{where}: unreadable: {finding.error}")
+        if finding.empty:
+            print(f"{where}: empty file (a thread/start that never completed)")
+        if finding.repaired and finding.path.exists():
+            print(f"{where}: torn tail repaired (copied to recovered/)")
+        elif finding.repaired:
+            print(f"{where}: empty file moved to recovered/")
+        if finding.bom:
+            print(f"{where}: UTF-8 BOM at start (ignored)")
+        for line in finding.skipped:
+            print(
+                f"{where}: line {line.lineNo} skipped ({line.reason}) at byte "
+                f"{line.byteOffset}: {safe(repr(line.preview), one_line=True)}"
+            )
+    print(f"index: {report.index_action}, {plural(report.indexed, 'thread')}")
+    for agent, unmapped in sorted(report.unmapped.items()):
+        _print_unmapped(agent, unmapped)
+    print("clean" if report.clean else "problems found (nothing was deleted)")
+    return 0 if report.clean else 1
+
+
+def _doctor_shared(config: ServerConfig) -> int:
+    """A shared store checks itself (constraints, WAL): reach it, bring its schema up to
+    date, count its threads. Files under --home are the embedded store's business."""
+    service = _service(config)
+    try:
+        threads = service.index.count()
+        where = service.store.where
+    finally:
+        service.close_all()
+    print(f"{where}: schema up to date, {plural(threads, 'thread')}")
+    print("clean")
+    return 0
+
+
+def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
+    """Copy every thread of the configured store to `--to` (a URL, or a data directory)."""
+    from restore.stores.transfer import copy_threads
+
+    to = args.to
+    home = open_home(Path(config.home))
+    source_url = None if is_shared(to) else config.store
+    source = open_store(_settings(config, home.path, source_url))
+    target_home = home.path if is_shared(to) else open_home(Path(to)).path
+    target = open_store(_settings(config, target_home, to if is_shared(to) else None))
+    progress = (lambda done, total: _progress_bar("Copying threads", done, total)) if (
+        sys.stderr.isatty()
+    ) else None  # fmt: skip
+    try:
+        report = copy_threads(source, target, progress)
+    finally:
+        source.close()
+        target.close()
+    where = target.where if is_shared(to) else str(Path(to).resolve())
+    print(
+        f"{plural(report.threads, 'thread')} to {where}: {report.copied} records copied, "
+        f"{report.present} already there, {plural(report.blobs, 'blob')}"
+    )
+    for thread_id, why in report.failed:
+        print(f"{thread_id}: not copied: {safe(why, one_line=True)}")
+    return 0 if not report.failed else 1
+
+
+def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond import claude|codex|gemini [--from DIR] [--watch]`: import, summarize, then
+    (with --watch) follow the store until Ctrl-C."""
+    from restore.imports.agents import SOURCES
+    from restore.imports.importer import Importer
+
+    kind = SOURCES[args.agent]
+    service = _service(config)
+    root = Path(args.source) if args.source else None
+    importer = Importer(service, kind, root, live=args.watch)
+    try:
+        if not importer.root.is_dir():
+            print(f"sessiond: no {kind.agent} sessions: {importer.root} is not a directory",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        bar = _progress_bar if sys.stderr.isatty() else None
+        progress = (lambda done, total: bar(f"importing {kind.name}", done, total)) if bar else None
+        summary = importer.import_all(progress)
+        _print_summary(summary, as_json=args.json)
+        return _watch(importer, as_json=args.json) if args.watch else 0
+    finally:
+        importer.close()
+        service.close_all()
+
+
+def _print_summary(summary: ImportSummary, *, as_json: bool) -> None:
+    if as_json:
+        print_json(summary.to_json())
+        return
+    print(
+        f"{summary.agent}: {summary.sessions} sessions in {summary.root}: {summary.created} new, "
+        f"{summary.updated} updated, {summary.revisions} new revisions, {summary.unchanged} "
+        f"unchanged, {summary.empty} empty; {summary.items:,} items, {summary.skippedLines} "
+        f"skipped lines, in {summary.seconds:.1f} s"
+    )
+    for problem in summary.problems:
+        _print_problem(problem)
+    _print_unmapped(summary.agent, summary.unmapped)
+
+
+def _print_unmapped(agent: str, unmapped: dict[str, dict[str, Any]]) -> None:
+    """What the mapping does not know yet (a new version of the agent): counted, with where
+    to look, so it is never dropped silently."""
+    if not unmapped:
+        return
+    print(f"{agent}: {plural(len(unmapped), 'kind')} of record or tool not mapped "
+          "(kept in the source transcript; docs/import.md):")  # fmt: skip
+    for key, entry in sorted(unmapped.items(), key=lambda kv: -kv[1]["count"]):
+        where = safe(entry["example"], one_line=True)
+        print(f"  {key}: {plural(entry['count'], 'time')}, e.g. {where}")
+
+
+def _print_problem(problem: dict[str, Any]) -> None:
+    path = problem["path"]
+    if problem["reason"]:
+        print(f"{path}: {problem['status']}: {problem['reason']}")
+    for line in problem["skipped"]:
+        print(f"{path}: line {line['lineNo']} skipped ({line['reason']}) at byte "
+              f"{line['byteOffset']}: {line['preview']!r}")  # fmt: skip
+    if problem["repaired"]:
+        print(f"{path}: {problem['repaired']} line(s) kept with invalid UTF-8 replaced")
+
+
+def _watch(importer: Importer, *, as_json: bool) -> int:
+    """Import each session file as it is written; Ctrl-C (or SIGTERM) ends it cleanly.
+
+    The first Ctrl-C asks the loop to stop after the batch in hand (watchfiles sees the
+    event within a step): an interrupt raised in the middle of an import could leave a
+    lock or a transaction half done and the exit waiting on it. A second Ctrl-C
+    interrupts at once."""
+    import signal
+    import threading
+
+    from watchfiles import watch
+
+    from server.live.watch import WATCH_OPTIONS
+
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        if watching:
+            print("stopping (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    watching = False
+    try:
+        # The first (empty) yield: files written since the first import are caught up.
+        for changes in watch(importer.root, stop_event=stop, **WATCH_OPTIONS):
+            if not watching:
+                watching = True
+                _report(importer.import_files(importer.scan()), as_json=as_json)
+                print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
+            paths = sorted({Path(p) for _, p in changes})
+            sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
+            if sessions:
+                _report([importer.import_file(path) for path in sessions], as_json=as_json)
+                importer.commit()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _report(results: list[FileResult], *, as_json: bool) -> None:
+    for result in results:
+        if as_json:
+            if result.status != "unchanged":
+                hidden = ("summary", "appended")
+                print_json({k: v for k, v in result.__dict__.items() if k not in hidden})
+        elif result.changed and result.summary is not None:
+            title = result.summary.title or result.summary.preview
+            print(f"{result.status}: {title!r} (+{result.items} items) {result.path}")
+        elif result.reason or result.skipped:
+            _print_problem({**result.__dict__})
+    sys.stdout.flush()

@@ -1,0 +1,368 @@
+"""The `sessiond` command line: every subcommand listed once, in `SUBCOMMANDS`.
+
+Each entry names its arguments and the function that runs it; the function's module is
+imported only when that subcommand runs, so `sessiond serve` loads nothing of `list`.
+Options every subcommand takes (`--home`, `--store`) are accepted before or after its name. A known
+failure is one line on stderr (`sessiond: StorageError: /path is not a directory`) and
+exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol import PROTOCOL_VERSION
+from server import __version__
+from server.config import ServerConfig
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+USAGE_ERROR = 2
+
+
+class CommandError(Exception):
+    """A known failure of a command, printed as one line: `sessiond: <message>`."""
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser, argparse.ArgumentParser], None]
+    """Adds the subcommand's arguments; the second parser holds the common options, as a
+    parent for any nested subcommands."""
+    run: str
+    """`module:function`, called as `function(config, args) -> exit code`."""
+
+
+def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stdio",
+        action="store_true",
+        help="serve one client on stdin/stdout (the default without --ws; with --ws, both)",
+    )
+    parser.add_argument(
+        "--ws",
+        metavar="[HOST:]PORT",
+        help="serve WebSocket clients on a loopback address (port 0: any free port); the "
+        "port and token are written to $SESSIOND_HOME/servers/<port>.json",
+    )
+    parser.add_argument(
+        "--folder",
+        action="append",
+        metavar="DIR",
+        help="with --ws: a workspace folder this server is for, published in its discovery "
+        "file so clients in it find it (repeatable; default: the current directory)",
+    )
+    parser.add_argument(
+        "--durability",
+        choices=("fsync", "group", "none"),
+        help="when an append counts as durable (default: fsync, or $SESSIOND_DURABILITY)",
+    )
+    parser.add_argument(
+        "--max-frame", type=int, metavar="BYTES", help="largest accepted message (default 16 MiB)"
+    )
+    parser.add_argument(
+        "--follow",
+        metavar="AGENTS",
+        help="claude,codex,gemini: import these agents' sessions and follow them live, from "
+        "the first thread/list or thread/subscribe on (stores: $CLAUDE_CONFIG_DIR/projects or "
+        "~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions, "
+        "$GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp)",
+    )
+
+
+def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cwd", help="only threads started in this directory")
+    parser.add_argument("--workspace-folder", help="only threads in or under this folder")
+    parser.add_argument("--archived", action="store_true", help="list archived threads")
+    parser.add_argument("--search", help="case-insensitive text in title or preview")
+    parser.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="one JSON object (ThreadInfo) a line")
+    output.add_argument("-q", "--quiet", action="store_true", help="thread ids only, one a line")
+
+
+def _search_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    from server.cli.search import arguments
+
+    arguments(parser, common)
+
+
+def _import_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("agent", choices=("claude", "codex", "gemini"))
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR",
+        help="the agent's session store (default: $CLAUDE_CONFIG_DIR/projects or "
+        "~/.claude/projects; $CODEX_HOME/sessions or ~/.codex/sessions; "
+        "$GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp)",
+    )
+    parser.add_argument(
+        "--watch", action="store_true", help="then keep importing new and growing sessions"
+    )
+    parser.add_argument("--json", action="store_true", help="print results as JSON lines")
+
+
+def _show_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("thread_id", metavar="THREAD_ID")
+    parser.add_argument("--json", action="store_true", help="the raw items, one JSON a line")
+
+
+def _doctor_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repair",
+        action="store_true",
+        help="also cut torn tails left by a crash (copied to recovered/ first)",
+    )
+
+
+def _migrate_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--to",
+        required=True,
+        metavar="URL|DIR",
+        help="a postgresql:// URL (copies the threads of --home into it) or a data directory "
+        "(exports the threads of --store, or of --home, into it as JSONL files)",
+    )
+
+
+def _acp_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command, after --")
+
+
+def _client_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    from server.cli.client import add_arguments
+
+    add_arguments(parser, common)
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
+        "serve",
+        "serve JSON-RPC on stdio or WebSocket (what `sessiond` alone does)",
+        _serve_arguments,
+        "server.cli.main:serve",
+    ),
+    Subcommand(
+        "list", "list threads, newest first", _list_arguments, "server.cli.commands:list_threads"
+    ),
+    Subcommand(
+        "show", "print a thread as a transcript", _show_arguments, "server.cli.commands:show_thread"
+    ),
+    Subcommand(
+        "search",
+        'search every thread: words, "a phrase", prefix*, -word',
+        _search_arguments,
+        "server.cli.search:search",
+    ),
+    Subcommand(
+        "import",
+        "import Claude Code, Codex or Gemini CLI sessions as threads (again: only what is new)",
+        _import_arguments,
+        "server.cli.commands:import_sessions",
+    ),
+    Subcommand(
+        "doctor",
+        "check every thread file, repair the index",
+        _doctor_arguments,
+        "server.cli.commands:doctor",
+    ),
+    Subcommand(
+        "migrate",
+        "copy threads to a shared database or back to files (idempotent both ways)",
+        _migrate_arguments,
+        "server.cli.commands:migrate",
+    ),
+    Subcommand(
+        "client",
+        "talk to a running server over WebSocket",
+        _client_arguments,
+        "server.cli.client:run",
+    ),
+    Subcommand(
+        "acp",
+        "serve ACP (Agent Client Protocol) to an editor, proxying AGENT and recording its "
+        "sessions: sessiond acp [--home DIR] [--store URL] -- AGENT [ARGS...]",
+        _acp_arguments,
+        "server.cli.main:acp",
+    ),
+)
+DEFAULT_SUBCOMMAND = "serve"
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """Options of every subcommand. SUPPRESS: a subcommand's parser adds no default, so
+    `sessiond --home X list` keeps X, as `sessiond list --home X` does."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--home",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="data directory (default: $SESSIOND_HOME, $XDG_STATE_HOME/sessiond or "
+        "~/.local/state/sessiond)",
+    )
+    common.add_argument(
+        "--store",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="a postgresql:// URL: threads in a database shared by every machine "
+        "(default: $SESSIOND_STORE, else the embedded store under --home)",
+    )
+    return common
+
+
+def _parser(argv: list[str]) -> argparse.ArgumentParser:
+    """Only the subcommands named in argv get their arguments: building `client`'s imports
+    server/cli/client.py (~20 ms), which `sessiond serve` (every editor window's spawn) never
+    needs. A subparser left bare still lists in `sessiond --help`."""
+    common = _common_options()
+    parser = argparse.ArgumentParser(
+        prog="sessiond",
+        description="Durable, resumable AI-agent sessions for editors, over JSON-RPC "
+        "(stdio and WebSocket). Without a subcommand: serve on stdio.",
+        parents=[common],
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"sessiond {__version__} (protocol {PROTOCOL_VERSION})",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    named = set(argv) | {DEFAULT_SUBCOMMAND}
+    for sub in SUBCOMMANDS:
+        subparser = commands.add_parser(
+            sub.name, help=sub.help, description=sub.help, parents=[common]
+        )
+        if sub.name in named:
+            sub.arguments(subparser, common)
+    return parser
+
+
+def _configure_logging() -> None:
+    """`SESSIOND_LOG=INFO` is about sessiond: dependencies (websockets, asyncio, ...)
+    stay at WARNING unless `SESSIOND_LOG_ALL=1` asks for theirs too."""
+    level = os.environ.get("SESSIOND_LOG", "WARNING").upper()
+    if level not in LOG_LEVELS:
+        raise CommandError(f"SESSIOND_LOG must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+    everything = os.environ.get("SESSIOND_LOG_ALL", "") not in ("", "0")
+    logging.basicConfig(
+        level=level if everything else "WARNING",
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    logging.getLogger("sessiond").setLevel(level)
+
+
+def _known_failure(exc: BaseException) -> str | None:
+    """The one line for a failure a user can act on; None for a bug (a traceback)."""
+    from protocol.errors import ProtocolError, storage_error
+    from server.transport.ws import BindRefused
+
+    if isinstance(exc, CommandError | BindRefused):
+        return str(exc)
+    if isinstance(exc, OSError):
+        exc = storage_error(exc)
+    if isinstance(exc, ProtocolError):
+        return f"{exc.kind}: {exc.message}"
+    return None
+
+
+def _password_on_the_command_line(args: argparse.Namespace) -> str | None:
+    """A store URL given with its password in argv (`--store`, `migrate --to`) is refused
+    before anything starts: every local user reads argv in `ps`, a child in
+    `/proc/$PPID/cmdline`. SESSIOND_STORE (the environment) stays allowed."""
+    for option in ("store", "to"):
+        url = getattr(args, option, None)
+        if url:  # imported only then: `sessiond serve` loads no store code at startup
+            from restore.child_env import argv_password_refusal, has_password
+            from restore.stores import is_shared
+
+            if is_shared(url) and has_password(str(url)):
+                return argv_password_refusal(f"--{option}")
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(argv).parse_args(argv)
+    config = ServerConfig()
+    if getattr(args, "home", None):
+        config.home = args.home
+    if getattr(args, "store", None):
+        config.store = args.store
+    if refusal := _password_on_the_command_line(args):
+        print(f"sessiond: {refusal}", file=sys.stderr)
+        return USAGE_ERROR
+    if config.store:
+        from restore.stores import is_shared
+
+        if not is_shared(config.store):  # said before anything starts (never the URL: secrets)
+            print("sessiond: --store takes a postgresql:// URL", file=sys.stderr)
+            return USAGE_ERROR
+    name = args.command or DEFAULT_SUBCOMMAND
+    if args.command is None:  # `sessiond` alone serves on stdio, with serve's defaults
+        args = _parser(argv).parse_args([*argv, name])
+    subcommand = next(sub for sub in SUBCOMMANDS if sub.name == name)
+    module, _, function = subcommand.run.partition(":")
+    try:
+        _configure_logging()
+        code: int = getattr(importlib.import_module(module), function)(config, args)
+        sys.stdout.flush()  # here, so a reader that left is seen below, not at exit
+        return code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `sessiond list | head -n 3`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except Exception as exc:
+        if (line := _known_failure(exc)) is None:
+            raise
+        print(f"sessiond: {line}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def serve(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond serve`: stdio (the default), WebSocket (`--ws`), or both."""
+    from server.app import SessiondServer
+    from server.transport.stdio import run_stdio
+
+    if args.durability:
+        config.durability = args.durability
+    if args.max_frame:
+        config.max_frame = args.max_frame
+    if args.follow:
+        from server.config import parse_follow
+
+        try:
+            config.follow = parse_follow(args.follow)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+    if args.folder and not args.ws:
+        raise CommandError("--folder names the folders of a WebSocket server: add --ws PORT")
+    if args.ws:
+        from server.transport import ws
+
+        # Standalone, a server is for the directory it was started in (else no discovery
+        # file's folders would ever contain a client's buffer); beside stdio, the editor on
+        # stdio names its folders itself.
+        default = [] if args.stdio else [os.getcwd()]
+        folders = [str(Path(folder).resolve()) for folder in args.folder or default]
+        return ws.run(SessiondServer(config), args.ws, with_stdio=args.stdio, folders=folders)
+    return run_stdio(SessiondServer(config))
+
+
+def acp(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond acp -- AGENT [ARGS...]`: the ACP front door (server/acp/)."""
+    from server.acp import process as front_door
+
+    agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
+    return front_door.main(Path(config.home), agent, config.store)

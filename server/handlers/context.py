@@ -1,0 +1,98 @@
+"""What a handler is given: its connection, and the server as the `Serving` interface.
+
+`Serving` is the host interface (server/host.py) plus what only the JSON-RPC server has:
+its configuration, lifecycle hooks, followers, the store worker's batches, index rows
+for other processes. `SessiondServer` (server/app.py) is the one that implements it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from server.handlers.readahead import ReadAhead
+from server.host import Host
+
+if TYPE_CHECKING:
+    from restore.service import ThreadService
+    from restore.stores.api import Progress
+    from restore.summary import ThreadSummary
+    from server.config import ServerConfig
+    from server.hooks.lifecycle import LifecycleHooks
+    from server.live.subscriptions import Subscriptions
+    from server.rpc.dispatch import SessiondProtocol
+    from server.worker import StoreWorker
+
+
+class Serving(Host, Protocol):
+    """The JSON-RPC server, as its handlers see it."""
+
+    config: ServerConfig
+    worker: StoreWorker
+    subscriptions: Subscriptions
+
+    @property
+    def hooks(self) -> LifecycleHooks:
+        """Created by the first session start or end (no warmup)."""
+
+    def ensure_watching(self, since: float | None = None) -> None:
+        """Follow files other processes write, from now on."""
+
+    def watch_after_answer(self, since: float) -> None:
+        """Start watching once the current request's answer is written."""
+
+    def schedule_index_flush(self) -> None:
+        """Batched index rows written once records pause (other processes' listings)."""
+
+    def announce_update(self, summary: ThreadSummary) -> None:
+        """`thread/updated` after records, coalesced per thread."""
+
+    async def name_holder(self, thread_id: str, connection: SessiondProtocol) -> None:
+        """Name the client holding a thread (another process's ThreadBusy says who)."""
+
+    def workspace_changed(self) -> None:
+        """The set of open workspace folders changed."""
+
+
+@dataclass
+class Context:
+    connection: SessiondProtocol
+    server: Serving
+    read_ahead: ReadAhead = field(default_factory=ReadAhead)
+
+    @property
+    def service(self) -> ThreadService:
+        return self.server.service
+
+    def workspace_folder_of(self, cwd: str) -> str | None:
+        """The innermost workspace folder the client opened that holds `cwd` (resolved:
+        `A/../B` is not in A). Does file I/O (realpath): call it on the worker."""
+        from restore.access import folder_of
+
+        return folder_of(cwd, self.folder_paths())
+
+    def folder_paths(self) -> list[str]:
+        """Every workspace folder the client opened, as it named them."""
+        return [str(folder.get("path", "")) for folder in self.connection.workspace_folders]
+
+    def trusted_folders(self) -> list[str]:
+        """The folders the client marked trusted: only there may git run the repository's
+        own programs (fsmonitor, hooks, filters) and workspace hooks run."""
+        return [
+            str(folder.get("path", ""))
+            for folder in self.connection.workspace_folders
+            if folder.get("trusted") is True
+        ]
+
+    def progress(self, title: str) -> Progress:
+        """A `$/progress` reporter for this client, callable from the worker thread."""
+        from server.rpc.progress import reporter
+
+        loop = self.server.loop
+        assert loop is not None, "progress is only reported while serving"
+        return reporter(loop, self.connection.notify, title, "thread", "indexed")
+
+
+Handler = Callable[[Context, Any], Any]
+"""A handler: (context, params validated) -> a result, or an awaitable of one."""

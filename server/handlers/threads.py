@@ -1,0 +1,359 @@
+"""`thread/*`: unpack params, call the thread service on the worker (pages: on a reader),
+shape the answer, tell the other clients."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorKind, ProtocolError
+from restore.faults import pause_point
+from server.handlers.context import Context
+from server.handlers.readahead import PageKey, ReadAhead
+from server.host import thread_notice
+
+if TYPE_CHECKING:
+    from restore.stores.api import AppendResult, Page
+    from restore.summary import ThreadSummary
+
+
+def _absolute(cwd: str) -> str:
+    """A cwd a client names: absolute and without NUL (InvalidParams otherwise)."""
+    from restore.access import checked_text
+
+    if not os.path.isabs(checked_text(cwd, "cwd")):
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS, f"cwd must be an absolute path: {cwd!r}", field="cwd"
+        )
+    return cwd
+
+
+async def _session_opened(
+    ctx: Context,
+    info: dict[str, Any],
+    session_id: str,
+    notice: tuple[str, dict[str, Any]],
+    parents: list[str | None],
+    **hook: Any,
+) -> None:
+    """A session opened on a thread (start, resume, fork): its row soon in the index (for
+    other processes' listings), this client named as its holder, the other clients told,
+    then its SessionStart hooks (run once the answer is sent). The notice carries the
+    child count (a snapshot the answer does not: a client may keep it)."""
+    ctx.server.schedule_index_flush()
+    await ctx.server.name_holder(info["threadId"], ctx.connection)
+    await ctx.server.announce_threads([notice], parents=parents)
+    ctx.server.hooks.session_started(
+        ctx.connection, thread_id=info["threadId"], session_id=session_id, **hook
+    )
+
+
+async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
+    from restore.access import existing_directory
+
+    trusted = ctx.trusted_folders()
+    started = await ctx.server.run_in_worker(
+        lambda: ctx.service.start(
+            cwd=existing_directory(params.cwd),
+            workspace_folder=ctx.workspace_folder_of(params.cwd),
+            trusted_folders=trusted,
+            title=params.title,
+            model=params.model,
+            permissions=params.permissions.model_dump(exclude_none=True)
+            if params.permissions
+            else None,
+            client=ctx.connection.client_info,
+            owner=ctx.connection.owner,
+            parent_thread_id=params.parentThreadId,
+            parent_operation_id=params.parentOperationId,
+        )
+    )
+    info = started.summary.thread_info()
+    # New: no sub-agents yet; a sub-agent's parent follows with its new count.
+    notice = thread_notice({**info, "childCount": 0}, started=True)
+    await _session_opened(ctx, info, started.session_id, notice, [info["parentThreadId"]],
+                          source="startup", cwd=params.cwd)  # fmt: skip
+    return {"thread": info, "sessionId": started.session_id}
+
+
+def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
+    """Not a coroutine: this is the hot path, answered from the worker's batch directly
+    (no task per record). Group commit: the batch's sync comes before the answer."""
+    from protocol.items import ITEM_DEPTH_MAX, RECORDABLE_ITEM_ADAPTER, nests_deeper
+
+    for index, item in enumerate(params.items):
+        if nests_deeper(item):
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                f"items[{index}] nests deeper than {ITEM_DEPTH_MAX} levels",
+                field=f"items[{index}]",
+            )
+    items = [
+        RECORDABLE_ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_none=True)
+        for item in params.items
+    ]
+    group = ctx.server.config.durability == "group"
+
+    def recorded(outcome: tuple[AppendResult, ThreadSummary]) -> dict[str, Any]:
+        result, summary = outcome
+        if result.stored:
+            ctx.server.schedule_index_flush()
+            ctx.server.subscriptions.recorded(summary.threadId, result.stored)
+            ctx.server.announce_update(summary)
+        return {
+            "firstSeq": result.first_seq,
+            "lastSeq": result.last_seq,
+            "duplicates": result.duplicates,
+        }
+
+    return ctx.server.worker.submit(
+        lambda: ctx.service.record(
+            params.threadId, params.sessionId, items, ctx.connection.owner, defer_sync=group
+        ),
+        durable=group,
+        then=recorded,
+        next_turn=True,
+    )
+
+
+async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
+    began = time.time()
+    progress = ctx.progress("Indexing threads")
+
+    def page() -> tuple[list[dict[str, Any]], str | None]:
+        summaries, cursor = ctx.service.list(
+            cwd=params.cwd,
+            workspace_folder=params.workspaceFolder,
+            archived=params.archived,
+            search=params.search,
+            cursor=params.cursor,
+            limit=params.limit,
+            progress=progress,
+            parent_thread_id=params.parentThreadId,
+        )
+        return [_filed(ctx, summary.thread_info()) for summary in summaries], cursor
+
+    threads, cursor = await ctx.server.run_in_worker(page)
+    ctx.server.watch_after_answer(began)  # a client looks at threads: keep them live
+    return {"threads": threads, "nextCursor": cursor}
+
+
+async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
+    began = time.time()
+    indexing, searching = ctx.progress("Indexing threads"), ctx.progress("Indexing for search")
+
+    def search() -> dict[str, Any]:
+        found = ctx.service.search(
+            params.query,
+            cwd=params.cwd,
+            workspace_folder=params.workspaceFolder,
+            agent=params.agent,
+            role=params.role,
+            since=params.since,
+            until=params.until,
+            archived=params.archived,
+            cursor=params.cursor,
+            limit=params.limit,
+            progress=searching,
+            index_progress=indexing,
+        )
+        hits = [
+            {"threadId": hit.thread.threadId, "seq": hit.seq, "role": hit.role, "ts": hit.ts,
+             "snippet": hit.snippet, "highlights": hit.highlights,
+             "thread": _filed(ctx, hit.thread.thread_info())}
+            for hit in found.hits
+        ]  # fmt: skip
+        return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
+
+    result = await ctx.server.run_in_worker(search)
+    ctx.server.watch_after_answer(began)  # other processes' records: findable as they land
+    return result
+
+
+def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:
+    """A thread recorded with no client around (an import) was filed under no folder: it
+    goes under this client's innermost folder holding its cwd, as thread/start files a
+    new thread. Does file I/O (realpath): on the worker."""
+    if info["workspaceFolder"] is None and info["origin"] is not None and info["cwd"]:
+        info["workspaceFolder"] = ctx.workspace_folder_of(info["cwd"])
+    return info
+
+
+async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
+    """Off the store thread: a long read never holds another client's record. The next
+    page in the same direction is read ahead while the client takes in this one."""
+    pages, max_frame = ctx.server.pages, ctx.server.config.max_frame
+    backward = params.beforeSeq is not None
+
+    def read(key: PageKey) -> Page:
+        pause_point("thread-read")  # on a reader thread (tests/test_read_fairness.py)
+        return pages.read(key.thread_id, after=key.after, before=key.before, limit=key.limit,
+                          max_bytes=max_frame)  # fmt: skip
+
+    def still_or_again(key: PageKey, ahead: Page | None) -> Page:
+        return (
+            ahead
+            if ahead is not None and pages.holds(key.thread_id, ahead, backward)
+            else read(key)
+        )
+
+    key = PageKey(params.threadId, params.afterSeq, params.beforeSeq, params.limit)
+    ahead = ctx.read_ahead.take(key)
+    try:
+        earlier = await ahead if ahead is not None else None
+    except Exception:  # read again below: the request gets its own error
+        earlier = None
+    page = await ctx.server.run_reader(lambda: still_or_again(key, earlier))
+    if (following := ReadAhead.next_key(key, page)) is not None:
+        ctx.read_ahead.start(following, lambda: ctx.server.run_reader(lambda: read(following)))
+    import orjson
+
+    cursor = "nextBeforeSeq" if backward else "nextAfterSeq"
+    # The items go out as the file has them: embedded, not decoded and encoded again.
+    items = [orjson.Fragment(raw) for raw in page.raw]
+    return {"items": items, cursor: page.next_seq, "skippedLines": page.skipped}
+
+
+async def thread_read_blob(ctx: Context, params: Any) -> dict[str, Any]:
+    """Only through the edit that names the blob (restore/service/edit_blobs.py)."""
+    from restore.service.edit_blobs import read_edit_blob
+
+    max_frame = ctx.server.config.max_frame
+    return await ctx.server.run_in_worker(
+        lambda: read_edit_blob(
+            ctx.service.store, params.threadId, params.seq, params.sha, max_bytes=max_frame
+        )
+    )
+
+
+async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
+    if params.cwd is not None:
+        _absolute(params.cwd)
+    trusted = ctx.trusted_folders()
+    report = await ctx.server.run_in_worker(
+        lambda: ctx.service.resume(
+            params.threadId,
+            cwd=params.cwd,
+            trusted_folders=trusted,
+            accept_drift=params.acceptDrift,
+            message_limit=params.messageLimit,
+            available_models=params.availableModels,
+            owner=ctx.connection.owner,
+            max_bytes=ctx.server.config.max_frame // 2,  # the rest of the report fits beside
+        )
+    )
+    if report["session"]["sessionId"]:  # ready: needs_review opens no session, runs no hook
+        info = report["thread"]
+        await _session_opened(
+            ctx,
+            info,
+            report["session"]["sessionId"],
+            thread_notice(dict(info)),  # counted there, not in the answer
+            [],
+            source="resume",
+            cwd=report["environment"]["current"].get("cwd"),
+            previous_session_id=report["session"]["resumedFrom"],
+        )
+    return report
+
+
+async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
+    started = await ctx.server.run_in_worker(
+        lambda: ctx.service.fork(
+            params.threadId,
+            at_turn_id=params.atTurnId,
+            at_seq=params.atSeq,
+            owner=ctx.connection.owner,
+            trusted_folders=ctx.trusted_folders(),
+        )
+    )
+    info = started.summary.thread_info()
+    notice = thread_notice({**info, "childCount": 0}, started=True)  # it has no sub-agents
+    await _session_opened(ctx, info, started.session_id, notice, [],  # a startup with forkedFrom
+                          source="startup", cwd=info.get("cwd"),
+                          forked_from=info.get("forkedFrom"))  # fmt: skip
+    return {"thread": info, "sessionId": started.session_id}
+
+
+async def _set_archived(ctx: Context, thread_id: str, archived: bool) -> dict[str, Any]:
+    summary = await ctx.server.run_in_worker(
+        ctx.service.archive, thread_id, archived, ctx.connection.owner
+    )
+    await ctx.server.announce_threads([thread_notice(summary.thread_info())],
+                                      parents=[summary.parentThreadId])  # fmt: skip
+    return {}
+
+
+async def thread_archive(ctx: Context, params: Any) -> dict[str, Any]:
+    return await _set_archived(ctx, params.threadId, True)
+
+
+async def thread_unarchive(ctx: Context, params: Any) -> dict[str, Any]:
+    return await _set_archived(ctx, params.threadId, False)
+
+
+async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
+    def delete() -> str | None:
+        parent = ctx.service.listed_parent(params.threadId)
+        ctx.service.delete(params.threadId, ctx.connection.owner)
+        return parent
+
+    parent = await ctx.server.run_in_worker(delete)
+    gone = thread_notice({"threadId": params.threadId}, deleted=True)
+    await ctx.server.announce_threads([gone], parents=[parent])
+    return {}
+
+
+async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
+    summary = await ctx.server.run_in_worker(ctx.service.set_title, params.threadId, params.title)
+    info = summary.thread_info()
+    await ctx.server.announce_threads([thread_notice(dict(info))])
+    return {"thread": info}
+
+
+async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
+    await ctx.server.run_in_worker(
+        ctx.service.close, params.threadId, params.sessionId, ctx.connection.owner
+    )
+    ctx.server.hooks.session_ended(
+        ctx.connection, thread_id=params.threadId, session_id=params.sessionId, reason="close"
+    )
+    return {}
+
+
+async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
+    trusted = ctx.trusted_folders()
+    result = await ctx.server.run_in_worker(
+        lambda: ctx.service.clear(
+            params.threadId, params.sessionId, ctx.connection.owner, trusted_folders=trusted
+        )
+    )
+    hooks = ctx.server.hooks
+    hooks.session_ended(
+        ctx.connection, thread_id=params.threadId, session_id=params.sessionId, reason="clear"
+    )
+    hooks.session_started(
+        ctx.connection,
+        thread_id=params.threadId,
+        session_id=result["sessionId"],
+        source="clear",
+        cwd=None,
+        previous_session_id=params.sessionId,
+    )
+    return result
+
+
+async def thread_compact(ctx: Context, params: Any) -> dict[str, Any]:
+    result = await ctx.server.run_in_worker(
+        ctx.service.compact, params.threadId, params.sessionId, params.summary, ctx.connection.owner
+    )
+    ctx.server.hooks.session_started(
+        ctx.connection,
+        thread_id=params.threadId,
+        session_id=params.sessionId,
+        source="compact",
+        cwd=None,
+    )
+    return result
