@@ -9,7 +9,8 @@ then the in-process tables: startup vs the floor of the stack, list via index vs
 directory scan, resume via snapshot vs full replay, record throughput vs the disk's raw
 sync limit, peak memory vs the floor, the PostgreSQL store beside the embedded one
 (bench/stores.py), the ACP front door vs talking to the agent directly, a follower's
-latency on either store (bench/follow.py), importing 10k
+latency on either store (bench/follow.py), search over 1M messages beside `rg` and `grep -r`
+(bench/search.py), importing 10k
 Codex sessions beside Codex's own first-start indexing, and Codex beside the in-process
 calls. With `--update-docs` the report replaces the generated block
 in docs/benchmarks.md.
@@ -37,6 +38,7 @@ from bench import (
     memory,
     record,
     resume,
+    search,
     startup,
     stores,
 )
@@ -124,6 +126,9 @@ def main() -> None:
     shared = stores.run(sizes[-1], sizes[-1], 500 if args.quick else 2000)
     acp_medians = acp.run(3 if args.quick else 10, 5 if args.quick else 20)
     followed = follow.run(10 if args.quick else 30)
+    searched = (
+        search.run(1000, 50_000, 20, 500) if args.quick else search.run(10_000, 1_000_000, 100)
+    )
     imported = import_.run(1000 if args.quick else 10_000, 1 if args.quick else 3, CODEX_TIMEOUT)
     peers = codex_section(sizes, 3 if args.quick else 7, list_rows, resume_rows)
     picture = chart(list_rows, resume_rows)
@@ -140,6 +145,7 @@ def main() -> None:
         "", "### Shared store (PostgreSQL) beside the embedded one", "", stores.render(shared),
         "", "### ACP front door", "", acp.render(acp_medians),
         "", "### Following a thread another process writes", "", follow.render(followed),
+        "", "### Search", "", search.render(searched),
         "", "### Import", "", import_.render(imported),
         "", "### Peers (sessiond in-process, Codex over its pipe)", "", peers,
         "", picture,

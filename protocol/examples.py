@@ -112,4 +112,27 @@ RECORD_ONE_TURN: tuple[Step, ...] = (
         {"threadId": "$threadId", "sessionId": "$sessionId"},
         {},
     ),
+    Step(
+        "Weeks later, find it again by what was said: every thread's messages, tool calls, "
+        "edited paths, todos and titles are searchable. Each hit names the record (`seq`: "
+        "`thread/read {afterSeq: seq - 1}` opens the transcript there) and where in its "
+        "snippet the words matched.",
+        "thread/search",
+        {"query": '"password hash"'},
+        {
+            "hits": [
+                {
+                    "threadId": "$threadId",
+                    "seq": 6,
+                    "role": "assistant",
+                    "ts": ANY,
+                    "snippet": "Fixed: the password hash was compared as text. Tests pass.",
+                    "highlights": [[11, 24]],
+                    "thread": ANY,
+                }
+            ],
+            "nextCursor": None,
+            "partial": False,
+        },
+    ),
 )

@@ -275,6 +275,75 @@ class ThreadListResult(Result):
     )
 
 
+class ThreadSearchParams(Params):
+    """Full-text search over every thread's records (docs/search.md)."""
+
+    query: str = Field(
+        description='Words (all must match), `"a phrase"`, `prefix*` (2 letters at '
+        "least), `-word` to exclude; case-insensitive; at most 1024 bytes and 16 terms. "
+        "Malformed syntax is InvalidParams naming the problem (`data.field`: `query`)."
+    )
+    cwd: str | None = Field(None, description="Only threads whose cwd is exactly this path.")
+    workspaceFolder: str | None = Field(
+        None, description="Only threads filed under this folder or with a cwd inside it."
+    )
+    agent: Literal["sessiond", "claude-code", "codex", "gemini", "acp"] | None = Field(
+        None,
+        description="Only threads from this agent (`origin.agent`); `sessiond` for threads "
+        "recorded over this protocol.",
+    )
+    role: Literal["user", "assistant", "tool", "edit", "todo", "title"] | None = Field(
+        None, description="Only hits of this kind (see SearchHit.role)."
+    )
+    since: str | None = Field(
+        default=None, max_length=64, description="Only records at or after this ISO 8601 time."
+    )
+    until: str | None = Field(
+        default=None, max_length=64, description="Only records before this ISO 8601 time."
+    )
+    archived: bool = Field(False, description="Search archived threads instead of live ones.")
+    limit: int = Field(default=20, ge=1, le=MAX_PAGE, description="Hits per page (1-200).")
+    cursor: str | None = Field(
+        default=None, max_length=MAX_CURSOR, description="`nextCursor` of the previous page."
+    )
+
+
+class SearchHit(WireModel):
+    threadId: str = Field(description="The thread the record is in.")
+    seq: int = Field(description="The record's seq: `thread/read {afterSeq: seq - 1}` shows it.")
+    role: Literal["user", "assistant", "tool", "edit", "todo", "title"] = Field(
+        description="What matched: a `user` or `assistant` message, a `tool` call (title, "
+        "command), an `edit`ed file's path, the `todo` list, the thread's `title`."
+    )
+    ts: str = Field(description="When the record was stored (ISO 8601 UTC).")
+    snippet: str = Field(
+        description="One line of the record's text around the first match (control "
+        "characters as spaces; `…` where it was cut)."
+    )
+    highlights: list[list[int]] = Field(
+        description="`[start, end)` of each match in `snippet`, in characters (Unicode "
+        "code points), in order."
+    )
+    thread: ThreadInfo = Field(description="The thread's row, as `thread/list` gives it.")
+
+
+class ThreadSearchResult(Result):
+    hits: list[SearchHit] = Field(
+        description="Best first (the store's full-text rank), ties most recent first."
+    )
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null when this is the last. Hits "
+        "are neither lost nor repeated across pages while the matching records stay as "
+        "they are; records stored after the first page wait for a new search."
+    )
+    partial: bool = Field(
+        False,
+        description="The search index was still being built (the first search after an "
+        "upgrade or a rebuild indexes a budget of threads per request, with `$/progress`): "
+        "hits from threads not indexed yet are missing. Search again to continue.",
+    )
+
+
 class ThreadReadParams(ThreadIdParams):
     """One page: forward with `afterSeq` (the default, from the start), back with `beforeSeq`
     (the `limit` items just before it); items come in ascending seq either way. A page costs
@@ -710,6 +779,7 @@ METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
     "thread/record": (ThreadRecordParams, ThreadRecordResult),
     "thread/list": (ThreadListParams, ThreadListResult),
     "thread/read": (ThreadReadParams, ThreadReadResult),
+    "thread/search": (ThreadSearchParams, ThreadSearchResult),
     "thread/readBlob": (ThreadReadBlobParams, ThreadReadBlobResult),
     "thread/resume": (ThreadResumeParams, RestoreReport),
     "thread/fork": (ThreadForkParams, ThreadForkResult),
@@ -754,6 +824,9 @@ SUMMARIES: dict[str, str] = {
     "only top-level threads: a sub-agent's thread (`parentThreadId` set) is listed under its "
     "parent, with `thread/list {parentThreadId}`, and counted in the parent's `childCount`.",
     "thread/read": "A thread's stored items, a page at a time, in ascending seq.",
+    "thread/search": "Full-text search over every thread's messages, tool calls, edited "
+    "paths, todos and titles (its own, ACP and imported threads): hits best first with a "
+    "snippet and highlights, filtered before paging.",
     "thread/readBlob": "A file's content before or after one of the thread's recorded edits "
     "(for a diff), read through the `file_edit` item that names it: a seq that is not such "
     "an item of this thread, or a sha it does not name, is Unauthorized; content larger than "

@@ -199,14 +199,14 @@ def test_nothing_connects_before_the_first_request_and_the_schema_comes_with_it(
         assert sessiond_backends() >= 1
         assert conn.execute(tables).fetchone() == (True,)
         versions = conn.execute("SELECT version FROM sessiond_migrations").fetchall()
-        assert versions == [(1,), (2,), (3,)]
+        assert versions == [(1,), (2,), (3,), (4,)]
 
 
 def test_a_database_of_schema_1_is_migrated_and_its_threads_stay_top_level(
     machines: Machines, store_url: str
 ) -> None:
-    """Schemas 2 and 3 (row-level security, sub-agents) on a database sessiond 0.x made:
-    its threads stay readable, and top-level."""
+    """Schemas 2 to 4 (row-level security, sub-agents, search) on a database sessiond 0.x
+    made: its threads stay readable, and top-level, and their records are searchable."""
     from restore.stores.postgres import schema
 
     thread_id = str(uuid.uuid4())
@@ -222,6 +222,12 @@ def test_a_database_of_schema_1_is_migrated_and_its_threads_stay_top_level(
             "INSERT INTO sessiond_threads (thread_id, title, updated_at) VALUES (%s, %s, %s)",
             (thread_id, "from before", "2026-01-01T00:00:00.000000Z"),
         )
+        line = {"v": 1, "seq": 1, "ts": "2026-01-01T00:00:00.000000Z", "type": "message",
+                "id": "m1", "role": "user", "content": "an old narwhal"}  # fmt: skip
+        conn.execute(
+            "INSERT INTO sessiond_items (thread_id, seq, item_id, line) VALUES (%s, 1, 'm1', %s)",
+            (thread_id, orjson.dumps(line).decode()),
+        )
     server = machines("a")
     (listed,) = server.request("thread/list", {})["threads"]
     assert (listed["threadId"], listed["parentThreadId"], listed["childCount"]) == (
@@ -229,7 +235,9 @@ def test_a_database_of_schema_1_is_migrated_and_its_threads_stay_top_level(
     )  # fmt: skip
     with psycopg.connect(store_url) as conn:
         versions = conn.execute("SELECT version FROM sessiond_migrations ORDER BY 1").fetchall()
-    assert versions == [(1,), (2,), (3,)]
+    assert versions == [(1,), (2,), (3,), (4,)]
+    [hit] = server.request("thread/search", {"query": "narwhal"})["hits"]
+    assert (hit["threadId"], hit["seq"], hit["snippet"]) == (thread_id, 1, "an old narwhal")
 
 
 def test_an_unreachable_database_is_one_storage_error_and_one_cli_line(

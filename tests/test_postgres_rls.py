@@ -70,6 +70,11 @@ def refused(server: ServerProcess, method: str, params: dict[str, Any]) -> RpcEr
     return failed.value
 
 
+def searched(server: ServerProcess, query: str) -> set[str]:
+    """The threads `thread/search` finds the query in, for this server's role."""
+    return {hit["threadId"] for hit in server.request("thread/search", {"query": query})["hits"]}
+
+
 def owners(store_url: str) -> dict[str, str | None]:
     with psycopg.connect(store_url, autocommit=True) as conn:
         rows = conn.execute("SELECT thread_id::text, owner_role FROM sessiond_threads").fetchall()
@@ -128,9 +133,16 @@ def test_everyone_reads_only_the_owner_writes_and_private_hides_the_others(
                 conn.execute("UPDATE sessiond_settings SET value = 'team'")
         assert owners(store_url)[tid] == ana_role
 
+        # Search is held to the same policies (the search columns are sessiond_items'):
+        # in a team every role finds every thread's words.
+        assert searched(ben, '"written by ana"') == {tid}
+        assert searched(ana, "written") == {tid, ben_tid}
+
         # private: each role sees only its own threads, their items and its blobs.
         with psycopg.connect(store_url, autocommit=True) as conn:
             conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        assert searched(ben, "written") == {ben_tid} and searched(ben, "ana") == set()
+        assert searched(ana, "written") == {tid}
         assert [t["threadId"] for t in ben.request("thread/list", {})["threads"]] == [ben_tid]
         assert [t["threadId"] for t in ana.request("thread/list", {})["threads"]] == [tid]
         assert refused(ben, "thread/read", {"threadId": tid}).kind == "ThreadNotFound"

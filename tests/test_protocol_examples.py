@@ -34,6 +34,12 @@ def _matches(expected: Any, actual: Any) -> bool:
             and expected.keys() == actual.keys()
             and all(_matches(value, actual[key]) for key, value in expected.items())
         )
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(expected) == len(actual)
+            and all(_matches(e, a) for e, a in zip(expected, actual, strict=True))
+        )
     return bool(expected == actual)
 
 

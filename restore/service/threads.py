@@ -19,6 +19,7 @@ from restore.home.state import Home
 from restore.ids import validate_thread_id
 from restore.service import ledger
 from restore.service.listing import Lists
+from restore.service.search import Searches
 from restore.service.sessions import (
     LOCAL_OWNER,
     OpenSession,
@@ -42,7 +43,7 @@ NOT_FORKED = frozenset({"session_meta", "lifecycle", "thread_title", "import_che
 __all__ = ["LOCAL_OWNER", "OpenSession", "StartedThread", "ThreadService"]
 
 
-class ThreadService(Lists):
+class ThreadService(Lists, Searches):
     """Everything a thread request does to the store: its records, snapshots, listing.
 
     The store is whichever backend `open_service` opened (restore/stores/): the service

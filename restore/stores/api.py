@@ -33,6 +33,7 @@ import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.subsystems import ThreadState
+from restore.search.query import Query
 from restore.summary import ThreadSummary
 
 if TYPE_CHECKING:
@@ -419,6 +420,31 @@ def summary_of(row: Sequence[Any], *, json_text: bool = False) -> ThreadSummary:
     return ThreadSummary(**fields)
 
 
+def encode_search_cursor(key: Sequence[Any]) -> str:
+    """Opaque keyset cursor of a search page (each backend's own key: rank, ts, position)."""
+    return base64.urlsafe_b64encode(orjson.dumps(list(key))).decode().rstrip("=")
+
+
+def decode_search_cursor(cursor: str, kinds: Sequence[type]) -> list[Any]:
+    """Inverse of `encode_search_cursor`, checked against the backend's key `kinds`."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        key = orjson.loads(base64.b64decode(padded, altchars=b"-_", validate=True))
+    except (binascii.Error, ValueError, TypeError):
+        key = None
+    valid = isinstance(key, list) and len(key) == len(kinds)
+    if valid:
+        for value, kind in zip(key, kinds, strict=True):
+            if kind is float and type(value) is int:
+                continue
+            valid = valid and type(value) is kind
+    if not valid:
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS, "malformed thread/search cursor", field="cursor"
+        )
+    return list(key)
+
+
 def encode_cursor(updated_at: str, thread_id: str) -> str:
     """Opaque keyset cursor: the (updatedAt, threadId) of the last row of a page."""
     return base64.urlsafe_b64encode(orjson.dumps([updated_at, thread_id])).decode().rstrip("=")
@@ -611,6 +637,64 @@ class LocalChanges(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SearchFilters:
+    """What a search is narrowed to before it is paged (`thread/search`'s filters)."""
+
+    cwd: str | None = None
+    workspace_folder: str | None = None
+    agent: str | None = None
+    """The thread's origin agent (`claude-code`, `codex`, `gemini`, `acp`), or `sessiond`
+    for threads recorded over the protocol."""
+    role: str | None = None
+    since: str | None = None
+    """Records at or after this timestamp (the stored format, `now_ts`)."""
+    until: str | None = None
+    archived: bool = False
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One record a query matched: where it is, what it is, its text and its thread."""
+
+    thread: ThreadSummary
+    seq: int
+    role: str
+    ts: str
+    text: str
+
+
+@dataclass
+class SearchPage:
+    hits: list[SearchHit]
+    next_cursor: str | None
+    partial: bool = False
+    """Some threads were not indexed yet (the search index is built on demand, a budget
+    at a time): their hits may be missing. Asking again continues the build."""
+
+
+class SearchIndex(Protocol):
+    """Full-text search over every thread's searchable text (restore/search/text.py).
+
+    Each backend finds and ranks with its own machinery (SQLite FTS5, PostgreSQL
+    tsvector); best first, ties by recency; filters before paging; the cursor is a keyset
+    over (rank, ts, position), so pages neither lose nor repeat a hit while the matching
+    records stay as they are. The index is derived: never built at startup; the embedded
+    one catches up with the thread files when asked, within `budget` seconds (None: all
+    of it), reporting `progress`."""
+
+    def search(
+        self,
+        query: Query,
+        filters: SearchFilters,
+        *,
+        cursor: str | None = None,
+        limit: int = 20,
+        progress: Progress | None = None,
+        budget: float | None = None,
+    ) -> SearchPage: ...
+
+
 class Store(Protocol):
     """Where threads live: their records, locks, snapshots, blobs and listing rows."""
 
@@ -631,6 +715,9 @@ class Store(Protocol):
 
     @property
     def pages(self) -> Pages: ...
+
+    @property
+    def search(self) -> SearchIndex: ...
 
     @property
     def read_only(self) -> bool:

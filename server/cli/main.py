@@ -104,6 +104,12 @@ def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPa
     output.add_argument("-q", "--quiet", action="store_true", help="thread ids only, one a line")
 
 
+def _search_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    from server.cli.search import arguments
+
+    arguments(parser, common)
+
+
 def _import_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     parser.add_argument("agent", choices=("claude", "codex", "gemini"))
     parser.add_argument(
@@ -177,6 +183,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         "show", "print a thread as a transcript", _show_arguments, "server.cli.commands:show_thread"
+    ),
+    Subcommand(
+        "search",
+        'search every thread: words, "a phrase", prefix*, -word',
+        _search_arguments,
+        "server.cli.search:search",
     ),
     Subcommand(
         "import",

@@ -25,6 +25,7 @@ HANDLERS: dict[str, Handler] = {
     "thread/record": threads.thread_record,
     "thread/list": threads.thread_list,
     "thread/read": threads.thread_read,
+    "thread/search": threads.thread_search,
     "thread/readBlob": threads.thread_read_blob,
     "thread/resume": threads.thread_resume,
     "thread/fork": threads.thread_fork,

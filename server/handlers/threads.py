@@ -140,6 +140,38 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
     return {"threads": threads, "nextCursor": cursor}
 
 
+async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
+    began = time.time()
+    indexing, searching = ctx.progress("Indexing threads"), ctx.progress("Indexing for search")
+
+    def search() -> dict[str, Any]:
+        found = ctx.service.search(
+            params.query,
+            cwd=params.cwd,
+            workspace_folder=params.workspaceFolder,
+            agent=params.agent,
+            role=params.role,
+            since=params.since,
+            until=params.until,
+            archived=params.archived,
+            cursor=params.cursor,
+            limit=params.limit,
+            progress=searching,
+            index_progress=indexing,
+        )
+        hits = [
+            {"threadId": hit.thread.threadId, "seq": hit.seq, "role": hit.role, "ts": hit.ts,
+             "snippet": hit.snippet, "highlights": hit.highlights,
+             "thread": _filed(ctx, hit.thread.thread_info())}
+            for hit in found.hits
+        ]  # fmt: skip
+        return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
+
+    result = await ctx.server.run_in_worker(search)
+    ctx.server.watch_after_answer(began)  # other processes' records: findable as they land
+    return result
+
+
 def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:
     """A thread recorded with no client around (an import) was filed under no folder: it
     goes under this client's innermost folder holding its cwd, as thread/start files a

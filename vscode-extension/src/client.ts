@@ -9,6 +9,7 @@ import {
   createMessageConnection,
   StreamMessageReader,
   StreamMessageWriter,
+  type CancellationToken,
   type MessageConnection,
 } from "vscode-jsonrpc/node";
 import {
@@ -93,13 +94,14 @@ export class SessiondClient {
     return this.running;
   }
 
-  async request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+  /** `token`: cancelling it sends `$/cancelRequest` (a search the user typed past). */
+  async request<M extends RequestMethod>(method: M, params: ParamsOf<M>, token?: CancellationToken): Promise<ResultOf<M>> {
     await this.start();
     const connection = this.connection;
     if (!connection) throw new Error("the sessiond server is not running");
-    return params === null
-      ? connection.sendRequest<ResultOf<M>>(method)
-      : connection.sendRequest<ResultOf<M>>(method, params);
+    // A trailing `undefined` would be sent as a second positional param: pass only what is.
+    if (params === null) return token ? connection.sendRequest<ResultOf<M>>(method, token) : connection.sendRequest<ResultOf<M>>(method);
+    return token ? connection.sendRequest<ResultOf<M>>(method, params, token) : connection.sendRequest<ResultOf<M>>(method, params);
   }
 
   async changeWorkspaceFolders(change: DidChangeWorkspaceFoldersParams): Promise<void> {

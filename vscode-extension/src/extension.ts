@@ -8,6 +8,7 @@ import type { ProgressValue, ThreadInfo, WorkspaceFolder } from "./protocol";
 import { gitBranch, ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
 import { resumeInAgent } from "./handoff";
 import { type OpenAt, SessionController } from "./sessions";
+import { type HitRow, matchedWords, ThreadSearch } from "./threadSearch";
 import { BLOB_SCHEME, BlobDocuments } from "./transcript/blobs";
 import { TranscriptPanels } from "./transcript/panel";
 import { CostStatusItem, DOCUMENT_SCHEME, ReadOnlyDocuments, TodosTreeProvider } from "./views";
@@ -187,6 +188,37 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
       if (search === undefined) return;
       threads.setSearch(search);
       threadsView.description = threads.search ? `search: ${threads.search}` : undefined;
+    }),
+  );
+  // Full-text search over every thread (thread/search), as the user types; a hit opens
+  // the transcript at its record, its words marked.
+  register(
+    "sessiond.searchContent",
+    guarded("search threads", async () => {
+      const pick = vscode.window.createQuickPick<HitRow & vscode.QuickPickItem>();
+      pick.placeholder = 'Search every thread: words, "a phrase", prefix*, -word';
+      const search = new ThreadSearch(
+        client,
+        (view) => {
+          pick.busy = view.busy;
+          pick.items = view.rows.map((row) => ({ ...row, alwaysShow: true })); // already matched
+          pick.title = view.message;
+        },
+        () => ({ archived: threads.showArchived }),
+      );
+      pick.onDidChangeValue((value) => search.changed(value));
+      pick.onDidAccept(() => {
+        const [chosen] = pick.selectedItems;
+        if (!chosen) return;
+        pick.hide();
+        const at: OpenAt = { seq: chosen.hit.seq, highlight: matchedWords(chosen.hit) };
+        void vscode.commands.executeCommand("sessiond.openTranscript", chosen.hit.thread, at);
+      });
+      pick.onDidHide(() => {
+        search.dispose();
+        pick.dispose();
+      });
+      pick.show();
     }),
   );
   register("sessiond.clearSearch", () => {

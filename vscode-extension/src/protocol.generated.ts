@@ -1467,6 +1467,37 @@ export interface RewoundFile {
   sha: string | null;
   [k: string]: unknown;
 }
+export interface SearchHit {
+  /**
+   * The thread the record is in.
+   */
+  threadId: string;
+  /**
+   * The record's seq: `thread/read {afterSeq: seq - 1}` shows it.
+   */
+  seq: number;
+  /**
+   * What matched: a `user` or `assistant` message, a `tool` call (title, command), an `edit`ed file's path, the `todo` list, the thread's `title`.
+   */
+  role: "user" | "assistant" | "tool" | "edit" | "todo" | "title";
+  /**
+   * When the record was stored (ISO 8601 UTC).
+   */
+  ts: string;
+  /**
+   * One line of the record's text around the first match (control characters as spaces; `…` where it was cut).
+   */
+  snippet: string;
+  /**
+   * `[start, end)` of each match in `snippet`, in characters (Unicode code points), in order.
+   */
+  highlights: number[][];
+  /**
+   * The thread's row, as `thread/list` gives it.
+   */
+  thread: ThreadInfo;
+  [k: string]: unknown;
+}
 /**
  * First line of every session: where it ran and why it began.
  */
@@ -1875,6 +1906,67 @@ export interface ThreadRewindResult {
   conversation: boolean;
   [k: string]: unknown;
 }
+/**
+ * Full-text search over every thread's records (docs/search.md).
+ */
+export interface ThreadSearchParams {
+  /**
+   * Words (all must match), `"a phrase"`, `prefix*` (2 letters at least), `-word` to exclude; case-insensitive; at most 1024 bytes and 16 terms. Malformed syntax is InvalidParams naming the problem (`data.field`: `query`).
+   */
+  query: string;
+  /**
+   * Only threads whose cwd is exactly this path.
+   */
+  cwd?: string | null;
+  /**
+   * Only threads filed under this folder or with a cwd inside it.
+   */
+  workspaceFolder?: string | null;
+  /**
+   * Only threads from this agent (`origin.agent`); `sessiond` for threads recorded over this protocol.
+   */
+  agent?: ("sessiond" | "claude-code" | "codex" | "gemini" | "acp") | null;
+  /**
+   * Only hits of this kind (see SearchHit.role).
+   */
+  role?: ("user" | "assistant" | "tool" | "edit" | "todo" | "title") | null;
+  /**
+   * Only records at or after this ISO 8601 time.
+   */
+  since?: string | null;
+  /**
+   * Only records before this ISO 8601 time.
+   */
+  until?: string | null;
+  /**
+   * Search archived threads instead of live ones.
+   */
+  archived?: boolean;
+  /**
+   * Hits per page (1-200).
+   */
+  limit?: number;
+  /**
+   * `nextCursor` of the previous page.
+   */
+  cursor?: string | null;
+  [k: string]: unknown;
+}
+export interface ThreadSearchResult {
+  /**
+   * Best first (the store's full-text rank), ties most recent first.
+   */
+  hits: SearchHit[];
+  /**
+   * Pass as `cursor` for the next page; null when this is the last. Hits are neither lost nor repeated across pages while the matching records stay as they are; records stored after the first page wait for a new search.
+   */
+  nextCursor: string | null;
+  /**
+   * The search index was still being built (the first search after an upgrade or a rebuild indexes a budget of threads per request, with `$/progress`): hits from threads not indexed yet are missing. Search again to continue.
+   */
+  partial?: boolean;
+  [k: string]: unknown;
+}
 export interface ThreadSetTitleParams {
   /**
    * The thread's id (a UUID).
@@ -1976,6 +2068,7 @@ export interface ProtocolRequests {
   "thread/record": { params: ThreadRecordParams; result: ThreadRecordResult };
   "thread/list": { params: ThreadListParams; result: ThreadListResult };
   "thread/read": { params: ThreadReadParams; result: ThreadReadResult };
+  "thread/search": { params: ThreadSearchParams; result: ThreadSearchResult };
   "thread/readBlob": { params: ThreadReadBlobParams; result: ThreadReadBlobResult };
   "thread/resume": { params: ThreadResumeParams; result: RestoreReport };
   "thread/fork": { params: ThreadForkParams; result: ThreadForkResult };

@@ -309,10 +309,13 @@ class ThreadIndex:
         conn = self._connect(path)
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            healthy = not check or conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
             has_table = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'"
             ).fetchone()
+            # The listing table and its indexes only: the search tables beside it
+            # (embedded/search.py) are a hundred times larger, and read only by a search.
+            pragma = "PRAGMA quick_check(threads)" if has_table else "PRAGMA quick_check"
+            healthy = not check or conn.execute(pragma).fetchone()[0] == "ok"
             if version == self.SCHEMA_VERSION and healthy and has_table:
                 return self._configured(conn)
             conn.close()
@@ -543,6 +546,14 @@ class ThreadIndex:
     @property
     def is_open(self) -> bool:
         return self._conn is not None
+
+    @property
+    def path(self) -> Path:
+        return self._layout.index_path
+
+    def connection(self) -> sqlite3.Connection:
+        """The open connection (the search tables share the file: embedded/search.py)."""
+        return self._db()
 
     def _db(self) -> sqlite3.Connection:
         """The open connection, opening the index on first use."""

@@ -50,6 +50,7 @@ from restore.stores.embedded.files import ThreadStore, ThreadWriter, open_thread
 from restore.stores.embedded.index import Indexed, ThreadIndex
 from restore.stores.embedded.jsonl import LineMark, parse_bytes
 from restore.stores.embedded.pages import ThreadPages
+from restore.stores.embedded.search import ThreadSearch
 from restore.summary import ThreadSummary
 
 Row = tuple[ThreadSummary, Path, LineMark | None]
@@ -68,6 +69,7 @@ class EmbeddedStore(ThreadStore):
         self.index = ThreadIndex(layout, self.read_summary, in_memory=read_only,
                                  live=self._live_rows)  # fmt: skip
         self.pages = ThreadPages(layout)
+        self.search = ThreadSearch(self.index)
         self.group_commit = GroupCommit()
         self.written_sizes: dict[str, int] = {}
         """Each thread's size after this process last wrote it (restore/.../external.py)."""

@@ -56,7 +56,7 @@ class SharedIndex:
         limit: int = 50,
         parent_thread_id: str | None = None,
     ) -> Listing:
-        repo = self._repo_of(workspace_folder) if workspace_folder else None
+        repo = self.repo_of(workspace_folder) if workspace_folder else None
         with self._store.db.read() as conn:
             return rows.listing(
                 conn,
@@ -70,7 +70,7 @@ class SharedIndex:
                 parent_thread_id=parent_thread_id,
             )
 
-    def _repo_of(self, folder: str) -> tuple[str, str] | None:
+    def repo_of(self, folder: str) -> tuple[str, str] | None:
         """(repoId, the folder's path inside its repository), cached briefly: a listing
         must not run git for every page."""
         now = time.monotonic()

@@ -64,6 +64,7 @@ from restore.stores.postgres.rows import (
     row_values,
     summaries_of,
 )
+from restore.stores.postgres.search import SharedSearch
 from restore.stores.postgres.writer import Pending, PostgresWriter, try_lock, unlock
 from restore.summary import ThreadSummary
 
@@ -89,6 +90,7 @@ class PostgresStore:
         self._watcher: Listener | None = None
         self.index = SharedIndex(self)
         self.pages = SharedPages(self)
+        self.search = SharedSearch(self)
 
     @property
     def read_only(self) -> bool:

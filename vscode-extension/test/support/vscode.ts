@@ -222,6 +222,8 @@ export const vscodeStub = {
   answers: [] as Answer[],
   inputs: [] as (string | undefined)[],
   quickPicks: [] as ((items: { label: string }[]) => { label: string } | undefined)[],
+  /** Every `createQuickPick` made, in order. */
+  createdQuickPicks: [] as QuickPick<{ label: string }>[],
   progress: [] as { title: string; reports: unknown[]; done: boolean }[],
   webviewPanels: [] as WebviewPanel[],
   /** Commands run through executeCommand that no test registered (vscode.diff, ...). */
@@ -243,6 +245,7 @@ export const vscodeStub = {
     this.answers = [];
     this.inputs = [];
     this.quickPicks = [];
+    this.createdQuickPicks = [];
     this.progress = [];
     this.webviewPanels = [];
     this.executed = [];
@@ -275,6 +278,46 @@ class StatusBarItem {
   }
   dispose(): void {
     this.visible = false;
+  }
+}
+
+/** `window.createQuickPick`: what it shows, and the user's typing and choice. */
+export class QuickPick<T extends { label: string }> {
+  items: T[] = [];
+  selectedItems: T[] = [];
+  value = "";
+  title: string | undefined;
+  placeholder: string | undefined;
+  busy = false;
+  matchOnDescription = false;
+  matchOnDetail = false;
+  shown = false;
+  disposed = false;
+  private readonly changedValue = new EventEmitter<string>();
+  private readonly accepted = new EventEmitter<void>();
+  private readonly hidden = new EventEmitter<void>();
+  onDidChangeValue = this.changedValue.event;
+  onDidAccept = this.accepted.event;
+  onDidHide = this.hidden.event;
+  show(): void {
+    this.shown = true;
+  }
+  hide(): void {
+    this.shown = false;
+    this.hidden.fire();
+  }
+  dispose(): void {
+    this.disposed = true;
+  }
+  /** The user types `value` (VS Code fires a change per keystroke). */
+  type(value: string): void {
+    this.value = value;
+    this.changedValue.fire(value);
+  }
+  /** The user picks `item` with Enter. */
+  accept(item: T): void {
+    this.selectedItems = [item];
+    this.accepted.fire();
   }
 }
 
@@ -321,6 +364,11 @@ export const window = {
   showErrorMessage: (message: string, ...rest: unknown[]) => showMessage("error", message, ...rest),
   showInputBox: async () => vscodeStub.inputs.shift(),
   showQuickPick: async (items: { label: string }[]) => vscodeStub.quickPicks.shift()?.(items),
+  createQuickPick: () => {
+    const pick = new QuickPick<{ label: string }>();
+    vscodeStub.createdQuickPicks.push(pick);
+    return pick;
+  },
   showWorkspaceFolderPick: async () => vscodeStub.workspaceFolders[0],
   showTextDocument: async (document: { uri: Uri; getText(): string; languageId: string }) => {
     const shown: ShownDocument = { uri: document.uri.toString(), text: document.getText(), languageId: document.languageId };

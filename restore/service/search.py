@@ -1,0 +1,112 @@
+"""Search as a client asks it: the query parsed (InvalidParams naming what is wrong, before
+any store is asked), the filters checked, the store's hits given their snippets.
+
+What is found, and in which order, is the store's (`Store.search`, each backend's own
+full-text machinery); what a hit shows is computed here (restore/search/snippets.py), so
+a hit reads the same whichever store found it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from protocol.errors import ErrorKind, ProtocolError
+from restore.engine.environment import canonical
+from restore.search import query as search_query
+from restore.search.snippets import snippet
+from restore.search.text import ROLES
+from restore.stores.api import Progress, SearchFilters, Store, ts_at
+from restore.summary import ThreadSummary
+
+AGENTS = ("sessiond", "claude-code", "codex", "gemini", "acp")
+DEFAULT_BUDGET = 2.0
+"""Seconds a search may spend indexing what is not indexed yet before it answers from
+what is (`partial`): the store thread serves every client meanwhile."""
+
+
+@dataclass(frozen=True)
+class Found:
+    thread: ThreadSummary
+    seq: int
+    role: str
+    ts: str
+    snippet: str
+    highlights: list[list[int]]
+
+
+@dataclass(frozen=True)
+class Results:
+    hits: list[Found]
+    next_cursor: str | None
+    partial: bool
+
+
+def _invalid(name: str, message: str) -> ProtocolError:
+    return ProtocolError(ErrorKind.INVALID_PARAMS, f"{name}: {message}", field=name)
+
+
+def timestamp(name: str, value: str | None) -> str | None:
+    """An ISO 8601 instant as the stored timestamps are written (UTC, fixed width), so a
+    text comparison is a time comparison; InvalidParams otherwise."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise _invalid(name, f"not an ISO 8601 time: {value[:40]!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return ts_at(moment.timestamp())
+
+
+class Searches:
+    """The search side of the thread service (restore/service/threads.py)."""
+
+    store: Store
+
+    def search(
+        self,
+        text: str,
+        *,
+        cwd: str | None = None,
+        workspace_folder: str | None = None,
+        agent: str | None = None,
+        role: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        archived: bool = False,
+        cursor: str | None = None,
+        limit: int = 20,
+        progress: Progress | None = None,
+        index_progress: Progress | None = None,
+        budget: float | None = DEFAULT_BUDGET,
+    ) -> Results:
+        """A page of hits. `progress`: of indexing what the search index lacks (within
+        `budget` seconds, None: all of it); `index_progress`: of opening the listing index."""
+        query = search_query.parse(text)
+        for name, value in (("cwd", cwd), ("workspaceFolder", workspace_folder)):
+            if value is not None and "\0" in value:
+                raise _invalid(name, "must not contain NUL")
+        if agent is not None and agent not in AGENTS:
+            raise _invalid("agent", f"one of {', '.join(AGENTS)}")
+        if role is not None and role not in ROLES:
+            raise _invalid("role", f"one of {', '.join(ROLES)}")
+        filters = SearchFilters(
+            cwd=canonical(cwd) if cwd is not None else None,
+            workspace_folder=workspace_folder,
+            agent=agent,
+            role=role,
+            since=timestamp("since", since),
+            until=timestamp("until", until),
+            archived=archived,
+        )
+        self.store.index.ensure_ready(index_progress)
+        self.store.flush()  # this process's latest records are searchable at once
+        page = self.store.search.search(
+            query, filters, cursor=cursor, limit=limit, progress=progress, budget=budget
+        )
+        hits = []
+        for hit in page.hits:
+            shown, highlights = snippet(hit.text, query)
+            hits.append(Found(hit.thread, hit.seq, hit.role, hit.ts, shown, highlights))
+        return Results(hits, page.next_cursor, page.partial)

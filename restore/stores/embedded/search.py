@@ -1,0 +1,461 @@
+"""Full-text search in the embedded store: SQLite FTS5 tables beside the listing rows, in
+the index file, derived from the thread files like the rest of it.
+
+Why FTS5 with `unicode61` (and prefix indexes for `pars*`) rather than `trigram`: words,
+phrases and prefixes are what the query language has (restore/search/query.py), and they
+are what PostgreSQL's tsvector gives the shared store, so both answer the same; trigram
+matches substrings, which no query here asks for, and its index is about three times the
+size (docs/search.md has the measurement).
+
+Kept current without a word from the write path: triggers on the listing rows mark a
+thread dirty whenever its row covers more (or other) bytes, whoever wrote them (this
+process's writers, another process through the watcher's refresh, an import, a reconcile);
+a search first reads the dirty threads' new lines, from where their coverage ends
+(verified by its last line, `LineMark`), within a time budget: what is left is answered
+as `partial`. Never built at startup: the tables are created by the first search, which
+marks every thread dirty; threads are indexed oldest first, so doc ids follow recency.
+
+Order: bm25, ties by recency, for a query matching fewer than `WINDOW` records; one
+matching more is answered newest first, a window of `WINDOW` matches at a time (pages walk
+them in turn: none lost, none repeated). bm25 scores every match it orders, and before
+its first score counts every match of each term in the whole index: a word in most of a
+million records costs 25 ms a page that way; among thousands of matches, the newest is
+what a person looks for.
+
+A deleted thread's row takes its documents with it (trigger); an archived one's are
+filtered by its row. Deleting the index file deletes all of this, and the next search
+builds it again from the files.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from restore.search.query import Query
+from restore.search.text import searchable
+from restore.stores.api import (
+    MAX_LIMIT,
+    ROW_FIELDS,
+    Progress,
+    SearchFilters,
+    SearchHit,
+    SearchPage,
+    decode_search_cursor,
+    encode_search_cursor,
+    storage_failure,
+    summary_of,
+)
+from restore.stores.embedded.files import open_thread_file
+from restore.stores.embedded.jsonl import LineMark, parse_bytes
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from restore.stores.embedded.index import ThreadIndex
+
+SEARCH_VERSION = 1
+_BATCH_SECONDS = 0.1  # one write transaction at most this long: other processes' rows wait
+_BATCH_THREADS = 200
+
+_SCHEMA = f"""
+CREATE TABLE search_meta (version INTEGER NOT NULL);
+INSERT INTO search_meta VALUES ({SEARCH_VERSION});
+CREATE TABLE search_docs (
+    id INTEGER PRIMARY KEY,
+    threadId TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX search_docs_by_thread ON search_docs (threadId, seq);
+CREATE VIRTUAL TABLE search_fts USING fts5(
+    text, content = 'search_docs', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 0', prefix = '2 3'
+);
+CREATE TRIGGER search_docs_added AFTER INSERT ON search_docs BEGIN
+    INSERT INTO search_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER search_docs_removed AFTER DELETE ON search_docs BEGIN
+    INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+-- How much of each thread's file its documents cover, and that range's last line.
+CREATE TABLE search_covered (
+    threadId TEXT PRIMARY KEY NOT NULL,
+    size INTEGER NOT NULL,
+    lineStart INTEGER,
+    lineEnd INTEGER,
+    lineSha TEXT
+);
+-- Threads whose listing row changed since their documents were read.
+CREATE TABLE search_dirty (threadId TEXT PRIMARY KEY NOT NULL);
+CREATE TRIGGER search_thread_added AFTER INSERT ON threads BEGIN
+    INSERT OR IGNORE INTO search_dirty VALUES (new.threadId);
+END;
+CREATE TRIGGER search_thread_changed AFTER UPDATE ON threads
+WHEN new.size IS NOT old.size OR new.path IS NOT old.path
+  OR new.lastLineSha IS NOT old.lastLineSha BEGIN
+    INSERT OR IGNORE INTO search_dirty VALUES (new.threadId);
+END;
+CREATE TRIGGER search_thread_removed AFTER DELETE ON threads BEGIN
+    DELETE FROM search_docs WHERE threadId = old.threadId;
+    DELETE FROM search_covered WHERE threadId = old.threadId;
+    DELETE FROM search_dirty WHERE threadId = old.threadId;
+END;
+INSERT INTO search_dirty SELECT threadId FROM threads;
+"""
+_DROP = """
+DROP TRIGGER IF EXISTS search_thread_added;
+DROP TRIGGER IF EXISTS search_thread_changed;
+DROP TRIGGER IF EXISTS search_thread_removed;
+DROP TABLE IF EXISTS search_fts;
+DROP TABLE IF EXISTS search_docs;
+DROP TABLE IF EXISTS search_covered;
+DROP TABLE IF EXISTS search_dirty;
+DROP TABLE IF EXISTS search_meta;
+"""
+_CURSOR_KINDS = (int, bool, float, str, int, bool)  # window top, keyed?, bm25, ts, doc id,
+# newest first?
+WINDOW = 2000
+"""Matches ranked together: the newest `WINDOW` (by doc id), then the next older ones."""
+
+
+class ThreadSearch:
+    """The embedded store's `SearchIndex`, over the listing index's connection (one
+    thread at a time: the store thread, or a command)."""
+
+    def __init__(self, index: ThreadIndex) -> None:
+        self._index = index
+
+    def search(
+        self,
+        query: Query,
+        filters: SearchFilters,
+        *,
+        cursor: str | None = None,
+        limit: int = 20,
+        progress: Progress | None = None,
+        budget: float | None = None,
+    ) -> SearchPage:
+        try:
+            conn = self._index.connection()
+            self._ensure_tables(conn)
+            complete = self.catch_up(conn, progress, budget)
+            return self._page(conn, query, filters, cursor, limit, partial=not complete)
+        except Exception as exc:
+            if type(exc).__module__ != "sqlite3":
+                raise
+            where = str(self._index.path)
+            full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
+            raise storage_failure(f"{where}: {exc}", full=full, path=where) from exc
+
+    # --- the tables, kept current ----------------------------------------------------------
+
+    @staticmethod
+    def _ensure_tables(conn: sqlite3.Connection) -> None:
+        """Created by the first search (and again after the index file was rebuilt)."""
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
+        ).fetchone()
+        if found and conn.execute("SELECT version FROM search_meta").fetchone() == (
+            SEARCH_VERSION,
+        ):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
+            ).fetchone()  # another process may have created them meanwhile
+            current = found and conn.execute("SELECT version FROM search_meta").fetchone()
+            if current != (SEARCH_VERSION,):
+                for statement in _statements(_DROP + _SCHEMA):
+                    conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def catch_up(
+        self, conn: sqlite3.Connection, progress: Progress | None, budget: float | None
+    ) -> bool:
+        """Index the new lines of every dirty thread, a short transaction at a time, until
+        none is left (True) or `budget` seconds have passed (False: partial)."""
+        deadline = None if budget is None else time.monotonic() + budget
+        total = conn.execute("SELECT count(*) FROM search_dirty").fetchone()[0]
+        if total == 0:
+            return True
+        done = 0
+        if progress:
+            progress(0, total)
+        while True:
+            if deadline is not None and time.monotonic() >= deadline:
+                if progress:  # ends the report truthfully: this many were indexed now
+                    progress(done, done)
+                return False
+            conn.execute("BEGIN IMMEDIATE")  # read under the write lock: no two processes
+            try:  # index the same lines
+                batch = conn.execute(
+                    "SELECT d.threadId, t.path, t.size, c.size, c.lineStart, c.lineEnd, "
+                    "c.lineSha FROM search_dirty AS d "
+                    "LEFT JOIN threads AS t ON t.threadId = d.threadId "
+                    "LEFT JOIN search_covered AS c ON c.threadId = d.threadId "
+                    "ORDER BY t.updatedAt LIMIT ?",  # older first: doc ids follow recency
+                    (_BATCH_THREADS,),
+                ).fetchall()
+                ended = time.monotonic() + _BATCH_SECONDS
+                handled = 0
+                for row in batch:
+                    self._read_thread(conn, *row)
+                    handled += 1
+                    if time.monotonic() >= ended:
+                        break
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            done += handled
+            if progress:
+                progress(min(done, total), total)
+            if len(batch) == handled and len(batch) < _BATCH_THREADS:
+                return True
+
+    def _read_thread(
+        self,
+        conn: sqlite3.Connection,
+        thread_id: str,
+        path: str | None,
+        size: int | None,
+        covered: int | None,
+        line_start: int | None,
+        line_end: int | None,
+        line_sha: str | None,
+    ) -> None:
+        conn.execute("DELETE FROM search_dirty WHERE threadId = ?", (thread_id,))
+        if path is None or size is None:  # no row: no thread to search
+            conn.execute("DELETE FROM search_docs WHERE threadId = ?", (thread_id,))
+            conn.execute("DELETE FROM search_covered WHERE threadId = ?", (thread_id,))
+            return
+        try:
+            fd = open_thread_file(Path(path), os.O_RDONLY, thread_id)
+        except Exception:  # moved or gone since its row: its next row marks it again
+            return
+        try:
+            start = 0
+            if covered is not None:
+                mark = (
+                    LineMark(line_start, line_end, line_sha)
+                    if line_start is not None and line_end is not None and line_sha
+                    else None
+                )
+                if covered <= size and (covered == 0 or (mark is not None and mark.holds(fd))):
+                    start = covered
+                else:  # rewritten under us: read it again, whole
+                    conn.execute("DELETE FROM search_docs WHERE threadId = ?", (thread_id,))
+            if start >= size:
+                return
+            data = os.pread(fd, size - start, start)
+            found = parse_bytes(data, base_offset=start)
+            docs = []
+            for item in found.items:
+                hit = searchable(item)
+                if hit is not None:
+                    docs.append((thread_id, item["seq"], hit[0], str(item.get("ts") or ""), hit[1]))
+            conn.executemany(
+                "INSERT INTO search_docs (threadId, seq, role, ts, text) VALUES (?, ?, ?, ?, ?)",
+                docs,
+            )
+            end = start + len(data)
+            last = found.last_line_start
+            new_mark = None if last is None else LineMark.of(fd, last, _line_end(data, start, last))
+            conn.execute(
+                "INSERT OR REPLACE INTO search_covered VALUES (?, ?, ?, ?, ?)",
+                (
+                    thread_id,
+                    end,
+                    new_mark.start if new_mark else line_start,
+                    new_mark.end if new_mark else line_end,
+                    new_mark.sha if new_mark else line_sha,
+                ),
+            )
+        finally:
+            os.close(fd)
+
+    # --- the query --------------------------------------------------------------------------
+
+    def _page(
+        self,
+        conn: sqlite3.Connection,
+        query: Query,
+        filters: SearchFilters,
+        cursor: str | None,
+        limit: int,
+        *,
+        partial: bool,
+    ) -> SearchPage:
+        """Best first within windows of the `WINDOW` newest matches (module docstring):
+        fill the page from the cursor's window on, then the next older ones."""
+        limit = max(1, min(MAX_LIMIT, limit))
+        match = query.fts5()
+        where, params = _filtered(filters)
+        window: tuple[int, list[int]] | None = None
+        if cursor is None:
+            top = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM search_docs").fetchone()[0]
+            key: list[Any] | None = None
+            window = self._window(conn, match, top)
+            recent = window[0] > 1  # WINDOW matches or more
+        else:
+            top, keyed, score, ts, doc, recent = decode_search_cursor(cursor, _CURSOR_KINDS)
+            key = [score, ts, doc] if keyed else None
+        hits: list[SearchHit] = []
+        n = len(ROW_FIELDS)
+        while True:
+            if window is None:
+                window = self._window(conn, match, top)
+            floor, ids = window
+            wanted = limit - len(hits)
+            rows = self._ranked(conn, match, where, params, (floor, top, ids if recent else None),
+                                key, wanted + 1)  # fmt: skip
+            hits += [
+                SearchHit(summary_of(row[:n], json_text=True), row[n], row[n + 1], row[n + 2],
+                          row[n + 3])
+                for row in rows[:wanted]
+            ]  # fmt: skip
+            if len(rows) > wanted:  # the page is full, and this window holds more
+                last = rows[wanted - 1]
+                key = [last[n + 5], last[n + 2], last[n + 4]]
+                return SearchPage(hits, _cursor(top, key, recent), partial)
+            if floor <= 1:  # no older window
+                return SearchPage(hits, None, partial)
+            if len(hits) == limit:
+                more = self._any_below(conn, match, where, params, floor)
+                return SearchPage(hits, _cursor(floor, None, recent) if more else None, partial)
+            top, key, window = floor, None, None
+
+    @staticmethod
+    def _window(conn: sqlite3.Connection, match: str, top: int) -> tuple[int, list[int]]:
+        """The window below `top`: its lowest doc id (the `WINDOW`th newest match; 1 when
+        fewer match: the window holds them all) and the matches' doc ids, newest first."""
+        ids = [
+            row[0]
+            for row in conn.execute(
+                "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid < ? "
+                "ORDER BY rowid DESC LIMIT ?",
+                (match, top, WINDOW),
+            )
+        ]
+        return (ids[-1] if len(ids) == WINDOW else 1), ids
+
+    @staticmethod
+    def _ranked(
+        conn: sqlite3.Connection,
+        match: str,
+        where: list[str],
+        params: list[Any],
+        window: tuple[int, int, list[int] | None],
+        key: list[Any] | None,
+        count: int,
+    ) -> list[Any]:
+        """Up to `count` matches with doc ids in [floor, top), after `key`, best first;
+        given the window's doc ids, newest first instead, every score 0, with no second
+        pass over the full-text index (bm25 counts every match of each term in the whole
+        index before it scores one: 25 ms for a word in most records; a prefix merges the
+        doclists of every word it starts)."""
+        floor, top, ids = window
+        outer, after = "", []
+        if key is not None:
+            score, ts, doc = key
+            outer = "WHERE (score > ? OR (score = ? AND (ts < ? OR (ts = ? AND id < ?))))"
+            after = [score, score, ts, ts, doc]
+        columns = ", ".join(f"t.{name}" for name in ROW_FIELDS)
+        selected = f"SELECT {columns}, d.seq, d.role, d.ts, d.text, d.id"
+        if ids is not None:
+            # CROSS JOIN keeps the window's ids the outer loop: each doc found by its key,
+            # never a scan of every doc for ids in the list.
+            conditions = " AND ".join(["1", *where])
+            inner = (
+                f"{selected}, 0.0 AS score FROM json_each(?) AS w "
+                "CROSS JOIN search_docs AS d ON d.id = w.value "
+                f"CROSS JOIN threads AS t ON t.threadId = d.threadId WHERE {conditions}"
+            )
+            first: list[Any] = [orjson.dumps(ids).decode()]
+        else:
+            conditions = " AND ".join(
+                ["search_fts MATCH ?", "search_fts.rowid >= ?", "search_fts.rowid < ?", *where]
+            )
+            inner = (
+                f"{selected}, bm25(search_fts) AS score FROM search_fts "
+                "JOIN search_docs AS d ON d.id = search_fts.rowid "
+                f"JOIN threads AS t ON t.threadId = d.threadId WHERE {conditions}"
+            )
+            first = [match, floor, top]
+        sql = f"SELECT * FROM ({inner}) {outer} ORDER BY score, ts DESC, id DESC LIMIT ?"
+        return conn.execute(sql, [*first, *params, *after, count]).fetchall()
+
+    @staticmethod
+    def _any_below(
+        conn: sqlite3.Connection, match: str, where: list[str], params: list[Any], top: int
+    ) -> bool:
+        conditions = " AND ".join(["search_fts MATCH ?", "search_fts.rowid < ?", *where])
+        return (
+            conn.execute(
+                "SELECT 1 FROM search_fts JOIN search_docs AS d ON d.id = search_fts.rowid "
+                f"JOIN threads AS t ON t.threadId = d.threadId WHERE {conditions} LIMIT 1",
+                [match, top, *params],
+            ).fetchone()
+            is not None
+        )
+
+
+def _filtered(filters: SearchFilters) -> tuple[list[str], list[Any]]:
+    """The filters as SQL over the thread's row (`t`) and the document (`d`)."""
+    where = ["t.archived = ?"]
+    params: list[Any] = [int(filters.archived)]
+    if filters.cwd is not None:
+        where.append("t.cwd = ?")
+        params.append(filters.cwd)
+    if filters.workspace_folder is not None:
+        base = filters.workspace_folder.rstrip("/")
+        where.append("(t.workspaceFolder = ? OR t.cwd = ? OR (t.cwd >= ? AND t.cwd < ?))")
+        params += [filters.workspace_folder, filters.workspace_folder, base + "/", base + "0"]
+    if filters.agent is not None:
+        where.append("coalesce(json_extract(t.origin, '$.agent'), 'sessiond') = ?")
+        params.append(filters.agent)
+    if filters.role is not None:
+        where.append("d.role = ?")
+        params.append(filters.role)
+    if filters.since is not None:
+        where.append("d.ts >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        where.append("d.ts < ?")
+        params.append(filters.until)
+    return where, params
+
+
+def _cursor(top: int, key: list[Any] | None, recent: bool) -> str:
+    if key is None:
+        return encode_search_cursor([top, False, 0.0, "", 0, recent])
+    return encode_search_cursor([top, True, *key, recent])
+
+
+def _line_end(data: bytes, base: int, line_start: int) -> int:
+    """Where the line starting at `line_start` ends (past its newline)."""
+    return base + data.index(b"\n", line_start - base) + 1
+
+
+def _statements(script: str) -> list[str]:
+    """A script's statements, one by one (executescript would commit the transaction)."""
+    import sqlite3
+
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return [s for s in statements if s]

@@ -1,0 +1,127 @@
+"""`sessiond search QUERY`: every thread's records searched offline (no server), one line
+per hit: the thread, when, the snippet with the match highlighted, and the command that
+continues it.
+
+Everything printed that was recorded (snippets, titles, an imported session's cwd) goes
+through `terminal.safe` (server/cli/terminal.py) first: a recorded escape sequence is
+shown, never sent. Exit code 0 with hits, 1 with none (as grep), 2 for a malformed query
+(the one-line InvalidParams)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from restore.service import open_service
+from restore.stores import Settings
+from restore.stores.api import ts_at
+from server.cli.terminal import clip, print_json, relative_time, safe
+from server.config import ServerConfig
+
+TITLE_COLUMNS = 28
+_AGO = re.compile(r"(\d+)([mhdw])")
+_UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+BOLD, PLAIN = "\x1b[1;4m", "\x1b[22;24m"
+
+
+def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", metavar="QUERY", help='words, "a phrase", prefix*, -word')
+    parser.add_argument("--cwd", help="only threads started in this directory")
+    parser.add_argument("--workspace-folder", help="only threads in or under this folder")
+    parser.add_argument("--agent", choices=("sessiond", "claude-code", "codex", "gemini", "acp"))
+    parser.add_argument("--role", choices=("user", "assistant", "tool", "edit", "todo", "title"))
+    parser.add_argument("--since", help="only records this recent: 30m, 12h, 7d, 2w, or a date")
+    parser.add_argument("--until", help="only records older than this (same forms)")
+    parser.add_argument("--archived", action="store_true", help="search archived threads")
+    parser.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    parser.add_argument("--json", action="store_true", help="one JSON object (SearchHit) a line")
+
+
+def when(value: str | None, now: float | None = None) -> str | None:
+    """`7d` (and m, h, w) as the ISO instant that long ago; anything else as given (an ISO
+    date or time, which the search checks)."""
+    if value is None:
+        return None
+    if (ago := _AGO.fullmatch(value.strip())) is None:
+        return value
+    seconds = int(ago.group(1)) * _UNIT[ago.group(2)]
+    return ts_at((time.time() if now is None else now) - seconds)
+
+
+def resume_command(thread: dict[str, Any]) -> str:
+    """What continues the thread from a shell: its agent's own resume for an imported
+    one (restore/sources/handoff.py), `sessiond client resume` for the others."""
+    from restore.sources.handoff import IMPORTED_AGENTS, handoff_command
+
+    origin = thread.get("origin") or {}
+    agent, session = origin.get("agent"), origin.get("parentSessionId") or origin.get("sessionId")
+    if agent in IMPORTED_AGENTS and isinstance(session, str):
+        command = handoff_command(agent, session)
+        cwd = thread.get("cwd")
+        if command:
+            where = f"cd {shlex.quote(cwd)} && " if isinstance(cwd, str) and cwd else ""
+            return where + shlex.join(command)
+    return f"sessiond client resume {thread['threadId']}"
+
+
+def highlighted(snippet: str, highlights: list[list[int]], color: bool) -> str:
+    """The snippet made safe for a terminal, its matches bold and underlined (or, not on a
+    terminal, between `[` and `]`)."""
+    start, end = (BOLD, PLAIN) if color else ("[", "]")
+    out, at = [], 0
+    for a, b in highlights:
+        out += [safe(snippet[at:a], one_line=True), start, safe(snippet[a:b], one_line=True), end]
+        at = b
+    out.append(safe(snippet[at:], one_line=True))
+    return "".join(out)
+
+
+def search(config: ServerConfig, args: argparse.Namespace) -> int:
+    service = open_service(Settings(Path(config.home), config.store))
+    interactive = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if interactive and total:
+            sys.stderr.write(f"\rindexing threads for search {done}/{total}")
+            sys.stderr.write("\n" if done >= total else "")
+
+    try:
+        found = service.search(
+            args.query,
+            cwd=args.cwd,
+            workspace_folder=args.workspace_folder,
+            agent=args.agent,
+            role=args.role,
+            since=when(args.since),
+            until=when(args.until),
+            archived=args.archived,
+            limit=max(1, min(args.limit, 200)),
+            progress=progress,
+            budget=None,  # a command has the index to itself: build what is missing
+        )
+    finally:
+        service.close_all()
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for hit in found.hits:
+        info = hit.thread.thread_info()
+        if args.json:
+            print_json({"threadId": info["threadId"], "seq": hit.seq, "role": hit.role,
+                        "ts": hit.ts, "snippet": hit.snippet, "highlights": hit.highlights,
+                        "thread": info, "resume": resume_command(info)})  # fmt: skip
+            continue
+        label = str(info["title"] or info["preview"] or "(untitled)")
+        print(
+            f"{info['threadId'][:8]}  {relative_time(hit.ts):>9}  "
+            f"{clip(safe(label, one_line=True), TITLE_COLUMNS):{TITLE_COLUMNS}}  "
+            f"{hit.role:9}  {highlighted(hit.snippet, hit.highlights, color)}  "
+            f"» {safe(resume_command(info), one_line=True)}"
+        )
+    if not found.hits and not args.json:
+        print("no hits", file=sys.stderr)
+    return 0 if found.hits else 1
