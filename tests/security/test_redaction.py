@@ -178,10 +178,15 @@ def test_no_planted_secret_reaches_any_store_hook_input_or_answer_and_the_placeh
     assert leaks((workspace / ".env").read_bytes()) == list(SECRETS)
     stored = server.request("thread/read", {"threadId": tid, "limit": 1000})["items"]
     listed = server.request("thread/list", {"search": "deploy"})["threads"]
-    answers = json.dumps([stored, listed, report]).encode()
+    # the search index (FTS5, tsvector) is built from what was stored: the secret finds
+    # nothing, the words around it find the thread
+    by_secret = server.request("thread/search", {"query": github})["hits"]
+    by_words = server.request("thread/search", {"query": "rotate"})["hits"]
+    answers = json.dumps([stored, listed, report, by_words]).encode()
     server.close()
 
     assert leaks(answers) == []
+    assert by_secret == [] and {hit["threadId"] for hit in by_words} == {tid}
     for kind in SECRETS.keys() - GENERIC_KINDS:  # a name-based match may be either generic kind
         assert f"[secret:{kind}:" in all_text(stored), kind
     assert '\\"client_secret\\": \\"[secret:' in all_text(stored)
