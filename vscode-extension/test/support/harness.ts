@@ -2,7 +2,7 @@
 // activated against the stubbed `vscode` module.
 import { Uri, vscodeStub, type WebviewPanel } from "./vscode";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type * as vscodeTypes from "vscode";
@@ -20,7 +20,64 @@ export const EXTENSION_DIR = path.join(REPO_ROOT, "vscode-extension");
 
 export function tempDir(prefix: string): { path: string; remove(): void } {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
-  return { path: dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    path: dir,
+    remove: () => {
+      stopSharedServers(dir);
+      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    },
+  };
+}
+
+/** Shared servers (`sessiond.connect: "auto"`) outlive the window that started them by
+ * their grace period, still writing in their data dir: a test's clean-up ends every one a
+ * discovery file under `dir` names (`<home>/servers/*.json`, at most two levels down)
+ * before the directory goes. */
+function stopSharedServers(dir: string): void {
+  const homes = [dir, ...subdirs(dir), ...subdirs(dir).flatMap(subdirs)];
+  const pids = homes.flatMap((home) => {
+    const servers = path.join(home, "servers");
+    if (!existsSync(servers)) return [];
+    return readdirSync(servers).filter((name) => name.endsWith(".json")).flatMap((name) => {
+      try {
+        const pid = (JSON.parse(readFileSync(path.join(servers, name), "utf8")) as { pid?: unknown }).pid;
+        return typeof pid === "number" && Number.isInteger(pid) && pid > 0 ? [pid] : [];
+      } catch {
+        return []; // half written or already gone
+      }
+    });
+  });
+  for (const pid of pids) signal(pid, "SIGKILL");
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  for (let waited = 0; waited < 5000 && pids.some(running); waited += 20) Atomics.wait(sleeper, 0, 0, 20);
+}
+
+/** Alive and not a zombie (a server this process spawned is reaped only once its event
+ * loop runs again, which the wait above does not let it). */
+function running(pid: number): boolean {
+  if (!signal(pid, 0)) return false;
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+function subdirs(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => path.join(dir, entry.name));
+  } catch {
+    return [];
+  }
+}
+
+function signal(pid: number, name: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(pid, name);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function git(cwd: string, ...args: string[]): string {
