@@ -393,3 +393,20 @@ async def test_an_acp_editor_is_told_to_continue_an_imported_session_in_its_agen
         with pytest.raises(RequestError) as refused:
             await run.conn.load_session(cwd=str(session.cwd), session_id=thread_id)
     assert refused.value.data["handoff"]["command"] == session.handoff
+
+
+def test_an_import_leaves_nothing_in_the_data_dir_others_can_read(
+    fixture: Fixture, home: Path
+) -> None:
+    """The import ledger too (SQLite would create it 0644): every file 0600, every folder
+    0700, like everything else in the data dir."""
+    import_both(home, fixture)
+    assert (home / "imports.sqlite3").exists()
+    modes = {
+        str(path.relative_to(home)): oct(path.stat().st_mode & 0o777)
+        for path in [home, *home.rglob("*")]
+        if not path.is_symlink()
+    }
+    wrong = {name: mode for name, mode in modes.items()
+             if mode != (oct(0o700) if (home / name).is_dir() else oct(0o600))}  # fmt: skip
+    assert wrong == {}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from restore.home.files import not_regular
+from restore.home.files import create_file, not_regular
 
 if TYPE_CHECKING:
     import sqlite3
@@ -79,7 +79,6 @@ class ImportLedger:
         if self._conn is None:
             import sqlite3
 
-            self._path.parent.mkdir(parents=True, exist_ok=True)
             if not_regular(self._path):  # a FIFO would block SQLite: a cache, start over
                 os.replace(self._path, self._aside())
             try:
@@ -93,6 +92,7 @@ class ImportLedger:
         return self._path.with_name(f"{self._path.name}.corrupt-{int(time.time())}")
 
     def _open(self, driver: Any) -> sqlite3.Connection:
+        create_file(self._path)  # 0600 (SQLite would make it 0644); its -wal/-shm follow
         conn: sqlite3.Connection = driver.connect(
             self._path, isolation_level=None, check_same_thread=False
         )
