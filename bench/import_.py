@@ -5,7 +5,8 @@
 The same generated rollouts (bench.codex_peer's line builders, which `codex app-server`
 accepts; 100 lines per session: 12 turns of turn_context, user message, shell call and
 output, assistant message and token count, plus a plan and a rename) are
-- imported by `sessiond import codex --from DIR` in a fresh process: spawn → exit, and
+- imported by `sessiond import codex --from DIR` in a fresh process, installed from the
+  wheel (bench/install.py): spawn → exit, and
   items per second; then imported again (nothing new: a stat per session);
 - listed by a fresh `sessiond serve` over its pipe: spawn → first `thread/list` page of
   one folder (the index the import wrote is in place);
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import codex_peer
+from bench.install import install_wheel
 from bench.startup import INITIALIZE, REPO, Peer, sessiond_argv
 
 EPOCH = datetime(2026, 2, 1, tzinfo=UTC)
@@ -80,14 +82,17 @@ def _env() -> dict[str, str]:
 
 
 def run_import(
-    home: Path, sessions_dir: Path, env: dict[str, str] | None = None
+    home: Path, sessions_dir: Path, env: dict[str, str] | None = None, site: Path | None = None
 ) -> tuple[float, dict[str, Any]]:
-    """Spawn → exit of `sessiond import codex`, and its summary."""
+    """Spawn → exit of `sessiond import codex`, and its summary; `site`: sessiond installed
+    there from its wheel (bench/install.py), as a person has it, instead of this checkout."""
+    code = {"PYTHONPATH": str(site)} if site else {}
     began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "server.cli", "--home", str(home), "import", "codex",
          "--from", str(sessions_dir), "--json"],
-        capture_output=True, text=True, cwd=REPO, env={**_env(), **(env or {})}, check=True,
+        capture_output=True, text=True, cwd=site.parent if site else REPO,
+        env={**_env(), **code, **(env or {})}, check=True,
     )  # fmt: skip
     return time.perf_counter() - began, json.loads(done.stdout)
 
@@ -135,6 +140,7 @@ def run(sessions: int, runs: int, timeout: float = 240.0) -> dict[str, Any]:
     result: dict[str, Any] = {"sessions": sessions, "runs": runs}
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "codex"
+        site = install_wheel(Path(tmp) / "install")
         result["lines"] = write_rollouts(source, sessions)
         result["mib"] = sum(p.stat().st_size for p in source.rglob("*.jsonl")) / 2**20
         imports, again, pages, rates, items = [], [], [], [], 0
@@ -142,12 +148,12 @@ def run(sessions: int, runs: int, timeout: float = 240.0) -> dict[str, Any]:
         trials = []
         for run_no in range(runs):
             home = Path(tmp) / f"home-{run_no}"
-            seconds, summary = run_import(home, source / "sessions")
+            seconds, summary = run_import(home, source / "sessions", site=site)
             assert summary["created"] == sessions, summary
             imports.append(seconds)
             items = summary["items"]
             rates.append(items / summary["seconds"])
-            seconds, summary = run_import(home, source / "sessions")
+            seconds, summary = run_import(home, source / "sessions", site=site)
             assert summary["unchanged"] == sessions and summary["items"] == 0, summary
             again.append(seconds)
             pages.append(first_page(home, sessions))
