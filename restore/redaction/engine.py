@@ -1,11 +1,16 @@
 """Finding secrets in text and replacing each with its placeholder,
 `[secret:<kind>:<fingerprint>]`.
 
-One pass per text: a cheap keyword prefilter (pyahocorasick's Aho-Corasick automaton over
-the lower-cased text: every rule's keywords found in one pass, ~3 µs for a line, 4-5x
-faster than one regex of the keywords folded into a trie) picks the few rules whose
-keywords occur, and only those patterns run, as gitleaks itself does (about one line in
-eight of ordinary text holds a keyword). A match is checked
+An item (a source line, a record) is first looked at whole, as the JSON it is: one
+Hyperscan pass of every rule's pattern at once over its raw bytes (restore/redaction/
+prefilter.py: a superset of what the rules match in any of its strings, ~1 µs a line)
+says which rules could match anywhere in it; most items: none, and nothing else runs.
+Then each string of the item: a keyword prefilter (pyahocorasick's Aho-Corasick automaton
+over the lower-cased text: every rule's keywords found in one pass, 4-5x faster than one
+regex of the keywords folded into a trie) picks the rules whose keywords occur, as
+gitleaks itself does, and of those the ones the item's pass allowed run. Without the
+`hyperscan` package (a platform it has no wheel for) the keywords alone decide, as
+before: the same findings, slower. A match is checked
 as gitleaks checks it (the secret's entropy, the rule's and the global allowlists and
 stopwords); where two rules match overlapping text the specific one wins over a generic
 one (a key recognised by its own shape over a key recognised by the name it is given).
@@ -17,8 +22,9 @@ import hashlib
 import hmac
 import math
 import re
+import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +32,11 @@ import ahocorasick
 import orjson
 
 from restore.redaction.rules import Allow, Rule
+
+try:
+    from restore.redaction.prefilter import Prefilter
+except ImportError:  # no hyperscan wheel for this platform: the keywords alone decide
+    Prefilter = None  # type: ignore[assignment,misc]
 
 MIN_TEXT = 8
 """Texts shorter than this are never looked at: no rule's secret fits in fewer."""
@@ -88,12 +99,18 @@ class Redactor:
                 self._always.append(index)
             for word in rule.keywords:
                 self._by_keyword.setdefault(word, []).append(index)
+        self._every = frozenset(range(len(self.rules)))
         self._keywords: ahocorasick.Automaton | None = None
         if self._by_keyword:
             self._keywords = ahocorasick.Automaton()
             for word in self._by_keyword:
                 self._keywords.add_word(word, word)
             self._keywords.make_automaton()
+        self._prefilter: Prefilter | None = None
+        self._prefilter_lock = threading.Lock()
+        self.use_prefilter = Prefilter is not None
+        """Whether items are looked at whole by Hyperscan first (off: the keywords alone
+        decide, as without the package: the same findings, a differential test says)."""
         self.rebuild: tuple[Callable[..., Redactor | None], tuple[Any, ...]] | None = None
         """How another process makes the same redactor (an import's parse workers): the
         rules are compiled there once, from the cache, not shipped with every file."""
@@ -127,11 +144,14 @@ class Redactor:
             chosen.update(self._by_keyword[word])
         return sorted(chosen)
 
-    def find(self, text: str) -> list[Found]:
-        """Every secret in `text`, non-overlapping, in order."""
+    def find(self, text: str, allowed: Collection[int] | None = None) -> list[Found]:
+        """Every secret in `text`, non-overlapping, in order. `allowed`: the rules the
+        pass over the item holding `text` found possible (None: not known, all)."""
         if len(text) < MIN_TEXT:
             return []
         indexes = self.candidates(text)
+        if allowed is not None:
+            indexes = [index for index in indexes if index in allowed]
         if not indexes:
             return []
         found: list[tuple[int, int, bool, Found]] = []
@@ -197,9 +217,14 @@ class Redactor:
     def placeholder(self, kind: str, secret: str) -> str:
         return f"[secret:{kind}:{self.fingerprint(secret)}]"
 
-    def text(self, text: str) -> str:
+    def text(self, text: str, allowed: Collection[int] | None = None) -> str:
         """`text` with every secret replaced by its placeholder."""
-        found = self.find(text)
+        if allowed is None and len(text) >= MIN_TEXT:
+            try:
+                allowed = self.possible(orjson.dumps(text))
+            except orjson.JSONEncodeError:  # a lone surrogate: the keywords alone decide
+                allowed = None
+        found = self.find(text, allowed)
         if not found:
             return text
         parts: list[str] = []
@@ -212,28 +237,47 @@ class Redactor:
         parts.append(text[at:])
         return "".join(parts)
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: Any, allowed: Collection[int] | None = None) -> Any:
         """A JSON value with its strings redacted; the same object when nothing changed
         (most items: no copy)."""
+        if allowed is None:
+            try:
+                allowed = self.possible(orjson.dumps(value))
+            except orjson.JSONEncodeError:  # a lone surrogate: the keywords alone decide
+                allowed = self._every
+            if not allowed:
+                return value
+        return self._value(value, allowed)
+
+    def _value(self, value: Any, allowed: Collection[int]) -> Any:
         if isinstance(value, str):
-            return self.text(value) if len(value) >= MIN_TEXT else value
+            return self.text(value, allowed) if len(value) >= MIN_TEXT else value
         if isinstance(value, dict):
-            return self._walk(value)
+            return self._walk(value, allowed)
         if isinstance(value, list):
-            changed = [self.value(entry) for entry in value]
+            changed = [self._value(entry, allowed) for entry in value]
             return value if all(a is b for a, b in zip(changed, value, strict=True)) else changed
         return value
 
-    def might_hold(self, raw: str) -> bool:
-        """Whether any rule could match inside `raw`, a JSON text (an item's encoding, a
-        source line): one automaton pass over the whole of it instead of one per string.
-        No keyword, no secret, as no rule here matches without one of its keywords; a
-        text with JSON escapes that could spell a keyword (`\\u`, `\\/`) is looked at."""
+    def possible(self, raw: bytes) -> Collection[int]:
+        """The rules that could match in any string of `raw`, a JSON text (an item's
+        encoding, a source line): Hyperscan's pass, or, without it, every rule if any
+        keyword occurs (no rule here matches without one of its keywords; a text with JSON
+        escapes that could spell a keyword, `\\u` or `\\/`, is looked at)."""
+        prefilter = self._prefilter if self.use_prefilter else None
+        if prefilter is None and self.use_prefilter:
+            with self._prefilter_lock:  # built on first use: a process that redacts
+                if self._prefilter is None:  # nothing (a server's start) never pays it
+                    self._prefilter = Prefilter([(r.pattern, r.keywords) for r in self.rules])
+                prefilter = self._prefilter
+        if prefilter is not None:
+            return prefilter.possible(raw)
         if self._always or self._keywords is None:
-            return True
-        if "\\u" in raw or "\\/" in raw:
-            return True
-        return next(self._keywords.iter(raw.lower()), None) is not None
+            return self._every
+        if b"\\u" in raw or b"\\/" in raw:
+            return self._every
+        text = raw.decode("utf-8", "replace").lower()
+        return self._every if next(self._keywords.iter(text), None) is not None else ()
 
     def item(self, item: dict[str, Any], raw: str | bytes | None = None) -> dict[str, Any]:
         """An item (or any JSON object) with every string but sessiond's own ids, hashes
@@ -241,15 +285,17 @@ class Redactor:
         JSON it was decoded from, if at hand (else it is encoded for the check)."""
         if raw is None:
             raw = orjson.dumps(item)
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        return self._walk(item) if self.might_hold(text) else item
+        elif isinstance(raw, str):
+            raw = raw.encode("utf-8", "surrogatepass")
+        allowed = self.possible(raw)
+        return self._walk(item, allowed) if allowed else item
 
-    def _walk(self, item: dict[str, Any]) -> dict[str, Any]:
+    def _walk(self, item: dict[str, Any], allowed: Collection[int]) -> dict[str, Any]:
         result: dict[str, Any] | None = None
         for key, value in item.items():
             if key in STRUCTURAL or value is None or isinstance(value, bool | int | float):
                 continue
-            new = self.value(value)
+            new = self._value(value, allowed)
             if new is not value:
                 if result is None:
                     result = dict(item)

@@ -1,0 +1,483 @@
+"""Which rules could match anywhere in a JSON text: every rule's pattern at once, in one
+pass of Hyperscan (Intel's multi-pattern regex engine, the `hyperscan` package) over the
+raw bytes of a source line or an item's encoding, so that the Python walk of a record runs
+only for the rules a line really holds a match of, not for every rule whose keyword occurs
+(`token` in `token_count`, `s.` in any sentence).
+
+Sound by construction. The pattern handed to Hyperscan is derived from Python's own parse
+of each rule's `re` pattern (`re._parser`: what `re` will run, flags and all) so that it
+matches a superset of the raw JSON spellings of anything the Python pattern matches in any
+string decoded from that JSON:
+
+- a character is spelled in JSON as itself (a non-ASCII one as 1-4 bytes >= 0x80, which
+  also covers the invalid bytes a repairing decode replaced with U+FFFD), as a short escape
+  (`\\"`, `\\\\`, `\\/`, `\\n`, ...) or as `\\uXXXX` (a surrogate pair: 12 bytes). A literal
+  becomes each spelling it has; a class (`[...]`, `\\w`, `.`) becomes the bytes its
+  members' spellings are made of, from 1 to the longest spelling's length per character
+  (`[a-z]{1,5}` stays `[a-z]{1,5}`; `\\s{0,3}` takes `\\n`'s bytes, up to 36 of them).
+  Python's classes are Unicode (`\\d` takes Arabic-Indic digits, `\\s` takes \\x1c and
+  U+3000): what they may take beyond ASCII is taken as any non-ASCII character;
+- every assertion (`^`, `$`, `\\b`, `\\B`, `\\A`, `\\Z`, lookarounds) is dropped, true
+  everywhere: the context a string has inside the line (quotes, neighbours) cannot hide a
+  match it has on its own;
+- a back-reference becomes a copy of its group's pattern (what the group matched, that).
+
+Two spellings are left out of the patterns, to keep them small, and caught instead by one
+more pattern of the database, `GUARD`: a printable ASCII character written `\\u00XX` (no
+agent's encoder writes `\\u0067` for `g`; Go's writes `\\u003c` for `<`), and the four
+non-ASCII characters Python's `(?i)` folds onto ASCII letters (U+0130, U+0131, U+017F,
+U+212A; checked against
+all of Unicode by tests/test_redaction_prefilter.py). A line holding either is reported
+as possible for every rule, as is every text for a rule Hyperscan cannot take or a user's
+pattern that does not translate. So "no match in the raw line" implies "no match in any
+string decoded from it"; tests/test_redaction_prefilter.py checks it against `re` on
+hostile spellings, and the findings against the engine without the prefilter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import re
+import secrets
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import hyperscan
+
+sre: Any = importlib.import_module("re._parser")  # Python's own parse: what `re` will run
+C: Any = importlib.import_module("re._constants")  # its opcodes
+
+SHORT_ESCAPES = {0x22: ord('"'), 0x5C: ord("\\"), 0x2F: ord("/"), 0x08: ord("b"),
+                 0x0C: ord("f"), 0x0A: ord("n"), 0x0D: ord("r"), 0x09: ord("t")}  # fmt: skip
+"""The characters JSON may write as a backslash and one letter (which letter)."""
+ASCII = frozenset(range(128))
+CONTROLS = frozenset(range(0x20))
+"""ASCII characters JSON writes as `\\u00XX` (besides the short escapes): the controls."""
+HIGH = frozenset(range(0x80, 0x100))
+HEX = frozenset(b"0123456789abcdefABCDEF")
+LETTERS = frozenset(range(ord("A"), ord("Z") + 1)) | frozenset(range(ord("a"), ord("z") + 1))
+_CATEGORIES = {
+    C.CATEGORY_DIGIT: r"\d", C.CATEGORY_NOT_DIGIT: r"\D", C.CATEGORY_SPACE: r"\s",
+    C.CATEGORY_NOT_SPACE: r"\S", C.CATEGORY_WORD: r"\w", C.CATEGORY_NOT_WORD: r"\W",
+}  # fmt: skip
+CATEGORY_ASCII = {
+    category: frozenset(c for c in range(128) if re.fullmatch(regex, chr(c)))
+    for category, regex in _CATEGORIES.items()
+}
+"""Which ASCII characters each of Python's classes takes (Python's own answer: its `\\s`
+takes \\v and \\x1c-\\x1f, which RE2's and Hyperscan's do not)."""
+FOLDS = {ord("i"): (0x130, 0x131), ord("s"): (0x17F,), ord("k"): (0x212A,)}
+"""The non-ASCII characters Python's `(?i)` matches an ASCII letter with (dotted and
+dotless I, long S, the Kelvin sign)."""
+FOLDED_FROM = {cp: letter for letter, cps in FOLDS.items() for cp in cps}
+GUARD = (
+    rb"\x5cu00[2-7][0-9a-fA-F]"  # a printable ASCII character (or DEL) as \u00XX
+    rb"|\x5cu(?:013[01]|017[fF]|212[aA])"  # those four escaped
+    rb"|\xc4[\xb0\xb1]|\xc5\xbf|\xe2\x84\xaa"  # ... and in UTF-8
+)
+"""The spellings the patterns leave out: a line holding one may match any rule."""
+GUARD_ID = 0x7FFFFFFF
+_FLAGS = hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY
+
+Charset = tuple[frozenset[int], bool]
+"""What one character of a pattern may be: these ASCII codes, or (True) any non-ASCII."""
+
+
+class Untranslatable(ValueError):
+    """A pattern construct this module has no superset for (the rule is never skipped)."""
+
+
+def _class(codes: Sequence[int] | frozenset[int] | set[int]) -> bytes:
+    """A byte class of these codes, as ranges."""
+    ordered = sorted(codes)
+    out: list[bytes] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        first, last = b"\\x%02x" % ordered[i], b"\\x%02x" % ordered[j]
+        out.append(first if i == j else first + b"-" + last)
+        i = j + 1
+    return b"[" + b"".join(out) + b"]"
+
+
+RAW = frozenset(range(0x20, 0x80)) - {0x22, 0x5C}
+"""The ASCII characters a JSON string holds as they are: never a control, a quote or a
+backslash (those are escaped: orjson, the decoder here, refuses them raw), so no pattern
+here matches across a string's quotes into its neighbours."""
+
+
+def literal(codes: frozenset[int]) -> bytes:
+    """Every spelling of one character of `codes` (a literal, both cases under (?i))."""
+    alternatives = [_class(codes & RAW)] if codes & RAW else []
+    short = [SHORT_ESCAPES[c] for c in codes if c in SHORT_ESCAPES]
+    if short:
+        alternatives.append(rb"\x5c" + _class(short))
+    for code in sorted(codes & CONTROLS):
+        high, low = b"%02x" % code, b"%02X" % code
+        alternatives.append(rb"\x5cu00" + _class({high[0], low[0]}) + _class({high[1], low[1]}))
+    return alternatives[0] if len(alternatives) == 1 else b"(?:" + b"|".join(alternatives) + b")"
+
+
+def spelled(codes: frozenset[int], non_ascii: bool) -> tuple[bytes, int]:
+    """One unit of the spellings of a class's characters, and how many units the longest
+    spelling is: a byte of the class's raw members, of the escapes (a backslash, `u`, hex
+    digits, the short escapes' letters), of UTF-8 if it may be non-ASCII; `\\"` is one
+    unit (a quote is never raw inside a string)."""
+    if not codes and not non_ascii:
+        raise Untranslatable("a class that matches nothing")
+    members = set(codes & RAW)
+    longest = 1
+    short = [SHORT_ESCAPES[c] for c in codes if c in SHORT_ESCAPES]
+    if short:
+        members |= {0x5C, *short}
+        longest = 2
+    if codes & CONTROLS:
+        members |= {0x5C, ord("u")} | HEX
+        longest = 6  # \u001b
+    if non_ascii:
+        members |= {0x5C, ord("u")} | HEX | HIGH
+        longest = 12  # \ud83d\ude00
+    unit = _class(members - {0x22})
+    if 0x22 in members:
+        unit = b"(?:" + unit + rb"|\x5c\x22)"
+    return unit, longest
+
+
+def _fold(codes: set[int]) -> set[int]:
+    return codes | {ord(chr(c).swapcase()) for c in codes if c in LETTERS}
+
+
+def _in_set(items: list[tuple[Any, Any]], ignorecase: bool) -> Charset:
+    """What a `[...]` class may match."""
+    negate = False
+    codes: set[int] = set()
+    non_ascii = False
+    for op, arg in items:
+        if op is C.NEGATE:
+            negate = True
+        elif op is C.LITERAL:
+            if arg < 128:
+                codes.add(arg)
+            else:
+                non_ascii = True
+                if ignorecase and arg in FOLDED_FROM:
+                    codes.add(FOLDED_FROM[arg])
+        elif op is C.RANGE:
+            low, high = arg
+            codes.update(range(low, min(high, 127) + 1))
+            if high >= 128:
+                non_ascii = True
+                if ignorecase:
+                    codes.update(FOLDED_FROM[cp] for cp in FOLDED_FROM if low <= cp <= high)
+        elif op is C.CATEGORY:
+            codes |= CATEGORY_ASCII[arg]
+            non_ascii = True  # Python's classes are Unicode: some non-ASCII in each
+        else:
+            raise Untranslatable(f"class item {op}")
+    if negate:  # under (?i) Python's negated class takes fewer than this, never more
+        return frozenset(ASCII - codes), True
+    return frozenset(_fold(codes) if ignorecase else codes), non_ascii
+
+
+def _charset(op: Any, arg: Any, flags: int) -> Charset | None:
+    """What one node matches, if it is one character (a literal, a class, `.`)."""
+    ignorecase = bool(flags & re.IGNORECASE)
+    if op is C.LITERAL:
+        if arg >= 128:  # under (?i) it may fold onto an ASCII letter (K onto k)
+            folded = _fold({FOLDED_FROM[arg]}) if ignorecase and arg in FOLDED_FROM else set()
+            return frozenset(folded), True
+        return frozenset(_fold({arg}) if ignorecase else {arg}), False
+    if op is C.NOT_LITERAL:
+        return frozenset(ASCII - {arg}), True
+    if op is C.ANY:
+        return frozenset(ASCII if flags & re.DOTALL else ASCII - {10}), True
+    if op is C.IN:
+        return _in_set(arg, ignorecase)
+    return None
+
+
+REPEAT_CAP = 16
+"""Counts above this are loosened (`{6,512}` becomes `{6,}`, `{40}` `{16,}`): a wider
+repeat is still a superset, and Hyperscan's compile time grows with what it unrolls."""
+
+
+def _bounds(low: int, high: int | None) -> bytes:
+    if high is not None and high > REPEAT_CAP:
+        high = None
+    low = min(low, REPEAT_CAP)
+    return b"{%d,}" % low if high is None else b"{%d,%d}" % (low, high)
+
+
+def _translate(nodes: Any, flags: int, groups: dict[int, bytes]) -> bytes:
+    out: list[bytes] = []
+    for op, arg in nodes:
+        charset = _charset(op, arg, flags)
+        if charset is not None:
+            codes, non_ascii = charset
+            if op is C.LITERAL and not non_ascii:
+                out.append(literal(codes))
+            else:
+                members, longest = spelled(codes, non_ascii)
+                out.append(members + _bounds(1, longest))
+        elif op is C.BRANCH:
+            _, branches = arg
+            out.append(b"(?:" + b"|".join(_translate(b, flags, groups) for b in branches) + b")")
+        elif op is C.SUBPATTERN:
+            group, add, remove, sub = arg
+            inner = _translate(sub, (flags | add) & ~remove, groups)
+            if group is not None:
+                groups[group] = inner
+            out.append(b"(?:" + inner + b")")
+        elif op is C.ATOMIC_GROUP:
+            out.append(b"(?:" + _translate(arg, flags, groups) + b")")
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            low, high, sub = arg
+            if high == 0:
+                continue
+            top = None if high == C.MAXREPEAT else high
+            one = _charset(sub[0][0], sub[0][1], flags) if len(sub) == 1 else None
+            if one is not None and not (sub[0][0] is C.LITERAL and not one[1]):
+                # n characters of one class: n to n * longest bytes of its spellings' bytes
+                members, longest = spelled(*one)
+                out.append(members + _bounds(low, None if top is None else top * longest))
+            else:
+                out.append(b"(?:" + _translate(sub, flags, groups) + b")" + _bounds(low, top))
+        elif op is C.GROUPREF:
+            if arg not in groups:
+                raise Untranslatable("a reference to a group not yet closed")
+            out.append(b"(?:" + groups[arg] + b")")
+        elif op is C.GROUPREF_EXISTS:
+            _, yes, no = arg
+            branches = [
+                _translate(yes, flags, groups),
+                _translate(no, flags, groups) if no else b"",
+            ]
+            out.append(b"(?:" + b"|".join(branches) + b")")
+        elif op in (C.AT, C.ASSERT, C.ASSERT_NOT):
+            continue  # true everywhere: a superset
+        else:
+            raise Untranslatable(f"construct {op}")
+    return b"".join(out)
+
+
+def _parse(pattern: re.Pattern[str]) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # as rules.py compiles them
+        return sre.parse(pattern.pattern, pattern.flags)
+
+
+def translate(pattern: re.Pattern[str]) -> bytes:
+    """A Hyperscan (byte) pattern matching every raw JSON spelling of each match of
+    `pattern` in a decoded string, outside `GUARD` (the module's docstring: why)."""
+    parsed = _parse(pattern)
+    return _translate(parsed, parsed.state.flags, {})
+
+
+LITERAL_RUN = 2
+"""A pattern Hyperscan scans cheaply holds, in every match, a literal run this long: it
+finds those runs first and tries the rest only there. A pattern without one (a class
+repeated, `[a-f0-9]{40}`) would run at every byte: its rule's keywords stand in for it."""
+
+
+def _has_literal(nodes: Any, flags: int) -> bool:
+    """Whether every match of `nodes` holds LITERAL_RUN literal characters in a row (a
+    character of two cases, `[Aa]`, counts: Hyperscan finds those as literals too)."""
+    run = 0
+    for op, arg in nodes:
+        charset = _charset(op, arg, flags)
+        if charset is not None and not charset[1] and len(_fold(set(charset[0]))) <= 2:
+            run += 1
+            if run >= LITERAL_RUN:
+                return True
+            continue
+        if op in (C.AT, C.ASSERT, C.ASSERT_NOT):
+            continue  # matches no character: the run goes on
+        run = 0
+        if op is C.SUBPATTERN and _has_literal(arg[3], (flags | arg[1]) & ~arg[2]):
+            return True
+        if op is C.ATOMIC_GROUP and _has_literal(arg, flags):
+            return True
+        if op is C.BRANCH and all(_has_literal(branch, flags) for branch in arg[1]):
+            return True
+        repeated = op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and arg[0] >= 1
+        if repeated and _has_literal(arg[2], flags):
+            return True
+    return False
+
+
+def has_literal(pattern: re.Pattern[str]) -> bool:
+    parsed = _parse(pattern)
+    return _has_literal(parsed, parsed.state.flags)
+
+
+def keyword(word: str) -> bytes:
+    """Every spelling of `word` in a string whose `.lower()` holds it."""
+    return translate(re.compile(re.escape(word), re.IGNORECASE))
+
+
+def _compiles(expression: bytes, flags: int) -> bool:
+    try:
+        hyperscan.Database().compile(expressions=[expression], flags=flags)
+    except hyperscan.error:
+        return False
+    return True
+
+
+def _compile(expressions: list[bytes], ids: list[int]) -> tuple[bytes, frozenset[int]]:
+    """The serialized database, and the rules left out of it (possible everywhere)."""
+    flags = [_FLAGS] * len(expressions)
+    database = hyperscan.Database()
+    rest: set[int] = set()
+    try:
+        database.compile(expressions=expressions, ids=ids, flags=flags)
+    except hyperscan.error:
+        # A pattern Hyperscan refuses (too large, say): its approximate mode (PREFILTER,
+        # a superset too) for that one, else no prefilter for its rule.
+        for at in range(1, len(expressions)):
+            if not _compiles(expressions[at], _FLAGS):
+                flags[at] |= hyperscan.HS_FLAG_PREFILTER
+                if not _compiles(expressions[at], flags[at]):
+                    rest.add(ids[at])
+        keep = [at for at in range(len(expressions)) if at == 0 or ids[at] not in rest]
+        database = hyperscan.Database()
+        database.compile(
+            expressions=[expressions[at] for at in keep],
+            ids=[ids[at] for at in keep],
+            flags=[flags[at] for at in keep],
+        )
+    return hyperscan.dumpb(database), frozenset(rest)
+
+
+def cache_dir() -> Path:
+    """Where compiled databases are kept between processes: the user's own cache
+    (`$XDG_CACHE_HOME/sessiond`, else `~/.cache/sessiond`), 0700."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sessiond"
+
+
+def _private(path: Path) -> bool:
+    """Ours, and writable by no one else: a database is code for Hyperscan to run."""
+    info = path.stat(follow_symlinks=False)
+    return info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+
+KEPT = 8
+"""Databases kept in the cache (a home's own patterns make its own): the newest."""
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+_COMPILED: dict[str, tuple[bytes, frozenset[int]]] = {}
+"""Databases this process compiled or loaded, by digest (a forked parse worker has them)."""
+_COMPILING = threading.Lock()
+_SOURCE = hashlib.sha256(Path(__file__).read_bytes()).digest()
+"""How the patterns are translated is part of a database's name: a new translation, a
+new database."""
+
+Rules = Sequence[tuple[re.Pattern[str], Sequence[str]]]
+
+
+def _expressions(rules: Rules) -> tuple[list[bytes], list[int], set[int]]:
+    """Each rule's expression (or its keywords'), by rule index, and the rules that do
+    not translate."""
+    expressions: list[bytes] = [GUARD]
+    ids: list[int] = [GUARD_ID]
+    rest: set[int] = set()
+    for index, (pattern, keywords) in enumerate(rules):
+        try:
+            if has_literal(pattern) or not keywords:
+                chosen = [translate(pattern)]
+            else:
+                chosen = [keyword(word) for word in keywords]
+        except (Untranslatable, re.error, RecursionError, OverflowError):
+            rest.add(index)
+            continue
+        expressions += chosen
+        ids += [index] * len(chosen)
+    return expressions, ids, rest
+
+
+def compiled(rules: Rules) -> tuple[bytes, frozenset[int]]:
+    """The serialized database of these rules and the rules it cannot rule out: this
+    process's, else the cache's (a file named by the digest of the rules, this module and
+    Hyperscan's version, read only from a private folder), else compiled now (~0.3 s for
+    the default rules) and cached."""
+    digest = hashlib.sha256(str(getattr(hyperscan, "__version__", "")).encode() + b"\0" + _SOURCE)
+    for pattern, keywords in rules:
+        digest.update(b"%d\0%s\0%s\0" % (pattern.flags, pattern.pattern.encode("utf-8",
+                      "surrogatepass"), "\0".join(keywords).encode()))  # fmt: skip
+    key = digest.hexdigest()
+    with _COMPILING:
+        if key in _COMPILED:
+            return _COMPILED[key]
+        folder = cache_dir()
+        path = folder / f"redaction-{key[:32]}.hsdb"
+        try:
+            if _private(folder) and _private(path):
+                data = path.read_bytes()
+                head, _, database = data.partition(b"\n")
+                rest = frozenset(int(i) for i in head.split(b",") if i)
+                hyperscan.loadb(database, hyperscan.HS_MODE_BLOCK)  # it loads
+                _COMPILED[key] = database, rest
+                return _COMPILED[key]
+        except (OSError, ValueError, hyperscan.error):
+            pass
+        expressions, ids, untranslated = _expressions(rules)
+        database, refused = _compile(expressions, ids)
+        _COMPILED[key] = database, frozenset(untranslated) | refused
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if _private(folder):
+                made = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+                fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    head = ",".join(map(str, sorted(_COMPILED[key][1]))).encode()
+                    handle.write(head + b"\n" + database)
+                os.replace(made, path)  # whole or not at all, for a concurrent reader
+                for old in sorted(folder.glob("redaction-*.hsdb"), key=_mtime)[:-KEPT]:
+                    old.unlink(missing_ok=True)
+        except OSError:
+            pass  # no cache: the next process compiles again
+        return _COMPILED[key]
+
+
+class Prefilter:
+    """One Hyperscan database: each rule's pattern (or, for a pattern without a literal
+    run, its keywords: the engine runs no rule without one), and `GUARD`."""
+
+    def __init__(self, rules: Rules) -> None:
+        database, rest = compiled(rules)
+        self._database = hyperscan.loadb(database, hyperscan.HS_MODE_BLOCK)
+        self.everything = frozenset(range(len(rules)))
+        self.unfiltered = rest
+        """Rules no pass here can rule out: possible on every text."""
+        self._local = threading.local()
+
+    def possible(self, raw: bytes) -> frozenset[int] | set[int]:
+        """The rules that may match in `raw`, a JSON text (a source line, an item)."""
+        found: set[int] = set()
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:  # Hyperscan's scratch is one per thread
+            scratch = self._local.scratch = hyperscan.Scratch(self._database)
+        try:
+            self._database.scan(raw, _collect, context=found, scratch=scratch)
+        except hyperscan.ScanTerminated:  # GUARD matched: nothing can be ruled out
+            return self.everything
+        return found | self.unfiltered if self.unfiltered else found
+
+
+def _collect(index: int, start: int, end: int, flags: int, found: object) -> bool:
+    cast(set[int], found).add(index)
+    return index == GUARD_ID  # True stops the scan
