@@ -264,14 +264,14 @@ class Redactor:
         encoding, a source line): Hyperscan's pass, or, without it, every rule if any
         keyword occurs (no rule here matches without one of its keywords; a text with JSON
         escapes that could spell a keyword, `\\u` or `\\/`, is looked at)."""
-        prefilter = self._prefilter if self.use_prefilter else None
-        if prefilter is None and self.use_prefilter:
+        prefilter = self._prefilter
+        if prefilter is not None and self.use_prefilter:
+            return prefilter.possible(raw)
+        if self.use_prefilter:
             with self._prefilter_lock:  # built on first use: a process that redacts
                 if self._prefilter is None:  # nothing (a server's start) never pays it
                     self._prefilter = Prefilter([(r.pattern, r.keywords) for r in self.rules])
-                prefilter = self._prefilter
-        if prefilter is not None:
-            return prefilter.possible(raw)
+            return self._prefilter.possible(raw)
         if self._always or self._keywords is None:
             return self._every
         if b"\\u" in raw or b"\\/" in raw:
