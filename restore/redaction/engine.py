@@ -147,7 +147,7 @@ class Redactor:
     def find(self, text: str, allowed: Collection[int] | None = None) -> list[Found]:
         """Every secret in `text`, non-overlapping, in order. `allowed`: the rules the
         pass over the item holding `text` found possible (None: not known, all)."""
-        if len(text) < MIN_TEXT:
+        if len(text) < MIN_TEXT or (allowed is not None and not allowed):
             return []
         indexes = self.candidates(text)
         if allowed is not None:
