@@ -17,6 +17,9 @@ PREVIEW_CHARS = 160
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]+")
 _LONG_BASE64 = re.compile(r"[A-Za-z0-9+/=]{200,}")
 _WHITESPACE = re.compile(r"\s+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+"""What a one-line listing field never holds: a NUL (PostgreSQL's text columns refuse it,
+failing the record that carried it) or another control character (a line break, an escape)."""
 
 # Item types the server writes for bookkeeping; they do not count as thread content.
 BOOKKEEPING_TYPES = frozenset(SERVER_ITEM_TYPES)
@@ -47,10 +50,15 @@ def make_preview(content: Any, limit: int = PREVIEW_CHARS) -> str:
     head = text[: limit * 32]
     head = _DATA_URL.sub("[image]", head)
     head = _LONG_BASE64.sub("[data]", head)
-    head = _WHITESPACE.sub(" ", head).strip()
+    head = _CONTROL.sub(" ", _WHITESPACE.sub(" ", head)).strip()
     if len(head) > limit:
         head = head[: limit - 1].rstrip() + "…"
     return head
+
+
+def one_line(text: str) -> str:
+    """`text` as a listing shows it: control characters (NUL, line breaks) made spaces."""
+    return _CONTROL.sub(" ", text).strip() if _CONTROL.search(text) else text
 
 
 @dataclass
@@ -107,10 +115,10 @@ class ThreadSummary:
                 operation = item.get("parentOperationId")
                 self.parentOperationId = operation if isinstance(operation, str) else None
             if self.title is None and isinstance(item.get("title"), str):
-                self.title = item["title"]
+                self.title = one_line(item["title"])
         elif kind == "thread_title":
             if isinstance(item.get("title"), str):
-                self.title = item["title"]
+                self.title = one_line(item["title"])
         elif kind == "message" and not self.preview and item.get("role") == "user":
             self.preview = make_preview(item.get("content"))
         elif kind == "cost" and isinstance(item.get("usd"), int | float):
