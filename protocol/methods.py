@@ -35,7 +35,7 @@ class ClientInfo(WireModel):
     name: str = Field(
         max_length=CLIENT_NAME_MAX,
         pattern=PRINTABLE,
-        description="The client's name, e.g. `vscode-sessiond`; names it in ThreadBusy errors."
+        description="The client's name, e.g. `vscode-sessiond`; names it in ThreadBusy errors.",
     )
     version: str | None = Field(None, description="The client's version, free text.")
 
