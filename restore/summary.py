@@ -17,9 +17,11 @@ PREVIEW_CHARS = 160
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]+")
 _LONG_BASE64 = re.compile(r"[A-Za-z0-9+/=]{200,}")
 _WHITESPACE = re.compile(r"\s+")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
-"""What a one-line listing field never holds: a NUL (PostgreSQL's text columns refuse it,
-failing the record that carried it) or another control character (a line break, an escape)."""
+_BREAKS = re.compile(r"[\t\n\v\f\r]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+"""What a one-line listing field shows escaped (`\\x00`), never raw: a NUL (PostgreSQL's
+text columns refuse it, failing the record that carried it) or a terminal control
+character (an escape sequence). Line breaks and tabs are whitespace: one space."""
 
 # Item types the server writes for bookkeeping; they do not count as thread content.
 BOOKKEEPING_TYPES = frozenset(SERVER_ITEM_TYPES)
@@ -50,15 +52,18 @@ def make_preview(content: Any, limit: int = PREVIEW_CHARS) -> str:
     head = text[: limit * 32]
     head = _DATA_URL.sub("[image]", head)
     head = _LONG_BASE64.sub("[data]", head)
-    head = _CONTROL.sub(" ", _WHITESPACE.sub(" ", head)).strip()
+    head = one_line(_WHITESPACE.sub(" ", head).strip())
     if len(head) > limit:
         head = head[: limit - 1].rstrip() + "…"
     return head
 
 
 def one_line(text: str) -> str:
-    """`text` as a listing shows it: control characters (NUL, line breaks) made spaces."""
-    return _CONTROL.sub(" ", text).strip() if _CONTROL.search(text) else text
+    """`text` as a listing row holds it: line breaks and tabs one space, control characters
+    escaped (`\\x1b`): nothing a store cannot hold or a terminal would act on."""
+    if _CONTROL.search(text):
+        text = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return _BREAKS.sub(" ", text).strip() if _BREAKS.search(text) else text
 
 
 @dataclass

@@ -3,7 +3,7 @@ InternalError (-32603) or a StorageError: an item nested deeper than the writer'
 takes, a NUL in a listing filter, an item id or a client name (PostgreSQL text cannot hold
 one). Both stores, a real server process; nothing is written, and the next request is
 served. A NUL or line break in what a listing row is made of (a first message, a title) is
-stored as recorded, and the row shows one line, on both stores alike."""
+stored as recorded, and the row shows one line with the NUL escaped, on both stores alike."""
 
 from __future__ import annotations
 
@@ -100,9 +100,9 @@ def test_a_nul_in_a_first_message_or_title_is_stored_and_listed_on_one_line(
     tid, sid = start(server, tmp_path / "work")
     record(server, tid, sid, message("look at\0this\nerror"), message("a\0b", "assistant"))
     [row] = server.request("thread/list", {})["threads"]
-    assert row["preview"] == "look at this error"
+    assert row["preview"] == "look at\\x00this error"  # shown, not acted on nor refused
     renamed = server.request("thread/setTitle", {"threadId": tid, "title": "fix\0the\nparser"})
-    assert renamed["thread"]["title"] == "fix the parser"
+    assert renamed["thread"]["title"] == "fix\\x00the parser"
     items = server.request("thread/read", {"threadId": tid})["items"]
     assert [i.get("content") for i in items if i["type"] == "message"] == [
         "look at\0this\nerror",
@@ -110,4 +110,4 @@ def test_a_nul_in_a_first_message_or_title_is_stored_and_listed_on_one_line(
     ]  # the record itself is kept as recorded
     assert [i["title"] for i in items if i["type"] == "thread_title"] == ["fix\0the\nparser"]
     [row] = server.request("thread/list", {})["threads"]
-    assert (row["title"], row["preview"]) == ("fix the parser", "look at this error")
+    assert (row["title"], row["preview"]) == ("fix\\x00the parser", "look at\\x00this error")
