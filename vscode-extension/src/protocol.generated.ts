@@ -538,7 +538,7 @@ export interface ImportCheckpointItem {
    */
   skippedCount?: number;
   /**
-   * Lines kept with invalid UTF-8 replaced by U+FFFD.
+   * Lines kept with invalid UTF-8 or a lone surrogate escape replaced by U+FFFD.
    */
   repairedLines?: number;
   [k: string]: unknown;
