@@ -76,3 +76,18 @@ def test_a_claude_code_answer_holding_half_an_emoji_is_imported_not_skipped(
     (thread,) = server.request("thread/list", {})["threads"]
     texts = [m["content"] for m in resume(server, thread["threadId"])["messages"]["items"]]
     assert texts == ["[[cut]] show the log", "the log ends in half an emoji: \ufffd then more"]
+
+
+@pytest.mark.compat("gemini", "messages")
+def test_a_gemini_cli_answer_holding_half_an_emoji_is_imported_not_skipped(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    agent = agents.start(CUT)
+    agent.gemini("[[cut]] show the log").check()
+    summary = import_from(home, "gemini", agent.gemini_tmp)
+    assert summary["skippedLines"] == 0 and summary["repairedLines"] >= 1, summary
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    (thread,) = server.request("thread/list", {})["threads"]
+    texts = [m["content"] for m in resume(server, thread["threadId"])["messages"]["items"]]
+    assert texts == ["[[cut]] show the log", "the log ends in half an emoji: \ufffd then more"]
