@@ -173,7 +173,8 @@ class ThreadInfo(WireModel):
     parentThreadId: str | None = Field(
         None,
         description="The thread whose tool call started this one (a sub-agent), else null. "
-        "A child is listed under its parent (`thread/list {parentThreadId}`), not at the top.",
+        "A child is listed under its parent (`thread/list {parentThreadId}`), not at the top "
+        "(unless its parent is not stored).",
     )
     parentOperationId: str | None = Field(
         None, description="That tool call: its `operationId` in the parent thread, when known."
