@@ -231,3 +231,24 @@ def test_the_compiled_database_is_cached_privately_and_a_writable_one_is_not_loa
     monkeypatch.setattr(prefilter, "_COMPILED", {})
     assert build().possible(b'{"a":"xabc1234"}') == {0}
     assert stat.S_IMODE(cached.stat().st_mode) == 0o600 and cached.stat().st_ino != before
+
+
+def test_a_line_the_import_mends_is_looked_at_as_it_was_read() -> None:
+    """The import passes the line's own bytes: a lone surrogate escape Node wrote (half an
+    emoji) or invalid UTF-8 is U+FFFD in the record, and the pass still sees the rule."""
+    from restore.imports.parse import decode
+
+    redactor = redactor_for(RedactionSettings("strict"), KEY)
+    assert redactor is not None
+    secret = SECRETS["secret-assignment"][0]
+    for raw in (
+        b'{"t":"DB_PASSWORD=' + secret[:5].encode() + b"\\ud83d" + secret[5:].encode() + b'"}\n',
+        b'{"t":"DB_PASSWORD=' + secret[:5].encode() + b"\xff\xfe" + secret[5:].encode() + b'"}\n',
+    ):
+        record, reason, repaired = decode(raw, 0)
+        assert record is not None and reason is None and repaired, raw
+        assert "\ufffd" in record["t"]
+        expected = python_rules(redactor, record["t"])
+        assert {redactor.rules[i].kind for i in expected} >= {"secret-assignment"}
+        assert expected <= set(redactor.possible(raw))
+        assert secret[5:] not in redactor.item(record, raw)["t"]
