@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
+import os
 import re
 import threading
 from collections import Counter
@@ -37,6 +38,17 @@ try:
     from restore.redaction.prefilter import Prefilter
 except ImportError:  # no hyperscan wheel for this platform: the keywords alone decide
     Prefilter = None  # type: ignore[assignment,misc]
+
+_BUILDING = threading.Lock()
+
+
+def _after_fork() -> None:
+    """A fork while another thread built a pass would leave the child's lock held."""
+    global _BUILDING
+    _BUILDING = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 MIN_TEXT = 8
 """Texts shorter than this are never looked at: no rule's secret fits in fewer."""
@@ -107,7 +119,6 @@ class Redactor:
                 self._keywords.add_word(word, word)
             self._keywords.make_automaton()
         self._prefilter: Prefilter | None = None
-        self._prefilter_lock = threading.Lock()
         self.use_prefilter = Prefilter is not None
         """Whether items are looked at whole by Hyperscan first (off: the keywords alone
         decide, as without the package: the same findings, a differential test says)."""
@@ -268,7 +279,7 @@ class Redactor:
         if prefilter is not None and self.use_prefilter:
             return prefilter.possible(raw)
         if self.use_prefilter:
-            with self._prefilter_lock:  # built on first use: a process that redacts
+            with _BUILDING:  # built on first use: a process that redacts
                 if self._prefilter is None:  # nothing (a server's start) never pays it
                     self._prefilter = Prefilter([(r.pattern, r.keywords) for r in self.rules])
             return self._prefilter.possible(raw)

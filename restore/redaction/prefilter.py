@@ -382,7 +382,19 @@ def _mtime(path: Path) -> float:
 _COMPILED: dict[str, tuple[bytes, frozenset[int]]] = {}
 """Databases this process compiled or loaded, by digest (a forked parse worker has them)."""
 _COMPILING = threading.Lock()
-_SOURCE = hashlib.sha256(Path(__file__).read_bytes()).digest()
+
+
+def _after_fork() -> None:
+    """A fork while another thread compiled would leave the child's lock held forever."""
+    global _COMPILING
+    _COMPILING = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+try:
+    _SOURCE = hashlib.sha256(Path(__file__).read_bytes()).digest()
+except OSError:  # not a file (a zip): the version names the translation
+    _SOURCE = b"sessiond-prefilter-1"
 """How the patterns are translated is part of a database's name: a new translation, a
 new database."""
 
