@@ -14,6 +14,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,43 @@ def test_a_line_the_import_mends_is_looked_at_as_it_was_read() -> None:
         assert {redactor.rules[i].kind for i in expected} >= {"secret-assignment"}
         assert expected <= set(redactor.possible(raw))
         assert secret[5:] not in redactor.item(record, raw)["t"]
+
+
+def _parse_codex(path: Path, redactor: Redactor) -> list[dict[str, Any]]:
+    from restore.imports.parse import Flush, ParseStart, parse
+    from restore.imports.plan import EMPTY_SHA
+    from restore.sources.codex import CodexParser
+
+    start = ParseStart(path=str(path), parser=CodexParser, offset=0, lines=0, line_start=0,
+                       tail_sha=EMPTY_SHA, state=None, fallback_ts="2026-01-01T00:00:00Z",
+                       writing=False, redactor=redactor)  # fmt: skip
+    items: list[dict[str, Any]] = []
+    for part in parse(start):
+        items += part.items
+        assert isinstance(part, Flush) or part.skipped == []
+    return items
+
+
+@pytest.mark.parametrize("filler", [0, 9 << 20], ids=["small file", "past the whole-file pass"])
+def test_an_imported_file_is_passed_whole_and_a_secret_in_its_last_line_is_still_caught(
+    tmp_path: Path, filler: int
+) -> None:
+    """A file the whole-file pass finds clean is not looked at line by line; one holding a
+    secret anywhere (its last line), or too big for that pass, is."""
+    from bench import codex_peer
+
+    redactor = redactor_for(RedactionSettings(), KEY)
+    assert redactor is not None
+    secret, planted = SECRETS["github-pat"]
+    ts = "2026-01-01T00:00:00.000Z"
+    body = codex_peer.session_meta("s-1", datetime(2026, 1, 1, tzinfo=UTC), "/work/p")
+    body += codex_peer.message_lines(ts, "user", "x" * 500)
+    repeats = codex_peer.message_lines(ts, "assistant", "ordinary text " * 60)
+    body += repeats * (filler // len(repeats) + 1) if filler else b""
+    clean = tmp_path / "clean.jsonl"
+    clean.write_bytes(body)
+    assert "ordinary text" in json.dumps(_parse_codex(clean, redactor)) or not filler
+    held = tmp_path / "held.jsonl"
+    held.write_bytes(body + codex_peer.message_lines(ts, "user", planted))
+    items = json.dumps(_parse_codex(held, redactor))
+    assert secret not in items and "[secret:github-pat:" in items

@@ -48,6 +48,8 @@ LINE_BYTES = 32 << 20
 """The longest line read: far above any real transcript line (a few base64 screenshots),
 and over the 16 MiB frame that any answer fits in. A longer one is read past, not held."""
 SKIP_CHUNK = 1 << 20
+PREPASS_BYTES = 8 << 20
+"""A file's rest up to this size is passed to the redactor whole first (`parse`)."""
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
@@ -225,6 +227,16 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
     records = repaired = held = 0
     with open_source(start.path) as handle:
         handle.seek(offset)
+        # One pass of the redactor over the whole rest of a file of ordinary size: when no
+        # rule can match anywhere in it, none can in any of its lines, and the lines read
+        # within it are not looked at one by one (most files; a line past it, appended
+        # since, still is).
+        clean_to = offset
+        if redact is not None:
+            head = handle.read(PREPASS_BYTES + 1)
+            if len(head) <= PREPASS_BYTES and not redact.possible(head):
+                clean_to = offset + len(head)
+            handle.seek(offset)
         # Lines with their newline, at most LINE_BYTES each (no object per line: this loop
         # runs a million times in a big import).
         readline = handle.readline
@@ -239,7 +251,7 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
                 offset += long.length
                 continue
             record, reason, fixed = decode(data, offset)
-            if redact is not None and record is not None:
+            if redact is not None and record is not None and offset + len(data) > clean_to:
                 record = redact.item(record, data)
             if reason is not None and not data.endswith(b"\n"):
                 # A line still being written (or cut by a crash): not consumed, so it is
