@@ -233,9 +233,10 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
         # since, still is).
         clean_to = offset
         if redact is not None:
-            head = handle.read(PREPASS_BYTES + 1)
-            if len(head) <= PREPASS_BYTES and not redact.possible(head):
-                clean_to = offset + len(head)
+            rest = handle.read(PREPASS_BYTES + 1)
+            if len(rest) <= PREPASS_BYTES and not redact.possible(rest):
+                clean_to = offset + len(rest)
+            del rest
             handle.seek(offset)
         # Lines with their newline, at most LINE_BYTES each (no object per line: this loop
         # runs a million times in a big import).
