@@ -151,12 +151,15 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
-def recording(directory: Path, records: int, searching: bool) -> float:
-    """Items per second of one server under group commit; `searching`: its search index
-    exists (the listing rows' triggers mark threads) and is searched every 100 records."""
+def recording(
+    directory: Path, records: int, searching: bool, durability: str = "group"
+) -> float:
+    """Items per second of one server under `durability` (group commit, or none: the CPU's
+    cost alone); `searching`: its search index exists (the listing rows' triggers mark
+    threads) and is searched every 100 records."""
     home = directory / f"record-{uuid.uuid4().hex[:8]}"
     home.mkdir()
-    server = PipelinedServer(home, {"SESSIOND_DURABILITY": "group"})
+    server = PipelinedServer(home, {"SESSIOND_DURABILITY": durability})
     try:
         server.request("initialize", {"clientInfo": {"name": "bench"}})
         sessions = []

@@ -126,11 +126,40 @@ WINDOW = 2000
 
 
 class ThreadSearch:
-    """The embedded store's `SearchIndex`, over the listing index's connection (one
-    thread at a time: the store thread, or a command)."""
+    """The embedded store's `SearchIndex`, over a connection of its own to the index file
+    (one search at a time, on any thread: a server's search thread, a command), or over
+    the listing index's own connection when the index lives in memory (on the store
+    thread then: a read-only data directory)."""
 
     def __init__(self, index: ThreadIndex) -> None:
         self._index = index
+        self._conn: sqlite3.Connection | None = None
+        self._file: tuple[int, int] | None = None  # the index file it is open on
+
+    @property
+    def beside_store(self) -> bool:
+        """Its own connection, unless the index is in memory (module docstring)."""
+        return not self._index.in_memory
+
+    def close(self) -> None:
+        """Close its connection (a later search opens one again)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _connection(self) -> sqlite3.Connection:
+        """Its connection, opened again when the index file was replaced since (rebuilt,
+        or set aside as damaged: `ThreadIndex`), so a search never reads a file the
+        listing left."""
+        if self._index.in_memory:
+            return self._index.connection()
+        found = os.stat(self._index.path)  # before connecting: a replacement meanwhile
+        file = (found.st_dev, found.st_ino)  # is seen by the next search
+        if self._conn is None or self._file != file:
+            self.close()
+            self._conn = self._index.connect_beside()
+            self._file = file
+        return self._conn
 
     def search(
         self,
@@ -142,15 +171,18 @@ class ThreadSearch:
         progress: Progress | None = None,
         budget: float | None = None,
     ) -> SearchPage:
+        conn = None
         try:
-            conn = self._index.connection()
+            conn = self._connection()
             self._ensure_tables(conn)
             complete = self.catch_up(conn, progress, budget)
             return self._page(conn, query, filters, cursor, limit, partial=not complete)
         except Exception as exc:
+            where = str(self._index.path)
+            if isinstance(exc, OSError) and conn is None:  # the index file gone meanwhile
+                raise storage_failure(f"{where}: {exc.strerror or exc}", path=where) from exc
             if type(exc).__module__ != "sqlite3":
                 raise
-            where = str(self._index.path)
             full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
             raise storage_failure(f"{where}: {exc}", full=full, path=where) from exc
 
