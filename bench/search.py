@@ -151,9 +151,7 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
-def recording(
-    directory: Path, records: int, searching: bool, durability: str = "group"
-) -> float:
+def recording(directory: Path, records: int, searching: bool, durability: str = "group") -> float:
     """Items per second of one server under `durability` (group commit, or none: the CPU's
     cost alone); `searching`: its search index exists (the listing rows' triggers mark
     threads) and is searched every 100 records."""

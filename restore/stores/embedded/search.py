@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from restore.faults import pause_point
 from restore.search.query import Query
 from restore.search.text import searchable
 from restore.stores.api import (
@@ -171,6 +172,7 @@ class ThreadSearch:
         progress: Progress | None = None,
         budget: float | None = None,
     ) -> SearchPage:
+        pause_point("thread-search")  # beside the store thread (tests/test_search_server.py)
         conn = None
         try:
             conn = self._connection()
@@ -297,10 +299,7 @@ class ThreadSearch:
                 hit = searchable(item)
                 if hit is not None:
                     docs.append((thread_id, item["seq"], hit[0], str(item.get("ts") or ""), hit[1]))
-            conn.executemany(
-                "INSERT INTO search_docs (threadId, seq, role, ts, text) VALUES (?, ?, ?, ?, ?)",
-                docs,
-            )
+            _insert(conn, docs)
             end = start + len(data)
             last = found.last_line_start
             new_mark = None if last is None else LineMark.of(fd, last, _line_end(data, start, last))
@@ -372,14 +371,13 @@ class ThreadSearch:
     def _window(conn: sqlite3.Connection, match: str, top: int) -> tuple[int, list[int]]:
         """The window below `top`: its lowest doc id (the `WINDOW`th newest match; 1 when
         fewer match: the window holds them all) and the matches' doc ids, newest first."""
-        ids = [
-            row[0]
-            for row in conn.execute(
-                "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid < ? "
-                "ORDER BY rowid DESC LIMIT ?",
-                (match, top, WINDOW),
-            )
-        ]
+        # One row, not one per match: each row fetched is a GIL hand-over (`_insert`).
+        found = conn.execute(
+            "SELECT json_group_array(rowid) FROM (SELECT rowid FROM search_fts "
+            "WHERE search_fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?)",
+            (match, top, WINDOW),
+        ).fetchone()[0]
+        ids: list[int] = sorted(orjson.loads(found), reverse=True)
         return (ids[-1] if len(ids) == WINDOW else 1), ids
 
     @staticmethod
@@ -467,6 +465,24 @@ def _filtered(filters: SearchFilters) -> tuple[list[str], list[Any]]:
         where.append("d.ts < ?")
         params.append(filters.until)
     return where, params
+
+
+_INSERT_ROWS = 100  # 5 parameters each: within SQLite's oldest limit of 999
+
+
+def _insert(conn: sqlite3.Connection, docs: list[tuple[Any, ...]]) -> None:
+    """Documents in as few statements as may be: Python's sqlite3 lets the GIL go and takes
+    it back around every step, and `executemany` steps once a row. A search runs beside
+    the store thread (server/app.py): every time it takes the GIL back, a recording
+    thread waits for it, so a hundred single-row steps cost recording far more than the
+    one step that inserts them all."""
+    for start in range(0, len(docs), _INSERT_ROWS):
+        chunk = docs[start : start + _INSERT_ROWS]
+        rows = ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))
+        conn.execute(
+            f"INSERT INTO search_docs (threadId, seq, role, ts, text) VALUES {rows}",
+            [value for doc in chunk for value in doc],
+        )
 
 
 def _cursor(top: int, key: list[Any] | None, recent: bool) -> str:
