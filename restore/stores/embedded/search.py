@@ -176,8 +176,8 @@ class ThreadSearch:
         conn = None
         try:
             conn = self._connection()
-            self._ensure_tables(conn)
-            complete = self.catch_up(conn, progress, budget)
+            built = self._ensure_tables(conn)
+            complete = self.catch_up(conn, progress, budget, building=built)
             return self._page(conn, query, filters, cursor, limit, partial=not complete)
         except Exception as exc:
             where = str(self._index.path)
@@ -191,45 +191,59 @@ class ThreadSearch:
     # --- the tables, kept current ----------------------------------------------------------
 
     @staticmethod
-    def _ensure_tables(conn: sqlite3.Connection) -> None:
-        """Created by the first search (and again after the index file was rebuilt)."""
+    def _ensure_tables(conn: sqlite3.Connection) -> bool:
+        """Created by the first search (and again after the index file was rebuilt): True
+        when made now (every thread is to be indexed)."""
         found = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
         ).fetchone()
         if found and conn.execute("SELECT version FROM search_meta").fetchone() == (
             SEARCH_VERSION,
         ):
-            return
+            return False
         conn.execute("BEGIN IMMEDIATE")
         try:
             found = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
             ).fetchone()  # another process may have created them meanwhile
             current = found and conn.execute("SELECT version FROM search_meta").fetchone()
-            if current != (SEARCH_VERSION,):
+            built = bool(current != (SEARCH_VERSION,))
+            if built:
                 for statement in _statements(_DROP + _SCHEMA):
                     conn.execute(statement)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        return built
 
     def catch_up(
-        self, conn: sqlite3.Connection, progress: Progress | None, budget: float | None
+        self,
+        conn: sqlite3.Connection,
+        progress: Progress | None,
+        budget: float | None,
+        *,
+        building: bool = False,
     ) -> bool:
         """Index the new lines of every dirty thread, a short transaction at a time, until
-        none is left (True) or `budget` seconds have passed (False: partial)."""
+        none is left (True) or `budget` seconds have passed (False: partial).
+
+        `progress` hears of a build (`building`: the tables were made now) and of a
+        catch-up longer than one short transaction; not of the few threads recorded since
+        the last search, indexed in one: while records stream in and searches follow,
+        that is every search, and each report is a notification to send."""
         deadline = None if budget is None else time.monotonic() + budget
         total = conn.execute("SELECT count(*) FROM search_dirty").fetchone()[0]
         if total == 0:
             return True
         done = 0
-        if progress:
-            progress(0, total)
+        report = progress if building or total > _BATCH_THREADS else None
+        if report:
+            report(0, total)
         while True:
             if deadline is not None and time.monotonic() >= deadline:
-                if progress:  # ends the report truthfully: this many were indexed now
-                    progress(done, done)
+                if report:  # ends the report truthfully: this many were indexed now
+                    report(done, done)
                 return False
             conn.execute("BEGIN IMMEDIATE")  # read under the write lock: no two processes
             try:  # index the same lines
@@ -253,9 +267,12 @@ class ThreadSearch:
                 conn.execute("ROLLBACK")
                 raise
             done += handled
-            if progress:
-                progress(min(done, total), total)
-            if len(batch) == handled and len(batch) < _BATCH_THREADS:
+            finished = len(batch) == handled and len(batch) < _BATCH_THREADS
+            if report is None and not finished:
+                report = progress  # more than one transaction: a wait worth showing
+            if report:
+                report(min(done, total), total)
+            if finished:
                 return True
 
     def _read_thread(
