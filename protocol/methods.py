@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.base import WireModel
 from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions
+from protocol.names import CLIENT_NAME_MAX, PRINTABLE
 from protocol.quick_params import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, MAX_READ, MAX_SEARCH
 
 MAX_ITEMS_PER_RECORD = 1000
@@ -32,7 +33,9 @@ class Result(WireModel):
 
 class ClientInfo(WireModel):
     name: str = Field(
-        description="The client's name, e.g. `vscode-sessiond`; names it in ThreadBusy errors."
+        max_length=CLIENT_NAME_MAX,
+        pattern=PRINTABLE,
+        description="The client's name, e.g. `vscode-sessiond`; names it in ThreadBusy errors.",
     )
     version: str | None = Field(None, description="The client's version, free text.")
 
