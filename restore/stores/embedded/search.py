@@ -22,6 +22,14 @@ its first score counts every match of each term in the whole index: a word in mo
 million records costs 25 ms a page that way; among thousands of matches, the newest is
 what a person looks for.
 
+Its own connection to the index file, so a server runs it on a thread of its own beside
+the store thread (server/app.py `run_search`): WAL lets its reads and the store's writes
+go on together, and its catch-up's write transactions are short (`_BATCH_SECONDS`). What
+is left on the store thread is the search's first step, writing this process's pending
+listing rows (restore/service/search.py `ask`). Where Python's sqlite3 would step once a
+row (inserts, a window's doc ids), one statement does it all: every step lets the GIL go
+and takes it back, and each time it does, a recording thread waits.
+
 A deleted thread's row takes its documents with it (trigger); an archived one's are
 filtered by its row. Deleting the index file deletes all of this, and the next search
 builds it again from the files.
