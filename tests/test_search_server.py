@@ -108,6 +108,13 @@ def test_the_first_search_builds_the_index_with_progress_never_at_startup(
     searching = [v for v in progress if v.get("title") == "Indexing for search"]
     assert searching and searching[0]["kind"] == "begin"
     assert any(v["kind"] == "end" and v["message"] == "30 threads indexed" for v in progress)
+    # A record since: indexed by the next search in one short transaction, without a word
+    # (its progress would come before its answer, on the same pipe).
+    tid, sid = start(server, tmp_path / "w")
+    record(server, tid, sid, message("a lemur recorded now"))
+    assert [h["threadId"] for h in hits(server, "lemur recorded")] == [tid]
+    begun = [n["params"]["value"] for n in server.notifications if n["method"] == "$/progress"]
+    assert [v.get("title") for v in begun if v["kind"] == "begin"].count("Indexing for search") == 1
 
 
 def test_sessiond_search_prints_one_safe_line_per_hit_with_its_resume_command(
