@@ -320,7 +320,8 @@ class ImportCheckpointItem(ItemBase):
     )
     skippedCount: int = Field(default=0, description="Source lines skipped in this import.")
     repairedLines: int = Field(
-        default=0, description="Lines kept with invalid UTF-8 replaced by U+FFFD."
+        default=0,
+        description="Lines kept with invalid UTF-8 or a lone surrogate escape replaced by U+FFFD.",
     )
 
 
