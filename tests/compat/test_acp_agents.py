@@ -34,6 +34,11 @@ RESULT = "42-made"
 """What the tool turn's shell prints (`echo $((6*7))-made`): only its result says it."""
 
 
+HANG = ("sleep 300", "echo waiting && sleep 300")
+"""The hung tool's command. Claude Code (2.1.318 in claude-agent-acp 0.101) refuses a Bash
+command that starts with a sleep of 2 s or more ("Blocked: standalone sleep 300")."""
+
+
 def shell(agent: str, command: str) -> Call:
     if agent == "claude":
         return Call("Bash", {"command": command, "description": "Run it"})
@@ -56,7 +61,7 @@ def scenario(agent: str) -> Scenario:
     return Scenario({
         "hello": [Reply(text="Hello from the mock model.")],
         "tool": [Reply(text="Running the tool.", calls=(tool_turn(agent),))],
-        "hang": [Reply(text="Sleeping now.", calls=(shell(agent, "sleep 300"),))],
+        "hang": [Reply(text="Sleeping now.", calls=(shell(agent, HANG[agent == "claude"]),))],
         "recall": [Reply(text="I remember all of it.")],
     })  # fmt: skip
 
@@ -101,6 +106,17 @@ def watchdog_tag(proxy_pid: int) -> bytes:
     raise AssertionError("no child of the proxy carries the watchdog's tag")
 
 
+async def new_session(run: Any, agent: str, cwd: Path) -> str:
+    """A new session, in the mode that asks before a tool runs. claude-agent-acp 0.101
+    starts in Auto, like Claude Code: a classifier (a model call) decides, nobody is asked,
+    and behind an `ANTHROPIC_BASE_URL` not on anthropic.com its first answer opens with a
+    billing notice. The person picks Manual, as in an editor's mode menu."""
+    session = (await run.conn.new_session(cwd=str(cwd))).session_id
+    if agent == "claude":
+        await run.conn.set_session_mode(session_id=session, mode_id="default")
+    return session
+
+
 def shown_sleep(run: Any) -> bool:
     """The editor was shown the tool call running `sleep 300` (as a tool call, or in the
     permission request it was asked)."""
@@ -130,7 +146,7 @@ async def test_a_real_acp_agent_keeps_its_session_through_a_kill_9_of_sessiond(
     prompts = ["[[hello]] say hello", "[[tool]] run the tool", "[[hang]] wait a while"]
     async with sessiond_acp(home, command, env=env) as run:
         assert run.extra["initialize"].agent_capabilities.load_session is True
-        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+        session = await new_session(run, agent, place.repo)
         hello = await run.conn.prompt(session_id=session, prompt=text(prompts[0]))
         tool = await run.conn.prompt(session_id=session, prompt=text(prompts[1]))
         assert (hello.stop_reason, tool.stop_reason) == ("end_turn", "end_turn")
@@ -200,7 +216,7 @@ async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_
                   Reply(text="Listed.")],
     }))  # fmt: skip
     async with sessiond_acp(home, place.acp_command("claude"), env=place.env()) as run:
-        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+        session = await new_session(run, "claude", place.repo)
         done = await run.conn.prompt(session_id=session, prompt=text("[[delegate]] ask it"))
         assert done.stop_reason == "end_turn"
     server = spawn()
@@ -229,7 +245,7 @@ async def test_half_an_emoji_from_a_node_agent_reaches_the_editor_and_the_thread
     place = agents.start(Scenario({"cut": [Reply(text="cut mid-emoji: \ud83d and on")]}))
     command, env, home = place.acp_command(agent), place.env(), tmp_path / "sessiond"
     async with sessiond_acp(home, command, env=env) as run:
-        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+        session = await new_session(run, agent, place.repo)
         answer = await run.conn.prompt(session_id=session, prompt=text("[[cut]] show it"))
         shown_text = "".join(run.editor.texts())
     assert answer.stop_reason == "end_turn"
