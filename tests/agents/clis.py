@@ -11,7 +11,7 @@ mock model on 127.0.0.1:
 - Gemini CLI: `GOOGLE_GEMINI_BASE_URL` + `GEMINI_API_KEY`; `gemini -p --output-format
   stream-json`. Sessions: `$HOME/.gemini/tmp/<project>/chats/session-*.jsonl`.
 
-Their ACP agents (`acp_command`: the two codex-acp, claude-agent-acp, `gemini --acp`) run with
+Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) run with
 the same `env()`, pointed at the mock the same way.
 
 The environment each CLI gets is built from nothing but what it needs (PATH, HOME, the
@@ -28,19 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.agents import install
 from tests.agents.mock_model import MockModel
 
 BRANCH = "feature/compat"
 ACP_COMMANDS = {
-    "claude": ["@agentclientprotocol/claude-agent-acp"],
-    "codex": ["@agentclientprotocol/codex-acp"],
-    "codex-zed": ["@zed-industries/codex-acp"],
-    "gemini": ["@google/gemini-cli", "--acp"],
+    "claude": ["claude-agent-acp"],
+    "codex": ["codex-acp"],
+    "gemini": ["gemini", "--acp"],
 }
-"""The ACP agent of each CLI, as an editor launches it: the package's program, then args.
-`codex` is the TypeScript adapter over Codex's app server the ACP registry installs now;
-`codex-zed` the Rust one Zed shipped until it was archived (docs/acp.md)."""
+"""The ACP agent of each CLI, as an editor launches it (its bin in `bins`, then args)."""
 TIMEOUT = 180  # a hung CLI fails its test instead of hanging the run (never a speed check)
 
 
@@ -175,13 +171,13 @@ class AgentHome:
         return self.run(command, **env)
 
     def acp_command(self, agent: str) -> list[str]:
-        """The ACP agent for `agent` (a key of `ACP_COMMANDS`), pointed at the mock the
+        """The ACP agent for `agent` ("claude", "codex", "gemini"), pointed at the mock the
         same way as its CLI when run with `env()`: claude-agent-acp runs Claude Code
-        underneath (`ANTHROPIC_BASE_URL`), both codex-acp read `$CODEX_HOME/config.toml`
-        (`write_codex_config`), `gemini --acp` reads `GOOGLE_GEMINI_BASE_URL` and
-        `~/.gemini/settings.json`."""
-        package, *args = ACP_COMMANDS[agent]
-        return [str(install.command(self.bins, package)), *args]
+        underneath (`ANTHROPIC_BASE_URL`), codex-acp runs Codex's app server, which reads
+        `$CODEX_HOME/config.toml` (`write_codex_config`), `gemini --acp` reads
+        `GOOGLE_GEMINI_BASE_URL` and `~/.gemini/settings.json`."""
+        head, *args = ACP_COMMANDS[agent]
+        return [str(self.bins / head), *args]
 
     def write_gemini_settings(self, **sections: dict[str, Any]) -> None:
         """Merge settings sections into `~/.gemini/settings.json` (e.g. `model=

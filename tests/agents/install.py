@@ -29,10 +29,8 @@ PACKAGES = {
     "gemini": "@google/gemini-cli",
     "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
     "codex-acp": "@agentclientprotocol/codex-acp",
-    "codex-acp (Zed's, in Rust)": "@zed-industries/codex-acp",
 }
-"""The command each package installs, and the package. Both codex-acp packages install a
-`codex-acp`: run each through `command()`, never `.bin/codex-acp`."""
+"""The command each package installs, and the package."""
 SCRIPTED = ["@anthropic-ai/claude-code"]
 """The one install script that is run: Claude Code's links its platform binary (from an
 optional dependency of the same version) in place of a stub that only prints an error."""
@@ -45,7 +43,7 @@ def pinned() -> dict[str, str]:
 
 
 def bin_dir(latest: bool = False) -> Path:
-    """The folder holding `claude`, `codex`, `gemini` and the ACP agents (`command()`)."""
+    """The folder holding `claude`, `codex`, `gemini`, `claude-agent-acp`, `codex-acp`."""
     if latest:
         return _install_latest()
     lock = (HERE / "package-lock.json").read_bytes()
@@ -73,15 +71,6 @@ def _install_latest() -> Path:
     _npm(["install", "--ignore-scripts", "--no-save", *specs], target)
     _npm(["rebuild", *SCRIPTED], target)
     return target / "node_modules" / ".bin"
-
-
-def command(bins: Path, package: str) -> Path:
-    """The program `package` installs, from its own package.json: `.bin` holds one of two
-    packages' `codex-acp` (whichever npm linked last)."""
-    manifest = json.loads((bins.parent / package / "package.json").read_text())
-    entry = manifest["bin"]
-    script = entry if isinstance(entry, str) else next(iter(entry.values()))
-    return bins.parent / package / script
 
 
 def installed_versions(bins: Path) -> dict[str, str]:

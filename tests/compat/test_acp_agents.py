@@ -1,6 +1,6 @@
-"""The real ACP agents behind `sessiond acp`, the official ACP SDK as the editor: codex-acp,
-claude-agent-acp (Claude Code underneath) and `gemini --acp`, as pinned in
-tests/agents/package.json, each answered by the mock model.
+"""The real ACP agents behind `sessiond acp`, the official ACP SDK as the editor: codex-acp
+(Codex's app server underneath), claude-agent-acp (Claude Code underneath) and `gemini
+--acp`, as pinned in tests/agents/package.json, each answered by the mock model.
 
 For each: initialize, a text turn, a tool turn with a permission, a `kill -9` of the proxy
 while a tool runs (no process of it left, read from /proc), then a fresh proxy's
@@ -106,14 +106,19 @@ def watchdog_tag(proxy_pid: int) -> bytes:
     raise AssertionError("no child of the proxy carries the watchdog's tag")
 
 
+ASKING_MODE = {"claude": "default", "codex": "workspace-write"}
+"""The mode that asks the person, for the agents that start in one that does not: the
+two ACP-registry adapters start where a model call decides for the person (claude-agent-acp
+0.101 in Auto, like Claude Code, which behind an `ANTHROPIC_BASE_URL` not on anthropic.com
+also opens its first answer with a billing notice; codex-acp 2.6 in "Auto review", Codex's
+guardian). The person picks Manual / Workspace access in the editor's mode menu."""
+
+
 async def new_session(run: Any, agent: str, cwd: Path) -> str:
-    """A new session, in the mode that asks before a tool runs. claude-agent-acp 0.101
-    starts in Auto, like Claude Code: a classifier (a model call) decides, nobody is asked,
-    and behind an `ANTHROPIC_BASE_URL` not on anthropic.com its first answer opens with a
-    billing notice. The person picks Manual, as in an editor's mode menu."""
+    """A new session, in the mode that asks before a tool runs (`ASKING_MODE`)."""
     session = (await run.conn.new_session(cwd=str(cwd))).session_id
-    if agent == "claude":
-        await run.conn.set_session_mode(session_id=session, mode_id="default")
+    if agent in ASKING_MODE:
+        await run.conn.set_session_mode(session_id=session, mode_id=ASKING_MODE[agent])
     return session
 
 
