@@ -207,12 +207,26 @@ async def test_a_real_acp_agent_keeps_its_session_through_a_kill_9_of_sessiond(
         assert "touch made.txt" in history and RESULT in history, turns
 
 
+EDITORS = {
+    "plain": None,
+    "subagents-rfd": {"subagents": {}},
+    "jetbrains-air": {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": [
+        "nativeSubagentSessions"]}}}},
+}  # fmt: skip
+"""What the editor declares of sub-agent sessions: nothing; the draft RFD's capability;
+JetBrains AIR's."""
+
+
+@pytest.mark.parametrize("editor", list(EDITORS))
 async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_it(
-    agents: Agents, home: Path, spawn: Any
+    agents: Agents, home: Path, spawn: Any, editor: str
 ) -> None:
     """ACP v1 has no sub-sessions: claude-agent-acp sends a sub-agent's tool calls in the
     same session, marked `_meta.claudeCode.parentToolUseId`. sessiond records them as
-    operations under the Agent call (`parentOperationId`), as Codex's nested calls are."""
+    operations under the Agent call (`parentOperationId`), as Codex's nested calls are.
+    An editor that offers native sub-agent sessions got them from claude-agent-acp 0.101,
+    the sub-agent's calls under a session of its own, which sessiond forwarded and never
+    recorded; the proxy no longer passes the offer on (server/acp/capabilities.py)."""
     place = agents.start(Scenario({
         "delegate": [Reply(calls=(Call("Agent", {
             "description": "Check the tree", "subagent_type": "general-purpose",
@@ -220,10 +234,12 @@ async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_
         "child": [Reply(calls=(shell("claude", "echo from-the-sub-agent"),)),
                   Reply(text="Listed.")],
     }))  # fmt: skip
-    async with sessiond_acp(home, place.acp_command("claude"), env=place.env()) as run:
+    command, capabilities = place.acp_command("claude"), EDITORS[editor]
+    async with sessiond_acp(home, command, env=place.env(), capabilities=capabilities) as run:
         session = await new_session(run, "claude", place.repo)
         done = await run.conn.prompt(session_id=session, prompt=text("[[delegate]] ask it"))
         assert done.stop_reason == "end_turn"
+        assert {p["sessionId"] for p in run.editor.received} == {session}
     server = spawn()
     server.initialize([str(place.repo)])
     items = server.request("thread/read", {"threadId": session, "limit": 500})["items"]
