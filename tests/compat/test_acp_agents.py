@@ -7,7 +7,7 @@ while a tool runs (no process of it left, read from /proc), then a fresh proxy's
 `session/list` and `session/load` (the replay is what the editor was shown) and a next
 prompt whose model request — what the mock model received — holds the earlier turns,
 tool calls and their results included. codex-acp and claude-agent-acp get their history
-back through their own `session/resume`; Gemini CLI's own `session/load` fails whenever it
+back through their own `session/load`; Gemini CLI's own `session/load` fails whenever it
 comes within the minute its session started (docs/acp.md, "Gemini CLI"), so it gets a new
 session primed with the history, tool calls and results included.
 """
@@ -110,7 +110,7 @@ ASKING_MODE = {"claude": "default", "codex": "workspace-write"}
 """The mode that asks the person, for the agents that start in one that does not: the
 two ACP-registry adapters start where a model call decides for the person (claude-agent-acp
 0.101 in Auto, like Claude Code, which behind an `ANTHROPIC_BASE_URL` not on anthropic.com
-also opens its first answer with a billing notice; codex-acp 2.6 in "Auto review", Codex's
+also adds a billing notice to its first answer; codex-acp 2.6 in "Auto review", Codex's
 guardian). The person picks Manual / Workspace access in the editor's mode menu."""
 
 
