@@ -26,6 +26,7 @@ import pytest
 
 from tests.agents.mock_model import Call, Reply, Scenario
 from tests.compat.conftest import Agents
+from tests.compat.test_codex import delegation
 from tests.support.acp_editor import sessiond_acp, wait_for
 from tests.test_acp import text, thread_items
 
@@ -253,6 +254,36 @@ async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_
     assert nested, "the sub-agent's shell call is recorded"
     assert {op["parentOperationId"] for op in nested} == {delegated[0]["operationId"]}
     assert any("from-the-sub-agent" in str(op.get("title")) for op in nested)
+
+
+@pytest.mark.parametrize("editor", ["plain", "subagents-rfd"])
+async def test_codex_acps_sub_agent_is_recorded_as_the_editor_was_shown_it(
+    agents: Agents, home: Path, spawn: Any, editor: str
+) -> None:
+    """codex-acp 2.6, for an editor offering native sub-agent sessions, ran the sub-agent
+    (Codex multi-agent v2's `spawn_agent`) as a session of its own, which sessiond did not
+    record: the editor was shown the helper's calls, the record kept only the parent's
+    `wait`, so a replay showed less than the editor had. Not offered, it shows and sessiond
+    records the sub-agent in the parent session, its start and its end. (Its own calls are
+    in Codex's rollouts: `sessiond import codex` makes it a child thread, test_codex.py.)"""
+    place = agents.start(delegation(code_mode=False))
+    place.write_codex_config(model="gpt-5.5", multi_agent_v2=True)
+    command, capabilities = place.acp_command("codex"), EDITORS[editor]
+    async with sessiond_acp(home, command, env=place.env(), capabilities=capabilities) as run:
+        session = await new_session(run, "codex", place.repo)
+        done = await run.conn.prompt(session_id=session, prompt=text("[[parent]] delegate"))
+        assert done.stop_reason == "end_turn"
+        shown = [p["update"] for p in run.editor.received]
+        assert {p["sessionId"] for p in run.editor.received} == {session}
+    titles = {u.get("toolCallId"): u["title"] for u in shown if u["sessionUpdate"] == "tool_call"}
+    server = spawn()
+    server.initialize([str(place.repo)])
+    items = server.request("thread/read", {"threadId": session, "limit": 500})["items"]
+    recorded: dict[str, str] = {}
+    for op in (i for i in items if i["type"] == "operation"):
+        recorded[str(op.get("title"))] = str(op.get("status"))
+    assert sorted(recorded) == sorted(titles.values())
+    assert recorded["Start subagent helper"] == recorded["Complete subagent helper"] == "completed"
 
 
 @pytest.mark.parametrize("agent", ["claude", "gemini"])
