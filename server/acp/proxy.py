@@ -3,9 +3,10 @@ agent's sessions durable in any ACP editor.
 
 The editor launches this in place of AGENT and speaks ACP v1 to it on stdio (one JSON
 message per line). It spawns AGENT and forwards every message both ways, untouched but for
-the session id (the editor's `sessionId` IS the sessiond thread id; AGENT keeps its own)
-and the JSON-RPC ids of requests (renumbered, so its own requests never collide with the
-editor's or a restarted AGENT's). Recording is a side effect of forwarding
+the session id (the editor's `sessionId` IS the sessiond thread id; AGENT keeps its own),
+the JSON-RPC ids of requests (renumbered, so its own requests never collide with the
+editor's or a restarted AGENT's) and an offer of native sub-agent sessions, which are not
+recorded yet (server/acp/capabilities.py). Recording is a side effect of forwarding
 (server/acp/recording.py): each `session/update` is appended to the thread (written, not
 yet synced) before it is forwarded; the items it implies come from `restore.sources.acp`,
 a pure module. What either side sends is checked as it arrives (server/acp/checks.py): a
@@ -64,6 +65,7 @@ from protocol import json_text
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
 from server import compose
+from server.acp import capabilities
 from server.acp.agent import AgentGone, AgentProcess, AgentRefused, EditorGone
 from server.acp.checks import (
     MAX_DEPTH,
@@ -449,6 +451,7 @@ class AcpProxy(LocalSessions, Recording):
             )
             out["id"] = request_id
             if message["method"] == "initialize" and isinstance(params, dict):
+                params = out["params"] = capabilities.for_agent(params)
                 self.initialize_params = params
                 info = params.get("clientInfo")
                 self.client_info = info if isinstance(info, dict) else None
