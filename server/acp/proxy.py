@@ -383,6 +383,8 @@ class AcpProxy(LocalSessions, Recording):
             self._answer_error(message["id"], exc)
             return None
         live = self._live_of(params)
+        if method == STEER_METHOD and live is not None:
+            self._steered(live, params)
         if self.agent is None or (live is not None and not live.ready_for_agent()):
             return self._answering(message, self._forward_when_ready(message, live))
         self._forward(message)
@@ -482,6 +484,23 @@ class AcpProxy(LocalSessions, Recording):
         return None
 
     # --- prompts --------------------------------------------------------------------------
+
+    def _steered(self, live: Live, params: dict[str, Any]) -> None:
+        """The person's words sent into a running turn (`_session/steering`): recorded
+        before AGENT sees them, as a prompt's are. Not when the editor asked AGENT to hand
+        them back while no turn runs (`idleBehavior: promptRequired`): its `session/prompt`
+        with them follows."""
+        prompt = params.get("prompt")
+        if not isinstance(prompt, list) or not prompt or live.held is not None:
+            return
+        meta = params.get("_meta")
+        steering = meta.get("steering") if isinstance(meta, dict) else None
+        handed_back = isinstance(steering, dict) and steering.get("idleBehavior") == (
+            "promptRequired"
+        )
+        if handed_back and live.recorder.turn_id is None:
+            return
+        self._record(live, live.recorder.steer(prompt))
 
     def _prompt(self, message: dict[str, Any]) -> Awaitable[None] | None:
         try:
@@ -1005,6 +1024,10 @@ class AcpProxy(LocalSessions, Recording):
             service, self._service = self._service, None
             service.close_all()
 
+
+STEER_METHOD = "_session/steering"
+"""The ACP steering extension: words sent into the turn that is running (advertised in
+`initialize`'s `_meta.steering`), recorded as the person's (`AcpProxy._steered`)."""
 
 OWN_METHODS: dict[str, Callable[[AcpProxy, dict[str, Any]], Coroutine[Any, Any, Any]]] = {
     "session/list": AcpProxy.session_list,

@@ -305,3 +305,56 @@ async def test_half_an_emoji_from_a_node_agent_reaches_the_editor_and_the_thread
     said = [i["content"] for i in thread_items(home, session)
             if i["type"] == "message" and i["role"] == "assistant"]  # fmt: skip
     assert [part["text"] for content in said for part in content] == [shown_text]
+
+
+STEER = "[[steer]] and then say hi"
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+async def test_words_steered_into_a_running_turn_are_recorded_as_the_persons(
+    agents: Agents, tmp_path: Path, agent: str
+) -> None:
+    """Both ACP-registry adapters take `_session/steering` (words the person sends into
+    the turn that is running). The proxy forwarded it and recorded nothing: the person's
+    words were missing from the thread and from a `session/load`'s replay. They are
+    recorded as the person's, before AGENT sees them, and replayed where they came."""
+    place = agents.start(Scenario({
+        "slow": [Reply(text="Working on it.", calls=(shell(agent, "echo busy && sleep 4"),)),
+                 Reply(text="Slow part done.")],
+        "steer": [Reply(text="Hi, as steered.")],
+        "hello": [Reply(text="Hello again.")],
+    }))  # fmt: skip
+    if agent == "codex":
+        place.write_codex_config(model="gpt-5.5")
+    command, env, home = place.acp_command(agent), place.env(), tmp_path / "sessiond"
+    async with sessiond_acp(home, command, env=env) as run:
+        assert run.extra["initialize"].field_meta["steering"]  # offered, as sent by AGENT
+        session = await new_session(run, agent, place.repo)
+        turn = asyncio.ensure_future(
+            run.conn.prompt(session_id=session, prompt=text("[[slow]] take your time"))
+        )
+        await wait_for(lambda: "busy" in str(run.editor.received), "the slow tool running")
+        steered = await run.call("_session/steering", {"sessionId": session,
+                                                       "prompt": text(STEER)})  # fmt: skip
+        assert steered["outcome"] in ("injected", "startedNewTurn"), steered
+        await turn
+        # No turn running, and the editor asks for its words back: they come as a prompt.
+        later = {"sessionId": session, "prompt": text("[[hello]] later"),
+                 "_meta": {"steering": {"idleBehavior": "promptRequired"}}}  # fmt: skip
+        assert (await run.call("_session/steering", later))["outcome"] == "promptRequired"
+        await run.conn.prompt(session_id=session, prompt=text("[[hello]] later"))
+        shown = without_session(run.editor.received)
+    users = [i for i in thread_items(home, session) if i["type"] == "message"
+             and i["role"] == "user"]  # fmt: skip
+    assert [(u["content"][0]["text"], u.get("steered")) for u in users] == [
+        ("[[slow]] take your time", None), (STEER, True), ("[[hello]] later", None)
+    ]  # each once
+    async with sessiond_acp(home, command, env=env) as run:
+        await run.conn.load_session(cwd=str(place.repo), session_id=session)
+        replayed = without_session(run.editor.received)
+    said = [p["update"]["content"]["text"] for p in replayed
+            if p["update"]["sessionUpdate"] == "user_message_chunk"]  # fmt: skip
+    assert said == ["[[slow]] take your time", STEER, "[[hello]] later"]
+    assert [p for p in replayed if p["update"]["sessionUpdate"] != "user_message_chunk"] == [
+        p for p in shown if p["update"]["sessionUpdate"] != "user_message_chunk"
+    ]  # the rest is what the editor was shown
