@@ -347,7 +347,9 @@ async def test_words_steered_into_a_running_turn_are_recorded_as_the_persons(
     users = [i for i in thread_items(home, session) if i["type"] == "message"
              and i["role"] == "user"]  # fmt: skip
     assert [(u["content"][0]["text"], u.get("steered")) for u in users] == [
-        ("[[slow]] take your time", None), (STEER, True), ("[[hello]] later", None)
+        ("[[slow]] take your time", None),
+        (STEER, True),
+        ("[[hello]] later", None),
     ]  # each once
     async with sessiond_acp(home, command, env=env) as run:
         await run.conn.load_session(cwd=str(place.repo), session_id=session)
