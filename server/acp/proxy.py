@@ -285,6 +285,7 @@ class AcpProxy(LocalSessions, Recording):
                 )
                 self._record(live, ended)
                 self._show(live, ended)
+                self._send_queued(live)  # it starts AGENT again, as any next prompt does
             error = error_object(
                 ErrorKind.AGENT_EXITED,
                 f"the agent exited (code {code}) before it answered; "
@@ -516,6 +517,9 @@ class AcpProxy(LocalSessions, Recording):
             self._answer_error(message["id"], exc)
             return None
         live = self.live.get(thread_id)
+        if live is not None and live.recorder.turn_id is not None:
+            live.queued.append(message)  # a turn runs: this one is sent when it ends
+            return None
         ready = (
             live is not None
             and live.pending is None
@@ -935,6 +939,13 @@ class AcpProxy(LocalSessions, Recording):
             meta["sessiond"] = added
             message = {**message, "result": {**result, "_meta": meta}}
         self._answer_editor(request, message)
+        if live is not None:
+            self._send_queued(live)
+
+    def _send_queued(self, live: Live) -> None:
+        """The prompt the editor queued behind the turn that just ended, on its way."""
+        if live.queued and live.recorder.turn_id is None:
+            self.editor_lane.push(live.queued.pop(0))
 
     # --- helpers --------------------------------------------------------------------------
 

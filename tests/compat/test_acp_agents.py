@@ -360,3 +360,40 @@ async def test_words_steered_into_a_running_turn_are_recorded_as_the_persons(
     assert [p for p in replayed if p["update"]["sessionUpdate"] != "user_message_chunk"] == [
         p for p in shown if p["update"]["sessionUpdate"] != "user_message_chunk"
     ]  # the rest is what the editor was shown
+
+
+async def test_a_prompt_queued_behind_a_running_turn_is_recorded_as_its_own_turn(
+    agents: Agents, tmp_path: Path
+) -> None:
+    """claude-agent-acp offers `promptQueueing`: an editor may send the next prompt while a
+    turn runs, and AGENT runs it after. The proxy started the second turn over the first:
+    the first never ended, its answer was filed under the second, and the second's answer
+    was lost. Now the second prompt is sent when the first turn ends: two whole turns."""
+    place = agents.start(Scenario({
+        "slow": [Reply(text="Working on it.", calls=(shell("claude", "echo busy && sleep 3"),)),
+                 Reply(text="Slow part done.")],
+        "next": [Reply(text="Next one done.")],
+    }))  # fmt: skip
+    command, env, home = place.acp_command("claude"), place.env(), tmp_path / "sessiond"
+    async with sessiond_acp(home, command, env=env) as run:
+        assert run.extra["initialize"].field_meta["sessiond"]["agentCapabilities"]["_meta"][
+            "claudeCode"]["promptQueueing"]  # fmt: skip
+        session = await new_session(run, "claude", place.repo)
+        first = asyncio.ensure_future(
+            run.conn.prompt(session_id=session, prompt=text("[[slow]] first"))
+        )
+        await wait_for(lambda: "busy" in str(run.editor.received), "the first turn's tool")
+        second = await run.conn.prompt(session_id=session, prompt=text("[[next]] second"))
+        assert ((await first).stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+        assert "Next one done." in "".join(run.editor.texts())
+    items = thread_items(home, session)
+    turns: dict[str, list[Any]] = {}
+    for item in items:
+        if item["type"] == "turn" or (item["type"] == "message" and item.get("turnId")):
+            what = item.get("phase") or (item["role"], item["content"][0]["text"])
+            turns.setdefault(item["turnId"], []).append(what)
+    assert list(turns.values()) == [
+        ["started", ("user", "[[slow]] first"), ("assistant", "Working on it."),
+         ("assistant", "Slow part done."), "completed"],
+        ["started", ("user", "[[next]] second"), ("assistant", "Next one done."), "completed"],
+    ]  # fmt: skip
