@@ -63,6 +63,10 @@ class Live:
     """How AGENT's session was reached, until a prompt's answer says so."""
     unrecorded: ProtocolError | None = None
     """The first record of the current turn that failed: the turn's answer is an error."""
+    queued: list[dict[str, Any]] = field(default_factory=list)
+    """Prompts the editor sent while a turn ran (claude-agent-acp offers `promptQueueing`):
+    sent on one at a time, each when the turn before it has ended, so that each is
+    recorded as its own turn (AGENT runs them one after another all the same)."""
 
     def ready_for_agent(self) -> bool:
         return self.held is None and self.agent_session is not None and self.reaching is None
