@@ -212,7 +212,7 @@ def test_the_compiled_database_is_cached_privately_and_a_writable_one_is_not_loa
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    rules = [(re.compile(r"abc[0-9]{4}"), ("abc",)), (re.compile(r"[a-f0-9]{40}"), ("sgp_",))]
+    rules = [(r"abc[0-9]{4}", ("abc",)), (r"[a-f0-9]{40}", ("sgp_",))]
     build: Callable[[], prefilter.Prefilter] = lambda: prefilter.Prefilter(rules)  # noqa: E731
     monkeypatch.setattr(prefilter, "_COMPILED", {})
     first = build()

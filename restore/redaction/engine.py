@@ -281,7 +281,7 @@ class Redactor:
         if self.use_prefilter:
             with _BUILDING:  # built on first use: a process that redacts
                 if self._prefilter is None:  # nothing (a server's start) never pays it
-                    self._prefilter = Prefilter([(r.pattern, r.keywords) for r in self.rules])
+                    self._prefilter = Prefilter([(r.regex, r.keywords) for r in self.rules])
             return self._prefilter.possible(raw)
         if self._always or self._keywords is None:
             return self._every

@@ -267,13 +267,14 @@ def _translate(nodes: Any, flags: int, groups: dict[int, bytes]) -> bytes:
     return b"".join(out)
 
 
-def _parse(pattern: re.Pattern[str]) -> Any:
+def _parse(pattern: str) -> Any:
+    """What `re.compile(pattern)` parses (its flags from the pattern itself)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # as rules.py compiles them
-        return sre.parse(pattern.pattern, pattern.flags)
+        return sre.parse(pattern, 0)
 
 
-def translate(pattern: re.Pattern[str]) -> bytes:
+def translate(pattern: str) -> bytes:
     """A Hyperscan (byte) pattern matching every raw JSON spelling of each match of
     `pattern` in a decoded string, outside `GUARD` (the module's docstring: why)."""
     parsed = _parse(pattern)
@@ -312,14 +313,14 @@ def _has_literal(nodes: Any, flags: int) -> bool:
     return False
 
 
-def has_literal(pattern: re.Pattern[str]) -> bool:
+def has_literal(pattern: str) -> bool:
     parsed = _parse(pattern)
     return _has_literal(parsed, parsed.state.flags)
 
 
 def keyword(word: str) -> bytes:
     """Every spelling of `word` in a string whose `.lower()` holds it."""
-    return translate(re.compile(re.escape(word), re.IGNORECASE))
+    return translate("(?i)" + re.escape(word))
 
 
 def _compiles(expression: bytes, flags: int) -> bool:
@@ -398,7 +399,8 @@ except OSError:  # not a file (a zip): the version names the translation
 """How the patterns are translated is part of a database's name: a new translation, a
 new database."""
 
-Rules = Sequence[tuple[re.Pattern[str], Sequence[str]]]
+Rules = Sequence[tuple[str, Sequence[str]]]
+"""Each rule's pattern (Python's syntax) and its keywords."""
 
 
 def _expressions(rules: Rules) -> tuple[list[bytes], list[int], set[int]]:
@@ -428,8 +430,8 @@ def compiled(rules: Rules) -> tuple[bytes, frozenset[int]]:
     the default rules) and cached."""
     digest = hashlib.sha256(str(getattr(hyperscan, "__version__", "")).encode() + b"\0" + _SOURCE)
     for pattern, keywords in rules:
-        digest.update(b"%d\0%s\0%s\0" % (pattern.flags, pattern.pattern.encode("utf-8",
-                      "surrogatepass"), "\0".join(keywords).encode()))  # fmt: skip
+        digest.update(b"%s\0%s\0" % (pattern.encode("utf-8", "surrogatepass"),
+                                      "\0".join(keywords).encode()))  # fmt: skip
     key = digest.hexdigest()
     with _COMPILING:
         if key in _COMPILED:

@@ -11,6 +11,7 @@ kinds there are and why this rule set (docs/benchmarks.md, the measurement).
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 import warnings
@@ -42,7 +43,8 @@ class Allow:
 @dataclass(frozen=True)
 class Rule:
     kind: str
-    pattern: re.Pattern[str]
+    regex: str
+    """The pattern in Python's syntax (gitleaks' translated by `go_to_python`)."""
     keywords: tuple[str, ...]
     """Lower-case words one of which a text must hold before the pattern is tried."""
     entropy: float = 0.0
@@ -54,6 +56,12 @@ class Rule:
     require_digit: bool = False
     """The secret has a digit (gitleaks asks it of its generic rules; sessiond's rules
     say `requireDigit`): what tells `hunter2-ish` values from words like `secret-token`."""
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled on first use: most rules never run in a process (the whole-item pass
+        rules them out), and compiling all of them took most of a redactor's start."""
+        return _compile(self.regex)
 
 
 @dataclass(frozen=True)
@@ -111,9 +119,10 @@ def go_to_python(pattern: str) -> str:
 
 
 def _compile(pattern: str) -> re.Pattern[str]:
+    """A pattern already in Python's syntax, compiled."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # RE2's `[[` is a plain `[` here too
-        return re.compile(go_to_python(pattern))
+        return re.compile(pattern)
 
 
 def _allow(entry: dict[str, Any]) -> Allow | None:
@@ -121,7 +130,7 @@ def _allow(entry: dict[str, Any]) -> Allow | None:
     if entry.get("paths") or entry.get("commits"):
         return None
     return Allow(
-        tuple(_compile(regex) for regex in entry.get("regexes", ())),
+        tuple(_compile(go_to_python(regex)) for regex in entry.get("regexes", ())),
         str(entry.get("regexTarget", "secret")),
         tuple(word.lower() for word in entry.get("stopwords", ())),
     )
@@ -138,7 +147,7 @@ def load(path: Path) -> RuleSet:
         rules.append(
             Rule(
                 kind=str(entry["id"]),
-                pattern=_compile(entry["regex"]),
+                regex=go_to_python(entry["regex"]),
                 keywords=tuple(word.lower() for word in entry.get("keywords", ())),
                 entropy=float(entry.get("entropy", 0.0)),
                 secret_group=int(entry.get("secretGroup", 0)),
@@ -161,4 +170,4 @@ def builtin() -> tuple[RuleSet, RuleSet]:
 def custom(kind: str, regex: str) -> Rule:
     """A user's extra pattern (`redaction.toml`): the first group is the secret, else the
     whole match; no keyword, so it is tried on every text."""
-    return Rule(kind=kind, pattern=re.compile(regex), keywords=())
+    return Rule(kind=kind, regex=regex, keywords=())
