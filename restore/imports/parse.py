@@ -232,9 +232,10 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
         # within it are not looked at one by one (most files; a line past it, appended
         # since, still is).
         clean_to = offset
-        if redact is not None:
-            rest = handle.read(PREPASS_BYTES + 1)
-            if len(rest) <= PREPASS_BYTES and not redact.possible(rest):
+        left = os.fstat(handle.fileno()).st_size - offset
+        if redact is not None and 0 < left <= PREPASS_BYTES:
+            rest = handle.read(left)  # what is there now: more may come, read line by line
+            if not redact.possible(rest):
                 clean_to = offset + len(rest)
             del rest
             handle.seek(offset)
