@@ -49,14 +49,11 @@ export class TranscriptPanel {
   private readonly subscriptions: { dispose(): unknown }[] = [];
   private subscribed = false;
   private disposed = false;
-  /** Messages wait for the webview's first "ready": its script listens from then on. */
-  private webviewReady!: () => void;
-  private readonly ready = new Promise<void>((resolve) => (this.webviewReady = resolve));
+  /** "ready"s from the webview: a second one means it loaded again and shows nothing. */
   private readies = 0;
-  /** Set with the first page (or empty, when it could not be read). */
-  private htmlSet = false;
-  /** When the panel was created (its first opening's timings start there). */
+  /** When the panel was created, and whether its first opening has been timed. */
   private readonly createdAt: number;
+  private timed = false;
 
   constructor(
     private readonly client: Client,
@@ -73,7 +70,7 @@ export class TranscriptPanel {
       localResourceRoots: [dist],
     });
     this.panel.iconPath = vscode.Uri.joinPath(extensionUri, "media", "threads.svg");
-    // The HTML comes with the first page (first()): VS Code loads its webview host meanwhile.
+    this.panel.webview.html = this.html();
     this.createdAt = Date.now();
     this.subscriptions.push(
       // The promise is for tests (they wait on what a message does); VS Code ignores it.
@@ -152,38 +149,11 @@ export class TranscriptPanel {
   }
 
   private async first(): Promise<void> {
-    const { thread, requestedAt } = this.source;
-    const startedAt = this.htmlSet ? Date.now() : this.createdAt;
+    const { thread, atSeq, report, requestedAt } = this.source;
+    const startedAt = this.timed ? Date.now() : this.createdAt;
+    const recovery = new Map((report?.pendingOperations ?? []).map((op) => [op.operationId, op.recovery]));
     const children = listChildren(this.client, thread);
     this.children = new Map();
-    try {
-      await this.readFirst();
-    } catch (error) {
-      if (!this.htmlSet) this.setHtml([]); // the view's frame, empty: the error is shown as a message
-      throw error;
-    }
-    this.window.children = await children;
-    const readAt = Date.now();
-    const page = this.pageMessage("initial");
-    const opened: OpenTimings = { requestedAt: requestedAt ?? startedAt, panelAt: startedAt, readAt, renderedAt: Date.now() };
-    if (this.htmlSet) {
-      this.send({ ...this.init(), opened });
-      this.send(page);
-    } else {
-      // With the HTML: the webview shows the page as its script runs, with no round trip.
-      this.setHtml([{ ...this.init(), opened }, page]);
-    }
-    if (!this.subscribed) {
-      this.subscribed = true;
-      // Items recorded from now on (another client, another process) join the view.
-      await this.client.request("thread/subscribe", { threadId: thread.threadId }).catch(() => (this.subscribed = false));
-    }
-  }
-
-  /** The first page: the newest items, or those around `atSeq`. */
-  private async readFirst(): Promise<void> {
-    const { thread, atSeq, report } = this.source;
-    const recovery = new Map((report?.pendingOperations ?? []).map((op) => [op.operationId, op.recovery]));
     if (atSeq !== undefined) {
       const [before, after] = await Promise.all([
         this.client.request("thread/read", { threadId: thread.threadId, beforeSeq: atSeq + 1, limit: PAGE / 2 }),
@@ -196,6 +166,18 @@ export class TranscriptPanel {
       const page = await this.client.request("thread/read", { threadId: thread.threadId, beforeSeq: NEWEST, limit: PAGE });
       this.window = new TranscriptWindow(page.nextBeforeSeq ?? null, null, recovery);
       this.window.addEarlier(page.items, page.nextBeforeSeq ?? null);
+    }
+    this.window.children = await children;
+    const readAt = Date.now();
+    const page = this.pageMessage("initial");
+    const opened: OpenTimings = { requestedAt: requestedAt ?? startedAt, panelAt: startedAt, readAt, renderedAt: Date.now() };
+    this.timed = true;
+    this.send({ ...this.init(), opened });
+    this.send(page);
+    if (!this.subscribed) {
+      this.subscribed = true;
+      // Items recorded from now on (another client, another process) join the view.
+      await this.client.request("thread/subscribe", { threadId: thread.threadId }).catch(() => (this.subscribed = false));
     }
   }
 
@@ -229,7 +211,7 @@ export class TranscriptPanel {
     try {
       switch (message.type) {
         case "ready":
-          if (this.readies++ === 0) return this.webviewReady();
+          if (this.readies++ === 0) return;
           // The webview loaded again (VS Code may reload one): it shows nothing, so
           // everything loaded goes again.
           await this.enqueue(async () => {
@@ -340,20 +322,16 @@ export class TranscriptPanel {
     return message;
   }
 
+  /**
+   * Posted at once, not after the webview's "ready": VS Code holds what is posted before the
+   * webview has loaded and hands it over once its document (and so its script, which listens
+   * from the start) has — waiting for "ready" would add a round trip before the first page.
+   */
   private send(message: ToWebview): void {
-    void this.ready.then(() => {
-      if (!this.disposed) void this.panel.webview.postMessage(message);
-    });
+    if (!this.disposed) void this.panel.webview.postMessage(message);
   }
 
-  private setHtml(first: ToWebview[]): void {
-    this.htmlSet = true;
-    this.panel.webview.html = this.html(first);
-  }
-
-  /** The view's document: its stylesheet, script and `first` messages (applied as its script
-   * starts, as if posted) written into it. */
-  private html(first: ToWebview[]): string {
+  private html(): string {
     const webview = this.panel.webview;
     const nonce = randomBytes(16).toString("base64");
     const csp = `default-src 'none'; style-src 'nonce-${nonce}'; img-src ${webview.cspSource} data:; script-src 'nonce-${nonce}';`;
@@ -372,16 +350,10 @@ export class TranscriptPanel {
 <p id="earlier" class="end" role="status"></p>
 <div id="feed" role="feed" aria-busy="true" aria-label="Transcript"></div>
 <p id="later" class="end" role="status"></p>
-<script nonce="${nonce}" type="application/json" id="first-messages">${jsonInHtml(first)}</script>
 <script nonce="${nonce}">${inlineAsset(this.extensionUri, "webview.js")}</script>
 </body>
 </html>`;
   }
-}
-
-/** JSON that cannot end the <script> element it is written into (nor open a comment). */
-function jsonInHtml(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, "\\u003c");
 }
 
 const inlined = new Map<string, string>();

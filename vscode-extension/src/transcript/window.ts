@@ -6,8 +6,6 @@ import { changeBetween, entriesOf, NO_CHILDREN, type Children, type EntriesChang
 export class TranscriptWindow {
   private items: Item[] = [];
   private shown: { key: string; seq: number; signature: string }[] = [];
-  /** The webview started over: the next change replaces whatever it shows. */
-  private restarted = false;
   /** Edits whose contents the store does not hold (learned from thread/readBlob). */
   readonly notRecorded = new Set<string>();
   /** The thread's sub-agents (thread/list {parentThreadId}), shown nested in their calls. */
@@ -77,17 +75,14 @@ export class TranscriptWindow {
   /** What changed since the entries were last taken, and takes them. */
   change(): EntriesChange<Entry> {
     const next = this.entries();
-    const change = this.restarted ? { front: [], back: [], updates: [], removes: [], reset: next } : changeBetween(this.shown, next, signatureOf);
-    this.restarted = false;
+    const change = changeBetween(this.shown, next, signatureOf);
     this.shown = next.map((entry) => ({ key: entry.key, seq: entry.seq, signature: signatureOf(entry) }));
     return change;
   }
 
-  /** The webview starts over (it was reloaded, and shows what its HTML brought): everything
-   * goes again, in place of that. */
+  /** The webview starts over (it was reloaded): everything goes again. */
   forgetShown(): void {
     this.shown = [];
-    this.restarted = true;
   }
 }
 

@@ -240,7 +240,8 @@ document.addEventListener(
 
 window.addEventListener("scroll", () => checkEnds(), { passive: true });
 
-function handle(message: ToWebview): void {
+window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
+  const message = event.data;
   if (message.type === "init") {
     document.title = message.title;
     feed.setAttribute("aria-label", `Transcript of ${message.title}`);
@@ -261,11 +262,6 @@ function handle(message: ToWebview): void {
     feed.setAttribute("aria-busy", "false");
     loading = undefined; // the next scroll asks again
   }
-}
-
-window.addEventListener("message", (event: MessageEvent<ToWebview>) => handle(event.data));
-
-// The first page came with the HTML (no round trip to the extension host): shown now.
-for (const message of JSON.parse(document.getElementById("first-messages")?.textContent || "[]") as ToWebview[]) handle(message);
+});
 
 post({ type: "ready" });

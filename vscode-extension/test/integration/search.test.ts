@@ -3,7 +3,6 @@
 // matched words marked; a malformed query shows the server's reason instead of rows.
 import {
   activateExtension,
-  firstMessages,
   harnessClient,
   makeRepo,
   serverCommand,
@@ -72,7 +71,7 @@ describe("Search Threads", () => {
     assert.equal(shown.hasEarlier, true, "opened at the hit, not at the start or the end");
     assert.equal(shown.hasLater, true);
     const panel = extension.api.transcripts.get(needle.threadId)!.panel as unknown as WebviewPanel;
-    const initial = [...firstMessages(panel.webview.html), ...(panel.posted as ToWebview[])].find((message) => message.type === "page" && message.direction === "initial");
+    const initial = (panel.posted as ToWebview[]).find((message) => message.type === "page" && message.direction === "initial");
     assert.deepEqual(initial && "highlight" in initial ? initial.highlight : undefined, ["okapi", "escaped"]);
   });
 

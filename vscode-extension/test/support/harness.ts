@@ -206,13 +206,6 @@ export interface ShownTranscript {
   pages: PageMessage[];
 }
 
-/** The messages the transcript's HTML brings (its first page), as its script reads them. */
-export function firstMessages(html: string): ToWebview[] {
-  const json = /<script nonce="[^"]+" type="application\/json" id="first-messages">([^<]*)<\/script>/.exec(html)?.[1];
-  if (json === undefined) throw new Error(`the transcript's HTML has no first messages:\n${html.slice(0, 600)}`);
-  return JSON.parse(json) as ToWebview[];
-}
-
 /** The transcript webview of `threadId` sends `message`, as its script does on a click or scroll. */
 export async function fromWebview(api: SessiondExtensionApi, threadId: string, message: FromWebview): Promise<void> {
   const panel = api.transcripts.get(threadId)?.panel as unknown as WebviewPanel | undefined;
@@ -221,22 +214,20 @@ export async function fromWebview(api: SessiondExtensionApi, threadId: string, m
 }
 
 /**
- * What the transcript webview of `threadId` shows, rebuilt from the messages its HTML brought
- * and those the extension posted to it, applied as the webview's script applies them
- * (test/e2e checks the real one).
- * Once its HTML is set (with the first page), the first call answers as the webview's script
- * does when it runs ("ready"); until then it shows nothing.
+ * What the transcript webview of `threadId` shows, rebuilt from the messages the extension
+ * posted to it, applied as the webview's script applies them (test/e2e checks the real one).
+ * The first call answers as the webview's script does when it loads ("ready").
  */
 export async function shownTranscript(api: SessiondExtensionApi, threadId: string): Promise<ShownTranscript> {
   const panel = api.transcripts.get(threadId)?.panel as unknown as WebviewPanel | undefined;
   if (!panel) throw new Error(`no transcript is open for ${threadId}`);
-  if (panel.webview.html && !(panel as { e2eReady?: boolean }).e2eReady) {
+  if (!(panel as { e2eReady?: boolean }).e2eReady) {
     (panel as { e2eReady?: boolean }).e2eReady = true;
     await panel.send({ type: "ready" });
   }
   await new Promise((resolve) => setImmediate(resolve)); // posts wait for the ready's promise
   const shown: ShownTranscript = { title: panel.title, banner: undefined, notice: undefined, entries: [], hasEarlier: false, hasLater: false, focusSeq: undefined, pages: [] };
-  for (const message of [...(panel.webview.html ? firstMessages(panel.webview.html) : []), ...(panel.posted as ToWebview[])]) {
+  for (const message of panel.posted as ToWebview[]) {
     if (message.type === "init") {
       shown.banner = message.banner;
       shown.notice = message.notice;
