@@ -12,11 +12,12 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, TypeAdapter
 
 from protocol.base import WireModel
+from protocol.names import PRINTABLE
 
 ITEM_ID_MAX = 128
 """Client-chosen ids are bounded so one bad client cannot bloat the idempotency set."""
 
-ItemId = Annotated[str, Field(min_length=1, max_length=ITEM_ID_MAX)]
+ItemId = Annotated[str, Field(min_length=1, max_length=ITEM_ID_MAX, pattern=PRINTABLE)]
 
 ITEM_DEPTH_MAX = 128
 """How deeply an item's values may nest (the item itself is level 1). What agents record is
@@ -319,7 +320,8 @@ class ImportCheckpointItem(ItemBase):
     )
     skippedCount: int = Field(default=0, description="Source lines skipped in this import.")
     repairedLines: int = Field(
-        default=0, description="Lines kept with invalid UTF-8 replaced by U+FFFD."
+        default=0,
+        description="Lines kept with invalid UTF-8 or a lone surrogate escape replaced by U+FFFD.",
     )
 
 

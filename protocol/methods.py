@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.base import WireModel
 from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions
+from protocol.names import CLIENT_NAME_MAX, PRINTABLE
 from protocol.quick_params import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, MAX_READ, MAX_SEARCH
 
 MAX_ITEMS_PER_RECORD = 1000
@@ -32,7 +33,9 @@ class Result(WireModel):
 
 class ClientInfo(WireModel):
     name: str = Field(
-        description="The client's name, e.g. `vscode-sessiond`; names it in ThreadBusy errors."
+        max_length=CLIENT_NAME_MAX,
+        pattern=PRINTABLE,
+        description="The client's name, e.g. `vscode-sessiond`; names it in ThreadBusy errors.",
     )
     version: str | None = Field(None, description="The client's version, free text.")
 
@@ -170,7 +173,8 @@ class ThreadInfo(WireModel):
     parentThreadId: str | None = Field(
         None,
         description="The thread whose tool call started this one (a sub-agent), else null. "
-        "A child is listed under its parent (`thread/list {parentThreadId}`), not at the top.",
+        "A child is listed under its parent (`thread/list {parentThreadId}`), not at the top "
+        "(unless its parent is not stored).",
     )
     parentOperationId: str | None = Field(
         None, description="That tool call: its `operationId` in the parent thread, when known."
@@ -264,7 +268,8 @@ class ThreadListParams(Params):
     parentThreadId: str | None = Field(
         None,
         description="List this thread's sub-agent threads. Without it only top-level threads "
-        "are listed: children are reached through their parent (`childCount`).",
+        "are listed: children are reached through their parent (`childCount`); a child whose "
+        "parent is not stored (its transcript gone, or not imported) is top-level.",
     )
 
 
@@ -822,7 +827,8 @@ SUMMARIES: dict[str, str] = {
     "durable. Safe to retry: known item ids are not written again.",
     "thread/list": "Threads, most recently updated first, filtered before paging. By default "
     "only top-level threads: a sub-agent's thread (`parentThreadId` set) is listed under its "
-    "parent, with `thread/list {parentThreadId}`, and counted in the parent's `childCount`.",
+    "parent, with `thread/list {parentThreadId}`, and counted in the parent's `childCount`; "
+    "one whose parent is not stored is listed at the top, never hidden.",
     "thread/read": "A thread's stored items, a page at a time, in ascending seq.",
     "thread/search": "Full-text search over every thread's messages, tool calls, edited "
     "paths, todos and titles (its own, ACP and imported threads): hits best first with a "

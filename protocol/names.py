@@ -1,4 +1,10 @@
-"""Item type names, importable without pydantic (summaries use them on the fast path)."""
+"""Item type names and the shape of a printable name, importable without pydantic
+(summaries and the handshake use them on the fast path)."""
+
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+"""No control characters: a NUL in an id or a name would be stored by one store and
+refused by the other's text column (PostgreSQL), an escape sequence shown raw in a terminal."""
+CLIENT_NAME_MAX = 200
 
 # Written by the server itself, never accepted from `thread/record`.
 SERVER_ITEM_TYPES = (

@@ -17,6 +17,11 @@ PREVIEW_CHARS = 160
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]+")
 _LONG_BASE64 = re.compile(r"[A-Za-z0-9+/=]{200,}")
 _WHITESPACE = re.compile(r"\s+")
+_BREAKS = re.compile(r"[\t\n\v\f\r]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+"""What a one-line listing field shows escaped (`\\x00`), never raw: a NUL (PostgreSQL's
+text columns refuse it, failing the record that carried it) or a terminal control
+character (an escape sequence). Line breaks and tabs are whitespace: one space."""
 
 # Item types the server writes for bookkeeping; they do not count as thread content.
 BOOKKEEPING_TYPES = frozenset(SERVER_ITEM_TYPES)
@@ -47,10 +52,18 @@ def make_preview(content: Any, limit: int = PREVIEW_CHARS) -> str:
     head = text[: limit * 32]
     head = _DATA_URL.sub("[image]", head)
     head = _LONG_BASE64.sub("[data]", head)
-    head = _WHITESPACE.sub(" ", head).strip()
+    head = one_line(_WHITESPACE.sub(" ", head).strip())
     if len(head) > limit:
         head = head[: limit - 1].rstrip() + "…"
     return head
+
+
+def one_line(text: str) -> str:
+    """`text` as a listing row holds it: line breaks and tabs one space, control characters
+    escaped (`\\x1b`): nothing a store cannot hold or a terminal would act on."""
+    if _CONTROL.search(text):
+        text = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return _BREAKS.sub(" ", text).strip() if _BREAKS.search(text) else text
 
 
 @dataclass
@@ -107,10 +120,10 @@ class ThreadSummary:
                 operation = item.get("parentOperationId")
                 self.parentOperationId = operation if isinstance(operation, str) else None
             if self.title is None and isinstance(item.get("title"), str):
-                self.title = item["title"]
+                self.title = one_line(item["title"])
         elif kind == "thread_title":
             if isinstance(item.get("title"), str):
-                self.title = item["title"]
+                self.title = one_line(item["title"])
         elif kind == "message" and not self.preview and item.get("role") == "user":
             self.preview = make_preview(item.get("content"))
         elif kind == "cost" and isinstance(item.get("usd"), int | float):

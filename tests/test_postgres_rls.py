@@ -202,3 +202,46 @@ def test_private_a_file_edit_naming_another_roles_blob_reads_nothing_of_it(
     finally:
         ana.close()
         ben.close()
+
+
+def test_who_holds_a_thread_is_read_where_the_thread_is_and_written_only_by_its_role(
+    roles: dict[str, str], store_url: str, tmp_path: Path
+) -> None:
+    """sessiond_holders names the client holding a thread's lock for ThreadBusy: held to
+    the threads' policies (migration 005), so a role can neither see under `private` who
+    holds another's threads, nor rename, remove or forge a holder of a thread it may not
+    write."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
+    try:
+        tid, _ = start(ana, work)  # ana holds it open
+        held = "SELECT holder FROM sessiond_holders WHERE thread_id = %s"
+        with psycopg.connect(roles["ana"], autocommit=True) as conn:
+            [(holder,)] = conn.execute(held, (tid,)).fetchall()
+        assert holder.startswith("pytest")
+        with psycopg.connect(roles["ben"], autocommit=True) as conn:
+            assert conn.execute(held, (tid,)).fetchall() == [(holder,)]  # team: ben reads it
+            assert conn.execute("UPDATE sessiond_holders SET holder = 'ben' "
+                                "WHERE thread_id = %s", (tid,)).rowcount == 0  # fmt: skip
+            assert conn.execute("DELETE FROM sessiond_holders").rowcount == 0
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("INSERT INTO sessiond_holders (thread_id, holder, backend_pid) "
+                             "VALUES (%s, 'forged', 1)", (tid,))  # fmt: skip
+        # ana's next machine is told who holds it, by the name ana's server gave
+        second = server_as(tmp_path, "ana-laptop", roles["ana"])
+        try:
+            busy = refused(second, "thread/resume", {"threadId": tid})
+            assert busy.kind == "ThreadBusy" and holder in busy.message, busy.message
+        finally:
+            second.close()
+
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        with psycopg.connect(roles["ben"], autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM sessiond_holders").fetchone() == (0,)
+        with psycopg.connect(roles["ana"], autocommit=True) as conn:
+            assert conn.execute(held, (tid,)).fetchall() == [(holder,)]
+    finally:
+        ana.close()
+        ben.close()

@@ -119,6 +119,19 @@ def test_after_a_kill_9_the_next_client_spawns_a_new_server_and_drops_the_stale_
     assert len(spawned_servers(home)) == 2
 
 
+def test_the_spawned_servers_log_is_rotated_once_past_a_mebibyte(
+    client: Client, home: Path
+) -> None:
+    (home / "servers").mkdir(mode=0o700, parents=True, exist_ok=True)
+    log = home / "servers" / "spawned.log"
+    old = "an older server's line\n" * 50_000  # 1.1 MiB
+    log.write_text(old)
+    assert client("list").returncode == 0
+    assert (home / "servers" / "spawned.log.1").read_text() == old  # kept, once
+    assert len(spawned_servers(home)) == 1 and log.stat().st_size < 10_000
+    assert log.stat().st_mode & 0o777 == 0o600
+
+
 async def test_a_spawned_server_lives_while_a_client_is_attached_then_exits_after_its_grace(
     client: Client, home: Path
 ) -> None:

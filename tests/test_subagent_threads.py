@@ -77,6 +77,26 @@ def test_a_sub_agent_thread_needs_a_parent_that_exists(
     assert server.request("thread/list", {})["threads"] == []  # nothing was started
 
 
+def test_a_sub_agent_thread_whose_parent_was_deleted_is_listed_at_the_top(
+    spawn: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """A child is reached through its parent; with the parent gone it would be reached by
+    nothing (an imported sub-agent whose main transcript is missing is the same case)."""
+    server = spawn()
+    server.initialize([str(tmp_path)])
+    parent = start(server, tmp_path, title="parent")
+    parent_id = parent["thread"]["threadId"]
+    child = start(server, tmp_path, title="sub-agent", parentThreadId=parent_id)
+    server.request("thread/close", {"threadId": parent_id, "sessionId": parent["sessionId"]})
+    server.request("thread/delete", {"threadId": parent_id})
+    (listed,) = server.request("thread/list", {})["threads"]
+    assert listed["threadId"] == child["thread"]["threadId"]
+    assert listed["parentThreadId"] == parent_id  # it still says where it came from
+    again = spawn()  # the same from another process's index (or the shared table)
+    again.initialize([str(tmp_path)])
+    assert [t["title"] for t in again.request("thread/list", {})["threads"]] == ["sub-agent"]
+
+
 def test_the_parents_cost_shows_its_sub_agents_as_a_line_and_in_the_total(
     spawn: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:

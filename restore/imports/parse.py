@@ -28,6 +28,7 @@ from typing import IO, Any
 
 import orjson
 
+from protocol import json_text
 from restore.home.files import NotRegularFile
 from restore.ids import sha256_of
 from restore.redaction.engine import Redactor
@@ -52,23 +53,23 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 def decode(data: bytes, start: int) -> tuple[dict[str, Any] | None, str | None, bool]:
     """A line's record (its bytes, found at `start`), why it was skipped, and whether
-    invalid UTF-8 was replaced; a blank line is (None, None, False)."""
+    invalid UTF-8 or a lone surrogate was replaced; a blank line is (None, None, False)."""
     raw = data.rstrip(b"\r\n")
     if start == 0 and raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8) :]
     if not raw.strip():
         return None, None, False
-    repaired = False
-    try:
-        value = orjson.loads(raw)
+    try:  # a lone surrogate escape (Node's, a truncated emoji) becomes U+FFFD
+        value, repaired = json_text.loads(raw)
     except orjson.JSONDecodeError:
         try:
             raw.decode("utf-8")
             return None, "invalid_json", False
         except UnicodeDecodeError:  # keep the line: the bad bytes become U+FFFD
-            repaired = True
+            pass
         try:
-            value = orjson.loads(raw.decode("utf-8", "replace"))
+            value, _ = json_text.loads(raw.decode("utf-8", "replace"))
+            repaired = True
         except orjson.JSONDecodeError:
             return None, "invalid_json", False
     if not isinstance(value, dict):

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from protocol import json_text
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
 from server import compose
@@ -310,8 +311,8 @@ class AcpProxy(LocalSessions, Recording):
     def editor_bytes(self, body: bytes) -> None:
         """One line from the editor: a request or notification goes into the editor's
         lane; anything else is answered here (JSON-RPC: a parse error has id null)."""
-        try:
-            message = orjson.loads(body)
+        try:  # a lone surrogate escape (Node's JSON.stringify) is U+FFFD, not an error
+            message, _ = json_text.loads(body)
         except orjson.JSONDecodeError as exc:
             logger.warning("the editor sent a line that is not JSON (%s): %s", exc, preview(body))
             self._answer_error(None, ProtocolError(ErrorKind.PARSE_ERROR, f"not JSON: {exc}"))
@@ -343,8 +344,8 @@ class AcpProxy(LocalSessions, Recording):
     def _agent_bytes(self, agent: AgentProcess, body: bytes) -> None:
         if agent is not self.agent:
             return  # an AGENT that was replaced
-        try:
-            message = orjson.loads(body)
+        try:  # a lone surrogate (a Node agent's cut emoji) is U+FFFD: the update is shown
+            message, _ = json_text.loads(body)
         except orjson.JSONDecodeError:
             logger.warning("AGENT wrote a line that is not JSON; dropped: %s", preview(body))
             return

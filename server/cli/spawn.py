@@ -31,9 +31,25 @@ from server.transport.discovery import live_servers, servers_dir
 SPAWN_LOCK = "spawn.lock"
 SPAWN_LOG = "spawned.log"
 """The spawned servers' stderr (no token is ever written there), appended, 0600."""
+SPAWN_LOG_MAX = 1 << 20
+"""Past this many bytes the log is kept as `spawned.log.1` (the one before it dropped) and
+a new one begun, so years of windows opening leave at most about 2 MiB behind."""
 STARTUP_SECONDS = 30.0
 """How long a spawned server may take to publish its discovery file (a hang guard: it
 normally takes well under a second)."""
+
+
+def _open_log(path: Path) -> int:
+    """The spawned server's stderr, appended; rotated once past `SPAWN_LOG_MAX`. A server
+    still writing to the old file goes on writing to it under its new name."""
+    try:
+        if os.lstat(path).st_size > SPAWN_LOG_MAX:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:  # none yet, or another window rotated it just now
+        pass
+    return os.open(
+        path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+    )
 
 
 @asynccontextmanager
@@ -89,9 +105,7 @@ async def spawn_server(
     private_dirs(servers_dir(home))
     env = {**os.environ, "SESSIOND_STORE": store} if store else None
     directory = servers_dir(home)
-    log_fd = os.open(
-        directory / SPAWN_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600
-    )
+    log_fd = _open_log(directory / SPAWN_LOG)
     try:
         process = subprocess.Popen(
             server_argv(home, linger),

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
+from protocol.names import CLIENT_NAME_MAX, PRINTABLE
 from restore.engine.subsystems import SUBSYSTEM_NAMES
 from server import __version__
 from server.handlers.context import Context
@@ -34,6 +36,25 @@ def _folders(raw: Any) -> list[dict[str, Any]]:
     return folders
 
 
+_PRINTABLE = re.compile(PRINTABLE)
+
+
+def _client_info(raw: Any) -> dict[str, Any] | None:
+    """`clientInfo` as `ClientInfo` takes it (checked here: the handshake runs without
+    pydantic). Its name is shown to other clients (ThreadBusy's holder) and stored
+    (PostgreSQL's holders table): printable and bounded."""
+    if not isinstance(raw, dict):
+        return None
+    name = raw.get("name", "")
+    if not isinstance(name, str) or len(name) > CLIENT_NAME_MAX or not _PRINTABLE.match(name):
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS,
+            f"clientInfo.name must be a string of at most {CLIENT_NAME_MAX} characters "
+            "without control characters",
+        )
+    return raw
+
+
 def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Answered from memory (no warmup: docs/architecture.md).
 
@@ -42,8 +63,7 @@ def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if ctx.connection.initialized:
         raise ProtocolError(ErrorKind.INVALID_REQUEST, "initialize was already called")
     ctx.connection.workspace_folders = _folders(params.get("workspaceFolders") or [])
-    client = params.get("clientInfo")
-    ctx.connection.client_info = client if isinstance(client, dict) else None
+    ctx.connection.client_info = _client_info(params.get("clientInfo"))
     ctx.connection.initialized = True
     ctx.server.workspace_changed()
     return {

@@ -90,10 +90,24 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
                 f"items[{index}] nests deeper than {ITEM_DEPTH_MAX} levels",
                 field=f"items[{index}]",
             )
-    items = [
-        RECORDABLE_ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_none=True)
-        for item in params.items
-    ]
+    from pydantic import ValidationError
+
+    items = []
+    for index, item in enumerate(params.items):
+        try:
+            valid = RECORDABLE_ITEM_ADAPTER.validate_python(item)
+        except ValidationError as exc:  # named by its place in the batch: items[3].id
+            problems = [
+                {"loc": ".".join([f"items[{index}]", *map(str, e["loc"][1:])]), "msg": e["msg"]}
+                for e in exc.errors()[:20]
+            ]
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                f"invalid params: {problems[0]['loc']}: {problems[0]['msg']}",
+                field=problems[0]["loc"],
+                errors=problems,
+            ) from None
+        items.append(valid.model_dump(mode="json", exclude_none=True))
     group = ctx.server.config.durability == "group"
 
     def recorded(outcome: tuple[AppendResult, ThreadSummary]) -> dict[str, Any]:

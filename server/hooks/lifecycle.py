@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from protocol import json_text
 from restore.access import folder_of
 from restore.child_env import child_environment
 from server.hooks.config import (
@@ -567,7 +568,7 @@ def _judge(code: int | None, stdout: bytes, stderr: str) -> _Outcome:
     if not stdout.strip():
         return _Outcome("completed", exit_code=code, stderr=stderr or None)
     try:
-        document = orjson.loads(stdout)
+        document, _ = json_text.loads(stdout)  # a Node hook's lone surrogate: U+FFFD
     except orjson.JSONDecodeError as exc:
         return _Outcome("failed", exit_code=code, stderr=stderr, error=f"stdout is not JSON: {exc}")
     if not isinstance(document, dict):

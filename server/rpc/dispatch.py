@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from protocol import json_text
 from protocol.errors import ErrorKind, ProtocolError, storage_error
 from server.rpc.framing import (
     DEFAULT_MAX_FRAME,
@@ -128,8 +129,8 @@ class SessiondProtocol:
             self.handle_body(event.body)
 
     def handle_body(self, body: bytes) -> None:
-        try:
-            message = orjson.loads(body)
+        try:  # a lone surrogate escape (a JS client's cut string) is U+FFFD, not an error
+            message, _ = json_text.loads(body)
         except orjson.JSONDecodeError as exc:
             self.send_error(None, ProtocolError(ErrorKind.PARSE_ERROR, f"invalid JSON: {exc}"))
             return

@@ -27,7 +27,7 @@ import pytest
 from tests.agents.mock_model import Call, Reply, Scenario
 from tests.compat.conftest import Agents
 from tests.support.acp_editor import sessiond_acp, wait_for
-from tests.test_acp import text
+from tests.test_acp import text, thread_items
 
 MARKER = b"SESSIOND_ACP_AGENT="
 RESULT = "42-made"
@@ -216,3 +216,24 @@ async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_
     assert nested, "the sub-agent's shell call is recorded"
     assert {op["parentOperationId"] for op in nested} == {delegated[0]["operationId"]}
     assert any("from-the-sub-agent" in str(op.get("title")) for op in nested)
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini"])
+async def test_half_an_emoji_from_a_node_agent_reaches_the_editor_and_the_thread(
+    agents: Agents, tmp_path: Path, agent: str
+) -> None:
+    """claude-agent-acp and Gemini CLI run on Node, whose JSON.stringify writes a lone
+    surrogate (a cut emoji) as the escape `\\ud83d`. The proxy dropped such an update as
+    not JSON: the editor was never shown the answer. Now it is shown and recorded, the
+    half character as U+FFFD. (Codex, in Rust, refuses the model's stream itself.)"""
+    place = agents.start(Scenario({"cut": [Reply(text="cut mid-emoji: \ud83d and on")]}))
+    command, env, home = place.acp_command(agent), place.env(), tmp_path / "sessiond"
+    async with sessiond_acp(home, command, env=env) as run:
+        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+        answer = await run.conn.prompt(session_id=session, prompt=text("[[cut]] show it"))
+        shown_text = "".join(run.editor.texts())
+    assert answer.stop_reason == "end_turn"
+    assert shown_text == "cut mid-emoji: \ufffd and on"
+    said = [i["content"] for i in thread_items(home, session)
+            if i["type"] == "message" and i["role"] == "assistant"]  # fmt: skip
+    assert [part["text"] for content in said for part in content] == [shown_text]

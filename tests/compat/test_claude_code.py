@@ -527,3 +527,28 @@ def test_a_resumed_claude_code_run_continues_the_same_thread_and_a_compaction_ke
     kept = [i["content"] for i in items if i["type"] == "message" and i["seq"] < boundary["seq"]]
     assert kept == expected
     assert_nothing_unmapped(agent)
+
+
+@pytest.mark.compat("claude-code", "sub-agents")
+def test_a_sub_agent_whose_parent_transcript_is_gone_is_listed_not_hidden(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    """Claude Code sometimes leaves a session's folder with its sub-agents' transcripts and
+    no main one (anthropics/claude-code#18311: "No conversations found"). The sub-agent's
+    thread named a parent that does not exist, so no listing showed it: it is listed at the
+    top, and goes under its parent once the parent's transcript is back."""
+    agent, run, parent_file, _ = delegated(agents)
+    kept = parent_file.read_bytes()
+    parent_file.unlink()
+    assert import_from(home, "claude", agent.claude_projects)["created"] == 1
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    (orphan,) = server.request("thread/list", {})["threads"]
+    assert orphan["origin"]["parentSessionId"] == run.session_id
+    texts = [m["content"] for m in resume(server, orphan["threadId"])["messages"]["items"]]
+    assert texts == ["[[sub]] count the files in the repo", "There is 1 file."]
+    assert orphan["threadId"] in sessiond(home, "list").stdout
+    parent_file.write_bytes(kept)  # the main transcript restored (a backup, a sync)
+    assert import_from(home, "claude", agent.claude_projects)["created"] == 1
+    _, child = assert_child_under_parent(server, agent_call(parent_file))
+    assert child["threadId"] == orphan["threadId"]

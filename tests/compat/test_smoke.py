@@ -53,3 +53,41 @@ def test_a_codex_text_turn_is_imported_with_its_cwd_branch_and_model(
     texts = [m["content"] for m in report["messages"]["items"]]
     assert texts == ["[[hello]] say hello", "Hello from the mock model."]
     assert states(report)["model_override"]["model"] == agents.model.main_requests()[0].model
+
+
+CUT = Scenario({"cut": [Reply(text="the log ends in half an emoji: \ud83d then more")]})
+"""A model's answer holding a lone surrogate, what a cut at a UTF-16 offset leaves (a
+truncated tool output, a broken stream; anthropics/claude-code#69927). Node's
+JSON.stringify writes it into the transcript as the escape `\\ud83d`."""
+
+
+@pytest.mark.compat("claude-code", "messages")
+def test_a_claude_code_answer_holding_half_an_emoji_is_imported_not_skipped(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    agent = agents.start(CUT)
+    agent.claude("[[cut]] show the log").check()
+    [transcript] = agent.transcripts(agent.claude_projects)
+    assert b"half an emoji: \\ud83d then" in transcript.read_bytes()  # as Claude Code wrote it
+    summary = import_from(home, "claude", agent.claude_projects)
+    assert (summary["skippedLines"], summary["repairedLines"]) == (0, 1), summary
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    (thread,) = server.request("thread/list", {})["threads"]
+    texts = [m["content"] for m in resume(server, thread["threadId"])["messages"]["items"]]
+    assert texts == ["[[cut]] show the log", "the log ends in half an emoji: \ufffd then more"]
+
+
+@pytest.mark.compat("gemini", "messages")
+def test_a_gemini_cli_answer_holding_half_an_emoji_is_imported_not_skipped(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    agent = agents.start(CUT)
+    agent.gemini("[[cut]] show the log").check()
+    summary = import_from(home, "gemini", agent.gemini_tmp)
+    assert summary["skippedLines"] == 0 and summary["repairedLines"] >= 1, summary
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    (thread,) = server.request("thread/list", {})["threads"]
+    texts = [m["content"] for m in resume(server, thread["threadId"])["messages"]["items"]]
+    assert texts == ["[[cut]] show the log", "the log ends in half an emoji: \ufffd then more"]

@@ -122,3 +122,22 @@ def test_an_item_too_large_for_an_answer_is_named_and_paged_past(
     assert [i["id"] for i in rest["items"]][:1] == ["s2"]
     back = server.request("thread/read", {"threadId": tid, "beforeSeq": big_seq, "limit": 100})
     assert [i["id"] for i in back["items"]][-2:] == ["s0", "s1"]
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_half_an_emoji_in_a_record_is_kept_as_a_replacement_character_not_refused(
+    spawn: Spawn, framing: str, tmp_path: Path
+) -> None:
+    """A JavaScript client that cut a string at a UTF-16 offset sends a lone surrogate
+    escape (`"\\ud83d"`, what JSON.stringify writes for it); orjson refused the whole
+    message as a parse error, so the record was lost. Now the half character is U+FFFD
+    and the rest is recorded as sent; a whole emoji stays itself."""
+    server = spawn(framing=framing)
+    server.initialize()
+    tid, sid = started(server, tmp_path / "work")
+    cut = {"type": "message", "id": "m1", "role": "assistant", "content": "built \ud83d and 🎉"}
+    assert server.request("thread/record", {"threadId": tid, "sessionId": sid, "items": [cut]})
+    [message] = [i for i in server.request("thread/read", {"threadId": tid})["items"]
+                 if i["type"] == "message"]  # fmt: skip
+    assert message["content"] == "built \ufffd and 🎉"
+    assert server.request("thread/list", {})["threads"][0]["threadId"] == tid

@@ -538,7 +538,7 @@ export interface ImportCheckpointItem {
    */
   skippedCount?: number;
   /**
-   * Lines kept with invalid UTF-8 replaced by U+FFFD.
+   * Lines kept with invalid UTF-8 or a lone surrogate escape replaced by U+FFFD.
    */
   repairedLines?: number;
   [k: string]: unknown;
@@ -1353,7 +1353,7 @@ export interface ThreadInfo {
    */
   origin?: ThreadOrigin | null;
   /**
-   * The thread whose tool call started this one (a sub-agent), else null. A child is listed under its parent (`thread/list {parentThreadId}`), not at the top.
+   * The thread whose tool call started this one (a sub-agent), else null. A child is listed under its parent (`thread/list {parentThreadId}`), not at the top (unless its parent is not stored).
    */
   parentThreadId?: string | null;
   /**
@@ -1696,7 +1696,7 @@ export interface ThreadListParams {
    */
   limit?: number;
   /**
-   * List this thread's sub-agent threads. Without it only top-level threads are listed: children are reached through their parent (`childCount`).
+   * List this thread's sub-agent threads. Without it only top-level threads are listed: children are reached through their parent (`childCount`); a child whose parent is not stored (its transcript gone, or not imported) is top-level.
    */
   parentThreadId?: string | null;
   [k: string]: unknown;

@@ -188,9 +188,11 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   }
 
   /** A thread/updated or thread/started (`started`) notification: patch the loaded pages in
-   * place. A sub-agent's thread goes under its parent, never among the top-level ones. */
+   * place. A sub-agent's thread goes under its parent, never among the top-level ones,
+   * unless the server listed it there (its parent is not stored). */
   applyThreadChange(thread: ThreadInfo, deleted: boolean, started = false): void {
-    if (thread.parentThreadId) {
+    const atTop = this.groups.some((group) => group.threads.some((known) => known.threadId === thread.threadId));
+    if (thread.parentThreadId && !atTop) {
       this.applyChildChange(thread.parentThreadId, thread, deleted, started);
       return;
     }

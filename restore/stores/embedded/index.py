@@ -655,8 +655,11 @@ class ThreadIndex:
         """The page's SQL: every filter in WHERE, keyset after the cursor, one row past `limit`."""
         where = ["archived = ?"]
         params: Params = [int(archived)]
-        if parent_thread_id is None:
-            where.append("parentThreadId IS NULL")
+        if parent_thread_id is None:  # a child whose parent is not here is top-level
+            where.append(
+                "(parentThreadId IS NULL OR NOT EXISTS "
+                "(SELECT 1 FROM threads AS p WHERE p.threadId = threads.parentThreadId))"
+            )
         else:
             where.append("parentThreadId = ?")
             params.append(parent_thread_id)

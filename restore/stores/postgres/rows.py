@@ -129,8 +129,11 @@ def listing(
     limit = max(1, min(MAX_LIMIT, limit))
     where: list[LiteralString] = ["archived = %s"]
     params: list[Any] = [archived]
-    if parent_thread_id is None:
-        where.append("parent_thread_id IS NULL")
+    if parent_thread_id is None:  # a child whose parent is not here (or not ours) is top-level
+        where.append(
+            "(parent_thread_id IS NULL OR NOT EXISTS (SELECT 1 FROM sessiond_threads AS p "
+            "WHERE p.thread_id = sessiond_threads.parent_thread_id))"
+        )
     else:
         where.append("parent_thread_id = %s::uuid")
         params.append(validate_thread_id(parent_thread_id))

@@ -223,14 +223,15 @@ class PostgresStore:
     # --- locks ---------------------------------------------------------------------------
 
     def name_holder(self, thread_id: str, holder: str) -> None:
-        """Name the client holding a thread for other machines' ThreadBusy errors."""
+        """Name the client holding a thread for other machines' ThreadBusy errors (a row of
+        this role's: migration 005 holds the table to the threads' policies)."""
         thread_id = validate_thread_id(thread_id)
         conn = self.db.writer()
         try:
             conn.execute(
                 "INSERT INTO sessiond_holders (thread_id, holder, backend_pid) "
-                "VALUES (%s, %s, pg_backend_pid()) ON CONFLICT (thread_id) DO UPDATE SET "
-                "holder = excluded.holder, backend_pid = excluded.backend_pid",
+                "VALUES (%s, %s, pg_backend_pid()) ON CONFLICT (thread_id, owner_role) "
+                "DO UPDATE SET holder = excluded.holder, backend_pid = excluded.backend_pid",
                 (thread_id, f"{holder} on {self.db.host}"),
             )
         except psycopg.Error as exc:

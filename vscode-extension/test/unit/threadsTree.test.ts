@@ -82,6 +82,15 @@ describe("ThreadsTreeProvider", () => {
     assert.ok(!lines.some((line) => line.includes("b renamed")));
   });
 
+  it("patches in place a sub-agent's thread the server listed at the top (its parent is not stored)", async () => {
+    source = pagedSource([thread("orphan", 5, "main", { parentThreadId: "gone" })]);
+    tree = new ThreadsTreeProvider(source as never, () => 3, now);
+    tree.setFolders([{ path: FOLDER, name: "shop" }]);
+    assert.deepEqual(await renderTree(tree), ["shop", "  main", "    orphan — 55 min ago"]);
+    tree.applyThreadChange(thread("orphan", 59, "main", { parentThreadId: "gone", title: "orphan, renamed" }), false);
+    assert.deepEqual(await renderTree(tree), ["shop", "  main", "    orphan, renamed — 1 min ago"]);
+  });
+
   it("puts a thread started elsewhere on top of its folder, and ignores other folders' threads", async () => {
     await renderTree(tree);
     tree.applyThreadChange(thread("new", 59, "main"), false);
