@@ -127,7 +127,9 @@ def main() -> None:
     acp_medians = acp.run(3 if args.quick else 10, 5 if args.quick else 20)
     followed = follow.run(10 if args.quick else 30)
     searched = (
-        search.run(1000, 50_000, 20, 500) if args.quick else search.run(10_000, 1_000_000, 100)
+        search.run(1000, 50_000, 20, 500, rounds=3)
+        if args.quick
+        else search.run(10_000, 1_000_000, 100)
     )
     imported = import_.run(1000 if args.quick else 10_000, 1 if args.quick else 3, CODEX_TIMEOUT)
     peers = codex_section(sizes, 3 if args.quick else 7, list_rows, resume_rows)

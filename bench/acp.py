@@ -459,7 +459,8 @@ def render_real(results: dict[str, dict[str, Any]], prompts: int) -> str:
         "load → first prompt answered | the agent's own way back, direct |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
-    names = {"codex": "@zed-industries/codex-acp", "claude": "@zed-industries/claude-agent-acp",
+    names = {"codex": "@agentclientprotocol/codex-acp",
+             "claude": "@agentclientprotocol/claude-agent-acp",
              "gemini": "@google/gemini-cli"}  # fmt: skip
     for agent, result in results.items():
         first, loaded = result["first"], result["load"]

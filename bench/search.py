@@ -16,9 +16,12 @@ directly. Then, each timed:
 - index size against the thread files' size;
 - `rg -l -i -F` and `grep -rlF -i` for the rare word over the thread files (warm page cache,
   median of 3), the ratios against sessiond's warm p50 and its spawn → first hits;
-- record throughput (group commit, 8 threads, 32 in flight) of a server whose search
-  index is live and searched every 100 records, against one that never searches
-  (medians of 3 interleaved rounds).
+- record throughput (8 threads, 32 in flight) of a server whose search index is live and
+  searched every 100 records, against one that never searches, under group commit and
+  with no sync at all (the CPU's cost alone, free of the disk's swinging sync rate): pairs
+  of runs, off and on in turn, the order flipped pair by pair; the ratio is taken pair by
+  pair, and the median of the ratios is the figure (`--rounds` pairs per durability).
+  `python -m bench.search --only recording` runs this part alone.
 
 Targets (issue 24): warm p50 ≤ 20 ms and p99 ≤ 100 ms, spawn → first hits ≤ 300 ms,
 ≥ 50x faster than rg, recording with indexing ≥ 80% of without.
@@ -56,8 +59,10 @@ QUERIES = {
 FOLDER = "/work/project-3"
 SPAWNS = 5
 TOOL_RUNS = 3
-ROUNDS = 3
+ROUNDS = 10  # recording pairs per durability: the median ratio steadies by about 8
 THREADS, IN_FLIGHT, SEARCH_EVERY = 8, 32, 100
+DURABILITIES = ("group", "none")
+DURABILITY_NAMES = {"group": "group commit", "none": "no sync (SESSIOND_DURABILITY=none)"}
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float]:
@@ -151,12 +156,13 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
-def recording(directory: Path, records: int, searching: bool) -> float:
-    """Items per second of one server under group commit; `searching`: its search index
-    exists (the listing rows' triggers mark threads) and is searched every 100 records."""
+def recording(directory: Path, records: int, searching: bool, durability: str = "group") -> float:
+    """Items per second of one server under `durability` (group commit, or none: the CPU's
+    cost alone); `searching`: its search index exists (the listing rows' triggers mark
+    threads) and is searched every 100 records."""
     home = directory / f"record-{uuid.uuid4().hex[:8]}"
     home.mkdir()
-    server = PipelinedServer(home, {"SESSIOND_DURABILITY": "group"})
+    server = PipelinedServer(home, {"SESSIOND_DURABILITY": durability})
     try:
         server.request("initialize", {"clientInfo": {"name": "bench"}})
         sessions = []
@@ -191,7 +197,48 @@ def recording(directory: Path, records: int, searching: bool) -> float:
     return records / elapsed
 
 
-def run(threads: int, messages: int, runs: int, records: int = 2000) -> dict[str, Any]:
+def recording_pairs(
+    directory: Path, records: int, rounds: int
+) -> dict[str, list[tuple[float, float]]]:
+    """Per durability, `rounds` pairs (never searched, searched) of items per second.
+    Interleaved: each pair's two runs follow each other, the durabilities take turns, and
+    which of the pair runs first flips each round, so the machine's drift (other work,
+    the disk's sync rate) weighs on both sides of a ratio alike."""
+    pairs: dict[str, list[tuple[float, float]]] = {durability: [] for durability in DURABILITIES}
+    for n in range(rounds):
+        for durability in DURABILITIES:
+            order = (False, True) if n % 2 == 0 else (True, False)
+            got = {on: recording(directory, records, on, durability) for on in order}
+            pairs[durability].append((got[False], got[True]))
+    return pairs
+
+
+def recording_summary(pairs: dict[str, list[tuple[float, float]]]) -> dict[str, Any]:
+    """Each durability's medians, and the median (and range) of the pairs' ratios."""
+    summary: dict[str, Any] = {}
+    for durability, runs in pairs.items():
+        ratios = [on / off for off, on in runs]
+        summary[durability] = {
+            "off": statistics.median(off for off, _ in runs),
+            "on": statistics.median(on for _, on in runs),
+            "ratio": statistics.median(ratios),
+            "ratios": (min(ratios), max(ratios)),
+            "pairs": len(runs),
+        }
+    return summary
+
+
+def run_recording(records: int, rounds: int) -> dict[str, Any]:
+    """The recording part alone (`--only recording`): no corpus."""
+    with tempfile.TemporaryDirectory(dir=os.environ.get("SESSIOND_BENCH_DIR")) as tmp:
+        load = os.getloadavg()[0]
+        pairs = recording_pairs(Path(tmp), records, rounds)
+        return {"recording": recording_summary(pairs), "load": (load, os.getloadavg()[0])}
+
+
+def run(
+    threads: int, messages: int, runs: int, records: int = 2000, rounds: int = ROUNDS
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(dir=os.environ.get("SESSIOND_BENCH_DIR")) as tmp:
         home = Path(tmp) / "home"
         began = time.perf_counter()
@@ -206,12 +253,9 @@ def run(threads: int, messages: int, runs: int, records: int = 2000) -> dict[str
         result["queries"] = warm_queries(home, runs)
         result["spawn_ms"] = spawn_to_hits(home, install_wheel(Path(tmp) / "install"))
         result["tools"] = tools(home)
-        off, on = [], []
-        for _ in range(ROUNDS):
-            off.append(recording(Path(tmp), records, searching=False))
-            on.append(recording(Path(tmp), records, searching=True))
-        result["record_off"], result["record_on"] = statistics.median(off), statistics.median(on)
-        result["record_ranges"] = ((min(off), max(off)), (min(on), max(on)))
+        load = os.getloadavg()[0]
+        result["recording"] = recording_summary(recording_pairs(Path(tmp), records, rounds))
+        result["load"] = (load, os.getloadavg()[0])
     return result
 
 
@@ -248,14 +292,26 @@ def render(result: dict[str, Any]) -> str:
             continue
         lines.append(f"| `{name}` over the thread files (warm cache) | {took:.0f} | "
                      f"{took / rare_p50:,.0f}x | {took / result['spawn_ms']:.1f}x |")  # fmt: skip
-    (off_low, off_high), (on_low, on_high) = result["record_ranges"]
-    lines += ["", "| recording, group commit, 8 threads, 32 in flight | items/s (range) |",
-              "|---|---:|",
-              f"| search index never used | {result['record_off']:,.0f} ({off_low:,.0f} to "
-              f"{off_high:,.0f}) |",
-              f"| search index live, searched every {SEARCH_EVERY} records | "
-              f"{result['record_on']:,.0f} ({on_low:,.0f} to {on_high:,.0f}): "
-              f"{result['record_on'] / result['record_off']:.0%} |"]  # fmt: skip
+    return "\n".join([*lines, "", render_recording(result)])
+
+
+def render_recording(result: dict[str, Any]) -> str:
+    before, after = result["load"]
+    lines = [
+        f"| recording, 8 threads, 32 in flight | never searched, items/s | searched every "
+        f"{SEARCH_EVERY} records, items/s | searched / never, median of the pairs' ratios "
+        "(range) |",
+        "|---|---:|---:|---:|",
+    ]
+    for durability, row in result["recording"].items():
+        low, high = row["ratios"]
+        lines.append(f"| {DURABILITY_NAMES[durability]} ({row['pairs']} pairs) | "
+                     f"{row['off']:,.0f} | {row['on']:,.0f} | {row['ratio']:.0%} ({low:.0%} "
+                     f"to {high:.0%}) |")  # fmt: skip
+    lines += [
+        "",
+        f"Load average (1 min) {before:.1f} before the recording runs, {after:.1f} after.",
+    ]
     return "\n".join(lines)
 
 
@@ -265,8 +321,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--records", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="recording pairs per durability")
+    parser.add_argument("--only", choices=["recording"], help="one part alone")
     args = parser.parse_args()
-    print(render(run(args.threads, args.messages, args.runs, args.records)))
+    if args.only == "recording":
+        print(render_recording(run_recording(args.records, args.rounds)))
+        return
+    print(render(run(args.threads, args.messages, args.runs, args.records, args.rounds)))
 
 
 if __name__ == "__main__":

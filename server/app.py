@@ -7,7 +7,9 @@ All thread work runs on one worker thread, in order (server/worker.py): the stor
 locks of its own, fsync never blocks the event loop, and the loop stays free to read, cancel
 and answer `initialize`. Pages of `thread/read` are the exception: they run on reader
 threads, since files are append-only and readers need no lock, so one client paging
-through a long thread never holds another client's record. The thread service (and with
+through a long thread never holds another client's record. So are searches of the
+embedded store, on a search thread with a connection of their own
+(restore/stores/embedded/search.py). The thread service (and with
 it SQLite and the git probe) is created by the first request that needs it, never at
 startup (no warmup: docs/architecture.md).
 """
@@ -74,6 +76,7 @@ class SessiondServer:
         self.worker = StoreWorker(begin_commit=self._begin_commit)
         # Threads start on the first read, not here.
         self._readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="sessiond-read")
+        self._searches = ThreadPoolExecutor(1, thread_name_prefix="sessiond-search")
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._index_flush = IndexFlush(self._flush_index)
@@ -233,6 +236,11 @@ class SessiondServer:
         """`work()` on a reader thread: for reads that need no lock and no store state."""
         return await asyncio.get_running_loop().run_in_executor(self._readers, work)
 
+    async def run_search(self, work: Callable[[], T]) -> T:
+        """`work()` on the search thread, one search at a time, beside the store thread: a
+        search's catch-up and query never hold another client's record."""
+        return await asyncio.get_running_loop().run_in_executor(self._searches, work)
+
     def schedule_index_flush(self) -> None:
         """The batched index rows written once records pause (server/index_flush.py)."""
         self._index_flush.soon(self.loop)
@@ -304,6 +312,7 @@ class SessiondServer:
             self._hooks.kill_all()
         if self._watcher is not None:
             self.worker.run_blocking(self._watcher.close)
+        self._searches.shutdown(wait=True)  # before the store closes the search's connection
         if self._service is not None:
             service, self._service = self._service, None
             self.worker.run_blocking(service.close_all)  # the store too

@@ -138,7 +138,7 @@ def _record_a_thread(home: Path, cwd: Path) -> str:
     return tid
 
 
-def test_read_only_home_lists_reads_and_resumes_as_a_report(tmp_path: Path) -> None:
+def test_read_only_home_lists_reads_searches_and_resumes_as_a_report(tmp_path: Path) -> None:
     home = tmp_path / "home"
     tid = _record_a_thread(home, tmp_path)
     before = _tree_digest(home)
@@ -154,6 +154,9 @@ def test_read_only_home_lists_reads_and_resumes_as_a_report(tmp_path: Path) -> N
             assert [i.get("content") for i in items if i["type"] == "message"] == [
                 "fix the payment bug"
             ]
+            # Searched in the index in memory, on the store thread (its only connection).
+            found = server.request("thread/search", {"query": "payment"})
+            assert [(h["threadId"], h["role"]) for h in found["hits"]] == [(tid, "user")]
             report = server.request("thread/resume", {"threadId": tid, "cwd": str(tmp_path)})
             assert report["session"]["sessionId"] is None
             assert report["status"] == "needs_review" and report["environment"]["drift"] == []

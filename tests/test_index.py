@@ -309,7 +309,15 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
     # The child count is the listing's (no column): a row read alone has none.
     assert index.get(thread_id) == dataclasses.replace(full, childCount=None)
     assert index.list(archived=True, parent_thread_id=full.parentThreadId)[0] == [full]
-    assert index.list(archived=True)[0] == []  # a child is listed under its parent only
+    assert index.list(archived=True)[0] == [full]  # its parent is not here: at the top
+    parent = ThreadSummary(threadId=full.parentThreadId, archived=True, updatedAt="2026-01-01")
+    parent_path = layout.thread_path(full.parentThreadId)
+    parent_path.parent.mkdir(parents=True, exist_ok=True)
+    parent_path.write_bytes(b"")
+    index.upsert(parent, parent_path)
+    listed = index.list(archived=True)[0]  # a child is listed under its parent only
+    assert [row.threadId for row in listed] == [full.parentThreadId]
+    index.remove(full.parentThreadId)
     index.remove(thread_id)
     assert index.get(thread_id) is None
 

@@ -21,6 +21,7 @@ from restore.service import Settings, open_service
 from tests.faults.helpers import record, start
 from tests.support.items import message
 from tests.support.rpc_client import RpcError, ServerProcess
+from tests.support.wait import eventually
 from tests.test_postgres import sessiond_cli
 
 
@@ -107,6 +108,13 @@ def test_the_first_search_builds_the_index_with_progress_never_at_startup(
     searching = [v for v in progress if v.get("title") == "Indexing for search"]
     assert searching and searching[0]["kind"] == "begin"
     assert any(v["kind"] == "end" and v["message"] == "30 threads indexed" for v in progress)
+    # A record since: indexed by the next search in one short transaction, without a word
+    # (its progress would come before its answer, on the same pipe).
+    tid, sid = start(server, tmp_path / "w")
+    record(server, tid, sid, message("a lemur recorded now"))
+    assert [h["threadId"] for h in hits(server, "lemur recorded")] == [tid]
+    begun = [n["params"]["value"] for n in server.notifications if n["method"] == "$/progress"]
+    assert [v.get("title") for v in begun if v["kind"] == "begin"].count("Indexing for search") == 1
 
 
 def test_sessiond_search_prints_one_safe_line_per_hit_with_its_resume_command(
@@ -170,6 +178,77 @@ def test_a_rebuilt_index_gives_the_same_hits(home: Path, tmp_path: Path) -> None
     assert [(h.thread.threadId, h.seq, h.snippet, h.highlights) for h in again.hits] == [
         (h.thread.threadId, h.seq, h.snippet, h.highlights) for h in before.hits
     ]
+
+
+def test_a_record_is_answered_while_a_search_is_under_way(spawn: Any, tmp_path: Path) -> None:
+    """A search (its catch-up and query) runs on a thread of its own beside the store
+    thread: held at a pause point (restore/faults.py), it holds no record. What is asserted
+    is what the server did while the search was provably under way, never how long."""
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    server = spawn(env={"SESSIOND_PAUSE_AT": f"thread-search:{pause}"})
+    server.initialize()
+    tid, sid = start(server, tmp_path / "w")
+    before = record(server, tid, sid, message("an okapi before the search"))
+    searching = server.request_async("thread/search", {"query": "okapi"})
+    eventually((pause / "thread-search.reached").exists, "a search under way")
+    # On the store thread, the record would wait for the search (for ever: it waits for
+    # this test). It is answered first.
+    during = record(server, tid, sid, message("an okapi during the search"))
+    assert searching not in server.responses  # the search was still under way
+    (pause / "thread-search.go").touch()
+    found = server.response(searching)["result"]["hits"]
+    assert before["firstSeq"] in {hit["seq"] for hit in found}  # recorded before it: found
+    assert {hit["seq"] for hit in hits(server, "okapi")} == {before["firstSeq"], during["firstSeq"]}
+
+
+def test_a_search_follows_the_index_file_rebuilt_under_it_and_keeps_no_old_descriptor(
+    home: Path, tmp_path: Path
+) -> None:
+    """The search has a connection of its own to the index file: when the listing rebuilds
+    the file (deleted, damaged), the search reads the new one, where the new rows are, and
+    lets the old one go."""
+    [tid] = offline_threads(home, tmp_path / "w", ["a quokka"])
+    service = open_service(Settings(home))
+    assert [h.thread.threadId for h in service.search("quokka").hits] == [tid]
+    service.store.index.close()
+    for name in os.listdir(home):
+        if name.startswith("index.sqlite3"):
+            os.remove(home / name)
+    started = service.start(cwd=str(tmp_path / "w"), workspace_folder=None)
+    service.record(started.summary.threadId, started.session_id,
+                   [message("a quokka again")])  # fmt: skip
+    found = service.search("quokka").hits
+    assert {h.thread.threadId for h in found} == {tid, started.summary.threadId}
+    index = _index_descriptors(home)
+    assert index and not [d for d in index if d.endswith("(deleted)")], index
+    service.close_all()
+    service.store.close()
+
+
+def test_closing_the_store_closes_the_search_connection_too(home: Path, tmp_path: Path) -> None:
+    """A server closes its store on shutdown (server/app.py): the search's connection goes
+    with the listing's, and no descriptor of the index is left behind."""
+    offline_threads(home, tmp_path / "w", ["a pangolin"])
+    service = open_service(Settings(home))
+    assert len(service.search("pangolin").hits) == 1
+    assert _index_descriptors(home)
+    service.close_all()
+    service.store.close()
+    assert _index_descriptors(home) == []
+
+
+def _index_descriptors(home: Path) -> list[str]:
+    """What this process's open descriptors on the index file (and its WAL) point at."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # the listing's own descriptor, gone meanwhile
+            continue
+        if target.startswith(str(home / "index.sqlite3")):
+            found.append(target)
+    return found
 
 
 def test_a_search_out_of_budget_answers_what_exists_as_partial(home: Path, tmp_path: Path) -> None:

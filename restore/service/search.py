@@ -21,7 +21,7 @@ from restore.summary import ThreadSummary
 AGENTS = ("sessiond", "claude-code", "codex", "gemini", "acp")
 DEFAULT_BUDGET = 2.0
 """Seconds a search may spend indexing what is not indexed yet before it answers from
-what is (`partial`): the store thread serves every client meanwhile."""
+what is (`partial`): the client waits meanwhile, and so do the searches after it."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,17 @@ def timestamp(name: str, value: str | None) -> str | None:
     return ts_at(moment.timestamp())
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A search as asked, checked: what `find` needs (`Searches.ask` makes it)."""
+
+    query: search_query.Query
+    filters: SearchFilters
+    beside_store: bool
+    """The store's search may run on a thread of its own, beside the store thread
+    (`SearchIndex.beside_store`)."""
+
+
 class Searches:
     """The search side of the thread service (restore/service/threads.py)."""
 
@@ -81,8 +92,28 @@ class Searches:
         index_progress: Progress | None = None,
         budget: float | None = DEFAULT_BUDGET,
     ) -> Results:
-        """A page of hits. `progress`: of indexing what the search index lacks (within
-        `budget` seconds, None: all of it); `index_progress`: of opening the listing index."""
+        """A page of hits: `ask`, then `find`, on the calling thread (a command, a test)."""
+        asked = self.ask(text, cwd=cwd, workspace_folder=workspace_folder, agent=agent,
+                         role=role, since=since, until=until, archived=archived,
+                         index_progress=index_progress)  # fmt: skip
+        return self.find(asked, cursor=cursor, limit=limit, progress=progress, budget=budget)
+
+    def ask(
+        self,
+        text: str,
+        *,
+        cwd: str | None = None,
+        workspace_folder: str | None = None,
+        agent: str | None = None,
+        role: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        archived: bool = False,
+        index_progress: Progress | None = None,
+    ) -> Asked:
+        """The query parsed and the filters checked (InvalidParams naming what is wrong),
+        the listing index open (`index_progress`) and this process's latest rows written,
+        so its latest records are found. On the store thread: the rows are its state."""
         query = search_query.parse(text)
         for name, value in (("cwd", cwd), ("workspaceFolder", workspace_folder)):
             if value is not None and "\0" in value:
@@ -102,11 +133,24 @@ class Searches:
         )
         self.store.index.ensure_ready(index_progress)
         self.store.flush()  # this process's latest records are searchable at once
-        page = self.store.search.search(
-            query, filters, cursor=cursor, limit=limit, progress=progress, budget=budget
-        )
+        return Asked(query, filters, self.store.search.beside_store)
+
+    def find(
+        self,
+        asked: Asked,
+        *,
+        cursor: str | None = None,
+        limit: int = 20,
+        progress: Progress | None = None,
+        budget: float | None = DEFAULT_BUDGET,
+    ) -> Results:
+        """A page of hits for what `ask` checked. `progress`: of indexing what the search
+        index lacks (within `budget` seconds, None: all of it). On the store thread, or,
+        when `asked.beside_store`, on a thread of its own (one search at a time)."""
+        page = self.store.search.search(asked.query, asked.filters, cursor=cursor, limit=limit,
+                                        progress=progress, budget=budget)  # fmt: skip
         hits = []
         for hit in page.hits:
-            shown, highlights = snippet(hit.text, query)
+            shown, highlights = snippet(hit.text, asked.query)
             hits.append(Found(hit.thread, hit.seq, hit.role, hit.ts, shown, highlights))
         return Results(hits, page.next_cursor, page.partial)

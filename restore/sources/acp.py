@@ -250,6 +250,33 @@ class ThreadRecorder:
                 out.items.append(self._raw(self._take_ord(), update, None, synthesized=True))
         return out
 
+    def steer(self, prompt: list[Any]) -> Recorded:
+        """The person's words sent into the running turn (or the idle span) by
+        `_session/steering` (claude-agent-acp, codex-acp): a user message marked
+        `steered` and the words as raw chunks, as a prompt's are (the editor drew them
+        itself; a replay has to draw them too). The agent's message open until now ends
+        here: what it says next answers the steer."""
+        out = Recorded(self._flush_message())
+        ord_ = self._take_ord()
+        out.items.append(
+            _clean(
+                {
+                    "type": "message",
+                    "id": f"{self.scope}:s{ord_}",
+                    "role": "user",
+                    "content": _merged(prompt),
+                    "turnId": self.turn_id,
+                    "origin": "acp",
+                    "steered": True,
+                }
+            )
+        )
+        for block in prompt:
+            if isinstance(block, dict):
+                update = {"sessionUpdate": "user_message_chunk", "content": block}
+                out.items.append(self._raw(self._take_ord(), update, None, synthesized=True))
+        return out
+
     def end_turn(
         self,
         next_scope: str,

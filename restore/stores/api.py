@@ -683,6 +683,13 @@ class SearchIndex(Protocol):
     one catches up with the thread files when asked, within `budget` seconds (None: all
     of it), reporting `progress`."""
 
+    @property
+    def beside_store(self) -> bool:
+        """`search` may run on a thread of its own, beside the store thread (one search
+        at a time): it does not touch the store's state or connection. False: on the store
+        thread."""
+        ...
+
     def search(
         self,
         query: Query,

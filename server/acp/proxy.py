@@ -3,9 +3,10 @@ agent's sessions durable in any ACP editor.
 
 The editor launches this in place of AGENT and speaks ACP v1 to it on stdio (one JSON
 message per line). It spawns AGENT and forwards every message both ways, untouched but for
-the session id (the editor's `sessionId` IS the sessiond thread id; AGENT keeps its own)
-and the JSON-RPC ids of requests (renumbered, so its own requests never collide with the
-editor's or a restarted AGENT's). Recording is a side effect of forwarding
+the session id (the editor's `sessionId` IS the sessiond thread id; AGENT keeps its own),
+the JSON-RPC ids of requests (renumbered, so its own requests never collide with the
+editor's or a restarted AGENT's) and an offer of native sub-agent sessions, which are not
+recorded yet (server/acp/capabilities.py). Recording is a side effect of forwarding
 (server/acp/recording.py): each `session/update` is appended to the thread (written, not
 yet synced) before it is forwarded; the items it implies come from `restore.sources.acp`,
 a pure module. What either side sends is checked as it arrives (server/acp/checks.py): a
@@ -64,6 +65,7 @@ from protocol import json_text
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
 from server import compose
+from server.acp import capabilities
 from server.acp.agent import AgentGone, AgentProcess, AgentRefused, EditorGone
 from server.acp.checks import (
     MAX_DEPTH,
@@ -381,6 +383,8 @@ class AcpProxy(LocalSessions, Recording):
             self._answer_error(message["id"], exc)
             return None
         live = self._live_of(params)
+        if method == STEER_METHOD and live is not None:
+            self._steered(live, params)
         if self.agent is None or (live is not None and not live.ready_for_agent()):
             return self._answering(message, self._forward_when_ready(message, live))
         self._forward(message)
@@ -449,6 +453,7 @@ class AcpProxy(LocalSessions, Recording):
             )
             out["id"] = request_id
             if message["method"] == "initialize" and isinstance(params, dict):
+                params = out["params"] = capabilities.for_agent(params)
                 self.initialize_params = params
                 info = params.get("clientInfo")
                 self.client_info = info if isinstance(info, dict) else None
@@ -479,6 +484,23 @@ class AcpProxy(LocalSessions, Recording):
         return None
 
     # --- prompts --------------------------------------------------------------------------
+
+    def _steered(self, live: Live, params: dict[str, Any]) -> None:
+        """The person's words sent into a running turn (`_session/steering`): recorded
+        before AGENT sees them, as a prompt's are. Not when the editor asked AGENT to hand
+        them back while no turn runs (`idleBehavior: promptRequired`): its `session/prompt`
+        with them follows."""
+        prompt = params.get("prompt")
+        if not isinstance(prompt, list) or not prompt or live.held is not None:
+            return
+        meta = params.get("_meta")
+        steering = meta.get("steering") if isinstance(meta, dict) else None
+        handed_back = isinstance(steering, dict) and steering.get("idleBehavior") == (
+            "promptRequired"
+        )
+        if handed_back and live.recorder.turn_id is None:
+            return
+        self._record(live, live.recorder.steer(prompt))
 
     def _prompt(self, message: dict[str, Any]) -> Awaitable[None] | None:
         try:
@@ -1002,6 +1024,10 @@ class AcpProxy(LocalSessions, Recording):
             service, self._service = self._service, None
             service.close_all()
 
+
+STEER_METHOD = "_session/steering"
+"""The ACP steering extension: words sent into the turn that is running (advertised in
+`initialize`'s `_meta.steering`), recorded as the person's (`AcpProxy._steered`)."""
 
 OWN_METHODS: dict[str, Callable[[AcpProxy, dict[str, Any]], Coroutine[Any, Any, Any]]] = {
     "session/list": AcpProxy.session_list,

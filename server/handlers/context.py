@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from server.handlers.readahead import ReadAhead
 from server.host import Host
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from server.live.subscriptions import Subscriptions
     from server.rpc.dispatch import SessiondProtocol
     from server.worker import StoreWorker
+
+T = TypeVar("T")
 
 
 class Serving(Host, Protocol):
@@ -41,6 +43,9 @@ class Serving(Host, Protocol):
 
     def watch_after_answer(self, since: float) -> None:
         """Start watching once the current request's answer is written."""
+
+    async def run_search(self, work: Callable[[], T]) -> T:
+        """`work()` on the search thread (one search at a time), beside the store thread."""
 
     def schedule_index_flush(self) -> None:
         """Batched index rows written once records pause (other processes' listings)."""

@@ -155,11 +155,14 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
 
 
 async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
+    """Checked, and this process's latest rows written, on the store thread (in order
+    after the records before it: they are found); then found on the search thread when
+    the store's search can run beside the store (the embedded store's), so its catch-up
+    and query never hold another client's record."""
     began = time.time()
     indexing, searching = ctx.progress("Indexing threads"), ctx.progress("Indexing for search")
-
-    def search() -> dict[str, Any]:
-        found = ctx.service.search(
+    asked = await ctx.server.run_in_worker(
+        lambda: ctx.service.ask(
             params.query,
             cwd=params.cwd,
             workspace_folder=params.workspaceFolder,
@@ -168,11 +171,13 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
             since=params.since,
             until=params.until,
             archived=params.archived,
-            cursor=params.cursor,
-            limit=params.limit,
-            progress=searching,
             index_progress=indexing,
         )
+    )
+
+    def find() -> dict[str, Any]:
+        found = ctx.service.find(asked, cursor=params.cursor, limit=params.limit,
+                                 progress=searching)  # fmt: skip
         hits = [
             {"threadId": hit.thread.threadId, "seq": hit.seq, "role": hit.role, "ts": hit.ts,
              "snippet": hit.snippet, "highlights": hit.highlights,
@@ -181,7 +186,10 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
         ]  # fmt: skip
         return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
 
-    result = await ctx.server.run_in_worker(search)
+    if asked.beside_store:
+        result = await ctx.server.run_search(find)
+    else:
+        result = await ctx.server.run_in_worker(find)
     ctx.server.watch_after_answer(began)  # other processes' records: findable as they land
     return result
 
@@ -189,7 +197,7 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
 def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:
     """A thread recorded with no client around (an import) was filed under no folder: it
     goes under this client's innermost folder holding its cwd, as thread/start files a
-    new thread. Does file I/O (realpath): on the worker."""
+    new thread. Does file I/O (realpath): off the loop."""
     if info["workspaceFolder"] is None and info["origin"] is not None and info["cwd"]:
         info["workspaceFolder"] = ctx.workspace_folder_of(info["cwd"])
     return info

@@ -173,9 +173,9 @@ class AgentHome:
     def acp_command(self, agent: str) -> list[str]:
         """The ACP agent for `agent` ("claude", "codex", "gemini"), pointed at the mock the
         same way as its CLI when run with `env()`: claude-agent-acp runs Claude Code
-        underneath (`ANTHROPIC_BASE_URL`), codex-acp reads `$CODEX_HOME/config.toml`
-        (`write_codex_config`), `gemini --acp` reads `GOOGLE_GEMINI_BASE_URL` and
-        `~/.gemini/settings.json`."""
+        underneath (`ANTHROPIC_BASE_URL`), codex-acp runs Codex's app server, which reads
+        `$CODEX_HOME/config.toml` (`write_codex_config`), `gemini --acp` reads
+        `GOOGLE_GEMINI_BASE_URL` and `~/.gemini/settings.json`."""
         head, *args = ACP_COMMANDS[agent]
         return [str(self.bins / head), *args]
 

@@ -27,8 +27,8 @@ PACKAGES = {
     "claude": "@anthropic-ai/claude-code",
     "codex": "@openai/codex",
     "gemini": "@google/gemini-cli",
-    "claude-agent-acp": "@zed-industries/claude-agent-acp",
-    "codex-acp": "@zed-industries/codex-acp",
+    "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
+    "codex-acp": "@agentclientprotocol/codex-acp",
 }
 """The command each package installs, and the package."""
 SCRIPTED = ["@anthropic-ai/claude-code"]

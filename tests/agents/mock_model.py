@@ -94,6 +94,14 @@ class Request:
         last = max((i for i, t in enumerate(self.turns) if t.role == "user" and t.text), default=-1)
         return [r for t in self.turns[last + 1 :] for r in t.results]
 
+    @property
+    def aside(self) -> bool:
+        """A side call, not a step of the agent's turn: no tools offered (a title, a
+        summary), or Claude Code's guess at the person's next prompt, which the Agent SDK
+        (claude-agent-acp 0.101) asks after each turn with the turn's own tools and
+        history, its last user text `[SUGGESTION MODE: …`."""
+        return not self.tools or self.last_user_text().startswith("[SUGGESTION MODE:")
+
     def scenario(self) -> str | None:
         found = MARKER.findall(self.last_user_text())
         return found[-1] if found else None
@@ -117,7 +125,7 @@ Script = Callable[[Request], Reply]
 class Scenario:
     """Steps per scenario name: the k-th model call of a turn gets `steps[name][k]`; past the
     last step, or with no marker, `done`. A request with no tools offered (a title, a
-    summary) gets `aside`; it is not a step."""
+    summary; `Request.aside`) gets `aside`; it is not a step."""
 
     def __init__(
         self,
@@ -130,7 +138,7 @@ class Scenario:
         self.aside = aside or (lambda request: Reply(text="A short summary of the session."))
 
     def __call__(self, request: Request) -> Reply:
-        if not request.tools:
+        if request.aside:
             return self.aside(request)
         name = request.scenario()
         steps = self.steps.get(name or "", [])
@@ -167,9 +175,9 @@ class MockModel:
         self._server.server_close()
 
     def main_requests(self) -> list[Request]:
-        """The requests that offered tools: the agent's own turns, not its side calls."""
+        """The agent's own turns, not its side calls (`Request.aside`)."""
         with self._lock:
-            return [r for r in self.requests if r.tools]
+            return [r for r in self.requests if not r.aside]
 
     def answer(self, provider: str, path: str, body: dict[str, Any]) -> tuple[Request, Reply]:
         request = PARSERS[provider](path, body)

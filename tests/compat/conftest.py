@@ -84,8 +84,8 @@ AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini
                "codex-acp": "codex-acp", "claude-agent-acp": "claude-agent-acp",
                "gemini-acp": "gemini --acp"}  # fmt: skip
 PACKAGE_OF = {"claude-code": "@anthropic-ai/claude-code", "codex": "@openai/codex",
-              "gemini": "@google/gemini-cli", "codex-acp": "@zed-industries/codex-acp",
-              "claude-agent-acp": "@zed-industries/claude-agent-acp",
+              "gemini": "@google/gemini-cli", "codex-acp": "@agentclientprotocol/codex-acp",
+              "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
               "gemini-acp": "@google/gemini-cli"}  # fmt: skip
 COLUMNS = ("messages", "todos", "edits", "cost", "model", "permissions", "sub-agents",
            "resume", "compaction")  # fmt: skip

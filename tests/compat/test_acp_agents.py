@@ -1,13 +1,13 @@
-"""The real ACP agents behind `sessiond acp`, the official ACP SDK as the editor: codex-acp,
-claude-agent-acp (Claude Code underneath) and `gemini --acp`, as pinned in
-tests/agents/package.json, each answered by the mock model.
+"""The real ACP agents behind `sessiond acp`, the official ACP SDK as the editor: codex-acp
+(Codex's app server underneath), claude-agent-acp (Claude Code underneath) and `gemini
+--acp`, as pinned in tests/agents/package.json, each answered by the mock model.
 
 For each: initialize, a text turn, a tool turn with a permission, a `kill -9` of the proxy
 while a tool runs (no process of it left, read from /proc), then a fresh proxy's
 `session/list` and `session/load` (the replay is what the editor was shown) and a next
 prompt whose model request — what the mock model received — holds the earlier turns,
 tool calls and their results included. codex-acp and claude-agent-acp get their history
-back through their own `session/resume`; Gemini CLI's own `session/load` fails whenever it
+back through their own `session/load`; Gemini CLI's own `session/load` fails whenever it
 comes within the minute its session started (docs/acp.md, "Gemini CLI"), so it gets a new
 session primed with the history, tool calls and results included.
 """
@@ -26,12 +26,18 @@ import pytest
 
 from tests.agents.mock_model import Call, Reply, Scenario
 from tests.compat.conftest import Agents
+from tests.compat.test_codex import delegation
 from tests.support.acp_editor import sessiond_acp, wait_for
 from tests.test_acp import text, thread_items
 
 MARKER = b"SESSIOND_ACP_AGENT="
 RESULT = "42-made"
 """What the tool turn's shell prints (`echo $((6*7))-made`): only its result says it."""
+
+
+HANG = ("sleep 300", "echo waiting && sleep 300")
+"""The hung tool's command. Claude Code (2.1.318 in claude-agent-acp 0.101) refuses a Bash
+command that starts with a sleep of 2 s or more ("Blocked: standalone sleep 300")."""
 
 
 def shell(agent: str, command: str) -> Call:
@@ -56,7 +62,7 @@ def scenario(agent: str) -> Scenario:
     return Scenario({
         "hello": [Reply(text="Hello from the mock model.")],
         "tool": [Reply(text="Running the tool.", calls=(tool_turn(agent),))],
-        "hang": [Reply(text="Sleeping now.", calls=(shell(agent, "sleep 300"),))],
+        "hang": [Reply(text="Sleeping now.", calls=(shell(agent, HANG[agent == "claude"]),))],
         "recall": [Reply(text="I remember all of it.")],
     })  # fmt: skip
 
@@ -101,6 +107,22 @@ def watchdog_tag(proxy_pid: int) -> bytes:
     raise AssertionError("no child of the proxy carries the watchdog's tag")
 
 
+ASKING_MODE = {"claude": "default", "codex": "workspace-write"}
+"""The mode that asks the person, for the agents that start in one that does not: the
+two ACP-registry adapters start where a model call decides for the person (claude-agent-acp
+0.101 in Auto, like Claude Code, which behind an `ANTHROPIC_BASE_URL` not on anthropic.com
+also adds a billing notice to its first answer; codex-acp 2.6 in "Auto review", Codex's
+guardian). The person picks Manual / Workspace access in the editor's mode menu."""
+
+
+async def new_session(run: Any, agent: str, cwd: Path) -> str:
+    """A new session, in the mode that asks before a tool runs (`ASKING_MODE`)."""
+    session = (await run.conn.new_session(cwd=str(cwd))).session_id
+    if agent in ASKING_MODE:
+        await run.conn.set_session_mode(session_id=session, mode_id=ASKING_MODE[agent])
+    return session
+
+
 def shown_sleep(run: Any) -> bool:
     """The editor was shown the tool call running `sleep 300` (as a tool call, or in the
     permission request it was asked)."""
@@ -130,7 +152,7 @@ async def test_a_real_acp_agent_keeps_its_session_through_a_kill_9_of_sessiond(
     prompts = ["[[hello]] say hello", "[[tool]] run the tool", "[[hang]] wait a while"]
     async with sessiond_acp(home, command, env=env) as run:
         assert run.extra["initialize"].agent_capabilities.load_session is True
-        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+        session = await new_session(run, agent, place.repo)
         hello = await run.conn.prompt(session_id=session, prompt=text(prompts[0]))
         tool = await run.conn.prompt(session_id=session, prompt=text(prompts[1]))
         assert (hello.stop_reason, tool.stop_reason) == ("end_turn", "end_turn")
@@ -186,12 +208,26 @@ async def test_a_real_acp_agent_keeps_its_session_through_a_kill_9_of_sessiond(
         assert "touch made.txt" in history and RESULT in history, turns
 
 
+EDITORS = {
+    "plain": None,
+    "subagents-rfd": {"subagents": {}},
+    "jetbrains-air": {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": [
+        "nativeSubagentSessions"]}}}},
+}  # fmt: skip
+"""What the editor declares of sub-agent sessions: nothing; the draft RFD's capability;
+JetBrains AIR's."""
+
+
+@pytest.mark.parametrize("editor", list(EDITORS))
 async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_it(
-    agents: Agents, home: Path, spawn: Any
+    agents: Agents, home: Path, spawn: Any, editor: str
 ) -> None:
     """ACP v1 has no sub-sessions: claude-agent-acp sends a sub-agent's tool calls in the
     same session, marked `_meta.claudeCode.parentToolUseId`. sessiond records them as
-    operations under the Agent call (`parentOperationId`), as Codex's nested calls are."""
+    operations under the Agent call (`parentOperationId`), as Codex's nested calls are.
+    An editor that offers native sub-agent sessions got them from claude-agent-acp 0.101,
+    the sub-agent's calls under a session of its own, which sessiond forwarded and never
+    recorded; the proxy no longer passes the offer on (server/acp/capabilities.py)."""
     place = agents.start(Scenario({
         "delegate": [Reply(calls=(Call("Agent", {
             "description": "Check the tree", "subagent_type": "general-purpose",
@@ -199,10 +235,12 @@ async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_
         "child": [Reply(calls=(shell("claude", "echo from-the-sub-agent"),)),
                   Reply(text="Listed.")],
     }))  # fmt: skip
-    async with sessiond_acp(home, place.acp_command("claude"), env=place.env()) as run:
-        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+    command, capabilities = place.acp_command("claude"), EDITORS[editor]
+    async with sessiond_acp(home, command, env=place.env(), capabilities=capabilities) as run:
+        session = await new_session(run, "claude", place.repo)
         done = await run.conn.prompt(session_id=session, prompt=text("[[delegate]] ask it"))
         assert done.stop_reason == "end_turn"
+        assert {p["sessionId"] for p in run.editor.received} == {session}
     server = spawn()
     server.initialize([str(place.repo)])
     items = server.request("thread/read", {"threadId": session, "limit": 500})["items"]
@@ -218,6 +256,36 @@ async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_
     assert any("from-the-sub-agent" in str(op.get("title")) for op in nested)
 
 
+@pytest.mark.parametrize("editor", ["plain", "subagents-rfd"])
+async def test_codex_acps_sub_agent_is_recorded_as_the_editor_was_shown_it(
+    agents: Agents, home: Path, spawn: Any, editor: str
+) -> None:
+    """codex-acp 2.6, for an editor offering native sub-agent sessions, ran the sub-agent
+    (Codex multi-agent v2's `spawn_agent`) as a session of its own, which sessiond did not
+    record: the editor was shown the helper's calls, the record kept only the parent's
+    `wait`, so a replay showed less than the editor had. Not offered, it shows and sessiond
+    records the sub-agent in the parent session, its start and its end. (Its own calls are
+    in Codex's rollouts: `sessiond import codex` makes it a child thread, test_codex.py.)"""
+    place = agents.start(delegation(code_mode=False))
+    place.write_codex_config(model="gpt-5.5", multi_agent_v2=True)
+    command, capabilities = place.acp_command("codex"), EDITORS[editor]
+    async with sessiond_acp(home, command, env=place.env(), capabilities=capabilities) as run:
+        session = await new_session(run, "codex", place.repo)
+        done = await run.conn.prompt(session_id=session, prompt=text("[[parent]] delegate"))
+        assert done.stop_reason == "end_turn"
+        shown = [p["update"] for p in run.editor.received]
+        assert {p["sessionId"] for p in run.editor.received} == {session}
+    titles = {u.get("toolCallId"): u["title"] for u in shown if u["sessionUpdate"] == "tool_call"}
+    server = spawn()
+    server.initialize([str(place.repo)])
+    items = server.request("thread/read", {"threadId": session, "limit": 500})["items"]
+    recorded: dict[str, str] = {}
+    for op in (i for i in items if i["type"] == "operation"):
+        recorded[str(op.get("title"))] = str(op.get("status"))
+    assert sorted(recorded) == sorted(titles.values())
+    assert recorded["Start subagent helper"] == recorded["Complete subagent helper"] == "completed"
+
+
 @pytest.mark.parametrize("agent", ["claude", "gemini"])
 async def test_half_an_emoji_from_a_node_agent_reaches_the_editor_and_the_thread(
     agents: Agents, tmp_path: Path, agent: str
@@ -229,7 +297,7 @@ async def test_half_an_emoji_from_a_node_agent_reaches_the_editor_and_the_thread
     place = agents.start(Scenario({"cut": [Reply(text="cut mid-emoji: \ud83d and on")]}))
     command, env, home = place.acp_command(agent), place.env(), tmp_path / "sessiond"
     async with sessiond_acp(home, command, env=env) as run:
-        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+        session = await new_session(run, agent, place.repo)
         answer = await run.conn.prompt(session_id=session, prompt=text("[[cut]] show it"))
         shown_text = "".join(run.editor.texts())
     assert answer.stop_reason == "end_turn"
@@ -237,3 +305,58 @@ async def test_half_an_emoji_from_a_node_agent_reaches_the_editor_and_the_thread
     said = [i["content"] for i in thread_items(home, session)
             if i["type"] == "message" and i["role"] == "assistant"]  # fmt: skip
     assert [part["text"] for content in said for part in content] == [shown_text]
+
+
+STEER = "[[steer]] and then say hi"
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+async def test_words_steered_into_a_running_turn_are_recorded_as_the_persons(
+    agents: Agents, tmp_path: Path, agent: str
+) -> None:
+    """Both ACP-registry adapters take `_session/steering` (words the person sends into
+    the turn that is running). The proxy forwarded it and recorded nothing: the person's
+    words were missing from the thread and from a `session/load`'s replay. They are
+    recorded as the person's, before AGENT sees them, and replayed where they came."""
+    place = agents.start(Scenario({
+        "slow": [Reply(text="Working on it.", calls=(shell(agent, "echo busy && sleep 4"),)),
+                 Reply(text="Slow part done.")],
+        "steer": [Reply(text="Hi, as steered.")],
+        "hello": [Reply(text="Hello again.")],
+    }))  # fmt: skip
+    if agent == "codex":
+        place.write_codex_config(model="gpt-5.5")
+    command, env, home = place.acp_command(agent), place.env(), tmp_path / "sessiond"
+    async with sessiond_acp(home, command, env=env) as run:
+        assert run.extra["initialize"].field_meta["steering"]  # offered, as sent by AGENT
+        session = await new_session(run, agent, place.repo)
+        turn = asyncio.ensure_future(
+            run.conn.prompt(session_id=session, prompt=text("[[slow]] take your time"))
+        )
+        await wait_for(lambda: "busy" in str(run.editor.received), "the slow tool running")
+        steered = await run.call("_session/steering", {"sessionId": session,
+                                                       "prompt": text(STEER)})  # fmt: skip
+        assert steered["outcome"] in ("injected", "startedNewTurn"), steered
+        await turn
+        # No turn running, and the editor asks for its words back: they come as a prompt.
+        later = {"sessionId": session, "prompt": text("[[hello]] later"),
+                 "_meta": {"steering": {"idleBehavior": "promptRequired"}}}  # fmt: skip
+        assert (await run.call("_session/steering", later))["outcome"] == "promptRequired"
+        await run.conn.prompt(session_id=session, prompt=text("[[hello]] later"))
+        shown = without_session(run.editor.received)
+    users = [i for i in thread_items(home, session) if i["type"] == "message"
+             and i["role"] == "user"]  # fmt: skip
+    assert [(u["content"][0]["text"], u.get("steered")) for u in users] == [
+        ("[[slow]] take your time", None),
+        (STEER, True),
+        ("[[hello]] later", None),
+    ]  # each once
+    async with sessiond_acp(home, command, env=env) as run:
+        await run.conn.load_session(cwd=str(place.repo), session_id=session)
+        replayed = without_session(run.editor.received)
+    said = [p["update"]["content"]["text"] for p in replayed
+            if p["update"]["sessionUpdate"] == "user_message_chunk"]  # fmt: skip
+    assert said == ["[[slow]] take your time", STEER, "[[hello]] later"]
+    assert [p for p in replayed if p["update"]["sessionUpdate"] != "user_message_chunk"] == [
+        p for p in shown if p["update"]["sessionUpdate"] != "user_message_chunk"
+    ]  # the rest is what the editor was shown

@@ -23,6 +23,7 @@ from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AllowedOutcome,
+    InitializeResponse,
     ReadTextFileResponse,
     RequestPermissionResponse,
     WriteTextFileResponse,
@@ -228,9 +229,16 @@ async def raw_sessiond_acp(home: Path, agent: list[str]) -> AsyncIterator[RawEdi
 
 @contextlib.asynccontextmanager
 async def sessiond_acp(
-    home: Path, agent: list[str], *, allow: bool = True, env: dict[str, str] | None = None
+    home: Path,
+    agent: list[str],
+    *,
+    allow: bool = True,
+    env: dict[str, str] | None = None,
+    capabilities: dict[str, Any] | None = None,
 ) -> AsyncIterator[Running]:
-    """`sessiond acp --home HOME -- AGENT...`, initialized; closed (end of input) after."""
+    """`sessiond acp --home HOME -- AGENT...`, initialized; closed (end of input) after.
+    `capabilities`: the editor's `clientCapabilities` as sent, for one the SDK does not
+    model yet (the draft `subagents`)."""
     editor = Editor(allow)
     stderr = home.parent / f"acp-stderr-{os.getpid()}-{id(editor)}.log"
     full_env = {
@@ -258,7 +266,12 @@ async def sessiond_acp(
         ) as (conn, process):
             running = Running(conn, process, editor, stderr)
             async with asyncio.timeout(HANG_GUARD):
-                running.extra["initialize"] = await conn.initialize(protocol_version=1)
+                if capabilities is None:
+                    running.extra["initialize"] = await conn.initialize(protocol_version=1)
+                else:
+                    params = {"protocolVersion": 1, "clientCapabilities": capabilities}
+                    answer = await conn._conn.send_request("initialize", params)
+                    running.extra["initialize"] = InitializeResponse.model_validate(answer)
             yield running
 
 

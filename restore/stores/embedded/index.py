@@ -551,9 +551,21 @@ class ThreadIndex:
     def path(self) -> Path:
         return self._layout.index_path
 
+    @property
+    def in_memory(self) -> bool:
+        """The index lives in this process's memory (a read-only data directory): its one
+        connection is the only way to it."""
+        return self._in_memory
+
     def connection(self) -> sqlite3.Connection:
         """The open connection (the search tables share the file: embedded/search.py)."""
         return self._db()
+
+    def connect_beside(self) -> sqlite3.Connection:
+        """Another connection to the index file, as the store's is configured, for a thread
+        of its own (the search's: embedded/search.py). WAL: its reads and the store's
+        writes do not wait for each other. The file must exist (`ensure_ready`)."""
+        return self._configured(self._connect(self.path))
 
     def _db(self) -> sqlite3.Connection:
         """The open connection, opening the index on first use."""

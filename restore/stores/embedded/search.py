@@ -22,6 +22,14 @@ its first score counts every match of each term in the whole index: a word in mo
 million records costs 25 ms a page that way; among thousands of matches, the newest is
 what a person looks for.
 
+Its own connection to the index file, so a server runs it on a thread of its own beside
+the store thread (server/app.py `run_search`): WAL lets its reads and the store's writes
+go on together, and its catch-up's write transactions are short (`_BATCH_SECONDS`). What
+is left on the store thread is the search's first step, writing this process's pending
+listing rows (restore/service/search.py `ask`). Where Python's sqlite3 would step once a
+row (inserts, a window's doc ids), one statement does it all: every step lets the GIL go
+and takes it back, and each time it does, a recording thread waits.
+
 A deleted thread's row takes its documents with it (trigger); an archived one's are
 filtered by its row. Deleting the index file deletes all of this, and the next search
 builds it again from the files.
@@ -36,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from restore.faults import pause_point
 from restore.search.query import Query
 from restore.search.text import searchable
 from restore.stores.api import (
@@ -126,11 +135,40 @@ WINDOW = 2000
 
 
 class ThreadSearch:
-    """The embedded store's `SearchIndex`, over the listing index's connection (one
-    thread at a time: the store thread, or a command)."""
+    """The embedded store's `SearchIndex`, over a connection of its own to the index file
+    (one search at a time, on any thread: a server's search thread, a command), or over
+    the listing index's own connection when the index lives in memory (on the store
+    thread then: a read-only data directory)."""
 
     def __init__(self, index: ThreadIndex) -> None:
         self._index = index
+        self._conn: sqlite3.Connection | None = None
+        self._file: tuple[int, int] | None = None  # the index file it is open on
+
+    @property
+    def beside_store(self) -> bool:
+        """Its own connection, unless the index is in memory (module docstring)."""
+        return not self._index.in_memory
+
+    def close(self) -> None:
+        """Close its connection (a later search opens one again)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _connection(self) -> sqlite3.Connection:
+        """Its connection, opened again when the index file was replaced since (rebuilt,
+        or set aside as damaged: `ThreadIndex`), so a search never reads a file the
+        listing left."""
+        if self._index.in_memory:
+            return self._index.connection()
+        found = os.stat(self._index.path)  # before connecting: a replacement meanwhile
+        file = (found.st_dev, found.st_ino)  # is seen by the next search
+        if self._conn is None or self._file != file:
+            self.close()
+            self._conn = self._index.connect_beside()
+            self._file = file
+        return self._conn
 
     def search(
         self,
@@ -142,60 +180,78 @@ class ThreadSearch:
         progress: Progress | None = None,
         budget: float | None = None,
     ) -> SearchPage:
+        pause_point("thread-search")  # beside the store thread (tests/test_search_server.py)
+        conn = None
         try:
-            conn = self._index.connection()
-            self._ensure_tables(conn)
-            complete = self.catch_up(conn, progress, budget)
+            conn = self._connection()
+            built = self._ensure_tables(conn)
+            complete = self.catch_up(conn, progress, budget, building=built)
             return self._page(conn, query, filters, cursor, limit, partial=not complete)
         except Exception as exc:
+            where = str(self._index.path)
+            if isinstance(exc, OSError) and conn is None:  # the index file gone meanwhile
+                raise storage_failure(f"{where}: {exc.strerror or exc}", path=where) from exc
             if type(exc).__module__ != "sqlite3":
                 raise
-            where = str(self._index.path)
             full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
             raise storage_failure(f"{where}: {exc}", full=full, path=where) from exc
 
     # --- the tables, kept current ----------------------------------------------------------
 
     @staticmethod
-    def _ensure_tables(conn: sqlite3.Connection) -> None:
-        """Created by the first search (and again after the index file was rebuilt)."""
+    def _ensure_tables(conn: sqlite3.Connection) -> bool:
+        """Created by the first search (and again after the index file was rebuilt): True
+        when made now (every thread is to be indexed)."""
         found = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
         ).fetchone()
         if found and conn.execute("SELECT version FROM search_meta").fetchone() == (
             SEARCH_VERSION,
         ):
-            return
+            return False
         conn.execute("BEGIN IMMEDIATE")
         try:
             found = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
             ).fetchone()  # another process may have created them meanwhile
             current = found and conn.execute("SELECT version FROM search_meta").fetchone()
-            if current != (SEARCH_VERSION,):
+            built = bool(current != (SEARCH_VERSION,))
+            if built:
                 for statement in _statements(_DROP + _SCHEMA):
                     conn.execute(statement)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        return built
 
     def catch_up(
-        self, conn: sqlite3.Connection, progress: Progress | None, budget: float | None
+        self,
+        conn: sqlite3.Connection,
+        progress: Progress | None,
+        budget: float | None,
+        *,
+        building: bool = False,
     ) -> bool:
         """Index the new lines of every dirty thread, a short transaction at a time, until
-        none is left (True) or `budget` seconds have passed (False: partial)."""
+        none is left (True) or `budget` seconds have passed (False: partial).
+
+        `progress` hears of a build (`building`: the tables were made now) and of a
+        catch-up longer than one short transaction; not of the few threads recorded since
+        the last search, indexed in one: while records stream in and searches follow,
+        that is every search, and each report is a notification to send."""
         deadline = None if budget is None else time.monotonic() + budget
         total = conn.execute("SELECT count(*) FROM search_dirty").fetchone()[0]
         if total == 0:
             return True
         done = 0
-        if progress:
-            progress(0, total)
+        report = progress if building or total > _BATCH_THREADS else None
+        if report:
+            report(0, total)
         while True:
             if deadline is not None and time.monotonic() >= deadline:
-                if progress:  # ends the report truthfully: this many were indexed now
-                    progress(done, done)
+                if report:  # ends the report truthfully: this many were indexed now
+                    report(done, done)
                 return False
             conn.execute("BEGIN IMMEDIATE")  # read under the write lock: no two processes
             try:  # index the same lines
@@ -219,9 +275,12 @@ class ThreadSearch:
                 conn.execute("ROLLBACK")
                 raise
             done += handled
-            if progress:
-                progress(min(done, total), total)
-            if len(batch) == handled and len(batch) < _BATCH_THREADS:
+            finished = len(batch) == handled and len(batch) < _BATCH_THREADS
+            if report is None and not finished:
+                report = progress  # more than one transaction: a wait worth showing
+            if report:
+                report(min(done, total), total)
+            if finished:
                 return True
 
     def _read_thread(
@@ -265,10 +324,7 @@ class ThreadSearch:
                 hit = searchable(item)
                 if hit is not None:
                     docs.append((thread_id, item["seq"], hit[0], str(item.get("ts") or ""), hit[1]))
-            conn.executemany(
-                "INSERT INTO search_docs (threadId, seq, role, ts, text) VALUES (?, ?, ?, ?, ?)",
-                docs,
-            )
+            _insert(conn, docs)
             end = start + len(data)
             last = found.last_line_start
             new_mark = None if last is None else LineMark.of(fd, last, _line_end(data, start, last))
@@ -340,14 +396,13 @@ class ThreadSearch:
     def _window(conn: sqlite3.Connection, match: str, top: int) -> tuple[int, list[int]]:
         """The window below `top`: its lowest doc id (the `WINDOW`th newest match; 1 when
         fewer match: the window holds them all) and the matches' doc ids, newest first."""
-        ids = [
-            row[0]
-            for row in conn.execute(
-                "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid < ? "
-                "ORDER BY rowid DESC LIMIT ?",
-                (match, top, WINDOW),
-            )
-        ]
+        # One row, not one per match: each row fetched is a GIL hand-over (`_insert`).
+        found = conn.execute(
+            "SELECT json_group_array(rowid) FROM (SELECT rowid FROM search_fts "
+            "WHERE search_fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?)",
+            (match, top, WINDOW),
+        ).fetchone()[0]
+        ids: list[int] = sorted(orjson.loads(found), reverse=True)
         return (ids[-1] if len(ids) == WINDOW else 1), ids
 
     @staticmethod
@@ -435,6 +490,24 @@ def _filtered(filters: SearchFilters) -> tuple[list[str], list[Any]]:
         where.append("d.ts < ?")
         params.append(filters.until)
     return where, params
+
+
+_INSERT_ROWS = 100  # 5 parameters each: within SQLite's oldest limit of 999
+
+
+def _insert(conn: sqlite3.Connection, docs: list[tuple[Any, ...]]) -> None:
+    """Documents in as few statements as may be: Python's sqlite3 lets the GIL go and takes
+    it back around every step, and `executemany` steps once a row. A search runs beside
+    the store thread (server/app.py): every time it takes the GIL back, a recording
+    thread waits for it, so a hundred single-row steps cost recording far more than the
+    one step that inserts them all."""
+    for start in range(0, len(docs), _INSERT_ROWS):
+        chunk = docs[start : start + _INSERT_ROWS]
+        rows = ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))
+        conn.execute(
+            f"INSERT INTO search_docs (threadId, seq, role, ts, text) VALUES {rows}",
+            [value for doc in chunk for value in doc],
+        )
 
 
 def _cursor(top: int, key: list[Any] | None, recent: bool) -> str:

@@ -175,6 +175,7 @@ class EmbeddedStore(ThreadStore):
         return redact_existing(self.layout, self.redactor, progress, apply=apply)
 
     def close(self) -> None:
+        self.search.close()  # first: the listing's connection, the file's last, checkpoints
         self.index.close()
 
     # --- threads -------------------------------------------------------------------------

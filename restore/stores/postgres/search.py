@@ -38,6 +38,9 @@ _CURSOR_KINDS = (float, str, str, int)  # ts_rank, ts, thread id, seq
 class SharedSearch:
     """The PostgreSQL store's `SearchIndex`."""
 
+    beside_store = False
+    """On the store thread: the store's connection (and its repository lookups)."""
+
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
 
