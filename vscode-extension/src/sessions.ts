@@ -47,6 +47,7 @@ export class SessionController {
   /** Resume: ready → the restored views; needs_review → the drift modal decides. An imported
    * thread comes back with a handoff instead of a session: continue it in its own agent. */
   async resume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
+    const requestedAt = Date.now(); // the transcript's timings start here (TranscriptSource)
     // The open session stays open until a new one replaces it (showRestored): a Cancel, a
     // refusal (ThreadBusy) or a failure leaves the user where they were.
     if (this.active?.thread.threadId === thread.threadId) await this.closeActive();
@@ -60,7 +61,7 @@ export class SessionController {
       return report;
     }
     if (report.status === "ready") {
-      await (report.handoff ? this.showHandoff(report, report.handoff) : this.showRestored(report));
+      await (report.handoff ? this.showHandoff(report, report.handoff, requestedAt) : this.showRestored(report, requestedAt));
       return report;
     }
     const choice = await vscode.window.showWarningMessage(
@@ -190,8 +191,9 @@ export class SessionController {
   /** A thread's transcript without opening a session: its newest items, or those around a
    * seq (a search hit); the rest load as the reader scrolls. */
   async openTranscript(thread: ThreadInfo, at?: OpenAt): Promise<void> {
+    const requestedAt = Date.now();
     const report = this.active?.thread.threadId === thread.threadId ? this.active.report : undefined;
-    await this.transcripts.show({ thread, report, atSeq: at?.seq, highlight: at?.highlight });
+    await this.transcripts.show({ thread, report, atSeq: at?.seq, highlight: at?.highlight, requestedAt });
   }
 
   /** "Load earlier messages": the page before the first item the transcript shows. */
@@ -238,14 +240,14 @@ export class SessionController {
     }
   }
 
-  private async showRestored(report: RestoreReport): Promise<void> {
+  private async showRestored(report: RestoreReport, requestedAt?: number): Promise<void> {
     await this.closeActive();
     const sessionId = report.session.sessionId;
     if (!sessionId) throw new Error("the server reported ready without opening a session");
     this.active = { thread: report.thread, sessionId, report };
     // Opens at the newest item; drift, invalidated state and operations to review are the
     // banner at its top. Started first: its webview loads while the other views fill.
-    const shown = this.transcripts.show({ thread: report.thread, report });
+    const shown = this.transcripts.show({ thread: report.thread, report, requestedAt });
     this.todos.set(todosOf(report));
     this.cost.show(costOf(report));
     await this.setSessionContext();
@@ -254,9 +256,9 @@ export class SessionController {
 
   /** An imported thread: its restored views (read-only: no session opened) and the offer to
    * continue in the agent that keeps the session (also in the transcript's title bar). */
-  private async showHandoff(report: RestoreReport, handoff: Handoff): Promise<void> {
+  private async showHandoff(report: RestoreReport, handoff: Handoff, requestedAt?: number): Promise<void> {
     await this.closeActive(); // the views now show this thread: the one open before is released
-    const shown = this.transcripts.show({ thread: report.thread, report, handoff });
+    const shown = this.transcripts.show({ thread: report.thread, report, handoff, requestedAt });
     this.todos.set(todosOf(report));
     this.cost.show(costOf(report));
     await this.setSessionContext();

@@ -27,8 +27,20 @@ export interface PageMessage {
   highlight?: string[];
 }
 
+/**
+ * When a transcript's opening reached each step, by the extension host's clock (Date.now()):
+ * the person's command, the panel created, the newest page read, its entries rendered. The
+ * webview adds when its script ran and when this arrived (the end-to-end run reports them).
+ */
+export interface OpenTimings {
+  requestedAt: number;
+  panelAt: number;
+  readAt: number;
+  renderedAt: number;
+}
+
 export type ToWebview =
-  | { type: "init"; threadId: string; title: string; banner: string | undefined; notice: string | undefined }
+  | { type: "init"; threadId: string; title: string; banner: string | undefined; notice: string | undefined; opened?: OpenTimings }
   | PageMessage
   | { type: "failed"; direction: "earlier" | "later"; message: string }
   /** A sub-agent's transcript, a page at a time, into its block in the call that ran it. */

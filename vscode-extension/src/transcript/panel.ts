@@ -3,6 +3,7 @@
 // reader scrolls (thread/read beforeSeq / afterSeq: never the whole thread), follows what is
 // recorded while it is open, and opens the diff of a recorded edit. One panel per thread.
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import * as vscode from "vscode";
 import type { SessiondClient } from "../client";
 import { describeError } from "../errors";
@@ -10,7 +11,7 @@ import { agentName, threadLabel } from "../format";
 import type { Handoff, RestoreReport, ThreadInfo } from "../protocol";
 import type { BlobDocuments } from "./blobs";
 import { renderBanner, renderEntry, type RenderContext } from "./html";
-import type { FromWebview, PageMessage, ShownEntry, ToWebview } from "./messages";
+import type { FromWebview, OpenTimings, PageMessage, ShownEntry, ToWebview } from "./messages";
 import { NO_CHILDREN, type ChildThread, type Children, type Entry, type Item } from "./model";
 import { TranscriptWindow } from "./window";
 
@@ -30,6 +31,9 @@ export interface TranscriptSource {
   /** Open at this seq instead of the newest item (a search hit), with these words marked. */
   atSeq?: number | undefined;
   highlight?: string[] | undefined;
+  /** When the person's command (Resume, Open Transcript) started, Date.now(): the opening's
+   * timings start there (else when the panel is created). */
+  requestedAt?: number | undefined;
 }
 
 type Client = Pick<SessiondClient, "request" | "onNotification" | "onStateChange">;
@@ -45,10 +49,11 @@ export class TranscriptPanel {
   private readonly subscriptions: { dispose(): unknown }[] = [];
   private subscribed = false;
   private disposed = false;
-  /** Messages wait for the webview's first "ready": its script listens from then on. */
-  private webviewReady!: () => void;
-  private readonly ready = new Promise<void>((resolve) => (this.webviewReady = resolve));
+  /** "ready"s from the webview: a second one means it loaded again and shows nothing. */
   private readies = 0;
+  /** When the panel was created, and whether its first opening has been timed. */
+  private readonly createdAt: number;
+  private timed = false;
 
   constructor(
     private readonly client: Client,
@@ -66,6 +71,7 @@ export class TranscriptPanel {
     });
     this.panel.iconPath = vscode.Uri.joinPath(extensionUri, "media", "threads.svg");
     this.panel.webview.html = this.html();
+    this.createdAt = Date.now();
     this.subscriptions.push(
       // The promise is for tests (they wait on what a message does); VS Code ignores it.
       this.panel.webview.onDidReceiveMessage((message: FromWebview) => this.received(message)),
@@ -143,7 +149,8 @@ export class TranscriptPanel {
   }
 
   private async first(): Promise<void> {
-    const { thread, atSeq, report } = this.source;
+    const { thread, atSeq, report, requestedAt } = this.source;
+    const startedAt = this.timed ? Date.now() : this.createdAt;
     const recovery = new Map((report?.pendingOperations ?? []).map((op) => [op.operationId, op.recovery]));
     const children = listChildren(this.client, thread);
     this.children = new Map();
@@ -161,8 +168,12 @@ export class TranscriptPanel {
       this.window.addEarlier(page.items, page.nextBeforeSeq ?? null);
     }
     this.window.children = await children;
-    this.send(this.init());
-    this.sendPage("initial");
+    const readAt = Date.now();
+    const page = this.pageMessage("initial");
+    const opened: OpenTimings = { requestedAt: requestedAt ?? startedAt, panelAt: startedAt, readAt, renderedAt: Date.now() };
+    this.timed = true;
+    this.send({ ...this.init(), opened });
+    this.send(page);
     if (!this.subscribed) {
       this.subscribed = true;
       // Items recorded from now on (another client, another process) join the view.
@@ -200,7 +211,7 @@ export class TranscriptPanel {
     try {
       switch (message.type) {
         case "ready":
-          if (this.readies++ === 0) return this.webviewReady();
+          if (this.readies++ === 0) return;
           // The webview loaded again (VS Code may reload one): it shows nothing, so
           // everything loaded goes again.
           await this.enqueue(async () => {
@@ -279,7 +290,7 @@ export class TranscriptPanel {
     return (entry) => ({ key: entry.key, seq: entry.seq, html: renderEntry(entry, context) });
   }
 
-  private init(): ToWebview {
+  private init(): Extract<ToWebview, { type: "init" }> {
     const { report, thread } = this.source;
     const agent = this.source.handoff ? agentName(this.source.handoff.agent) : undefined;
     const notice = agent ? `A ${agent} session, shown read-only: Resume in ${agent} (in the title bar) continues it there.` : undefined;
@@ -287,6 +298,10 @@ export class TranscriptPanel {
   }
 
   private sendPage(direction: PageMessage["direction"]): void {
+    this.send(this.pageMessage(direction));
+  }
+
+  private pageMessage(direction: PageMessage["direction"]): PageMessage {
     const shown = this.shown();
     const change = this.window.change();
     const message: PageMessage = {
@@ -304,27 +319,29 @@ export class TranscriptPanel {
       message.focusSeq = this.source.atSeq;
       if (this.source.highlight) message.highlight = this.source.highlight;
     }
-    this.send(message);
+    return message;
   }
 
+  /**
+   * Posted at once, not after the webview's "ready": VS Code holds what is posted before the
+   * webview has loaded and hands it over once its document (and so its script, which listens
+   * from the start) has — waiting for "ready" would add a round trip before the first page.
+   */
   private send(message: ToWebview): void {
-    void this.ready.then(() => {
-      if (!this.disposed) void this.panel.webview.postMessage(message);
-    });
+    if (!this.disposed) void this.panel.webview.postMessage(message);
   }
 
   private html(): string {
     const webview = this.panel.webview;
-    const asset = (name: string) => webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "dist", name)).toString();
     const nonce = randomBytes(16).toString("base64");
-    const csp = `default-src 'none'; style-src ${webview.cspSource}; img-src ${webview.cspSource} data:; script-src 'nonce-${nonce}';`;
+    const csp = `default-src 'none'; style-src 'nonce-${nonce}'; img-src ${webview.cspSource} data:; script-src 'nonce-${nonce}';`;
     return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="stylesheet" href="${asset("webview.css")}">
+<style nonce="${nonce}">${inlineAsset(this.extensionUri, "webview.css")}</style>
 <title>Transcript</title>
 </head>
 <body>
@@ -333,10 +350,28 @@ export class TranscriptPanel {
 <p id="earlier" class="end" role="status"></p>
 <div id="feed" role="feed" aria-busy="true" aria-label="Transcript"></div>
 <p id="later" class="end" role="status"></p>
-<script nonce="${nonce}" src="${asset("webview.js")}"></script>
+<script nonce="${nonce}">${inlineAsset(this.extensionUri, "webview.js")}</script>
 </body>
 </html>`;
   }
+}
+
+const inlined = new Map<string, string>();
+
+/**
+ * The webview's script or stylesheet (dist/, ~6 KiB each), read once, to be written into its
+ * HTML: loaded as files, each would come through VS Code's webview service worker and the
+ * remote file system after the HTML (~30 ms in the e2e run, on the way to the first page).
+ */
+function inlineAsset(extensionUri: vscode.Uri, name: "webview.js" | "webview.css"): string {
+  let text = inlined.get(name);
+  if (text === undefined) {
+    text = readFileSync(vscode.Uri.joinPath(extensionUri, "dist", name).fsPath, "utf8");
+    // Either would end the element it is written into (esbuild escapes them in strings).
+    if (/<\/(script|style)/i.test(text)) throw new Error(`dist/${name} cannot be written into the transcript's HTML: it holds a closing tag`);
+    inlined.set(name, text);
+  }
+  return text;
 }
 
 /**

@@ -6,6 +6,9 @@ import type { FromWebview, PageMessage, ShownEntry, ToWebview } from "../transcr
 
 type ChildMessage = Extract<ToWebview, { type: "child" }>;
 
+/** When this script started running (the opening's timings, with the host's: OpenTimings). */
+const scriptAt = Date.now();
+
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
 
 const vscode = acquireVsCodeApi();
@@ -243,6 +246,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     document.title = message.title;
     feed.setAttribute("aria-label", `Transcript of ${message.title}`);
     feed.dataset["threadId"] = message.threadId;
+    if (message.opened) document.body.dataset["opened"] = JSON.stringify({ ...message.opened, scriptAt, initAt: Date.now() });
     banner.innerHTML = message.banner ?? "";
     banner.hidden = !message.banner;
     const notice = document.getElementById("notice")!;

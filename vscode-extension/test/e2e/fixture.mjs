@@ -2,7 +2,7 @@
 // user installs it), git repositories with threads recorded through that real server, the
 // .vsix built from this checkout, and code-server with that extension on 127.0.0.1.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
@@ -67,6 +67,19 @@ export function buildVsix() {
   run("npm", ["run", "--silent", "package"], { cwd: EXTENSION_DIR, stdio: ["ignore", "inherit", "inherit"] });
   const { name, version } = require("./package.json");
   return path.join(EXTENSION_DIR, `${name}-${version}.vsix`);
+}
+
+/**
+ * The baseline the transcript's opening is set beside: test/e2e/empty-webview, an extension
+ * that only opens an empty webview, packaged into the run directory (never into sessiond's
+ * .vsix). Its timings are VS Code's webview machinery alone.
+ */
+export function buildEmptyWebviewVsix(root) {
+  const source = path.join(root, "empty-webview");
+  cpSync(path.join(EXTENSION_DIR, "test/e2e/empty-webview"), source, { recursive: true });
+  const vsix = path.join(root, "empty-webview.vsix");
+  run(path.join(EXTENSION_DIR, "node_modules/.bin/vsce"), ["package", "--skip-license", "--allow-missing-repository", "--out", vsix], { cwd: source, stdio: ["ignore", "ignore", "inherit"] });
+  return vsix;
 }
 
 /** A JSON-RPC client of the installed server over its stdio pipe: an agent harness recording. */
@@ -176,7 +189,7 @@ function freePort() {
   });
 }
 
-/** code-server on 127.0.0.1 with its own user data, extensions and XDG dirs under `root`. */
+/** code-server on 127.0.0.1 with its own user data, extensions (`vsix`: one or a list) and XDG dirs under `root`. */
 export async function startCodeServer(tools, { root, vsix, sessiond, home, log }) {
   const userData = path.join(root, "vscode/user-data");
   const extensions = path.join(root, "vscode/extensions");
@@ -191,7 +204,7 @@ export async function startCodeServer(tools, { root, vsix, sessiond, home, log }
   };
   delete env.VSCODE_IPC_HOOK_CLI;
   const common = ["--user-data-dir", userData, "--extensions-dir", extensions];
-  run(tools.codeServer, [...common, "--install-extension", vsix], { env, stdio: ["ignore", "inherit", "inherit"] });
+  for (const each of [vsix].flat()) run(tools.codeServer, [...common, "--install-extension", each], { env, stdio: ["ignore", "inherit", "inherit"] });
   mkdirSync(path.join(userData, "User"), { recursive: true });
   writeFileSync(
     path.join(userData, "User/settings.json"),

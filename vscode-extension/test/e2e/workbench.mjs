@@ -272,3 +272,37 @@ export async function chooseColorTheme(page, pick) {
   await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
   return current;
 }
+
+/**
+ * VS Code's own marks for a webview's opening, read in its outer frame (the host page VS Code
+ * puts each webview's document in), as Date.now() times: `hostPage` when that page started
+ * loading, `workerRequested`/`workerReady` when it asked for its service worker and when the
+ * worker took control (nothing of the extension's document loads before), `htmlWritten` when
+ * it wrote the extension's HTML into the inner frame. `frame` is that inner frame.
+ */
+export async function webviewHostMarks(frame) {
+  const outer = frame.parentFrame();
+  const marks = await outer.evaluate(() => {
+    const at = (name) => {
+      const mark = performance.getEntriesByName(`webview/index.html/${name}`, "mark")[0];
+      return mark ? Math.round(performance.timeOrigin + mark.startTime) : undefined;
+    };
+    return {
+      hostPage: Math.round(performance.timeOrigin),
+      workerRequested: at("content/started"),
+      workerReady: at("content/workerReady"),
+      htmlWritten: at("content/wroteInnerContent"),
+    };
+  });
+  return marks;
+}
+
+/** The frame of the baseline's empty webview number `number` in this window (test/e2e/empty-webview). */
+export async function emptyWebviewFrame(page, number, timeoutMs = 30_000) {
+  return eventually(async () => {
+    for (const frame of page.frames()) {
+      if ((await frame.evaluate(() => document.body?.dataset.emptyWebview).catch(() => undefined)) === String(number)) return frame;
+    }
+    throw new Error(`no empty webview ${number} among ${page.frames().length} frames`);
+  }, timeoutMs);
+}

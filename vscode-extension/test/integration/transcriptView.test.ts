@@ -4,6 +4,7 @@
 // drift banner.
 import {
   activateExtension,
+  EXTENSION_DIR,
   fromWebview,
   git,
   harnessClient,
@@ -17,7 +18,7 @@ import {
   type ActivatedExtension,
 } from "../support/harness";
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Uri } from "../support/vscode";
@@ -229,5 +230,29 @@ describe("the transcript view", () => {
     assert.match((await texts(ids.drifted)).at(-1)!, /^Continued in a changed workspace: Branch: feature\/payments → main \(blocks\)$/);
     const deploy = (await shownTranscript(extension.api, ids.drifted)).entries.find((entry) => entry.text.startsWith("… deploy"));
     assert.match(deploy?.text ?? "", /needs review/, "the call itself is marked too");
+  });
+
+  it("the webview's HTML carries its script and stylesheet, the first page is posted without waiting for the webview, and says when each step of the opening happened", async () => {
+    extension.api.transcripts.close(ids.work);
+    const clicked = Date.now();
+    await extension.api.sessions.resume(await thread(ids.work));
+    const panel = extension.api.transcripts.get(ids.work)!.panel as unknown as { webview: { html: string }; posted: ToWebview[] };
+    const html = panel.webview.html;
+    // Nothing for VS Code's webview service worker to fetch after the HTML: both are in it,
+    // and the policy lets in only what carries this document's nonce.
+    const nonce = /script-src 'nonce-([^']+)'/.exec(html)?.[1] ?? "";
+    assert.ok(nonce.length >= 16, html.slice(0, 400));
+    assert.ok(html.includes(`style-src 'nonce-${nonce}'`), "styles: only the stylesheet it carries");
+    assert.doesNotMatch(html, /<link\b|<script\b[^>]*\bsrc=/, "no stylesheet or script to load");
+    for (const [tag, file] of [["style", "webview.css"], ["script", "webview.js"]]) {
+      assert.ok(html.includes(`<${tag} nonce="${nonce}">${readFileSync(path.join(EXTENSION_DIR, "dist", file!), "utf8")}</${tag}>`), `dist/${file} as built, in a <${tag}>`);
+    }
+    // Posted before the webview's script said "ready" (VS Code holds it until the document
+    // has loaded): no round trip before the first page.
+    assert.deepEqual(panel.posted.map((message) => message.type).slice(0, 2), ["init", "page"]);
+    const init = panel.posted.find((message) => message.type === "init");
+    assert.ok(init?.type === "init" && init.opened, "the first page's init carries the opening's timings");
+    const { requestedAt, panelAt, readAt, renderedAt } = init.opened;
+    assert.ok(clicked <= requestedAt && requestedAt <= panelAt && panelAt <= readAt && readAt <= renderedAt, JSON.stringify(init.opened));
   });
 });
