@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, TypeAdapter
 
 from protocol.base import WireModel
+from protocol.json_text import deepest_past
 from protocol.names import PRINTABLE
 
 ITEM_ID_MAX = 128
@@ -26,21 +27,8 @@ so a deeper item is refused up front, by name, instead of failing inside the wri
 
 
 def nests_deeper(value: Any, limit: int = ITEM_DEPTH_MAX) -> bool:
-    """Whether `value` (parsed JSON) has containers nested more than `limit` levels deep;
-    without recursion, so no depth can overflow the check itself."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        current, depth = stack.pop()
-        if isinstance(current, dict):
-            children: Any = current.values()
-        elif isinstance(current, list):
-            children = current
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+    """Whether `value` (parsed JSON) has containers nested more than `limit` levels deep."""
+    return deepest_past(value, limit) is not None
 
 
 LifecycleSource = Literal["startup", "resume", "clear", "compact"]

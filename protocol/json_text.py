@@ -47,3 +47,21 @@ def loads(data: bytes | str) -> tuple[Any, bool]:
         if mended == raw:
             raise
         return orjson.loads(mended), True
+
+
+def deepest_past(value: Any, limit: int) -> int | None:
+    """How deep `value` (parsed JSON) nests, when deeper than `limit` (the value itself is
+    level 1); else None. Without recursion, so no depth can overflow the check itself."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest if deepest > limit else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
+from protocol.json_text import deepest_past
 from server.rpc.framing import FrameDecoder, Framing
 
 MAX_DEPTH = 128
@@ -43,19 +44,7 @@ def depth_over(body: bytes, value: Any, limit: int = MAX_DEPTH) -> int | None:
     A message with fewer brackets than `limit` cannot be that deep: most are not walked."""
     if body.count(b"[") + body.count(b"{") <= limit:
         return None
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return deepest if deepest > limit else None
+    return deepest_past(value, limit)
 
 
 def cut_deep(value: Any, limit: int = MAX_DEPTH) -> Any:
