@@ -162,3 +162,19 @@ def storage_error(exc: OSError, path: object = None, doing: str = "") -> Protoco
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return ProtocolError(ErrorKind.STORAGE_FULL, f"{message} (disk full)", path=where)
     return ProtocolError(ErrorKind.STORAGE_ERROR, message, path=where)
+
+
+def invalid_params(errors: list[Any], within: list[str] | None = None) -> ProtocolError:
+    """InvalidParams from pydantic's `errors()`, naming the first problem's place
+    (`within`: the path that place is under, e.g. `["items[3]"]` for one item of a batch)."""
+    problems = [
+        {"loc": ".".join([*(within or []), *map(str, error["loc"])]), "msg": error["msg"]}
+        for error in errors[:20]
+    ]
+    if not problems:
+        return ProtocolError(ErrorKind.INVALID_PARAMS, "invalid params")
+    first = problems[0]
+    return ProtocolError(
+        ErrorKind.INVALID_PARAMS, f"invalid params: {first['loc']}: {first['msg']}",
+        errors=problems, **({"field": first["loc"]} if within else {}),
+    )  # fmt: skip

@@ -8,7 +8,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorKind, ProtocolError
+from protocol.errors import ErrorKind, ProtocolError, invalid_params
 from restore.faults import pause_point
 from server.handlers.context import Context
 from server.handlers.readahead import PageKey, ReadAhead
@@ -97,16 +97,9 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
         try:
             valid = RECORDABLE_ITEM_ADAPTER.validate_python(item)
         except ValidationError as exc:  # named by its place in the batch: items[3].id
-            problems = [
-                {"loc": ".".join([f"items[{index}]", *map(str, e["loc"][1:])]), "msg": e["msg"]}
-                for e in exc.errors()[:20]
-            ]
-            raise ProtocolError(
-                ErrorKind.INVALID_PARAMS,
-                f"invalid params: {problems[0]['loc']}: {problems[0]['msg']}",
-                field=problems[0]["loc"],
-                errors=problems,
-            ) from None
+            # (each error's first place is the item type's tag: left out)
+            errors = [{**e, "loc": e["loc"][1:]} for e in exc.errors()]
+            raise invalid_params(errors, [f"items[{index}]"]) from None
         items.append(valid.model_dump(mode="json", exclude_none=True))
     group = ctx.server.config.durability == "group"
 

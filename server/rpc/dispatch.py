@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from protocol import json_text
-from protocol.errors import ErrorKind, ProtocolError, storage_error
+from protocol.errors import ErrorKind, ProtocolError, invalid_params, storage_error
 from server.rpc.framing import (
     DEFAULT_MAX_FRAME,
     BadHeader,
@@ -53,17 +53,7 @@ def error_from_exception(exc: BaseException) -> dict[str, Any]:
     from pydantic import ValidationError  # lazy: keep pydantic off the startup path
 
     if isinstance(exc, ValidationError):
-        problems = [
-            {"loc": ".".join(str(part) for part in error["loc"]), "msg": error["msg"]}
-            for error in exc.errors()[:20]
-        ]
-        return ProtocolError(
-            ErrorKind.INVALID_PARAMS,
-            f"invalid params: {problems[0]['loc']}: {problems[0]['msg']}"
-            if problems
-            else "invalid params",
-            errors=problems,
-        ).to_error_object()
+        return invalid_params(exc.errors()).to_error_object()
     if isinstance(exc, OSError):  # a filesystem failure no layer below named: still typed
         return storage_error(exc).to_error_object()
     logger.exception("internal error", exc_info=exc)
