@@ -5,12 +5,17 @@ bench/acp.py beside a baseline)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+from acp import RequestError
+
 from restore.sources import acp as source
-from tests.support.acp_editor import agent_log, fake_agent, sessiond_acp
+from server.acp.state import MAX_QUEUED
+from tests.support.acp_editor import agent_log, fake_agent, sessiond_acp, wait_for
 from tests.test_acp import text
 
 FLOOD = 200_000
@@ -80,3 +85,68 @@ def test_twenty_thousand_chunks_of_one_message_merge_in_linear_work() -> None:
     (message,) = [i for i in ended.items if i["type"] == "message"]
     assert message["content"] == [{"type": "text", "text": piece * chunks}]
     assert CountedText.copied <= 2 * len(piece) * chunks, CountedText.copied
+
+
+async def _hold_prompts(run: Any, session: str, state: Path, count: int) -> list[Any]:
+    """A turn that never ends (`busy`), then `count` prompts sent behind it, in order."""
+    turn = asyncio.ensure_future(run.conn.prompt(session_id=session, prompt=text("busy")))
+    await wait_for(lambda: any(e["event"] == "busy" for e in agent_log(state)), "busy")
+    held = [
+        asyncio.ensure_future(run.conn.prompt(session_id=session, prompt=text(f"later {i}")))
+        for i in range(count)
+    ]
+    await asyncio.ensure_future(run.conn.list_sessions())  # sent after them: they are held
+    return [turn, *held]
+
+
+def _prompts_agent_got(state: Path) -> list[str]:
+    return [
+        block["text"]
+        for e in agent_log(state)
+        if e["event"] == "session/prompt"
+        for block in e["params"]["prompt"]
+    ]
+
+
+async def test_prompts_held_behind_a_running_turn_are_bounded_and_a_cancel_answers_them(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """An editor that keeps sending while a turn runs gets `Overloaded` past the bound,
+    not a proxy that grows; `session/cancel` ends the held prompts as claude-agent-acp
+    ends the ones it queued: `cancelled`, never sent to AGENT."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state)) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        turn, *held = await _hold_prompts(run, session, state, MAX_QUEUED + 1)
+        with pytest.raises(RequestError) as refused:
+            await held[-1]
+        await run.conn.cancel(session_id=session)
+        answers = await asyncio.gather(*held[:-1])
+        turn.cancel()
+    assert refused.value.data["kind"] == "Overloaded"
+    assert refused.value.data["limit"] == MAX_QUEUED
+    assert [a.stop_reason for a in answers] == ["cancelled"] * MAX_QUEUED
+    assert _prompts_agent_got(state) == ["busy"]
+
+
+@pytest.mark.parametrize("how", ["session/close", "the editor goes away"])
+async def test_prompts_held_when_the_session_ends_are_never_sent(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path], how: str
+) -> None:
+    """Held prompts of a session that closes are answered `cancelled`; when the editor
+    goes away they die with it: AGENT is not started again to run them for nobody."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state)) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        turn, *held = await _hold_prompts(run, session, state, 3)
+        if how == "session/close":
+            await run.conn.close_session(session_id=session)
+            answers = await asyncio.gather(*held)
+            assert [a.stop_reason for a in answers] == ["cancelled"] * 3
+        for waiting in (turn, *held):
+            waiting.cancel()
+    assert run.process.returncode is not None
+    assert _prompts_agent_got(state) == ["busy"]
+    assert len({e["pid"] for e in agent_log(state)}) == 1

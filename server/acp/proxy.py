@@ -83,6 +83,7 @@ from server.acp.ordering import Lane
 from server.acp.recording import Recording
 from server.acp.sessions import LocalSessions, busy_notice
 from server.acp.state import (
+    MAX_QUEUED,
     Downstream,
     Live,
     Upstream,
@@ -395,6 +396,9 @@ class AcpProxy(LocalSessions, Recording):
         """`session/cancel` and the like: to AGENT's session, once there is one (a held
         session has none: there is nothing to cancel)."""
         live = self._live_of(message.get("params"))
+        if live is not None and message["method"] == "session/cancel":
+            for answer in live.drop_queued():  # the cancel is for them too
+                self._send_editor(answer)
         if live is not None and live.held is not None:
             return None
         if live is not None and live.reaching is not None:
@@ -518,6 +522,15 @@ class AcpProxy(LocalSessions, Recording):
             return None
         live = self.live.get(thread_id)
         if live is not None and live.recorder.turn_id is not None:
+            if len(live.queued) >= MAX_QUEUED:
+                refused = ProtocolError(
+                    ErrorKind.OVERLOADED,
+                    f"{MAX_QUEUED} prompts already wait for the running turn to end; "
+                    "send this one after an answer arrives",
+                    limit=MAX_QUEUED,
+                )
+                self._answer_error(message["id"], refused)
+                return None
             live.queued.append(message)  # a turn runs: this one is sent when it ends
             return None
         ready = (
@@ -943,8 +956,9 @@ class AcpProxy(LocalSessions, Recording):
             self._send_queued(live)
 
     def _send_queued(self, live: Live) -> None:
-        """The prompt the editor queued behind the turn that just ended, on its way."""
-        if live.queued and live.recorder.turn_id is None:
+        """The prompt the editor queued behind the turn that just ended, on its way (not
+        once the editor is gone: it would start AGENT again for nobody)."""
+        if live.queued and live.recorder.turn_id is None and not self.stopping:
             self.editor_lane.push(live.queued.pop(0))
 
     # --- helpers --------------------------------------------------------------------------

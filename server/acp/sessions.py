@@ -454,6 +454,8 @@ class LocalSessions:
         """End sessiond's session on the thread, and AGENT's if AGENT can close one."""
         self._write_batches()
         self.live.pop(live.thread_id, None)
+        for answer in live.drop_queued():
+            self._send_editor(answer)
         if live.reaching is not None:
             live.reaching.cancel()
             live.reaching = None

@@ -66,10 +66,25 @@ class Live:
     queued: list[dict[str, Any]] = field(default_factory=list)
     """Prompts the editor sent while a turn ran (claude-agent-acp offers `promptQueueing`):
     sent on one at a time, each when the turn before it has ended, so that each is
-    recorded as its own turn (AGENT runs them one after another all the same)."""
+    recorded as its own turn (AGENT runs them one after another all the same). At most
+    `MAX_QUEUED`; a cancel or close of the session answers them `cancelled`."""
 
     def ready_for_agent(self) -> bool:
         return self.held is None and self.agent_session is not None and self.reaching is None
+
+    def drop_queued(self) -> list[dict[str, Any]]:
+        """The answers for every held prompt, never sent: `cancelled`, as claude-agent-acp
+        ends the prompts it queued when a cancel or a close comes first."""
+        dropped, self.queued = self.queued, []
+        return [
+            {"jsonrpc": "2.0", "id": held["id"], "result": {"stopReason": "cancelled"}}
+            for held in dropped
+        ]
+
+
+MAX_QUEUED = 16
+"""Prompts held behind a running turn, per session: past it a prompt is `Overloaded` (an
+editor sending in a loop during a long turn must not grow the proxy without bound)."""
 
 
 @dataclass
