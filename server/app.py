@@ -8,8 +8,8 @@ locks of its own, fsync never blocks the event loop, and the loop stays free to 
 and answer `initialize`. Pages of `thread/read` are the exception: they run on reader
 threads, since files are append-only and readers need no lock, so one client paging
 through a long thread never holds another client's record. So are searches of the
-embedded store, on a search thread with a connection of their own
-(restore/stores/embedded/search.py). The thread service (and with
+embedded store, waited for on a search thread, run in a process with a connection of
+their own (restore/stores/embedded/search_child.py). The thread service (and with
 it SQLite and the git probe) is created by the first request that needs it, never at
 startup (no warmup: docs/architecture.md).
 """
@@ -142,6 +142,7 @@ class SessiondServer:
         with self._store_lock:
             if self._store is None:
                 self._store = compose.store(self.settings())
+                self._store.search.run_apart()  # records and searches side by side
             return self._store
 
     def _changed_elsewhere(self, event: str, thread_id: str, summary: Any) -> None:

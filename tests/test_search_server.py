@@ -181,9 +181,10 @@ def test_a_rebuilt_index_gives_the_same_hits(home: Path, tmp_path: Path) -> None
 
 
 def test_a_record_is_answered_while_a_search_is_under_way(spawn: Any, tmp_path: Path) -> None:
-    """A search (its catch-up and query) runs on a thread of its own beside the store
-    thread: held at a pause point (restore/faults.py), it holds no record. What is asserted
-    is what the server did while the search was provably under way, never how long."""
+    """A search (its catch-up and query) runs beside the store thread (in a process of its
+    own: tests/test_search_process.py): held at a pause point (restore/faults.py), it
+    holds no record. What is asserted is what the server did while the search was provably
+    under way, never how long."""
     pause = tmp_path / "pause"
     pause.mkdir()
     server = spawn(env={"SESSIOND_PAUSE_AT": f"thread-search:{pause}"})

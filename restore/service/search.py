@@ -151,6 +151,6 @@ class Searches:
                                         progress=progress, budget=budget)  # fmt: skip
         hits = []
         for hit in page.hits:
-            shown, highlights = snippet(hit.text, asked.query)
+            shown, highlights = hit.shown or snippet(hit.text, asked.query)
             hits.append(Found(hit.thread, hit.seq, hit.role, hit.ts, shown, highlights))
         return Results(hits, page.next_cursor, page.partial)

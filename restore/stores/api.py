@@ -662,6 +662,10 @@ class SearchHit:
     role: str
     ts: str
     text: str
+    """Its searchable text; empty once `shown` holds its snippet."""
+    shown: tuple[str, list[list[int]]] | None = None
+    """Its snippet and highlights (restore/search/snippets.py), when the search made them
+    already: in a process of its own (embedded/search_child.py), the text stays there."""
 
 
 @dataclass
@@ -689,6 +693,11 @@ class SearchIndex(Protocol):
         at a time): it does not touch the store's state or connection. False: on the store
         thread."""
         ...
+
+    def run_apart(self) -> None:
+        """For a long-running server: run each search where it takes no CPU from the
+        records (the embedded store: a process of its own, started by the first search;
+        PostgreSQL's runs in the database server already)."""
 
     def search(
         self,

@@ -281,7 +281,8 @@ class ThreadIndex:
             conn.executescript(_SCHEMA)
         return conn
 
-    def _connect(self, path: Path | str) -> sqlite3.Connection:
+    @staticmethod
+    def _connect(path: Path | str) -> sqlite3.Connection:
         import sqlite3
 
         if isinstance(path, Path):  # not ":memory:"
@@ -565,7 +566,7 @@ class ThreadIndex:
         """Another connection to the index file, as the store's is configured, for a thread
         of its own (the search's: embedded/search.py). WAL: its reads and the store's
         writes do not wait for each other. The file must exist (`ensure_ready`)."""
-        return self._configured(self._connect(self.path))
+        return connect_beside(self.path)
 
     def _db(self) -> sqlite3.Connection:
         """The open connection, opening the index on first use."""
@@ -722,3 +723,10 @@ class ThreadIndex:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def connect_beside(path: Path) -> sqlite3.Connection:
+    """A connection to the index file at `path`, configured as the store's own is: for a
+    search beside the store, on a thread or in a process of its own
+    (embedded/search_child.py)."""
+    return ThreadIndex._configured(ThreadIndex._connect(path))

@@ -22,9 +22,10 @@ its first score counts every match of each term in the whole index: a word in mo
 million records costs 25 ms a page that way; among thousands of matches, the newest is
 what a person looks for.
 
-Its own connection to the index file, so a server runs it on a thread of its own beside
-the store thread (server/app.py `run_search`): WAL lets its reads and the store's writes
-go on together, and its catch-up's write transactions are short (`_BATCH_SECONDS`). What
+Its own connection to the index file, so a server runs it beside the store thread
+(server/app.py `run_search`), in a process of its own (`run_apart`:
+embedded/search_child.py): WAL lets its reads and the store's writes go on together,
+and its catch-up's write transactions are short (`_BATCH_SECONDS`). What
 is left on the store thread is the search's first step, writing this process's pending
 listing rows (restore/service/search.py `ask`). Where Python's sqlite3 would step once a
 row (inserts, a window's doc ids), one statement does it all: every step lets the GIL go
@@ -37,10 +38,11 @@ builds it again from the files.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -65,7 +67,25 @@ from restore.stores.embedded.jsonl import LineMark, parse_bytes
 if TYPE_CHECKING:
     import sqlite3
 
-    from restore.stores.embedded.index import ThreadIndex
+    from restore.stores.embedded.search_child import SearchChild
+
+logger = logging.getLogger(__name__)
+
+
+class IndexFile(Protocol):
+    """What a search needs of the listing index (`ThreadIndex`; in a search process of
+    its own, the file alone: embedded/search_child.py)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def in_memory(self) -> bool: ...
+
+    def connection(self) -> sqlite3.Connection: ...
+
+    def connect_beside(self) -> sqlite3.Connection: ...
+
 
 SEARCH_VERSION = 1
 _BATCH_SECONDS = 0.1  # one write transaction at most this long: other processes' rows wait
@@ -140,10 +160,19 @@ class ThreadSearch:
     the listing index's own connection when the index lives in memory (on the store
     thread then: a read-only data directory)."""
 
-    def __init__(self, index: ThreadIndex) -> None:
+    def __init__(self, index: IndexFile) -> None:
         self._index = index
         self._conn: sqlite3.Connection | None = None
         self._file: tuple[int, int] | None = None  # the index file it is open on
+        self._child: SearchChild | None = None
+
+    def run_apart(self) -> None:
+        """A long-running server's: each search in a process of its own
+        (embedded/search_child.py), started by the first one; not for an index in memory."""
+        if self._child is None and not self._index.in_memory:
+            from restore.stores.embedded.search_child import SearchChild
+
+            self._child = SearchChild(self._index.path)
 
     @property
     def beside_store(self) -> bool:
@@ -151,10 +180,12 @@ class ThreadSearch:
         return not self._index.in_memory
 
     def close(self) -> None:
-        """Close its connection (a later search opens one again)."""
+        """Close its connection, and its process (a later search opens them again)."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._child is not None:
+            self._child.close()
 
     def _connection(self) -> sqlite3.Connection:
         """Its connection, opened again when the index file was replaced since (rebuilt,
@@ -180,6 +211,14 @@ class ThreadSearch:
         progress: Progress | None = None,
         budget: float | None = None,
     ) -> SearchPage:
+        if self._child is not None:
+            from restore.stores.embedded.search_child import SearchChildGone
+
+            try:
+                return self._child.search(query, filters, cursor=cursor, limit=limit,
+                                          progress=progress, budget=budget)  # fmt: skip
+            except SearchChildGone as exc:  # this one here; the next starts it again
+                logger.warning("%s; searching in the server's own process", exc)
         pause_point("thread-search")  # beside the store thread (tests/test_search_server.py)
         conn = None
         try:

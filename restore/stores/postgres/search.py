@@ -44,6 +44,9 @@ class SharedSearch:
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
 
+    def run_apart(self) -> None:
+        """Nothing to do: PostgreSQL runs the search in a process of its own already."""
+
     def search(
         self,
         query: Query,
