@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import replace
@@ -190,8 +191,9 @@ def serve(requests: Connection, answers: Connection, index_path: Path) -> None:
 
 def main() -> None:
     down, up, index_path = sys.argv[1:4]
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is its server's to act on
     logging.basicConfig(level=logging.WARNING, format="sessiond-search: %(message)s")
-    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+    with contextlib.suppress(BrokenPipeError):
         serve(Connection(int(down), writable=False), Connection(int(up), readable=False),
               Path(index_path))  # fmt: skip
 
