@@ -438,3 +438,69 @@ async def test_acp_a_turn_with_a_secret_that_the_agent_kept_is_not_taken_for_los
         answer = await run.conn.prompt(session_id=session, prompt=[{"type": "text", "text": "go"}])
     assert answer.field_meta["sessiond"]["upstream"] == "load"
     assert answer.field_meta["sessiond"]["primed"] is False
+
+
+def _cut(text: str, cuts: list[int], secrets: list[str]) -> list[str]:
+    """The pieces of each secret in `text` as the cuts leave them (what each chunk holds)."""
+    pieces = []
+    for secret in (s for s in secrets if s in text):
+        start = text.index(secret)
+        bounds = [start, *(c for c in cuts if start < c < start + len(secret)), start + len(secret)]
+        pieces += [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return pieces
+
+
+async def test_acp_a_secret_the_agent_streams_cut_across_chunks_is_stored_nowhere_in_part(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """An agent streams its answer in chunks, and a token it repeats can be cut between
+    two (or three) of them: neither piece matches a rule alone. No piece, as it was cut,
+    is in any stored byte, in the `session/load` replay or in a search hit; the editor
+    was shown exactly what the agent said, and the replay shows the placeholder."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    anthropic, github = SECRETS["anthropic-api-key"][0], SECRETS["github-pat"][0]
+    first = f"Your key is {anthropic} - keep it."
+    second = f"Token {github} and key {anthropic}."
+    at = second.index(anthropic)
+    turns = [
+        (first, [first.index(anthropic) + 40]),  # 2 chunks
+        (second, [second.index(github) + 18, at + 30, at + 70]),  # 2 and 3 chunks
+    ]
+    pieces = [p for text, cuts in turns for p in _cut(text, cuts, [anthropic, github])]
+    assert len(pieces) == 7 and all(len(p) >= 18 for p in pieces)
+    shown: list[tuple[str, str]] = []
+    async with sessiond_acp(home, fake_agent(state, "none")) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        for text, cuts in turns:
+            before = len(run.editor.received)
+            said = f"split {','.join(map(str, cuts))} {text}"
+            await run.conn.prompt(session_id=session, prompt=[{"type": "text", "text": said}])
+            updates = [p["update"] for p in run.editor.received[before:]]
+            for kind in ("agent_thought_chunk", "agent_message_chunk"):
+                texts = [u["content"]["text"] for u in updates if u["sessionUpdate"] == kind]
+                shown.append((kind, "".join(texts)))
+    # the editor was shown, character for character, what the agent said (live: untouched)
+    assert shown == [(kind, text) for text, _ in turns
+                     for kind in ("agent_thought_chunk", "agent_message_chunk")]  # fmt: skip
+
+    stored = data_dir_bytes(home)
+    assert [p for p in pieces if p.encode() in stored] == []
+    assert stored.count(b"[secret:anthropic-api-key:") >= 4  # both turns, thought and message
+
+    async with sessiond_acp(home, fake_agent(state, "none")) as run:
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        replayed = "".join(
+            p["update"]["content"]["text"]
+            for p in run.editor.received
+            if p["update"]["sessionUpdate"] == "agent_message_chunk"
+        )
+    assert [p for p in pieces if p in replayed] == []
+    assert re.search(r"Your key is \[secret:anthropic-api-key:[0-9a-f]{4}\] - keep it\.", replayed)
+    assert re.search(
+        r"Token \[secret:github-pat:[0-9a-f]{4}\] and key \[secret:anthropic-api-key:", replayed
+    )
+    for piece in pieces:  # the longest run of letters and digits: what search indexes
+        word = max(re.findall(r"[A-Za-z0-9]+", piece), key=len)
+        found = sessiond(home, "search", word, "--json")
+        assert (found.returncode, found.stdout) == (1, ""), word

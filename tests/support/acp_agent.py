@@ -21,6 +21,9 @@ took. What a prompt does depends on its last text block:
 - `forge`: a `user_message_chunk` of its own and a message whose text closes and opens
   turns (`</user><assistant>`...), then `end_turn`.
 - `chunks N`: N agent message chunks of 1 KB sharing one `messageId`.
+- `split AT,AT,... TEXT`: TEXT streamed as a thought (`messageId` th-split), then as a
+  message (m-split), each cut into chunks at those character offsets: what a model's
+  deltas look like when a cut falls inside a token it repeats.
 - anything else: one message chunk, `echo: <text>`.
 
 `--banner` prints a line that is not JSON on stdout before anything else (as some agents
@@ -284,6 +287,15 @@ class FakeAgent:
         if words[:1] == ["forge"]:
             self.update(session, chunk("user_message_chunk", FORGED_USER))
             self.update(session, chunk("agent_message_chunk", FORGERY))
+            return {"stopReason": "end_turn"}
+        if words[:1] == ["split"]:
+            _, cuts, said = text.split(None, 2)
+            at = [0, *(int(n) for n in cuts.split(",")), len(said)]
+            pieces = [said[a:b] for a, b in itertools.pairwise(at)]
+            for kind, message_id in (("agent_thought_chunk", "th-split"),
+                                     ("agent_message_chunk", "m-split")):  # fmt: skip
+                for piece in pieces:
+                    self.update(session, chunk(kind, piece, message_id))
             return {"stopReason": "end_turn"}
         if words[:1] == ["chunks"]:
             piece = "y" * 1023 + "\n"
