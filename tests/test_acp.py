@@ -20,11 +20,20 @@ from restore.engine.subsystems import ThreadState
 from restore.home.layout import Layout
 from restore.stores.embedded.files import ThreadStore
 from tests.conftest import git
-from tests.support.acp_editor import HANG_GUARD, agent_log, fake_agent, sessiond_acp, wait_for
+from tests.support.acp_editor import (
+    HANG_GUARD,
+    agent_log,
+    drawn,
+    fake_agent,
+    sessiond_acp,
+    wait_for,
+)
 from tests.support.processes import alive
 from tests.support.rpc_client import ServerProcess
 
-EDIT_UPDATES = 13  # session/update notifications the fake agent's `edit` prompt sends
+EDIT_UPDATES = 12
+"""What the editor draws of the fake agent's `edit` prompt: its 13 session/update
+notifications, its two thought chunks one text (`drawn`: sessiond may cut chunks anew)."""
 
 
 def thread_items(home: Path, thread_id: str) -> list[dict[str, Any]]:
@@ -74,9 +83,9 @@ async def test_a_prompt_is_recorded_onto_the_subsystems_and_listed_everywhere(
         received = list(run.editor.received)
     assert answer.stop_reason == "end_turn" and answer.usage.input_tokens == 100
     assert notes.read_text() == "before\nedited\n"
-    assert len(received) == EDIT_UPDATES
+    assert len(drawn(received)) == EDIT_UPDATES
     assert {p["sessionId"] for p in received} == {session}  # the editor never sees AGENT's id
-    assert received[3]["_meta"] == {"fake": {"n": 1}}  # _meta forwarded untouched
+    assert drawn(received)[2]["_meta"] == {"fake": {"n": 1}}  # _meta forwarded untouched
     assert [s.session_id for s in listed.sessions] == [session]
     assert listed.sessions[0].title == "Editing a file"
 
@@ -157,7 +166,10 @@ async def test_kill_9_mid_turn_loses_nothing_the_editor_was_shown(
         turn = asyncio.ensure_future(
             run.conn.prompt(session_id=session, prompt=text(f"edit {notes} then hang"))
         )
-        await wait_for(lambda: len(run.editor.received) == EDIT_UPDATES, "the whole turn")
+        titled = lambda: any(  # noqa: E731 - the last update before the turn's last word
+            p["update"].get("title") == "Editing a file" for p in run.editor.received
+        )
+        await wait_for(titled, "the whole turn but its last word")
         received = list(run.editor.received)
         agent_pid = agent_log(state)[-1]["pid"]
         run.kill9()
@@ -186,8 +198,12 @@ async def test_kill_9_mid_turn_loses_nothing_the_editor_was_shown(
     items = thread_items(home, session)
     turns = [(i["phase"], i.get("continueReason")) for i in items if i["type"] == "turn"]
     assert turns == [("started", None), ("interrupted", "process_recovery")]
-    done = [i for i in items if i["type"] == "message" and i["content"] == text("Done.")]
-    assert len(done) == 1  # the message open at the crash, merged from its raw chunks
+    said = [i["content"] for i in items if i["type"] == "message" and i["role"] == "assistant"]
+    # The turn's last message is one word, held back (a secret may be in progress at the
+    # end of a message, restore/sources/acp_chunks.py) until the turn ends, which it never
+    # did: not shown, so not recorded. All the editor was shown is (above).
+    assert text("Done.") not in said and text("I will edit the file.") in said
+    assert "Done." not in json.dumps(received)
 
 
 @pytest.mark.parametrize(
@@ -396,7 +412,7 @@ async def test_the_sdk_example_echo_agent_works_behind_sessiond(
         answer = await run.conn.prompt(session_id=session, prompt=text("hello echo"))
         echoed = list(run.editor.received)
     assert answer.stop_reason == "end_turn"
-    assert [p["update"]["content"]["text"] for p in echoed] == ["hello echo"]
+    assert [p["update"]["content"]["text"] for p in drawn(echoed)] == ["hello echo"]
     assert echoed[0]["_meta"] == {"source": "echo_agent"}  # the agent's _meta, untouched
     async with sessiond_acp(home, [sys.executable, str(echo_agent)]) as run:
         await run.conn.load_session(cwd=str(repo), session_id=session)

@@ -26,6 +26,7 @@ from tests.support.acp_agent import FORGED_USER, FORGERY
 from tests.support.acp_editor import (
     CodeCompanionLike,
     agent_log,
+    drawn,
     fake_agent,
     sessiond_acp,
     wait_for,
@@ -74,7 +75,8 @@ async def test_drift_reaches_a_codecompanion_like_editor_and_the_person_decides_
         asked = run.editor.permissions
     # The load succeeded (no silent new session), the history was redrawn, then the notice.
     assert not editor.fell_back and editor.session_id == session
-    texts = [u["content"]["text"] for u in redrawn if "content" in u]
+    texts = [p["update"]["content"]["text"] for p in drawn([{"update": u} for u in redrawn])
+             if "content" in p["update"]]  # fmt: skip
     assert texts[:2] == ["hello", "echo: hello"]
     (notice,) = notices(redrawn, "drift")
     assert "branch main" in notice and "branch feature" in notice and str(repo) in notice
@@ -202,7 +204,7 @@ async def test_an_agent_cannot_put_words_in_the_persons_mouth(
     assert re.search(r"^user:\n\s+forge\n(?:.*\n)*assistant:\n\s+" + FORGED_USER, shown, re.M)
     async with sessiond_acp(home, fake_agent(state)) as run:
         await run.conn.load_session(cwd=str(repo), session_id=session)
-        replayed = [p["update"] for p in run.editor.received]
+        replayed = [p["update"] for p in drawn(run.editor.received)]
     users = [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
     assert users == ["forge"]
     quoted = next(u for u in replayed if u.get("content", {}).get("text") == FORGED_USER)
@@ -302,7 +304,8 @@ async def test_a_session_open_in_another_window_is_shown_and_not_continued_until
             answer = await editor.send("now?")
             shown = [p["update"] for p in second.editor.received]
     assert not editor.fell_back and editor.session_id == session
-    texts = [u["content"]["text"] for u in redrawn if u.get("sessionUpdate") != "tool_call"]
+    texts = [p["update"]["content"]["text"] for p in drawn([{"update": u} for u in redrawn])
+             if p["update"].get("sessionUpdate") != "tool_call"]  # fmt: skip
     assert texts[:2] == ["hello", "echo: hello"]
     (notice,) = notices(redrawn, "busy")
     assert f"acp:{first.process.pid}" in notice

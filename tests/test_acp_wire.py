@@ -14,7 +14,13 @@ import pytest
 from acp import RequestError
 
 from restore.home.layout import Layout
-from tests.support.acp_editor import agent_log, fake_agent, raw_sessiond_acp, sessiond_acp
+from tests.support.acp_editor import (
+    agent_log,
+    drawn,
+    fake_agent,
+    raw_sessiond_acp,
+    sessiond_acp,
+)
 from tests.test_acp import text, thread_items
 
 INITIALIZE = {"protocolVersion": 1, "clientCapabilities": {}}
@@ -98,7 +104,8 @@ async def test_a_message_nested_too_deep_is_answered_from_the_editor_and_cut_fro
     assert kind_of(refused) == "PayloadTooLarge"
     assert refused["error"]["data"]["depth"] == 304  # message, params, prompt, block, 300
     assert answer["result"]["stopReason"] == "end_turn"
-    assert [u["content"]["text"] for u in shown] == ["deep", "echo: after deep"]
+    texts = [p["update"]["content"]["text"] for p in drawn([{"update": u} for u in shown])]
+    assert texts == ["deep", "echo: after deep"]
     cut = shown[0]["_meta"]
     levels = 0
     while isinstance(cut, dict):
@@ -213,8 +220,8 @@ async def test_an_agent_that_answers_two_new_sessions_with_one_id_gets_the_secon
     assert refused.value.data["kind"] == "InternalError"
     assert refused.value.data["agentSessionId"] == "fake-same"
     assert shown == {first}  # session 1's updates went to session 1
-    texts = [i["update"]["content"]["text"] for i in thread_items(home, first)
-             if i["type"] == "acp_update"]  # fmt: skip
+    raw = [i for i in thread_items(home, first) if i["type"] == "acp_update"]
+    texts = [p["update"]["content"]["text"] for p in drawn([{"update": i["update"]} for i in raw])]
     assert texts == ["mine", "echo: mine"]
     assert len(list(Layout(home).threads_dir.rglob("*.jsonl"))) == 1
 

@@ -182,6 +182,32 @@ class Redactor:
         kept.sort(key=lambda hit: hit.start)
         return kept
 
+    def unsettled(self, text: str) -> int:
+        """The earliest offset of `text`, a stream's text so far with more to come, from
+        which a secret may still be in progress (len(text): none). That is the last word
+        (a token, or a keyword, cut short), and for each rule whose keyword occurs (as
+        `candidates`) a match that reaches the end (it may grow) or that more text could
+        complete (a partial match: `Rule.partial`), and then any match that straddles the
+        offset. Text before it can be stored on its own: no secret of the rules' shapes
+        is cut there, nor cut from the name that makes it one (`api_key = ...`)."""
+        end = len(text)
+        cut = max(text.rfind(space) for space in " \n\t\r") + 1  # (a token has none)
+        whole: list[tuple[int, int]] = []
+        for index in self.candidates(text):
+            for match in self.rules[index].partial.finditer(text, partial=True):
+                start, stop = match.span()
+                if match.partial or stop >= end:
+                    cut = min(cut, start)
+                elif stop > start:
+                    whole.append((start, stop))
+        moved = True
+        while moved:
+            moved = False
+            for start, stop in whole:
+                if start < cut < stop:
+                    cut, moved = start, True
+        return cut
+
     def _check(self, rule: Rule, match: re.Match[str], text: str) -> Found | None:
         group = rule.secret_group
         if group == 0 and match.re.groups:

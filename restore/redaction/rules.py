@@ -20,6 +20,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import regex
+from regex import Pattern as PartialPattern
+
 HERE = Path(__file__).parent
 GITLEAKS = HERE / "gitleaks.toml"
 GITLEAKS_VERSION = "v8.30.0-27-gb58d3f10"
@@ -62,6 +65,13 @@ class Rule:
         """Compiled on first use: most rules never run in a process (the whole-item pass
         rules them out), and compiling all of them took most of a redactor's start."""
         return _compile(self.regex)
+
+    @functools.cached_property
+    def partial(self) -> PartialPattern[str]:
+        """The same pattern for the `regex` package, which tells a match that more text
+        could still complete (`partial=True`): where a stream of text may not be cut yet
+        (`Redactor.unsettled`). Python's `re` cannot say it; `regex` reads `re`'s syntax."""
+        return regex.compile(self.regex)
 
 
 @dataclass(frozen=True)

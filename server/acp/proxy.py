@@ -279,6 +279,7 @@ class AcpProxy(LocalSessions, Recording):
                 self._opening -= 1
             live = self.live.get(request.thread_id or "")
             if request.method == "session/prompt" and live is not None:
+                self._release_held(live)
                 ended = live.recorder.end_turn(
                     new_scope(),
                     error=f"the agent exited (code {code})",
@@ -301,6 +302,7 @@ class AcpProxy(LocalSessions, Recording):
             await self._sync()
         if current:
             for live in self.live.values():
+                self._release_held(live)  # between turns: its message ended with it
                 if live.agent_session is not None:
                     live.previous_agent_session = live.agent_session
                 live.agent_session = None
@@ -505,6 +507,7 @@ class AcpProxy(LocalSessions, Recording):
         )
         if handed_back and live.recorder.turn_id is None:
             return
+        self._release_held(live)  # the agent's message open until now ends here
         self._record(live, live.recorder.steer(prompt))
 
     def _prompt(self, message: dict[str, Any]) -> Awaitable[None] | None:
@@ -793,8 +796,7 @@ class AcpProxy(LocalSessions, Recording):
                 return
             self._send_editor(message)
             return
-        self._record(live, live.recorder.update(mapped["params"]))
-        self._send_editor(mapped)
+        self._pass_update(live, mapped)
 
     def _keep_early(self, message: dict[str, Any]) -> None:
         size = len(orjson.dumps(message))
@@ -915,6 +917,8 @@ class AcpProxy(LocalSessions, Recording):
         (durable before shown)."""
         live = self.live.get(request.thread_id or "")
         result = message.get("result")
+        if live is not None:
+            self._release_held(live)  # the turn's last words, before its answer
         if live is not None and live.recorder.turn_id == request.turn_id:
             ended_ok = result if isinstance(result, dict) else {}
             error = message.get("error")
@@ -1004,6 +1008,7 @@ class AcpProxy(LocalSessions, Recording):
             if request.method != "session/prompt" or live is None:
                 continue
             if live.recorder.turn_id == request.turn_id:
+                self._release_held(live)  # recorded: nothing AGENT said is lost
                 ended = live.recorder.end_turn(
                     new_scope(), error="the editor went away", continue_reason="editor_gone"
                 )

@@ -12,9 +12,11 @@ import orjson
 
 from protocol.errors import ProtocolError, storage_error
 from restore.sources import acp as source
+from restore.sources.acp_chunks import HOLD_LIMIT
 from server.acp.state import Live
 
 if TYPE_CHECKING:
+    from restore.redaction.engine import Redactor
     from restore.service import ThreadService
     from server.index_flush import IndexFlush
 
@@ -39,6 +41,7 @@ class Recording:
         def service(self) -> ThreadService: ...
         def _notice(self, thread_id: str, text: str, kind: str) -> None: ...
         def _notify(self, thread_id: str, update: dict[str, Any]) -> None: ...
+        def _send_editor(self, message: dict[str, Any]) -> None: ...
         def _write_thread(self, live: Live) -> None: ...
 
     def _record(self, live: Live, recorded: source.Recorded) -> None:
@@ -108,6 +111,33 @@ class Recording:
             "and this turn will end with an error.",
             "unrecorded",
         )
+
+    def _pass_update(self, live: Live, message: dict[str, Any]) -> None:
+        """AGENT's `session/update` (with the thread id) recorded, then shown, as the
+        chunk hold lets it go: the end of a message's text waits until no secret can be
+        in progress there (restore/sources/acp_chunks.py), kept from both alike."""
+        overflows = live.chunks.overflows
+        for params in live.chunks.update(message["params"], self._redactor):
+            self._record(live, live.recorder.update(params))
+            self._send_editor({**message, "params": params})
+        if live.chunks.overflows > overflows:
+            logger.warning(
+                "thread %s: %d characters of a message with no break in them were shown "
+                "and recorded as they came (at most %d are held back for redaction)",
+                live.thread_id,
+                HOLD_LIMIT,
+                HOLD_LIMIT,
+            )
+
+    def _release_held(self, live: Live) -> None:
+        """The message ends (the turn, AGENT, the editor, a steer): what was held back of
+        its text recorded and shown, as its last chunk."""
+        for params in live.chunks.flush():
+            self._record(live, live.recorder.update(params))
+            self._send_editor({"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+    def _redactor(self) -> Redactor | None:
+        return self.service.store.redactor
 
     def _show(self, live: Live, recorded: source.Recorded) -> None:
         """Updates made here (a tool call closed as interrupted), after their record."""

@@ -57,6 +57,7 @@ class LocalSessions:
         @property
         def hooks(self) -> LifecycleHooks: ...
         def _record(self, live: Live, recorded: source.Recorded) -> None: ...
+        def _release_held(self, live: Live) -> None: ...
         async def _call(
             self, method: str, params: Any, *, release_hold: str | None = None
         ) -> Any: ...
@@ -400,6 +401,7 @@ class LocalSessions:
         live.agent_session = agent_session
         live.reached_via = via
         self._adopt(agent_session, live.thread_id)
+        self._release_held(live)
         for update in source.state_changes(live.shown_state, result):
             # The editor was answered from the record: AGENT's actual mode and options win.
             params = {"sessionId": live.thread_id, "update": update}
@@ -452,6 +454,7 @@ class LocalSessions:
 
     async def _close_live(self, live: Live) -> None:
         """End sessiond's session on the thread, and AGENT's if AGENT can close one."""
+        self._release_held(live)
         self._write_batches()
         self.live.pop(live.thread_id, None)
         for answer in live.drop_queued():

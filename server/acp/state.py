@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
+from restore.sources.acp_chunks import ChunkHold
 
 if TYPE_CHECKING:
     from server.acp.agent import AgentProcess
@@ -63,6 +64,9 @@ class Live:
     """How AGENT's session was reached, until a prompt's answer says so."""
     unrecorded: ProtocolError | None = None
     """The first record of the current turn that failed: the turn's answer is an error."""
+    chunks: ChunkHold = field(default_factory=ChunkHold)
+    """The end of AGENT's message text not yet recorded nor shown: a secret may be in
+    progress there (restore/sources/acp_chunks.py)."""
     queued: list[dict[str, Any]] = field(default_factory=list)
     """Prompts the editor sent while a turn ran (claude-agent-acp offers `promptQueueing`):
     sent on one at a time, each when the turn before it has ended, so that each is

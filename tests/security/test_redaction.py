@@ -11,6 +11,7 @@ in this file is a credential of anything)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -446,7 +447,7 @@ def _cut(text: str, cuts: list[int], secrets: list[str]) -> list[str]:
     for secret in (s for s in secrets if s in text):
         start = text.index(secret)
         bounds = [start, *(c for c in cuts if start < c < start + len(secret)), start + len(secret)]
-        pieces += [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        pieces += [text[a:b] for a, b in itertools.pairwise(bounds)]
     return pieces
 
 
@@ -461,7 +462,7 @@ async def test_acp_a_secret_the_agent_streams_cut_across_chunks_is_stored_nowher
     state = tmp_path / "agent"
     anthropic, github = SECRETS["anthropic-api-key"][0], SECRETS["github-pat"][0]
     first = f"Your key is {anthropic} - keep it."
-    second = f"Token {github} and key {anthropic}."
+    second = f"Token {github} and key {anthropic} today."
     at = second.index(anthropic)
     turns = [
         (first, [first.index(anthropic) + 40]),  # 2 chunks

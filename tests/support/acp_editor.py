@@ -43,6 +43,8 @@ class Editor(Client):
     def __init__(self, allow: bool = True) -> None:
         self.allow = allow
         self.received: list[dict[str, Any]] = []
+        self.answered: list[int] = []
+        """len(received) at each answer the editor got: a prompt's ends its turn."""
         self.permissions: list[Any] = []
         self.options: list[list[Any]] = []
 
@@ -78,13 +80,47 @@ class Editor(Client):
             and message.get("method") == "session/update"
         ):
             self.received.append(message["params"])
+        elif event.direction is StreamDirection.INCOMING and "method" not in message:
+            self.answered.append(len(self.received))
 
     def texts(self) -> list[str]:
-        return [
-            p["update"]["content"]["text"]
-            for p in self.received
-            if isinstance(p["update"].get("content"), dict) and "text" in p["update"]["content"]
-        ]
+        """The texts the editor drew, in order: consecutive text chunks of one message
+        (the same update but for the text) drawn as one, as editors append them. (sessiond
+        may cut a message's chunks anew: the end of one is held back until no secret can
+        be in progress there, restore/sources/acp_chunks.py.)"""
+        runs: list[dict[str, Any]] = []
+        at = 0
+        for end in [*self.answered, len(self.received)]:  # a turn's message ends with it
+            runs += drawn(self.received[at:end])
+            at = max(at, end)
+        return [text for p in runs if (text := _text_of(p)) is not None]
+
+
+def _text_of(params: dict[str, Any]) -> str | None:
+    content = params["update"].get("content")
+    text = content.get("text") if isinstance(content, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def _but_text(params: dict[str, Any]) -> dict[str, Any]:
+    update = params["update"]
+    return {**params, "update": {**update, "content": {**update["content"], "text": ""}}}
+
+
+def drawn(received: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`session/update` params with consecutive text chunks of one message (the same but
+    for the text) joined: what the editor draws, however the chunks were cut."""
+    out: list[dict[str, Any]] = []
+    for params in received:
+        chunk = str(params["update"].get("sessionUpdate")).endswith("_chunk")
+        texts = chunk and out and _text_of(params) is not None and _text_of(out[-1]) is not None
+        if texts and _but_text(out[-1]) == _but_text(params):
+            last = out[-1]["update"]
+            joined = {**last["content"], "text": f"{_text_of(out[-1])}{_text_of(params)}"}
+            out[-1] = {**out[-1], "update": {**last, "content": joined}}
+            continue
+        out.append(params)
+    return out
 
 
 @dataclass
