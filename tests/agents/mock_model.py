@@ -61,6 +61,13 @@ class Reply:
     thinking: str = ""
     usage: Usage = Usage()
     status: int = 200
+    cuts: tuple[int, ...] = ()
+    """Offsets in `text` where a new delta of the stream starts (none: one delta), as a
+    model's deltas fall: anywhere, inside a word or a token it repeats."""
+
+    def text_deltas(self) -> list[str]:
+        at = [0, *self.cuts, len(self.text)]
+        return [self.text[a:b] for a, b in itertools.pairwise(at) if b > a]
 
 
 @dataclass
@@ -339,8 +346,8 @@ def anthropic_events(request: Request, reply: Reply) -> Iterator[bytes]:
                       {"type": "signature_delta", "signature": "mock-signature"}])  # fmt: skip
         index += 1
     if reply.text:
-        yield _block(index, {"type": "text", "text": ""},
-                     [{"type": "text_delta", "text": reply.text}])  # fmt: skip
+        deltas = [{"type": "text_delta", "text": piece} for piece in reply.text_deltas()]
+        yield _block(index, {"type": "text", "text": ""}, deltas)
         index += 1
     for call in reply.calls:
         block = {"type": "tool_use", "id": call.id or _id("toolu_"), "name": call.name, "input": {}}
@@ -398,8 +405,9 @@ def openai_events(request: Request, reply: Reply) -> Iterator[bytes]:
         part = {"type": "output_text", "text": "", "annotations": []}
         yield event("response.content_part.added", item_id=item_id, output_index=index,
                     content_index=0, part=part)  # fmt: skip
-        yield event("response.output_text.delta", item_id=item_id, output_index=index,
-                    content_index=0, delta=reply.text)  # fmt: skip
+        for piece in reply.text_deltas():
+            yield event("response.output_text.delta", item_id=item_id, output_index=index,
+                        content_index=0, delta=piece)  # fmt: skip
         yield event("response.output_text.done", item_id=item_id, output_index=index,
                     content_index=0, text=reply.text)  # fmt: skip
         done_part = {**part, "text": reply.text}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import re
 import signal
@@ -27,6 +28,7 @@ import pytest
 from tests.agents.mock_model import Call, Reply, Scenario
 from tests.compat.conftest import Agents
 from tests.compat.test_codex import delegation
+from tests.security.test_redaction import SECRETS, data_dir_bytes
 from tests.support.acp_editor import sessiond_acp, wait_for
 from tests.test_acp import text, thread_items
 
@@ -397,3 +399,40 @@ async def test_a_prompt_queued_behind_a_running_turn_is_recorded_as_its_own_turn
          ("assistant", "Slow part done."), "completed"],
         ["started", ("user", "[[next]] second"), ("assistant", "Next one done."), "completed"],
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+async def test_a_key_the_model_streams_cut_across_deltas_is_recorded_nowhere_in_part(
+    agents: Agents, tmp_path: Path, agent: str
+) -> None:
+    """The model repeats a key and a token, its stream cut inside them (the key across
+    three deltas, the token across two); the real adapter sends each delta on as a chunk.
+    No piece, as the model cut it, is in any byte sessiond stored, nor in the replay of a
+    `session/load`; the editor was shown the answer as the model said it."""
+    anthropic, github = SECRETS["anthropic-api-key"][0], SECRETS["github-pat"][0]
+    said = f"Your key is {anthropic} and the token {github} for now."
+    key, token = said.index(anthropic), said.index(github)
+    cuts = (key + 30, key + 70, token + 18)
+    place = agents.start(Scenario({"repeat": [Reply(text=said, cuts=cuts)]}))
+    if agent == "codex":
+        place.write_codex_config(model="gpt-5.5")
+    command, env, home = place.acp_command(agent), place.env(), tmp_path / "sessiond"
+    async with sessiond_acp(home, command, env=env) as run:
+        session = await new_session(run, agent, place.repo)
+        answer = await run.conn.prompt(session_id=session, prompt=text("[[repeat]] say it back"))
+        shown_text = "".join(run.editor.texts())
+    assert answer.stop_reason == "end_turn"
+    assert said in shown_text  # (claude-agent-acp may put a notice of its own before it)
+    ends = [(key, *cuts[:2], key + len(anthropic)), (token, cuts[2], token + len(github))]
+    pieces = [said[a:b] for bounds in ends for a, b in itertools.pairwise(bounds)]
+    assert "".join(pieces) == anthropic + github  # the pieces of each as the deltas cut them
+
+    stored = data_dir_bytes(home)
+    assert [p for p in pieces if p.encode() in stored] == []
+    assert b"[secret:anthropic-api-key:" in stored and b"[secret:github-pat:" in stored
+    async with sessiond_acp(home, command, env=env) as run:
+        await run.conn.load_session(cwd=str(place.repo), session_id=session)
+        replayed = "".join(run.editor.texts())
+    assert [p for p in pieces if p in replayed] == []
+    assert re.search(r"Your key is \[secret:anthropic-api-key:[0-9a-f]{4}\] and the token "
+                     r"\[secret:github-pat:[0-9a-f]{4}\] for now\.", replayed)  # fmt: skip
