@@ -1,10 +1,13 @@
 """The ACP front door's cost: an editor talking to AGENT through `sessiond acp` against the
 same editor talking to AGENT directly, fresh processes each run, over real pipes.
 
-    python -m bench.acp [--quick] [--only synthetic|merge|agents]
+    python -m bench.acp [--quick] [--only synthetic|merge|stream|agents] [--against DIR]
 
-Three sections. `synthetic`, below: a minimal agent of the benchmark's own. `merge`: one
-answer of 20,000 chunks of 1 KB sharing one message (`merge`). `agents`: the real ACP
+Four sections. `synthetic`, below: a minimal agent of the benchmark's own. `merge`: one
+answer of 20,000 chunks of 1 KB sharing one message (`merge`). `stream`: one answer
+streamed as a model's deltas fall, 400 chunks of 4 characters cut mid-word, of prose that
+names keys and tokens (what the proxy's chunk hold, restore/sources/acp_chunks.py, works
+hardest on). `agents`: the real ACP
 agents of the compatibility suite (tests/agents: codex-acp, claude-agent-acp, `gemini
 --acp`) against its mock model — the added latency to a prompt's first update, and
 `session/load` of a 50-turn session (`first_update`, `load`).
@@ -14,7 +17,8 @@ chunks per prompt, each stamped with CLOCK_MONOTONIC when written; the editor st
 again when it reads the line. Measured: spawn → `initialize` answered; the delivery of a
 lone update, nothing queued ahead of it (median µs: the proxy's share is the difference);
 a prompt's round trip with 0 and with 100 updates (median ms; through the proxy it
-includes recording every update and syncing the turn's end).
+includes recording every update and syncing the turn's end). `--against DIR`: another
+checkout's `sessiond acp` (e.g. main's) measured too, interleaved in the same run.
 """
 
 from __future__ import annotations
@@ -35,6 +39,13 @@ import orjson
 
 REPO = Path(__file__).resolve().parent.parent
 UPDATES = 100
+AGENT = [sys.executable, str(Path(__file__).resolve()), "agent"]
+"""The benchmark's AGENT, by path: the same one behind another checkout's proxy."""
+DELTAS = 400
+DELTA_TEXT = (
+    "Set the api key in the config first, then the token: the key is read once at start, "
+    "and a secret never goes into the repository or a log. "
+)
 
 
 def agent_main() -> None:
@@ -61,6 +72,10 @@ def agent_main() -> None:
                 if words[0] == "long":  # one message of `count` 1 KB chunks
                     update["messageId"] = "long"
                     update["content"]["text"] = "z" * 1023 + "\n"
+                elif words[0] == "deltas":  # one message in 4-character deltas
+                    prose = DELTA_TEXT * (4 * count // len(DELTA_TEXT) + 1)
+                    update["messageId"] = "deltas"
+                    update["content"]["text"] = prose[4 * n : 4 * n + 4]
                 note = {
                     "sessionId": params["sessionId"],
                     "update": update,
@@ -84,14 +99,14 @@ def agent_main() -> None:
 class Editor:
     """One fresh process (AGENT, or sessiond acp in front of it) driven over its pipes."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path = REPO) -> None:
         self.began = time.perf_counter()
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            cwd=REPO,
+            cwd=cwd,
             env=env,
         )
         self.next_id = 0
@@ -124,8 +139,25 @@ class Editor:
             self.proc.wait()
 
 
-def one_run(argv: list[str], env: dict[str, str], cwd: str, prompts: int) -> dict[str, Any]:
-    editor = Editor(argv, env)
+def modes(
+    tmp: str, n: int, against: Path | None
+) -> dict[str, tuple[list[str], dict[str, str], Path]]:
+    """Each way the editor reaches AGENT in run `n`: direct, through this checkout's
+    `sessiond acp`, and through `against`'s (argv, environment, working directory)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SESSIOND_CONFIG_HOME": tmp}
+    found = {"direct": (AGENT, env, REPO)}
+    for name, checkout in (("proxy", REPO), ("against", against)):
+        if checkout is not None:
+            home = Path(tmp) / f"home-{name}-{n}"
+            argv = [sys.executable, "-m", "server.cli", "acp", "--home", str(home), "--", *AGENT]
+            found[name] = (argv, {**env, "PYTHONPATH": str(checkout)}, checkout)
+    return found
+
+
+def one_run(
+    argv: list[str], env: dict[str, str], cwd: str, prompts: int, where: Path = REPO
+) -> dict[str, Any]:
+    editor = Editor(argv, env, where)
     try:
         editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
         spawn_ms = (time.perf_counter() - editor.began) * 1000
@@ -149,18 +181,13 @@ def one_run(argv: list[str], env: dict[str, str], cwd: str, prompts: int) -> dic
         editor.close()
 
 
-def run(runs: int, prompts: int) -> dict[str, dict[str, float]]:
-    agent = [sys.executable, "-m", "bench.acp", "agent"]
-    results: dict[str, dict[str, list[float]]] = {
-        mode: {"spawn": [], "empty": [], "full": [], "delivery": []} for mode in ("direct", "proxy")
-    }
+def run(runs: int, prompts: int, against: Path | None = None) -> dict[str, dict[str, float]]:
+    results: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "SESSIOND_CONFIG_HOME": tmp}
         for n in range(runs):  # interleaved, so load on the machine hits both alike
-            home = Path(tmp) / f"home-{n}"
-            proxy = [sys.executable, "-m", "server.cli", "acp", "--home", str(home), "--", *agent]
-            for mode, argv in (("direct", agent), ("proxy", proxy)):
-                measured = one_run(argv, env, tmp, prompts)
+            for mode, (argv, env, where) in modes(tmp, n, against).items():
+                measured = one_run(argv, env, tmp, prompts, where)
+                results.setdefault(mode, {"spawn": [], "empty": [], "full": [], "delivery": []})
                 results[mode]["spawn"].append(measured["spawn"])
                 results[mode]["empty"] += measured["empty"]
                 results[mode]["full"] += measured["full"]
@@ -179,15 +206,22 @@ def render(medians: dict[str, dict[str, float]]) -> str:
         ("prompt round trip, 0 updates (ms)", "empty", "{:.2f}"),
         (f"prompt round trip, {UPDATES} updates (ms)", "full", "{:.2f}"),
     ]
+    against = medians.get("against")
     lines = [
-        "| median | editor → AGENT | editor → `sessiond acp` → AGENT | overhead |",
-        "|---|---:|---:|---:|",
+        "| median | editor → AGENT | editor → `sessiond acp` → AGENT | overhead |"
+        + (" `--against`'s proxy | its overhead |" if against else ""),
+        "|---|---:|---:|---:|" + ("---:|---:|" if against else ""),
     ]
     for label, key, shape in rows:
         extra = proxy[key] - direct[key]
         lines.append(
             f"| {label} | {shape.format(direct[key])} | {shape.format(proxy[key])} | "
             f"+{shape.format(extra)} |"
+            + (
+                f" {shape.format(against[key])} | +{shape.format(against[key] - direct[key])} |"
+                if against
+                else ""
+            )
         )
     per_update = (proxy["full"] - proxy["empty"] - direct["full"] + direct["empty"]) / UPDATES
     lines += [
@@ -197,6 +231,57 @@ def render(medians: dict[str, dict[str, float]]) -> str:
         "update); the empty prompt's overhead is the turn's records and its fdatasync.",
     ]
     return "\n".join(lines)
+
+
+# --- one answer as a model streams it: 4-character deltas --------------------------------
+
+
+def stream(runs: int, prompts: int, against: Path | None = None) -> dict[str, float]:
+    """A prompt answered by `DELTAS` chunks of 4 characters of one message (prose naming
+    keys and tokens), round trip (median ms) per way: what the chunk hold costs a turn."""
+    times: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in range(runs):
+            for mode, (argv, env, where) in modes(tmp, n, against).items():
+                editor = Editor(argv, env, where)
+                try:
+                    editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+                    params = {"cwd": tmp, "mcpServers": []}
+                    session = editor.request("session/new", params)["sessionId"]
+
+                    _prompt(editor, session, "stream 1")  # lazy imports, the redactor's first use
+                    times.setdefault(mode, []).extend(
+                        _prompt(editor, session, f"deltas {DELTAS}") for _ in range(prompts)
+                    )
+                finally:
+                    editor.close()
+    return {mode: statistics.median(values) for mode, values in times.items()}
+
+
+def _prompt(editor: Editor, session: str, words: str) -> float:
+    began = time.perf_counter()
+    text = [{"type": "text", "text": words}]
+    editor.request("session/prompt", {"sessionId": session, "prompt": text})
+    return (time.perf_counter() - began) * 1000
+
+
+def render_stream(medians: dict[str, float]) -> str:
+    head = "| way | prompt round trip (median ms) | over direct (ms) | per delta (µs) |"
+    lines = [head, "|---|---:|---:|---:|"]
+    for mode, label in (("direct", "editor → AGENT"), ("proxy", "→ `sessiond acp` →"),
+                        ("against", "→ `--against`'s `sessiond acp` →")):  # fmt: skip
+        if mode in medians:
+            over = medians[mode] - medians["direct"]
+            lines.append(
+                f"| {label} | {medians[mode]:.1f} | +{over:.1f} | {over * 1000 / DELTAS:.0f} |"
+            )
+    return "\n".join(
+        [
+            f"{DELTAS} deltas of 4 characters, one message:",
+            "",
+            *lines,
+        ]
+    )
 
 
 # --- one long message: 20,000 chunks merged ---------------------------------------------
@@ -489,13 +574,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
-        "--only", choices=("synthetic", "merge", "agents"), help="one section (default: all)"
+        "--only",
+        choices=("synthetic", "merge", "stream", "agents"),
+        help="one section (default: all)",
+    )
+    parser.add_argument(
+        "--against", type=Path, help="another checkout whose sessiond acp to measure too"
     )
     args = parser.parse_args()
     runs = 3 if args.quick else 10
     prompts = 5 if args.quick else 20
     if args.only in (None, "synthetic"):
-        print(render(run(runs, prompts)))
+        print(render(run(runs, prompts, args.against)))
+    if args.only in (None, "stream"):
+        print("\n" + render_stream(stream(runs, prompts, args.against)))
     if args.only in (None, "merge"):
         print("\n" + render_merge(merge(3)))
     if args.only in (None, "agents"):

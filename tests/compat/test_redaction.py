@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.agents.mock_model import Reply, Scenario
 from tests.compat.conftest import Agents, import_from
 from tests.security.test_redaction import SECRETS, data_dir_bytes, leaks
@@ -28,3 +30,27 @@ def test_a_claude_code_prompt_with_secrets_is_imported_redacted(agents: Agents, 
     for kind in ("github-pat", "aws-access-token", "url-password"):
         assert f"[secret:{kind}:" in shown.stdout, kind
     assert leaks(data_dir_bytes(home) + shown.stdout.encode()) == []
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+def test_a_key_the_model_streams_cut_across_deltas_is_whole_in_the_transcript_and_imported_redacted(
+    agents: Agents, home: Path, cli: str
+) -> None:
+    """Unlike an ACP adapter's chunks, an agent's own transcript holds a streamed answer
+    whole (Claude Code: one line per content block; Codex: the finished message), so
+    redacting each source record as it is read takes the key whole."""
+    anthropic = SECRETS["anthropic-api-key"][0]
+    said = f"Your key is {anthropic} for now."
+    at = said.index(anthropic)
+    agent = agents.start(Scenario({"repeat": [Reply(text=said, cuts=(at + 30, at + 70))]}))
+    if cli == "codex":
+        agent.write_codex_config(model="gpt-5.5")
+    getattr(agent, cli)("[[repeat]] say it back").check()
+    folder = agent.claude_projects if cli == "claude" else agent.codex_sessions
+    (transcript,) = agent.transcripts(folder)
+    assert anthropic.encode() in transcript.read_bytes()  # the answer, whole, as written
+    assert import_from(home, cli, folder)["created"] == 1
+    stored = data_dir_bytes(home)
+    pieces = [said[at : at + 30], said[at + 30 : at + 70], said[at + 70 : at + len(anthropic)]]
+    assert [p for p in pieces if p.encode() in stored] == []
+    assert b"[secret:anthropic-api-key:" in stored
