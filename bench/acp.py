@@ -289,34 +289,25 @@ def render_stream(medians: dict[str, float]) -> str:
 MERGE_CHUNKS = 20_000
 
 
-def merge(runs: int) -> dict[str, float]:
+def merge(runs: int, against: Path | None = None) -> dict[str, float]:
     """One prompt answered by `MERGE_CHUNKS` 1 KB chunks of one message, round trip (ms),
     direct and through the proxy (every chunk recorded, the message merged and written at
     the turn's end); and the merge alone, in process (ThreadRecorder, ms)."""
     from restore.sources import acp as source
 
-    agent = [sys.executable, "-m", "bench.acp", "agent"]
-    times: dict[str, list[float]] = {"direct": [], "proxy": []}
+    times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "SESSIOND_CONFIG_HOME": tmp}
         for n in range(runs):
-            home = Path(tmp) / f"home-{n}"
-            proxy = [sys.executable, "-m", "server.cli", "acp", "--home", str(home), "--", *agent]
-            for mode, argv in (("direct", agent), ("proxy", proxy)):
-                editor = Editor(argv, env)
+            for mode, (argv, env, where) in modes(tmp, n, against).items():
+                editor = Editor(argv, env, where)
                 try:
                     editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
                     params = {"cwd": tmp, "mcpServers": []}
                     session = editor.request("session/new", params)["sessionId"]
-                    prompt = {
-                        "sessionId": session,
-                        "prompt": [{"type": "text", "text": "stream 1"}],
-                    }
-                    editor.request("session/prompt", prompt)
-                    began = time.perf_counter()
-                    long = [{"type": "text", "text": f"long {MERGE_CHUNKS}"}]
-                    editor.request("session/prompt", {"sessionId": session, "prompt": long})
-                    times[mode].append((time.perf_counter() - began) * 1000)
+                    _prompt(editor, session, "stream 1")
+                    times.setdefault(mode, []).append(
+                        _prompt(editor, session, f"long {MERGE_CHUNKS}")
+                    )
                 finally:
                     editor.close()
     alone = []
@@ -334,8 +325,7 @@ def merge(runs: int) -> dict[str, float]:
         recorder.end_turn("idle-2", stop_reason="end_turn")
         alone.append((time.perf_counter() - began) * 1000)
     return {
-        "direct": statistics.median(times["direct"]),
-        "proxy": statistics.median(times["proxy"]),
+        **{mode: statistics.median(values) for mode, values in times.items()},
         "merge": statistics.median(alone),
     }
 
@@ -348,6 +338,8 @@ def render_merge(medians: dict[str, float]) -> str:
         f"| prompt round trip | {medians['direct']:.0f} | {medians['proxy']:.0f} | "
         f"< 1,000: {'met' if medians['proxy'] < 1000 else 'NOT met'} |",
         f"| the merge alone (ThreadRecorder, in process) | — | {medians['merge']:.0f} | |",
+        *([f"| `--against`'s proxy, prompt round trip | | {medians['against']:.0f} | |"]
+          if "against" in medians else []),
     ])  # fmt: skip
 
 
@@ -589,7 +581,7 @@ def main() -> None:
     if args.only in (None, "stream"):
         print("\n" + render_stream(stream(runs, prompts, args.against)))
     if args.only in (None, "merge"):
-        print("\n" + render_merge(merge(3)))
+        print("\n" + render_merge(merge(3, args.against)))
     if args.only in (None, "agents"):
         print("\n" + render_real(real_agents(1 if args.quick else 2, prompts), prompts))
 

@@ -122,10 +122,9 @@ class Recording:
             self._send_editor({**message, "params": params})
         if live.chunks.overflows > overflows:
             logger.warning(
-                "thread %s: %d characters of a message with no break in them were shown "
-                "and recorded as they came (at most %d are held back for redaction)",
+                "thread %s: more than %d characters of a message could not be cut where no "
+                "secret is in progress (no break in them): shown and recorded as they came",
                 live.thread_id,
-                HOLD_LIMIT,
                 HOLD_LIMIT,
             )
 
