@@ -59,8 +59,11 @@ class ChunkHold:
         if not isinstance(update, dict) or update.get("sessionUpdate") not in CHUNKS:
             return [*self.flush(), params]
         content = update.get("content")
-        is_text = isinstance(content, dict) and content.get("type") == "text"
-        text = content.get("text") if is_text else None  # type: ignore[union-attr]
+        text = (
+            content.get("text")
+            if isinstance(content, dict) and content.get("type") == "text"
+            else None
+        )
         if not isinstance(text, str):
             return [*self.flush(), params]  # an image of the message: after its text
         stream = _with_text(params, "")

@@ -594,6 +594,7 @@ class AcpProxy(LocalSessions, Recording):
         turn_id = str(uuid.uuid4())
         context = self._take_context(live)
         live.unrecorded = None
+        self._release_held(live)  # AGENT's words between turns come before the prompt
         self._record(live, live.recorder.begin_turn(turn_id, prompt, context))
         leading = [live.prime] if live.prime is not None else []
         if context is not None:
