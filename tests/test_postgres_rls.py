@@ -11,6 +11,7 @@ a role sees only its own threads, their items and its blobs.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +19,10 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from tests.faults.helpers import record, sessiond, start
-from tests.support import pg_cluster
+from tests.support import pg_cluster, wait
 from tests.support.items import message
 from tests.support.rpc_client import RpcError, ServerProcess
 
@@ -245,3 +247,112 @@ def test_who_holds_a_thread_is_read_where_the_thread_is_and_written_only_by_its_
     finally:
         ana.close()
         ben.close()
+
+
+# --- notifications under `private` ------------------------------------------------------------
+
+
+def role_of(url: str) -> str:
+    return url.split("//", 1)[1].split("@", 1)[0]
+
+
+def listening(store_url: str, role: str) -> bool:
+    """A backend of the role has LISTENed (as the administrator sees pg_stat_activity)."""
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND query LIKE 'LISTEN%%'",
+            (role,),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+class Eavesdropper:
+    """A role's own plain connection, not sessiond: it LISTENs on `sessiond` and on every
+    channel it can find named anywhere it may read (the query texts pg_stat_activity shows
+    it, its rows of every sessiond_* table), as an attacker with the role's login would."""
+
+    def __init__(self, url: str) -> None:
+        self.conn = psycopg.connect(url, autocommit=True)
+        self.payloads: list[str] = []
+        self.channels = {"sessiond"}
+        texts = [str(q) for (q,) in self.conn.execute("SELECT query FROM pg_stat_activity")]
+        for text in texts:
+            self.channels.update(re.findall(r'LISTEN\s+"?([A-Za-z0-9_]+)"?', text))
+        for channel in sorted(self.channels):
+            self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+
+    def hears(self, needle: str) -> bool:
+        for note in self.conn.notifies(timeout=0.1):
+            self.payloads.append(note.payload)
+        return any(needle in payload for payload in self.payloads)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def test_private_a_role_listening_hears_nothing_of_another_roles_threads(
+    roles: dict[str, str], store_url: str, tmp_path: Path
+) -> None:
+    """LISTEN needs no privilege: under `private`, ben listening on every channel he can
+    name must learn nothing of ana's threads (not their ids, not when they are written),
+    while ana's own second machine hears every change of hers, and ben's of his."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+    ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
+    ana_laptop = server_as(tmp_path, "ana-laptop", roles["ana"])
+    ben_laptop = server_as(tmp_path, "ben-laptop", roles["ben"])
+    spy: Eavesdropper | None = None
+    try:
+        for server in (ana_laptop, ben, ben_laptop):
+            server.request("thread/list", {})  # each listens from its first request
+        for role in (role_of(roles["ana"]), role_of(roles["ben"])):
+            wait.eventually(lambda role=role: listening(store_url, role), f"{role} listens")
+        spy = Eavesdropper(roles["ben"])
+
+        def heard(server: ServerProcess, thread_id: str, check: Any) -> bool:
+            return any(n["params"]["thread"]["threadId"] == thread_id and check(n["params"])
+                       for n in list(server.notifications)
+                       if n["method"] in ("thread/started", "thread/updated"))  # fmt: skip
+
+        # ana's threads started, recorded, retitled, archived, deleted: her other machine
+        # hears each change (so each was notified), one after the other
+        tid, sid = start(ana, work)
+        kept, kept_sid = start(ana, work)
+        for change, what, check in (
+            (lambda: record(ana, tid, sid, message("ana's private words")), "recorded",
+             lambda p: p["thread"].get("itemCount") == 1),
+            (lambda: ana.request("thread/setTitle", {"threadId": tid, "title": "ana's plans"}),
+             "retitled", lambda p: p["thread"].get("title") == "ana's plans"),
+            (lambda: ana.request("thread/archive", {"threadId": tid}), "archived",
+             lambda p: p["thread"].get("archived") is True),
+            (lambda: ana.request("thread/delete", {"threadId": tid}), "deleted",
+             lambda p: p.get("deleted") is True),
+        ):  # fmt: skip
+            change()
+            wait.eventually(lambda c=check: heard(ana_laptop, tid, c), f"ana's laptop: {what}")
+        record(ana, kept, kept_sid, message("still here"))
+        wait.eventually(lambda: heard(ana_laptop, kept, lambda p: p["thread"]["itemCount"] == 1),
+                        "ana's laptop: the other thread recorded")  # fmt: skip
+
+        # ... and ben's own threads still reach ben's other machine at once
+        ben_tid, ben_sid = start(ben, work)
+        record(ben, ben_tid, ben_sid, message("ben's words"))
+        ben.request("thread/delete", {"threadId": ben_tid})
+        wait.eventually(lambda: heard(ben_laptop, ben_tid, lambda p: p.get("deleted") is True),
+                        "ben's other machine hears his thread deleted")  # fmt: skip
+        assert not any(heard(server, t, lambda p: True)
+                       for server in (ben, ben_laptop) for t in (tid, kept))  # fmt: skip
+
+        # The eavesdropper hears ben's own changes (its listening works; they came after
+        # all of ana's, and notifications arrive in commit order), and nothing of ana's.
+        wait.eventually(lambda: spy.hears(ben_tid), "the eavesdropper hears ben's thread")
+        for thread_id in (tid, kept):
+            assert not any(thread_id in payload for payload in spy.payloads), spy.payloads
+        assert all(ben_tid in payload for payload in spy.payloads), spy.payloads
+    finally:
+        if spy is not None:
+            spy.close()
+        for server in (ana, ana_laptop, ben, ben_laptop):
+            server.close()
