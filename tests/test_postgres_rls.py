@@ -275,11 +275,22 @@ class Eavesdropper:
         self.conn = psycopg.connect(url, autocommit=True)
         self.payloads: list[str] = []
         self.channels = {"sessiond"}
-        texts = [str(q) for (q,) in self.conn.execute("SELECT query FROM pg_stat_activity")]
-        for text in texts:
+        for text in self.readable():
             self.channels.update(re.findall(r'LISTEN\s+"?([A-Za-z0-9_]+)"?', text))
+            self.channels.update(re.findall(r"sessiond_[0-9a-f]{32}", text))
         for channel in sorted(self.channels):
             self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+
+    def readable(self) -> list[str]:
+        """Every row of pg_stat_activity and of each sessiond_* table the role may read."""
+        tables = [name for (name,) in self.conn.execute(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE 'sessiond%%' "
+            "AND has_table_privilege(tablename, 'SELECT')")]  # fmt: skip
+        rows = [str(r) for r in self.conn.execute("SELECT * FROM pg_stat_activity")]
+        for table in tables:
+            query = sql.SQL("SELECT * FROM {}").format(sql.Identifier(table))
+            rows += [str(r) for r in self.conn.execute(query)]
+        return rows
 
     def hears(self, needle: str) -> bool:
         for note in self.conn.notifies(timeout=0.1):
@@ -351,6 +362,12 @@ def test_private_a_role_listening_hears_nothing_of_another_roles_threads(
         for thread_id in (tid, kept):
             assert not any(thread_id in payload for payload in spy.payloads), spy.payloads
         assert all(ben_tid in payload for payload in spy.payloads), spy.payloads
+        # ana's channel is named nowhere ben may look (nor ana's thread ids)
+        with psycopg.connect(roles["ana"], autocommit=True) as conn:
+            [(ana_channel,)] = conn.execute("SELECT channel FROM sessiond_channels").fetchall()
+        seen = "\n".join(spy.readable())
+        assert ana_channel not in spy.channels and ana_channel not in seen
+        assert kept not in seen and ben_tid not in spy.channels
     finally:
         if spy is not None:
             spy.close()
