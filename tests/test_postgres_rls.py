@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,13 @@ def roles(store_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:
     admin.mkdir()
     created = subprocess_doctor(admin, store_url)
     assert created.returncode == 0, created.stderr
+    with two_roles(store_url) as urls:
+        yield urls
+
+
+@contextmanager
+def two_roles(store_url: str) -> Iterator[dict[str, str]]:
+    """`ana` and `ben` with the grants docs/storage.md gives, dropped afterwards."""
     suffix = uuid.uuid4().hex[:8]
     group, names = f"sessiond_users_{suffix}", {"ana": f"ana_{suffix}", "ben": f"ben_{suffix}"}
     with psycopg.connect(store_url, autocommit=True) as conn:
@@ -47,11 +55,13 @@ def roles(store_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:
         for role in names.values():
             conn.execute(f'CREATE ROLE "{role}" LOGIN IN ROLE "{group}"')
     user = f"{pg_cluster.SUPERUSER}@"
-    yield {who: store_url.replace(user, f"{role}@", 1) for who, role in names.items()}
-    with psycopg.connect(store_url, autocommit=True) as conn:
-        for role in [*names.values(), group]:
-            conn.execute(f'DROP OWNED BY "{role}"')
-            conn.execute(f'DROP ROLE "{role}"')
+    try:
+        yield {who: store_url.replace(user, f"{role}@", 1) for who, role in names.items()}
+    finally:
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            for role in [*names.values(), group]:
+                conn.execute(f'DROP OWNED BY "{role}"')
+                conn.execute(f'DROP ROLE "{role}"')
 
 
 def subprocess_doctor(home: Path, url: str) -> Any:
@@ -306,11 +316,10 @@ def test_private_a_role_listening_hears_nothing_of_another_roles_threads(
 ) -> None:
     """LISTEN needs no privilege: under `private`, ben listening on every channel he can
     name must learn nothing of ana's threads (not their ids, not when they are written),
-    while ana's own second machine hears every change of hers, and ben's of his."""
+    while ana's own second machine hears every change of hers, and ben's of his. The
+    setting is switched while every process runs (each notification reads it)."""
     work = tmp_path / "work"
     work.mkdir()
-    with psycopg.connect(store_url, autocommit=True) as conn:
-        conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
     ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
     ana_laptop = server_as(tmp_path, "ana-laptop", roles["ana"])
     ben_laptop = server_as(tmp_path, "ben-laptop", roles["ben"])
@@ -321,6 +330,13 @@ def test_private_a_role_listening_hears_nothing_of_another_roles_threads(
         for role in (role_of(roles["ana"]), role_of(roles["ben"])):
             wait.eventually(lambda role=role: listening(store_url, role), f"{role} listens")
         spy = Eavesdropper(roles["ben"])
+        # team (the default): every role may read every thread, and hears of each
+        team_tid, _ = start(ana, work)
+        wait.eventually(lambda: spy.hears(team_tid), "team: ben hears of ana's thread")
+        # private, switched while every process runs: read at each notification
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        spy.payloads.clear()
 
         def heard(server: ServerProcess, thread_id: str, check: Any) -> bool:
             return any(n["params"]["thread"]["threadId"] == thread_id and check(n["params"])
@@ -354,12 +370,13 @@ def test_private_a_role_listening_hears_nothing_of_another_roles_threads(
         wait.eventually(lambda: heard(ben_laptop, ben_tid, lambda p: p.get("deleted") is True),
                         "ben's other machine hears his thread deleted")  # fmt: skip
         assert not any(heard(server, t, lambda p: True)
-                       for server in (ben, ben_laptop) for t in (tid, kept))  # fmt: skip
+                       for server in (ben, ben_laptop) for t in (tid, kept)), \
+            "ben's sessiond told ben's clients of ana's threads"  # fmt: skip
 
         # The eavesdropper hears ben's own changes (its listening works; they came after
         # all of ana's, and notifications arrive in commit order), and nothing of ana's.
         wait.eventually(lambda: spy.hears(ben_tid), "the eavesdropper hears ben's thread")
-        for thread_id in (tid, kept):
+        for thread_id in (tid, kept, team_tid):
             assert not any(thread_id in payload for payload in spy.payloads), spy.payloads
         assert all(ben_tid in payload for payload in spy.payloads), spy.payloads
         # ana's channel is named nowhere ben may look (nor ana's thread ids)
@@ -373,3 +390,50 @@ def test_private_a_role_listening_hears_nothing_of_another_roles_threads(
             spy.close()
         for server in (ana, ana_laptop, ben, ben_laptop):
             server.close()
+
+
+def test_a_database_of_schema_5_upgraded_by_its_owner_needs_no_new_grant_for_channels(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Roles granted as the docs said before schema 6 (nothing on sessiond_channels): once
+    the owner brings the schema up to date, each role makes its own channel's row at its
+    first connection, and under `private` a role's two machines hear each other."""
+    from restore.stores.postgres import schema
+
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE sessiond_migrations (version integer PRIMARY KEY,"
+            " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for migration in schema.available()[:5]:
+            conn.execute(migration.path.read_text())  # type: ignore[arg-type]
+            conn.execute("INSERT INTO sessiond_migrations (version, name) VALUES (%s, %s)",
+                         (migration.version, migration.name))  # fmt: skip
+        conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+    with two_roles(store_url) as roles:
+        admin = tmp_path / "admin-home"
+        admin.mkdir()
+        upgraded = subprocess_doctor(admin, store_url)
+        assert upgraded.returncode == 0, upgraded.stderr
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            versions = conn.execute("SELECT version FROM sessiond_migrations ORDER BY 1")
+            assert [v for (v,) in versions] == [1, 2, 3, 4, 5, 6]
+        ana = server_as(tmp_path, "ana", roles["ana"])
+        laptop = server_as(tmp_path, "ana-laptop", roles["ana"])
+        try:
+            laptop.request("thread/list", {})
+            wait.eventually(lambda: listening(store_url, role_of(roles["ana"])), "ana listens")
+            tid, _ = start(ana, tmp_path / "work")
+            wait.eventually(
+                lambda: any(n["params"]["thread"]["threadId"] == tid
+                            for n in laptop.wait_notification("thread/started")),
+                "ana's laptop hears of her thread",
+            )  # fmt: skip
+            with psycopg.connect(roles["ana"], autocommit=True) as conn:
+                [(channel,)] = conn.execute("SELECT channel FROM sessiond_channels").fetchall()
+            assert re.fullmatch(r"sessiond_[0-9a-f]{32}", channel)
+            with psycopg.connect(roles["ben"], autocommit=True) as conn:  # not ana's row
+                assert conn.execute("SELECT channel FROM sessiond_channels").fetchall() == []
+        finally:
+            ana.close()
+            laptop.close()
