@@ -437,3 +437,32 @@ def test_a_database_of_schema_5_upgraded_by_its_owner_needs_no_new_grant_for_cha
         finally:
             ana.close()
             laptop.close()
+
+
+def test_private_a_role_without_a_channel_notifies_nothing_rather_than_the_team_channel(
+    roles: dict[str, str], store_url: str, tmp_path: Path
+) -> None:
+    """The owner took `sessiond_channels` from every role (REVOKE ... FROM PUBLIC): ana's
+    sessiond still records, notifies on `sessiond` under `team`, and under `private` sends
+    nothing at all rather than her threads on the team channel."""
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("REVOKE ALL ON sessiond_channels FROM PUBLIC")
+    spy = Eavesdropper(roles["ben"])
+    ana = server_as(tmp_path, "ana", roles["ana"])
+    try:
+        team_tid, _ = start(ana, tmp_path / "work")
+        wait.eventually(lambda: spy.hears(team_tid), "team: ben hears of ana's thread")
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        tid, sid = start(ana, tmp_path / "work")
+        record(ana, tid, sid, message("ana's private words"))
+        ana.request("thread/setTitle", {"threadId": tid, "title": "ana's plans"})
+        assert [i.get("content") for i in ana.request("thread/read", {"threadId": tid})["items"]
+                if i["type"] == "message"] == ["ana's private words"]  # fmt: skip
+        with psycopg.connect(store_url, autocommit=True) as conn:  # after all of ana's commits
+            conn.execute("SELECT pg_notify('sessiond', 'marker')")
+        wait.eventually(lambda: spy.hears("marker"), "the eavesdropper hears the marker")
+        assert not any(tid in payload for payload in spy.payloads), spy.payloads
+    finally:
+        spy.close()
+        ana.close()

@@ -30,14 +30,15 @@ notified under `private`: never the team channel in its place."""
 
 def own_channel(conn: psycopg.Connection) -> str | None:
     """This role's channel, its row made on first use (None, logged, where this role may
-    not make it: then it hears and sends nothing under `private`)."""
+    not read or make it: then it hears and sends nothing under `private`)."""
+    mine = "SELECT channel FROM sessiond_channels WHERE owner_role = current_user"
     try:
-        conn.execute("INSERT INTO sessiond_channels DEFAULT VALUES ON CONFLICT DO NOTHING")
-        found = conn.execute(
-            "SELECT channel FROM sessiond_channels WHERE owner_role = current_user"
-        ).fetchone()
+        found = conn.execute(mine).fetchone()
+        if found is None:
+            conn.execute("INSERT INTO sessiond_channels DEFAULT VALUES ON CONFLICT DO NOTHING")
+            found = conn.execute(mine).fetchone()
     except psycopg.errors.InsufficientPrivilege as exc:
-        logger.warning("no channel of this role's own (private notifications off): %s", exc)
+        logger.warning("no channel of this role's own (nothing notified under private): %s", exc)
         return None
     return None if found is None else str(found[0])
 
