@@ -12,9 +12,9 @@
 --
 -- Each role makes its row itself, at its first connection (so no one has to grant
 -- anything for it: SELECT and INSERT go to PUBLIC, the policy keeps a role to its own
--- row, and the CHECK keeps every row a random channel's name). Nothing here is secret
--- from the role itself; a name a role gave away is replaced by deleting its row (the
--- owner) and restarting that role's sessiond processes.
+-- one row, and the CHECK keeps every name of one shape: never `sessiond`, nothing to
+-- quote). A name a role gave away is replaced by deleting its row (as the owner) and
+-- restarting that role's sessiond processes: the first to connect makes a new one.
 
 CREATE TABLE sessiond_channels (
     owner_role text PRIMARY KEY DEFAULT current_user,
