@@ -58,10 +58,6 @@ class SearchChild:
         self._to: Connection | None = None
         self._from: Connection | None = None
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
     def search(
         self,
         query: Query,
