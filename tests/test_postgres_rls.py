@@ -397,7 +397,9 @@ def test_a_database_of_schema_5_upgraded_by_its_owner_needs_no_new_grant_for_cha
 ) -> None:
     """Roles granted as the docs said before schema 6 (nothing on sessiond_channels): once
     the owner brings the schema up to date, each role makes its own channel's row at its
-    first connection, and under `private` a role's two machines hear each other."""
+    first connection, and under `private` a role's two machines hear each other. Another
+    role may neither read, delete nor forge that row; its own role may delete it (to have
+    a new name made)."""
     from restore.stores.postgres import schema
 
     with psycopg.connect(store_url, autocommit=True) as conn:
@@ -434,6 +436,15 @@ def test_a_database_of_schema_5_upgraded_by_its_owner_needs_no_new_grant_for_cha
             assert re.fullmatch(r"sessiond_[0-9a-f]{32}", channel)
             with psycopg.connect(roles["ben"], autocommit=True) as conn:  # not ana's row
                 assert conn.execute("SELECT channel FROM sessiond_channels").fetchall() == []
+                assert conn.execute("DELETE FROM sessiond_channels").rowcount == 0
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute("INSERT INTO sessiond_channels (owner_role) VALUES (%s)",
+                                 (role_of(roles["ana"]),))  # fmt: skip
+            with psycopg.connect(roles["ana"], autocommit=True) as conn:  # hers to replace
+                assert conn.execute("SELECT channel FROM sessiond_channels").fetchall() == [
+                    (channel,)
+                ]
+                assert conn.execute("DELETE FROM sessiond_channels").rowcount == 1
         finally:
             ana.close()
             laptop.close()

@@ -11,10 +11,11 @@
 -- (every role reads every thread) notifications stay on `sessiond`.
 --
 -- Each role makes its row itself, at its first connection (so no one has to grant
--- anything for it: SELECT and INSERT go to PUBLIC, the policy keeps a role to its own
--- one row, and the CHECK keeps every name of one shape: never `sessiond`, nothing to
--- quote). A name a role gave away is replaced by deleting its row (as the owner) and
--- restarting that role's sessiond processes: the first to connect makes a new one.
+-- anything for it: SELECT, INSERT and DELETE go to PUBLIC, the policy keeps a role to
+-- its own one row, even the tables' owner (FORCE), and the CHECK keeps every name of one
+-- shape: never `sessiond`, nothing to quote). A name a role gave away is replaced by that
+-- role deleting its row (`DELETE FROM sessiond_channels`) and restarting its sessiond
+-- processes: the first to connect makes a new one.
 
 CREATE TABLE sessiond_channels (
     owner_role text PRIMARY KEY DEFAULT current_user,
@@ -28,4 +29,4 @@ ALTER TABLE sessiond_channels FORCE ROW LEVEL SECURITY;
 CREATE POLICY sessiond_own ON sessiond_channels FOR ALL
     USING (owner_role = current_user)
     WITH CHECK (owner_role = current_user);
-GRANT SELECT, INSERT ON sessiond_channels TO PUBLIC;
+GRANT SELECT, INSERT, DELETE ON sessiond_channels TO PUBLIC;
