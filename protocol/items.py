@@ -60,6 +60,12 @@ class MessageItem(ItemBase):
         "output)."
     )
     content: str | list[ContentPart] = Field(description="Text, or a list of parts.")
+    thought: bool | None = Field(
+        None,
+        description="The agent's reasoning as it went (ACP `agent_thought_chunk`, Gemini CLI's "
+        "`thoughts`), not its answer: shown apart, folded, and never replayed to an agent as "
+        "what it said.",
+    )
 
 
 class TurnItem(ItemBase):

@@ -156,6 +156,8 @@ def test_show_reads_as_a_transcript_of_roles_tools_todos_and_cost(
         {"type": "turn", "id": "t1-start", "turnId": "t1", "phase": "started"},
         {"type": "message", "id": "m1", "role": "user", "content": "the login form\nrejects me",
          "turnId": "t1"},
+        {"type": "message", "id": "m1t", "role": "assistant", "thought": True,
+         "content": "the hash compare looks wrong", "turnId": "t1"},
         {"type": "message", "id": "m2", "role": "assistant", "content": "Found it.",
          "turnId": "t1"},
         {**operation, "id": "op1-s", "state": "started"},
@@ -178,14 +180,15 @@ def test_show_reads_as_a_transcript_of_roles_tools_todos_and_cost(
     assert lines[1].startswith("── session ") and "startup (user)" in lines[1]
     body = "\n".join(lines[2:])
     assert body.startswith(
-        "user:\n    the login form\n    rejects me\nassistant:\n    Found it.\n"
+        "user:\n    the login form\n    rejects me\n"
+        "assistant (thinking):\n    the hash compare looks wrong\nassistant:\n    Found it.\n"
         "    ⚙ edit_file started (side_effect, operation op1)\n"
         "    ⚙ edit_file committed (side_effect, operation op1): 1 file changed\n"
         "    todos:\n      [x] write a test\n      [>] fix the hash compare\n      [ ] ship\n"
         "    $ gpt-5: 1200 in, 300 out tokens, $0.0123 (thread so far $0.0123)\n"
     ), body
     assert lines[-2].endswith("ended (shutdown) ──")
-    assert lines[-1] == "10 items · 2 messages · $0.0123 spent"
+    assert lines[-1] == "11 items · 3 messages · $0.0123 spent"
 
 
 def test_recorded_escape_sequences_are_shown_not_sent_to_the_terminal(

@@ -98,6 +98,8 @@ def render(
         kind = item.get("type")
         if kind == "message":
             role = _field(item, "role") or "message"
+            if item.get("thought") is True:  # its reasoning, not its answer
+                role = f"{role} (thinking)"
             if role != speaker:
                 yield f"{role}:"
                 speaker = role

@@ -815,6 +815,10 @@ export interface MessageItem {
    * Text, or a list of parts.
    */
   content: string | ContentPart[];
+  /**
+   * The agent's reasoning as it went (ACP `agent_thought_chunk`, Gemini CLI's `thoughts`), not its answer: shown apart, folded, and never replayed to an agent as what it said.
+   */
+  thought?: boolean | null;
   [k: string]: unknown;
 }
 /**

@@ -58,7 +58,13 @@ function message(entry: MessageEntry, context: RenderContext): string {
   if (entry.role === "tool") {
     return article(entry, "message role-tool", `${who}, item ${entry.seq}`, details(who, entry.text, "output"));
   }
-  const body = `<header class="who">${escapeHtml(who)}${tag}</header><div class="markdown">${renderMarkdown(entry.text)}</div>`;
+  const text = `<div class="markdown">${renderMarkdown(entry.text)}</div>`;
+  if (entry.thought) {
+    // Its reasoning, folded: a reader skimming for what the agent said reads past it.
+    const body = `<details class="thinking"><summary>${escapeHtml(who)} thinking${tag}</summary>${text}</details>`;
+    return article(entry, `message role-${entry.role} thought`, `${who} thinking, item ${entry.seq}`, body);
+  }
+  const body = `<header class="who">${escapeHtml(who)}${tag}</header>${text}`;
   return article(entry, `message role-${entry.role}`, `${who}, item ${entry.seq}`, body);
 }
 

@@ -33,6 +33,8 @@ export interface MessageEntry extends EntryBase {
   role: Role;
   text: string;
   sidechain: boolean;
+  /** The agent's reasoning as it went, not its answer: shown folded. */
+  thought: boolean;
 }
 
 export interface ToolEntry extends EntryBase {
@@ -249,7 +251,7 @@ export function entriesOf(items: readonly Item[], context: EntryContext): Entry[
     switch (type) {
       case "message": {
         const role = ROLES.has(item["role"] as string) ? (item["role"] as Role) : "assistant";
-        add({ kind: "message", key: keyOf(item, "m"), seq, role, text: messageText(item["content"]), sidechain: item["sidechain"] === true });
+        add({ kind: "message", key: keyOf(item, "m"), seq, role, text: messageText(item["content"]), sidechain: item["sidechain"] === true, thought: item["thought"] === true });
         break;
       }
       case "operation": {

@@ -18,6 +18,8 @@ import { TranscriptWindow } from "./window";
 export const TRANSCRIPT_VIEW = "sessiond.transcript";
 /** Items per page, in either direction (thread/read's `limit`). */
 export const PAGE = 200;
+/** Items a transcript keeps loaded at most (ten pages): the far end is let go past it. */
+export const MAX_LOADED = 10 * PAGE;
 /** `beforeSeq` past any thread's end: the newest page. */
 const NEWEST = Number.MAX_SAFE_INTEGER;
 
@@ -159,12 +161,12 @@ export class TranscriptPanel {
         this.client.request("thread/read", { threadId: thread.threadId, beforeSeq: atSeq + 1, limit: PAGE / 2 }),
         this.client.request("thread/read", { threadId: thread.threadId, afterSeq: atSeq, limit: PAGE / 2 }),
       ]);
-      this.window = new TranscriptWindow(before.nextBeforeSeq ?? null, after.nextAfterSeq ?? null, recovery);
+      this.window = new TranscriptWindow(before.nextBeforeSeq ?? null, after.nextAfterSeq ?? null, recovery, MAX_LOADED);
       this.window.addEarlier(before.items, before.nextBeforeSeq ?? null);
       this.window.addLater(after.items, after.nextAfterSeq ?? null);
     } else {
       const page = await this.client.request("thread/read", { threadId: thread.threadId, beforeSeq: NEWEST, limit: PAGE });
-      this.window = new TranscriptWindow(page.nextBeforeSeq ?? null, null, recovery);
+      this.window = new TranscriptWindow(page.nextBeforeSeq ?? null, null, recovery, MAX_LOADED);
       this.window.addEarlier(page.items, page.nextBeforeSeq ?? null);
     }
     this.window.children = await children;

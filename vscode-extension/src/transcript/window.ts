@@ -1,6 +1,9 @@
 // The loaded part of a thread: its items, where the next pages start in each direction, and
 // the entries the webview was last sent, so each page becomes a small change (entries
-// added at one end, a few updated) rather than the whole transcript again. Pure.
+// added at one end, a few updated) rather than the whole transcript again. At most `limit`
+// items: a reader scrolling through a long thread lets go of the far end (read again when
+// they scroll back), so neither the host's memory nor the webview's page grows with the
+// thread, and each page's change is computed over a bounded part. Pure.
 import { changeBetween, entriesOf, NO_CHILDREN, type Children, type EntriesChange, type Entry, type Item } from "./model";
 
 export class TranscriptWindow {
@@ -15,11 +18,13 @@ export class TranscriptWindow {
    * @param earlier `beforeSeq` of the page before the loaded part; null once the thread's first item is loaded.
    * @param later `afterSeq` of the page after it; null while the loaded part reaches the thread's end.
    * @param recovery pending operations of the restore: operationId → recovery class.
+   * @param limit items kept at most; past it the end away from the page just added goes.
    */
   constructor(
     public earlier: number | null,
     public later: number | null,
     private readonly recovery: ReadonlyMap<string, string> = new Map(),
+    private readonly limit = Number.POSITIVE_INFINITY,
   ) {}
 
   get size(): number {
@@ -39,6 +44,10 @@ export class TranscriptWindow {
     const first = this.firstSeq ?? Number.POSITIVE_INFINITY;
     this.items = [...items.filter((item) => (seqOf(item) ?? first) < first), ...this.items];
     this.earlier = nextBeforeSeq;
+    if (this.items.length > this.limit) {
+      this.items = this.items.slice(0, this.limit); // the latest go: paging forward reads them again
+      this.later = this.lastSeq ?? null;
+    }
   }
 
   /** A page from `thread/read {afterSeq}`, or items recorded since (`item/recorded`). */
@@ -46,6 +55,10 @@ export class TranscriptWindow {
     const last = this.lastSeq ?? Number.NEGATIVE_INFINITY;
     this.items = [...this.items, ...items.filter((item) => (seqOf(item) ?? last) > last)];
     this.later = nextAfterSeq;
+    if (this.items.length > this.limit) {
+      this.items = this.items.slice(-this.limit); // the earliest go: paging back reads them again
+      this.earlier = this.firstSeq ?? null;
+    }
   }
 
   /** Marks an edit whose contents turned out not to be stored. */

@@ -95,7 +95,9 @@ function atBottom(): boolean {
 
 function apply(page: PageMessage): void {
   const followBottom = page.direction === "live" && atBottom();
-  const anchor = page.direction === "earlier" ? anchorEntry() : undefined;
+  // The reader stays where they were: entries arrive above (an earlier page), or the far
+  // end is let go above them (a later page, a live one: the loaded part is bounded).
+  const anchor = page.direction !== "initial" && !followBottom ? anchorEntry() : undefined;
   const anchorTop = anchor?.getBoundingClientRect().top ?? 0;
   if (page.reset) {
     feed.replaceChildren(fragment(page.reset));

@@ -58,6 +58,10 @@ const NEWEST_WITHIN_MS = 1000;
 /** …and a page further back on screen within this of scrolling to the top (median of the pages). */
 const EARLIER_PAGE_WITHIN_MS = 200;
 const EARLIER_PAGES = 5;
+/** Items a transcript keeps loaded at most (src/transcript/panel.ts MAX_LOADED: ten pages of 200). */
+const MAX_LOADED = 2000;
+/** Pages scrolled back in all: past MAX_LOADED, so the newest are let go. */
+const BOUNDED_PAGES = 12;
 const TODOS = "Todos";
 /** The key test/e2e/empty-webview binds to opening its empty webview (the baseline). */
 const EMPTY_WEBVIEW_KEY = "Control+Alt+Shift+F9";
@@ -588,21 +592,29 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
       // Scrolling back: Home (the keyboard's way to the top) brings the page before, and the
       // reader stays where they were; each page is timed from the key press.
       await frame.locator("#feed > .entry").last().click();
+      /** Presses `key` and waits for the page it asks for; (the page's time, what is shown). */
+      const pageBy = async (key, direction) => {
+        const shownAt = () => frame.evaluate((name) => Number(document.body.dataset[name] ?? 0), `${direction}ShownAt`);
+        const before = await shownAt();
+        const pressed = Date.now();
+        await window.keyboard.press(key);
+        const at = await eventually(async () => {
+          const stamp = await shownAt();
+          assert.ok(stamp > before, `a ${direction} page is on screen`);
+          return stamp;
+        });
+        const entries = await transcriptEntries(frame);
+        const numbers = messageNumbers(entries);
+        assert.deepEqual(numbers, numbers.map((_, n) => numbers[0] + n), "oldest first, none missing, none twice");
+        assert.ok(entries.length <= MAX_LOADED, `${entries.length} entries in the page (at most ${MAX_LOADED})`);
+        return { ms: at - pressed, numbers };
+      };
       timings.earlierPageMs = [];
       let oldest = messageNumbers(first)[0];
       for (let page = 1; page <= EARLIER_PAGES; page++) {
-        const before = Number(await frame.evaluate(() => document.body.dataset.earlierShownAt ?? 0));
-        const pressed = Date.now();
-        await window.keyboard.press("Home");
-        const at = await eventually(async () => {
-          const stamp = Number(await frame.evaluate(() => document.body.dataset.earlierShownAt ?? 0));
-          assert.ok(stamp > before, `page ${page} is on screen`);
-          return stamp;
-        });
-        timings.earlierPageMs.push(at - pressed);
-        const numbers = messageNumbers(await transcriptEntries(frame));
+        const { ms, numbers } = await pageBy("Home", "earlier");
+        timings.earlierPageMs.push(ms);
         assert.ok(numbers[0] < oldest, `page ${page} starts earlier: ${numbers[0]} < ${oldest}`);
-        assert.deepEqual(numbers, numbers.map((_, n) => numbers[0] + n), "oldest first, none missing, none twice");
         assert.equal(numbers.at(-1), LONG_THREAD, "the newest is still there");
         oldest = numbers[0];
       }
@@ -612,6 +624,26 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
       await screenshot("02b-long-thread-earlier", window);
       assert.ok(timings.earlierPageMedianMs <= EARLIER_PAGE_WITHIN_MS, `a page back in ${timings.earlierPageMedianMs} ms (median; at most ${EARLIER_PAGE_WITHIN_MS})`);
       writeTimings();
+
+      // Further back than a transcript keeps loaded: the newest are let go (the page stays
+      // bounded however far the reader goes), and End brings them back, page by page.
+      let numbers = [];
+      for (let page = EARLIER_PAGES + 1; page <= BOUNDED_PAGES; page++) {
+        ({ numbers } = await pageBy("Home", "earlier"));
+        assert.ok(numbers[0] < oldest, `page ${page} starts earlier: ${numbers[0]} < ${oldest}`);
+        oldest = numbers[0];
+      }
+      assert.ok(numbers.at(-1) < LONG_THREAD, `the newest were let go: the page ends at ${numbers.at(-1)}`);
+      for (let page = 1; numbers.at(-1) < LONG_THREAD; page++) {
+        assert.ok(page <= BOUNDED_PAGES, "back at the newest within as many pages");
+        const newest = numbers.at(-1);
+        ({ numbers } = await pageBy("End", "later"));
+        assert.ok(numbers.at(-1) > newest, `page ${page} ends later: ${numbers.at(-1)} > ${newest}`);
+        // The entries let go above did not move the reader: where End took them is on screen.
+        const visible = messageNumbers((await visibleEntries(frame)).map((text) => ({ text })));
+        assert.ok(visible.includes(newest), `message ${newest} still on screen (${visible.join(", ")})`);
+      }
+      console.log(`[e2e] ${LONG_THREAD} messages: ${BOUNDED_PAGES} pages back and down again, at most ${MAX_LOADED} entries loaded throughout`);
     } catch (error) {
       await window.screenshot({ path: path.join(root, "screenshots", "failed-long-thread-window.png") }).catch(() => undefined);
       throw error;

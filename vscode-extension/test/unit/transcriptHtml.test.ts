@@ -19,6 +19,19 @@ describe("transcript HTML", () => {
     assert.match(html!, /&lt;img src=x onerror=alert\(1\)&gt;/);
   });
 
+  it("shows the agent's thinking folded and named as such, apart from what it answered", () => {
+    const [thinking, answer] = render([
+      { seq: 1, id: "t", type: "message", role: "assistant", thought: true, content: "the **hash** compare looks wrong" },
+      { seq: 2, id: "a", type: "message", role: "assistant", content: "Found it." },
+    ]);
+    assert.match(thinking!, /aria-label="Agent thinking, item 1"/);
+    assert.match(thinking!, /<details class="thinking"><summary>Agent thinking<\/summary>/);
+    assert.doesNotMatch(thinking!, /<details[^>]* open/, "folded");
+    assert.match(thinking!, /<strong>hash<\/strong>/);
+    assert.match(answer!, /aria-label="Agent, item 2"/);
+    assert.doesNotMatch(answer!, /thinking/);
+  });
+
   it("labels each entry for a screen reader, and says a failed call failed", () => {
     const html = render([
       { seq: 1, id: "m", type: "message", role: "user", content: "hi" },

@@ -171,4 +171,28 @@ describe("a page becomes a change to what is shown", () => {
     assert.ok(tool.kind === "tool");
     assert.deepEqual([tool.seq, tool.command, tool.states, tool.result], [2, "ls", ["started", "committed"], "ok"]);
   });
+  it("keeps at most its limit: scrolling back lets the latest go, paging forward reads them again, in order", () => {
+    const said = (from: number, to: number): Item[] =>
+      Array.from({ length: to - from + 1 }, (_, n) => ({ seq: from + n, id: `s${from + n}`, type: "message", role: "assistant", content: `said ${from + n}` }));
+    const keys = (from: number, to: number) => said(from, to).map((one) => `m:${one["id"]}`);
+    const window = new TranscriptWindow(9, null, new Map(), 6);
+    window.addEarlier(said(9, 12), 9);
+    assert.deepEqual(window.change().back.map((e) => e.key), keys(9, 12));
+    window.addEarlier(said(5, 8), 5);
+    const back = window.change();
+    assert.deepEqual([back.front.map((e) => e.key), back.removes, back.reset], [keys(5, 8), keys(11, 12), undefined]);
+    assert.deepEqual([window.size, window.earlier, window.later], [6, 5, 10], "the latest two let go: read again from 10 on");
+    window.addEarlier(said(1, 4), null);
+    const start = window.change();
+    assert.deepEqual([start.front.map((e) => e.key), start.removes], [keys(1, 4), keys(7, 10)]);
+    assert.deepEqual([window.earlier, window.later], [null, 6]);
+    window.addLater(said(7, 10), 10);
+    const forward = window.change();
+    assert.deepEqual([forward.back.map((e) => e.key), forward.removes, forward.reset], [keys(7, 10), keys(1, 4), undefined]);
+    assert.deepEqual([window.earlier, window.later], [5, 10], "the earliest let go: read again before 5");
+    window.addLater(said(11, 12), null);
+    window.change();
+    assert.deepEqual(window.entries().map((e) => e.key), keys(7, 12), "the end again, none lost, none twice");
+    assert.deepEqual([window.earlier, window.later], [7, null]);
+  });
 });
