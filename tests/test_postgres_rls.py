@@ -11,16 +11,19 @@ a role sees only its own threads, their items and its blobs.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from tests.faults.helpers import record, sessiond, start
-from tests.support import pg_cluster
+from tests.support import pg_cluster, wait
 from tests.support.items import message
 from tests.support.rpc_client import RpcError, ServerProcess
 
@@ -36,6 +39,13 @@ def roles(store_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:
     admin.mkdir()
     created = subprocess_doctor(admin, store_url)
     assert created.returncode == 0, created.stderr
+    with two_roles(store_url) as urls:
+        yield urls
+
+
+@contextmanager
+def two_roles(store_url: str) -> Iterator[dict[str, str]]:
+    """`ana` and `ben` with the grants docs/storage.md gives, dropped afterwards."""
     suffix = uuid.uuid4().hex[:8]
     group, names = f"sessiond_users_{suffix}", {"ana": f"ana_{suffix}", "ben": f"ben_{suffix}"}
     with psycopg.connect(store_url, autocommit=True) as conn:
@@ -45,11 +55,13 @@ def roles(store_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:
         for role in names.values():
             conn.execute(f'CREATE ROLE "{role}" LOGIN IN ROLE "{group}"')
     user = f"{pg_cluster.SUPERUSER}@"
-    yield {who: store_url.replace(user, f"{role}@", 1) for who, role in names.items()}
-    with psycopg.connect(store_url, autocommit=True) as conn:
-        for role in [*names.values(), group]:
-            conn.execute(f'DROP OWNED BY "{role}"')
-            conn.execute(f'DROP ROLE "{role}"')
+    try:
+        yield {who: store_url.replace(user, f"{role}@", 1) for who, role in names.items()}
+    finally:
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            for role in [*names.values(), group]:
+                conn.execute(f'DROP OWNED BY "{role}"')
+                conn.execute(f'DROP ROLE "{role}"')
 
 
 def subprocess_doctor(home: Path, url: str) -> Any:
@@ -245,3 +257,223 @@ def test_who_holds_a_thread_is_read_where_the_thread_is_and_written_only_by_its_
     finally:
         ana.close()
         ben.close()
+
+
+# --- notifications under `private` ------------------------------------------------------------
+
+
+def role_of(url: str) -> str:
+    return url.split("//", 1)[1].split("@", 1)[0]
+
+
+def listening(store_url: str, role: str) -> bool:
+    """A backend of the role has LISTENed (as the administrator sees pg_stat_activity)."""
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = %s AND query LIKE 'LISTEN%%'",
+            (role,),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+class Eavesdropper:
+    """A role's own plain connection, not sessiond: it LISTENs on `sessiond` and on every
+    channel it can find named anywhere it may read (the query texts pg_stat_activity shows
+    it, its rows of every sessiond_* table), as an attacker with the role's login would."""
+
+    def __init__(self, url: str) -> None:
+        self.conn = psycopg.connect(url, autocommit=True)
+        self.payloads: list[str] = []
+        self.channels = {"sessiond"}
+        for text in self.readable():
+            self.channels.update(re.findall(r'LISTEN\s+"?([A-Za-z0-9_]+)"?', text))
+            self.channels.update(re.findall(r"sessiond_[0-9a-f]{32}", text))
+        for channel in sorted(self.channels):
+            self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+
+    def readable(self) -> list[str]:
+        """Every row of pg_stat_activity and of each sessiond_* table the role may read."""
+        tables = [name for (name,) in self.conn.execute(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE 'sessiond%%' "
+            "AND has_table_privilege(tablename, 'SELECT')")]  # fmt: skip
+        rows = [str(r) for r in self.conn.execute("SELECT * FROM pg_stat_activity")]
+        for table in tables:
+            query = sql.SQL("SELECT * FROM {}").format(sql.Identifier(table))
+            rows += [str(r) for r in self.conn.execute(query)]
+        return rows
+
+    def hears(self, needle: str) -> bool:
+        for note in self.conn.notifies(timeout=0.1):
+            self.payloads.append(note.payload)
+        return any(needle in payload for payload in self.payloads)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def test_private_a_role_listening_hears_nothing_of_another_roles_threads(
+    roles: dict[str, str], store_url: str, tmp_path: Path
+) -> None:
+    """LISTEN needs no privilege: under `private`, ben listening on every channel he can
+    name must learn nothing of ana's threads (not their ids, not when they are written),
+    while ana's own second machine hears every change of hers, and ben's of his. The
+    setting is switched while every process runs (each notification reads it)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
+    ana_laptop = server_as(tmp_path, "ana-laptop", roles["ana"])
+    ben_laptop = server_as(tmp_path, "ben-laptop", roles["ben"])
+    spy: Eavesdropper | None = None
+    try:
+        for server in (ana_laptop, ben, ben_laptop):
+            server.request("thread/list", {})  # each listens from its first request
+        for role in (role_of(roles["ana"]), role_of(roles["ben"])):
+            wait.eventually(lambda role=role: listening(store_url, role), f"{role} listens")
+        spy = Eavesdropper(roles["ben"])
+        # team (the default): every role may read every thread, and hears of each
+        team_tid, _ = start(ana, work)
+        wait.eventually(lambda: spy.hears(team_tid), "team: ben hears of ana's thread")
+        # private, switched while every process runs: read at each notification
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        spy.payloads.clear()
+
+        def heard(server: ServerProcess, thread_id: str, check: Any) -> bool:
+            return any(n["params"]["thread"]["threadId"] == thread_id and check(n["params"])
+                       for n in list(server.notifications)
+                       if n["method"] in ("thread/started", "thread/updated"))  # fmt: skip
+
+        # ana's threads started, recorded, retitled, archived, deleted: her other machine
+        # hears each change (so each was notified), one after the other
+        tid, sid = start(ana, work)
+        kept, kept_sid = start(ana, work)
+        for change, what, check in (
+            (lambda: record(ana, tid, sid, message("ana's private words")), "recorded",
+             lambda p: p["thread"].get("itemCount") == 1),
+            (lambda: ana.request("thread/setTitle", {"threadId": tid, "title": "ana's plans"}),
+             "retitled", lambda p: p["thread"].get("title") == "ana's plans"),
+            (lambda: ana.request("thread/archive", {"threadId": tid}), "archived",
+             lambda p: p["thread"].get("archived") is True),
+            (lambda: ana.request("thread/delete", {"threadId": tid}), "deleted",
+             lambda p: p.get("deleted") is True),
+        ):  # fmt: skip
+            change()
+            wait.eventually(lambda c=check: heard(ana_laptop, tid, c), f"ana's laptop: {what}")
+        record(ana, kept, kept_sid, message("still here"))
+        wait.eventually(lambda: heard(ana_laptop, kept, lambda p: p["thread"]["itemCount"] == 1),
+                        "ana's laptop: the other thread recorded")  # fmt: skip
+
+        # ... and ben's own threads still reach ben's other machine at once
+        ben_tid, ben_sid = start(ben, work)
+        record(ben, ben_tid, ben_sid, message("ben's words"))
+        ben.request("thread/delete", {"threadId": ben_tid})
+        wait.eventually(lambda: heard(ben_laptop, ben_tid, lambda p: p.get("deleted") is True),
+                        "ben's other machine hears his thread deleted")  # fmt: skip
+        assert not any(heard(server, t, lambda p: True)
+                       for server in (ben, ben_laptop) for t in (tid, kept)), \
+            "ben's sessiond told ben's clients of ana's threads"  # fmt: skip
+
+        # The eavesdropper hears ben's own changes (its listening works; they came after
+        # all of ana's, and notifications arrive in commit order), and nothing of ana's.
+        wait.eventually(lambda: spy.hears(ben_tid), "the eavesdropper hears ben's thread")
+        for thread_id in (tid, kept, team_tid):
+            assert not any(thread_id in payload for payload in spy.payloads), spy.payloads
+        assert all(ben_tid in payload for payload in spy.payloads), spy.payloads
+        # ana's channel is named nowhere ben may look (nor ana's thread ids)
+        with psycopg.connect(roles["ana"], autocommit=True) as conn:
+            [(ana_channel,)] = conn.execute("SELECT channel FROM sessiond_channels").fetchall()
+        seen = "\n".join(spy.readable())
+        assert ana_channel not in spy.channels and ana_channel not in seen
+        assert kept not in seen and ben_tid not in spy.channels
+    finally:
+        if spy is not None:
+            spy.close()
+        for server in (ana, ana_laptop, ben, ben_laptop):
+            server.close()
+
+
+def test_a_database_of_schema_5_upgraded_by_its_owner_needs_no_new_grant_for_channels(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Roles granted as the docs said before schema 6 (nothing on sessiond_channels): once
+    the owner brings the schema up to date, each role makes its own channel's row at its
+    first connection, and under `private` a role's two machines hear each other. Another
+    role may neither read, delete nor forge that row; its own role may delete it (to have
+    a new name made)."""
+    from restore.stores.postgres import schema
+
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE sessiond_migrations (version integer PRIMARY KEY,"
+            " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for migration in schema.available()[:5]:
+            conn.execute(migration.path.read_text())  # type: ignore[arg-type]
+            conn.execute("INSERT INTO sessiond_migrations (version, name) VALUES (%s, %s)",
+                         (migration.version, migration.name))  # fmt: skip
+        conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+    with two_roles(store_url) as roles:
+        admin = tmp_path / "admin-home"
+        admin.mkdir()
+        upgraded = subprocess_doctor(admin, store_url)
+        assert upgraded.returncode == 0, upgraded.stderr
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            versions = conn.execute("SELECT version FROM sessiond_migrations ORDER BY 1")
+            assert [v for (v,) in versions] == [1, 2, 3, 4, 5, 6]
+        ana = server_as(tmp_path, "ana", roles["ana"])
+        laptop = server_as(tmp_path, "ana-laptop", roles["ana"])
+        try:
+            laptop.request("thread/list", {})
+            wait.eventually(lambda: listening(store_url, role_of(roles["ana"])), "ana listens")
+            tid, _ = start(ana, tmp_path / "work")
+            wait.eventually(
+                lambda: any(n["params"]["thread"]["threadId"] == tid
+                            for n in laptop.wait_notification("thread/started")),
+                "ana's laptop hears of her thread",
+            )  # fmt: skip
+            with psycopg.connect(roles["ana"], autocommit=True) as conn:
+                [(channel,)] = conn.execute("SELECT channel FROM sessiond_channels").fetchall()
+            assert re.fullmatch(r"sessiond_[0-9a-f]{32}", channel)
+            with psycopg.connect(roles["ben"], autocommit=True) as conn:  # not ana's row
+                assert conn.execute("SELECT channel FROM sessiond_channels").fetchall() == []
+                assert conn.execute("DELETE FROM sessiond_channels").rowcount == 0
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute("INSERT INTO sessiond_channels (owner_role) VALUES (%s)",
+                                 (role_of(roles["ana"]),))  # fmt: skip
+            with psycopg.connect(roles["ana"], autocommit=True) as conn:  # hers to replace
+                assert conn.execute("SELECT channel FROM sessiond_channels").fetchall() == [
+                    (channel,)
+                ]
+                assert conn.execute("DELETE FROM sessiond_channels").rowcount == 1
+        finally:
+            ana.close()
+            laptop.close()
+
+
+def test_private_a_role_without_a_channel_notifies_nothing_rather_than_the_team_channel(
+    roles: dict[str, str], store_url: str, tmp_path: Path
+) -> None:
+    """The owner took `sessiond_channels` from every role (REVOKE ... FROM PUBLIC): ana's
+    sessiond still records, notifies on `sessiond` under `team`, and under `private` sends
+    nothing at all rather than her threads on the team channel."""
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("REVOKE ALL ON sessiond_channels FROM PUBLIC")
+    spy = Eavesdropper(roles["ben"])
+    ana = server_as(tmp_path, "ana", roles["ana"])
+    try:
+        team_tid, _ = start(ana, tmp_path / "work")
+        wait.eventually(lambda: spy.hears(team_tid), "team: ben hears of ana's thread")
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        tid, sid = start(ana, tmp_path / "work")
+        record(ana, tid, sid, message("ana's private words"))
+        ana.request("thread/setTitle", {"threadId": tid, "title": "ana's plans"})
+        assert [i.get("content") for i in ana.request("thread/read", {"threadId": tid})["items"]
+                if i["type"] == "message"] == ["ana's private words"]  # fmt: skip
+        with psycopg.connect(store_url, autocommit=True) as conn:  # after all of ana's commits
+            conn.execute("SELECT pg_notify('sessiond', 'marker')")
+        wait.eventually(lambda: spy.hears("marker"), "the eavesdropper hears the marker")
+        assert not any(tid in payload for payload in spy.payloads), spy.payloads
+    finally:
+        spy.close()
+        ana.close()

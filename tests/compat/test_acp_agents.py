@@ -364,6 +364,39 @@ async def test_words_steered_into_a_running_turn_are_recorded_as_the_persons(
     ]  # the rest is what the editor was shown
 
 
+async def test_a_cancel_ends_the_running_turn_and_the_prompt_held_behind_it_unsent(
+    agents: Agents, tmp_path: Path
+) -> None:
+    """A person queues a prompt behind a long turn, then presses stop: claude-agent-acp
+    ends the turn and the prompts it queued `cancelled`. The proxy holds queued prompts
+    itself (to record each as its own turn): it must end them the same way, not send the
+    held one to the agent once the cancelled turn is over."""
+    place = agents.start(Scenario({
+        "slow": [Reply(text="Working on it.", calls=(shell("claude", "echo busy && sleep 5"),)),
+                 Reply(text="Slow part done.")],
+        "next": [Reply(text="Next one done.")],
+    }))  # fmt: skip
+    command, env, home = place.acp_command("claude"), place.env(), tmp_path / "sessiond"
+    async with sessiond_acp(home, command, env=env) as run:
+        session = await new_session(run, "claude", place.repo)
+        first = asyncio.ensure_future(
+            run.conn.prompt(session_id=session, prompt=text("[[slow]] first"))
+        )
+        await wait_for(lambda: "busy" in str(run.editor.received), "the first turn's tool")
+        second = asyncio.ensure_future(
+            run.conn.prompt(session_id=session, prompt=text("[[next]] second"))
+        )
+        await asyncio.ensure_future(run.conn.list_sessions())  # sent after it: it is held
+        await run.conn.cancel(session_id=session)
+        answers = ((await first).stop_reason, (await second).stop_reason)
+    assert answers == ("cancelled", "cancelled")
+    asked = [t for r in agents.model.main_requests() for t in r.user_texts()]
+    assert "[[next]] second" not in asked
+    said = [i["content"][0]["text"] for i in thread_items(home, session)
+            if i["type"] == "message" and i["role"] == "user"]  # fmt: skip
+    assert said == ["[[slow]] first"]
+
+
 async def test_a_prompt_queued_behind_a_running_turn_is_recorded_as_its_own_turn(
     agents: Agents, tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ from genai_prices import calc_price
 from restore.sources.handoff import thread_id_for
 from tests.agents.clis import AgentHome
 from tests.agents.mock_model import Call, Reply, Request, Scenario, Usage
+from tests.agents.tui import Terminal
 from tests.compat.conftest import Agents, import_from, resume, states
 from tests.support.rpc_client import ServerProcess
 
@@ -328,6 +329,53 @@ def test_codex_exec_resume_continues_and_a_reimport_adds_the_new_turn_once(
     usage = subprocess.run([str(agent.bins / "codex"), handoff["command"][1], "--help"],
                            capture_output=True, text=True, env=agent.env(), check=True)  # fmt: skip
     assert "Usage: codex resume [OPTIONS] [SESSION_ID] [PROMPT]" in usage.stdout
+
+
+@pytest.mark.compat("codex", "resume")
+def test_resume_in_codex_runs_its_terminal_ui_on_the_session_and_the_new_turn_comes_back(
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+) -> None:
+    """What Resume in Codex does for a person: the handoff's command, run as it is in its
+    cwd in a terminal, opens Codex's own UI on the imported session (its history shown and
+    sent back to the model with the next prompt typed there), and the turn it adds is
+    imported into the same thread."""
+    agent = agents.start(Scenario({"one": [Reply(text="First answer.")],
+                                   "two": [Reply(text="Second answer.")]}))  # fmt: skip
+    session = agent.codex("[[one]] first prompt").check().session_id
+    assert import_codex(home, agent)["created"] == 1
+    server = spawn()
+    server.initialize([str(agent.repo)])
+    (thread,) = server.request("thread/list", {})["threads"]
+    handoff = resume(server, thread["threadId"])["handoff"]
+    assert (handoff["command"], handoff["cwd"]) == (["codex", "resume", session], str(agent.repo))
+    # A person resuming in their repository has trusted it once (Codex's UI asks; exec not).
+    config = agent.codex_home / "config.toml"
+    trusted = f'\n[projects."{agent.repo}"]\ntrust_level = "trusted"\n'
+    config.write_text(config.read_text() + trusted)
+
+    program, *args = handoff["command"]
+    ui = Terminal([str(agent.bins / program), *args], Path(handoff["cwd"]),
+                  agent.env(TERM="xterm-256color"))  # fmt: skip
+    try:
+        ui.wait_for(lambda: "First answer." in ui.text(), "the session's history on screen")
+        ui.wait_for(lambda: "Ask Codex" in ui.text(), "its prompt ready")
+        ui.type("[[two]] second prompt\r")
+        texts = ["[[one]] first prompt", "[[two]] second prompt"]
+        ui.wait_for(lambda: any(r.user_texts() == texts for r in agents.model.main_requests()),
+                    "the resumed history sent to the model with the new prompt")  # fmt: skip
+        ui.wait_for(lambda: "Second answer." in ui.text(), "the answer on screen")
+        rollouts = agent.transcripts(agent.codex_sessions)
+        ui.wait_for(lambda: any("Second answer." in p.read_text() for p in rollouts),
+                    "the new turn in the session's rollout")  # fmt: skip
+    finally:
+        ui.close()
+    assert len(rollouts) == 1  # resumed, not a new session
+    assert import_codex(home, agent)["updated"] == 1
+    (grown,) = server.request("thread/list", {})["threads"]
+    assert grown["threadId"] == thread["threadId"]
+    assert [m["content"] for m in of_type(read(server, grown["threadId"]), "message")] == [
+        "[[one]] first prompt", "First answer.", "[[two]] second prompt", "Second answer.",
+    ]  # fmt: skip
 
 
 COMPACT_PROMPT = "You are performing a CONTEXT CHECKPOINT COMPACTION"

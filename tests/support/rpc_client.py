@@ -42,12 +42,14 @@ class ServerProcess:
         args: list[str] | None = None,
         env: dict[str, str] | None = None,
         prefix: list[str] | None = None,
+        code: Path = REPO,
     ) -> None:
-        """`prefix` runs the server through another command (tests/support/confine.py)."""
+        """`prefix` runs the server through another command (tests/support/confine.py);
+        `code` is the checkout whose sessiond runs (a benchmark's baseline: another one)."""
         self.home = home
         self.framing = framing
         full_env = {**os.environ, "SESSIOND_DURABILITY": "fsync", **(env or {})}
-        full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+        full_env["PYTHONPATH"] = str(code) + os.pathsep + full_env.get("PYTHONPATH", "")
         self.stderr_path = home.parent / f"stderr-{os.getpid()}-{id(self)}.log"
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
@@ -65,7 +67,7 @@ class ServerProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            cwd=REPO,
+            cwd=code,
             env=full_env,
         )
         self._ids = itertools.count(1)

@@ -23,7 +23,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from protocol.errors import ProtocolError
 from restore.stores.api import Durability, storage_failure
-from restore.stores.postgres import schema
+from restore.stores.postgres import channels, schema
 
 logger = logging.getLogger("sessiond.postgres")
 
@@ -115,6 +115,8 @@ class Connections:
         """Which writer connection this is: advisory locks die with their connection."""
         self.in_tx = False
         """A transaction is open on the writer connection (group commit keeps it open)."""
+        self.channel: str | None = None
+        """This role's own notification channel (channels.py), read with the writer."""
         self._backoff = Backoff()
         self._pool: ConnectionPool | None = None
         self._pool_lock = threading.Lock()
@@ -153,10 +155,9 @@ class Connections:
         conn = None
         try:
             conn = psycopg.connect(self.url, autocommit=True, **self.params())
-            with self._schema_lock:
-                if not self._migrated:
-                    schema.migrate(conn)
-                    self._migrated = True
+            self.ensure_schema(conn)
+            if writer:
+                self.channel = channels.own_channel(conn)
             if writer and self.durability is Durability.NONE:
                 # Committed rows survive a sessiond crash; a database crash may lose the
                 # last ones, as `none` loses the page cache of the embedded store.
@@ -170,6 +171,14 @@ class Connections:
             raise error from None
         self._backoff.succeeded()
         return conn
+
+    def ensure_schema(self, conn: psycopg.Connection) -> None:
+        """The schema brought up to date by this process's first connection (any other
+        waits for it: the listener's may come first)."""
+        with self._schema_lock:
+            if not self._migrated:
+                schema.migrate(conn)
+                self._migrated = True
 
     def drop(self) -> None:
         """Close the writer connection (PostgreSQL releases its advisory locks)."""

@@ -1,6 +1,8 @@
 """LISTEN/NOTIFY: threads other sessiond processes start, change or delete in the same
-database, announced to this one's clients (on a background thread). Reconnects with
-backoff; what it may have missed while away is caught up from `updated_at`."""
+database, announced to this one's clients (on a background thread). It listens on the
+team channel and on its role's own (channels.py: under `private` only the role's own
+hears of its threads). Reconnects with backoff; what it may have missed while away is
+caught up from `updated_at`, as this role sees the rows."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import psycopg
 
 from protocol.errors import ProtocolError
 from restore.stores.api import Announce, summary_of
+from restore.stores.postgres import channels
 from restore.stores.postgres.connection import BACKOFF_FIRST, BACKOFF_MAX
 from restore.stores.postgres.rows import ROW_COLUMNS
 
@@ -21,7 +24,6 @@ if TYPE_CHECKING:
     from restore.stores.postgres.store import PostgresStore
 
 logger = logging.getLogger("sessiond.postgres")
-CHANNEL = "sessiond"
 LISTEN_WAIT = 0.5  # seconds a listener waits for a notification before checking for stop
 LISTEN_GATHER = 0.02  # seconds a burst of notifications is gathered into one delivery
 CATCH_UP_MARGIN = 60.0  # seconds: other machines' clocks stamp `updated_at`
@@ -49,7 +51,8 @@ class Listener(threading.Thread):
                 with psycopg.connect(
                     self._store.db.url, autocommit=True, **self._store.db.params()
                 ) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
+                    self._store.db.ensure_schema(conn)  # the role's channel is a row
+                    channels.listen(conn, channels.own_channel(conn))
                     backoff = BACKOFF_FIRST
                     if missed_since is not None:
                         self._catch_up(conn, missed_since)

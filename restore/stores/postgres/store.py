@@ -51,9 +51,10 @@ from restore.stores.api import (
     missing_records,
     summary_of,
 )
+from restore.stores.postgres.channels import NOTIFY
 from restore.stores.postgres.connection import Connections, storage_error
 from restore.stores.postgres.index import SharedIndex
-from restore.stores.postgres.listener import CHANNEL, Listener
+from restore.stores.postgres.listener import Listener
 from restore.stores.postgres.pages import SharedPages
 from restore.stores.postgres.rows import (
     ROW_COLUMNS,
@@ -158,10 +159,7 @@ class PostgresStore:
                 if rows:
                     cur.executemany(UPDATE_ROW, rows)
                 for thread_id, pending in self._pending.items():
-                    payload = {"e": pending.event, "t": thread_id, "o": self.token}
-                    cur.execute(
-                        "SELECT pg_notify(%s, %s)", (CHANNEL, orjson.dumps(payload).decode())
-                    )
+                    cur.execute(NOTIFY, (self._payload(pending.event, thread_id), self.db.channel))
                 cur.execute("COMMIT")
                 committed = cur.statusmessage == "COMMIT"
         except psycopg.Error as exc:
@@ -496,8 +494,12 @@ class PostgresStore:
         )
 
     def _notify(self, conn: psycopg.Connection, event: str, thread_id: str) -> None:
-        payload = orjson.dumps({"e": event, "t": thread_id, "o": self.token}).decode()
-        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
+        conn.execute(NOTIFY, (self._payload(event, thread_id), self.db.channel))
+
+    def _payload(self, event: str, thread_id: str) -> str:
+        """What every sessiond on the channel hears: under `private`, only this role's
+        (channels.py); the token lets this process skip its own."""
+        return orjson.dumps({"e": event, "t": thread_id, "o": self.token}).decode()
 
     # --- snapshots and blobs ----------------------------------------------------------------
 
