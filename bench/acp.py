@@ -245,17 +245,22 @@ def stream(runs: int, prompts: int, against: Path | None = None) -> dict[str, fl
             for mode, (argv, env, where) in modes(tmp, n, against).items():
                 editor = Editor(argv, env, where)
                 try:
-                    editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-                    params = {"cwd": tmp, "mcpServers": []}
-                    session = editor.request("session/new", params)["sessionId"]
-
-                    _prompt(editor, session, "stream 1")  # lazy imports, the redactor's first use
+                    session = _warm_session(editor, tmp)
                     times.setdefault(mode, []).extend(
                         _prompt(editor, session, f"deltas {DELTAS}") for _ in range(prompts)
                     )
                 finally:
                     editor.close()
     return {mode: statistics.median(values) for mode, values in times.items()}
+
+
+def _warm_session(editor: Editor, cwd: str) -> str:
+    """A session in `cwd`, one prompt answered in it already (lazy imports, the
+    redactor's first use): what is timed after it is the steady state."""
+    editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    session: str = editor.request("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
+    _prompt(editor, session, "stream 1")
+    return session
 
 
 def _prompt(editor: Editor, session: str, words: str) -> float:
@@ -301,10 +306,7 @@ def merge(runs: int, against: Path | None = None) -> dict[str, float]:
             for mode, (argv, env, where) in modes(tmp, n, against).items():
                 editor = Editor(argv, env, where)
                 try:
-                    editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-                    params = {"cwd": tmp, "mcpServers": []}
-                    session = editor.request("session/new", params)["sessionId"]
-                    _prompt(editor, session, "stream 1")
+                    session = _warm_session(editor, tmp)
                     times.setdefault(mode, []).append(
                         _prompt(editor, session, f"long {MERGE_CHUNKS}")
                     )
