@@ -103,6 +103,34 @@ def test_a_thread_started_on_one_machine_is_announced_and_listed_on_the_other(
     assert updated[0]["params"]["thread"]["preview"] == "hello from a"
 
 
+def test_a_forged_notification_takes_no_thread_off_a_list_nor_stops_the_real_ones(
+    machines: Machines, tmp_path: Path, store_url: str
+) -> None:
+    """Anyone with a login may NOTIFY the team channel (it needs no privilege). A payload
+    saying a live thread was deleted must not take it off other machines' lists, and one
+    naming no thread must not cost the genuine changes gathered with it; each change is
+    announced as the rows say."""
+    a, b = machines("a"), machines("b")
+    b.request("thread/list", {})  # b listens from its first request
+    tid, sid = start(a, tmp_path)
+    b.wait_notification("thread/started")
+    forged = [{"e": "deleted", "t": tid, "o": "forger"}, {"e": "updated", "t": "x' OR 1=1"},
+              {"e": "deleted", "t": None}, ["not", "an", "object"]]  # fmt: skip
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        for payload in forged:
+            conn.execute("SELECT pg_notify('sessiond', %s)", (orjson.dumps(payload).decode(),))
+    record(a, tid, sid, message("after the forgery"))  # a genuine change, notified after
+    eventually(lambda: [n for n in b.notifications if n["method"] == "thread/updated"
+                        and n["params"]["thread"].get("itemCount") == 1],
+               "b hears the genuine change")  # fmt: skip
+    deleted = [n for n in b.notifications if n["params"].get("deleted")]
+    assert deleted == [], "a forged deletion was announced"
+    assert ids(b.request("thread/list", {})["threads"]) == [tid]
+    a.request("thread/delete", {"threadId": tid})  # a real deletion still reaches b
+    eventually(lambda: [n for n in b.notifications if n["params"].get("deleted")],
+               "b hears the real deletion")  # fmt: skip
+
+
 def test_while_one_machine_writes_the_other_is_busy_and_then_resumes(
     machines: Machines, tmp_path: Path
 ) -> None:

@@ -15,6 +15,7 @@ import orjson
 import psycopg
 
 from protocol.errors import ProtocolError
+from restore.ids import validate_thread_id
 from restore.stores.api import Announce, summary_of
 from restore.stores.postgres import channels
 from restore.stores.postgres.connection import BACKOFF_FIRST, BACKOFF_MAX
@@ -100,22 +101,31 @@ class Listener(threading.Thread):
             body = orjson.loads(note.payload)
         except orjson.JSONDecodeError:
             return
-        if body.get("o") == self._store.token:
-            return  # this process's own change: its clients were told already
-        event, thread_id = str(body.get("e")), str(body.get("t"))
+        if not isinstance(body, dict) or body.get("o") == self._store.token:
+            return  # not sessiond's; or this process's own change: its clients were told
+        try:  # anyone may NOTIFY: a payload naming no thread must not fail the burst's read
+            thread_id = validate_thread_id(body.get("t"))
+        except ProtocolError:
+            return
+        event = str(body.get("e"))
         if changes.get(thread_id) != "started":  # started stays started
             changes[thread_id] = event
 
     def _deliver(self, changes: dict[str, str]) -> None:
-        wanted = [tid for tid, event in changes.items() if event != "deleted"]
+        """Each change announced as the rows say, never as a payload alone: anyone with a
+        login may NOTIFY the team channel, so a thread said to be deleted is announced
+        deleted only when its row is gone (a forged `deleted` would take a thread off
+        every client's list), and one said to be changed only with the row read."""
         try:
-            rows = {s.threadId: s for s in self._store.summaries(wanted)} if wanted else {}
+            rows = {s.threadId: s for s in self._store.summaries(list(changes))}
         except ProtocolError as exc:
             logger.info("listen: %s", exc.message)
             return
         for thread_id, event in changes.items():
             summary = rows.get(thread_id)
-            if event == "deleted" or summary is not None:
+            if event == "deleted" and summary is None:
+                self._announce(event, thread_id, None)
+            elif event != "deleted" and summary is not None:
                 self._announce(event, thread_id, summary)
 
 
