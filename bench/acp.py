@@ -239,28 +239,31 @@ def render(medians: dict[str, dict[str, float]]) -> str:
 def stream(runs: int, prompts: int, against: Path | None = None) -> dict[str, float]:
     """A prompt answered by `DELTAS` chunks of 4 characters of one message (prose naming
     keys and tokens), round trip (median ms) per way: what the chunk hold costs a turn."""
+    times = _timed_prompts(runs, against, f"deltas {DELTAS}", prompts)
+    return {mode: statistics.median(values) for mode, values in times.items()}
+
+
+def _timed_prompts(
+    runs: int, against: Path | None, words: str, prompts: int = 1
+) -> dict[str, list[float]]:
+    """Per way (`modes`), `prompts` round trips (ms) of the prompt `words` in each of
+    `runs` fresh editors, each after one warm prompt (lazy imports, the redactor's first
+    use): the steady state."""
     times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(runs):
             for mode, (argv, env, where) in modes(tmp, n, against).items():
                 editor = Editor(argv, env, where)
                 try:
-                    session = _warm_session(editor, tmp)
+                    editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+                    opened = editor.request("session/new", {"cwd": tmp, "mcpServers": []})
+                    _prompt(editor, opened["sessionId"], "stream 1")
                     times.setdefault(mode, []).extend(
-                        _prompt(editor, session, f"deltas {DELTAS}") for _ in range(prompts)
+                        _prompt(editor, opened["sessionId"], words) for _ in range(prompts)
                     )
                 finally:
                     editor.close()
-    return {mode: statistics.median(values) for mode, values in times.items()}
-
-
-def _warm_session(editor: Editor, cwd: str) -> str:
-    """A session in `cwd`, one prompt answered in it already (lazy imports, the
-    redactor's first use): what is timed after it is the steady state."""
-    editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-    session: str = editor.request("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"]
-    _prompt(editor, session, "stream 1")
-    return session
+    return times
 
 
 def _prompt(editor: Editor, session: str, words: str) -> float:
@@ -300,18 +303,7 @@ def merge(runs: int, against: Path | None = None) -> dict[str, float]:
     the turn's end); and the merge alone, in process (ThreadRecorder, ms)."""
     from restore.sources import acp as source
 
-    times: dict[str, list[float]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in range(runs):
-            for mode, (argv, env, where) in modes(tmp, n, against).items():
-                editor = Editor(argv, env, where)
-                try:
-                    session = _warm_session(editor, tmp)
-                    times.setdefault(mode, []).append(
-                        _prompt(editor, session, f"long {MERGE_CHUNKS}")
-                    )
-                finally:
-                    editor.close()
+    times = _timed_prompts(runs, against, f"long {MERGE_CHUNKS}")
     alone = []
     for _ in range(runs):
         recorder = source.ThreadRecorder("idle")
