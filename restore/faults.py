@@ -3,7 +3,9 @@ precise moment.
 
 Set `SESSIOND_CRASH_AT=<name>` in the server's environment and the process kills itself
 with SIGKILL when it reaches that point, exactly like `kill -9` from outside, but at a
-moment an outside killer could only hit by luck.
+moment an outside killer could only hit by luck. `SESSIOND_CRASH_AT=<name>:<directory>`
+arms it only while `<directory>/<name>.armed` exists: a long-lived server is killed at the
+point when a test chooses, after any number of requests (tests/sequences/).
 
 Set `SESSIOND_PAUSE_AT=<name>:<directory>` and every thread that reaches the point waits
 there: it creates `<directory>/<name>.reached` and goes on once `<directory>/<name>.go`
@@ -24,7 +26,11 @@ PAUSE_POLL = 0.01  # seconds between looks for the `.go` file (only while paused
 
 
 def crash_point(name: str) -> None:
-    if os.environ.get("SESSIOND_CRASH_AT") == name:
+    wanted = os.environ.get("SESSIOND_CRASH_AT")
+    if not wanted:
+        return
+    point, _, directory = wanted.partition(":")
+    if point == name and (not directory or (Path(directory) / f"{name}.armed").exists()):
         os.kill(os.getpid(), signal.SIGKILL)
 
 

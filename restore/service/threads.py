@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.subsystems import ThreadState
+from restore.faults import crash_point
 from restore.home.layout import Layout
 from restore.home.state import Home
 from restore.ids import validate_thread_id
@@ -255,6 +256,7 @@ class ThreadService(Lists, Searches):
         session = self.sessions.lease(thread_id, session_id, owner)
         items, no_ops = ledger.check(session, items)
         result = self.sessions.append(session, items, session_id, defer_sync=defer_sync)
+        crash_point("record.before_ack")  # written (durable unless deferred), not answered
         if no_ops:
             result = AppendResult(
                 result.first_seq, result.last_seq, result.duplicates + no_ops, result.stored
