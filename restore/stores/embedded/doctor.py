@@ -70,9 +70,11 @@ def run_doctor(
     *,
     repair: bool = False,
     read_only: bool = False,
+    rebuild_index: bool = False,
 ) -> DoctorReport:
     """`read_only`: a home that cannot be written is checked all the same, with its index
-    rebuilt in memory (index.py) instead of repaired on disk."""
+    rebuilt in memory (index.py) instead of repaired on disk. `rebuild_index`: the index
+    built again from the thread files whatever its state (index.py `rebuild`)."""
     report = DoctorReport()
     store = ThreadStore(layout, read_only=read_only)
     files = layout.iter_thread_files()
@@ -99,7 +101,7 @@ def run_doctor(
             progress("Checking thread files", done, len(files))
     index = ThreadIndex(layout, store.read_summary, in_memory=read_only)
     try:
-        report.index_action = index.ensure_ready(
+        report.index_action = (index.rebuild if rebuild_index else index.ensure_ready)(
             None if progress is None else lambda d, t: progress("Repairing index", d, t)
         )
         report.indexed = index.count()
