@@ -1,0 +1,156 @@
+"""A power cut, not only kill -9: what an acknowledged record survives.
+
+kill -9 keeps the kernel's page cache, so it never tests `--durability fsync|group`'s
+promise (every acknowledged item survives power loss). Here the data dir lives on a FUSE
+filesystem that keeps only what was synced, as POSIX says (tests/support/powercut_fs.py:
+file bytes at fsync/fdatasync, names at an fsync of their directory, plus a random part of
+what the kernel could have written back by itself, torn writes included). A real server
+records under load (a pipeline of `thread/record` to several threads, new threads now
+and then); at a random moment the power is cut and the server killed with it; the
+filesystem is remounted showing only the durable state and a fresh server, under a new
+boot id (a power cut reboots), must show every acknowledged item, at the seq it was
+acknowledged with, once. Under `--durability none` nothing is promised but the store must
+still work: `doctor --repair` handles the torn tails, thread files read, and the index
+rebuilds itself to list exactly the threads on disk.
+
+The first tests prove the filesystem itself loses what was not synced (so the rest cannot
+pass vacuously). Where FUSE cannot be used the tests skip, saying why (in CI they fail).
+`SESSIOND_POWER_CUTS` sets the cuts per mode (default 20); `SESSIOND_POWER_CUT_SEED`
+replays a seed's choices (timing still varies run to run).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.powercut import PowerCutDisk, power_cut_disk
+
+CUTS = int(os.environ.get("SESSIOND_POWER_CUTS", "20"))
+WINDOW = 8  # records in flight at once
+MAX_THREADS = 16
+
+
+def _seed() -> int:
+    if "SESSIOND_POWER_CUT_SEED" in os.environ:
+        return int(os.environ["SESSIOND_POWER_CUT_SEED"])
+    return int.from_bytes(os.urandom(4), "big")
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write(path: Path, data: bytes, *, sync: bool, append: bool = False) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    try:
+        os.write(fd, data)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --- the filesystem itself -----------------------------------------------------------------
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[PowerCutDisk]:
+    with power_cut_disk(tmp_path / "power") as mounted:
+        yield mounted
+
+
+def test_the_disk_keeps_what_was_synced_and_loses_the_rest(disk: PowerCutDisk) -> None:
+    """A write is kept only once its file is synced; a name only once its directory is
+    (and the directory's own name, up to a synced one)."""
+    home = disk.mount
+    (home / "dir").mkdir()
+    _fsync(home)
+    _write(home / "dir" / "kept", b"synced\n", sync=True)
+    _write(home / "dir" / "kept", b"not synced\n", sync=False, append=True)
+    _write(home / "dir" / "empty", b"bytes never synced\n", sync=False)
+    _write(home / "dir" / "replaced", b"old\n", sync=True)
+    _write(home / "dir" / "doomed", b"stays\n", sync=True)
+    _fsync(home / "dir")
+    _write(home / "dir" / "nameless", b"synced, its name never\n", sync=True)
+    _write(home / "dir" / ".new", b"new\n", sync=True)
+    os.replace(home / "dir" / ".new", home / "dir" / "replaced")  # no fsync of dir
+    (home / "dir" / "doomed").unlink()  # nor here
+    (home / "orphan").mkdir()  # its name is never synced, its content is
+    _write(home / "orphan" / "file", b"synced\n", sync=True)
+    _fsync(home / "orphan")
+    assert (home / "dir" / "kept").read_bytes() == b"synced\nnot synced\n"
+
+    disk.cut()
+    with pytest.raises(OSError) as dead:
+        (home / "dir" / "kept").read_bytes()
+    assert dead.value.errno == errno.EIO  # the disk is gone until the remount
+    disk.remount()
+
+    assert sorted(p.name for p in home.iterdir()) == ["dir"]
+    assert sorted(p.name for p in (home / "dir").iterdir()) == [
+        "doomed",
+        "empty",
+        "kept",
+        "replaced",
+    ]
+    assert (home / "dir" / "kept").read_bytes() == b"synced\n"
+    assert (home / "dir" / "empty").read_bytes() == b""
+    assert (home / "dir" / "replaced").read_bytes() == b"old\n"
+    assert (home / "dir" / "doomed").read_bytes() == b"stays\n"
+
+
+def test_synced_renames_and_removals_survive_and_a_clean_stop_keeps_everything(
+    disk: PowerCutDisk,
+) -> None:
+    home = disk.mount
+    (home / "a").mkdir()
+    (home / "b").mkdir()
+    _fsync(home)
+    _write(home / "a" / "moved", b"moved\n", sync=True)
+    _write(home / "a" / "gone", b"gone\n", sync=True)
+    _fsync(home / "a")
+    os.rename(home / "a" / "moved", home / "b" / "moved")
+    _fsync(home / "b")  # one directory's sync carries the whole rename
+    (home / "a" / "gone").unlink()
+    _fsync(home / "a")
+    disk.cut()
+    disk.remount()
+    assert list((home / "a").iterdir()) == []
+    assert (home / "b" / "moved").read_bytes() == b"moved\n"
+
+    _write(home / "b" / "unsynced", b"kept by a clean shutdown\n", sync=False)
+    disk.remount()  # no cut: a clean shutdown syncs everything
+    assert (home / "b" / "unsynced").read_bytes() == b"kept by a clean shutdown\n"
+
+
+def test_write_back_keeps_a_prefix_of_unsynced_appends_sometimes_torn(tmp_path: Path) -> None:
+    """What the kernel may have written back on its own: a prefix of the unsynced
+    appends, cut at any byte; never more, never a byte of something else."""
+    lengths = set()
+    with power_cut_disk(tmp_path / "power", seed=7, writeback=True) as disk:
+        log = disk.mount / "log"
+        _write(log, b"", sync=True)
+        _fsync(disk.mount)
+        synced = b""
+        for cut in range(8):
+            lines = b"".join(b"line %d.%d\n" % (cut, n) for n in range(50))
+            for n in range(0, len(lines), 10):
+                _write(log, lines[n : n + 10], sync=False, append=True)
+            disk.cut()
+            disk.remount()
+            found = log.read_bytes()
+            assert found.startswith(synced) and (synced + lines).startswith(found)
+            lengths.add(len(found) - len(synced))
+            synced = found
+    assert len(lengths) > 2, lengths  # the write-back really varies
+    assert any(n % 10 for n in lengths), lengths  # and tears writes
