@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.powercut import PowerCutDisk, power_cut_disk
+from tests.support.rpc_client import ServerProcess
 
 CUTS = int(os.environ.get("SESSIOND_POWER_CUTS", "20"))
 WINDOW = 8  # records in flight at once
@@ -154,3 +155,100 @@ def test_write_back_keeps_a_prefix_of_unsynced_appends_sometimes_torn(tmp_path: 
             synced = found
     assert len(lengths) > 2, lengths  # the write-back really varies
     assert any(n % 10 for n in lengths), lengths  # and tears writes
+
+
+# --- sessiond on it: one cut at a chosen moment ------------------------------------------
+
+
+def _server(disk: PowerCutDisk, durability: str = "fsync") -> ServerProcess:
+    """A server on the mount, booted anew (a new boot id)."""
+    server = ServerProcess(
+        disk.mount, env={"SESSIOND_DURABILITY": durability}, prefix=disk.reboot()
+    )
+    server.initialize()
+    return server
+
+
+def _list_all(server: ServerProcess) -> set[str]:
+    listed: set[str] = set()
+    cursor = None
+    while True:
+        page = server.request("thread/list", {"limit": 200, "cursor": cursor})
+        listed.update(t["threadId"] for t in page["threads"])
+        if (cursor := page["nextCursor"]) is None:
+            return listed
+
+
+def _read_all(server: ServerProcess, thread_id: str) -> dict[int, str]:
+    found: dict[int, str] = {}
+    after = 0
+    while True:
+        read = server.request(
+            "thread/read", {"threadId": thread_id, "afterSeq": after, "limit": 10_000}
+        )
+        # a cut leaves at most a torn last line: never a damaged line before good ones
+        assert all(line["reason"] == "torn_tail" for line in read["skippedLines"]), read
+        for item in read["items"]:
+            found[item["seq"]] = item["id"]
+        if (after := read["nextAfterSeq"]) is None:
+            return found
+
+
+@pytest.mark.parametrize("durability", ["fsync", "group"])
+def test_a_new_thread_survives_a_power_cut_right_after_its_answer(
+    disk: PowerCutDisk, tmp_path: Path, durability: str
+) -> None:
+    """The thread file's whole path must be durable: its name in its shard directory, and
+    the shard directory's name (new for most new threads) in `threads/`."""
+    server = _server(disk, durability)
+    try:
+        started = server.request("thread/start", {"cwd": str(tmp_path)})
+        thread_id, session_id = started["thread"]["threadId"], started["sessionId"]
+        items = [
+            {"type": "message", "role": "user", "id": f"item-{n}", "content": "kept"}
+            for n in range(3)
+        ]
+        recorded = server.request(
+            "thread/record", {"threadId": thread_id, "sessionId": session_id, "items": items}
+        )
+        disk.cut()
+    finally:
+        server.close()
+    disk.remount()
+    server = _server(disk, durability)
+    try:
+        assert thread_id in _list_all(server)
+        found = _read_all(server, thread_id)
+        assert [found[seq] for seq in range(recorded["firstSeq"], recorded["lastSeq"] + 1)] == [
+            "item-0",
+            "item-1",
+            "item-2",
+        ]
+        assert server.shutdown() == 0
+    finally:
+        server.close()
+
+
+def test_a_torn_tail_copied_aside_survives_a_power_cut(disk: PowerCutDisk, tmp_path: Path) -> None:
+    """Before a writer cuts a torn tail off (durably), the copy it keeps in `recovered/`
+    must be durable too, name included: else the cut loses the torn bytes."""
+    server = _server(disk)
+    try:
+        started = server.request("thread/start", {"cwd": str(tmp_path)})
+        thread_id = started["thread"]["threadId"]
+        assert server.shutdown() == 0
+    finally:
+        server.close()
+    path = disk.mount / "threads" / thread_id[:2] / f"{thread_id}.jsonl"
+    _write(path, b'{"v":1,"seq":2,"torn', sync=True, append=True)
+    server = _server(disk)
+    try:
+        report = server.request("thread/resume", {"threadId": thread_id})
+        assert report["recovery"]["tornTailRecovered"] is True
+        disk.cut()
+    finally:
+        server.close()
+    disk.remount()
+    assert not path.read_bytes().endswith(b"torn")
+    aside = list((disk.mount / "recovered").glob(f"{thread_id}.*.torn"))
+    assert [p.read_bytes() for p in aside] == [b'{"v":1,"seq":2,"torn']
