@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import errno
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.faults.helpers import sessiond
 from tests.support.powercut import PowerCutDisk, power_cut_disk
 from tests.support.rpc_client import ServerProcess
 
@@ -155,6 +157,28 @@ def test_write_back_keeps_a_prefix_of_unsynced_appends_sometimes_torn(tmp_path: 
             synced = found
     assert len(lengths) > 2, lengths  # the write-back really varies
     assert any(n % 10 for n in lengths), lengths  # and tears writes
+
+
+# --- what only a power cut leaves (no FUSE needed) ---------------------------------------
+
+
+def test_doctor_repair_of_a_torn_first_line_leaves_a_clean_home(home: Path) -> None:
+    """kill -9 cannot tear the single write of a thread's first line; a power cut can. The
+    repair cuts the torn line off, which leaves an empty file: the same run moves it aside
+    (the torn bytes kept in recovered/), so one `doctor --repair` makes the home clean."""
+    thread_id = str(uuid.uuid4())
+    path = home / "threads" / thread_id[:2] / f"{thread_id}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"v":1,"seq":1,"ts":"2026-11-30T01:02:03.456789Z","type":"sess')
+    repaired = sessiond(home, "doctor", "--repair")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    doctor = sessiond(home, "doctor")
+    assert doctor.returncode == 0 and doctor.stdout.rstrip().endswith("clean"), doctor.stdout
+    assert not path.exists()
+    kept = {p.name: p.read_bytes() for p in (home / "recovered").iterdir()}
+    torn = [name for name in kept if name.startswith(f"{thread_id}.0.")]
+    assert sorted(kept) == sorted([f"{thread_id}.empty", *torn]) and len(torn) == 1, kept
+    assert kept[torn[0]].endswith(b'"type":"sess')
 
 
 # --- sessiond on it: one cut at a chosen moment ------------------------------------------
