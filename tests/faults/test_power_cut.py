@@ -23,15 +23,21 @@ from __future__ import annotations
 
 import errno
 import os
+import random
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from restore.stores.embedded.jsonl import parse_bytes
 from tests.faults.helpers import sessiond
 from tests.support.powercut import PowerCutDisk, power_cut_disk
-from tests.support.rpc_client import ServerProcess
+from tests.support.rpc_client import HANG_GUARD, ServerProcess
 
 CUTS = int(os.environ.get("SESSIOND_POWER_CUTS", "20"))
 WINDOW = 8  # records in flight at once
@@ -276,3 +282,252 @@ def test_a_torn_tail_copied_aside_survives_a_power_cut(disk: PowerCutDisk, tmp_p
     assert not path.read_bytes().endswith(b"torn")
     aside = list((disk.mount / "recovered").glob(f"{thread_id}.*.torn"))
     assert [p.read_bytes() for p in aside] == [b'{"v":1,"seq":2,"torn']
+
+
+# --- sessiond on it: under load, cut at random moments -------------------------------------
+
+
+@dataclass
+class Thread:
+    thread_id: str
+    session_id: str | None = None
+    acked: dict[int, str] = field(default_factory=dict)
+    """seq → item id, of every acknowledged item."""
+    started: bool = False
+    """Its thread/start was answered: its file is owed."""
+
+
+@dataclass
+class Stats:
+    seed: int
+    durability: str
+    cuts: int = 0
+    threads: int = 0
+    items_acked: int = 0
+    items_lost: int = 0
+    refused: int = 0
+    """Records answered with an error after the power went (never acknowledged)."""
+    torn: int = 0
+    """Torn tails the cuts left (repaired by a resume, or by doctor --repair)."""
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        return (
+            f"power cut ({self.durability}): seed={self.seed} cuts={self.cuts} "
+            f"threads={self.threads} items acknowledged={self.items_acked} "
+            f"lost={self.items_lost} refused after the cut={self.refused} "
+            f"torn tails={self.torn} "
+            f"seconds={self.seconds:.0f}"
+        )
+
+
+Request = tuple[int, "Thread | None", list[str]]
+
+
+class PowerCutLoop:
+    """Record under load, cut the power at a random moment, remount, check, again."""
+
+    def __init__(self, disk: PowerCutDisk, work: Path, durability: str, seed: int) -> None:
+        self.disk = disk
+        self.home = disk.mount
+        self.work = work
+        self.durability = durability
+        self.rng = random.Random(seed)
+        self.stats = Stats(seed, durability)
+        self.threads: dict[str, Thread] = {}
+        self.power_off = threading.Event()
+        self.flowing = threading.Event()
+        """Set by the first answer of a run."""
+
+    @property
+    def promised(self) -> bool:
+        return self.durability != "none"
+
+    def server(self) -> ServerProcess:
+        return _server(self.disk, self.durability)
+
+    def run_once(self) -> None:
+        """Check what the last cut left, then record until the power goes."""
+        self.power_off.clear()
+        if not self.promised:
+            self.repair()
+        server = self.server()
+        cutter = None
+        try:
+            self.check(server)
+            self.resume_all(server)
+            self.flowing.clear()
+            cutter = threading.Thread(target=self._cut, args=(server, self.rng.uniform(0, 0.8)))
+            cutter.start()
+            self._stream(server)
+        finally:
+            if cutter is not None:
+                self.flowing.set()  # a run that failed before any answer: cut at once
+                cutter.join()
+            server.close()
+        self.disk.remount()
+        self.stats.cuts += 1
+
+    def _cut(self, server: ServerProcess, delay: float) -> None:
+        """The machine dies, `delay` seconds into the load (counted from its first answer:
+        a fresh process's first record pays for its start): the disk first, the server
+        with it."""
+        self.flowing.wait(HANG_GUARD)
+        time.sleep(delay)
+        self.power_off.set()
+        self.disk.cut()
+        server.proc.kill()
+
+    # --- load --------------------------------------------------------------------------
+
+    def _request(self, server: ServerProcess) -> Request:
+        live = [t for t in self.threads.values() if t.session_id]
+        if not live or (len(self.threads) < MAX_THREADS and self.rng.random() < 0.03):
+            return server.request_async("thread/start", {"cwd": str(self.work)}), None, []
+        thread = self.rng.choice(live)
+        ids = [str(uuid.uuid4()) for _ in range(self.rng.randint(1, 3))]
+        items = [
+            {
+                "type": "message",
+                "role": "user",
+                "id": i,
+                "content": "x" * (9_000 if self.rng.random() < 0.02 else self.rng.randint(1, 300)),
+            }
+            for i in ids
+        ]
+        msg_id = server.request_async(
+            "thread/record",
+            {"threadId": thread.thread_id, "sessionId": thread.session_id, "items": items},
+        )
+        return msg_id, thread, ids
+
+    def _stream(self, server: ServerProcess) -> None:
+        pending: list[Request] = []
+        while True:
+            try:
+                while len(pending) < WINDOW:
+                    pending.append(self._request(server))
+                reply = server.response(pending[0][0])
+            except (ConnectionError, OSError):
+                break
+            self._acknowledge(pending.pop(0), reply)
+        _wait_eof(server)
+        for request in pending:  # answers that made it out before the kill count
+            if request[0] in server.responses:
+                self._acknowledge(request, server.responses.pop(request[0]))
+
+    def _acknowledge(self, request: Request, reply: dict[str, Any]) -> None:
+        _, thread, ids = request
+        self.flowing.set()
+        if "error" in reply:
+            # Only once the disk is gone (EIO): then it is not acknowledged, so not owed.
+            assert self.power_off.is_set(), reply
+            self.stats.refused += 1
+            return
+        result = reply["result"]
+        if thread is None:
+            tid = result["thread"]["threadId"]
+            self.threads[tid] = Thread(tid, result["sessionId"], started=True)
+            return
+        assert result["duplicates"] == 0, result
+        assert result["lastSeq"] - result["firstSeq"] == len(ids) - 1, result
+        for seq, item_id in enumerate(ids, result["firstSeq"]):
+            thread.acked[seq] = item_id
+        self.stats.items_acked += len(ids)
+
+    # --- after the cut -----------------------------------------------------------------
+
+    def repair(self) -> None:
+        """`--durability none`: torn tails and empty files are what doctor --repair is for."""
+        prefix = self.disk.reboot()
+        repaired = sessiond(self.home, "doctor", "--repair", prefix=prefix)
+        assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+        self.stats.torn += repaired.stdout.count("torn tail repaired")
+        doctor = sessiond(self.home, "doctor", prefix=prefix)
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+    def check(self, server: ServerProcess) -> None:
+        """The index lists exactly the threads the files hold; every thread reads; every
+        acknowledged item is at its seq, once (under `none`: counted when lost)."""
+        listed = _list_all(server)
+        on_disk = self._threads_on_disk()
+        assert listed == on_disk, (sorted(listed - on_disk), sorted(on_disk - listed))
+        for thread in list(self.threads.values()):
+            if thread.thread_id not in on_disk:
+                assert not (self.promised and thread.started), f"thread lost: {thread.thread_id}"
+                self.stats.items_lost += len(thread.acked)
+                del self.threads[thread.thread_id]
+                continue
+            found = _read_all(server, thread.thread_id)
+            assert sorted(found) == list(range(1, len(found) + 1)), "gap in the seqs"
+            ids = list(found.values())
+            assert len(ids) == len(set(ids)), "an item stored twice"
+            lost = {seq: i for seq, i in thread.acked.items() if found.get(seq) != i}
+            if self.promised:
+                assert not lost, f"acknowledged items lost in {thread.thread_id}: {lost}"
+            self.stats.items_lost += len(lost)
+            # what survived is what the next session builds on
+            thread.acked = {seq: i for seq, i in thread.acked.items() if seq not in lost}
+        for thread_id in on_disk - set(self.threads):  # made, never acknowledged
+            self.threads[thread_id] = Thread(thread_id)
+
+    def _threads_on_disk(self) -> set[str]:
+        """Threads whose file holds a record, read from the mount."""
+        found = set()
+        for path in (self.home / "threads").glob("*/*.jsonl"):
+            if parse_bytes(path.read_bytes()).items:
+                found.add(path.stem)
+        return found
+
+    def resume_all(self, server: ServerProcess) -> None:
+        for thread in self.threads.values():
+            report = server.request("thread/resume", {"threadId": thread.thread_id})
+            assert report["status"] == "ready", report
+            self.stats.torn += bool(report["recovery"].get("tornTailRecovered"))
+            thread.session_id = report["session"]["sessionId"]
+
+    def final_check(self) -> None:
+        self.repair()
+        server = self.server()
+        try:
+            self.check(server)
+            assert server.shutdown() == 0
+        finally:
+            server.close()
+
+
+def _wait_eof(server: ServerProcess) -> None:
+    deadline = time.monotonic() + HANG_GUARD
+    with server._lock:
+        while not server.eof and time.monotonic() < deadline:
+            server._lock.wait(timeout=1)
+    assert server.eof, "the killed server's output never closed"
+
+
+@pytest.mark.parametrize("durability", ["fsync", "group", "none"])
+def test_random_power_cuts_while_recording(tmp_path: Path, durability: str) -> None:
+    seed = _seed()
+    work = tmp_path / "work"
+    work.mkdir()
+    began = time.monotonic()
+    cuts = CUTS if durability != "none" else max(CUTS // 4, 5)
+    with power_cut_disk(tmp_path / "power", seed, writeback=True) as disk:
+        loop = PowerCutLoop(disk, work, durability, seed)
+        try:
+            while loop.stats.cuts < cuts:
+                loop.run_once()
+            loop.final_check()
+        except BaseException as exc:
+            raise AssertionError(
+                f"power cut ({durability}) failed with seed {seed} after {loop.stats.cuts} "
+                f"cuts (replay: SESSIOND_POWER_CUT_SEED={seed}): {exc!r}\n"
+                f"filesystem: {disk.cuts[-3:]}"
+            ) from exc
+        finally:
+            loop.stats.seconds = time.monotonic() - began
+            loop.stats.threads = len(loop.threads)
+            print(loop.stats.line())
+    assert loop.stats.cuts >= cuts
+    if loop.promised:
+        assert loop.stats.items_lost == 0
+        assert loop.stats.items_acked > 0
