@@ -96,6 +96,10 @@ def run_doctor(
             finding = FileFinding(path, contents.skipped, contents.bom)
             if repair and contents.torn_tail_offset is not None:
                 _repair_torn_tail(store, finding)
+                if finding.repaired and contents.torn_tail_offset == 0:
+                    # A torn first line (only a power cut tears a single write): cut off,
+                    # it leaves an empty file, repaired as one in the same run.
+                    _move_empty_aside(layout, finding)
             report.findings.append(finding)
         if progress is not None and (done % 100 == 0 or done == len(files)):
             progress("Checking thread files", done, len(files))
