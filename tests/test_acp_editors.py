@@ -168,6 +168,35 @@ async def test_a_tool_call_cut_short_by_a_crash_is_closed_in_the_replay(
     assert steps == ["started", "failed"]
 
 
+async def test_a_command_allowed_before_the_agent_said_a_word_is_closed_in_the_replay(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """Gemini CLI, and Codex before its command starts, ask before they send anything of
+    the turn: sessiond killed then, the recovery closes that call under an id of its own
+    (it took the prompt echo's, and the store dropped it as a duplicate)."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state)) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        turn = asyncio.ensure_future(run.conn.prompt(session_id=session, prompt=text("ask first")))
+        await wait_for(lambda: any(e["event"] == "asked" for e in agent_log(state)), "asked")
+        answered = [i for i in thread_items(home, session) if i["type"] == "permission_decision"]
+        assert answered and answered[0]["allowed"] is True
+        agent_pid = agent_log(state)[-1]["pid"]
+        run.kill9()
+        await run.process.wait()
+        turn.cancel()
+    await wait_for(lambda: not alive(agent_pid), "AGENT gone")
+    async with sessiond_acp(home, fake_agent(state)) as run:
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        replayed = [p["update"] for p in run.editor.received]
+    calls = [u for u in replayed if u.get("toolCallId") == "t-ask"]
+    assert [u.get("status") for u in calls] == ["failed"]
+    assert calls[0]["_meta"]["sessiond"]["interrupted"] == "sessiond stopped before the turn ended"
+    steps = [i["state"] for i in thread_items(home, session) if i["type"] == "operation"]
+    assert steps[-1] == "failed"
+
+
 async def test_a_tool_call_the_agent_dies_in_is_closed_live_and_in_the_replay(
     home: Path, tmp_path: Path, make_repo: Callable[..., Path]
 ) -> None:
