@@ -343,3 +343,48 @@ async def test_a_session_open_in_another_window_is_shown_and_not_continued_until
     prompts = [e["params"]["prompt"][-1]["text"] for e in agent_log(state)
                if e["event"] == "session/prompt"]  # fmt: skip
     assert prompts == ["hello", "now?"]  # "me too" was never sent
+
+
+@pytest.mark.parametrize("first", ["load", "resume"])
+@pytest.mark.parametrize("again", ["as_before", "accepting", "refusing"])
+async def test_a_drifted_session_opened_again_while_it_waits_is_replayed_whole(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path], first: str, again: str
+) -> None:
+    """Reopening a drifted chat (CodeCompanion's `/resume` twice) while it waits for the
+    person's decision: opened again from the record, so the second load replays the
+    conversation (not only the notice), says the drift, and honours `acceptDrift`."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    session = await _recorded_on_main(home, repo, state)
+    meta = {"as_before": None, "accepting": {"acceptDrift": True}}.get(again)
+    async with sessiond_acp(home, fake_agent(state)) as run:
+        opening = run.conn.load_session if first == "load" else run.conn.resume_session
+        await opening(cwd=str(repo), session_id=session)  # held: waits for the person
+        before = len(run.editor.received)
+        if again == "refusing":
+            with pytest.raises(RequestError) as refused:
+                await run.conn.load_session(
+                    cwd=str(repo), session_id=session, sessiond={"acceptDrift": False}
+                )
+            assert refused.value.data["kind"] == "WorkspaceDrift"
+            assert {d["field"] for d in refused.value.data["drift"]} >= {"branch"}
+            return
+        loaded = await run.conn.load_session(cwd=str(repo), session_id=session, sessiond=meta)
+        replayed = [p["update"] for p in run.editor.received[before:]]
+        answer = await run.conn.prompt(session_id=session, prompt=text("go on here"))
+        asked = run.editor.permissions
+    texts = [p["update"]["content"]["text"] for p in drawn([{"update": u} for u in replayed])
+             if "content" in p["update"]]  # fmt: skip
+    assert texts[:2] == ["hello", "echo: hello"]
+    said = loaded.field_meta["sessiond"]
+    assert "branch" in {d["field"] for d in said["drift"]}
+    assert answer.stop_reason == "end_turn"
+    if again == "as_before":
+        assert said["status"] == "needs_review"
+        assert len(notices(replayed, "drift")) == 1
+        (question,) = asked  # the person is asked, once
+        assert "Continue this session here?" in question.title
+    else:
+        assert asked == []  # accepted with the load: nothing more to ask
+        assert notices(replayed, "drift") == []
+    assert any(i["type"] == "drift_accepted" for i in thread_items(home, session))
