@@ -59,7 +59,10 @@ def test_list_and_show_print_what_the_server_recorded(
     assert [item["type"] for item in raw] == ["session_meta", "message", "lifecycle"]
     missing = sessiond(home, "show", "../etc/passwd")
     assert missing.returncode == 2
-    assert missing.stderr == "sessiond: InvalidId: threadId must be a UUID, got '../etc/passwd'\n"
+    assert missing.stderr == (
+        "sessiond: InvalidId: a thread id is a UUID or its first 4 or more hex digits (as "
+        "`sessiond list` and `search` print them), got '../etc/passwd'\n"
+    )
 
 
 def test_doctor_draws_a_progress_bar_on_a_terminal(
@@ -188,7 +191,9 @@ def test_show_reads_as_a_transcript_of_roles_tools_todos_and_cost(
         "    $ gpt-5: 1200 in, 300 out tokens, $0.0123 (thread so far $0.0123)\n"
     ), body
     assert lines[-2].endswith("ended (shutdown) ──")
-    assert lines[-1] == "11 items · 3 messages · $0.0123 spent"
+    assert lines[-1] == "9 items · 3 messages · $0.0123 spent"  # the conversation's, as list says
+    (row,) = [json.loads(line) for line in sessiond(home, "list", "--json").stdout.splitlines()]
+    assert row["itemCount"] == 9
 
 
 def test_recorded_escape_sequences_are_shown_not_sent_to_the_terminal(

@@ -28,12 +28,14 @@ import orjson
 
 from restore.home.files import create_file, not_regular, private_dirs
 from restore.home.layout import Layout
+from restore.ids import prefix_end
 from restore.stores.api import (
     JSON_FIELDS,
     MAX_LIMIT,
     ROW_FIELDS,
     Listing,
     Progress,
+    Rows,
     decode_cursor,
     encode_cursor,
     storage_failure,
@@ -197,7 +199,9 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 6  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
+    # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta,
+    # 7: itemCount counts the conversation alone (restore/summary.py CONVERSATION_TYPES)
+    SCHEMA_VERSION = 7
     """An index of another version is rebuilt from the thread files (they hold every
     field), like a corrupt one: that is its migration."""
 
@@ -700,6 +704,15 @@ class ThreadIndex:
     @_typed
     def count(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM threads").fetchone()[0])
+
+    @_typed
+    def with_prefix(self, prefix: str, limit: int) -> Rows:
+        rows = self._db().execute(
+            f"SELECT {', '.join(_FIELDS)} FROM threads WHERE threadId >= ? AND threadId < ? "
+            "ORDER BY threadId LIMIT ?",
+            (prefix, prefix_end(prefix), limit),
+        )
+        return [summary_of(row, json_text=True) for row in rows]
 
     @_typed
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
