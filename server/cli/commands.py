@@ -190,7 +190,7 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
         report = store.check(progress, repair=args.repair)
     finally:
         store.close()
-    print(f"checked {plural(report.files, 'thread file')}, {plural(report.items, 'item')}")
+    print(f"checked {plural(report.files, 'thread file')}, {plural(report.items, 'record')}")
     for finding in report.findings:
         where = safe(str(finding.path), one_line=True)
         if finding.error:
