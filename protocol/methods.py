@@ -1,4 +1,4 @@
-"""Requests, results and notifications (DESIGN.md §6 and Appendix A).
+"""Requests, results and notifications (docs/protocol.md is generated from them).
 
 `METHODS` maps each request name to its params and result models; the server validates
 params with these, and `protocol.schema` exports them. Field names are camelCase and fixed.

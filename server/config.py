@@ -16,8 +16,6 @@ from server.rpc.framing import DEFAULT_MAX_FRAME
 FOLLOWABLE = ("claude", "codex", "gemini")
 DURABILITIES = ("fsync", "group", "none")
 REDACTIONS = ("off", "default", "strict")
-MIN_FRAME = 1024
-"""The smallest `--max-frame`: less could not hold a client's `initialize`."""
 
 
 def parse_follow(value: str) -> tuple[str, ...]:

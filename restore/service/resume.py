@@ -1,4 +1,4 @@
-"""A resume and its RestoreReport (DESIGN.md §4): every subsystem restored in order and
+"""A resume and its RestoreReport (docs/restore-contract.md): every subsystem restored in order and
 judged against the current workspace; a new session opens only when the thread would not
 continue in the wrong place.
 
@@ -334,7 +334,7 @@ def report(
     messages: dict[str, Any],
     read_only: dict[str, Any] | None,
 ) -> Report:
-    """The RestoreReport (DESIGN.md §4) of a judged thread."""
+    """The RestoreReport (docs/restore-contract.md) of a judged thread."""
     recorded = verdict.outcome("worktree").state or {}  # the worktree subsystem's state
     return {
         "status": "ready" if ready else "needs_review",

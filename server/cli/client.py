@@ -255,7 +255,7 @@ def add_arguments(client: argparse.ArgumentParser, common: argparse.ArgumentPars
     )
     listing = actions.add_parser("list", help="list threads, newest first", parents=[common])
     listing.add_argument("--workspace-folder", help="only threads in or under this folder")
-    from server.cli.main import limit
+    from server.cli.options import limit
 
     listing.add_argument(
         "--limit", type=limit, default=50, help="at most this many, 1 to 200 (default 50)"

@@ -21,28 +21,12 @@ from pathlib import Path
 
 from protocol import PROTOCOL_VERSION
 from server import __version__
+from server.cli.options import THREAD_ID_HELP, CommandError, frame_size, limit
 from server.config import ServerConfig
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 USAGE_ERROR = 2
-
-
-class CommandError(Exception):
-    """A known failure of a command, printed as one line: `sessiond: <message>`."""
-
-
-MAX_LIMIT = 200
-
-
-def limit(text: str) -> int:
-    """`--limit`: 1 to 200 (a page of the store), else argparse's one-line usage error."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_LIMIT:
-        raise argparse.ArgumentTypeError(f"takes a number from 1 to {MAX_LIMIT}, not {text!r}")
-    return value
+__all__ = ["CommandError", "main"]  # CommandError: where commands.py has always found it
 
 
 @dataclass(frozen=True)
@@ -96,7 +80,7 @@ def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentP
     )
     parser.add_argument(
         "--max-frame",
-        type=_frame_size,
+        type=frame_size,
         metavar="BYTES",
         help="largest accepted message, at least 1024 (default 16 MiB)",
     )
@@ -108,20 +92,6 @@ def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentP
         "~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions, "
         "$GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp)",
     )
-
-
-def _frame_size(text: str) -> int:
-    from server.config import MIN_FRAME
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < MIN_FRAME:
-        raise argparse.ArgumentTypeError(
-            f"takes a number of bytes, {MIN_FRAME} or more, not {text!r}"
-        )
-    return value
 
 
 def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -157,9 +127,6 @@ def _import_arguments(parser: argparse.ArgumentParser, common: argparse.Argument
         "--watch", action="store_true", help="then keep importing new and growing sessions"
     )
     parser.add_argument("--json", action="store_true", help="print results as JSON lines")
-
-
-THREAD_ID_HELP = "a thread id, or its first 4 or more hex digits (as list and search print)"
 
 
 def _show_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ import sys
 from restore.service import ThreadService
 from restore.summary import ThreadSummary
 from server.cli.commands import _label, _service
-from server.cli.main import CommandError
+from server.cli.options import CommandError
 from server.cli.terminal import plural, safe
 from server.config import ServerConfig
 

@@ -18,7 +18,7 @@ from typing import Any
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources.handoff import IMPORTED_AGENTS
 from server.cli.commands import _service
-from server.cli.main import CommandError
+from server.cli.options import CommandError
 from server.cli.terminal import plural, print_json, relative_time, safe
 from server.cli.transcript import TODO_MARKS
 from server.config import ServerConfig

@@ -22,7 +22,7 @@ from typing import Any
 from restore.service import open_service
 from restore.stores import Settings
 from restore.stores.api import ts_at
-from server.cli.main import CommandError, limit
+from server.cli.options import CommandError, limit
 from server.cli.terminal import clip, print_json, relative_time, safe
 from server.config import ServerConfig
 

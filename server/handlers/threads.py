@@ -81,10 +81,11 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
         return started, summary
 
     started, summary = await ctx.server.run_in_worker(start)
-    # New: no sub-agents yet (the answer says so as the notice does: 0, not "not counted");
-    # a sub-agent's parent follows with its new count.
-    info = {**summary.thread_info(), "childCount": 0}
-    notice = thread_notice(dict(info), started=True)
+    info = summary.thread_info()
+    # New: no sub-agents yet; a sub-agent's parent follows with its new count. The answer
+    # says null (not counted): a client may keep it, and a kept 0 would hide sub-agents
+    # started later (the extension lists a thread's children unless a listing said 0).
+    notice = thread_notice({**info, "childCount": 0}, started=True)
     await _session_opened(ctx, info, started.session_id, notice, [info["parentThreadId"]],
                           source="startup", cwd=params.cwd)  # fmt: skip
     return {"thread": info, "sessionId": started.session_id}
