@@ -159,9 +159,9 @@ class ThreadInfo(WireModel):
     )
     itemCount: int = Field(
         0,
-        description="The conversation's items: those clients record (`RecordableItem`, "
-        "as imports and `sessiond acp` write them too); the server's bookkeeping is not "
-        "counted. What `sessiond list` and `sessiond show` print.",
+        description="The conversation's items: every record but the server's bookkeeping "
+        "(sessions, lifecycle, titles, boundaries, import checkpoints, ACP updates). What "
+        "`sessiond list` and `sessiond show` print.",
     )
     archived: bool = Field(False, description="The thread is archived (listed only on request).")
     forkedFrom: dict[str, Any] | None = Field(

@@ -6,22 +6,7 @@ PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
 refused by the other's text column (PostgreSQL), an escape sequence shown raw in a terminal."""
 CLIENT_NAME_MAX = 200
 
-# What clients record (`RecordableItem`): the conversation. A thread's `itemCount` counts
-# these and nothing else, wherever it is shown (list, show, ThreadInfo, the extension).
-RECORDABLE_ITEM_TYPES = (
-    "message",
-    "turn",
-    "operation",
-    "cost",
-    "todos",
-    "file_edit",
-    "model_override",
-    "permissions",
-    "prompt_section",
-    "verifier",
-)
-
-# Written by the server itself, never accepted from `thread/record`: bookkeeping.
+# Written by the server itself, never accepted from `thread/record`.
 SERVER_ITEM_TYPES = (
     "session_meta",
     "lifecycle",
@@ -31,7 +16,6 @@ SERVER_ITEM_TYPES = (
     "rewind_boundary",
     "drift_accepted",
     "import_checkpoint",
-    "cost_reported",
     "acp_update",
     "acp_session",
     "permission_decision",

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any
 
-from protocol.names import RECORDABLE_ITEM_TYPES
+from protocol.names import SERVER_ITEM_TYPES
 
 PREVIEW_CHARS = 160
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]+")
@@ -23,11 +23,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 text columns refuse it, failing the record that carried it) or a terminal control
 character (an escape sequence). Line breaks and tabs are whitespace: one space."""
 
-CONVERSATION_TYPES = frozenset(RECORDABLE_ITEM_TYPES)
-"""What `itemCount` counts: the conversation's items, as clients record them (an import
-or `sessiond acp` writes the same types). One definition for `list`, `show`, ThreadInfo
-and the extension; changing it bumps the embedded index's SCHEMA_VERSION and recounts
-the PostgreSQL rows (a migration), so no stored row keeps the old count."""
+BOOKKEEPING_TYPES = frozenset(SERVER_ITEM_TYPES)
+"""What `itemCount` leaves out: the server's bookkeeping (sessions, lifecycle, titles,
+boundaries, import checkpoints, ACP updates). It counts the rest, the conversation: what
+was said and done. One definition for `list`, `show`, ThreadInfo and the extension;
+changing it would bump the embedded index's SCHEMA_VERSION and recount the PostgreSQL
+rows, so no stored row keeps another count."""
 _QUIET_TYPES = frozenset({"lifecycle", "import_checkpoint"})
 
 
@@ -131,7 +132,7 @@ class ThreadSummary:
             self.preview = make_preview(item.get("content"))
         elif kind == "cost" and isinstance(item.get("usd"), int | float):
             self.costUsd = round(self.costUsd + float(item["usd"]), 10)
-        if kind in CONVERSATION_TYPES:
+        if kind not in BOOKKEEPING_TYPES:
             self.itemCount += 1
 
     def thread_info(self) -> dict[str, Any]:

@@ -377,7 +377,7 @@ def test_one_item_count_everywhere_and_bookkeeping_shown_only_with_all(
     with `--all`; the header is the row `list` shows."""
     import asyncio
 
-    from protocol.names import RECORDABLE_ITEM_TYPES
+    from protocol.names import SERVER_ITEM_TYPES
     from tests.support.acp_editor import fake_agent, sessiond_acp
     from tests.support.import_fixtures import ClaudeSession
 
@@ -408,7 +408,7 @@ def test_one_item_count_everywhere_and_bookkeeping_shown_only_with_all(
     for row in listed:
         tid = row["threadId"]
         raw = [json.loads(x) for x in sessiond(home, "show", tid, "--json").stdout.splitlines()]
-        conversation = sum(1 for item in raw if item["type"] in RECORDABLE_ITEM_TYPES)
+        conversation = sum(1 for item in raw if item["type"] not in SERVER_ITEM_TYPES)
         assert conversation < len(raw)  # there is bookkeeping to leave out
         shown, everything = sessiond(home, "show", tid), sessiond(home, "show", tid, "--all")
         footer = shown.stdout.splitlines()[-1]

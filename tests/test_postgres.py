@@ -227,7 +227,7 @@ def test_nothing_connects_before_the_first_request_and_the_schema_comes_with_it(
         assert sessiond_backends() >= 1
         assert conn.execute(tables).fetchone() == (True,)
         versions = conn.execute("SELECT version FROM sessiond_migrations").fetchall()
-        assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,)]
+        assert versions == [(1,), (2,), (3,), (4,), (5,), (6,)]
 
 
 def test_a_database_of_schema_1_is_migrated_and_its_threads_stay_top_level(
@@ -263,77 +263,9 @@ def test_a_database_of_schema_1_is_migrated_and_its_threads_stay_top_level(
     )  # fmt: skip
     with psycopg.connect(store_url) as conn:
         versions = conn.execute("SELECT version FROM sessiond_migrations ORDER BY 1").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,)]
     [hit] = server.request("thread/search", {"query": "narwhal"})["hits"]
     assert (hit["threadId"], hit["seq"], hit["snippet"]) == (thread_id, 1, "an old narwhal")
-
-
-def test_schema_7_recounts_every_roles_threads_as_the_conversation_alone(
-    store_url: str, tmp_path: Path
-) -> None:
-    """Issue 35: `itemCount` counts the conversation alone (restore/summary.py). A database
-    of schema 6 counted an import's `cost_reported` records too; migration 007 recounts
-    every row, applied by the tables' owner (not a superuser: row-level security binds it,
-    FORCE), the rows other roles own included, so `list` and `show` agree on every thread."""
-    from restore.stores.postgres import schema
-
-    owner = f"owner_{uuid.uuid4().hex[:8]}"
-    owner_url = store_url.replace(f"{pg_cluster.SUPERUSER}@", f"{owner}@", 1)
-    database = psycopg.conninfo.conninfo_to_dict(store_url)["dbname"]
-    with psycopg.connect(store_url, autocommit=True) as conn:
-        conn.execute(f'CREATE ROLE "{owner}" LOGIN')
-        conn.execute(f'ALTER DATABASE "{database}" OWNER TO "{owner}"')
-    try:
-        with psycopg.connect(owner_url, autocommit=True) as conn:  # schema 6, as its owner
-            conn.execute(
-                "CREATE TABLE sessiond_migrations (version integer PRIMARY KEY, name text NOT "
-                "NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            for migration in schema.available()[:6]:
-                conn.execute(migration.path.read_text())  # type: ignore[arg-type]
-                conn.execute(
-                    "INSERT INTO sessiond_migrations (version, name) VALUES (%s, %s)",
-                    (migration.version, migration.name),
-                )
-        counted = {}
-        with psycopg.connect(store_url, autocommit=True) as conn:  # rows of two other roles
-            for role in ("ana", "ben"):
-                thread_id = str(uuid.uuid4())
-                kinds = ["session_meta", "message", "cost_reported", "operation",
-                         "import_checkpoint"]  # fmt: skip
-                conn.execute(
-                    "INSERT INTO sessiond_threads (thread_id, updated_at, item_count, "
-                    "owner_role) VALUES (%s, '2026-01-01T00:00:00.000000Z', 4, %s)",
-                    (thread_id, role),
-                )
-                for seq, kind in enumerate(kinds, 1):
-                    line = {"v": 1, "seq": seq, "ts": "2026-01-01T00:00:00.000000Z",
-                            "type": kind, "sessionId": "s", "id": f"i{seq}",
-                            "note": '"type":"message"'}  # fmt: skip
-                    conn.execute(
-                        "INSERT INTO sessiond_items (thread_id, seq, item_id, line) "
-                        "VALUES (%s, %s, %s, %s)",
-                        (thread_id, seq, f"i{seq}", orjson.dumps(line).decode()),
-                    )
-                counted[thread_id] = 2  # the message and the operation
-        migrated = sessiond_cli("--home", str(tmp_path / "h"), "--store", owner_url, "doctor")
-        assert migrated.returncode == 0, migrated.stderr
-        with psycopg.connect(store_url) as conn:
-            recounted = dict(
-                conn.execute("SELECT thread_id::text, item_count FROM sessiond_threads")
-            )
-            forced = conn.execute(
-                "SELECT relforcerowsecurity FROM pg_class WHERE relname IN "
-                "('sessiond_threads', 'sessiond_items')"
-            ).fetchall()
-        assert recounted == counted
-        assert forced == [(True,), (True,)]  # lifted for the migration only
-    finally:
-        with psycopg.connect(store_url, autocommit=True) as conn:
-            conn.execute(f'ALTER DATABASE "{database}" OWNER TO "{pg_cluster.SUPERUSER}"')
-            conn.execute(f'REASSIGN OWNED BY "{owner}" TO "{pg_cluster.SUPERUSER}"')
-            conn.execute(f'DROP OWNED BY "{owner}"')
-            conn.execute(f'DROP ROLE "{owner}"')
 
 
 def test_an_unreachable_database_is_one_storage_error_and_one_cli_line(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.home.files import read_regular, write_new
+from restore.home.files import fsync_dir, read_regular, write_new
 from restore.redaction import rules
 from restore.redaction.engine import Redactor
 
@@ -150,7 +150,8 @@ def home_key(home: Path) -> bytes:
             pass  # another process made it first: that one is the key
         finally:
             os.unlink(made)
-        return read_regular(path)
+        fsync_dir(home)  # the key's name durable: a new key after a power cut would give
+        return read_regular(path)  # every secret stored since other fingerprints
     except OSError:
         return secrets.token_bytes(KEY_BYTES)
 

@@ -857,9 +857,16 @@ class Store(Protocol):
         and what is derived from it dropped to be rebuilt. Needs a redactor."""
         ...
 
-    def check(self, progress: StepProgress | None = None, *, repair: bool = False) -> DoctorReport:
+    def check(
+        self,
+        progress: StepProgress | None = None,
+        *,
+        repair: bool = False,
+        rebuild_index: bool = False,
+    ) -> DoctorReport:
         """`sessiond doctor`: what is damaged (and, with `repair`, what a crash can leave
-        is repaired: torn tails, empty files); the listing rebuilt or brought up to date."""
+        is repaired: torn tails, empty files); the listing rebuilt or brought up to date
+        (`rebuild_index`: rebuilt from the thread files whatever its state)."""
         ...
 
     def close(self) -> None: ...

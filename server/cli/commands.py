@@ -187,7 +187,7 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
     progress = _progress_bar if sys.stderr.isatty() else None
     store = open_store(_settings(config, home.path), read_only=home.read_only is not None)
     try:
-        report = store.check(progress, repair=args.repair)
+        report = store.check(progress, repair=args.repair, rebuild_index=args.rebuild_index)
     finally:
         store.close()
     print(f"checked {plural(report.files, 'thread file')}, {plural(report.items, 'record')}")

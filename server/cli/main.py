@@ -176,6 +176,12 @@ def _doctor_arguments(parser: argparse.ArgumentParser, common: argparse.Argument
         help="also cut torn tails left by a crash (copied to recovered/ first)",
     )
     parser.add_argument(
+        "--rebuild-index",
+        action="store_true",
+        help="build the thread index (listing and search) again from the thread files, "
+        "whatever its state: it is a cache, and nothing is lost",
+    )
+    parser.add_argument(
         "--redact",
         action="store_true",
         help="find the secrets stored threads and blobs hold (stored before redaction, or "

@@ -15,7 +15,7 @@ from server.cli.terminal import plural, safe
 
 INDENT = "    "
 TODO_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-BOOKKEEPING = frozenset({"import_checkpoint", "cost_reported", "acp_update", "acp_session"})
+BOOKKEEPING = frozenset({"import_checkpoint", "acp_update", "acp_session"})
 """Records the server keeps for itself (where an import stopped, what an ACP editor was
 sent to replay it, which agent session a proxy talks to): shown only with `--all`."""
 
@@ -138,6 +138,12 @@ def render(
         elif kind == "cost":
             total_usd += float(item.get("usd") or 0)
             yield _cost(item, total_usd)
+        elif kind == "cost_reported":
+            yield (
+                f"{INDENT}$ {_field(item, 'model')}: {item.get('inputTokens', 0)} in, "
+                f"{item.get('outputTokens', 0)} out tokens, ${float(item.get('usd') or 0):.4f}"
+                " (counted by the agent, in no line of its transcript)"
+            )
         elif kind == "thread_title":
             yield f"{INDENT}title: {_field(item, 'title')}"
         elif kind == "model_override":

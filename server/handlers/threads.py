@@ -15,8 +15,9 @@ from server.handlers.readahead import PageKey, ReadAhead
 from server.host import thread_notice
 
 if TYPE_CHECKING:
+    from restore.service.search import Asked
     from restore.service.threads import StartedThread
-    from restore.stores.api import AppendResult, Page
+    from restore.stores.api import AppendResult, Page, Progress
     from restore.summary import ThreadSummary
 
 
@@ -176,19 +177,36 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
     and query never hold another client's record."""
     began = time.time()
     indexing, searching = ctx.progress("Indexing threads"), ctx.progress("Indexing for search")
-    asked = await ctx.server.run_in_worker(
-        lambda: ctx.service.ask(
-            params.query,
-            cwd=params.cwd,
-            workspace_folder=params.workspaceFolder,
-            agent=params.agent,
-            role=params.role,
-            since=params.since,
-            until=params.until,
-            archived=params.archived,
-            index_progress=indexing,
+    for attempt in (1, 2):
+        asked = await ctx.server.run_in_worker(
+            lambda: ctx.service.ask(
+                params.query,
+                cwd=params.cwd,
+                workspace_folder=params.workspaceFolder,
+                agent=params.agent,
+                role=params.role,
+                since=params.since,
+                until=params.until,
+                archived=params.archived,
+                index_progress=indexing,
+            )
         )
-    )
+        try:
+            result = await _found(ctx, params, asked, searching)
+            break
+        except ProtocolError as exc:  # the index set aside: asked again, on its rebuild
+            from restore.service.search import asked_again
+
+            if attempt == 2 or not asked_again(exc):
+                raise
+    ctx.server.watch_after_answer(began)  # other processes' records: findable as they land
+    return result
+
+
+async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -> dict[str, Any]:
+    """The page `asked` finds: on the search thread when the store's search can run beside
+    the store (the embedded store's), so its catch-up and query never hold another
+    client's record."""
 
     def find() -> dict[str, Any]:
         found = ctx.service.find(asked, cursor=params.cursor, limit=params.limit,
@@ -202,11 +220,8 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
         return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
 
     if asked.beside_store:
-        result = await ctx.server.run_search(find)
-    else:
-        result = await ctx.server.run_in_worker(find)
-    ctx.server.watch_after_answer(began)  # other processes' records: findable as they land
-    return result
+        return await ctx.server.run_search(find)
+    return await ctx.server.run_in_worker(find)
 
 
 def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:

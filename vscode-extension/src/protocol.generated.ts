@@ -1335,7 +1335,7 @@ export interface ThreadInfo {
    */
   updatedAt?: string | null;
   /**
-   * The conversation's items: those clients record (`RecordableItem`, as imports and `sessiond acp` write them too); the server's bookkeeping is not counted. What `sessiond list` and `sessiond show` print.
+   * The conversation's items: every record but the server's bookkeeping (sessions, lifecycle, titles, boundaries, import checkpoints, ACP updates). What `sessiond list` and `sessiond show` print.
    */
   itemCount?: number;
   /**
