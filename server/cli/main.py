@@ -148,7 +148,8 @@ def _resume_arguments(parser: argparse.ArgumentParser, common: argparse.Argument
     parser.add_argument(
         "--accept-drift",
         action="store_true",
-        help="an imported thread: offer its agent's resume command though the workspace drifted",
+        help="say ready though the workspace drifted (an imported thread: offer its agent's "
+        "resume command anyway)",
     )
     parser.add_argument("--json", action="store_true", help="the RestoreReport itself")
 
