@@ -801,7 +801,7 @@ class ThreadIndex:
             "ORDER BY threadId LIMIT ?",
             (prefix, prefix_end(prefix), limit),
         )
-        return [summary_of(row, json_text=True) for row in rows]
+        return [_summary(row) for row in rows]
 
     @_typed
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
