@@ -10,14 +10,15 @@ Deleted or corrupt, it is rebuilt one source at a time from the threads' checkpo
 
 from __future__ import annotations
 
-import os
-import time
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import orjson
 
+from restore.home.caches import content_fault, decoded, set_aside
 from restore.home.files import create_file, not_regular
 
 if TYPE_CHECKING:
@@ -68,6 +69,31 @@ CREATE TABLE sources ({", ".join(f"{c} {'TEXT PRIMARY KEY' if c == 'source' else
 """  # fmt: skip
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _mended(method: Callable[P, T]) -> Callable[P, T]:
+    """A ledger whose contents are damaged (restore/home/caches.py) is set aside and the
+    call made again on a new, empty one: the importer then finds each source's checkpoint
+    in its thread (`plan.py`), so nothing is imported twice."""
+
+    @functools.wraps(method)
+    def mended(*args: P.args, **kwargs: P.kwargs) -> T:
+        ledger: ImportLedger = args[0]  # type: ignore[assignment]
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            fault = content_fault(exc)
+            if fault is None:
+                raise
+            ledger.close()
+            set_aside(ledger._path, fault)
+        return method(*args, **kwargs)
+
+    return mended
+
+
 class ImportLedger:
     """The checkpoints by source path, shared by every process on the data dir (WAL)."""
 
@@ -80,30 +106,34 @@ class ImportLedger:
             import sqlite3
 
             if not_regular(self._path):  # a FIFO would block SQLite: a cache, start over
-                os.replace(self._path, self._aside())
+                set_aside(self._path, "not a regular file")
             try:
                 self._conn = self._open(sqlite3)
-            except sqlite3.DatabaseError:  # corrupt: it is only a cache, start over
-                os.replace(self._path, self._aside())
+            except sqlite3.DatabaseError as exc:  # corrupt: it is only a cache, start over
+                if (fault := content_fault(exc)) is None:
+                    raise
+                set_aside(self._path, fault)
                 self._conn = self._open(sqlite3)
         return self._conn
-
-    def _aside(self) -> Path:
-        return self._path.with_name(f"{self._path.name}.corrupt-{int(time.time())}")
 
     def _open(self, driver: Any) -> sqlite3.Connection:
         create_file(self._path)  # 0600 (SQLite would make it 0644); its -wal/-shm follow
         conn: sqlite3.Connection = driver.connect(
             self._path, isolation_level=None, check_same_thread=False
         )
-        conn.execute("PRAGMA busy_timeout = 5000")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            conn.executescript(f"DROP TABLE IF EXISTS sources; {_SCHEMA}")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        try:
+            conn.execute("PRAGMA busy_timeout = 5000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                conn.executescript(f"DROP TABLE IF EXISTS sources; {_SCHEMA}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
+    @_mended
     def get(self, source: str) -> SourceCheckpoint | None:
         row = (
             self._db()
@@ -112,12 +142,14 @@ class ImportLedger:
         )
         return None if row is None else self._checkpoint(row)
 
+    @_mended
     def all(self, agent: str) -> dict[str, SourceCheckpoint]:
         rows = self._db().execute(
             f"SELECT {', '.join(_COLUMNS)} FROM sources WHERE agent = ?", (agent,)
         )
         return {row[0]: self._checkpoint(row) for row in rows}
 
+    @_mended
     def put_many(self, checkpoints: list[SourceCheckpoint]) -> None:
         """Store checkpoints, one transaction for all."""
         rows = []
@@ -136,9 +168,9 @@ class ImportLedger:
 
     @staticmethod
     def _checkpoint(row: tuple[Any, ...]) -> SourceCheckpoint:
-        values = dict(zip(_COLUMNS, row, strict=True))
-        values["parser"] = orjson.loads(values["parser"])
-        return SourceCheckpoint(**values)
+        values: dict[str, Any] = decoded(dict, zip(_COLUMNS, row, strict=True))
+        values["parser"] = decoded(orjson.loads, values["parser"])
+        return decoded(SourceCheckpoint, **values)
 
     def close(self) -> None:
         if self._conn is not None:

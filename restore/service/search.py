@@ -59,6 +59,12 @@ def timestamp(name: str, value: str | None) -> str | None:
     return ts_at(moment.timestamp())
 
 
+def asked_again(exc: ProtocolError) -> bool:
+    """The search found its index file damaged and set it aside: asked again, the index
+    is rebuilt from the thread files (`ask`) and the search answered from it."""
+    return bool(exc.details.get("setAside"))
+
+
 @dataclass(frozen=True)
 class Asked:
     """A search as asked, checked: what `find` needs (`Searches.ask` makes it)."""
@@ -92,11 +98,19 @@ class Searches:
         index_progress: Progress | None = None,
         budget: float | None = DEFAULT_BUDGET,
     ) -> Results:
-        """A page of hits: `ask`, then `find`, on the calling thread (a command, a test)."""
-        asked = self.ask(text, cwd=cwd, workspace_folder=workspace_folder, agent=agent,
-                         role=role, since=since, until=until, archived=archived,
-                         index_progress=index_progress)  # fmt: skip
-        return self.find(asked, cursor=cursor, limit=limit, progress=progress, budget=budget)
+        """A page of hits: `ask`, then `find`, on the calling thread (a command, a test);
+        once more when the search set a damaged index aside (`asked_again`)."""
+        for attempt in (1, 2):
+            asked = self.ask(text, cwd=cwd, workspace_folder=workspace_folder, agent=agent,
+                             role=role, since=since, until=until, archived=archived,
+                             index_progress=index_progress)  # fmt: skip
+            try:
+                return self.find(asked, cursor=cursor, limit=limit, progress=progress,
+                                 budget=budget)  # fmt: skip
+            except ProtocolError as exc:
+                if attempt == 2 or not asked_again(exc):
+                    raise
+        raise AssertionError("unreachable")
 
     def ask(
         self,

@@ -53,6 +53,8 @@ and `listening` (no thread, no row) each time the listener is (again) in place: 
 before it may have been missed, changes after it are not."""
 Listing = tuple[list[ThreadSummary], str | None]
 """One page of a listing and the cursor of the next (None: the last page)."""
+Rows = list[ThreadSummary]
+"""Listing rows, however found (an id prefix's threads)."""
 
 FLUSH_SECONDS = 0.5
 """How long a store may hold listing rows back (the embedded store batches them: one SQLite
@@ -582,6 +584,12 @@ class Index(Protocol):
 
     def count(self) -> int: ...
 
+    def with_prefix(self, prefix: str, limit: int) -> Rows:
+        """The threads whose id starts with `prefix` (canonical: restore/ids.py `id_prefix`),
+        archived and sub-agents too, in id order, at most `limit`: what a person's
+        `sessiond show 88180741` names. One range of the key, never a scan."""
+        ...
+
 
 class Pages(Protocol):
     """Pages of a thread both ways, cut by bytes; safe on any thread."""
@@ -849,9 +857,16 @@ class Store(Protocol):
         and what is derived from it dropped to be rebuilt. Needs a redactor."""
         ...
 
-    def check(self, progress: StepProgress | None = None, *, repair: bool = False) -> DoctorReport:
+    def check(
+        self,
+        progress: StepProgress | None = None,
+        *,
+        repair: bool = False,
+        rebuild_index: bool = False,
+    ) -> DoctorReport:
         """`sessiond doctor`: what is damaged (and, with `repair`, what a crash can leave
-        is repaired: torn tails, empty files); the listing rebuilt or brought up to date."""
+        is repaired: torn tails, empty files); the listing rebuilt or brought up to date
+        (`rebuild_index`: rebuilt from the thread files whatever its state)."""
         ...
 
     def close(self) -> None: ...

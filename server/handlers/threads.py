@@ -15,7 +15,9 @@ from server.handlers.readahead import PageKey, ReadAhead
 from server.host import thread_notice
 
 if TYPE_CHECKING:
-    from restore.stores.api import AppendResult, Page
+    from restore.service.search import Asked
+    from restore.service.threads import StartedThread
+    from restore.stores.api import AppendResult, Page, Progress
     from restore.summary import ThreadSummary
 
 
@@ -54,8 +56,10 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
     from restore.access import existing_directory
 
     trusted = ctx.trusted_folders()
-    started = await ctx.server.run_in_worker(
-        lambda: ctx.service.start(
+    items = _recordable(params.items or [])  # refused before anything is started
+
+    def start() -> tuple[StartedThread, ThreadSummary]:
+        started = ctx.service.start(
             cwd=existing_directory(params.cwd),
             workspace_folder=ctx.workspace_folder_of(params.cwd),
             trusted_folders=trusted,
@@ -69,31 +73,43 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
             parent_thread_id=params.parentThreadId,
             parent_operation_id=params.parentOperationId,
         )
-    )
-    info = started.summary.thread_info()
-    # New: no sub-agents yet; a sub-agent's parent follows with its new count.
+        summary = started.summary
+        if items:
+            thread_id = summary.threadId
+            _, summary = ctx.service.record(
+                thread_id, started.session_id, items, ctx.connection.owner
+            )
+        return started, summary
+
+    started, summary = await ctx.server.run_in_worker(start)
+    info = summary.thread_info()
+    # New: no sub-agents yet; a sub-agent's parent follows with its new count. The answer
+    # says null (not counted): a client may keep it, and a kept 0 would hide sub-agents
+    # started later (the extension lists a thread's children unless a listing said 0).
     notice = thread_notice({**info, "childCount": 0}, started=True)
     await _session_opened(ctx, info, started.session_id, notice, [info["parentThreadId"]],
                           source="startup", cwd=params.cwd)  # fmt: skip
     return {"thread": info, "sessionId": started.session_id}
 
 
-def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
-    """Not a coroutine: this is the hot path, answered from the worker's batch directly
-    (no task per record). Group commit: the batch's sync comes before the answer."""
+def _recordable(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items a client sent, each checked as a RecordableItem (InvalidParams naming its
+    place, `items[3].id`, otherwise), as they are stored."""
     from protocol.items import ITEM_DEPTH_MAX, RECORDABLE_ITEM_ADAPTER, nests_deeper
 
-    for index, item in enumerate(params.items):
+    for index, item in enumerate(raw):
         if nests_deeper(item):
             raise ProtocolError(
                 ErrorKind.INVALID_PARAMS,
                 f"items[{index}] nests deeper than {ITEM_DEPTH_MAX} levels",
                 field=f"items[{index}]",
             )
+    if not raw:
+        return []
     from pydantic import ValidationError
 
     items = []
-    for index, item in enumerate(params.items):
+    for index, item in enumerate(raw):
         try:
             valid = RECORDABLE_ITEM_ADAPTER.validate_python(item)
         except ValidationError as exc:  # named by its place in the batch: items[3].id
@@ -101,6 +117,13 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
             errors = [{**e, "loc": e["loc"][1:]} for e in exc.errors()]
             raise invalid_params(errors, [f"items[{index}]"]) from None
         items.append(valid.model_dump(mode="json", exclude_none=True))
+    return items
+
+
+def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
+    """Not a coroutine: this is the hot path, answered from the worker's batch directly
+    (no task per record). Group commit: the batch's sync comes before the answer."""
+    items = _recordable(params.items)
     group = ctx.server.config.durability == "group"
 
     def recorded(outcome: tuple[AppendResult, ThreadSummary]) -> dict[str, Any]:
@@ -154,19 +177,36 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
     and query never hold another client's record."""
     began = time.time()
     indexing, searching = ctx.progress("Indexing threads"), ctx.progress("Indexing for search")
-    asked = await ctx.server.run_in_worker(
-        lambda: ctx.service.ask(
-            params.query,
-            cwd=params.cwd,
-            workspace_folder=params.workspaceFolder,
-            agent=params.agent,
-            role=params.role,
-            since=params.since,
-            until=params.until,
-            archived=params.archived,
-            index_progress=indexing,
+    for attempt in (1, 2):
+        asked = await ctx.server.run_in_worker(
+            lambda: ctx.service.ask(
+                params.query,
+                cwd=params.cwd,
+                workspace_folder=params.workspaceFolder,
+                agent=params.agent,
+                role=params.role,
+                since=params.since,
+                until=params.until,
+                archived=params.archived,
+                index_progress=indexing,
+            )
         )
-    )
+        try:
+            result = await _found(ctx, params, asked, searching)
+            break
+        except ProtocolError as exc:  # the index set aside: asked again, on its rebuild
+            from restore.service.search import asked_again
+
+            if attempt == 2 or not asked_again(exc):
+                raise
+    ctx.server.watch_after_answer(began)  # other processes' records: findable as they land
+    return result
+
+
+async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -> dict[str, Any]:
+    """The page `asked` finds: on the search thread when the store's search can run beside
+    the store (the embedded store's), so its catch-up and query never hold another
+    client's record."""
 
     def find() -> dict[str, Any]:
         found = ctx.service.find(asked, cursor=params.cursor, limit=params.limit,
@@ -180,11 +220,8 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
         return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
 
     if asked.beside_store:
-        result = await ctx.server.run_search(find)
-    else:
-        result = await ctx.server.run_in_worker(find)
-    ctx.server.watch_after_answer(began)  # other processes' records: findable as they land
-    return result
+        return await ctx.server.run_search(find)
+    return await ctx.server.run_in_worker(find)
 
 
 def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:
@@ -326,6 +363,17 @@ async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
     info = summary.thread_info()
     await ctx.server.announce_threads([thread_notice(dict(info))])
     return {"thread": info}
+
+
+async def thread_resolve(ctx: Context, params: Any) -> dict[str, Any]:
+    from restore.service.listing import CANDIDATES
+
+    def resolve() -> dict[str, Any]:
+        found = ctx.service.with_prefix(params.prefix, CANDIDATES + 1)
+        threads = [_filed(ctx, summary.thread_info()) for summary in found[:CANDIDATES]]
+        return {"threads": threads, "more": len(found) > CANDIDATES}
+
+    return await ctx.server.run_in_worker(resolve)
 
 
 async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:

@@ -70,9 +70,11 @@ def run_doctor(
     *,
     repair: bool = False,
     read_only: bool = False,
+    rebuild_index: bool = False,
 ) -> DoctorReport:
     """`read_only`: a home that cannot be written is checked all the same, with its index
-    rebuilt in memory (index.py) instead of repaired on disk."""
+    rebuilt in memory (index.py) instead of repaired on disk. `rebuild_index`: the index
+    built again from the thread files whatever its state (index.py `rebuild`)."""
     report = DoctorReport()
     store = ThreadStore(layout, read_only=read_only)
     files = layout.iter_thread_files()
@@ -94,12 +96,16 @@ def run_doctor(
             finding = FileFinding(path, contents.skipped, contents.bom)
             if repair and contents.torn_tail_offset is not None:
                 _repair_torn_tail(store, finding)
+                if finding.repaired and contents.torn_tail_offset == 0:
+                    # A torn first line (only a power cut tears a single write): cut off,
+                    # it leaves an empty file, repaired as one in the same run.
+                    _move_empty_aside(layout, finding)
             report.findings.append(finding)
         if progress is not None and (done % 100 == 0 or done == len(files)):
             progress("Checking thread files", done, len(files))
     index = ThreadIndex(layout, store.read_summary, in_memory=read_only)
     try:
-        report.index_action = index.ensure_ready(
+        report.index_action = (index.rebuild if rebuild_index else index.ensure_ready)(
             None if progress is None else lambda d, t: progress("Repairing index", d, t)
         )
         report.indexed = index.count()

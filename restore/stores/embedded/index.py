@@ -17,6 +17,7 @@ startup imports no sqlite3.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 import time
@@ -26,14 +27,17 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import orjson
 
+from restore.home.caches import REBUILD_HINT, SQLITE_FILES, content_fault, decoded, set_aside
 from restore.home.files import create_file, not_regular, private_dirs
 from restore.home.layout import Layout
+from restore.ids import prefix_end
 from restore.stores.api import (
     JSON_FIELDS,
     MAX_LIMIT,
     ROW_FIELDS,
     Listing,
     Progress,
+    Rows,
     decode_cursor,
     encode_cursor,
     storage_failure,
@@ -46,6 +50,8 @@ from restore.summary import ThreadSummary
 if TYPE_CHECKING:
     import sqlite3
 
+logger = logging.getLogger("sessiond.index")
+
 Indexed = tuple[ThreadSummary, LineMark | None]
 """A thread's index row: its summary, and the last line of the file it covers (None:
 unknown, so a change is read from the start)."""
@@ -55,7 +61,6 @@ LiveRows = Callable[[], dict[str, Indexed]]
 """Rows of the files this process writes, by path: current in memory, so never read."""
 
 _BATCH = 100  # files summarized per write transaction and per progress report
-_INDEX_FILES = ("", "-wal", "-shm")  # the index and the files SQLite keeps beside it
 
 _FIELDS = ROW_FIELDS  # table order; `updatedAt` is '' when unknown (no NULLs in keyset order)
 _COLUMNS = (*_FIELDS, "path", "size", "mtimeNs", "lastLineStart", "lastLineSha")
@@ -130,6 +135,11 @@ _UPSERT_IF_NOT_NEWER = (
 )
 
 
+def _summary(row: Sequence[Any]) -> ThreadSummary:
+    """A listing row as a summary; one that cannot be decoded is the index's fault."""
+    return decoded(summary_of, row, json_text=True)
+
+
 def _casefold_contains(haystack: str | None, needle: str) -> bool:
     """SQL `contains(text, needle)`: Unicode case-insensitive, unlike SQLite's ASCII LIKE."""
     return haystack is not None and needle in haystack.casefold()
@@ -160,9 +170,12 @@ Params = list[Any]
 
 def _typed(method: Callable[P, T]) -> Callable[P, T]:
     """SQLite's failures as the typed error clients get, naming the index (a full disk is
-    StorageFull): the store's one mapping of them. A damaged index (found on use: the open
-    reads every page only after a reboot) is set aside and the call made again, on the
-    index rebuilt from the files."""
+    StorageFull): the store's one mapping of them. The index is a cache: an error that
+    says its contents are wrong (restore/home/caches.py: damaged pages, a constraint its
+    triggers break, another version's schema, a row that cannot be decoded) sets it aside,
+    and the call is made again on the index rebuilt from the thread files. Only an index
+    that fails again at once (rebuilt, and still failing: not the file's fault) reaches
+    the client, naming the mend."""
 
     @functools.wraps(method)
     def typed(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -171,16 +184,17 @@ def _typed(method: Callable[P, T]) -> Callable[P, T]:
             try:
                 return method(*args, **kwargs)
             except Exception as exc:
-                if type(exc).__module__ != "sqlite3":  # sqlite3 is imported only once opened
+                fault = content_fault(exc)
+                if fault is None and type(exc).__module__ != "sqlite3":
                     raise
-                name = getattr(exc, "sqlite_errorname", "")
-                damaged = name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT")
-                if attempt == 1 and damaged and not index._in_memory:
-                    index._set_aside()
+                if fault is not None and attempt == 1:
+                    index._start_over(fault)
                     continue
                 where = str(index._layout.index_path)
+                name = getattr(exc, "sqlite_errorname", "")
+                hint = f"; {REBUILD_HINT}" if fault is not None else ""
                 full = name == "SQLITE_FULL"  # "disk is full"
-                raise storage_failure(f"{where}: {exc}", full=full, path=where) from exc
+                raise storage_failure(f"{where}: {exc}{hint}", full=full, path=where) from exc
         raise AssertionError("unreachable")
 
     return typed
@@ -197,9 +211,11 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 6  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
+    SCHEMA_VERSION = 7  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
+    # 7: the search triggers of search version 2 (an UPSERT after a search no longer fails)
     """An index of another version is rebuilt from the thread files (they hold every
-    field), like a corrupt one: that is its migration."""
+    field), like a corrupt one: that is its migration; version 6 is mended in place
+    (`_migrated`)."""
 
     def __init__(
         self,
@@ -217,6 +233,8 @@ class ThreadIndex:
         self._live = live or dict
         self.files_read = 0  # files summarized from disk so far (sessiond/debug reports it)
         self._conn: sqlite3.Connection | None = None
+        self._file: tuple[int, int] | None = None  # the index file it is open on
+        self._seed = True  # an index in memory starts from the file's rows (not once damaged)
         self._open_lock = threading.Lock()
 
     # -- opening, rebuild, reconcile -------------------------------------------------------
@@ -226,31 +244,90 @@ class ThreadIndex:
         """Open the index on first use: "opened", "rebuilt", or "ready" if already open."""
         with self._open_lock:
             if self._conn is not None:
-                return "ready"
+                if self._in_memory or self._still_open_on(self._layout.index_path):
+                    return "ready"
+                self._close()  # set aside or rebuilt by another process: open the new one
             path = self._layout.index_path
-            foreign = any(not_regular(path.with_name(path.name + end)) for end in _INDEX_FILES)
+            foreign = any(not_regular(path.with_name(path.name + end)) for end in SQLITE_FILES)
             if self._in_memory:
                 # Something else where the index belongs (a FIFO would block SQLite): built
                 # from the thread files alone, as for a missing index.
-                conn = self._memory_copy(path, seed=not foreign)
-                self._reconcile(conn, progress)
+                conn = self._memory_copy(path, seed=self._seed and not foreign)
+                try:
+                    self._reconcile(conn, progress)
+                except BaseException:
+                    conn.close()
+                    raise
                 self._conn = conn
                 return "built in memory (read-only data directory)"
             if foreign:
-                self._move_aside(path)
+                set_aside(path, "not a regular file")
             if path.exists():
                 try:
-                    conn = self._catch_up(self._open_existing(path), path, progress)
+                    conn = self._open_existing(path)
+                    identity = self._identity(conn, path)
+                    conn = self._catch_up(conn, path, progress)
                 except _Corrupt:
                     pass
                 else:
-                    self._conn = conn
+                    self._conn, self._file = conn, identity
                     return "opened"
             found = marks.probe(self._layout)
             self._rebuild(path, progress)
             found.clear()
-            self._conn = self._configured(self._connect(path))
+            conn = self._configured(self._connect(path))
+            self._conn, self._file = conn, self._identity(conn, path)
             return "rebuilt"
+
+    @_typed
+    def rebuild(self, progress: Progress | None = None) -> str:
+        """Build the index again from the thread files, whatever its state (`sessiond
+        doctor --rebuild-index`): the old file is removed, not kept, since nothing was
+        wrong with it that anyone reported."""
+        with self._open_lock:
+            self._close()
+            if not self._in_memory:
+                for suffix in SQLITE_FILES:
+                    path = self._layout.index_path
+                    path.with_name(path.name + suffix).unlink(missing_ok=True)
+            self._seed = False
+        return self.ensure_ready(progress)
+
+    @staticmethod
+    def _identity(conn: sqlite3.Connection, path: Path) -> tuple[int, int]:
+        """The open file's device and inode, taken from the path just opened: a rebuild
+        elsewhere replaces the file, and a connection left on the old one would write rows
+        nobody reads again."""
+        try:
+            found = os.stat(path)
+        except OSError:
+            conn.close()
+            raise
+        return found.st_dev, found.st_ino
+
+    def _still_open_on(self, path: Path) -> bool:
+        try:
+            found = os.stat(path)
+        except OSError:
+            return False
+        return (found.st_dev, found.st_ino) == self._file
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = self._file = None
+
+    def _start_over(self, fault: str) -> None:
+        """A damaged index found on use: closed and set aside (kept for a bug report); the
+        next use rebuilds it from the thread files (in memory: from the files alone)."""
+        with self._open_lock:
+            self._close()
+            if self._in_memory:
+                logger.warning("the thread index in memory was damaged (%s): rebuilding it "
+                               "from the thread files", fault)  # fmt: skip
+                self._seed = False
+            else:
+                set_aside(self._layout.index_path, fault)
 
     def _memory_copy(self, path: Path, *, seed: bool = True) -> sqlite3.Connection:
         """An index in memory, copied from `path` when that is a usable index of this schema
@@ -317,38 +394,43 @@ class ThreadIndex:
             # (embedded/search.py) are a hundred times larger, and read only by a search.
             pragma = "PRAGMA quick_check(threads)" if has_table else "PRAGMA quick_check"
             healthy = not check or conn.execute(pragma).fetchone()[0] == "ok"
+            if version == 6 and healthy and has_table:
+                version = self._migrated(conn)
             if version == self.SCHEMA_VERSION and healthy and has_table:
                 return self._configured(conn)
             conn.close()
             if not healthy:
-                self._move_aside(path)
+                set_aside(path, "quick_check found damaged pages")
             raise _Corrupt
         except sqlite3.DatabaseError as exc:
             conn.close()
             # Busy, locked, I/O or permission errors say nothing about the file's contents:
             # moving a healthy index aside for them would only cost a rebuild, so re-raise.
-            name = getattr(exc, "sqlite_errorname", "")
-            if name != "SQLITE_NOTADB" and not name.startswith("SQLITE_CORRUPT"):
+            fault = content_fault(exc)
+            if fault is None:
                 raise
-            self._move_aside(path)
+            set_aside(path, fault)
             raise _Corrupt from exc
 
-    def _set_aside(self) -> None:
-        """A damaged index found on use: closed and moved aside (its next use rebuilds)."""
-        with self._open_lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            self._move_aside(self._layout.index_path)
+    def _migrated(self, conn: sqlite3.Connection) -> int:
+        """Version 6 to 7 in place: the search triggers replaced (`upgrade_in_place`), and
+        the boot forgotten, so this open compares every file with its row (rows the old
+        triggers kept from being written are read again). The version it is at after."""
+        from restore.stores.embedded.search import upgrade_in_place  # only when migrating
 
-    @staticmethod
-    def _move_aside(path: Path) -> None:
-        """Keep a corrupt index (and its WAL) for inspection instead of deleting it."""
-        aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-        for suffix in _INDEX_FILES:
-            source = path.with_name(path.name + suffix)
-            if os.path.lexists(source):
-                os.replace(source, aside.with_name(aside.name + suffix))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 6:  # not migrated by another process meanwhile
+                upgrade_in_place(conn)
+                conn.execute("DELETE FROM meta WHERE key = 'boot'")
+                conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
     def _rebuild(self, path: Path, progress: Progress | None) -> None:
         """Summarize every file into a fresh db beside the index, then rename it into place.
@@ -414,15 +496,26 @@ class ThreadIndex:
     ) -> sqlite3.Connection:
         """The first open in a process: read again only what may have changed behind the
         index (module docstring), or every file after a reboot or without a boot id."""
+        held = [conn]  # the connection to close if this fails (reopened below after a reboot)
+        try:
+            return self._caught_up(held, path, progress)
+        except BaseException:
+            held[0].close()
+            raise
+
+    def _caught_up(
+        self, held: list[sqlite3.Connection], path: Path, progress: Progress | None
+    ) -> sqlite3.Connection:
+        conn = held[0]
         found = marks.probe(self._layout)
         seen = self._seen()
         stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         if seen[0] is None or stored.get("boot") != seen[0] or "shards" not in stored:
             conn.close()
-            conn = self._open_existing(path, check=True)
+            conn = held[0] = self._open_existing(path, check=True)
             self._reconcile(conn, progress)
         else:
-            before: dict[str, int] = orjson.loads(stored["shards"])
+            before: dict[str, int] = decoded(orjson.loads, stored["shards"])
             now = seen[1]
             # -1: changed too recently to be trusted last time, so read again now.
             moved = [key for key in before.keys() | now.keys()
@@ -537,7 +630,7 @@ class ThreadIndex:
                 row = conn.execute(
                     f"SELECT {', '.join(_FIELDS)} FROM threads WHERE path = ?", (str(path),)
                 ).fetchone()
-                since = None if row is None else (summary_of(row, json_text=True), mark)
+                since = None if row is None else (_summary(row), mark)
             self.files_read += 1
             found = self._read_summary(path, archived, since)
             if found is not None:
@@ -621,7 +714,7 @@ class ThreadIndex:
             .execute(f"SELECT {', '.join(_FIELDS)} FROM threads WHERE threadId = ?", (thread_id,))
             .fetchone()
         )
-        return None if row is None else summary_of(row, json_text=True)
+        return None if row is None else _summary(row)
 
     @_typed
     def list(
@@ -648,7 +741,7 @@ class ThreadIndex:
             parent_thread_id=parent_thread_id,
         )
         rows = self._db().execute(sql, params).fetchall()
-        page = [summary_of(row, json_text=True) for row in rows[:limit]]
+        page = [_summary(row) for row in rows[:limit]]
         if len(rows) <= limit:
             return page, None
         last = page[-1]
@@ -702,6 +795,15 @@ class ThreadIndex:
         return int(self._db().execute("SELECT count(*) FROM threads").fetchone()[0])
 
     @_typed
+    def with_prefix(self, prefix: str, limit: int) -> Rows:
+        rows = self._db().execute(
+            f"SELECT {', '.join(_FIELDS)} FROM threads WHERE threadId >= ? AND threadId < ? "
+            "ORDER BY threadId LIMIT ?",
+            (prefix, prefix_end(prefix), limit),
+        )
+        return [_summary(row) for row in rows]
+
+    @_typed
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
         """Each thread's `childCount`: its children that `thread/list {parentThreadId}`
         lists (unarchived), from `threads_by_parent`."""
@@ -720,9 +822,7 @@ class ThreadIndex:
     def close(self) -> None:
         """Close the connection; a later call opens (and reconciles) again."""
         with self._open_lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._close()
 
 
 def connect_beside(path: Path) -> sqlite3.Connection:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from restore.faults import pause_point
+from restore.home.caches import REBUILD_HINT, content_fault, decoded, set_aside
 from restore.search.query import Query
 from restore.search.text import searchable
 from restore.stores.api import (
@@ -87,10 +88,32 @@ class IndexFile(Protocol):
     def connect_beside(self) -> sqlite3.Connection: ...
 
 
-SEARCH_VERSION = 1
+SEARCH_VERSION = 2
+"""1: triggers that wrote `INSERT OR IGNORE`, which an UPSERT on the listing rows turns
+into a UNIQUE failure (SQLite applies the outer statement's conflict policy inside a
+trigger): the second write to a thread after a search failed. 2: no conflict possible."""
 _BATCH_SECONDS = 0.1  # one write transaction at most this long: other processes' rows wait
 _BATCH_THREADS = 200
 
+# A thread is marked dirty only where it is not yet: never a conflict, so the listing rows'
+# UPSERT (whose conflict policy SQLite applies inside its triggers) cannot fail here.
+_MARK_DIRTY = """INSERT INTO search_dirty SELECT {row}.threadId
+        WHERE NOT EXISTS (SELECT 1 FROM search_dirty WHERE threadId = {row}.threadId);"""
+_TRIGGERS = f"""
+CREATE TRIGGER search_thread_added AFTER INSERT ON threads BEGIN
+    {_MARK_DIRTY.format(row="new")}
+END;
+CREATE TRIGGER search_thread_changed AFTER UPDATE ON threads
+WHEN new.size IS NOT old.size OR new.path IS NOT old.path
+  OR new.lastLineSha IS NOT old.lastLineSha BEGIN
+    {_MARK_DIRTY.format(row="new")}
+END;
+CREATE TRIGGER search_thread_removed AFTER DELETE ON threads BEGIN
+    DELETE FROM search_docs WHERE threadId = old.threadId;
+    DELETE FROM search_covered WHERE threadId = old.threadId;
+    DELETE FROM search_dirty WHERE threadId = old.threadId;
+END;
+"""
 _SCHEMA = f"""
 CREATE TABLE search_meta (version INTEGER NOT NULL);
 INSERT INTO search_meta VALUES ({SEARCH_VERSION});
@@ -123,31 +146,22 @@ CREATE TABLE search_covered (
 );
 -- Threads whose listing row changed since their documents were read.
 CREATE TABLE search_dirty (threadId TEXT PRIMARY KEY NOT NULL);
-CREATE TRIGGER search_thread_added AFTER INSERT ON threads BEGIN
-    INSERT OR IGNORE INTO search_dirty VALUES (new.threadId);
-END;
-CREATE TRIGGER search_thread_changed AFTER UPDATE ON threads
-WHEN new.size IS NOT old.size OR new.path IS NOT old.path
-  OR new.lastLineSha IS NOT old.lastLineSha BEGIN
-    INSERT OR IGNORE INTO search_dirty VALUES (new.threadId);
-END;
-CREATE TRIGGER search_thread_removed AFTER DELETE ON threads BEGIN
-    DELETE FROM search_docs WHERE threadId = old.threadId;
-    DELETE FROM search_covered WHERE threadId = old.threadId;
-    DELETE FROM search_dirty WHERE threadId = old.threadId;
-END;
+{_TRIGGERS}
 INSERT INTO search_dirty SELECT threadId FROM threads;
 """
-_DROP = """
+_DROP_TRIGGERS = """
 DROP TRIGGER IF EXISTS search_thread_added;
 DROP TRIGGER IF EXISTS search_thread_changed;
 DROP TRIGGER IF EXISTS search_thread_removed;
+"""
+_DROP_TABLES = """
 DROP TABLE IF EXISTS search_fts;
 DROP TABLE IF EXISTS search_docs;
 DROP TABLE IF EXISTS search_covered;
 DROP TABLE IF EXISTS search_dirty;
 DROP TABLE IF EXISTS search_meta;
 """
+_DROP = _DROP_TRIGGERS + _DROP_TABLES
 _CURSOR_KINDS = (int, bool, float, str, int, bool)  # window top, keyed?, bm25, ts, doc id,
 # newest first?
 WINDOW = 2000
@@ -220,20 +234,51 @@ class ThreadSearch:
             except SearchChildGone as exc:  # this one here; the next starts it again
                 logger.warning("%s; searching in the server's own process", exc)
         pause_point("thread-search")  # beside the store thread (tests/test_search_server.py)
-        conn = None
+        where = str(self._index.path)
+        for attempt in (1, 2):
+            conn = None
+            try:
+                conn = self._connection()
+                built = self._ensure_tables(conn)
+                complete = self.catch_up(conn, progress, budget, building=built)
+                return self._page(conn, query, filters, cursor, limit, partial=not complete)
+            except Exception as exc:
+                if isinstance(exc, OSError) and conn is None:  # the index file gone meanwhile
+                    raise storage_failure(f"{where}: {exc.strerror or exc}", path=where,
+                                          retryable=True) from exc  # fmt: skip
+                fault = content_fault(exc)
+                if fault is not None and attempt == 1 and conn is not None:
+                    self._start_over(conn, fault)
+                    continue
+                if fault is None and type(exc).__module__ != "sqlite3":
+                    raise
+                full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
+                hint = f"; {REBUILD_HINT}" if fault is not None else ""
+                raise storage_failure(f"{where}: {exc}{hint}", full=full, path=where) from exc
+        raise AssertionError("unreachable")
+
+    def _start_over(self, conn: sqlite3.Connection, fault: str) -> None:
+        """Damaged search tables are dropped, and the search made again builds them from
+        the thread files. When not even that can be done (the whole file is damaged), the
+        file is set aside and the search answered `retryable`: the request is made again
+        on the listing index rebuilt from the files (the service's `search`, the server's
+        handler)."""
+        where = str(self._index.path)
+        logger.warning("the search index in %s was damaged (%s): building it again from the "
+                       "thread files", where, fault)  # fmt: skip
         try:
-            conn = self._connection()
-            built = self._ensure_tables(conn)
-            complete = self.catch_up(conn, progress, budget, building=built)
-            return self._page(conn, query, filters, cursor, limit, partial=not complete)
+            drop_tables(conn)
         except Exception as exc:
-            where = str(self._index.path)
-            if isinstance(exc, OSError) and conn is None:  # the index file gone meanwhile
-                raise storage_failure(f"{where}: {exc.strerror or exc}", path=where) from exc
-            if type(exc).__module__ != "sqlite3":
+            if content_fault(exc) is None or self._index.in_memory:
                 raise
-            full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
-            raise storage_failure(f"{where}: {exc}", full=full, path=where) from exc
+            self.close()
+            set_aside(self._index.path, fault)
+            raise storage_failure(
+                f"{where}: {fault}; set aside, and built again by the next request",
+                path=where,
+                retryable=True,
+                setAside=True,
+            ) from exc
 
     # --- the tables, kept current ----------------------------------------------------------
 
@@ -254,13 +299,13 @@ class ThreadSearch:
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
             ).fetchone()  # another process may have created them meanwhile
             current = found and conn.execute("SELECT version FROM search_meta").fetchone()
-            built = bool(current != (SEARCH_VERSION,))
+            built = bool(current != (SEARCH_VERSION,)) and not upgrade_in_place(conn)
             if built:
                 for statement in _statements(_DROP + _SCHEMA):
                     conn.execute(statement)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
         return built
 
@@ -311,7 +356,7 @@ class ThreadSearch:
                         break
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
             done += handled
             finished = len(batch) == handled and len(batch) < _BATCH_THREADS
@@ -416,8 +461,8 @@ class ThreadSearch:
             rows = self._ranked(conn, match, where, params, (floor, top, ids if recent else None),
                                 key, wanted + 1)  # fmt: skip
             hits += [
-                SearchHit(summary_of(row[:n], json_text=True), row[n], row[n + 1], row[n + 2],
-                          row[n + 3])
+                SearchHit(decoded(summary_of, row[:n], json_text=True), row[n], row[n + 1],
+                          row[n + 2], row[n + 3])
                 for row in rows[:wanted]
             ]  # fmt: skip
             if len(rows) > wanted:  # the page is full, and this window holds more
@@ -505,6 +550,35 @@ class ThreadSearch:
         )
 
 
+def upgrade_in_place(conn: sqlite3.Connection) -> bool:
+    """Bring the search tables an earlier version made to this one's, keeping their
+    documents, inside the caller's transaction: True if there were such tables (version 1:
+    only its triggers differ). The listing index calls it when it opens an index of the
+    previous schema, before any row is written through the old triggers."""
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
+    ).fetchone()
+    if not found or conn.execute("SELECT version FROM search_meta").fetchone() != (1,):
+        return False
+    for statement in _statements(_DROP_TRIGGERS + _TRIGGERS):
+        conn.execute(statement)
+    conn.execute("UPDATE search_meta SET version = ?", (SEARCH_VERSION,))
+    return True
+
+
+def drop_tables(conn: sqlite3.Connection) -> None:
+    """Every search table and trigger gone (the next search builds them again from the
+    thread files), in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _statements(_DROP):
+            conn.execute(statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
 def _filtered(filters: SearchFilters) -> tuple[list[str], list[Any]]:
     """The filters as SQL over the thread's row (`t`) and the document (`d`)."""
     where = ["t.archived = ?"]
@@ -558,6 +632,13 @@ def _cursor(top: int, key: list[Any] | None, recent: bool) -> str:
 def _line_end(data: bytes, base: int, line_start: int) -> int:
     """Where the line starting at `line_start` ends (past its newline)."""
     return base + data.index(b"\n", line_start - base) + 1
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is open: SQLite has rolled back by itself after some failures (a
+    damaged page, a full disk), and a second ROLLBACK would hide the first error."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 def _statements(script: str) -> list[str]:

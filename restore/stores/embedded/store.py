@@ -156,11 +156,20 @@ class EmbeddedStore(ThreadStore):
     def watch(self, announce: Announce) -> None:
         """One machine: other processes' changes are read from the files (`local`)."""
 
-    def check(self, progress: StepProgress | None = None, *, repair: bool = False) -> DoctorReport:
+    def check(
+        self,
+        progress: StepProgress | None = None,
+        *,
+        repair: bool = False,
+        rebuild_index: bool = False,
+    ) -> DoctorReport:
         """Every thread file read, the index repaired (in memory for a read-only home)."""
         from restore.stores.embedded.doctor import run_doctor
 
-        return run_doctor(self.layout, progress, repair=repair, read_only=self.read_only)
+        self.search.close()  # the index file may be replaced: a later search opens the new one
+        self.index.close()
+        return run_doctor(self.layout, progress, repair=repair, read_only=self.read_only,
+                          rebuild_index=rebuild_index)  # fmt: skip
 
     def redact_existing(
         self, progress: StepProgress | None = None, *, apply: bool = False

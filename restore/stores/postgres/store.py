@@ -711,9 +711,15 @@ class PostgresStore:
             self._watcher = Listener(self, announce)
             self._watcher.start()
 
-    def check(self, progress: StepProgress | None = None, *, repair: bool = False) -> DoctorReport:
+    def check(
+        self,
+        progress: StepProgress | None = None,
+        *,
+        repair: bool = False,
+        rebuild_index: bool = False,
+    ) -> DoctorReport:
         """A database checks itself (constraints, WAL): reaching it brings its schema up to
-        date; its threads are counted."""
+        date; its threads are counted. It keeps no derived index to rebuild."""
         return DoctorReport(index_action="schema up to date", indexed=self.index.count())
 
     def close(self) -> None:
