@@ -552,7 +552,7 @@ class SequenceMachine(RuleBasedStateMachine):
         server's thread/list is held to them after every step, and a process costs)."""
         rows = []
         for flags in ([], ["--archived"])[: 2 if self.model.archived() else 1]:
-            done = self.world.cli("list", "--json", "--limit", "1000", *flags)
+            done = self.world.cli("list", "--json", "--limit", "200", *flags)
             rows += [json.loads(line) for line in done.stdout.splitlines()]
         return rows
 

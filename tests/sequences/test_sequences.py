@@ -81,15 +81,15 @@ class Kept:
 
 KEPT: dict[str, Kept] = {
     "index-upsert-after-restart": Kept(
-        "issue 33: the listing row's UPSERT made the search trigger's INSERT OR IGNORE raise "
-        "UNIQUE (search_dirty.threadId): a thread started, the server restarted, the thread "
-        "resumed and recorded, and its row was never written again (a stale list)",
+        "issue 33 (fixed on main, 3181655): the listing row's UPSERT made the search "
+        "trigger's INSERT OR IGNORE raise UNIQUE (search_dirty.threadId): a thread started, "
+        "the server restarted, the thread resumed and recorded, and its row was never "
+        "written again (a stale list)",
         [
             ("start", {"via": 0, "titled": False, "where": 0}),
             ("restart", {"slot": 0, "follow": False}),
             ("record", {"pick": 0, "roles": ["user"], "via": 0}),
         ],
-        open_on=("embedded",),
     ),
     "index-upsert-after-kill-9-mid-record": Kept(
         "issue 33, the same: after a server killed mid-record, resumed and the record sent "
@@ -98,7 +98,6 @@ KEPT: dict[str, Kept] = {
             ("start", {"via": 0, "titled": False, "where": 0}),
             ("kill9_mid_record", {"pick": 0, "roles": ["user"], "via": 0}),
         ],
-        open_on=("embedded",),
     ),
 }
 """Every sequence the machine found failing, by the bug it found; replayed every run."""
