@@ -159,9 +159,7 @@ class ThreadService(Lists, Searches):
         cut = _fork_cut(contents.items, at_turn_id, at_seq)
         prefix = [item for item in contents.items if item["seq"] <= cut]
         source = ThreadState().apply_all(prefix)
-        title = next(
-            (i.get("title") for i in reversed(prefix) if i.get("type") == "thread_title"), None
-        )
+        title = _title_at(prefix)
         latest_meta = next((i for i in reversed(prefix) if i.get("type") == "session_meta"), None)
         if latest_meta is None:  # an empty file (a thread/start cut short) or a damaged one
             raise ProtocolError(
@@ -174,7 +172,7 @@ class ThreadService(Lists, Searches):
             reason="fork",
             environment=_probe(source.states["worktree"].get("cwd") or ".", trusted_folders),
             workspace_folder=latest_meta.get("workspaceFolder"),
-            title=title or latest_meta.get("title"),
+            title=title,
             model=(source.states["model_override"] or {}).get("model"),
             permissions=source.states["permissions"] or None,
             client=latest_meta.get("client"),
@@ -349,6 +347,19 @@ class ThreadService(Lists, Searches):
         writer.loaded = None
         self.sessions.open[thread_id] = OpenSession(session_id, writer, owner, state)
         return StartedThread(writer.summary, session_id)
+
+
+def _title_at(items: list[Item]) -> str | None:
+    """The thread's title at the end of `items`, as its listing row has it: the latest
+    rename, else the title its first titled session began with (a resumed session's
+    `session_meta` carries none, so the latest one's is not the thread's)."""
+    for item in reversed(items):
+        if item.get("type") == "thread_title" and isinstance(item.get("title"), str):
+            return str(item["title"])
+    for item in items:
+        if item.get("type") == "session_meta" and isinstance(item.get("title"), str):
+            return str(item["title"])
+    return None
 
 
 def _fork_cut(items: list[Item], at_turn_id: str | None, at_seq: int | None) -> int:

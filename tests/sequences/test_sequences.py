@@ -99,6 +99,16 @@ KEPT: dict[str, Kept] = {
             ("kill9_mid_record", {"pick": 0, "roles": ["user"], "via": 0}),
         ],
     ),
+    "fork-after-resume-lost-the-title": Kept(
+        "a fork took the title from the latest session_meta, which a resume writes without "
+        "one: a titled thread forked after a resume was untitled",
+        [
+            ("start", {"via": 0, "titled": True, "where": 0}),
+            ("close", {"pick": 0}),
+            ("resume", {"pick": 0, "via": 0}),
+            ("fork", {"pick": 0, "at": None, "via": 0}),
+        ],
+    ),
 }
 """Every sequence the machine found failing, by the bug it found; replayed every run."""
 
