@@ -363,7 +363,11 @@ class Importer:
             planned.writer = writer
             result.items += added
         elif result.status != "unchanged":
-            closing = self._closing(writer.summary.title, parsed.facts, result, checkpoint)
+            # A rename (thread/setTitle) stands until the agent's own title changes: the
+            # title is written again only when the source's differs from the last import's.
+            told = self._told_title(start)
+            kept = writer.summary.title if parsed.facts.title != told else parsed.facts.title
+            closing = self._closing(kept, parsed.facts, result, checkpoint)
             result.add(self._append(writer, parsed.items, closing), keep=True)
         writer.close()  # its listing row is written by the next `commit`
         self._checkpoints.append(checkpoint)
@@ -374,6 +378,13 @@ class Importer:
                     f"({', '.join(left_out[:5])})")  # fmt: skip
             result.reason = f"{result.reason}; {note}" if result.reason else note
         return result
+
+    def _told_title(self, start: SourceCheckpoint | None) -> str | None:
+        """The title the source gave at its last import (its saved parser state); None
+        when this import starts from scratch."""
+        if start is None or not isinstance(start.parser.get("titles"), dict):
+            return None
+        return self.kind.parser(dict(start.parser)).title
 
     def _closing(
         self,

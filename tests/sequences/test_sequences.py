@@ -109,6 +109,18 @@ KEPT: dict[str, Kept] = {
             ("fork", {"pick": 0, "at": None, "via": 0}),
         ],
     ),
+    "rename-of-an-imported-thread-undone-by-its-next-turn": Kept(
+        "the importer wrote the source's title again whenever it differed from the thread's: "
+        "an imported thread renamed in sessiond got its old title back at the agent's next "
+        "turn",
+        [
+            ("agent_starts", {"agent": "claude", "where": 0}),
+            ("import_cli", {"agent": "claude"}),
+            ("set_title", {"pick": 0, "via": 0}),
+            ("agent_goes_on", {"pick": 0}),
+            ("import_cli", {"agent": "claude"}),
+        ],
+    ),
 }
 """Every sequence the machine found failing, by the bug it found; replayed every run."""
 
