@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import BOTH_STORES, git
 from tests.support.import_fixtures import ClaudeSession, CodexSession, Fixture, build
 from tests.support.rpc_client import HANG_GUARD, REPO, ServerProcess
+from tests.support.transcripts import AGENTS, Transcript, environment
 from tests.support.wait import eventually
 from tests.support.ws_client import WsClient, WsServerProcess
 from tests.test_cli import sessiond
@@ -317,3 +318,56 @@ def test_threads_another_process_starts_in_new_shard_directories_are_announced(
     shards = {tid[:2] for tid in started} - {first[:2]}
     assert shards, "every thread landed in the first one's shard: no new directory tried"
     eventually(lambda: started <= announced())
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_session_in_a_folder_new_to_a_followed_store_is_imported(
+    agent: str, spawn: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """An agent's first session in a new directory comes with a new folder (Claude Code's
+    project, Codex's day, Gemini CLI's project), written before any watch on the folder
+    exists: its file sends no event of its own. tests/sequences/ found such sessions never
+    imported (one in five, by the race); a folder moved in whole, its session inside, is
+    that race lost every time. The watcher looks inside new folders itself."""
+    agents, stage = tmp_path / "agents", tmp_path / "stage"
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    Transcript(agent, agents, tmp_path / "first", 0).turn("the first session", "seen")
+    server = spawn(args=["--follow", "claude,codex,gemini"], env=environment(agents))
+    server.initialize()
+    server.request("thread/list", {})
+    server.wait_notification("thread/started")  # imported, so the watcher is in place
+    moved = Transcript(agent, stage, tmp_path / "second", 24)  # another project, another day
+    moved.turn("a session moved in with its folder", "seen too")
+    relative = moved.path.relative_to(stage)
+    folder = next(p for p in reversed(relative.parents) if not (agents / p).exists())
+    (stage / folder).rename(agents / folder)
+    started = server.wait_notification("thread/started", 2)
+    titles = [n["params"]["thread"]["title"] for n in started]
+    assert titles == ["the first session", "a session moved in with its folder"]
+
+
+def test_import_watch_imports_a_session_in_a_folder_new_to_the_store(
+    home: Path, tmp_path: Path
+) -> None:
+    """`sessiond import --watch` looks inside new folders too (the race above)."""
+    agents, stage = tmp_path / "agents", tmp_path / "stage"
+    (agents / "claude" / "projects").mkdir(parents=True)
+    (tmp_path / "w").mkdir()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "--home", str(home), "import", "claude",
+         "--watch", "--json"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO), **environment(agents)},
+    )  # fmt: skip
+    try:
+        assert watcher.stderr is not None
+        assert b"watching" in watcher.stderr.readline()  # the watch is in place
+        moved = Transcript("claude", stage, tmp_path / "w", 0)
+        moved.turn("a session moved in with its folder", "seen")
+        (moved.path.parent).rename(agents / "claude" / "projects" / moved.path.parent.name)
+        row = eventually(lambda: listed(home).get(moved.session_id))
+        assert row["title"] == "a session moved in with its folder"
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        assert watcher.wait(timeout=HANG_GUARD) == 0

@@ -369,9 +369,9 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
     import signal
     import threading
 
-    from watchfiles import watch
+    from watchfiles import Change, watch
 
-    from server.live.watch import WATCH_OPTIONS
+    from server.live.watch import WATCH_OPTIONS, files_in_new_folders
 
     stop = threading.Event()
 
@@ -392,7 +392,8 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
                 watching = True
                 _report(importer.import_files(importer.scan()), as_json=as_json)
                 print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
-            paths = sorted({Path(p) for _, p in changes})
+            added = [Path(p) for change, p in changes if change == Change.added]
+            paths = sorted({Path(p) for _, p in changes} | files_in_new_folders(added))
             sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
             if sessions:
                 _report([importer.import_file(path) for path in sessions], as_json=as_json)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Collection
 from pathlib import Path
@@ -113,6 +114,10 @@ class Watcher:
                 shards = [p for p in added if p.parent in threads and p.suffix != ".jsonl"]
                 if shards:  # listed on the worker, like every other file this watcher reads
                     added |= await host.run_in_worker(_files_in_new_shards, shards)
+                roots = [importer.root for importer in self.importers]
+                folders = [p for p in added if any(root in p.parents for root in roots)]
+                if folders:  # an agent's new project (or day) folder and its first session
+                    added |= await host.run_in_worker(files_in_new_folders, folders)
                 touched = sorted({Path(path) for _, path in changes} | added)
                 files = [p for p in touched if p.suffix == ".jsonl" and _under(p, threads)]
                 if files:
@@ -239,6 +244,21 @@ def _files_in_new_shards(shards: list[Path]) -> set[Path]:
     for shard in shards:
         if shard.is_dir():
             found.update(shard.glob("*.jsonl"))
+    return found
+
+
+def files_in_new_folders(added: list[Path]) -> set[Path]:
+    """Files in the folders among `added` (paths created under a followed agent's store
+    since the last batch), at any depth (Codex makes `YYYY/MM/DD` at once), never through
+    a link. As with a new shard, the watch on a new folder is only added once its creation
+    is seen: the session an agent creates in it right away sends no event of its own (a
+    person's first session in a new directory was not imported until written again)."""
+    found: set[Path] = set()
+    for folder in added:
+        if folder.suffix in (".jsonl", ".json"):
+            continue  # a session file itself, not a folder: nothing to list
+        for directory, _, names in os.walk(folder):
+            found.update(Path(directory, name) for name in names)
     return found
 
 
