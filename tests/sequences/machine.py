@@ -286,43 +286,69 @@ class SequenceMachine(RuleBasedStateMachine):
         self.model.threads[child.thread_id] = child
         self.touched.add(child.thread_id)
 
+    def _by_cli(self, verb: str, thread: Thread, *after: str) -> bool:
+        """`sessiond <verb> <id prefix> ...`, as a person types it (the prefix `list`
+        prints): done (exit 0), or ThreadBusy (exit 2, nothing changed) while a running
+        server writes the thread."""
+        held = thread.session is not None and thread.session.slot in self.servers
+        flags = ["--yes"] if verb == "delete" else []
+        done = self.world.cli(verb, *flags, thread.thread_id[:8], *after,
+                              codes=(2,) if held else (0,))  # fmt: skip
+        assert not held or "ThreadBusy" in done.stderr, done.stderr
+        return not held
+
     @precondition(lambda self: self.model.threads)
-    @rule(pick=picks, via=slots)
-    def set_title(self, pick: int, via: int) -> None:
+    @rule(pick=picks, via=slots, cli=st.booleans())
+    def set_title(self, pick: int, via: int, cli: bool = False) -> None:
         thread = self._pick(list(self.model.threads.values()), pick)
-        _, server = self._holder(thread, via)
         title = f"renamed {self.words.fresh()}"
-        result = self._call(server, "thread/setTitle",
-                            {"threadId": thread.thread_id, "title": title})  # fmt: skip
-        assert result["thread"]["title"] == title
+        if cli:
+            if not self._by_cli("rename", thread, title):
+                return
+        else:
+            _, server = self._holder(thread, via)
+            result = self._call(server, "thread/setTitle",
+                                {"threadId": thread.thread_id, "title": title})  # fmt: skip
+            assert result["thread"]["title"] == title
         thread.retitle(title)
         thread.entries.append(Entry("title", title))
         self.touched.add(thread.thread_id)
 
     @precondition(lambda self: self.model.live())
-    @rule(pick=picks, via=slots)
-    def archive(self, pick: int, via: int) -> None:
+    @rule(pick=picks, via=slots, cli=st.booleans())
+    def archive(self, pick: int, via: int, cli: bool = False) -> None:
         thread = self._pick(self.model.live(), pick)
-        _, server = self._holder(thread, via)
-        self._call(server, "thread/archive", {"threadId": thread.thread_id})
+        if cli:
+            if not self._by_cli("archive", thread):
+                return
+        else:
+            _, server = self._holder(thread, via)
+            self._call(server, "thread/archive", {"threadId": thread.thread_id})
         thread.archived, thread.session = True, None
         self.touched.add(thread.thread_id)
 
     @precondition(lambda self: self.model.archived())
-    @rule(pick=picks, via=slots)
-    def unarchive(self, pick: int, via: int) -> None:
+    @rule(pick=picks, via=slots, cli=st.booleans())
+    def unarchive(self, pick: int, via: int, cli: bool = False) -> None:
         thread = self._pick(self.model.archived(), pick)
-        _, server = self._running(via)
-        self._call(server, "thread/unarchive", {"threadId": thread.thread_id})
+        if cli:
+            self._by_cli("unarchive", thread)
+        else:
+            _, server = self._running(via)
+            self._call(server, "thread/unarchive", {"threadId": thread.thread_id})
         thread.archived = False
         self.touched.add(thread.thread_id)
 
     @precondition(lambda self: self.model.threads)
-    @rule(pick=picks, via=slots)
-    def delete(self, pick: int, via: int) -> None:
+    @rule(pick=picks, via=slots, cli=st.booleans())
+    def delete(self, pick: int, via: int, cli: bool = False) -> None:
         thread = self._pick(list(self.model.threads.values()), pick)
-        _, server = self._holder(thread, via)
-        self._call(server, "thread/delete", {"threadId": thread.thread_id})
+        if cli:
+            if not self._by_cli("delete", thread):
+                return
+        else:
+            _, server = self._holder(thread, via)
+            self._call(server, "thread/delete", {"threadId": thread.thread_id})
         self.model.delete(thread.thread_id)
         self.touched.add(thread.thread_id)
 
@@ -470,6 +496,21 @@ class SequenceMachine(RuleBasedStateMachine):
         self._stopped(slot, crashed=True)
         if slot == 0:
             self._serve(0, follow=self.follows[0])
+
+    @precondition(lambda self: self.model.sources and self._followers())
+    @rule(pick=picks)
+    def kill9_mid_import(self, pick: int) -> None:
+        """A following server killed (kill -9) as an agent session grows, maybe mid-import,
+        and started again: it imports what it had not, nothing twice."""
+        source = self._pick_source(pick)
+        slot = next(slot for slot in sorted(self.servers) if self.follows[slot])
+        source.transcript.turn(f"please look at {self.words.fresh()}",
+                               f"looked at {self.words.fresh()}")  # fmt: skip
+        self.servers[slot].kill9()
+        self._stopped(slot, crashed=True)
+        self._serve(slot, follow=True)
+        for other in self._followers():
+            self._await_import(source, other)
 
     @precondition(lambda self: self._recordable())
     @rule(pick=picks, roles=roles, via=slots)
