@@ -52,10 +52,9 @@ def no_git(base: Path) -> dict[str, str]:
 
 @contextlib.contextmanager
 def memory_home(tmp_path: Path) -> Iterator[Path]:
-    """A data dir in /dev/shm when it has room (removed after): 20,000 threads' creations
-    and snapshots are 60,000 syncs, minutes on a shared virtual disk, and the syncs are
-    not what is tested here (tests/faults/test_descriptors.py::test_a_kill_after_parking
-    ... syncs on the disk). Otherwise under `tmp_path`."""
+    """A data dir in /dev/shm when it has room (removed after), else under `tmp_path`:
+    20,000 threads' creations are 40,000 syncs, minutes on a shared virtual disk, and
+    syncs are not what this test is about (the tests below sync on the disk)."""
     shm = Path("/dev/shm")
     roomy = shm.is_dir() and shutil.disk_usage(shm).free > 2 << 30
     base = Path(tempfile.mkdtemp(prefix="sessiond-fds-", dir=shm)) if roomy else tmp_path
@@ -350,3 +349,13 @@ def test_a_kill_after_parking_loses_no_acknowledged_record(spawn: Spawn, home: P
         record(after, tid, resumed["session"]["sessionId"], message("after the kill"))
     doctor = sessiond(home, "doctor")
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+
+def test_a_bad_open_threads_setting_is_named(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SESSIOND_OPEN_THREADS", "lots")
+    listed = sessiond(home, "list")
+    assert listed.returncode == 2
+    assert listed.stderr.strip() == (
+        "sessiond: InvalidParams: SESSIOND_OPEN_THREADS must be a whole number of at least 1,"
+        " not 'lots'"
+    )
