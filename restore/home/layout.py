@@ -78,6 +78,11 @@ class Layout:
         return self.writers_dir / thread_id
 
     @property
+    def claims_dir(self) -> Path:
+        """The threads open writers hold, a byte-range lock each (stores/embedded/claims.py)."""
+        return self.home / "claims"
+
+    @property
     def index_path(self) -> Path:
         return self.home / "index.sqlite3"
 
