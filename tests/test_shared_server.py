@@ -171,12 +171,13 @@ def _closed_port() -> int:
 
 
 def _plant(home: Path, name: str, port: int, token: str = "not-the-token") -> Path:
-    """A discovery file naming a live pid (this test's) and `port`."""
+    """A discovery file naming a live pid (this test's) and `port`, as a server that
+    proves its token writes it."""
     directory = home / "servers"
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = directory / name
     record = {"pid": os.getpid(), "host": "127.0.0.1", "port": port, "token": token,
-              "workspaceFolders": [], "protocolVersion": 1}  # fmt: skip
+              "proof": "hmac-sha256", "workspaceFolders": [], "protocolVersion": 1}  # fmt: skip
     path.write_text(json.dumps(record))
     path.chmod(0o600)
     return path
