@@ -168,9 +168,13 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
         )
     )
 
+    from restore.search.cancel import Cancel
+
+    cancel = Cancel()
+
     def find() -> dict[str, Any]:
         found = ctx.service.find(asked, cursor=params.cursor, limit=params.limit,
-                                 progress=searching)  # fmt: skip
+                                 progress=searching, cancel=cancel)  # fmt: skip
         hits = [
             {"threadId": hit.thread.threadId, "seq": hit.seq, "role": hit.role, "ts": hit.ts,
              "snippet": hit.snippet, "highlights": hit.highlights,
@@ -179,10 +183,15 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
         ]  # fmt: skip
         return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
 
-    if asked.beside_store:
-        result = await ctx.server.run_search(find)
-    else:
-        result = await ctx.server.run_in_worker(find)
+    try:
+        if asked.beside_store:
+            result = await ctx.server.run_search(find)
+        else:
+            result = await ctx.server.run_in_worker(find)
+    except asyncio.CancelledError:  # $/cancelRequest, or the client left: the work stops too
+        # Off the loop: stopping a query in the database is a round trip of its own.
+        asyncio.get_running_loop().run_in_executor(None, cancel.cancel)
+        raise
     ctx.server.watch_after_answer(began)  # other processes' records: findable as they land
     return result
 
