@@ -500,8 +500,10 @@ def test_private_another_roles_open_thread_is_not_found_like_a_random_id(
                 params["title"] = "ben's"
             held = refused(ben, method, params)
             unknown = refused(ben, method, {**params, "threadId": random_id})
-            assert (held.kind, held.code) == (unknown.kind, unknown.code) == (
-                "ThreadNotFound", unknown.code
+            assert (
+                (held.kind, held.code)
+                == (unknown.kind, unknown.code)
+                == ("ThreadNotFound", unknown.code)
             ), (method, held.message)
             assert held.message == unknown.message.replace(random_id, tid)
             assert held.data == {**unknown.data, "threadId": tid}
