@@ -27,7 +27,8 @@ took. What a prompt does depends on its last text block:
 - anything else: one message chunk, `echo: <text>`.
 
 `--banner` prints a line that is not JSON on stdout before anything else (as some agents
-print a greeting; `--banner-text TEXT`: that line); `--same-session` answers every `session/new` with the same session id;
+print a greeting; `--banner-text TEXT`: that line); `--same-session` answers every
+`session/new` with the same session id;
 `--flood N` answers `session/new` only after N 1 KB updates for a session nobody opened;
 `--lags`: a load replays all but the newest turn, as an agent whose own store lags
 behind what it showed. A load replays what was said, as it was said.
