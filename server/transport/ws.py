@@ -502,6 +502,14 @@ async def serve_ws(
             stop.set()
 
         transport.linger = Linger(loop, linger, expire)
+
+        def home_lost() -> None:  # nobody's to restart: it leaves, and a window spawns anew
+            print(f"sessiond: the data directory {server.config.home} was deleted: exiting",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            transport.withdraw()
+            stop.set()
+
+        server.home_lost_listeners.append(home_lost)
     if claim is None:
         await transport.start()
     else:
