@@ -31,13 +31,15 @@ BEFORE = 60
 WIDTH = 200
 """Characters of text a snippet shows at most (plus an ellipsis at each cut end)."""
 ELLIPSIS = "…"
-MAX_CANDIDATES = 2048
+MAX_CANDIDATES = 256
 """Places a hit's first match is looked for at (where a term's first word occurs, at a
-word boundary or not), whatever its length: the bound on a hostile text's cost."""
+word boundary or not), whatever its length: the bound on a hostile text's cost (each is a
+step of Python holding the interpreter the recording threads wait for: 256 cost ~0.3 ms,
+2,048 cost 2-3 ms a hit, half a second a 200-hit page; bench/search_load.py)."""
 SPAN_REACH = 4096
 """Characters past the window a match that starts in it may run to (a phrase whose words
 are far apart): the highlights' scan ends there, not at the end of the text."""
-PAGE_BUDGET = 0.5
+PAGE_BUDGET = 0.25
 """Seconds a page's snippets may take; past them the rest are cut without looking."""
 
 Shown = tuple[str, list[list[int]]]

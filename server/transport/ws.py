@@ -234,9 +234,11 @@ class WebSocketTransport:
         self.lock = LockFile(home, self.host, self.port, self.token, socket_name)
         self._publish_folders()
         self.server.workspace_listeners.append(self._publish_folders)
+        doors = f"ws://{self.host}:{self.port}" + (
+            f" and {self.socket_path}" if self.socket_path is not None else ""
+        )
         print(
-            f"sessiond: listening on ws://{self.host}:{self.port} and {self.socket_path} "
-            f"(token in {self.lock.path})",
+            f"sessiond: listening on {doors} (token in {self.lock.path})",
             file=sys.stderr,
             flush=True,
         )
