@@ -356,7 +356,9 @@ class ThreadSearchResult(Result):
         False,
         description="The search index was still being built (the first search after an "
         "upgrade or a rebuild indexes a budget of threads per request, with `$/progress`): "
-        "hits from threads not indexed yet are missing. Search again to continue.",
+        "hits from threads not indexed yet are missing. Search again to continue. Or the "
+        "page's snippets ran out of their time budget (a quarter of a second): the hits "
+        "after it show the start of their text, without highlights.",
     )
 
 

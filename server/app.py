@@ -34,6 +34,7 @@ from server.rpc.dispatch import SessiondProtocol
 from server.worker import StoreWorker
 
 if TYPE_CHECKING:
+    from protocol.errors import ProtocolError
     from restore.service import ThreadService
     from restore.stores import Settings
     from restore.stores.api import Pages, Store
@@ -83,6 +84,10 @@ class SessiondServer:
         self._pending_updates: dict[str, ThreadSummary] = {}
         self.subscriptions = Subscriptions(self, config.max_frame)
         self.workspace_listeners: list[Callable[[], None]] = []
+        self.home_lost_listeners: list[Callable[[], None]] = []
+        """Told once when a write finds the data directory (or a thread file) deleted
+        under the server (a lingering WebSocket server then leaves)."""
+        self._home_lost = False
         self._hooks: LifecycleHooks | None = None
         self._watcher: Watcher | None = None
 
@@ -185,6 +190,7 @@ class SessiondServer:
         connection = SessiondProtocol()
         connection.send_bytes = send_bytes
         connection.max_frame = self.config.max_frame
+        connection.failed = self._failed
         serving: Serving = self  # mypy: the server is what its handlers expect
         register(connection, serving)
         if os.environ.get("SESSIOND_DEBUG") == "1":
@@ -224,6 +230,14 @@ class SessiondServer:
         """Every folder an initialized client opened, once each, in connection order."""
         paths = (f["path"] for c in self.connections for f in c.workspace_folders)
         return list(dict.fromkeys(paths))
+
+    def _failed(self, error: ProtocolError) -> None:
+        """A typed error was answered: one that says the data directory or a thread file
+        was deleted under this server tells `home_lost_listeners`, once."""
+        if error.details.get("deleted") is True and not self._home_lost:
+            self._home_lost = True
+            for listener in self.home_lost_listeners:
+                listener()
 
     def workspace_changed(self) -> None:
         for listener in self.workspace_listeners:

@@ -33,6 +33,7 @@ import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.subsystems import ThreadState
+from restore.search.cancel import Cancel
 from restore.search.query import Query
 from restore.summary import ThreadSummary
 
@@ -427,6 +428,10 @@ def encode_search_cursor(key: Sequence[Any]) -> str:
     return base64.urlsafe_b64encode(orjson.dumps(list(key))).decode().rstrip("=")
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+"""What SQLite and PostgreSQL store as an integer: a cursor's numbers are in it, or forged."""
+
+
 def decode_search_cursor(cursor: str, kinds: Sequence[type]) -> list[Any]:
     """Inverse of `encode_search_cursor`, checked against the backend's key `kinds`."""
     try:
@@ -437,7 +442,9 @@ def decode_search_cursor(cursor: str, kinds: Sequence[type]) -> list[Any]:
     valid = isinstance(key, list) and len(key) == len(kinds)
     if valid:
         for value, kind in zip(key, kinds, strict=True):
-            if kind is float and type(value) is int:
+            if type(value) is int and not _INT64[0] <= value <= _INT64[1]:
+                valid = False  # no database takes it: a forged cursor (issue 34)
+            elif kind is float and type(value) is int:
                 continue
             valid = valid and type(value) is kind
     if not valid:
@@ -682,7 +689,8 @@ class SearchPage:
     next_cursor: str | None
     partial: bool = False
     """Some threads were not indexed yet (the search index is built on demand, a budget
-    at a time): their hits may be missing. Asking again continues the build."""
+    at a time): their hits may be missing. Asking again continues the build. Or the
+    page's snippets ran out of their time budget: the rest show their text's start."""
 
 
 class SearchIndex(Protocol):
@@ -716,7 +724,11 @@ class SearchIndex(Protocol):
         limit: int = 20,
         progress: Progress | None = None,
         budget: float | None = None,
-    ) -> SearchPage: ...
+        cancel: Cancel | None = None,
+    ) -> SearchPage:
+        """A page of hits. `cancel`: the client no longer waits; the search stops
+        (`Cancelled`) wherever it is, the database's query included."""
+        ...
 
 
 class Store(Protocol):

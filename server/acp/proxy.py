@@ -320,11 +320,13 @@ class AcpProxy(LocalSessions, Recording):
         try:  # a lone surrogate escape (Node's JSON.stringify) is U+FFFD, not an error
             message, _ = json_text.loads(body)
         except orjson.JSONDecodeError as exc:
-            logger.warning("the editor sent a line that is not JSON (%s): %s", exc, preview(body))
+            logger.warning(
+                "the editor sent a line that is not JSON (%s): %s", exc, self._preview(body)
+            )
             self._answer_error(None, ProtocolError(ErrorKind.PARSE_ERROR, f"not JSON: {exc}"))
             return
         if not isinstance(message, dict):
-            logger.warning("the editor sent JSON that is not a message: %s", preview(body))
+            logger.warning("the editor sent JSON that is not a message: %s", self._preview(body))
             error = ProtocolError(ErrorKind.INVALID_REQUEST, "a message is one JSON object")
             self._answer_error(None, error)
             return
@@ -347,16 +349,26 @@ class AcpProxy(LocalSessions, Recording):
             return
         self.editor_lane.push(message)
 
+    def _preview(self, body: bytes) -> str:
+        """A refused line as the log shows it: redacted with the store's redactor (made
+        now if no session made it yet), or only its length if there is none."""
+        try:
+            redactor = self.service.store.redactor
+        except (ProtocolError, OSError):  # no store to be had: say nothing of the line
+            redactor = None
+        return preview(body, redactor)
+
     def _agent_bytes(self, agent: AgentProcess, body: bytes) -> None:
         if agent is not self.agent:
             return  # an AGENT that was replaced
         try:  # a lone surrogate (a Node agent's cut emoji) is U+FFFD: the update is shown
             message, _ = json_text.loads(body)
         except orjson.JSONDecodeError:
-            logger.warning("AGENT wrote a line that is not JSON; dropped: %s", preview(body))
+            logger.warning("AGENT wrote a line that is not JSON; dropped: %s", self._preview(body))
             return
         if not isinstance(message, dict):
-            logger.warning("AGENT wrote JSON that is not a message; dropped: %s", preview(body))
+            shown = self._preview(body)
+            logger.warning("AGENT wrote JSON that is not a message; dropped: %s", shown)
             return
         depth = depth_over(body, message)
         if depth is not None:

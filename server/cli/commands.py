@@ -308,7 +308,8 @@ def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
     importer = Importer(service, kind, root, live=args.watch)
     try:
         if not importer.root.is_dir():
-            print(f"sessiond: no {kind.agent} sessions: {importer.root} is not a directory",
+            where = safe(str(importer.root), one_line=True)
+            print(f"sessiond: no {kind.agent} sessions: {where} is not a directory",
                   file=sys.stderr)  # fmt: skip
             return 2
         bar = _progress_bar if sys.stderr.isatty() else None
@@ -325,8 +326,10 @@ def _print_summary(summary: ImportSummary, *, as_json: bool) -> None:
     if as_json:
         print_json(summary.to_json())
         return
+    # Names from a handed-in folder are shown, never sent to the terminal (issue 34).
+    root = safe(str(summary.root), one_line=True)
     print(
-        f"{summary.agent}: {summary.sessions} sessions in {summary.root}: {summary.created} new, "
+        f"{summary.agent}: {summary.sessions} sessions in {root}: {summary.created} new, "
         f"{summary.updated} updated, {summary.revisions} new revisions, {summary.unchanged} "
         f"unchanged, {summary.empty} empty; {summary.items:,} items, {summary.skippedLines} "
         f"skipped lines, in {summary.seconds:.1f} s"
@@ -349,9 +352,9 @@ def _print_unmapped(agent: str, unmapped: dict[str, dict[str, Any]]) -> None:
 
 
 def _print_problem(problem: dict[str, Any]) -> None:
-    path = problem["path"]
+    path = safe(str(problem["path"]), one_line=True)
     if problem["reason"]:
-        print(f"{path}: {problem['status']}: {problem['reason']}")
+        print(f"{path}: {problem['status']}: {safe(str(problem['reason']), one_line=True)}")
     for line in problem["skipped"]:
         print(f"{path}: line {line['lineNo']} skipped ({line['reason']}) at byte "
               f"{line['byteOffset']}: {line['preview']!r}")  # fmt: skip
@@ -391,7 +394,8 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
             if not watching:
                 watching = True
                 _report(importer.import_files(importer.scan()), as_json=as_json)
-                print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
+                where = safe(str(importer.root), one_line=True)
+                print(f"watching {where} (Ctrl-C stops)", file=sys.stderr, flush=True)
             paths = sorted({Path(p) for _, p in changes})
             sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
             if sessions:
@@ -410,7 +414,8 @@ def _report(results: list[FileResult], *, as_json: bool) -> None:
                 print_json({k: v for k, v in result.__dict__.items() if k not in hidden})
         elif result.changed and result.summary is not None:
             title = result.summary.title or result.summary.preview
-            print(f"{result.status}: {title!r} (+{result.items} items) {result.path}")
+            where = safe(str(result.path), one_line=True)
+            print(f"{result.status}: {title!r} (+{result.items} items) {where}")
         elif result.reason or result.skipped:
             _print_problem({**result.__dict__})
     sys.stdout.flush()

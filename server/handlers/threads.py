@@ -207,10 +207,13 @@ async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -
     """The page `asked` finds: on the search thread when the store's search can run beside
     the store (the embedded store's), so its catch-up and query never hold another
     client's record."""
+    from restore.search.cancel import Cancel
+
+    cancel = Cancel()
 
     def find() -> dict[str, Any]:
         found = ctx.service.find(asked, cursor=params.cursor, limit=params.limit,
-                                 progress=searching)  # fmt: skip
+                                 progress=searching, cancel=cancel)  # fmt: skip
         hits = [
             {"threadId": hit.thread.threadId, "seq": hit.seq, "role": hit.role, "ts": hit.ts,
              "snippet": hit.snippet, "highlights": hit.highlights,
@@ -219,9 +222,14 @@ async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -
         ]  # fmt: skip
         return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
 
-    if asked.beside_store:
-        return await ctx.server.run_search(find)
-    return await ctx.server.run_in_worker(find)
+    try:
+        if asked.beside_store:
+            return await ctx.server.run_search(find)
+        return await ctx.server.run_in_worker(find)
+    except asyncio.CancelledError:  # $/cancelRequest, or the client left: the work stops too
+        # Off the loop: stopping a query in the database is a round trip of its own.
+        asyncio.get_running_loop().run_in_executor(None, cancel.cancel)
+        raise
 
 
 def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:

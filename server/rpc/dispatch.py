@@ -86,6 +86,9 @@ class SessiondProtocol:
         self.connection_id = next(_connection_ids)
         self.client_info = None
         self.max_frame = DEFAULT_MAX_FRAME  # no answer is larger (the server sets --max-frame)
+        self.failed: Callable[[ProtocolError], None] | None = None
+        """Told of every typed error answered (the server acts on some: a data directory
+        deleted under it)."""
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -257,6 +260,8 @@ class SessiondProtocol:
         exc = future.exception()
         if exc is not None:
             self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
+            if isinstance(exc, ProtocolError) and self.failed is not None:
+                self.failed(exc)
         else:
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
 

@@ -1984,7 +1984,7 @@ export interface ThreadSearchResult {
    */
   nextCursor: string | null;
   /**
-   * The search index was still being built (the first search after an upgrade or a rebuild indexes a budget of threads per request, with `$/progress`): hits from threads not indexed yet are missing. Search again to continue.
+   * The search index was still being built (the first search after an upgrade or a rebuild indexes a budget of threads per request, with `$/progress`): hits from threads not indexed yet are missing. Search again to continue. Or the page's snippets ran out of their time budget (a quarter of a second): the hits after it show the start of their text, without highlights.
    */
   partial?: boolean;
   [k: string]: unknown;

@@ -295,7 +295,15 @@ class ThreadIndex:
     def _building(self) -> Iterator[None]:
         """One build of the index at a time across processes: two at once would each
         delete the WAL the other's connection was writing (SQLite's "disk I/O error")."""
-        lock = self._layout.index_lock_path
+        lock, home = self._layout.index_lock_path, self._layout.home
+        if not home.is_dir():  # made by the first request (home/state.py), never here
+            where = str(home)
+            raise storage_failure(
+                f"{where} is gone (was the data directory removed?): the index is not built "
+                "anew in its place. Restart sessiond, or put the directory back",
+                path=where,
+                deleted=True,
+            )
         private_dirs(lock.parent)
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:

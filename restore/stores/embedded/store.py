@@ -281,6 +281,7 @@ class EmbeddedStore(ThreadStore):
     def close(self) -> None:
         self.search.close()  # first: the listing's connection, the file's last, checkpoints
         self.index.close()
+        self.close_home()
 
     # --- threads -------------------------------------------------------------------------
 
@@ -317,9 +318,11 @@ class EmbeddedStore(ThreadStore):
         return snapshots.load(self.layout, thread_id)
 
     def save_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
+        self.check_home(thread_id)  # never a directory made anew in a deleted one's place
         snapshots.save(self.layout, thread_id, snapshot)
 
     def put_blob(self, data: bytes) -> str:
+        self.check_home()
         if self.redactor is not None:
             data = self.redactor.data(data)
         return blobs.put(self.layout, data)
