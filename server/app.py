@@ -34,6 +34,7 @@ from server.rpc.dispatch import SessiondProtocol
 from server.worker import StoreWorker
 
 if TYPE_CHECKING:
+    from restore.redaction.engine import Redactor
     from restore.service import ThreadService
     from restore.stores import Settings
     from restore.stores.api import Pages, Store
@@ -77,6 +78,13 @@ class SessiondServer:
         # Threads start on the first read, not here.
         self._readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="sessiond-read")
         self._searches = ThreadPoolExecutor(1, thread_name_prefix="sessiond-search")
+        # A record's redaction, off the store thread (`run_redaction`): one thread for
+        # records of ordinary size, one for the large, so that neither kind waits behind
+        # the other (a client's 16 MiB record, another's small one).
+        self._redacting = (
+            ThreadPoolExecutor(1, thread_name_prefix="sessiond-redact"),
+            ThreadPoolExecutor(1, thread_name_prefix="sessiond-redact-large"),
+        )
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._index_flush = IndexFlush(self._flush_index)
@@ -242,6 +250,18 @@ class SessiondServer:
         search's catch-up and query never hold another client's record."""
         return await asyncio.get_running_loop().run_in_executor(self._searches, work)
 
+    def run_redaction(self, work: Callable[[], T], *, large: bool) -> asyncio.Future[T]:
+        """`work()` (a record's redaction) on a redaction thread: never the store thread,
+        where its cost held every other client's request (docs/security.md)."""
+        executor = self._redacting[1 if large else 0]
+        return asyncio.get_running_loop().run_in_executor(executor, work)
+
+    def redactor(self) -> Redactor | None:
+        """The store's redactor, if the store is open (None: redaction is off, or no
+        store yet: it redacts on its own, in `stamp`)."""
+        service = self._service
+        return service.store.redactor if service is not None else None
+
     def schedule_index_flush(self) -> None:
         """The batched index rows written once records pause (server/index_flush.py)."""
         self._index_flush.soon(self.loop)
@@ -321,3 +341,5 @@ class SessiondServer:
             self.worker.run_blocking(self._store.close)
         self.worker.shutdown()
         self._readers.shutdown(wait=True)
+        for executor in self._redacting:
+            executor.shutdown(wait=True)

@@ -43,13 +43,16 @@ def redactors() -> dict[str, Redactor]:
 
 
 def python_rules(redactor: Redactor, text: str) -> set[int]:
-    """The rules the engine would run on `text` and whose pattern `re` finds in it."""
+    """The rules the engine would run on `text` and whose pattern finds a match there: as
+    RE2 runs it (the engine), and as Python's `re` reads it (what the pass is derived from;
+    the two differ in `\\s` and `\\S`, and the pass must take both)."""
     lowered = text.lower()
+    data = text.encode("utf-8", "surrogatepass")
     return {
         index
         for index, rule in enumerate(redactor.rules)
         if (not rule.keywords or any(word in lowered for word in rule.keywords))
-        and rule.pattern.search(text)
+        and (rule.engine.search(data) or rule.pattern.search(text))
     }
 
 
@@ -185,7 +188,7 @@ def test_python_folds_only_these_non_ascii_characters_onto_ascii_letters() -> No
 def redactor_possible_everything(raw: bytes) -> bool:
     redactor = redactor_for(RedactionSettings(), KEY)
     assert redactor is not None
-    return set(redactor.possible(raw)) == set(range(len(redactor.rules)))
+    return set(range(len(redactor.rules))) <= set(redactor.possible(raw))
 
 
 def test_a_users_own_patterns_are_in_the_pass_lookarounds_and_back_references_too() -> None:

@@ -115,14 +115,61 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
             "duplicates": result.duplicates,
         }
 
+    redacting = _redaction(ctx, items)
+    # Redacted already, off the store thread, or found to hold nothing to redact (None
+    # and a redactor); without one the store redacts as it stamps, if redaction is on.
+    redacted = redacting is not None or ctx.server.redactor() is not None
     return ctx.server.worker.submit(
         lambda: ctx.service.record(
-            params.threadId, params.sessionId, items, ctx.connection.owner, defer_sync=group
+            params.threadId,
+            params.sessionId,
+            items if redacting is None else redacting.result(),
+            ctx.connection.owner,
+            defer_sync=group,
+            redacted=redacted,
         ),
         durable=group,
         then=recorded,
         next_turn=True,
+        after=redacting,
     )
+
+
+INLINE_BYTES = 64 << 10
+"""A record up to this size is looked at by the redactor's whole-item pass on the event
+loop (Hyperscan: ~1 µs for most records); past it, or when the pass finds something to
+look at, the redaction runs on a redaction thread."""
+
+
+def _redaction(ctx: Context, items: list[dict[str, Any]]) -> asyncio.Future[list[Any]] | None:
+    """A record's redaction, off the store thread: None when there is nothing to redact
+    (most records: the pass finds no rule possible) or the store is not open yet (it
+    redacts as it stamps); else the future of the redacted items, run on a redaction
+    thread (a record's secrets never hold another client's work: docs/security.md).
+    A record too costly to look at (TooCostly) is refused, the item named."""
+    import orjson
+
+    redactor = ctx.server.redactor()
+    if redactor is None:
+        return None
+    raws = [orjson.dumps(item) for item in items]
+    size = sum(len(raw) for raw in raws)
+    if size <= INLINE_BYTES and redactor.ready and not any(map(redactor.possible, raws)):
+        return None
+
+    def redact() -> list[Any]:
+        from restore.redaction.engine import TooCostly
+
+        pause_point("redaction")  # on a redaction thread (tests/security/test_redaction_cost.py)
+        out = []
+        for index, (item, raw) in enumerate(zip(items, raws, strict=True)):
+            try:
+                out.append(redactor.item(item, raw))
+            except TooCostly as exc:
+                raise ProtocolError(exc.kind, exc.message, field=f"items[{index}]") from None
+        return out
+
+    return ctx.server.run_redaction(redact, large=size > INLINE_BYTES)
 
 
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
