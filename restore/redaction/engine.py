@@ -201,6 +201,7 @@ class Redactor:
             KEYED + index for index, rule in enumerate(self.rules) if rule.keywords
         }
         self._keywords: ahocorasick.Automaton | None = None
+        self._longest = max(map(len, self._by_keyword), default=1)
         if self._by_keyword:
             self._keywords = ahocorasick.Automaton()
             for word in self._by_keyword:
@@ -236,11 +237,7 @@ class Redactor:
         if self._keywords is None:
             return self._always
         if len(text) >= LONG_TEXT and Keywords is not None:
-            if self._long is None:
-                with _BUILDING:
-                    if self._long is None:
-                        self._long = Keywords(sorted(self._by_keyword))
-            hits = self._long.present(_encode(text.lower()))
+            hits = self._long_words().present(_encode(text.lower()))
         else:
             hits = {word for _, word in self._keywords.iter(text.lower())}
         if not hits:
@@ -281,29 +278,76 @@ class Redactor:
                     found.append(hit)
         return found
 
-    def unsettled(self, text: str, since: int = 0) -> int:
+    def keywords_in(self, text: str, since: int = 0) -> list[tuple[int, str]]:
+        """Each keyword that occurs in `text` ending at or past `since` (one a previous
+        call saw ended before it), and where it starts, or (with Hyperscan, each once: one
+        C call, not the automaton's 20 ns a character) at most where."""
+        if self._keywords is None:
+            return []
+        begin = max(0, since - self._longest + 1)
+        if Keywords is not None:
+            return [(len(text), word) for word in self._long_words().present(
+                _encode(text[begin:].lower()))]  # fmt: skip
+        found = []
+        for end, word in self._keywords.iter(text[begin:].lower()):
+            if begin + end + 1 > since:
+                found.append((begin + end + 1 - len(word), word))
+        return found
+
+    def _long_words(self) -> Keywords:
+        if self._long is None:
+            with _BUILDING:
+                if self._long is None:
+                    self._long = Keywords(sorted(self._by_keyword))
+        return self._long
+
+    def rules_for(self, words: Collection[str]) -> list[int]:
+        """The rules these keywords (and none) pick, as `candidates` picks them."""
+        chosen = set(self._always)
+        for word in words:
+            chosen.update(self._by_keyword.get(word, ()))
+        return sorted(chosen)
+
+    def unsettled(self, text: str, since: int = 0, rules: Sequence[int] | None = None) -> int:
         """The earliest offset of `text`, a stream's text so far with more to come, from
         which a secret may still be in progress (len(text): none). That is the last word
         (a token, or a keyword, cut short), and for each rule whose keyword occurs (as
         `candidates`) a match that reaches the end (it may grow) or that more text could
         complete (a partial match: `Rule.partial`), and then any match that straddles the
         offset. Text before it can be stored on its own: no secret of the rules' shapes
-        is cut there, nor cut from the name that makes it one (`api_key = ...`).
+        is cut there, nor cut from the name that makes it one (`api_key = ...`). A match
+        in progress is found by RE2 (`Rule.in_progress`, prefixes.py: linear), not by
+        partial matching, which backtracked for 100 ms over a held chunk of keywords.
 
-        `since`: how much of `text` a previous call already saw (a stream's hold,
-        restore/sources/acp_chunks.py): a rule whose matches are at most `width`
-        characters long is run from `since - width` only (a match that can still grow
-        starts there or later), so holding a long text costs each new piece once."""
+        A stream's hold (restore/sources/acp_chunks.py) passes what it knows, so that
+        holding a long text costs each new piece once, not a scan of all it holds again:
+        `since`, how much of `text` a previous call saw (a rule whose matches are at most
+        `width` characters long is run from `since - width` only: a match that can still
+        grow starts there or later), and `rules`, those its keywords pick (it keeps them
+        as they come: `keywords_in`)."""
         end = len(text)
-        cut = max(text.rfind(space, since) for space in " \n\t\r") + 1  # (a token has none)
+        cut = max(text.rfind(space) for space in " \n\t\r") + 1  # (a token has none)
         whole: list[tuple[int, int]] = []
-        for index in self.candidates(text):
+        for index in self.candidates(text) if rules is None else rules:
             rule = self.rules[index]
             width = rule.width
             begin = 0 if width is None else max(0, since - width)
-            for match in rule.partial.finditer(text, begin, partial=True):
+            progress = rule.in_progress
+            if progress is None:  # what RE2 cannot run: partial matching (backtracking)
+                for match in rule.partial.finditer(text, begin, partial=True):
+                    start, stop = match.span()
+                    if match.partial or stop >= end:
+                        cut = min(cut, start)
+                    elif stop > start:
+                        whole.append((start, stop))
+                continue
+            found = progress.search(text, begin)
+            if found is not None and found.start() < end:
+                cut = min(cut, found.start())
+            engine: Any = rule.engine  # RE2 (`in_progress` is None otherwise): takes a str
+            for match in engine.finditer(text, begin):
                 start, stop = match.span()
-                if match.partial or stop >= end:
+                if stop >= end:
                     cut = min(cut, start)
                 elif stop > start:
                     whole.append((start, stop))

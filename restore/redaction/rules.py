@@ -113,6 +113,20 @@ class Rule:
             return re.compile((self.source or self.regex).encode("utf-8", "surrogatepass"))
 
     @functools.cached_property
+    def in_progress(self) -> re2._Regexp | None:
+        """Where a match may still be in progress at a text's end: the leftmost match of
+        this (prefixes.py) in RE2, linear; None: the pattern has what RE2 cannot run (a
+        user's lookaround), and `partial` answers instead."""
+        from restore.redaction.prefixes import NoPrefix, in_progress
+
+        if not isinstance(self.engine, re2._Regexp):
+            return None
+        try:
+            return linear(in_progress(self.regex))
+        except (NoPrefix, re.error, RecursionError):
+            return None
+
+    @functools.cached_property
     def groups(self) -> int:
         return int(self.engine.groups)
 
