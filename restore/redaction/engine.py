@@ -121,11 +121,13 @@ class TooCostly(ProtocolError):
 class Budget:
     """What the rules may still spend on one item (`SCAN_BUDGET`, `MATCHES_BUDGET`)."""
 
-    __slots__ = ("matches", "scan")
+    __slots__ = ("collect", "matches", "scan")
 
     def __init__(self, scan: int = SCAN_BUDGET, matches: int = MATCHES_BUDGET) -> None:
         self.scan = scan
         self.matches = matches
+        self.collect: list[tuple[str, str]] | None = None
+        """The secrets replaced, while a JSON text's walk wants them (`_inner_hits`)."""
 
     def spend(self, characters: int) -> None:
         self.scan -= characters
@@ -146,8 +148,9 @@ class Found:
     secret: str
 
 
-Hit = tuple[int, int, bool, str, str]
-"""A match kept: start and end (bytes of the text's UTF-8), generic, kind, the secret."""
+Hit = tuple[int, int, bool | None, str, str]
+"""A match kept: start and end (bytes of the text's UTF-8), generic (None: found by a JSON
+text's walk, counted there), kind, the secret."""
 
 
 def entropy(text: str) -> float:
@@ -563,17 +566,58 @@ class Redactor:
         )
         if context is not None:
             hits += self._named_hits(context, data, budget)
-        if not hits:
+        inner = self._inner_hits(text, data, budget) if _looks_like_json(text) else []
+        if not hits and not inner:
             return text
         parts: list[bytes] = []
         at = 0
-        for start, end, _, kind, secret in _settle(hits):
+        for start, end, generic, kind, secret in _settle(hits + inner):
             parts.append(data[at:start])
             parts.append(self.placeholder(kind, secret).encode())
-            self.counts[kind] += 1
+            if generic is not None:  # (the JSON text's own walk counted its findings)
+                self.counts[kind] += 1
+                if budget.collect is not None:
+                    budget.collect.append((kind, secret))
             at = end
         parts.append(data[at:])
         return _decode(b"".join(parts))
+
+    def _inner_hits(self, text: str, data: bytes, budget: Budget) -> list[Hit]:
+        """A string that is JSON text (a tool's output, an API answer kept as text, an
+        escaped config inside it) walked as the structure it holds: a name/value pair, a
+        value under a secret-named key, a key, as anywhere else. What the walk finds is
+        replaced wherever the text spells it (as it is, or JSON-escaped, once or twice)."""
+        try:
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return []
+        if not isinstance(parsed, dict | list):
+            return []
+        allowed = self.possible(data)
+        if not allowed:
+            return []
+        outer, budget.collect = budget.collect, []
+        try:
+            self._value(parsed, allowed, None, budget)
+            found = budget.collect
+        finally:
+            budget.collect = outer
+        if outer is not None:
+            outer.extend(found)
+        hits: list[Hit] = []
+        for kind, secret in dict.fromkeys(found):
+            spelled = _encode(secret)
+            forms = {spelled}
+            for _ in range(2):
+                spelled = orjson.dumps(_decode(spelled))[1:-1]
+                forms.add(spelled)
+            for form in forms:
+                at = data.find(form)
+                while at >= 0:
+                    budget.matched()
+                    hits.append((at, at + len(form), None, kind, secret))
+                    at = data.find(form, at + len(form))
+        return hits
 
     def _named_hits(
         self, context: tuple[str, Sequence[int]], data: bytes, budget: Budget
@@ -605,12 +649,21 @@ class Redactor:
         return data if redacted is text else redacted.encode("utf-8")
 
 
+def _looks_like_json(text: str) -> bool:
+    """An object or an array written as text (what `_inner_hits` walks)."""
+    if len(text) < MIN_TEXT:
+        return False
+    first, last = text.lstrip()[:1], text.rstrip()[-1:]
+    return (first, last) in (("{", "}"), ("[", "]"))
+
+
 def _settle(hits: list[Hit]) -> list[Hit]:
     """Non-overlapping, in order: where two overlap, a specific rule's over a generic
-    one's, then the earlier, then the longer."""
+    one's (a JSON text's walk's first: it saw the structure), then the earlier, then the
+    longer."""
     if not hits:
         return []
-    hits.sort(key=lambda hit: (hit[2], hit[0], hit[0] - hit[1]))
+    hits.sort(key=lambda hit: (hit[2] is not None, bool(hit[2]), hit[0], hit[0] - hit[1]))
     kept: list[Hit] = []
     for hit in hits:
         if all(hit[1] <= other[0] or hit[0] >= other[1] for other in kept):
