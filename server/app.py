@@ -31,7 +31,7 @@ from server.host import Notice, thread_notice
 from server.index_flush import IndexFlush
 from server.live.subscriptions import Subscriptions
 from server.rpc.dispatch import SessiondProtocol
-from server.worker import StoreWorker
+from server.worker import Batched, StoreWorker
 
 if TYPE_CHECKING:
     from restore.redaction.engine import Redactor
@@ -81,10 +81,7 @@ class SessiondServer:
         # A record's redaction, off the store thread (`run_redaction`): one thread for
         # records of ordinary size, one for the large, so that neither kind waits behind
         # the other (a client's 16 MiB record, another's small one).
-        self._redacting = (
-            ThreadPoolExecutor(1, thread_name_prefix="sessiond-redact"),
-            ThreadPoolExecutor(1, thread_name_prefix="sessiond-redact-large"),
-        )
+        self._redacting = (Batched("sessiond-redact"), Batched("sessiond-redact-large"))
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._index_flush = IndexFlush(self._flush_index)
@@ -253,8 +250,7 @@ class SessiondServer:
     def run_redaction(self, work: Callable[[], T], *, large: bool) -> asyncio.Future[T]:
         """`work()` (a record's redaction) on a redaction thread: never the store thread,
         where its cost held every other client's request (docs/security.md)."""
-        executor = self._redacting[1 if large else 0]
-        return asyncio.get_running_loop().run_in_executor(executor, work)
+        return self._redacting[1 if large else 0].submit(work)
 
     def redactor(self) -> Redactor | None:
         """The store's redactor, if the store is open (None: redaction is off, or no
@@ -341,5 +337,5 @@ class SessiondServer:
             self.worker.run_blocking(self._store.close)
         self.worker.shutdown()
         self._readers.shutdown(wait=True)
-        for executor in self._redacting:
-            executor.shutdown(wait=True)
+        for batched in self._redacting:
+            batched.shutdown()

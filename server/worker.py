@@ -277,3 +277,57 @@ def _failure(future: asyncio.Future[Any]) -> BaseException | None:
     if future.cancelled():
         return asyncio.CancelledError()
     return future.exception()
+
+
+class Batched:
+    """Callables run on one thread of their own, in batches: everything queued while the
+    thread was busy goes in its next hop, and the whole batch is answered with one wake of
+    the loop (a record's redaction: a hop each, with 16 records in flight, cost a third of
+    the rate of records that held a secret). `submit` is called on the event loop only."""
+
+    def __init__(self, name: str) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._queue: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
+        self._busy = False
+
+    def submit(self, work: Callable[[], T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.append((work, future))
+        if not self._busy:
+            self._hand_over(loop)
+        return future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch, self._queue = self._queue, []
+        self._busy = True
+        self._executor.submit(self._run, batch, loop)
+
+    def _run(
+        self, batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:  # fmt: skip
+        outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        for work, future in batch:
+            if future.cancelled():
+                continue
+            try:
+                outcomes.append((future, work(), None))
+            except BaseException as exc:  # every failure goes to its caller
+                outcomes.append((future, None, exc))
+        loop.call_soon_threadsafe(self._done, outcomes)
+
+    def _done(self, outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+        for future, result, error in outcomes:
+            if future.done():
+                continue
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+        self._busy = False
+        if self._queue:
+            self._hand_over(asyncio.get_running_loop())
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True)

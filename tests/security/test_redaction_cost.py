@@ -75,7 +75,7 @@ async def test_a_record_too_costly_to_check_for_secrets_is_refused_whole_and_nam
     client = await WsClient.open(server.record)
     started = await client.request("thread/start", {"cwd": str(tmp_path)})
     ids = {"threadId": started["thread"]["threadId"], "sessionId": started["sessionId"]}
-    template = "".join(f"SERVICE_{n}_API_KEY=\n" for n in range(45_000))
+    template = "".join(f"SERVICE_{n}_API_KEY=\n" for n in range(100_000))
     reply = await (
         await client.start_request(
             "thread/record", {**ids, "items": [message("fine"), message(template)]}
@@ -88,4 +88,4 @@ async def test_a_record_too_costly_to_check_for_secrets_is_refused_whole_and_nam
     assert error["data"]["kind"] == "PayloadTooLarge" and error["data"]["field"] == "items[1]"
     assert "smaller items" in error["message"]
     assert after["lastSeq"] == 2  # nothing of the refused record was stored
-    assert b"SERVICE_44999_API_KEY" not in data_dir_bytes(home)
+    assert b"SERVICE_99999_API_KEY" not in data_dir_bytes(home)
