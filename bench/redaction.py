@@ -404,18 +404,19 @@ async def _hostile(
         victim = await WsClient.open(record, name="victim")
         mine = await hostile.request("thread/start", {"cwd": str(tmp)})
         theirs = await victim.request("thread/start", {"cwd": str(tmp)})
-        texts = [t for t in pathological(mib).values() if isinstance(t, str)]
+        texts = [_fitted(t, mib << 20) for t in pathological(mib).values() if isinstance(t, str)]
         stop = time.monotonic() + seconds
 
         async def attack() -> None:
             n = 0
             while time.monotonic() < stop:
                 began = time.perf_counter()
-                await (await hostile.start_request("thread/record", {
+                answer = await asyncio.wait_for(await hostile.start_request("thread/record", {
                     "threadId": mine["thread"]["threadId"], "sessionId": mine["sessionId"],
                     "items": [{"type": "message", "id": str(uuid.uuid4()), "role": "tool",
-                               "content": texts[n % len(texts)]}]}))  # fmt: skip
+                               "content": texts[n % len(texts)]}]}), 900)  # fmt: skip
                 samples["hostile"].append(time.perf_counter() - began)
+                samples.setdefault("refused", []).append(float("error" in answer))
                 n += 1
 
         async def measure() -> None:
@@ -443,6 +444,14 @@ async def _hostile(
     return samples
 
 
+def _fitted(text: str, frame: int) -> str:
+    """`text` cut so that a record of it fits the frame limit (JSON escapes count)."""
+    room = frame - 16384
+    while (size := len(orjson.dumps(text))) > room:
+        text = text[: len(text) * room // size]
+    return text
+
+
 def render_hostile(results: dict[str, dict[str, list[float]]], mib: int, store: str) -> str:
     out = [f"| {store}, hostile {mib} MiB records | victim `thread/record` p50 / p99 / max (ms) "
            "| `thread/list` p50 / p99 / max (ms) | victim requests | hostile records |",
@@ -454,8 +463,9 @@ def render_hostile(results: dict[str, dict[str, list[float]]], mib: int, store: 
             p99 = values[min(len(values) - 1, int(0.99 * len(values)))]
             cells.append(f"{statistics.median(values) * 1000:.0f} / {p99 * 1000:.0f} / "
                          f"{values[-1] * 1000:.0f}")  # fmt: skip
+        refused = int(sum(samples.get("refused", [])))
         out.append(f"| {way} | {cells[0]} | {cells[1]} | {len(samples['record'])} | "
-                   f"{len(samples['hostile'])} |")  # fmt: skip
+                   f"{len(samples['hostile'])} ({refused} refused) |")  # fmt: skip
     return "\n".join(out)
 
 

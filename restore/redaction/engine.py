@@ -13,12 +13,14 @@ rule's keyword is looked at as the rules look at text, the name with the value
 (`"name": "value"` and `name="value"`): a value under a secret-named key is redacted as
 the same written in a `.env` file or a JSON text would be, whatever it is (a string, a long
 number, an array or object of them, as deep as it nests; a name/value pair,
-`{"name": "DB_PASSWORD", "value": …}`, alike). Without the `hyperscan` package (a platform
-it has no wheel for) the keywords alone decide: the same findings, slower.
+`{"name": "DB_PASSWORD", "value": …}`, alike); a string that is JSON text (a tool's
+answer kept as text) is walked as the structure it holds. Without the `hyperscan` package
+(a platform it has no wheel for) the keywords alone decide: the same findings, slower.
 
 The rules run in RE2 (rules.py), over each text's UTF-8 bytes: linear in the text,
 whatever it holds, and each item has a budget (`Budget`: characters the rules may scan,
-findings) past which it is refused whole (`TooCostly`), never stored unlooked-at. A match
+matches they may find) past which it is refused whole (`TooCostly`), never stored
+unlooked-at. A match
 is checked as gitleaks checks it (the secret's entropy, the rule's and the global
 allowlists and stopwords: one Aho-Corasick pass per allowlist, not one search per
 stopword); where two rules match overlapping text the specific one wins over a generic one
