@@ -31,7 +31,7 @@ from server.host import Notice, thread_notice
 from server.index_flush import IndexFlush
 from server.live.subscriptions import Subscriptions
 from server.rpc.dispatch import SessiondProtocol
-from server.worker import Batched, StoreWorker
+from server.worker import LANE, Batched, StoreWorker
 
 if TYPE_CHECKING:
     from restore.redaction.engine import Redactor
@@ -264,7 +264,14 @@ class SessiondServer:
 
     def _flush_index(self) -> None:
         if self._service is not None:
-            self.worker.submit(self._service.flush_index).add_done_callback(_log_failure)
+            # The server's own job, whoever's request set the timer: no connection's lane
+            # (its timer callback inherits the request's context), so a record waiting for
+            # its redaction does not hold the rows back.
+            lane = LANE.set(None)
+            try:
+                self.worker.submit(self._service.flush_index).add_done_callback(_log_failure)
+            finally:
+                LANE.reset(lane)
 
     def announce_update(self, summary: ThreadSummary) -> None:
         """`thread/updated` after records, coalesced: at most one per thread every

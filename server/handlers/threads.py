@@ -115,10 +115,7 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
             "duplicates": result.duplicates,
         }
 
-    redacting = _redaction(ctx, items)
-    # Redacted already, off the store thread, or found to hold nothing to redact (None
-    # and a redactor); without one the store redacts as it stamps, if redaction is on.
-    redacted = redacting is not None or ctx.server.redactor() is not None
+    redacting, redacted = _redaction(ctx, items)
     return ctx.server.worker.submit(
         lambda: ctx.service.record(
             params.threadId,
@@ -141,21 +138,27 @@ loop (Hyperscan: ~1 µs for most records); past it, or when the pass finds somet
 look at, the redaction runs on a redaction thread."""
 
 
-def _redaction(ctx: Context, items: list[dict[str, Any]]) -> asyncio.Future[list[Any]] | None:
-    """A record's redaction, off the store thread: None when there is nothing to redact
-    (most records: the pass finds no rule possible) or the store is not open yet (it
-    redacts as it stamps); else the future of the redacted items, run on a redaction
-    thread (a record's secrets never hold another client's work: docs/security.md).
-    A record too costly to look at (TooCostly) is refused, the item named."""
+def _redaction(
+    ctx: Context, items: list[dict[str, Any]]
+) -> tuple[asyncio.Future[list[Any]] | None, bool]:
+    """A record's redaction, off the store thread, and whether the store may take the
+    items as redacted. (None, True): nothing to redact (most records: the pass finds no
+    rule possible). (None, False): the store redacts as it stamps (no store open yet, or
+    the pass not loaded yet: the first small record loads it there, as before). Else the
+    future of the redacted items, run on a redaction thread (a record's secrets never hold
+    another client's work: docs/security.md); one too costly to look at (TooCostly) is
+    refused, the item named."""
     import orjson
 
     redactor = ctx.server.redactor()
     if redactor is None:
-        return None
+        return None, False
     large = _larger_than(items, INLINE_BYTES)
+    if not large and not redactor.ready:
+        return None, False
     raws = [] if large else [orjson.dumps(item) for item in items]
-    if not large and redactor.ready and not any(map(redactor.possible, raws)):
-        return None
+    if not large and not any(map(redactor.possible, raws)):
+        return None, True
 
     def redact() -> list[Any]:
         from restore.redaction.engine import TooCostly
@@ -170,7 +173,7 @@ def _redaction(ctx: Context, items: list[dict[str, Any]]) -> asyncio.Future[list
                 raise ProtocolError(exc.kind, exc.message, field=f"items[{index}]") from None
         return out
 
-    return ctx.server.run_redaction(redact, large=large)
+    return ctx.server.run_redaction(redact, large=large), True
 
 
 def _larger_than(value: Any, limit: int) -> bool:
