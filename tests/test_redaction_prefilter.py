@@ -1,5 +1,6 @@
 """Redaction's Hyperscan pass over a whole item (restore/redaction/prefilter.py) rules out
-only what cannot match: for every rule whose pattern Python's `re` finds in a string (its
+only what cannot match: for every rule whose pattern RE2 (what runs the rules) or Python's
+`re` (what the pass is derived from) finds in a string (its
 keyword there, as the engine asks), the pass over any JSON spelling of a record holding
 that string reports the rule — the corpus test's secret shapes and this repository's own
 lines, spelled by every encoder an agent may use (raw UTF-8, ASCII with `\\u` escapes,
@@ -156,6 +157,11 @@ def test_the_engine_finds_the_same_with_the_pass_as_without_it(
     records = [{"type": "message", "text": line, "sessionId": "s"} for line in lines]
     records += [{"type": "tool", "output": text, "args": {"cmd": [secret]}}
                 for secret, text in SECRETS.values()]  # fmt: skip
+    from tests.security.test_redaction_corpus import planted as structured
+
+    # tool I/O as structure: values under secret-named keys, found by name (the pass's
+    # `keyed` patterns send the item to that walk, the same as without the pass)
+    records += [{"type": "operation", "result": value} for _, _, value in structured()]
     records.append({"text": "\n".join(lines[:2000])})
     for mode, redactor in redactors.items():
         with_pass = findings(redactor, records)

@@ -20,7 +20,14 @@ string decoded from that JSON:
 - every assertion (`^`, `$`, `\\b`, `\\B`, `\\A`, `\\Z`, lookarounds) is dropped, true
   everywhere: the context a string has inside the line (quotes, neighbours) cannot hide a
   match it has on its own;
-- a back-reference becomes a copy of its group's pattern (what the group matched, that).
+- a back-reference becomes a copy of its group's pattern (what the group matched, that);
+- the rules run in RE2 (rules.py), whose `\\s` leaves out what Python's takes beyond
+  `[\\t\\n\\f\\r ]` (so its `\\S` and `[^\\s]` take more): each class is given the more of
+  the two readings (`CATEGORY_ASCII`, `CATEGORY_NARROW`), a superset of both.
+
+One more family of patterns says where a rule's keyword names a value (`keyed`: inside an
+object's key followed by a string, an array or object holding one, or a long number; or
+in the name of a name/value pair): the engine then looks at that value with its name.
 
 Two spellings are left out of the patterns, to keep them small, and caught instead by one
 more pattern of the database, `GUARD`: a printable ASCII character written `\\u00XX` (no
