@@ -89,3 +89,29 @@ async def test_a_record_too_costly_to_check_for_secrets_is_refused_whole_and_nam
     assert "smaller items" in error["message"]
     assert after["lastSeq"] == 2  # nothing of the refused record was stored
     assert b"SERVICE_99999_API_KEY" not in data_dir_bytes(home)
+
+
+def test_an_imported_line_too_costly_to_check_is_skipped_named_and_the_rest_imported(
+    home: Path, tmp_path: Path
+) -> None:
+    """An import redacts each source record as it reads it: a line past the budget is
+    skipped as `too_costly` (nothing of it stored), the session and its other lines kept."""
+    import json
+
+    from tests.support.import_fixtures import ClaudeSession
+    from tests.test_cli import sessiond
+
+    projects, repo = tmp_path / "projects", tmp_path / "repo"
+    repo.mkdir()
+    session = ClaudeSession(projects, repo, "main")
+    session.user("show me the template")
+    session.bash("cat .env.template", "".join(f"SERVICE_{n}_API_KEY=\n" for n in range(100_000)))
+    session.say("That is the template.")
+    session.save()
+    done = sessiond(home, "import", "claude", "--from", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["created"] == 1
+    assert "too_costly" in done.stdout
+    stored = data_dir_bytes(home)
+    assert b"SERVICE_99999_API_KEY" not in stored and b"That is the template." in stored
