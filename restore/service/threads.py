@@ -258,12 +258,16 @@ class ThreadService(Lists, Searches):
         owner: str = LOCAL_OWNER,
         *,
         defer_sync: bool = False,
+        redacted: bool = False,
     ) -> tuple[AppendResult, ThreadSummary]:
         """Append client items. With `defer_sync` (group commit) the items are written but
-        not yet durable: acknowledge them only after the next `begin_commit`'s work."""
+        not yet durable: acknowledge them only after the next `begin_commit`'s work.
+        `redacted`: the items were redacted already, off the store thread (the server's)."""
         session = self.sessions.lease(thread_id, session_id, owner)
         items, no_ops = ledger.check(session, items)
-        result = self.sessions.append(session, items, session_id, defer_sync=defer_sync)
+        result = self.sessions.append(
+            session, items, session_id, defer_sync=defer_sync, redacted=redacted
+        )
         if no_ops:
             result = AppendResult(
                 result.first_seq, result.last_seq, result.duplicates + no_ops, result.stored

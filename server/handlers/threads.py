@@ -138,14 +138,88 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
             "duplicates": result.duplicates,
         }
 
+    redacting, redacted = _redaction(ctx, items)
     return ctx.server.worker.submit(
         lambda: ctx.service.record(
-            params.threadId, params.sessionId, items, ctx.connection.owner, defer_sync=group
+            params.threadId,
+            params.sessionId,
+            items if redacting is None else redacting.result(),
+            ctx.connection.owner,
+            defer_sync=group,
+            redacted=redacted,
         ),
         durable=group,
         then=recorded,
         next_turn=True,
+        after=redacting,
     )
+
+
+INLINE_BYTES = 64 << 10
+"""A record up to this size is looked at by the redactor's whole-item pass on the event
+loop (Hyperscan: ~1 µs for most records); past it, or when the pass finds something to
+look at, the redaction runs on a redaction thread."""
+
+
+def _redaction(
+    ctx: Context, items: list[dict[str, Any]]
+) -> tuple[asyncio.Future[list[Any]] | None, bool]:
+    """A record's redaction, off the store thread, and whether the store may take the
+    items as redacted. (None, True): nothing to redact (most records: the pass finds no
+    rule possible). (None, False): the store redacts as it stamps (no store open yet, or
+    the pass not loaded yet: the first small record loads it there, as before). Else the
+    future of the redacted items, run on a redaction thread (a record's secrets never hold
+    another client's work: docs/security.md); one too costly to look at (TooCostly) is
+    refused, the item named."""
+    import orjson
+
+    redactor = ctx.server.redactor()
+    if redactor is None:
+        return None, False
+    large = _larger_than(items, INLINE_BYTES)
+    if not large and not redactor.ready:
+        return None, False
+    raws = [] if large else [orjson.dumps(item) for item in items]
+    if not large and not any(map(redactor.possible, raws)):
+        return None, True
+
+    def redact() -> list[Any]:
+        from restore.redaction.engine import TooCostly
+
+        pause_point("redaction")  # on a redaction thread (tests/security/test_redaction_cost.py)
+        encoded = raws or [orjson.dumps(item) for item in items]  # a large one: here
+        out = []
+        for index, (item, raw) in enumerate(zip(items, encoded, strict=True)):
+            try:
+                out.append(redactor.item(item, raw))
+            except TooCostly as exc:
+                raise ProtocolError(exc.kind, exc.message, field=f"items[{index}]") from None
+        return out
+
+    return ctx.server.run_redaction(redact, large=large), True
+
+
+def _larger_than(value: Any, limit: int) -> bool:
+    """Whether the text of `value` (its strings and keys) passes `limit` characters: a
+    walk of its nodes, not an encoding of its bytes (16 MiB encoded on the event loop
+    held every client for 10-30 ms)."""
+    left = limit
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            left -= len(node)
+        elif isinstance(node, dict):
+            for key, inner in node.items():
+                left -= len(key)
+                stack.append(inner)
+        elif isinstance(node, list):
+            stack.extend(node)
+        else:
+            left -= 8
+        if left < 0:
+            return True
+    return False
 
 
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from server.rpc.framing import (
     encode,
 )
 from server.rpc.refusals import RateLimitedLog
+from server.worker import LANE
 
 logger = logging.getLogger("sessiond.rpc")
 refusals = RateLimitedLog(logger)
@@ -212,16 +213,20 @@ class SessiondProtocol:
                 msg_id, ProtocolError(ErrorKind.METHOD_NOT_FOUND, f"unknown method {method!r}")
             )
             return
+        lane = LANE.set(self)  # this connection's jobs keep their order (server/worker.py)
         try:
             outcome = handler(params)
         except Exception as exc:
+            LANE.reset(lane)
             self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
             return
         if asyncio.iscoroutine(outcome) or asyncio.isfuture(outcome):
-            future = asyncio.ensure_future(outcome)
+            future = asyncio.ensure_future(outcome)  # a task: it keeps the lane
+            LANE.reset(lane)
             self.in_flight[msg_id] = future
             future.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
         else:
+            LANE.reset(lane)
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": outcome})
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:

@@ -319,6 +319,14 @@ class FakeAgent:
                 for piece in pieces:
                     self.update(session, chunk(kind, piece, message_id))
             return {"stopReason": "end_turn"}
+        if words[:1] == ["tools"]:  # tool calls whose rawInput and rawOutput a file holds
+            for n, (given, answered) in enumerate(json.loads(Path(words[1]).read_text())):
+                call = tool_call(f"t-{n}", f"Call {n}", "fetch", "pending")
+                self.update(session, {**call, "rawInput": given})
+                done = {"sessionUpdate": "tool_call_update", "toolCallId": f"t-{n}",
+                        "status": "completed", "rawOutput": answered}  # fmt: skip
+                self.update(session, done)
+            return {"stopReason": "end_turn"}
         if words[:1] == ["chunks"]:
             piece = "y" * 1023 + "\n"
             for _ in range(int(words[1])):
