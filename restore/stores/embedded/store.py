@@ -22,7 +22,8 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
@@ -43,7 +44,7 @@ from restore.stores.api import (
     encode_line,
     missing_records,
 )
-from restore.stores.embedded import blobs, marks, snapshots
+from restore.stores.embedded import blobs, keylocks, marks, snapshots
 from restore.stores.embedded.commit import GroupCommit
 from restore.stores.embedded.external import ExternalThreads
 from restore.stores.embedded.files import ThreadStore, ThreadWriter, open_thread_file
@@ -214,6 +215,16 @@ class EmbeddedStore(ThreadStore):
 
     def exists(self, thread_id: str) -> bool:
         return self.layout.locate(thread_id) is not None
+
+    @contextmanager
+    def hold_key(self, key: str) -> Iterator[None]:
+        """`locks/<sha256 of key>`'s flock (keylocks.py); the rows this process holds back
+        are written before it goes, so the next holder's index shows what was decided."""
+        with keylocks.held(self.layout, key):
+            try:
+                yield
+            finally:
+                self.flush()
 
     def transcript_path(self, thread_id: str) -> str | None:
         return str(self.layout.thread_path(thread_id))
