@@ -6,7 +6,8 @@ The home holds `keys x chain` threads written directly in the documented format
 (docs/storage.md): each key a reset chain of `chain` threads (each replaced one naming its
 successor, the newest current), a few records each. One real server process (`serve
 --stdio`, the pipe, group commit) is warmed by a `thread/list` (its index built from the
-files, timed apart); then one request at a time, timed at the client from send to answer:
+files, timed apart); then one request at a time, timed at the client from send to answer
+(`--durability none` shows what is left without the disk's syncs):
 
 - **goes on**: a message for a key whose current thread this client holds: the policy is
   judged and the session goes on (the per-message call of a harness);
@@ -102,12 +103,14 @@ def _timed(server: PipelinedServer, params: dict[str, Any]) -> tuple[float, dict
     return time.perf_counter() - began, answer
 
 
-def run(keys: int = 10_000, chain: int = 10, samples: int = 2000) -> dict[str, Any]:
+def run(
+    keys: int = 10_000, chain: int = 10, samples: int = 2000, durability: str = "group"
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         home, cwd = Path(tmp) / "home", Path(tmp) / "chat"
         cwd.mkdir()
         names = write_home(Layout(home), keys, chain, str(cwd))
-        server = PipelinedServer(home, env={"SESSIOND_DURABILITY": "group"})
+        server = PipelinedServer(home, env={"SESSIOND_DURABILITY": durability})
         try:
             server.request("initialize", {"clientInfo": {"name": "bench"}})
             began = time.perf_counter()
@@ -149,6 +152,7 @@ def run(keys: int = 10_000, chain: int = 10, samples: int = 2000) -> dict[str, A
             server.close()
         sync = raw_sync(Path(tmp))
     return {"threads": keys * chain, "keys": keys, "build_s": build_s, "sync": sync,
+            "durability": durability,
             "goes_on": _ms(goes_on), "resume": _ms(resumed), "reset": _ms(reset),
             "counts": (len(goes_on), len(resumed), len(reset))}  # fmt: skip
 
@@ -156,8 +160,8 @@ def run(keys: int = 10_000, chain: int = 10, samples: int = 2000) -> dict[str, A
 def render(result: dict[str, Any]) -> str:
     rows = [
         f"`thread/continue` from a warm server, {result['threads']:,} threads, "
-        f"{result['keys']:,} keys (index built from the files first: "
-        f"{result['build_s']:.1f} s):",
+        f"{result['keys']:,} keys, `--durability {result['durability']}` (index built from "
+        f"the files first: {result['build_s']:.1f} s):",
         "",
         "| call | p50 ms | p99 ms | timed | target p99 ≤ 5 ms |",
         "|---|---:|---:|---:|---|",
@@ -180,9 +184,11 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--chain", type=int, default=10)
     parser.add_argument("--samples", type=int, default=2000)
+    parser.add_argument("--durability", default="group", choices=("fsync", "group", "none"))
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    print(render(run(args.keys, args.chain, args.samples)))
+    print(render(run(args.keys, args.chain, args.samples, args.durability)))
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

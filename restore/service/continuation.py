@@ -118,12 +118,17 @@ def continue_key(service: ThreadService, ask: ContinueAsk) -> Continued:
         changed = [row for old, new in unlinked if (row := _link(service, old, new)) is not None]
         if current is None:
             started = _start(service, ask, key, None, None, ThreadState(), policy)
-            return Continued("startup", started[0], started[1], True, wire, changed=changed)
-        last = current.updatedAt or current.createdAt
-        decision = evaluate(policy, clock.parse_ts(last), now, zone) if last else CONTINUE
-        if decision.reset is None:
-            return _resume(service, ask, current, wire, last, changed)
-        return _reset(service, ask, key, current, decision, policy, wire, last, changed)
+            done = Continued("startup", started[0], started[1], True, wire, changed=changed)
+        else:
+            last = current.updatedAt or current.createdAt
+            decision = evaluate(policy, clock.parse_ts(last), now, zone) if last else CONTINUE
+            if decision.reset is None:
+                return _resume(service, ask, current, wire, last, changed)
+            done = _reset(service, ask, key, current, decision, policy, wire, last, changed)
+        # The new thread's row (and the links') before the key goes: the next holder's
+        # index must show what was decided (rows a store holds back: the embedded one's).
+        service.store.flush()
+        return done
 
 
 def _resume(

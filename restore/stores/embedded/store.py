@@ -22,8 +22,8 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
@@ -216,15 +216,10 @@ class EmbeddedStore(ThreadStore):
     def exists(self, thread_id: str) -> bool:
         return self.layout.locate(thread_id) is not None
 
-    @contextmanager
-    def hold_key(self, key: str) -> Iterator[None]:
-        """`locks/<sha256 of key>`'s flock (keylocks.py); the rows this process holds back
-        are written before it goes, so the next holder's index shows what was decided."""
-        with keylocks.held(self.layout, key):
-            try:
-                yield
-            finally:
-                self.flush()
+    def hold_key(self, key: str) -> AbstractContextManager[None]:
+        """`locks/<sha256 of key>`'s flock (keylocks.py). Whoever starts a thread for the key
+        under it flushes its row before letting go (restore/service/continuation.py)."""
+        return keylocks.held(self.layout, key)
 
     def transcript_path(self, thread_id: str) -> str | None:
         return str(self.layout.thread_path(thread_id))
