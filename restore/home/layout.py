@@ -16,8 +16,15 @@ _MISSING = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
 def default_home() -> Path:
-    """`$SESSIOND_HOME`, else `$XDG_STATE_HOME/sessiond`, else `~/.local/state/sessiond`."""
-    if home := os.environ.get("SESSIOND_HOME"):
+    """`$SESSIOND_HOME`, else `$XDG_STATE_HOME/sessiond`, else `~/.local/state/sessiond`.
+    Set but empty (`SESSIOND_HOME=$UNSET sessiond ...`) is a mistake, not the default:
+    ValueError, before any other home is touched."""
+    if (home := os.environ.get("SESSIOND_HOME")) is not None:
+        if not home.strip():
+            raise ValueError(
+                "SESSIOND_HOME is set but empty: name a directory, or unset it for the "
+                "default ($XDG_STATE_HOME/sessiond or ~/.local/state/sessiond)"
+            )
         return Path(home)
     if xdg := os.environ.get("XDG_STATE_HOME"):
         return Path(xdg) / "sessiond"
@@ -74,6 +81,11 @@ class Layout:
     def locks_dir(self) -> Path:
         """Session keys' lock files (stores/embedded/keylocks.py), named by the key's sha256."""
         return self.home / "locks"
+
+    @property
+    def claims_dir(self) -> Path:
+        """The threads open writers hold, a byte-range lock each (stores/embedded/claims.py)."""
+        return self.home / "claims"
 
     @property
     def index_path(self) -> Path:

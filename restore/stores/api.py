@@ -58,6 +58,8 @@ Listing = tuple[list[ThreadSummary], str | None]
 KeyThreads = tuple[ThreadSummary | None, list[tuple[str, ThreadSummary]]]
 """A session key's current thread (None: none), and (threadId, its successor's row) of
 each of its threads whose row does not name the successor yet (`Index.key_threads`)."""
+Rows = list[ThreadSummary]
+"""Listing rows, however found (an id prefix's threads)."""
 
 FLUSH_SECONDS = 0.5
 """How long a store may hold listing rows back (the embedded store batches them: one SQLite
@@ -597,6 +599,12 @@ class Index(Protocol):
         ...
 
     def count(self) -> int: ...
+
+    def with_prefix(self, prefix: str, limit: int) -> Rows:
+        """The threads whose id starts with `prefix` (canonical: restore/ids.py `id_prefix`),
+        archived and sub-agents too, in id order, at most `limit`: what a person's
+        `sessiond show 88180741` names. One range of the key, never a scan."""
+        ...
 
 
 class Pages(Protocol):
