@@ -4,6 +4,7 @@ listed by prefix and shown by the command line, on both stores."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,16 @@ def test_the_command_line_lists_by_key_and_shows_it(
     assert "session key direct:ana" in shown.stdout
     quiet = sessiond(home, *store, "list", "--key", "nobody:", "-q")
     assert quiet.returncode == 0 and quiet.stdout == ""
+
+
+def test_a_key_spelling_a_path_locks_a_digest_and_writes_nowhere_else(
+    server: ServerProcess, home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "ws").mkdir()
+    key = "../../../escaped/there"
+    answer = server.request("thread/continue", {"sessionKey": key, "cwd": str(tmp_path / "ws")})
+    assert answer["reason"] == "startup" and answer["thread"]["sessionKey"] == key
+    names = {p.name for p in (home / "locks").iterdir()}  # beside the threads' holder names
+    assert lock_name(key) in names
+    assert all(re.fullmatch(r"[0-9a-f]{64}|[0-9a-f-]{36}\.holder", name) for name in names)
+    assert not (home.parent / "escaped").exists() and not (tmp_path.parent / "escaped").exists()
