@@ -92,6 +92,12 @@ class Layout:
         return self.home / "index.sqlite3"
 
     @property
+    def index_lock_path(self) -> Path:
+        """Held (flock) while a process builds the index: one build at a time, and the
+        others open what it built (stores/embedded/index.py)."""
+        return self.home / "locks" / "index.build"
+
+    @property
     def import_ledger_path(self) -> Path:
         """Where imported sources were left (a cache of the threads' checkpoints)."""
         return self.home / "imports.sqlite3"
