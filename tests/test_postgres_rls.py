@@ -419,7 +419,7 @@ def test_a_database_of_schema_5_upgraded_by_its_owner_needs_no_new_grant_for_cha
         assert upgraded.returncode == 0, upgraded.stderr
         with psycopg.connect(store_url, autocommit=True) as conn:
             versions = conn.execute("SELECT version FROM sessiond_migrations ORDER BY 1")
-            assert [v for (v,) in versions] == [1, 2, 3, 4, 5, 6]
+            assert [v for (v,) in versions] == [1, 2, 3, 4, 5, 6, 7]
         ana = server_as(tmp_path, "ana", roles["ana"])
         laptop = server_as(tmp_path, "ana-laptop", roles["ana"])
         try:
@@ -509,6 +509,32 @@ def test_private_another_roles_open_thread_is_not_found_like_a_random_id(
             assert held.data == {**unknown.data, "threadId": tid}
             assert "pid" not in held.message and "host" not in str(held.data)
         assert ana.request("thread/read", {"threadId": tid})["items"]  # ana's is untouched
+    finally:
+        ana.close()
+        ben.close()
+
+
+def test_each_role_continues_a_session_key_in_threads_of_its_own(
+    roles: dict[str, str], tmp_path: Path
+) -> None:
+    """`team`: ben reads ana's keyed thread but may not write it, so the key's current
+    thread for ben is one of his own; each goes on in their own. `private` alike."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
+    params = {"sessionKey": "direct:carol", "cwd": str(work)}
+    try:
+        first = ana.request("thread/continue", params)
+        ana.request("thread/close", {"threadId": first["thread"]["threadId"],
+                                     "sessionId": first["sessionId"]})  # fmt: skip
+        bens = ben.request("thread/continue", params)
+        assert bens["reason"] == "startup"
+        assert bens["thread"]["threadId"] != first["thread"]["threadId"]
+        again = ana.request("thread/continue", params)
+        assert again["reason"] == "resume"
+        assert again["thread"]["threadId"] == first["thread"]["threadId"]
+        listed = ben.request("thread/list", {"sessionKey": "direct:"})["threads"]
+        assert len(listed) == 2  # team: both are read, each role writes its own
     finally:
         ana.close()
         ben.close()

@@ -23,6 +23,7 @@ import binascii
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
+from restore import clock
 from restore.engine.subsystems import ThreadState
 from restore.search.cancel import Cancel
 from restore.search.query import Query
@@ -54,6 +56,9 @@ and `listening` (no thread, no row) each time the listener is (again) in place: 
 before it may have been missed, changes after it are not."""
 Listing = tuple[list[ThreadSummary], str | None]
 """One page of a listing and the cursor of the next (None: the last page)."""
+KeyThreads = tuple[ThreadSummary | None, list[tuple[str, ThreadSummary]]]
+"""A session key's current thread (None: none), and (threadId, its successor's row) of
+each of its threads whose row does not name the successor yet (`Index.key_threads`)."""
 Rows = list[ThreadSummary]
 """Listing rows, however found (an id prefix's threads)."""
 
@@ -71,7 +76,8 @@ FORMAT_VERSION = 1
 def now_ts() -> str:
     """Fixed-width UTC timestamp with microseconds, so timestamps sort as text."""
     # isoformat is about twice as fast as strftime, and this runs for every append.
-    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+    now = datetime.now(UTC) if clock.TEST_CLOCK is None else clock.now()
+    return now.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def ts_at(seconds: float) -> str:
@@ -401,6 +407,7 @@ ROW_FIELDS = (
     "threadId", "title", "preview", "cwd", "workspaceFolder", "branch", "headSha",
     "createdAt", "updatedAt", "itemCount", "archived", "forkedFrom", "costUsd", "origin",
     "parentThreadId", "parentOperationId", "lastSeq", "latestSessionId",
+    "sessionKey", "previousThreadId", "nextThreadId", "resetReason",
 )  # fmt: skip
 """Every ThreadSummary field a listing row keeps, in the order both stores select them
 (`childCount` is counted by the query, never stored)."""
@@ -580,9 +587,18 @@ class Index(Protocol):
         cursor: str | None = None,
         limit: int = 50,
         parent_thread_id: str | None = None,
+        session_key: str | None = None,
     ) -> Listing:
         """Top-level threads (no parent), or the children of `parent_thread_id`; each
-        row with its `childCount`."""
+        row with its `childCount`. `session_key`: only threads whose key starts with it
+        (restore/keys.py `key_range`), sub-agents' too."""
+        ...
+
+    def key_threads(self, key: str) -> KeyThreads:
+        """The key's current thread (the newest unarchived thread with exactly this key
+        that no thread replaced, by `nextThreadId` or a successor's `previousThreadId`),
+        and the key's threads a successor names but whose own row does not name it yet
+        (their `thread_successor` item is still to be written)."""
         ...
 
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
@@ -810,6 +826,13 @@ class Store(Protocol):
 
     def name_holder(self, thread_id: str, holder: str) -> None:
         """Name the client holding a thread, for other processes' ThreadBusy errors."""
+        ...
+
+    def hold_key(self, key: str) -> AbstractContextManager[None]:
+        """A session key held against every other process (and machine) deciding about the
+        same key (`thread/continue`): while held, the key's current thread found in the
+        index is the truth, and a thread this process starts for the key is listed before
+        the key is let go. KeyBusy-like ThreadBusy when it cannot be had in time."""
         ...
 
     def load_snapshot(self, thread_id: str) -> tuple[Snapshot | None, str | None]:

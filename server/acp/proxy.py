@@ -387,7 +387,7 @@ class AcpProxy(LocalSessions, Recording):
         if "id" not in message:
             return self._editor_notification(message)
         own = OWN_METHODS.get(method)
-        if own is not None and (method != "session/fork" or self._agent_offers("fork")):
+        if own is not None:
             return self._answering(message, own(self, message))
         if method == "session/prompt":
             return self._prompt(message)
@@ -1068,6 +1068,8 @@ class AcpProxy(LocalSessions, Recording):
             service.close_all()
 
 
+RENAME_METHOD = "_sessiond/session/rename"
+"""sessiond's rename extension (advertised in `initialize`'s `_meta.sessiond`)."""
 STEER_METHOD = "_session/steering"
 """The ACP steering extension: words sent into the turn that is running (advertised in
 `initialize`'s `_meta.steering`), recorded as the person's (`AcpProxy._steered`)."""
@@ -1078,7 +1080,8 @@ OWN_METHODS: dict[str, Callable[[AcpProxy, dict[str, Any]], Coroutine[Any, Any, 
     "session/resume": AcpProxy.session_resume,
     "session/close": AcpProxy.session_close,
     "session/delete": AcpProxy.session_delete,
-    "session/fork": AcpProxy.session_fork,  # unstable: only when AGENT offers it
+    "session/fork": AcpProxy.session_fork,  # unstable: AGENT's own, else emulated
+    RENAME_METHOD: AcpProxy.session_rename,
 }
 """The ACP methods sessiond answers itself; everything else goes to AGENT."""
 

@@ -72,6 +72,7 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
             owner=ctx.connection.owner,
             parent_thread_id=params.parentThreadId,
             parent_operation_id=params.parentOperationId,
+            session_key=params.sessionKey,
         )
         summary = started.summary
         if items:
@@ -236,6 +237,7 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
             limit=params.limit,
             progress=progress,
             parent_thread_id=params.parentThreadId,
+            session_key=params.sessionKey,
         )
         return [_filed(ctx, summary.thread_info()) for summary in summaries], cursor
 
@@ -391,6 +393,63 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
             previous_session_id=report["session"]["resumedFrom"],
         )
     return report
+
+
+async def thread_continue(ctx: Context, params: Any) -> dict[str, Any]:
+    """A message for a session key: its thread continues, or a new one replaces it
+    (restore/service/continuation.py). Then, as for start and resume: the rows told to the
+    other clients, the replaced session's SessionEnd (`reset`) and the opened one's
+    SessionStart (`startup`, `resume`, `reset` with its reason) hooks, after the answer."""
+    from restore.access import existing_directory
+    from restore.service.continuation import ContinueAsk
+
+    trusted = ctx.trusted_folders()
+
+    def ask() -> ContinueAsk:
+        return ContinueAsk(
+            key=params.sessionKey,
+            cwd=existing_directory(params.cwd),
+            workspace_folder=ctx.workspace_folder_of(params.cwd),
+            policy=params.policy.model_dump(exclude_none=True) if params.policy else None,
+            title=params.title,
+            model=params.model,
+            permissions=params.permissions.model_dump(exclude_none=True)
+            if params.permissions
+            else None,
+            accept_drift=params.acceptDrift,
+            message_limit=params.messageLimit,
+            available_models=params.availableModels,
+            client=ctx.connection.client_info,
+            owner=ctx.connection.owner,
+            trusted_folders=trusted,
+            max_bytes=ctx.server.config.max_frame // 2,  # the rest of the answer fits beside
+        )
+
+    done = await ctx.server.run_in_worker(lambda: ctx.service.continue_key(ask()))
+    if done.changed:  # replaced threads now naming their successor
+        notices = [thread_notice(row.thread_info()) for row in done.changed]
+        await ctx.server.announce_threads(notices)
+    info = done.thread.thread_info()
+    hooks = ctx.server.hooks
+    if done.ended_session_id is not None:
+        hooks.session_ended(ctx.connection, thread_id=done.previous_thread_id or "",
+                            session_id=done.ended_session_id, reason="reset",
+                            reset_reason=done.reset_reason)  # fmt: skip
+    if done.session_opened and done.session_id is not None:
+        if done.reason == "resume":
+            report = done.report or {}
+            await _session_opened(
+                ctx, info, done.session_id, thread_notice(dict(info)), [], source="resume",
+                cwd=report.get("environment", {}).get("current", {}).get("cwd"),
+                previous_session_id=report.get("session", {}).get("resumedFrom"),
+            )  # fmt: skip
+        else:  # a new thread: no sub-agents yet
+            notice = thread_notice({**info, "childCount": 0}, started=True)
+            await _session_opened(ctx, info, done.session_id, notice, [],
+                                  source=done.reason, cwd=params.cwd,
+                                  reset_reason=done.reset_reason,
+                                  previous_thread_id=done.previous_thread_id)  # fmt: skip
+    return done.answer()
 
 
 async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:

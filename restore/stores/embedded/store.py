@@ -30,6 +30,7 @@ import resource
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
@@ -50,7 +51,7 @@ from restore.stores.api import (
     encode_line,
     missing_records,
 )
-from restore.stores.embedded import blobs, claims, marks, snapshots
+from restore.stores.embedded import blobs, claims, keylocks, marks, snapshots
 from restore.stores.embedded.commit import GroupCommit
 from restore.stores.embedded.external import ExternalThreads
 from restore.stores.embedded.files import ThreadStore, ThreadWriter, open_thread_file
@@ -310,6 +311,11 @@ class EmbeddedStore(ThreadStore):
 
     def exists(self, thread_id: str) -> bool:
         return self.layout.locate(thread_id) is not None
+
+    def hold_key(self, key: str) -> AbstractContextManager[None]:
+        """`locks/<sha256 of key>`'s flock (keylocks.py). Whoever starts a thread for the key
+        under it flushes its row before letting go (restore/service/continuation.py)."""
+        return keylocks.held(self.layout, key)
 
     def transcript_path(self, thread_id: str) -> str | None:
         return str(self.layout.thread_path(thread_id))
