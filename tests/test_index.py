@@ -298,6 +298,10 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
         childCount=0,
         lastSeq=9,
         latestSessionId=str(uuid.uuid4()),
+        sessionKey="direct:ana",
+        previousThreadId=str(uuid.uuid4()),
+        nextThreadId=str(uuid.uuid4()),
+        resetReason="idle",
     )
     # A field added to ThreadSummary without a column would make this test fail.
     defaults = ThreadSummary(threadId=thread_id)
@@ -681,3 +685,17 @@ def test_a_writer_mark_lives_until_the_threads_row_is_written(layout: Layout) ->
     again.close()
     assert list(layout.writers_dir.iterdir()) == []
     store.close()
+
+
+def test_a_probe_holds_a_bounded_number_of_dead_marks(layout: Layout) -> None:
+    """Thousands of dead writers (a server killed with its sessions open) are read again,
+    but only `PROBE_HELD` of their marks are locked, a descriptor each, and removed."""
+    layout.writers_dir.mkdir(parents=True)
+    left = sorted(str(uuid.uuid4()) for _ in range(marks.PROBE_HELD + 6))
+    for thread_id in left:
+        layout.writer_mark_path(thread_id).touch()
+    found = marks.probe(layout)
+    assert len(found.dead) == marks.PROBE_HELD
+    assert sorted(found.thread_ids) == left
+    found.clear()
+    assert sorted(p.name for p in layout.writers_dir.iterdir()) == sorted(found.alive)
