@@ -495,8 +495,8 @@ def render(result: dict[str, Any]) -> str:
         ratio_cell = "—" if ratio is None else f"{ratio:.2f}x"
         lines.append(f"| {label} | {_ms(ours)} | {_ms(theirs)} | {ratio_cell} | "
                      f"≤ {TARGETS[name]}x | {met} |")  # fmt: skip
-    lines += ["", "| J1, of which spawn → `initialize` | sessiond (median ms) | Codex (median ms) |",
-              "|---|---:|---:|"]  # fmt: skip
+    lines += ["", "| J1, of which spawn → `initialize` | sessiond (median ms) "
+              "| Codex (median ms) |", "|---|---:|---:|"]  # fmt: skip
     for name in ("J1 all 1", "J1 all 20", "J1 cwd"):
         ours, theirs = (timings.median(f"{name} {who} initialize") for who in ("sessiond", "codex"))
         lines.append(f"| {name.removeprefix('J1 ')} | {_ms(ours)} | {_ms(theirs)} |")
@@ -535,8 +535,12 @@ def render(result: dict[str, Any]) -> str:
                   f"(J2, the largest of its runs): {rss:.0f} MiB (target ≤ {RSS_TARGET_MIB} "
                   f"MiB): {met}."]  # fmt: skip
     peer = f"`{result['codex']}`" if result["codex"] else "Codex not on PATH: not run"
-    install = ("from its wheel in a fresh virtual environment (bytecode compiled at install), "
-               "spawned as `sessiond`" if result["wheel"] else "this checkout (no bytecode)")
+    install = (
+        "from its wheel in a fresh virtual environment (bytecode compiled at install), "
+        "spawned as `sessiond`"
+        if result["wheel"]
+        else "this checkout (no bytecode)"
+    )
     lines += ["", f"Medians of {result['runs']} fresh processes per cell; sessiond installed "
               f"{install}; peer: {peer}; preparing both data dirs took "
               f"{result['prepare_s']:.0f} s."]  # fmt: skip
