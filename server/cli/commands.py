@@ -9,7 +9,6 @@ With `--store URL` (or SESSIOND_STORE) every command works on the shared databas
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,9 @@ TITLE_COLUMNS = 60
 BRANCH_COLUMNS = 24
 MAX_DEPTH = 4  # levels of sub-agents shown under a thread
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # argparse too: `list` and `show` are read without it (server/cli/quick.py)
+    import argparse
+
     from restore.imports.importer import Importer
     from restore.imports.results import FileResult, ImportSummary
     from restore.summary import ThreadSummary

@@ -9,20 +9,22 @@ shown, never sent. Exit code 0 with hits, 1 with none (as grep), 2 for a malform
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from restore.service import open_service
 from restore.stores import Settings
 from restore.stores.api import ts_at
 from server.cli.terminal import clip, print_json, relative_time, safe
 from server.config import ServerConfig
+
+if TYPE_CHECKING:  # `search` is read without argparse (server/cli/quick.py)
+    import argparse
 
 TITLE_COLUMNS = 28
 _AGO = re.compile(r"(\d+)([mhdw])")

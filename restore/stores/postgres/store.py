@@ -27,14 +27,14 @@ import logging
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import is_sha256, sha256_of, validate_thread_id
-from restore.redaction.engine import Redactor
+from restore.redaction.settings import RedactorSlot
 from restore.stores import api
 from restore.stores.api import (
     Announce,
@@ -71,6 +71,9 @@ from restore.summary import ThreadSummary
 
 logger = logging.getLogger("sessiond.postgres")
 
+if TYPE_CHECKING:
+    from restore.redaction.engine import Redactor
+
 
 class PostgresStore:
     """Threads in one PostgreSQL database; one instance per sessiond process.
@@ -78,9 +81,11 @@ class PostgresStore:
     The writer connection (locks, appends, commits) is used by the store thread only;
     reads (pages, listings, snapshots) go through a pool and may run on any thread."""
 
+    redactor = RedactorSlot()
+
     def __init__(self, url: str, durability: Durability = Durability.FSYNC) -> None:
         self.durability = durability
-        self.redactor: Redactor | None = None
+        self.redactor = None
         self.db = Connections(url, durability)
         self.where = self.db.where
         self.token = uuid.uuid4().hex  # this process, in NOTIFY payloads
