@@ -1,7 +1,12 @@
 """Server settings: embedded defaults, overridden by environment and command-line flags.
 
+Each setting is checked where it is read, at start: a value sessiond does not know is one
+line naming the setting and what it takes (`sessiond: SESSIOND_DURABILITY is one of fsync,
+group, none, not 'bogus'`) and exit code 2, never a server that advertises it in
+`initialize` and then fails every request.
+
 Read by every spawn before its first answer, so it imports nothing heavy: a plain class,
-not a dataclass, and the default data directory worked out with `os.path` alone."""
+not a dataclass, and the default data directory worked out without pathlib."""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ import os
 from server.rpc.framing import DEFAULT_MAX_FRAME
 
 FOLLOWABLE = ("claude", "codex", "gemini")
+DURABILITIES = ("fsync", "group", "none")
+REDACTIONS = ("off", "default", "strict")
 
 
 def parse_follow(value: str) -> tuple[str, ...]:
@@ -21,11 +28,23 @@ def parse_follow(value: str) -> tuple[str, ...]:
     return names
 
 
+def one_of(name: str, value: str, known: tuple[str, ...]) -> str:
+    """`value` if it is one of `known`, else ValueError naming the setting and the choices."""
+    if value not in known:
+        raise ValueError(f"{name} is one of {', '.join(known)}, not {value[:40]!r}")
+    return value
+
+
 def default_home() -> str:
     """`$SESSIOND_HOME`, else `$XDG_STATE_HOME/sessiond`, else `~/.local/state/sessiond`:
     restore.home.layout's `default_home` as a string, without importing pathlib
     (tests/test_cli_quick.py holds them equal)."""
-    if home := os.environ.get("SESSIOND_HOME"):
+    if (home := os.environ.get("SESSIOND_HOME")) is not None:
+        if not home.strip():
+            raise ValueError(
+                "SESSIOND_HOME is set but empty: name a directory, or unset it for the "
+                "default ($XDG_STATE_HOME/sessiond or ~/.local/state/sessiond)"
+            )
         return path_text(home)
     if xdg := os.environ.get("XDG_STATE_HOME"):
         return _joined(path_text(xdg), "sessiond")
@@ -69,3 +88,7 @@ class ServerConfig:
         self.follow = follow
         """Agents whose session stores are imported and followed once a client lists
         threads."""
+        # The environment's values checked as they are read (flags are argparse's).
+        one_of("SESSIOND_DURABILITY", self.durability, DURABILITIES)
+        if self.redact is not None:
+            one_of("SESSIOND_REDACT", self.redact, REDACTIONS)

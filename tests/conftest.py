@@ -11,11 +11,18 @@ from pathlib import Path
 import pytest
 
 from tests.support import disks, pg_cluster
+from tests.support.leftovers import PLUGIN, Leftovers
 from tests.support.rpc_client import ServerProcess
 from tests.support.ws_client import WsServerProcess
 
 BOTH_STORES = pytest.mark.parametrize("store_url", ["embedded", "postgres"], indirect=True)
 """Run a test module against both stores: `pytestmark = BOTH_STORES`."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Nothing a test starts outlives the run, nothing reaches past 127.0.0.1
+    (tests/support/leftovers.py)."""
+    config.pluginmanager.register(Leftovers(), PLUGIN)
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,8 +18,8 @@ from restore.engine.subsystems import ThreadState
 from restore.home.layout import Layout
 from restore.stores.embedded.files import ThreadStore
 from tests.conftest import git
+from tests.support import fetched
 from tests.support.acp_editor import (
-    HANG_GUARD,
     agent_log,
     drawn,
     fake_agent,
@@ -423,37 +421,10 @@ async def test_the_sdk_example_echo_agent_works_behind_sessiond(
 
 
 @pytest.fixture(scope="session")
-def echo_agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """examples/echo_agent.py from the installed SDK's sdist (pip's cache keeps it)."""
-    from importlib.metadata import version
-
-    target = tmp_path_factory.mktemp("sdk-sdist")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            f"agent-client-protocol=={version('agent-client-protocol')}",
-            "-d",
-            str(target),
-        ],
-        check=True,
-        timeout=HANG_GUARD * 5,
-        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-    )
-    import tarfile
-
-    (archive,) = target.glob("*.tar.gz")
-    with tarfile.open(archive) as sdist:
-        member = next(m for m in sdist.getmembers() if m.name.endswith("examples/echo_agent.py"))
-        member.name = "echo_agent.py"
-        sdist.extract(member, target, filter="data")
-    return target / "echo_agent.py"
+def echo_agent() -> Path:
+    """examples/echo_agent.py from the installed SDK's sdist (fetched before the run:
+    tests/support/fetched.py)."""
+    return fetched.acp_sdk_example("echo_agent.py")
 
 
 async def test_fork_is_offered_only_by_an_agent_that_forks_and_copies_the_history(

@@ -168,6 +168,35 @@ async def test_a_tool_call_cut_short_by_a_crash_is_closed_in_the_replay(
     assert steps == ["started", "failed"]
 
 
+async def test_a_command_allowed_before_the_agent_said_a_word_is_closed_in_the_replay(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """Gemini CLI, and Codex before its command starts, ask before they send anything of
+    the turn: sessiond killed then, the recovery closes that call under an id of its own
+    (it took the prompt echo's, and the store dropped it as a duplicate)."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state)) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        turn = asyncio.ensure_future(run.conn.prompt(session_id=session, prompt=text("ask first")))
+        await wait_for(lambda: any(e["event"] == "asked" for e in agent_log(state)), "asked")
+        answered = [i for i in thread_items(home, session) if i["type"] == "permission_decision"]
+        assert answered and answered[0]["allowed"] is True
+        agent_pid = agent_log(state)[-1]["pid"]
+        run.kill9()
+        await run.process.wait()
+        turn.cancel()
+    await wait_for(lambda: not alive(agent_pid), "AGENT gone")
+    async with sessiond_acp(home, fake_agent(state)) as run:
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        replayed = [p["update"] for p in run.editor.received]
+    calls = [u for u in replayed if u.get("toolCallId") == "t-ask"]
+    assert [u.get("status") for u in calls] == ["failed"]
+    assert calls[0]["_meta"]["sessiond"]["interrupted"] == "sessiond stopped before the turn ended"
+    steps = [i["state"] for i in thread_items(home, session) if i["type"] == "operation"]
+    assert steps[-1] == "failed"
+
+
 async def test_a_tool_call_the_agent_dies_in_is_closed_live_and_in_the_replay(
     home: Path, tmp_path: Path, make_repo: Callable[..., Path]
 ) -> None:
@@ -314,3 +343,48 @@ async def test_a_session_open_in_another_window_is_shown_and_not_continued_until
     prompts = [e["params"]["prompt"][-1]["text"] for e in agent_log(state)
                if e["event"] == "session/prompt"]  # fmt: skip
     assert prompts == ["hello", "now?"]  # "me too" was never sent
+
+
+@pytest.mark.parametrize("first", ["load", "resume"])
+@pytest.mark.parametrize("again", ["as_before", "accepting", "refusing"])
+async def test_a_drifted_session_opened_again_while_it_waits_is_replayed_whole(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path], first: str, again: str
+) -> None:
+    """Reopening a drifted chat (CodeCompanion's `/resume` twice) while it waits for the
+    person's decision: opened again from the record, so the second load replays the
+    conversation (not only the notice), says the drift, and honours `acceptDrift`."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    session = await _recorded_on_main(home, repo, state)
+    meta = {"as_before": None, "accepting": {"acceptDrift": True}}.get(again)
+    async with sessiond_acp(home, fake_agent(state)) as run:
+        opening = run.conn.load_session if first == "load" else run.conn.resume_session
+        await opening(cwd=str(repo), session_id=session)  # held: waits for the person
+        before = len(run.editor.received)
+        if again == "refusing":
+            with pytest.raises(RequestError) as refused:
+                await run.conn.load_session(
+                    cwd=str(repo), session_id=session, sessiond={"acceptDrift": False}
+                )
+            assert refused.value.data["kind"] == "WorkspaceDrift"
+            assert {d["field"] for d in refused.value.data["drift"]} >= {"branch"}
+            return
+        loaded = await run.conn.load_session(cwd=str(repo), session_id=session, sessiond=meta)
+        replayed = [p["update"] for p in run.editor.received[before:]]
+        answer = await run.conn.prompt(session_id=session, prompt=text("go on here"))
+        asked = run.editor.permissions
+    texts = [p["update"]["content"]["text"] for p in drawn([{"update": u} for u in replayed])
+             if "content" in p["update"]]  # fmt: skip
+    assert texts[:2] == ["hello", "echo: hello"]
+    said = loaded.field_meta["sessiond"]
+    assert "branch" in {d["field"] for d in said["drift"]}
+    assert answer.stop_reason == "end_turn"
+    if again == "as_before":
+        assert said["status"] == "needs_review"
+        assert len(notices(replayed, "drift")) == 1
+        (question,) = asked  # the person is asked, once
+        assert "Continue this session here?" in question.title
+    else:
+        assert asked == []  # accepted with the load: nothing more to ask
+        assert notices(replayed, "drift") == []
+    assert any(i["type"] == "drift_accepted" for i in thread_items(home, session))

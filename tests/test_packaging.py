@@ -2,15 +2,16 @@
 
 The wheel is built from a copy of the files git would commit (tracked and new, not
 ignored), so a build never leaves `build/` or `*.egg-info` in the worktree; pip builds
-it as it would for a user, in an isolated environment with the declared setuptools (from
-the package index or pip's cache; the check of the find configuration alone needs
-neither). The full install-and-run check (a fresh virtualenv outside the checkout, the
-README's "Try it" block) runs in `.ci/run`.
+it as it would for a user, in an isolated environment with the declared setuptools (its
+wheel fetched before the run, tests/support/fetched.py: the run itself has no network; the
+check of the find configuration alone needs none). The full install-and-run check (a
+fresh virtualenv outside the checkout, the README's "Try it" block) runs in `.ci/run`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from setuptools import find_packages
 
+from tests.support import fetched
 from tests.support.rpc_client import REPO
 
 NOT_SHIPPED = ("tests", "bench", "vscode-extension")
@@ -51,10 +53,12 @@ def _build_wheel(tmp_path: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target)
     out = tmp_path / "dist"
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(fetched.build_backend())}
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
+        env={**os.environ, **offline},
     )
     (wheel,) = out.glob("sessiond-*.whl")
     return wheel

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -264,6 +265,30 @@ def test_continuing_from_a_saved_state_gives_the_items_of_one_pass(
         items += later.feed(n, record, record.get("timestamp"))
     assert items == whole
     assert later.title == parser_type(feed_state(parser_type, records)).title
+
+
+ADDED_SINCE_THE_FIRST_IMPORTS = {
+    ClaudeCodeParser: ("tasks", "calls", "parent", "conversation", "ledger"),
+    CodexParser: ("agentPath", "exec", "cells", "contents"),
+}
+"""State keys the parsers keep that the first releases with imports (379995f, 05232c5)
+did not save in their checkpoints (tests/fixtures/upgrades/embedded-index3, -index4)."""
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_state_saved_by_an_earlier_release_goes_on(tmp_path: Path, which: int) -> None:
+    parser_type, records = _sessions(tmp_path)[which]
+    cut = len(records) // 2
+    first = parser_type()
+    feed(first, records[:cut])
+    saved = orjson.loads(orjson.dumps(first.state))
+    for key in ADDED_SINCE_THE_FIRST_IMPORTS[parser_type]:
+        del saved[key]
+    later = parser_type(saved)
+    items = [later.feed(n, r, r.get("timestamp")) for n, r in enumerate(records[cut:], cut + 1)]
+    whole = feed(parser_type(), records)
+    said = [i for i in whole if i["type"] == "message" and int(i["id"][1:].split(".")[0]) > cut]
+    assert [i for page in items for i in page if i["type"] == "message"] == said
 
 
 def feed_state(parser_type: type[SourceParser], records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -789,6 +789,7 @@ def recover(items: list[dict[str, Any]], next_scope: str) -> Recorded:
             if isinstance(item.get("meta"), dict):
                 params["_meta"] = item["meta"]
             out.add(recorder.update(params))
+        recorder._ord = max(recorder._ord, _ords_taken(items, turn))
         out.add(
             recorder.end_turn(
                 next_scope,
@@ -797,6 +798,24 @@ def recover(items: list[dict[str, Any]], next_scope: str) -> Recorded:
             )
         )
     return out
+
+
+def _ords_taken(items: list[dict[str, Any]], turn: str) -> int:
+    """Past every ordinal the turn's items were given (`<turn>:<letter><n>`): what a
+    recovery makes next must not take an id the turn used already (its prompt's echo, a
+    permission answered before AGENT said a word), or the store drops it as a duplicate.
+    Closes a recovery made itself are left out, so a second one makes the same again."""
+    prefix, highest = f"{turn}:", -1
+    for item in items:
+        item_id = item.get("id")
+        update = item.get("update") if isinstance(item.get("update"), dict) else {}
+        made = item.get("synthesized") and update.get("sessionUpdate") == "tool_call_update"
+        if not isinstance(item_id, str) or not item_id.startswith(prefix) or made:
+            continue
+        digits = item_id[len(prefix) + 1 :]
+        if digits.isdigit():
+            highest = max(highest, int(digits))
+    return highest + 1
 
 
 def replay(items: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:

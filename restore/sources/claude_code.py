@@ -177,6 +177,11 @@ class ClaudeCodeParser(SourceParser):
                 "tasks": [], "calls": {}, "parent": None, "conversation": False,
                 "ledger": _no_ledger()}  # fmt: skip
 
+    def restored(self, state: dict[str, Any]) -> dict[str, Any]:
+        """A state saved before Claude Code's totals were read: the replies it counted are
+        not in a ledger, so the next totals are only a baseline (`blind`)."""
+        return {**super().restored(state), "ledger": state.get("ledger", _no_ledger(blind=True))}
+
     def handle(self, record: dict[str, Any]) -> None:
         state = self.state
         if isinstance(record.get("cwd"), str) and record["cwd"] and not state["cwd"]:

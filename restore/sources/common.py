@@ -109,7 +109,7 @@ class SourceParser:
         return []
 
     def __init__(self, state: dict[str, Any] | None = None, fallback_ts: str | None = None):
-        self.state: dict[str, Any] = state if state is not None else self.initial()
+        self.state: dict[str, Any] = self.initial() if state is None else self.restored(state)
         if fallback_ts and not self.state.get("lastTs"):
             self.state["lastTs"] = fallback_ts
         self._out: list[dict[str, Any]] = []
@@ -125,6 +125,11 @@ class SourceParser:
             "lastTs": None, "titles": {}, "model": None, "permissions": None, "turn": None,
             "pending": {},
         }  # fmt: skip
+
+    def restored(self, state: dict[str, Any]) -> dict[str, Any]:
+        """A saved state, with what was added to `initial` since an earlier release saved
+        it (the checkpoint of an import made then) as a fresh parser has it."""
+        return {**self.initial(), **state}
 
     # --- what the importer reads --------------------------------------------------------
 

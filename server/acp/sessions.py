@@ -110,8 +110,11 @@ class LocalSessions:
         servers = mcp_servers_of(params)
         accept = accept_drift(params)
         live = self.live.get(thread_id)
-        if live is not None and cwd is not None and not same_directory(cwd, live.cwd):
-            await self._close_live(live)  # elsewhere now: opened again, drift-checked
+        elsewhere = live is not None and cwd is not None and not same_directory(cwd, live.cwd)
+        if live is not None and (elsewhere or live.held is not None):
+            # Elsewhere now, or still waiting for the person (drift, another process): opened
+            # again from the record, drift-checked, with what this load says of the drift.
+            await self._close_live(live)
             live = None
         self.closed.discard(thread_id)
         report: dict[str, Any] | None = None

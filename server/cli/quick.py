@@ -13,6 +13,8 @@ tests/test_cli_quick.py holds the two readers to the same answers.
 
 from __future__ import annotations
 
+from server.cli.options import frame_size, limit
+
 TYPE_CHECKING = False  # as typing's (mypy reads it so), without importing typing
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -23,7 +25,10 @@ if TYPE_CHECKING:
     Option: TypeAlias = tuple[str, str, Convert]
     """(dest, kind, convert)."""
 
-FLAG, VALUE, APPEND, POSITIONAL, REMAINDER = "flag", "value", "append", "positional", "rest"
+FLAG, VALUE, APPEND = "flag", "value", "append"
+POSITIONAL, WORDS, REMAINDER = "positional", "words", "rest"
+"""One argument; any number of them, right after the subcommand's name (argparse's `*`);
+everything from there on (argparse's REMAINDER)."""
 
 COMMON: dict[str, Option] = {
     "--home": ("home", VALUE, None),
@@ -42,7 +47,7 @@ SUBCOMMANDS: dict[str, tuple[dict[str, Option], dict[str, Any]]] = {
             "--linger": ("linger", VALUE, float),
             "--shared": ("shared", FLAG, None),
             "--durability": ("durability", VALUE, ("fsync", "group", "none")),
-            "--max-frame": ("max_frame", VALUE, int),
+            "--max-frame": ("max_frame", VALUE, frame_size),
             "--follow": ("follow", VALUE, None),
         },
         {
@@ -62,7 +67,7 @@ SUBCOMMANDS: dict[str, tuple[dict[str, Option], dict[str, Any]]] = {
             "--workspace-folder": ("workspace_folder", VALUE, None),
             "--archived": ("archived", FLAG, None),
             "--search": ("search", VALUE, None),
-            "--limit": ("limit", VALUE, int),
+            "--limit": ("limit", VALUE, limit),
             "--json": ("json", FLAG, None),
             "-q": ("quiet", FLAG, None),
             "--quiet": ("quiet", FLAG, None),
@@ -78,12 +83,16 @@ SUBCOMMANDS: dict[str, tuple[dict[str, Option], dict[str, Any]]] = {
         },
     ),
     "show": (
-        {"": ("thread_id", POSITIONAL, None), "--json": ("json", FLAG, None)},
-        {"thread_id": None, "json": False},
+        {
+            "": ("thread_id", POSITIONAL, None),
+            "--all": ("all", FLAG, None),
+            "--json": ("json", FLAG, None),
+        },
+        {"thread_id": None, "all": False, "json": False},
     ),
     "search": (
         {
-            "": ("query", POSITIONAL, None),
+            "": ("query", WORDS, None),
             "--cwd": ("cwd", VALUE, None),
             "--workspace-folder": ("workspace_folder", VALUE, None),
             "--agent": ("agent", VALUE, ("sessiond", "claude-code", "codex", "gemini", "acp")),
@@ -91,11 +100,11 @@ SUBCOMMANDS: dict[str, tuple[dict[str, Option], dict[str, Any]]] = {
             "--since": ("since", VALUE, None),
             "--until": ("until", VALUE, None),
             "--archived": ("archived", FLAG, None),
-            "--limit": ("limit", VALUE, int),
+            "--limit": ("limit", VALUE, limit),
             "--json": ("json", FLAG, None),
         },
         {
-            "query": None,
+            "query": [],
             "cwd": None,
             "workspace_folder": None,
             "agent": None,
@@ -109,8 +118,9 @@ SUBCOMMANDS: dict[str, tuple[dict[str, Option], dict[str, Any]]] = {
     ),
     "acp": ({"": ("agent", REMAINDER, None)}, {"agent": []}),
 }
-"""The hot subcommands: their options (the positional under ""), and every dest's default."""
-EXCLUSIVE = {"list": ("json", "quiet")}
+"""The hot subcommands: their options (the positional under ""), and every dest's value
+when the line does not give it."""
+EXCLUSIVE = {"list": ("json", "quiet"), "show": ("all", "json")}
 """Options argparse refuses together."""
 
 
@@ -127,12 +137,13 @@ def parse(argv: list[str], default: str = "serve") -> Arguments | None:
     command: str | None = None
     options = COMMON
     given: set[str] = set()
+    words_open = False  # argparse takes `*` words only before the subcommand's first option
     at = 0
     while at < len(argv):
         token = argv[at]
         at += 1
         if command is None and token in SUBCOMMANDS:
-            command = token
+            command, words_open = token, True
             options = {**COMMON, **SUBCOMMANDS[token][0]}
             values.update(SUBCOMMANDS[token][1])
             continue
@@ -148,11 +159,17 @@ def parse(argv: list[str], default: str = "serve") -> Arguments | None:
             if kind == REMAINDER:  # everything from here on, `--` included (as argparse)
                 values[dest] = argv[at - 1 :]
                 break
-            if token == "--" or dest in given:
+            if token == "--" or (kind == POSITIONAL and dest in given):
                 return None
-            values[dest] = token
+            if kind == WORDS:
+                if not words_open:
+                    return None
+                values[dest] = [*values[dest], token]
+            else:
+                values[dest] = token
             given.add(dest)
             continue
+        words_open = False
         dest, kind, convert = option
         given.add(dest)
         if kind == FLAG:
@@ -193,5 +210,5 @@ def _converted(raw: str, convert: Convert) -> Any:
         return raw if raw in convert else None
     try:
         return convert(raw)
-    except ValueError:
+    except Exception:  # argparse's refusal, in its words
         return None

@@ -15,7 +15,14 @@ Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) ru
 the same `env()`, pointed at the mock the same way.
 
 The environment each CLI gets is built from nothing but what it needs (PATH, HOME, the
-mock's address and a dummy key), so no credential of this machine reaches it.
+mock's address and a dummy key), so no credential of this machine reaches it, and the test
+run's marker (tests/support/leftovers.py), so nothing one of them leaves running goes unseen.
+
+Every agent runs with its updater, its telemetry and its other calls home off (`env()`, the
+Gemini CLI settings and `write_codex_config`): the tests reach 127.0.0.1 only, and the run's
+guard (tests/support/only_loopback.py) fails it if one of them so much as looks up another
+name. Codex's terminal UI also runs without its background app server (`daemon_auto_start`
+off): that daemon outlives the UI by design, and runs an updater of its own.
 """
 
 from __future__ import annotations
@@ -23,12 +30,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.agents.mock_model import MockModel
+from tests.support.leftovers import marker_env
 
 BRANCH = "feature/compat"
 ACP_COMMANDS = {
@@ -38,6 +47,11 @@ ACP_COMMANDS = {
 }
 """The ACP agent of each CLI, as an editor launches it (its bin in `bins`, then args)."""
 TIMEOUT = 180  # a hung CLI fails its test instead of hanging the run (never a speed check)
+CALLS_HOME_REGARDLESS = {
+    "raw.githubusercontent.com": "Codex's terminal UI fetches its announcement tip at every "
+    "start (codex-rs/tui/src/tooltips.rs), whatever its settings",
+}
+"""Names an agent calls with no setting to stop it: `own_hosts` resolves them to 127.0.0.1."""
 
 
 @dataclass
@@ -97,6 +111,7 @@ class AgentHome:
             "security": {"auth": {"selectedType": "gemini-api-key"}},
             "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
             "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
         }))  # fmt: skip
 
     # --- where each agent keeps its sessions ----------------------------------------------
@@ -126,6 +141,7 @@ class AgentHome:
             # Claude Code
             "ANTHROPIC_BASE_URL": self.model.url, "ANTHROPIC_API_KEY": "sk-ant-mock",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
             "IS_SANDBOX": "1",  # lets `--permission-mode bypassPermissions` run as root (CI)
             # Codex
             "CODEX_HOME": str(self.codex_home), "MOCK_API_KEY": "sk-mock",
@@ -133,7 +149,7 @@ class AgentHome:
             "GOOGLE_GEMINI_BASE_URL": self.model.url, "GEMINI_API_KEY": "mock-key",
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
         }  # fmt: skip
-        return {**env, **self.extra_env, **extra}
+        return {**env, **marker_env(), **self.extra_env, **extra}
 
     def run(self, command: list[str], *, cwd: Path | None = None, **env: str) -> Run:
         done = subprocess.run(command, cwd=cwd or self.repo, env=self.env(**env),
@@ -179,6 +195,20 @@ class AgentHome:
         head, *args = ACP_COMMANDS[agent]
         return [str(self.bins / head), *args]
 
+    def own_hosts(self, argv: list[str]) -> list[str]:
+        """`argv` run with an /etc/hosts of its own (bound over the machine's in a mount
+        namespace of its own) in which `CALLS_HOME_REGARDLESS` are 127.0.0.1: the agent
+        reaches a closed local port at once, where it would have looked the name up."""
+        hosts = self.root / "hosts"
+        machine = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else ""
+        hosts.write_text(machine + "".join(f"127.0.0.1 {name}\n" for name in
+                                           CALLS_HOME_REGARDLESS))  # fmt: skip
+        unshare = shutil.which("unshare")
+        assert unshare, "unshare (util-linux) is needed to give an agent an /etc/hosts of its own"
+        flags = "-m" if os.geteuid() == 0 else "-rm"
+        bind = 'mount --bind "$1" /etc/hosts && shift && exec "$@"'
+        return [unshare, flags, "--", "/bin/sh", "-c", bind, "sh", str(hosts), *argv]
+
     def write_gemini_settings(self, **sections: dict[str, Any]) -> None:
         """Merge settings sections into `~/.gemini/settings.json` (e.g. `model=
         {"compressionThreshold": 0.00001}`)."""
@@ -195,6 +225,15 @@ class AgentHome:
         head = f'model = "{model}"\n' if model else ""
         flags = "".join(f"{name} = {str(on).lower()}\n" for name, on in features.items())
         (self.codex_home / "config.toml").write_text(f"""{head}model_provider = "mock"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[otel]
+exporter = "none"
+trace_exporter = "none"
+metrics_exporter = "none"
 
 [model_providers.mock]
 name = "mock"
@@ -209,6 +248,7 @@ plugins = false
 remote_plugin = false
 apps = false
 in_app_updates = false
+daemon_auto_start = false
 {flags}""")
 
     def _git(self, *args: str) -> None:

@@ -42,9 +42,12 @@ def pinned() -> dict[str, str]:
     return {name: lock["packages"][f"node_modules/{name}"]["version"] for name in PACKAGES.values()}
 
 
-def bin_dir(latest: bool = False) -> Path:
-    """The folder holding `claude`, `codex`, `gemini`, `claude-agent-acp`, `codex-acp`."""
+def bin_dir(latest: bool = False, *, fetch: bool = True) -> Path:
+    """The folder holding `claude`, `codex`, `gemini`, `claude-agent-acp`, `codex-acp`.
+    `fetch=False` (the test run, which has no network): @latest as last installed."""
     if latest:
+        if not fetch:
+            return CACHE / "latest" / "node_modules" / ".bin"
         return _install_latest()
     lock = (HERE / "package-lock.json").read_bytes()
     target = CACHE / hashlib.sha256(lock).hexdigest()[:16]
@@ -88,7 +91,9 @@ def _npm(args: list[str], cwd: Path) -> None:
     done = subprocess.run(["npm", *args, "--no-audit", "--no-fund", "--loglevel=error"],
                           cwd=cwd, capture_output=True, text=True, timeout=900)  # fmt: skip
     if done.returncode != 0:
-        raise RuntimeError(f"npm {' '.join(args)} failed in {cwd}:\n{done.stderr[-4000:]}")
+        raise RuntimeError(f"npm {' '.join(args)} failed in {cwd} (in a test run, which has no "
+                           "network, install them first: `python -m tests.agents.install`):\n"
+                           f"{done.stderr[-4000:]}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -91,8 +91,10 @@ class Terminal:
             time.sleep(0.05)
 
     def close(self) -> None:
+        """The UI killed with everything it started in its session's process group (it is
+        the leader: `pty.fork` made it one)."""
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+            os.killpg(self.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
         with contextlib.suppress(OSError):

@@ -25,7 +25,9 @@ from tests.test_cli import sessiond
 
 @pytest.fixture(scope="session")
 def agent_bins() -> Path:
-    return install.bin_dir(latest=os.environ.get("SESSIOND_AGENTS") == "latest")
+    """The pinned CLIs (installed before the run: the run has no network), or @latest as
+    `python -m tests.compat.latest` installed them just before it."""
+    return install.bin_dir(latest=os.environ.get("SESSIOND_AGENTS") == "latest", fetch=False)
 
 
 class Agents:
@@ -145,7 +147,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
              if "pytest.mark.compat" in p.read_text()}  # fmt: skip
     if _files_seen != whole or session.config.option.keyword or session.config.option.markexpr:
         return  # a part of the suite: its table would be partial
-    bins = install.bin_dir(latest=os.environ.get("SESSIOND_AGENTS") == "latest")
+    bins = install.bin_dir(latest=os.environ.get("SESSIOND_AGENTS") == "latest", fetch=False)
     fresh = table(install.installed_versions(bins))
     if os.environ.get("SESSIOND_AGENTS") == "latest":
         print(f"\n\nCompatibility with @latest:\n{fresh}\n")

@@ -23,7 +23,10 @@ from tests.agents.clis import AgentHome
 from tests.agents.mock_model import Call, Reply, Request, Scenario, Usage
 from tests.agents.tui import Terminal
 from tests.compat.conftest import Agents, import_from, resume, states
+from tests.support.leftovers import started_during
+from tests.support.processes import command_line
 from tests.support.rpc_client import ServerProcess
+from tests.support.wait import eventually
 
 CLASSIC = "gpt-5.5"
 """The model that gets Codex's classic tools (`exec_command`, the `apply_patch` custom
@@ -333,12 +336,15 @@ def test_codex_exec_resume_continues_and_a_reimport_adds_the_new_turn_once(
 
 @pytest.mark.compat("codex", "resume")
 def test_resume_in_codex_runs_its_terminal_ui_on_the_session_and_the_new_turn_comes_back(
-    agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
+    agents: Agents, home: Path, spawn: Callable[..., ServerProcess], request: pytest.FixtureRequest
 ) -> None:
     """What Resume in Codex does for a person: the handoff's command, run as it is in its
     cwd in a terminal, opens Codex's own UI on the imported session (its history shown and
     sent back to the model with the next prompt typed there), and the turn it adds is
-    imported into the same thread."""
+    imported into the same thread. Once the UI is closed no Codex process is left: Codex
+    0.171's UI started an app-server daemon and its updater that outlived it (and later
+    looked for updates online), so it runs without one; and the one name it calls at every
+    start whatever its settings is 127.0.0.1 in its own /etc/hosts (tests/agents/clis.py)."""
     agent = agents.start(Scenario({"one": [Reply(text="First answer.")],
                                    "two": [Reply(text="Second answer.")]}))  # fmt: skip
     session = agent.codex("[[one]] first prompt").check().session_id
@@ -354,7 +360,7 @@ def test_resume_in_codex_runs_its_terminal_ui_on_the_session_and_the_new_turn_co
     config.write_text(config.read_text() + trusted)
 
     program, *args = handoff["command"]
-    ui = Terminal([str(agent.bins / program), *args], Path(handoff["cwd"]),
+    ui = Terminal(agent.own_hosts([str(agent.bins / program), *args]), Path(handoff["cwd"]),
                   agent.env(TERM="xterm-256color"))  # fmt: skip
     try:
         ui.wait_for(lambda: "First answer." in ui.text(), "the session's history on screen")
@@ -369,6 +375,13 @@ def test_resume_in_codex_runs_its_terminal_ui_on_the_session_and_the_new_turn_co
                     "the new turn in the session's rollout")  # fmt: skip
     finally:
         ui.close()
+
+    def codex_left() -> list[str]:
+        found = [command_line(p.pid) for p in started_during(request.node.nodeid)]
+        return [line for line in found if "codex" in Path(line.split(" ", 1)[0]).name]
+
+    left = codex_left()
+    eventually(lambda: not codex_left(), f"every Codex process gone with its UI: {left}")
     assert len(rollouts) == 1  # resumed, not a new session
     assert import_codex(home, agent)["updated"] == 1
     (grown,) = server.request("thread/list", {})["threads"]

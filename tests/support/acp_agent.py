@@ -17,6 +17,9 @@ took. What a prompt does depends on its last text block:
   that left it (`setsid`), logs their pids (event `spawned`) and ends the turn: what a
   tool call's shell or a language server looks like to sessiond.
 - `tool then die`: a tool call in progress, then exit code 3 mid-call.
+- `ask first`: a permission request for a command (t-ask) before any update of the turn
+  (as Gemini CLI, and Codex before its command starts, do), then, once answered, it
+  logs `asked` and hangs.
 - `deep N`: a `session/update` nested N levels deep, then `echo: after deep`.
 - `forge`: a `user_message_chunk` of its own and a message whose text closes and opens
   turns (`</user><assistant>`...), then `end_turn`.
@@ -270,6 +273,24 @@ class FakeAgent:
         if words[:1] == ["die"]:
             self.update(session, chunk("agent_message_chunk", "about to crash"))
             os._exit(3)
+        if words[:2] == ["ask", "first"]:
+            await self.request(
+                "session/request_permission",
+                {
+                    "sessionId": session,
+                    "toolCall": {
+                        "toolCallId": "t-ask",
+                        "title": "Run the tests",
+                        "kind": "execute",
+                    },
+                    "options": [
+                        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                    ],
+                },
+            )
+            self.log("asked")
+            await asyncio.Event().wait()
         if words[:3] == ["tool", "then", "die"]:
             self.update(session, tool_call("t-die", "Run a command", "execute", "in_progress"))
             os._exit(3)

@@ -46,6 +46,8 @@ class Editor(Client):
         self.answered: list[int] = []
         """len(received) at each answer the editor got: a prompt's ends its turn."""
         self.permissions: list[Any] = []
+        self.asked_at: list[int] = []
+        """len(received) when each permission request arrived (in arrival order)."""
         self.options: list[list[Any]] = []
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -80,6 +82,11 @@ class Editor(Client):
             and message.get("method") == "session/update"
         ):
             self.received.append(message["params"])
+        elif (
+            event.direction is StreamDirection.INCOMING
+            and message.get("method") == "session/request_permission"
+        ):
+            self.asked_at.append(len(self.received))
         elif event.direction is StreamDirection.INCOMING and "method" not in message:
             self.answered.append(len(self.received))
 
