@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from server.rpc.framing import DEFAULT_MAX_FRAME
-
+DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+"""The largest message accepted (`--max-frame`; server/rpc/framing.py enforces it)."""
 FOLLOWABLE = ("claude", "codex", "gemini")
 DURABILITIES = ("fsync", "group", "none")
 REDACTIONS = ("off", "default", "strict")
