@@ -20,22 +20,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _source(target: Path) -> Path:
-    """What git would commit of this checkout, copied (no build/ or stray files)."""
+def _source(target: Path, checkout: Path = REPO) -> Path:
+    """What git would commit of a checkout, copied (no build/ or stray files)."""
     source = target / "source"
     files = ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"]
-    listed = subprocess.run(files, cwd=REPO, check=True, capture_output=True).stdout.decode()
+    listed = subprocess.run(files, cwd=checkout, check=True, capture_output=True).stdout.decode()
     for name in filter(None, listed.split("\0")):
-        if (REPO / name).is_file():
+        if (checkout / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, source / name)
+            shutil.copy2(checkout / name, source / name)
     return source
 
 
-def _wheel(target: Path) -> Path:
+def _wheel(target: Path, checkout: Path = REPO) -> Path:
     wheels = target / "wheel"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheels),
-                    str(_source(target))], check=True, capture_output=True)  # fmt: skip
+                    str(_source(target, checkout))], check=True, capture_output=True)  # fmt: skip
     return next(wheels.glob("sessiond-*.whl"))
 
 
@@ -51,9 +51,9 @@ def install_wheel(target: Path) -> Path:
     return site
 
 
-def install_venv(target: Path) -> Path:
-    """This checkout's wheel in a new virtual environment under `target`, bytecode compiled
-    at install; returns its `sessiond` command. The dependencies are this environment's
+def install_venv(target: Path, checkout: Path = REPO) -> Path:
+    """A checkout's wheel (this one's) in a new virtual environment under `target`, bytecode
+    compiled at install; returns its `sessiond` command. The dependencies are this environment's
     (a .pth names its site-packages: no download), found after the wheel's own files; the
     .pth files there (this environment's editable install of sessiond) are not run."""
     venv = target / "venv"
@@ -66,7 +66,7 @@ def install_venv(target: Path) -> Path:
     ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     Path(site, "dependencies.pth").write_text("".join(f"{path}\n" for path in sorted(ours)))
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
-                    "--no-deps", "--compile", str(_wheel(target))],
+                    "--no-deps", "--compile", str(_wheel(target, checkout))],
                    check=True, capture_output=True)  # fmt: skip
     return venv / "bin" / "sessiond"
 

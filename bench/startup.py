@@ -1,7 +1,7 @@
 """Startup: what a spawn costs, from the `sessiond` a person installs.
 
     python -m bench.startup [--runs 10] [--threads 10000] [--instructions] [--checkout]
-                            [--no-bytecode]
+                            [--no-bytecode] [--against DIR]
 
 sessiond is installed from its wheel in a fresh virtual environment, bytecode compiled at
 install (bench/install.py), and run as the `sessiond` command pip writes. Every row is a
@@ -19,6 +19,8 @@ own modules have no bytecode: every spawn compiles them, the bench's old way);
 `--no-bytecode` runs the install with no bytecode for any module (PYTHONPYCACHEPREFIX at an
 empty directory, nothing written): what a person gets from an installer that does not
 compile (uv's default, `pip --no-compile`) on a machine with PYTHONDONTWRITEBYTECODE=1.
+`--against DIR`: another checkout (main's, before a change) installed the same way, its
+rows taken in the same rounds, beside this one's.
 
 The data dir holds `--threads` threads (bench.listing's), its index and search index
 built by untimed runs first. The targets (docs/benchmarks.md, "Opening a window from
@@ -98,14 +100,16 @@ INITIALIZE = {"protocolVersion": 1, "clientInfo": {"name": "bench"}, "workspaceF
 class Install:
     """How to run sessiond (an install's command, or this checkout) and its interpreter."""
 
-    def __init__(self, root: Path, checkout: bool = False, bytecode: bool = True) -> None:
+    def __init__(
+        self, root: Path, checkout: bool = False, bytecode: bool = True, code: Path = REPO
+    ) -> None:
         from bench.install import install_venv, installed_env
 
         if checkout:
             self.python, self.sessiond = sys.executable, [sys.executable, "-m", "server.cli"]
-            self.env = {**os.environ, "PYTHONPATH": str(REPO)}
+            self.env = {**os.environ, "PYTHONPATH": str(code)}
         else:
-            command = install_venv(root / "install")
+            command = install_venv(root / "install", code)
             self.python, self.sessiond = str(command.parent / "python"), [str(command)]
             self.env = installed_env()
         self.env["SESSIOND_DURABILITY"] = "none"
@@ -161,7 +165,7 @@ def make_threads(home: Path, count: int) -> str:
 def rows(install: Install, root: Path, threads: int) -> dict[str, Callable[[], float]]:
     """Every row: its name, and a function that spawns it once and returns its seconds."""
     empty, home = root / "empty", root / "home"
-    thread_id = make_threads(home, threads)
+    thread_id = make_threads(home, threads) if not home.exists() else _a_thread(home)
     env = install.env
     for warm in (["list"], ["search", RARE]):  # the index and the search index, untimed
         time_exit([*install.sessiond, "--home", str(home), *warm], env)
@@ -179,6 +183,10 @@ def rows(install: Install, root: Path, threads: int) -> dict[str, Callable[[], f
     }
 
 
+def _a_thread(home: Path) -> str:
+    return next((home / "threads").glob("*/*.jsonl")).stem
+
+
 def measure(rows: dict[str, Callable[[], float]], runs: int) -> dict[str, list[float]]:
     """Each row `runs` times, a round taking every row once, in turn (reversed every other
     round); milliseconds."""
@@ -190,13 +198,14 @@ def measure(rows: dict[str, Callable[[], float]], runs: int) -> dict[str, list[f
     return samples
 
 
-def instructions(install: Install, root: Path) -> dict[str, float] | None:
+def instructions(install: Install, root: Path, home: Path | None = None) -> dict[str, float] | None:
     """Each row once under callgrind: millions of instructions, the whole process (a
     server answers, then its input ends and it exits). None without valgrind."""
     if shutil.which("valgrind") is None:
         return None
-    home, empty = root / "home", root / "empty"
-    thread_id = next((home / "threads").glob("*/*.jsonl")).stem
+    empty = root / "empty"
+    home = home or root / "home"
+    thread_id = _a_thread(home)
     hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
     listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "thread/list", "params": {}})
     command = [*install.sessiond, "--home", str(home)]
@@ -246,25 +255,46 @@ def machine() -> str:
 
 
 def run(
-    runs: int, threads: int, counted: bool = False, checkout: bool = False, bytecode: bool = True
-) -> dict[str, Any]:
+    runs: int, threads: int, counted: bool = False, checkout: bool = False, bytecode: bool = True,
+    against: Path | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Every row, this checkout's (and `against`'s, in the same rounds, on the same data
+    dir: rows named `... (against)`)."""
     root = Path(tempfile.mkdtemp(prefix="sessiond-startup-"))
     try:
         install = Install(root, checkout, bytecode)
-        samples = measure(rows(install, root, threads), runs)
+        table = rows(install, root, threads)
+        baseline = None
+        if against is not None:
+            (root / "against").mkdir()
+            baseline = Install(root / "against", checkout, bytecode, against)
+            (root / "against" / "home").symlink_to(root / "home")
+            theirs = rows(baseline, root / "against", threads)
+            table.update({f"{name} (against)": row for name, row in theirs.items()})
+        samples = measure(table, runs)
         ir = instructions(install, root) if counted else None
+        if counted and baseline is not None and ir is not None:
+            theirs_ir = instructions(baseline, root / "against", root / "home") or {}
+            ir.update({f"{name} (against)": value for name, value in theirs_ir.items()})
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return {"runs": runs, "threads": threads, "samples": samples, "instructions": ir,
-            "checkout": checkout, "bytecode": bytecode, "load": os.getloadavg()}  # fmt: skip
+            "checkout": checkout, "bytecode": bytecode, "load": os.getloadavg(),
+            "against": str(against) if against else None}  # fmt: skip
 
 
 def render(result: dict[str, Any]) -> str:
     samples: dict[str, list[float]] = result["samples"]
     ir: dict[str, float] | None = result["instructions"]
-    head = "| spawn → | median ms | min-max ms |" + (" MIr |" if ir else "") + " target | |"
-    lines = [head, "|---|---:|---:|" + ("---:|" if ir else "") + "---|---|"]
-    for name, values in samples.items():
+    against = result.get("against")
+    head = "| spawn → | median ms | min-max ms |" + (" MIr |" if ir else "")
+    if against:
+        head += " against: median ms |" + (" MIr |" if ir else "")
+    head += " target | |"
+    width = head.count("|") - 2
+    lines = [head, "|---|" + "---:|" * (width - 3) + "---|---|"]
+    for name in LABELS:
+        values = samples[name]
         median = statistics.median(values)
         target = TARGETS_MS.get(name)
         verdict = "" if target is None else ("met" if median <= target else "**not met**")
@@ -272,6 +302,10 @@ def render(result: dict[str, Any]) -> str:
                  f"{min(values):.0f}-{max(values):.0f}"]  # fmt: skip
         if ir:
             cells.append(f"{ir[name]:.0f}")
+        if against:
+            cells.append(f"{statistics.median(samples[f'{name} (against)']):.0f}")
+            if ir:
+                cells.append(f"{ir.get(f'{name} (against)', float('nan')):.0f}")
         cells += [f"≤ {target:.0f} ms" if target else "—", verdict]
         lines.append("| " + " | ".join(cells) + " |")
     load = ", ".join(f"{value:.1f}" for value in result["load"])
@@ -285,6 +319,8 @@ def render(result: dict[str, Any]) -> str:
               f"end {load}."]  # fmt: skip
     if ir:
         lines.append("MIr: millions of instructions of the whole process (callgrind), once.")
+    if against:
+        lines.append(f"Against: {against}, installed the same way, its rows in the same rounds.")
     return "\n".join(lines)
 
 
@@ -295,8 +331,10 @@ def main() -> int:
     parser.add_argument("--instructions", action="store_true", help="also count them")
     parser.add_argument("--checkout", action="store_true", help="this checkout, not a wheel")
     parser.add_argument("--no-bytecode", action="store_true", help="no module's bytecode")
+    parser.add_argument("--against", type=Path, help="another checkout, beside this one")
     args = parser.parse_args()
-    result = run(args.runs, args.threads, args.instructions, args.checkout, not args.no_bytecode)
+    result = run(args.runs, args.threads, args.instructions, args.checkout, not args.no_bytecode,
+                 args.against)  # fmt: skip
     print(render(result))
     for name, values in result["samples"].items():
         print(name, [round(value, 1) for value in values])
