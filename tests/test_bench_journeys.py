@@ -4,10 +4,19 @@ the deep and near pages), and the report names each target. Timings are not asse
 
 from __future__ import annotations
 
+import pytest
+
 from bench import journeys
+from tests.support import fetched
 
 
-def test_the_journeys_run_their_checks_and_report_every_target() -> None:
+def test_the_journeys_run_their_checks_and_report_every_target(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The bench builds sessiond's wheel (pip, isolated): its build backend from the wheels
+    # fetched before the run, as tests/test_packaging.py's build (the run is offline).
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(fetched.build_backend()))
     result = journeys.run(threads=60, messages=800, runs=1, codex=False)
     timings = result["timings"].runs
     j1 = {"J1 cwd sessiond", "J1 all 1 sessiond", "J1 all 20 sessiond"}

@@ -437,8 +437,8 @@ def test_imported_threads_are_filed_under_the_listing_client_s_innermost_folder(
         created = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n)
         path = codex_peer.rollout_path(rollouts, created, str(uuid.uuid4()))
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(codex_peer.session_meta(path.stem[-36:], created, cwd)
-                         + codex_peer.message_lines(codex_peer.iso(created), "user", title))  # fmt: skip
+        said = codex_peer.message_lines(codex_peer.iso(created), "user", title)
+        path.write_bytes(codex_peer.session_meta(path.stem[-36:], created, cwd) + said)
     done = subprocess.run(
         [sys.executable, "-m", "server.cli", "--home", str(home), "import", "codex", "--from",
          str(rollouts / "sessions")], cwd=REPO, capture_output=True, text=True,
