@@ -53,7 +53,13 @@ RARE = "1234"  # in one thread's first message ("thread 1234: fix the test")
 class Peer:
     """A spawned server and a Content-Length client on its pipes."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(
+        self, argv: list[str], env: dict[str, str] | None = None, *, exact: bool = False
+    ) -> None:
+        """`env`: added to this environment with this checkout on PYTHONPATH, or (`exact`)
+        the whole environment (an install's: bench/install.py `installed_env`)."""
+        if not exact:
+            env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=REPO, env=env,
@@ -97,6 +103,11 @@ class Peer:
 INITIALIZE = {"protocolVersion": 1, "clientInfo": {"name": "bench"}, "workspaceFolders": []}
 
 
+def sessiond_argv(home: Path) -> list[str]:
+    """This checkout's `sessiond serve --stdio` (bench/import_.py's first page)."""
+    return [sys.executable, "-m", "server.cli", "--home", str(home), "serve", "--stdio"]
+
+
 class Install:
     """How to run sessiond (an install's command, or this checkout) and its interpreter."""
 
@@ -126,7 +137,7 @@ def _server(install: Install, home: Path) -> list[str]:
 def time_until(argv: list[str], work: Callable[[Peer], Any], env: dict[str, str]) -> float:
     """Seconds from spawn to the answer `work` waits for (the shutdown is not timed)."""
     began = time.perf_counter()
-    peer = Peer(argv, env)
+    peer = Peer(argv, env, exact=True)
     try:
         work(peer)
         return time.perf_counter() - began
