@@ -302,8 +302,8 @@ def render(result: dict[str, Any]) -> str:
     if against:
         head += " against: median ms |" + (" MIr |" if ir else "")
     head += " target | |"
-    width = head.count("|") - 2
-    lines = [head, "|---|" + "---:|" * (width - 3) + "---|---|"]
+    columns = head.count("|") - 1
+    lines = [head, "|---|" + "---:|" * (columns - 3) + "---|---|"]
     for name in LABELS:
         values = samples[name]
         median = statistics.median(values)
