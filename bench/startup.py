@@ -19,8 +19,8 @@ own modules have no bytecode: every spawn compiles them, the bench's old way);
 `--no-bytecode` runs the install with no bytecode for any module (PYTHONPYCACHEPREFIX at an
 empty directory, nothing written): what a person gets from an installer that does not
 compile (uv's default, `pip --no-compile`) on a machine with PYTHONDONTWRITEBYTECODE=1.
-`--against DIR`: another checkout (main's, before a change) installed the same way, its
-rows taken in the same rounds, beside this one's.
+`--against DIR`: another checkout (main's, before a change) installed the same way, on a
+copy of the data dir, its rows taken in the same rounds, beside this one's.
 
 The data dir holds `--threads` threads (bench.listing's), its index and search index
 built by untimed runs first. The targets (docs/benchmarks.md, "Opening a window from
@@ -279,13 +279,15 @@ def run(
         if against is not None:
             (root / "against").mkdir()
             baseline = Install(root / "against", checkout, bytecode, against)
-            (root / "against" / "home").symlink_to(root / "home")
+            # A copy of its own: two versions on one data dir each found the other's last
+            # run's changes to take in (a first page of 1-1.5 s every other round).
+            shutil.copytree(root / "home", root / "against" / "home", symlinks=True)
             theirs = rows(baseline, root / "against", threads)
             table.update({f"{name} (against)": row for name, row in theirs.items()})
         samples = measure(table, runs)
         ir = instructions(install, root) if counted else None
         if counted and baseline is not None and ir is not None:
-            theirs_ir = instructions(baseline, root / "against", root / "home") or {}
+            theirs_ir = instructions(baseline, root / "against") or {}
             ir.update({f"{name} (against)": value for name, value in theirs_ir.items()})
     finally:
         shutil.rmtree(root, ignore_errors=True)
