@@ -72,6 +72,9 @@ def agent_main() -> None:
                 if words[0] == "long":  # one message of `count` 1 KB chunks
                     update["messageId"] = "long"
                     update["content"]["text"] = "z" * 1023 + "\n"
+                elif words[0] == "solid":  # ... with no break at all (the hold's worst)
+                    update["messageId"] = "long"
+                    update["content"]["text"] = "z" * 1024
                 elif words[0] == "deltas":  # one message in 4-character deltas
                     prose = DELTA_TEXT * (4 * count // len(DELTA_TEXT) + 1)
                     update["messageId"] = "deltas"
@@ -244,11 +247,16 @@ def stream(runs: int, prompts: int, against: Path | None = None) -> dict[str, fl
 
 
 def _timed_prompts(
-    runs: int, against: Path | None, words: str, prompts: int = 1
+    runs: int,
+    against: Path | None,
+    words: str,
+    prompts: int = 1,
+    cpu: dict[str, list[float]] | None = None,
 ) -> dict[str, list[float]]:
     """Per way (`modes`), `prompts` round trips (ms) of the prompt `words` in each of
     `runs` fresh editors, each after one warm prompt (lazy imports, the redactor's first
-    use): the steady state."""
+    use): the steady state. `cpu`: filled with the CPU (ms, user + system) the process
+    the editor talks to (the proxy, or AGENT direct) spent on each of those prompts."""
     times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(runs):
@@ -258,12 +266,21 @@ def _timed_prompts(
                     editor.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
                     opened = editor.request("session/new", {"cwd": tmp, "mcpServers": []})
                     _prompt(editor, opened["sessionId"], "stream 1")
-                    times.setdefault(mode, []).extend(
-                        _prompt(editor, opened["sessionId"], words) for _ in range(prompts)
-                    )
+                    for _ in range(prompts):
+                        before = _cpu_ms(editor.proc.pid)
+                        took = _prompt(editor, opened["sessionId"], words)
+                        times.setdefault(mode, []).append(took)
+                        if cpu is not None:
+                            cpu.setdefault(mode, []).append(_cpu_ms(editor.proc.pid) - before)
                 finally:
                     editor.close()
     return times
+
+
+def _cpu_ms(pid: int) -> float:
+    """A process's CPU so far (user + system, ms), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def _prompt(editor: Editor, session: str, words: str) -> float:
@@ -300,10 +317,15 @@ MERGE_CHUNKS = 20_000
 def merge(runs: int, against: Path | None = None) -> dict[str, float]:
     """One prompt answered by `MERGE_CHUNKS` 1 KB chunks of one message, round trip (ms),
     direct and through the proxy (every chunk recorded, the message merged and written at
-    the turn's end); and the merge alone, in process (ThreadRecorder, ms)."""
+    the turn's end), and the CPU the proxy spent on it; the same with chunks that hold no
+    break at all (`solid`: the chunk hold keeps each until 4,096 characters); and the merge
+    alone, in process (ThreadRecorder, ms)."""
     from restore.sources import acp as source
 
-    times = _timed_prompts(runs, against, f"long {MERGE_CHUNKS}")
+    cpu: dict[str, list[float]] = {}
+    times = _timed_prompts(runs, against, f"long {MERGE_CHUNKS}", cpu=cpu)
+    solid_cpu: dict[str, list[float]] = {}
+    solid = _timed_prompts(runs, against, f"solid {MERGE_CHUNKS}", cpu=solid_cpu)
     alone = []
     for _ in range(runs):
         recorder = source.ThreadRecorder("idle")
@@ -318,23 +340,35 @@ def merge(runs: int, against: Path | None = None) -> dict[str, float]:
             recorder.update(update)
         recorder.end_turn("idle-2", stop_reason="end_turn")
         alone.append((time.perf_counter() - began) * 1000)
-    return {
-        **{mode: statistics.median(values) for mode, values in times.items()},
-        "merge": statistics.median(alone),
-    }
+    medians = {mode: statistics.median(values) for mode, values in times.items()}
+    for mode in times:
+        medians[f"{mode} cpu"] = statistics.median(cpu[mode])
+        medians[f"{mode} solid"] = statistics.median(solid[mode])
+        medians[f"{mode} solid cpu"] = statistics.median(solid_cpu[mode])
+    return {**medians, "merge": statistics.median(alone)}
 
 
 def render_merge(medians: dict[str, float]) -> str:
-    return "\n".join([
+    rows = [
         f"| {MERGE_CHUNKS:,} chunks of 1 KB, one message (median ms) | editor → AGENT | "
-        "editor → `sessiond acp` → AGENT | target |",
-        "|---|---:|---:|---|",
-        f"| prompt round trip | {medians['direct']:.0f} | {medians['proxy']:.0f} | "
-        f"< 1,000: {'met' if medians['proxy'] < 1000 else 'NOT met'} |",
-        f"| the merge alone (ThreadRecorder, in process) | — | {medians['merge']:.0f} | |",
-        *([f"| `--against`'s proxy, prompt round trip | | {medians['against']:.0f} | |"]
-          if "against" in medians else []),
-    ])  # fmt: skip
+        "editor → `sessiond acp` → AGENT | target |"
+        + (" `--against`'s proxy |" if "against" in medians else ""),
+        "|---|---:|---:|---|" + ("---:|" if "against" in medians else ""),
+    ]
+    for label, key, target in (
+        ("prompt round trip", "", True),
+        ("the proxy's CPU for it", " cpu", True),
+        ("prompt round trip, chunks with no break", " solid", True),
+        ("the proxy's CPU for it", " solid cpu", True),
+    ):
+        value = medians[f"proxy{key}"]
+        met = f"< 1,000: {'met' if value < 1000 else 'NOT met'}" if target else ""
+        rows.append(
+            f"| {label} | {medians[f'direct{key}']:.0f} | {value:.0f} | {met} |"
+            + (f" {medians[f'against{key}']:.0f} |" if "against" in medians else "")
+        )
+    rows.append(f"| the merge alone (ThreadRecorder, in process) | — | {medians['merge']:.0f} | |")
+    return "\n".join(rows)
 
 
 # --- the real agents ----------------------------------------------------------------------

@@ -55,13 +55,15 @@ def server_throughput(
     env: dict[str, str] | None = None,
     ready: Callable[[], object] | None = None,
     texts: Sequence[str] | None = None,
+    site: Path | None = None,
 ) -> dict[str, Any]:
     """One server's record rate; `ready` is called once its threads are started, right
     before the timed stream (several servers measured at once wait for each other there).
     `began`/`ended` (perf_counter) let a caller compute a wall-clock aggregate. `texts`:
-    the items' contents in turn (bench/redaction.py: ordinary text), else 150 x's."""
+    the items' contents in turn (bench/redaction.py: ordinary text), else 150 x's. `site`:
+    another checkout's server (bench/rpc.py)."""
     env = {"SESSIOND_DURABILITY": mode, "SESSIOND_DEBUG": "1", **(env or {})}
-    server = PipelinedServer(home, env)
+    server = PipelinedServer(home, env, site)
     try:
         server.request("initialize", {"clientInfo": {"name": "bench"}})
         sessions = []

@@ -31,7 +31,8 @@ def nests_deeper(value: Any, limit: int = ITEM_DEPTH_MAX) -> bool:
     return deepest_past(value, limit) is not None
 
 
-LifecycleSource = Literal["startup", "resume", "clear", "compact"]
+LifecycleSource = Literal["startup", "resume", "clear", "compact", "reset"]
+ResetReason = Literal["daily", "idle"]
 
 
 class ItemBase(WireModel):
@@ -229,11 +230,14 @@ class SessionMetaItem(ItemBase):
     type: Literal["session_meta"] = Field("session_meta", description="`session_meta`.")
     threadId: str = Field(description="The thread.")
     source: LifecycleSource = Field(
-        description="Why the session began: `startup`, `resume`, `clear`, `compact`."
+        description="Why the session began: `startup`, `resume`, `clear`, `compact`, or "
+        "`reset` (the first session of a thread `thread/continue` started in place of its "
+        "key's previous one)."
     )
     reason: str = Field(
         "user",
-        description="Who or what asked: `user`, `process_recovery`, `acceptDrift`, `fork`.",
+        description="Who or what asked: `user`, `process_recovery`, `acceptDrift`, `fork`; "
+        "a `reset`'s `daily` or `idle`.",
     )
     resumedFrom: str | None = Field(None, description="The session this one continues.")
     forkedFrom: dict[str, Any] | None = Field(
@@ -253,6 +257,27 @@ class SessionMetaItem(ItemBase):
     model: str | None = Field(None, description="The model in use.")
     permissions: Permissions | None = Field(None, description="What the agent may do.")
     client: dict[str, Any] | None = Field(None, description="The client's `clientInfo`.")
+    sessionKey: str | None = Field(
+        None,
+        description="First session only: the thread's session key (`thread/start` or "
+        "`thread/continue`), kept for the thread's whole life.",
+    )
+    previousThreadId: str | None = Field(
+        None, description="A `reset`'s first session: the thread this one replaces."
+    )
+    resetReason: ResetReason | None = Field(
+        None, description="A `reset`'s first session: why (`daily` or `idle`)."
+    )
+
+
+class ThreadSuccessorItem(ItemBase):
+    """Server-written by `thread/continue`'s reset into the thread it replaced: which thread
+    the key went on in. Bookkeeping: it neither counts as an item nor moves the thread in
+    the list."""
+
+    type: Literal["thread_successor"] = Field("thread_successor", description="`thread_successor`.")
+    nextThreadId: str = Field(description="The thread that replaced this one for its key.")
+    resetReason: ResetReason = Field(description="Why: `daily` or `idle`.")
 
 
 class ClearBoundaryItem(ItemBase):
@@ -416,7 +441,10 @@ class LifecycleItem(ItemBase):
     )
     source: LifecycleSource | None = Field(None, description="SessionStart: why it began.")
     reason: str | None = Field(
-        None, description="Why the session ended: close, clear, shutdown, disconnect."
+        None, description="Why the session ended: close, clear, shutdown, disconnect, reset."
+    )
+    resetReason: ResetReason | None = Field(
+        None, description="A `reset` (SessionStart source, SessionEnd reason): daily or idle."
     )
     hook: str | None = Field(None, description="The hook's name.")
     hookType: Literal["command", "python"] | None = Field(None, description="How the hook runs.")

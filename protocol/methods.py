@@ -11,8 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.base import WireModel
-from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions
-from protocol.names import CLIENT_NAME_MAX, PRINTABLE
+from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions, ResetReason
+from protocol.names import CLIENT_NAME_MAX, PRINTABLE, SESSION_KEY_MAX
 from protocol.quick_params import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, MAX_READ, MAX_SEARCH
 
 MAX_ITEMS_PER_RECORD = 1000
@@ -73,7 +73,8 @@ class ServerCapabilities(WireModel):
         description="The restorable subsystems, in the fixed order a RestoreReport lists them."
     )
     lifecycleSources: list[str] = Field(
-        description="Why a session may begin: `startup`, `resume`, `clear`, `compact`."
+        description="Why a session may begin: `startup`, `resume`, `clear`, `compact`, "
+        "`reset` (a new thread for a session key, `thread/continue`)."
     )
     framing: list[str] = Field(
         description="stdio framings understood: `content-length` (LSP) and `newline` (NDJSON)."
@@ -191,6 +192,34 @@ class ThreadInfo(WireModel):
         "A sub-agent's start, archive or delete is followed by its parent's `thread/updated` "
         "with the new count.",
     )
+    sessionKey: str | None = Field(
+        None,
+        description="The session key the thread belongs to (`thread/start`, "
+        "`thread/continue`), e.g. `workspace:/src/app#main`, `direct:<peer>`; null: none.",
+    )
+    previousThreadId: str | None = Field(
+        None, description="The thread this one replaced for its key (a `thread/continue` reset)."
+    )
+    nextThreadId: str | None = Field(
+        None,
+        description="The thread that replaced this one for its key, once recorded here "
+        "(null: none, or not recorded yet while another process held this thread: the "
+        "successor's `previousThreadId` says it all the same).",
+    )
+    resetReason: ResetReason | None = Field(
+        None, description="Why this thread replaced `previousThreadId`: `daily` or `idle`."
+    )
+
+
+SessionKey = Field(
+    min_length=1,
+    max_length=SESSION_KEY_MAX,
+    pattern=PRINTABLE,
+    description="A session key: which conversation a message belongs to (any printable "
+    "string of 1-512 characters; shapes such as `workspace:<path>#<branch>`, "
+    "`direct:<peer>`, `group:<channel>:<peer>`, `thread:<parentKey>:<id>`, "
+    "`agent:<id>:subagent:<uuid>` are conventions, not a closed list).",
+)
 
 
 class ThreadIdParams(Params):
@@ -224,6 +253,15 @@ class ThreadStartParams(Params):
         max_length=128,
         description="With `parentThreadId`: the parent's operation (tool call) that started "
         "the sub-agent.",
+    )
+    sessionKey: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=SESSION_KEY_MAX,
+        pattern=PRINTABLE,
+        description="The session key the thread belongs to (see `thread/continue`); kept "
+        "for the thread's whole life. A key has at most one current thread: the newest "
+        "unarchived one with that key that no other thread replaced.",
     )
     items: list[dict[str, Any]] | None = Field(
         default=None,
@@ -281,6 +319,12 @@ class ThreadListParams(Params):
         description="List this thread's sub-agent threads. Without it only top-level threads "
         "are listed: children are reached through their parent (`childCount`); a child whose "
         "parent is not stored (its transcript gone, or not imported) is top-level.",
+    )
+    sessionKey: str | None = Field(
+        default=None,
+        max_length=SESSION_KEY_MAX,
+        description="Only threads whose session key starts with this (exact, case-sensitive; "
+        '`""`: every thread with a key). With it, sub-agents\' threads are listed too.',
     )
 
 
@@ -356,7 +400,9 @@ class ThreadSearchResult(Result):
         False,
         description="The search index was still being built (the first search after an "
         "upgrade or a rebuild indexes a budget of threads per request, with `$/progress`): "
-        "hits from threads not indexed yet are missing. Search again to continue.",
+        "hits from threads not indexed yet are missing. Search again to continue. Or the "
+        "page's snippets ran out of their time budget (a quarter of a second): the hits "
+        "after it show the start of their text, without highlights.",
     )
 
 
@@ -701,6 +747,116 @@ class ThreadSetTitleResult(Result):
     thread: ThreadInfo = Field(description="The thread with its new title.")
 
 
+class CarryParams(WireModel):
+    """What a reset carries from the thread it replaces to the new one (never the
+    conversation)."""
+
+    model: bool | None = Field(None, description="The model override (default true).")
+    permissions: bool | None = Field(None, description="The permissions (default true).")
+    todos: bool | None = Field(None, description="The todo list (default false).")
+
+
+class FreshnessPolicy(WireModel):
+    """When a key's current thread is stale: any field left out comes from the settings
+    (`sessions.toml` in the data directory: the default, then the client's, then the
+    longest matching key prefix's)."""
+
+    reset: Literal["none", "daily", "idle", "both"] | None = Field(
+        None,
+        description="`none` (never: the person decides), `daily` (the first message after "
+        "`atHour` local time starts a new thread), `idle` (after `idleMinutes` without "
+        "activity), `both` (whichever comes first).",
+    )
+    atHour: int | None = Field(
+        default=None, ge=0, le=23, description="`daily`: the local hour a day begins (4)."
+    )
+    idleMinutes: float | None = Field(
+        default=None,
+        ge=0,
+        description="`idle`: minutes without activity after which the next message starts a "
+        "new thread (0: never). At exactly the limit the thread continues.",
+    )
+    carry: CarryParams | None = Field(None, description="What a reset carries over.")
+
+
+class ThreadContinueParams(Params):
+    """A message arrived for `sessionKey`: continue its current thread, or start the one
+    that replaces it when the policy says it is stale."""
+
+    sessionKey: str = SessionKey
+    cwd: str = Field(
+        min_length=1,
+        description="Absolute path of an existing directory the agent works in: where a new "
+        "thread starts, and where a resumed one is judged (as `thread/resume {cwd}`).",
+    )
+    policy: FreshnessPolicy | None = Field(
+        None, description="This call's policy, over the settings' (field by field)."
+    )
+    title: str | None = Field(
+        default=None, max_length=500, description="A new thread's title (startup, reset)."
+    )
+    model: str | None = Field(
+        None, description="A new thread's model (startup, reset: over the one carried)."
+    )
+    permissions: Permissions | None = Field(
+        None, description="A new thread's permissions (startup, reset: over those carried)."
+    )
+    acceptDrift: bool = Field(False, description="As `thread/resume`'s, for a resume.")
+    messageLimit: int = Field(
+        default=MAX_PAGE, ge=1, le=MAX_PAGE, description="As `thread/resume`'s (1-200)."
+    )
+    availableModels: list[str] | None = Field(None, description="As `thread/resume`'s.")
+
+
+class EffectivePolicy(WireModel):
+    reset: Literal["none", "daily", "idle", "both"] = Field(description="The mode judged by.")
+    atHour: int = Field(description="`daily`'s local hour.")
+    idleMinutes: float = Field(description="`idle`'s limit in minutes (0: never).")
+    timezone: str = Field(description="The zone `atHour` is local to (an IANA name).")
+    carry: dict[str, bool] = Field(description="`{model, permissions, todos}`.")
+
+
+class ThreadContinueResult(Result):
+    reason: Literal["startup", "resume", "reset"] = Field(
+        description="`startup`: the key had no current thread, a new one started; `resume`: "
+        "its current thread continues; `reset`: the policy found it stale and a new thread, "
+        "linked to it, starts instead (`resetReason`)."
+    )
+    resetReason: ResetReason | None = Field(
+        None,
+        description="`reset` only: `daily` (a day began, at `atHour` local time, since its "
+        "last activity) or `idle` (longer than `idleMinutes` without activity); both "
+        "stale: the one that came first.",
+    )
+    thread: ThreadInfo = Field(description="The thread to continue in.")
+    sessionId: str | None = Field(
+        description="The session to record through; null when a resume needs review "
+        "(`restore.status`): resume it with `acceptDrift`, or not."
+    )
+    sessionOpened: bool = Field(
+        description="A session was opened now (SessionStart hooks run: source `startup`, "
+        "`resume` or `reset`); false when this client held the thread's session already "
+        "and it simply goes on (nothing written)."
+    )
+    previousThreadId: str | None = Field(
+        None, description="`reset`: the thread replaced (its `nextThreadId` names this one)."
+    )
+    lastActivity: str | None = Field(
+        None, description="When the key's thread was last active (its `updatedAt`), judged."
+    )
+    policy: EffectivePolicy = Field(description="The policy the key was judged by.")
+    restore: RestoreReport | None = Field(
+        None,
+        description="`resume` that opened a session (or needs review): `thread/resume`'s "
+        "whole answer. Null otherwise.",
+    )
+    carried: list[str] = Field(
+        default_factory=list,
+        description="`reset`: what came over from the replaced thread (`model`, "
+        "`permissions`, `todos`), as the policy's `carry` says.",
+    )
+
+
 class ThreadResolveParams(Params):
     prefix: str = Field(
         min_length=4,
@@ -766,7 +922,10 @@ class LifecycleHookNotification(WireModel):
     runId: str = Field(description="Shared by the `started` and final notification of a run.")
     source: LifecycleSource | None = Field(None, description="SessionStart: why the session began.")
     reason: str | None = Field(
-        None, description="SessionEnd: why it ended (close, clear, shutdown, disconnect)."
+        None, description="SessionEnd: why it ended (close, clear, shutdown, disconnect, reset)."
+    )
+    resetReason: ResetReason | None = Field(
+        None, description="SessionStart `reset` and SessionEnd `reset`: `daily` or `idle`."
     )
     origin: str | None = Field(
         None,
@@ -816,6 +975,7 @@ METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
     "thread/search": (ThreadSearchParams, ThreadSearchResult),
     "thread/readBlob": (ThreadReadBlobParams, ThreadReadBlobResult),
     "thread/resume": (ThreadResumeParams, RestoreReport),
+    "thread/continue": (ThreadContinueParams, ThreadContinueResult),
     "thread/fork": (ThreadForkParams, ThreadForkResult),
     "thread/archive": (ThreadIdParams, EmptyResult),
     "thread/unarchive": (ThreadIdParams, EmptyResult),
@@ -869,6 +1029,11 @@ SUMMARIES: dict[str, str] = {
     "one answer (`--max-frame`) is PayloadTooLarge.",
     "thread/resume": "Restore every subsystem and open a new session, or say why not "
     "(`needs_review`): the RestoreReport.",
+    "thread/continue": "A message arrived for a session key: its current thread continues "
+    "(a session opened on it, as `thread/resume`), or, when the key's freshness policy "
+    "finds it stale (`daily`, `idle`), a new thread replaces it, linked both ways and "
+    "carrying what the policy says but never the conversation; a key without one starts "
+    "its first. One thread per key and reset, whichever processes (or machines) ask at once.",
     "thread/fork": "A new thread holding the items up to a turn or seq, with its own session.",
     "thread/archive": "Move a thread to the archive (listed with `archived: true`).",
     "thread/unarchive": "Bring an archived thread back.",

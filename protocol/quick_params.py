@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from protocol.names import SESSION_KEY_MAX
+
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
 MAX_SEARCH = 500
@@ -34,6 +36,7 @@ class ListParams:
     cursor: str | None = None
     limit: int = DEFAULT_PAGE
     parentThreadId: str | None = None
+    sessionKey: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,7 @@ def _list(params: dict[str, Any]) -> ListParams:
         cursor=_text(params, "cursor", MAX_CURSOR),
         limit=_count(params, "limit", DEFAULT_PAGE, MAX_PAGE),
         parentThreadId=_text(params, "parentThreadId"),
+        sessionKey=_text(params, "sessionKey", SESSION_KEY_MAX),
     )
 
 

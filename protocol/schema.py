@@ -32,6 +32,7 @@ from protocol.items import (
     RecordableItem,
     RewindBoundaryItem,
     SessionMetaItem,
+    ThreadSuccessorItem,
     ThreadTitleItem,
 )
 from protocol.methods import METHODS, NOTIFICATIONS_IN, NOTIFICATIONS_OUT, SUMMARIES
@@ -51,6 +52,7 @@ SERVER_ITEMS = (
     AcpUpdateItem,
     AcpSessionItem,
     PermissionDecisionItem,
+    ThreadSuccessorItem,
 )
 
 

@@ -29,7 +29,7 @@ boundaries, import checkpoints, ACP updates). It counts the rest, the conversati
 was said and done. One definition for `list`, `show`, ThreadInfo and the extension;
 changing it would bump the embedded index's SCHEMA_VERSION and recount the PostgreSQL
 rows, so no stored row keeps another count."""
-_QUIET_TYPES = frozenset({"lifecycle", "import_checkpoint"})
+_QUIET_TYPES = frozenset({"lifecycle", "import_checkpoint", "thread_successor"})
 
 
 def make_preview(content: Any, limit: int = PREVIEW_CHARS) -> str:
@@ -94,6 +94,13 @@ class ThreadSummary:
     """That tool call (the parent's operationId), when recorded."""
     childCount: int | None = None
     """Sub-agent threads under this one: counted by a listing, None where not counted."""
+    sessionKey: str | None = None
+    """The session key, from the first session (thread/start, thread/continue)."""
+    previousThreadId: str | None = None
+    """The thread a reset replaced with this one, from the first session."""
+    nextThreadId: str | None = None
+    """The thread that replaced this one (its `thread_successor` item)."""
+    resetReason: str | None = None
     lastSeq: int = 0
     latestSessionId: str | None = None
 
@@ -112,6 +119,7 @@ class ThreadSummary:
             self.lastSeq = seq
         kind = item.get("type")
         if kind == "session_meta":
+            first = self.latestSessionId is None
             self.latestSessionId = item.get("sessionId") or self.latestSessionId
             for key in ("cwd", "workspaceFolder", "branch", "headSha"):
                 setattr(self, key, item.get(key))
@@ -125,6 +133,11 @@ class ThreadSummary:
                 self.parentOperationId = operation if isinstance(operation, str) else None
             if self.title is None and isinstance(item.get("title"), str):
                 self.title = one_line(item["title"])
+            if first and isinstance(item.get("sessionKey"), str):
+                self._first_session(item)
+        elif kind == "thread_successor":
+            if isinstance(item.get("nextThreadId"), str):
+                self.nextThreadId = item["nextThreadId"]
         elif kind == "thread_title":
             if isinstance(item.get("title"), str):
                 self.title = one_line(item["title"])
@@ -134,6 +147,15 @@ class ThreadSummary:
             self.costUsd = round(self.costUsd + float(item["usd"]), 10)
         if kind not in BOOKKEEPING_TYPES:
             self.itemCount += 1
+
+    def _first_session(self, item: dict[str, Any]) -> None:
+        """The key and the link a thread is born with (its first `session_meta` only: a
+        fork's or a later session's never change them)."""
+        if self.sessionKey is None:
+            self.sessionKey = item["sessionKey"]
+            previous, why = item.get("previousThreadId"), item.get("resetReason")
+            self.previousThreadId = previous if isinstance(previous, str) else None
+            self.resetReason = why if why in ("daily", "idle") else None
 
     def thread_info(self) -> dict[str, Any]:
         """The wire `ThreadInfo` (Appendix A). Built by hand, not with `asdict`: it is sent

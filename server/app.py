@@ -31,9 +31,11 @@ from server.host import Notice, thread_notice
 from server.index_flush import IndexFlush
 from server.live.subscriptions import Subscriptions
 from server.rpc.dispatch import SessiondProtocol
-from server.worker import StoreWorker
+from server.worker import LANE, Batched, StoreWorker
 
 if TYPE_CHECKING:
+    from protocol.errors import ProtocolError
+    from restore.redaction.engine import Redactor
     from restore.service import ThreadService
     from restore.stores import Settings
     from restore.stores.api import Pages, Store
@@ -77,12 +79,20 @@ class SessiondServer:
         # Threads start on the first read, not here.
         self._readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="sessiond-read")
         self._searches = ThreadPoolExecutor(1, thread_name_prefix="sessiond-search")
+        # A record's redaction, off the store thread (`run_redaction`): one thread for
+        # records of ordinary size, one for the large, so that neither kind waits behind
+        # the other (a client's 16 MiB record, another's small one).
+        self._redacting = (Batched("sessiond-redact"), Batched("sessiond-redact-large"))
         self.connections: list[SessiondProtocol] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._index_flush = IndexFlush(self._flush_index)
         self._pending_updates: dict[str, ThreadSummary] = {}
         self.subscriptions = Subscriptions(self, config.max_frame)
         self.workspace_listeners: list[Callable[[], None]] = []
+        self.home_lost_listeners: list[Callable[[], None]] = []
+        """Told once when a write finds the data directory (or a thread file) deleted
+        under the server (a lingering WebSocket server then leaves)."""
+        self._home_lost = False
         self._hooks: LifecycleHooks | None = None
         self._watcher: Watcher | None = None
 
@@ -185,6 +195,7 @@ class SessiondServer:
         connection = SessiondProtocol()
         connection.send_bytes = send_bytes
         connection.max_frame = self.config.max_frame
+        connection.failed = self._failed
         serving: Serving = self  # mypy: the server is what its handlers expect
         register(connection, serving)
         if os.environ.get("SESSIOND_DEBUG") == "1":
@@ -225,6 +236,14 @@ class SessiondServer:
         paths = (f["path"] for c in self.connections for f in c.workspace_folders)
         return list(dict.fromkeys(paths))
 
+    def _failed(self, error: ProtocolError) -> None:
+        """A typed error was answered: one that says the data directory or a thread file
+        was deleted under this server tells `home_lost_listeners`, once."""
+        if error.details.get("deleted") is True and not self._home_lost:
+            self._home_lost = True
+            for listener in self.home_lost_listeners:
+                listener()
+
     def workspace_changed(self) -> None:
         for listener in self.workspace_listeners:
             listener()
@@ -242,13 +261,31 @@ class SessiondServer:
         search's catch-up and query never hold another client's record."""
         return await asyncio.get_running_loop().run_in_executor(self._searches, work)
 
+    def run_redaction(self, work: Callable[[], T], *, large: bool) -> asyncio.Future[T]:
+        """`work()` (a record's redaction) on a redaction thread: never the store thread,
+        where its cost held every other client's request (docs/security.md)."""
+        return self._redacting[1 if large else 0].submit(work)
+
+    def redactor(self) -> Redactor | None:
+        """The store's redactor, if the store is open (None: redaction is off, or no
+        store yet: it redacts on its own, in `stamp`)."""
+        service = self._service
+        return service.store.redactor if service is not None else None
+
     def schedule_index_flush(self) -> None:
         """The batched index rows written once records pause (server/index_flush.py)."""
         self._index_flush.soon(self.loop)
 
     def _flush_index(self) -> None:
         if self._service is not None:
-            self.worker.submit(self._service.flush_index).add_done_callback(_log_failure)
+            # The server's own job, whoever's request set the timer: no connection's lane
+            # (its timer callback inherits the request's context), so a record waiting for
+            # its redaction does not hold the rows back.
+            lane = LANE.set(None)
+            try:
+                self.worker.submit(self._service.flush_index).add_done_callback(_log_failure)
+            finally:
+                LANE.reset(lane)
 
     def announce_update(self, summary: ThreadSummary) -> None:
         """`thread/updated` after records, coalesced: at most one per thread every
@@ -321,3 +358,5 @@ class SessiondServer:
             self.worker.run_blocking(self._store.close)
         self.worker.shutdown()
         self._readers.shutdown(wait=True)
+        for batched in self._redacting:
+            batched.shutdown()

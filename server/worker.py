@@ -14,12 +14,19 @@ durable jobs that finish while a commit runs wait, and the next commit covers th
 one sync per file for however many records arrived meanwhile. Batches are answered
 strictly in order, each once it is durable: no answer reports anything before what came
 earlier is safe on disk.
+
+A job may wait for something first (`after`: a record's redaction, done on a thread of
+its own so that no record's secrets hold another client's work): it stays queued, and so
+does every later job of the same connection (its `lane`, `LANE` when it was submitted),
+while the jobs of other connections go ahead. Each connection's jobs still run in the order
+it sent them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import functools
 import threading
 from collections.abc import Callable
@@ -28,6 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+LANE: contextvars.ContextVar[object | None] = contextvars.ContextVar("sessiond_lane", default=None)
+"""The connection a request came on (server/rpc/dispatch.py sets it around each handler):
+its jobs keep their order among themselves, whatever another connection's wait for."""
 
 
 @dataclass(slots=True)
@@ -45,8 +56,14 @@ class _Job:
     future: asyncio.Future[Any]
     durable: bool
     then: Callable[[Any], Any] | None
+    lane: object | None = None
+    after: asyncio.Future[Any] | None = None
     result: Any = None
     error: BaseException | None = field(default=None)
+
+    @property
+    def ready(self) -> bool:
+        return self.after is None or self.after.done()
 
 
 class StoreWorker:
@@ -74,8 +91,12 @@ class StoreWorker:
         durable: bool = False,
         then: Callable[[Any], T] | None = None,
         next_turn: bool = False,
+        after: asyncio.Future[Any] | None = None,
     ) -> asyncio.Future[T]:
         """Queue `work(*args)`. A `durable` job is answered only after the batch's commit.
+
+        `after`: run only once it is done (its failure is the job's, and `work` does not
+        run); the connection's later jobs wait with it, other connections' do not.
 
         `then` runs on the loop with work's result and gives the future's value: a handler
         can finish its answer there instead of in a task awaiting the future.
@@ -86,7 +107,10 @@ class StoreWorker:
         before it, so a plain handler's job joins the queue one turn later too.
         """
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        job = _Job(functools.partial(work, *args) if args else work, future, durable, then)
+        job = _Job(functools.partial(work, *args) if args else work, future, durable, then,
+                   LANE.get(), after)  # fmt: skip
+        if after is not None and not after.done():
+            after.add_done_callback(lambda _: self._kick(future.get_loop()))
         if next_turn:
             future.get_loop().call_soon(self._enqueue, job)
         else:
@@ -98,9 +122,40 @@ class StoreWorker:
         if not self._busy:
             self._hand_over(job.future.get_loop())
 
+    def _kick(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A job's `after` is done: it may go now, if the thread is idle."""
+        if not self._busy and self._queue:
+            self._hand_over(loop)
+
+    def _take(self) -> list[_Job]:
+        """The queued jobs that may run now, in order: not one waiting for its `after`,
+        nor one behind such a job in the same lane."""
+        if all(job.ready for job in self._queue):
+            taken, self._queue = self._queue, []
+        else:
+            taken = self._waiting()
+        for job in taken:
+            if job.after is not None and (failed := _failure(job.after)) is not None:
+                job.error = failed  # on the loop: the future is the loop's to read
+        return taken
+
+    def _waiting(self) -> list[_Job]:
+        taken, left, held = [], [], set()
+        for job in self._queue:
+            if job.ready and (job.lane is None or job.lane not in held):
+                taken.append(job)
+            else:
+                left.append(job)
+                if job.lane is not None:
+                    held.add(job.lane)
+        self._queue = left
+        return taken
+
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
-        batch = _Batch(self._queue)
-        self._queue = []
+        jobs = self._take()
+        if not jobs:
+            return  # every queued job waits for something: handed over once it is done
+        batch = _Batch(jobs)
         self._busy = True
         self.hops += 1
         self._unanswered.append(batch)
@@ -112,6 +167,8 @@ class StoreWorker:
         for job in batch.jobs:
             if job.future.cancelled():
                 continue  # cancelled before it started: do nothing, as the client was told
+            if job.error is not None:
+                continue  # what it waited for failed (a refused record): not run
             try:
                 with self._store_lock:
                     job.result = job.work()
@@ -214,3 +271,63 @@ def _answer(job: _Job) -> None:
         job.future.set_exception(job.error)
     else:
         job.future.set_result(job.result)
+
+
+def _failure(future: asyncio.Future[Any]) -> BaseException | None:
+    if future.cancelled():
+        return asyncio.CancelledError()
+    return future.exception()
+
+
+class Batched:
+    """Callables run on one thread of their own, in batches: everything queued while the
+    thread was busy goes in its next hop, and the whole batch is answered with one wake of
+    the loop (a record's redaction: a hop each, with 16 records in flight, cost a third of
+    the rate of records that held a secret). `submit` is called on the event loop only."""
+
+    def __init__(self, name: str) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._queue: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
+        self._busy = False
+
+    def submit(self, work: Callable[[], T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.append((work, future))
+        if not self._busy:
+            self._hand_over(loop)
+        return future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch, self._queue = self._queue, []
+        self._busy = True
+        self._executor.submit(self._run, batch, loop)
+
+    def _run(
+        self, batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:  # fmt: skip
+        outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        for work, future in batch:
+            if future.cancelled():
+                continue
+            try:
+                outcomes.append((future, work(), None))
+            except BaseException as exc:  # every failure goes to its caller
+                outcomes.append((future, None, exc))
+        loop.call_soon_threadsafe(self._done, outcomes)
+
+    def _done(self, outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+        for future, result, error in outcomes:
+            if future.done():
+                continue
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+        self._busy = False
+        if self._queue:
+            self._hand_over(asyncio.get_running_loop())
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True)

@@ -62,7 +62,9 @@ async def test_initialize_adds_sessiond_session_methods_to_any_agent(
     assert capabilities.load_session is True
     sessions = capabilities.session_capabilities
     assert None not in (sessions.list, sessions.resume, sessions.close, sessions.delete)
-    assert sessions.fork is None  # unstable: only when AGENT offers it
+    assert sessions.fork is not None  # unstable; this AGENT has none: emulated
+    methods = answer.field_meta["sessiond"]["sessionMethods"]
+    assert methods == {"fork": "emulated", "rename": "_sessiond/session/rename"}
     assert capabilities.prompt_capabilities.image is True  # AGENT's own, passed through
     assert answer.agent_info.name == "fake-agent"
     assert answer.field_meta["sessiond"]["agentCapabilities"]["loadSession"] is False
@@ -425,6 +427,56 @@ def echo_agent() -> Path:
     """examples/echo_agent.py from the installed SDK's sdist (fetched before the run:
     tests/support/fetched.py)."""
     return fetched.acp_sdk_example("echo_agent.py")
+
+
+async def test_an_agent_without_fork_gets_one_emulated_primed_with_the_history(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state, caps="none")) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=session, prompt=text("remember the number 42"))
+        forked = await run.conn.fork_session(cwd=str(repo), session_id=session)
+        fork = forked.session_id
+        assert forked.field_meta["sessiond"]["fork"] == "emulated"
+        await run.conn.prompt(session_id=fork, prompt=text("what was it?"))
+        await run.conn.prompt(session_id=session, prompt=text("the original goes on"))
+        listed = {s.session_id for s in (await run.conn.list_sessions()).sessions}
+    assert fork != session and listed == {session, fork}
+    items = thread_items(home, fork)
+    meta = next(i for i in items if i["type"] == "session_meta")
+    assert meta["forkedFrom"]["threadId"] == session
+    prompts = [i["content"] for i in items if i["type"] == "message" and i["role"] == "user"]
+    assert prompts == [text("remember the number 42"), text("what was it?")]
+    assert text("the original goes on") not in prompts
+    # The fork's AGENT session is a new one, handed the history with its first prompt.
+    log = [e for e in agent_log(state) if e["event"] == "session/prompt"]
+    first, on_fork = log[0], log[1]
+    assert on_fork["sid"] != first["sid"]
+    blocks = [b["text"] for b in on_fork["params"]["prompt"]]
+    assert len(blocks) == 2 and "remember the number 42" in blocks[0]
+    assert blocks[1] == "what was it?"
+
+
+async def test_rename_is_a_sessiond_extension_recorded_as_the_title(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    repo = make_repo("repo")
+    async with sessiond_acp(home, fake_agent(tmp_path / "agent", caps="none")) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        renamed = await run.conn.ext_method(
+            "sessiond/session/rename", {"sessionId": session, "title": "the wombat's burrow"}
+        )
+        listed = (await run.conn.list_sessions()).sessions
+        with pytest.raises(RequestError):
+            await run.conn.ext_method(
+                "sessiond/session/rename", {"sessionId": session, "title": ""}
+            )
+    assert renamed["_meta"]["sessiond"] == {"title": "the wombat's burrow", "forwarded": False}
+    assert [s.title for s in listed if s.session_id == session] == ["the wombat's burrow"]
+    titles = [i["title"] for i in thread_items(home, session) if i["type"] == "thread_title"]
+    assert titles == ["the wombat's burrow"]  # named before its first prompt: kept
 
 
 async def test_fork_is_offered_only_by_an_agent_that_forks_and_copies_the_history(

@@ -79,6 +79,25 @@ async def test_an_agent_that_prints_a_banner_before_its_first_message_is_still_u
     assert "Fake agent 1.0 -- ready to help!" in editor.log()
 
 
+async def test_a_line_that_is_not_json_is_logged_redacted_from_either_side(
+    home: Path, tmp_path: Path
+) -> None:
+    """Issue 34: a stray line on AGENT's stdout (or from the editor) was logged as it
+    was, secret included, in the log the editor keeps. It is logged redacted, as a record
+    would be stored: what it was is still there to debug, the secret is not."""
+    pat = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    agent = fake_agent(tmp_path / "agent", "resume", f"--banner-text=starting with {pat} ok")
+    async with raw_sessiond_acp(home, agent) as editor:
+        answer = await editor.request("initialize", INITIALIZE)
+        assert answer["result"]["agentInfo"]["name"] == "fake-agent"
+        await editor.send_line(f"oops {pat} not json".encode())
+        refused = await editor.next_message()
+        assert refused["error"]["code"] == -32700
+    log = editor.log()
+    assert "starting with [secret:github-pat:" in log and "oops [secret:github-pat:" in log
+    assert pat not in log and pat[:12] not in log
+
+
 async def test_a_message_nested_too_deep_is_answered_from_the_editor_and_cut_from_the_agent(
     home: Path, tmp_path: Path, make_repo: Callable[..., Path]
 ) -> None:

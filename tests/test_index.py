@@ -298,6 +298,10 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
         childCount=0,
         lastSeq=9,
         latestSessionId=str(uuid.uuid4()),
+        sessionKey="direct:ana",
+        previousThreadId=str(uuid.uuid4()),
+        nextThreadId=str(uuid.uuid4()),
+        resetReason="idle",
     )
     # A field added to ThreadSummary without a column would make this test fail.
     defaults = ThreadSummary(threadId=thread_id)

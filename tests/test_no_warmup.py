@@ -95,6 +95,8 @@ NOT_FOR_A_LIST = ("restore.service.resume", "restore.engine.judge", "restore.eng
 
 
 def test_a_list_loads_neither_the_resume_engine_nor_git(spawn: Spawn, tmp_path: Path) -> None:
+    # A repository: a resume outside one runs no git at all (restore/engine/environment.py).
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     first = spawn()
     first.initialize()
     tid = first.request("thread/start", {"cwd": str(tmp_path)})["thread"]["threadId"]

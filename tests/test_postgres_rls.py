@@ -419,7 +419,7 @@ def test_a_database_of_schema_5_upgraded_by_its_owner_needs_no_new_grant_for_cha
         assert upgraded.returncode == 0, upgraded.stderr
         with psycopg.connect(store_url, autocommit=True) as conn:
             versions = conn.execute("SELECT version FROM sessiond_migrations ORDER BY 1")
-            assert [v for (v,) in versions] == [1, 2, 3, 4, 5, 6]
+            assert [v for (v,) in versions] == [1, 2, 3, 4, 5, 6, 7]
         ana = server_as(tmp_path, "ana", roles["ana"])
         laptop = server_as(tmp_path, "ana-laptop", roles["ana"])
         try:
@@ -477,3 +477,64 @@ def test_private_a_role_without_a_channel_notifies_nothing_rather_than_the_team_
     finally:
         spy.close()
         ana.close()
+
+
+def test_private_another_roles_open_thread_is_not_found_like_a_random_id(
+    roles: dict[str, str], store_url: str, tmp_path: Path
+) -> None:
+    """Issue 34: under `private`, ben touching a thread ana holds open got `ThreadBusy …`
+    naming ana's client, host and pid, where a random id gets "not found": the error
+    confirmed the thread and named ana's machine. Now both are the same "not found"."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
+    try:
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+        tid, sid = start(ana, work, title="ana's thread")  # open: ana's lock is held
+        record(ana, tid, sid, message("ana is writing"))
+        random_id = str(uuid.uuid4())
+        for method in ("thread/resume", "thread/archive", "thread/delete", "thread/setTitle"):
+            params: dict[str, Any] = {"threadId": tid}
+            if method == "thread/setTitle":
+                params["title"] = "ben's"
+            held = refused(ben, method, params)
+            unknown = refused(ben, method, {**params, "threadId": random_id})
+            assert (
+                (held.kind, held.code)
+                == (unknown.kind, unknown.code)
+                == ("ThreadNotFound", unknown.code)
+            ), (method, held.message)
+            assert held.message == unknown.message.replace(random_id, tid)
+            assert held.data == {**unknown.data, "threadId": tid}
+            assert "pid" not in held.message and "host" not in str(held.data)
+        assert ana.request("thread/read", {"threadId": tid})["items"]  # ana's is untouched
+    finally:
+        ana.close()
+        ben.close()
+
+
+def test_each_role_continues_a_session_key_in_threads_of_its_own(
+    roles: dict[str, str], tmp_path: Path
+) -> None:
+    """`team`: ben reads ana's keyed thread but may not write it, so the key's current
+    thread for ben is one of his own; each goes on in their own. `private` alike."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ana, ben = server_as(tmp_path, "ana", roles["ana"]), server_as(tmp_path, "ben", roles["ben"])
+    params = {"sessionKey": "direct:carol", "cwd": str(work)}
+    try:
+        first = ana.request("thread/continue", params)
+        ana.request("thread/close", {"threadId": first["thread"]["threadId"],
+                                     "sessionId": first["sessionId"]})  # fmt: skip
+        bens = ben.request("thread/continue", params)
+        assert bens["reason"] == "startup"
+        assert bens["thread"]["threadId"] != first["thread"]["threadId"]
+        again = ana.request("thread/continue", params)
+        assert again["reason"] == "resume"
+        assert again["thread"]["threadId"] == first["thread"]["threadId"]
+        listed = ben.request("thread/list", {"sessionKey": "direct:"})["threads"]
+        assert len(listed) == 2  # team: both are read, each role writes its own
+    finally:
+        ana.close()
+        ben.close()

@@ -6,13 +6,14 @@ error at a user); PostgreSQL runs them in tests/test_search.py."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
 
 import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.search.query import MAX_QUERY_BYTES, MAX_TERMS, parse
-from restore.search.snippets import snippet
+from restore.search.query import MAX_QUERY_BYTES, MAX_TERMS, TOKEN, Term, parse
+from restore.search.snippets import WIDTH, matches, snippet, snippets
 
 
 @pytest.mark.parametrize(
@@ -99,3 +100,63 @@ def test_highlights_are_the_matched_words_as_offsets_into_the_snippet() -> None:
 def test_a_short_text_is_its_own_snippet() -> None:
     shown, highlights = snippet("fix the parser", parse("parser"))
     assert (shown, highlights) == ("fix the parser", [[8, 14]])
+
+
+def _reference_matches(text: str, terms: tuple[Term, ...]) -> list[tuple[int, int]]:
+    """What a match is, written as plainly as possible: the text cut into tokens, each
+    term compared at every token (the implementation before issue 34, O(tokens x terms))."""
+    tokens = [(m.start(), m.end(), m.group().lower()) for m in TOKEN.finditer(text)]
+    spans: list[tuple[int, int]] = []
+    for term in terms:
+        n = len(term.words)
+        for at in range(len(tokens) - n + 1):
+            if all(
+                tokens[at + k][2].startswith(word)
+                if term.prefix and k == n - 1
+                else tokens[at + k][2] == word
+                for k, word in enumerate(term.words)
+            ):
+                spans.append((tokens[at][0], tokens[at + n - 1][1]))
+    spans.sort()
+    kept: list[tuple[int, int]] = []
+    for span in spans:
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    return kept
+
+
+def test_matches_are_the_tokens_the_query_names_in_any_text() -> None:
+    """The scanning matcher finds exactly what comparing token by token finds, over texts
+    of words, near misses, punctuation, underscores, digits, case and other scripts."""
+    pieces = ["par", "parser", "Parser", "PARSE", "foo", "py", "foo.py", "a", "b", "ab",
+              "café", "CAFÉ", "über", "Ünïcode", "x_y", "_", "9", "42a", "ǅ", "ﬁx", "ΣΟΦΙΑ",
+              " ", "  ", ".", "/", "\n", "-", "é", "İstanbul"]  # fmt: skip
+    queries = ["par*", "parser", '"foo py"', "a b", "café", "ünïcode", "ab* foo", "x y",
+               '"a a"', "42a", "fix", "σοφια", "pa* -b", "istanbul", "9 par"]  # fmt: skip
+    chooser = random.Random(34)
+    for _ in range(400):
+        text = "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 40)))
+        for raw in queries:
+            terms = parse(raw).positive
+            assert matches(text, terms) == _reference_matches(text, terms), (text, raw)
+
+
+def test_a_texts_snippet_costs_a_bounded_scan_however_hostile() -> None:
+    """100,000 characters of near misses for 16 terms: the first match is looked for at a
+    bounded number of places, and the snippet still shows a window of the text."""
+    text = ("alphab bravox " * 8000)[:99_980] + " alpha bravo"
+    query = parse(" ".join(["alpha", "bravo", *(f"w{n}" for n in range(14))]))
+    shown, highlights = snippet(text, query)
+    assert len(shown) <= WIDTH + 2 and highlights == []  # the matches are past the bound
+    near = "alphab " * 10 + "alpha bravo"
+    shown, highlights = snippet(near, query)
+    assert [shown[a:b] for a, b in highlights] == ["alpha", "bravo"]
+
+
+def test_a_page_past_its_budget_shows_the_rest_cut_without_highlights() -> None:
+    query = parse("needle")
+    texts = ["hay " * 30 + "needle"] * 3
+    shown, partial = snippets(texts, query, budget=0.0)
+    assert partial and all(highlights == [] for _, highlights in shown)
+    shown, partial = snippets(texts, query, budget=None)
+    assert not partial and all(len(highlights) == 1 for _, highlights in shown)

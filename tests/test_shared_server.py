@@ -7,6 +7,7 @@ on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -171,12 +172,13 @@ def _closed_port() -> int:
 
 
 def _plant(home: Path, name: str, port: int, token: str = "not-the-token") -> Path:
-    """A discovery file naming a live pid (this test's) and `port`."""
+    """A discovery file naming a live pid (this test's) and `port`, as a server that
+    proves its token writes it."""
     directory = home / "servers"
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = directory / name
     record = {"pid": os.getpid(), "host": "127.0.0.1", "port": port, "token": token,
-              "workspaceFolders": [], "protocolVersion": 1}  # fmt: skip
+              "proof": "hmac-sha256", "workspaceFolders": [], "protocolVersion": 1}  # fmt: skip
     path.write_text(json.dumps(record))
     path.chmod(0o600)
     return path
@@ -330,3 +332,38 @@ def test_serve_refuses_linger_and_shared_without_a_websocket(
     )
     assert done.returncode == 2 and said in done.stderr, done.stderr
     assert not (home / "servers").exists()  # nothing listened, nothing published
+
+
+async def test_a_linger_server_whose_data_dir_is_deleted_refuses_records_and_exits(
+    client: Client, home: Path, tmp_path: Path
+) -> None:
+    """Issue 34: after `rm -rf` of its data dir, a lingering server went on acknowledging
+    records into the deleted files, and nobody noticed: every one was lost. A record is
+    now refused with a StorageError naming the mend, nothing is made anew in the deleted
+    directory's place, and the server leaves (a window then starts a new one)."""
+    assert client("list").returncode == 0
+    (record,) = records(home)
+    window = await WsClient.open(record)
+    try:
+        started = await window.request("thread/start", {"cwd": str(tmp_path)})
+        thread_id, session_id = started["thread"]["threadId"], started["sessionId"]
+
+        def message(text: str) -> dict[str, Any]:
+            item = {"type": "message", "id": text, "role": "user", "content": text}
+            return {"threadId": thread_id, "sessionId": session_id, "items": [item]}
+
+        await window.request("thread/record", message("kept"))
+        import shutil
+
+        shutil.rmtree(home)
+        with pytest.raises(RpcError) as refused:
+            await window.request("thread/record", message("into a deleted file"))
+        assert refused.value.kind == "StorageError"
+        assert "deleted" in refused.value.message and "Restart sessiond" in refused.value.message
+        with pytest.raises((RpcError, ConnectionError)):
+            await window.request("thread/start", {"cwd": str(tmp_path)})
+    finally:
+        with contextlib.suppress(Exception):
+            await window.close()
+    wait_until(lambda: gone(record["pid"]))
+    assert not home.exists(), sorted(str(p) for p in home.rglob("*"))  # nothing made anew

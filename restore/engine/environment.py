@@ -45,8 +45,8 @@ def probe(cwd: str, trusted_folders: Iterable[str] = ()) -> dict[str, Any]:
         "linkedWorktree": False,
         "dirty": [],
     }
-    if not found["cwdExists"]:
-        return found
+    if not found["cwdExists"] or not _under_dotgit(cwd):
+        return found  # no repository can hold cwd: no git process to ask (a chat's folder)
     trusted_folders = list(trusted_folders)
     from restore.engine.gitcli import Git  # subprocess: not for a list's `canonical`
 
@@ -78,6 +78,23 @@ def probe(cwd: str, trusted_folders: Iterable[str] = ()) -> dict[str, Any]:
     found["repoId"] = _repo_id(found["headSha"], roots, origin)
     found["dirty"] = [line[3:] for line in status.stdout.splitlines() if len(line) > 3][:200]
     return found
+
+
+def _under_dotgit(cwd: str) -> bool:
+    """Whether `cwd` (canonical) or a parent holds an entry named `.git`, of any kind.
+
+    git finds a repository only through one (GIT_DIR and GIT_WORK_TREE are never passed
+    on: restore/engine/gitcli.py), or in a bare repository, where it reports no work tree
+    and the probe had nothing to record either. Where there is none, asking git costs
+    two processes (~5 ms, most of a resume outside a repository) to learn nothing."""
+    directory = cwd
+    while True:
+        if os.path.lexists(os.path.join(directory, ".git")):
+            return True
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return False
+        directory = parent
 
 
 def canonical(cwd: str) -> str:

@@ -33,7 +33,7 @@ def default_home() -> Path:
 
 @dataclass(frozen=True)
 class Layout:
-    """The data directory: `threads/`, `archived/`, `index.sqlite3`, `recovered/`."""
+    """The data directory: `threads/`, `archived/`, `index.sqlite3`, `recovered/`, ..."""
 
     home: Path
 
@@ -76,6 +76,11 @@ class Layout:
 
     def writer_mark_path(self, thread_id: str) -> Path:
         return self.writers_dir / thread_id
+
+    @property
+    def locks_dir(self) -> Path:
+        """Session keys' lock files (stores/embedded/keylocks.py), named by the key's sha256."""
+        return self.home / "locks"
 
     @property
     def claims_dir(self) -> Path:

@@ -38,7 +38,7 @@ from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.environment import ENVIRONMENT_FIELDS, canonical, probe
@@ -353,7 +353,7 @@ class Importer:
             source=source, agent=self.kind.agent, sessionId=session_id, revision=revision,
             threadId=thread_id, offset=parsed.offset, lines=parsed.lines,
             lineStart=parsed.line_start, headSha=parsed.head_sha, size=stat.st_size,
-            tailSha=parsed.tail_sha, mtimeNs=stat.st_mtime_ns, parser=parsed.state,
+            tailSha=parsed.tail_sha, mtimeNs=stat.st_mtime_ns, parser=self._redacted(parsed.state),
         )  # fmt: skip
         if writer is None:  # a new thread, whole: one write, one sync
             closing = self._closing(parsed.facts.title, parsed.facts, result, checkpoint)
@@ -374,6 +374,19 @@ class Importer:
                     f"({', '.join(left_out[:5])})")  # fmt: skip
             result.reason = f"{result.reason}; {note}" if result.reason else note
         return result
+
+    def _redacted(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The parser's state as the checkpoint keeps it (in the thread and the ledger):
+        through the store's redactor like every record. It is made of redacted records,
+        so this changes nothing unless a parser kept a part of one the walk did not see."""
+        redactor = self._store.redactor
+        if redactor is None:
+            return state
+        try:
+            redacted: dict[str, Any] = redactor.value(state)
+        except ProtocolError:  # too costly to look at: nothing of it is kept
+            return {}
+        return redacted
 
     def _closing(
         self,

@@ -31,7 +31,7 @@ import orjson
 from protocol import json_text
 from restore.home.files import NotRegularFile
 from restore.ids import sha256_of
-from restore.redaction.engine import Redactor
+from restore.redaction.engine import Redactor, TooCostly
 from restore.sources.common import SourceParser
 from restore.stores.api import SkippedLine
 
@@ -48,6 +48,9 @@ LINE_BYTES = 32 << 20
 """The longest line read: far above any real transcript line (a few base64 screenshots),
 and over the 16 MiB frame that any answer fits in. A longer one is read past, not held."""
 SKIP_CHUNK = 1 << 20
+PREVIEW_SOURCE = 8192
+"""A skipped line's preview is cut from its first bytes, redacted (no secret the rules
+know is longer than a few kilobytes: a PEM block)."""
 PREPASS_BYTES = 8 << 20
 """A file's rest up to this size is passed to the redactor whole first (`parse`)."""
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -254,7 +257,10 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
                 continue
             record, reason, fixed = decode(data, offset)
             if redact is not None and record is not None and offset + len(data) > clean_to:
-                record = redact.item(record, data)
+                try:
+                    record = redact.item(record, data)
+                except TooCostly:  # skipped like a bad line, said: never stored unlooked-at
+                    record, reason = None, "too_costly"
             if reason is not None and not data.endswith(b"\n"):
                 # A line still being written (or cut by a crash): not consumed, so it is
                 # read again, whole, once its writer finishes it.
@@ -317,7 +323,13 @@ def parse_document(start: ParseStart) -> Parsed:
     messages = messages if isinstance(messages, list) else []
     records = [document, *(m for m in messages if isinstance(m, dict))]
     if start.redactor is not None:
-        records = [start.redactor.item(record) for record in records]
+        try:
+            records = [start.redactor.item(record) for record in records]
+        except TooCostly:
+            skipped = [_skipped(1, 0, data[:HEAD_BYTES], "too_costly", start.redactor)]
+            return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, 0, 0, 0,
+                          start.tail_sha, head_sha(start.path, 0),
+                          parser.unmapped_seen)  # fmt: skip
     items: list[dict[str, Any]] = []
     failed = []
     for line_no, record in enumerate(records, 1):
@@ -338,9 +350,13 @@ def parse_whole(start: ParseStart) -> list[Flush | Parsed]:
 def _skipped(
     line_no: int, start: int, data: bytes, reason: str, redactor: Redactor | None
 ) -> dict[str, Any]:
-    """A skipped line's record, its preview cut from the redacted line."""
-    text = data.decode("utf-8", "replace")
-    preview = (redactor.text(text) if redactor is not None else text)[:80].rstrip("\r\n")
+    """A skipped line's record, its preview cut from the redacted line (its first
+    PREVIEW_SOURCE bytes: a line too costly to redact whole is previewed all the same)."""
+    text = data[:PREVIEW_SOURCE].decode("utf-8", "replace")
+    try:
+        preview = (redactor.text(text) if redactor is not None else text)[:80].rstrip("\r\n")
+    except TooCostly:
+        preview = "(not shown: too costly to check for secrets)"
     return SkippedLine(line_no, start, reason, preview).to_wire()
 
 

@@ -20,7 +20,14 @@ string decoded from that JSON:
 - every assertion (`^`, `$`, `\\b`, `\\B`, `\\A`, `\\Z`, lookarounds) is dropped, true
   everywhere: the context a string has inside the line (quotes, neighbours) cannot hide a
   match it has on its own;
-- a back-reference becomes a copy of its group's pattern (what the group matched, that).
+- a back-reference becomes a copy of its group's pattern (what the group matched, that);
+- the rules run in RE2 (rules.py), whose `\\s` leaves out what Python's takes beyond
+  `[\\t\\n\\f\\r ]` (so its `\\S` and `[^\\s]` take more): each class is given the more of
+  the two readings (`CATEGORY_ASCII`, `CATEGORY_NARROW`), a superset of both.
+
+One more family of patterns says where a rule's keyword names a value (`keyed`: inside an
+object's key followed by a string, an array or object holding one, or a long number; or
+in the name of a name/value pair): the engine then looks at that value with its name.
 
 Two spellings are left out of the patterns, to keep them small, and caught instead by one
 more pattern of the database, `GUARD`: a printable ASCII character written `\\u00XX` (no
@@ -65,12 +72,26 @@ _CATEGORIES = {
     C.CATEGORY_DIGIT: r"\d", C.CATEGORY_NOT_DIGIT: r"\D", C.CATEGORY_SPACE: r"\s",
     C.CATEGORY_NOT_SPACE: r"\S", C.CATEGORY_WORD: r"\w", C.CATEGORY_NOT_WORD: r"\W",
 }  # fmt: skip
-CATEGORY_ASCII = {
+_PYTHON = {
     category: frozenset(c for c in range(128) if re.fullmatch(regex, chr(c)))
     for category, regex in _CATEGORIES.items()
 }
-"""Which ASCII characters each of Python's classes takes (Python's own answer: its `\\s`
-takes \\v and \\x1c-\\x1f, which RE2's and Hyperscan's do not)."""
+_RE2_SPACE = frozenset(b"\t\n\f\r ")
+"""RE2's `\\s` (what runs the rules: rules.py): without Python's \\v and \\x1c-\\x1f."""
+_NARROW_SPACE = _PYTHON[C.CATEGORY_SPACE] & _RE2_SPACE
+CATEGORY_ASCII = {
+    **_PYTHON,
+    C.CATEGORY_NOT_SPACE: frozenset(ASCII - _NARROW_SPACE),
+}
+"""Which ASCII characters each class may take, in Python's reading or RE2's, whichever
+takes more: Python's `\\s` takes \\v and \\x1c-\\x1f, RE2's does not (so RE2's `\\S` does)."""
+CATEGORY_NARROW = {
+    **_PYTHON,
+    C.CATEGORY_SPACE: _NARROW_SPACE,
+    C.CATEGORY_NOT_SPACE: _PYTHON[C.CATEGORY_NOT_SPACE],
+}
+"""... and whichever takes fewer: inside a negated class (`[^\\s]`), so that its complement
+takes the more."""
 FOLDS = {ord("i"): (0x130, 0x131), ord("s"): (0x17F,), ord("k"): (0x212A,)}
 """The non-ASCII characters Python's `(?i)` matches an ASCII letter with (dotted and
 dotless I, long S, the Kelvin sign)."""
@@ -156,12 +177,13 @@ def _fold(codes: set[int]) -> set[int]:
 
 def _in_set(items: list[tuple[Any, Any]], ignorecase: bool) -> Charset:
     """What a `[...]` class may match."""
-    negate = False
+    negate = any(op is C.NEGATE for op, _ in items)
+    categories = CATEGORY_NARROW if negate else CATEGORY_ASCII
     codes: set[int] = set()
     non_ascii = False
     for op, arg in items:
         if op is C.NEGATE:
-            negate = True
+            continue
         elif op is C.LITERAL:
             if arg < 128:
                 codes.add(arg)
@@ -177,7 +199,7 @@ def _in_set(items: list[tuple[Any, Any]], ignorecase: bool) -> Charset:
                 if ignorecase:
                     codes.update(FOLDED_FROM[cp] for cp in FOLDED_FROM if low <= cp <= high)
         elif op is C.CATEGORY:
-            codes |= CATEGORY_ASCII[arg]
+            codes |= categories[arg]
             non_ascii = True  # Python's classes are Unicode: some non-ASCII in each
         else:
             raise Untranslatable(f"class item {op}")
@@ -403,9 +425,65 @@ Rules = Sequence[tuple[str, Sequence[str]]]
 """Each rule's pattern (Python's syntax) and its keywords."""
 
 
+KEYED = 1 << 20
+"""`KEYED + i` in `possible`'s answer: a keyword (of any rule: Redactor._named then asks
+which are rule i's) is in an object's key (or in the
+name of a name/value pair, `{"name": "DB_PASSWORD", "value": ...}`) whose value may hold
+what a rule that knows a secret by its name takes: a string, an array or object holding a
+string, or a number of 10 digits or more. The engine then looks at the name with the
+value (`"name": "value"`), as it would at the same written as text."""
+_STRING_REST = rb"(?:[^\x22\x5c]|\x5c[\x00-\xff])*"
+"""The rest of a JSON string: no raw quote inside one (an escaped one, `\\"`, is taken)."""
+_WS = rb"[\x20\x09\x0a\x0d]*"
+_NAMED_VALUE = (
+    rb"(?:\x22|\x5b[^\x5d]*?\x22|\x7b[^\x7d]*?\x22" + _WS + rb":" + _WS + rb"\x22|-?[0-9]{10})"
+)
+"""What follows a key's colon for the name-based rules to matter: a string, an array with a
+string before its first `]`, an object with a string member before its first `}`, a long
+number (a number of fewer digits is no secret any such rule takes)."""
+_NAME_FIELD = rb"\x22(?:name|key|Name|Key)\x22" + _WS + rb":" + _WS + rb"\x22" + _STRING_REST
+
+
+KEYED_ID = GUARD_ID - 1
+
+
+def _plain(word: str) -> bytes:
+    """`word` in any case, as a JSON string spells it unescaped (`/` also as `\\/`): the
+    other spellings of its characters (`\\u0070`, U+212A for K) are GUARD's, which sends the
+    text to every rule anyway. Plain, so Hyperscan finds it as a literal."""
+    out = []
+    for char in word.encode():
+        if char in LETTERS:
+            out.append(b"[%c%c]" % (char | 0x20, char & ~0x20))
+        elif char == ord("/"):
+            out.append(rb"\x5c?/")
+        else:
+            out.append(b"\\x%02x" % char)
+    return b"".join(out)
+
+
+KEYED_GROUP = 512
+"""Keywords per keyed pattern (Hyperscan's limit on a pattern's length)."""
+
+
+def keyed(words: Sequence[str]) -> list[bytes]:
+    """Where one of `words` names a value in a JSON text: inside a key followed by such a
+    value, or inside the name of a name/value pair. A pattern of many keywords, not one
+    each: on a text of keywords and no quote (hostile) 600 patterns kept as many states
+    alive at every byte, 3x the pass's time; which rules a key picks the walk asks its
+    keywords (`Redactor._named`)."""
+    out = []
+    for at in range(0, len(words), KEYED_GROUP):
+        group = words[at : at + KEYED_GROUP]
+        spelled = b"(?:" + b"|".join(_plain(word) for word in group) + b")"
+        out.append(spelled + _STRING_REST + rb"\x22" + _WS + rb":" + _WS + _NAMED_VALUE)
+        out.append(_NAME_FIELD + spelled)
+    return out
+
+
 def _expressions(rules: Rules) -> tuple[list[bytes], list[int], set[int]]:
-    """Each rule's expression (or its keywords'), by rule index, and the rules that do
-    not translate."""
+    """Each rule's expression (or its keywords'), by rule index, the `keyed` ones (by
+    KEYED_ID), and the rules that do not translate."""
     expressions: list[bytes] = [GUARD]
     ids: list[int] = [GUARD_ID]
     rest: set[int] = set()
@@ -420,7 +498,16 @@ def _expressions(rules: Rules) -> tuple[list[bytes], list[int], set[int]]:
             continue
         expressions += chosen
         ids += [index] * len(chosen)
+    if words := keywords_of(rules):
+        chosen = keyed(words)
+        expressions += chosen
+        ids += [KEYED_ID] * len(chosen)
     return expressions, ids, rest
+
+
+def keywords_of(rules: Rules) -> list[str]:
+    """Every rule's keywords, each once, in a fixed order."""
+    return sorted({word for _, keywords in rules for word in keywords})
 
 
 def compiled(rules: Rules) -> tuple[bytes, frozenset[int]]:
@@ -469,21 +556,24 @@ def compiled(rules: Rules) -> tuple[bytes, frozenset[int]]:
 
 class Prefilter:
     """One Hyperscan database: each rule's pattern (or, for a pattern without a literal
-    run, its keywords: the engine runs no rule without one), and `GUARD`."""
+    run, its keywords: the engine runs no rule without one), each keyword where it names a
+    value (`keyed`), and `GUARD`."""
 
     def __init__(self, rules: Rules) -> None:
         database, rest = compiled(rules)
         self._database = hyperscan.loadb(database, hyperscan.HS_MODE_BLOCK)
-        self.everything = frozenset(range(len(rules)))
-        self.unfiltered = rest
+        self._named = frozenset(KEYED + index for index, (_, words) in enumerate(rules) if words)
+        self.everything = frozenset(range(len(rules))) | self._named
+        self.unfiltered = rest | {KEYED + index for index in rest if rules[index][1]}
         """Rules no pass here can rule out: possible on every text."""
         self._local = threading.local()
         self._scan = self._database.scan
 
     def possible(self, raw: bytes) -> frozenset[int] | set[int]:
-        """The rules that may match in `raw`, a JSON text (a source line, an item). Run
-        once per source line: written for the interpreter's sake (positional arguments,
-        no helper calls: a third of its cost was that)."""
+        """The rules that may match in `raw`, a JSON text (a source line, an item), and
+        (`KEYED` + i) those whose keyword names a value there. Run once per source line:
+        written for the interpreter's sake (positional arguments, no helper calls: a
+        third of its cost was that)."""
         found: set[int] = set()
         try:
             scratch = self._local.scratch
@@ -493,6 +583,9 @@ class Prefilter:
             self._scan(raw, _collect, 0, found, scratch)
         except hyperscan.ScanTerminated:  # GUARD matched: nothing can be ruled out
             return self.everything
+        if KEYED_ID in found:
+            found.discard(KEYED_ID)
+            found |= self._named
         if self.unfiltered:
             found |= self.unfiltered
         return found
@@ -501,3 +594,34 @@ class Prefilter:
 def _collect(index: int, start: int, end: int, flags: int, found: object) -> bool:
     cast(set[int], found).add(index)
     return index == GUARD_ID  # True stops the scan
+
+
+class Keywords:
+    """Which of the rules' keywords a long text holds, each reported once: one Hyperscan
+    pass over its lower-cased UTF-8 (the keyword automaton reports every occurrence, and
+    Python paid for each: 0.8 s for 4 MB of a keyword repeated)."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.words = list(words)
+        database = hyperscan.Database()
+        database.compile(
+            expressions=[re.escape(word).encode() for word in self.words],
+            ids=list(range(len(self.words))),
+            flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(self.words),
+        )
+        self._database = database
+        self._local = threading.local()
+
+    def present(self, lowered: bytes) -> set[str]:
+        found: set[int] = set()
+        try:
+            scratch = self._local.scratch
+        except AttributeError:
+            scratch = self._local.scratch = hyperscan.Scratch(self._database)
+        self._database.scan(lowered, _collect_words, 0, found, scratch)
+        return {self.words[index] for index in found}
+
+
+def _collect_words(index: int, start: int, end: int, flags: int, found: object) -> bool:
+    cast(set[int], found).add(index)
+    return False

@@ -1,25 +1,33 @@
 """The rules a secret is recognised by: gitleaks' published rule set (vendored as
 `gitleaks.toml`, MIT, its licence beside it) plus the few shapes it does not carry
-(`sessiond.toml`, the same format), compiled for Python's `re`.
+(`sessiond.toml`, the same format).
 
-gitleaks writes RE2 (Go) patterns. Two constructs differ in Python and are translated
-here: a flag group in the middle of a pattern (`ab(?i)cd`, which Go scopes to the rest of
-the enclosing group; Python only accepts flags at the start), and `\\z`. A rule bound to
-file paths (`path`) is left out: an item has no path to match. docs/security.md says which
+gitleaks writes RE2 (Go) patterns, and RE2 runs them (`google-re2`): in time linear in the
+text, whatever the text (Python's backtracking `re` took 28 µs a character on
+`aws_secret_access_key=` repeated: docs/benchmarks.md). The same pattern is also read in
+Python's syntax, for the Hyperscan pass (prefilter.py derives its superset from Python's
+parse) and for the partial matches of a stream (`regex`). Three constructs differ there and
+are translated: a flag group in the middle of a pattern (`ab(?i)cd`, which Go scopes to the
+rest of the enclosing group; Python only accepts flags at the start), `\\z`, and a POSIX
+class (`[[:alnum:]]`). A rule bound to file paths (`path`) is left out: an item has no path
+to match. docs/security.md says which
 kinds there are and why this rule set (docs/benchmarks.md, the measurement).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 import tomllib
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import re2
 import regex
 from regex import Pattern as PartialPattern
 
@@ -41,6 +49,35 @@ class Allow:
     regexes: tuple[re.Pattern[str], ...] = ()
     target: str = "secret"
     stopwords: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    """The regexes as written (RE2's syntax)."""
+
+    @functools.cached_property
+    def matches(self) -> Callable[[bytes], bool]:
+        """Whether any regex finds a match in a text (UTF-8): one RE2 search of them all
+        (as one alternation), not one Python search each (gitleaks' allowlist of names
+        took 30 µs a match in `re`, and an .env template has thousands of matches)."""
+        if self.sources:
+            combined = linear("|".join(f"(?:{source})" for source in self.sources))
+            if combined is not None:
+                return lambda text: combined.search(text) is not None
+        regexes = self.regexes
+        return lambda text: any(p.search(text.decode("utf-8", "replace")) for p in regexes)
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a pattern RE2 refuses is reported by the caller, once
+_RE2_OPTIONS.max_mem = 4 << 20
+"""RE2's memory per pattern (its DFA's cache; past it RE2 starts the cache again, still in
+linear time): 221 rules x 4 MiB at most."""
+
+
+def linear(pattern: str) -> re2._Regexp | None:
+    """`pattern` compiled by RE2 (None: RE2 cannot run it: a back-reference, a lookaround)."""
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error:
+        return None
 
 
 @dataclass(frozen=True)
@@ -59,6 +96,53 @@ class Rule:
     require_digit: bool = False
     """The secret has a digit (gitleaks asks it of its generic rules; sessiond's rules
     say `requireDigit`): what tells `hunter2-ish` values from words like `secret-token`."""
+    source: str = ""
+    """The pattern as written (RE2's syntax for gitleaks' and sessiond's rules; a user's
+    own in Python's, which RE2 mostly shares); empty: `regex`."""
+
+    @functools.cached_property
+    def engine(self) -> re2._Regexp | re.Pattern[bytes]:
+        """What finds the rule's matches, over a text's UTF-8 bytes: RE2, linear in the
+        text. A user's own pattern RE2 cannot run (a back-reference, a lookaround) runs
+        in Python's `re` instead (its cost is its own; docs/security.md)."""
+        found = linear(self.source or self.regex)
+        if found is not None:
+            return found
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return re.compile((self.source or self.regex).encode("utf-8", "surrogatepass"))
+
+    @functools.cached_property
+    def in_progress(self) -> re2._Regexp | None:
+        """Where a match may still be in progress at a text's end: the leftmost match of
+        this (prefixes.py) in RE2, linear; None: the pattern has what RE2 cannot run (a
+        user's lookaround), and `partial` answers instead."""
+        from restore.redaction.prefixes import NoPrefix, in_progress
+
+        if not isinstance(self.engine, re2._Regexp):
+            return None
+        try:
+            return linear(in_progress(self.regex))
+        except (NoPrefix, re.error, RecursionError):
+            return None
+
+    @functools.cached_property
+    def groups(self) -> int:
+        return int(self.engine.groups)
+
+    def matches(self, data: bytes) -> Iterator[list[tuple[int, int]]]:
+        """Each match in `data` (UTF-8), leftmost first, not overlapping: the span of the
+        whole match and of each group ((-1, -1): the group took no part)."""
+        count = range(self.groups + 1)
+        for match in self.engine.finditer(data):
+            yield [match.span(group) for group in count]
+
+    @functools.cached_property
+    def width(self) -> int | None:
+        """The most characters a match spans (None: no bound): where in a stream a match
+        still in progress may start (`Redactor.unsettled`)."""
+        most = int(_parse(self.regex).getwidth()[1])
+        return None if most >= 1 << 16 else most
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -80,9 +164,19 @@ class RuleSet:
     global_allow: Allow = field(default_factory=Allow)
 
 
+POSIX_CLASSES = {
+    "alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "ascii": "\\x00-\\x7f", "blank": " \\t",
+    "cntrl": "\\x00-\\x1f\\x7f", "digit": "0-9", "graph": "!-~", "lower": "a-z",
+    "print": " -~", "punct": "!-/:-@[-`{-~", "space": "\\t\\n\\v\\f\\r ",
+    "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
+}  # fmt: skip
+"""RE2's `[[:name:]]` classes, as the ranges Python reads inside `[...]`."""
+
+
 def go_to_python(pattern: str) -> str:
     """An RE2 pattern as Python `re` reads it the same way: a flag group past the start
-    (`(?i)`) becomes a scoped group up to the end of the group that holds it; `\\z` is `\\Z`."""
+    (`(?i)`) becomes a scoped group up to the end of the group that holds it; `\\z` is `\\Z`;
+    a POSIX class inside `[...]` (`[:alnum:]`) its ranges."""
     out: list[str] = []
     closers: list[int] = [0]  # per open group: how many scoped flag groups to close there
     i = 0
@@ -95,6 +189,11 @@ def go_to_python(pattern: str) -> str:
             i += 2
             continue
         if in_class:
+            posix = re.match(r"\[:(\^?)([a-z]+):\]", pattern[i:])
+            if posix and posix.group(2) in POSIX_CLASSES and not posix.group(1):
+                out.append(POSIX_CLASSES[posix.group(2)])
+                i += posix.end()
+                continue
             if char == "]":
                 in_class = False
             out.append(char)
@@ -128,6 +227,16 @@ def go_to_python(pattern: str) -> str:
     return "".join(out)
 
 
+def _parse(pattern: str) -> Any:
+    """Python's parse of a pattern (its width: `Rule.width`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return _sre_parse(pattern, 0)
+
+
+_sre_parse: Any = importlib.import_module("re._parser").parse
+
+
 def _compile(pattern: str) -> re.Pattern[str]:
     """A pattern already in Python's syntax, compiled."""
     with warnings.catch_warnings():
@@ -143,6 +252,7 @@ def _allow(entry: dict[str, Any]) -> Allow | None:
         tuple(_compile(go_to_python(regex)) for regex in entry.get("regexes", ())),
         str(entry.get("regexTarget", "secret")),
         tuple(word.lower() for word in entry.get("stopwords", ())),
+        tuple(str(regex) for regex in entry.get("regexes", ())),
     )
 
 
@@ -158,6 +268,7 @@ def load(path: Path) -> RuleSet:
             Rule(
                 kind=str(entry["id"]),
                 regex=go_to_python(entry["regex"]),
+                source=str(entry["regex"]),
                 keywords=tuple(word.lower() for word in entry.get("keywords", ())),
                 entropy=float(entry.get("entropy", 0.0)),
                 secret_group=int(entry.get("secretGroup", 0)),
@@ -180,4 +291,4 @@ def builtin() -> tuple[RuleSet, RuleSet]:
 def custom(kind: str, regex: str) -> Rule:
     """A user's extra pattern (`redaction.toml`): the first group is the secret, else the
     whole match; no keyword, so it is tried on every text."""
-    return Rule(kind=kind, regex=regex, keywords=())
+    return Rule(kind=kind, regex=regex, keywords=(), source=regex)

@@ -43,11 +43,14 @@ class Lists:
         limit: int,
         progress: Progress | None = None,
         parent_thread_id: str | None = None,
+        session_key: str | None = None,
     ) -> Listing:
-        """A page of top-level threads, or of `parent_thread_id`'s children (sub-agents)."""
+        """A page of top-level threads, or of `parent_thread_id`'s children (sub-agents);
+        `session_key`: the threads whose key starts with it (sub-agents' too)."""
         if parent_thread_id is not None:
             parent_thread_id = validate_thread_id(parent_thread_id)
-        filters = (("cwd", cwd), ("workspaceFolder", workspace_folder), ("search", search))
+        filters = (("cwd", cwd), ("workspaceFolder", workspace_folder), ("search", search),
+                   ("sessionKey", session_key))  # fmt: skip
         for name, value in filters:
             if value is not None and "\0" in value:  # PostgreSQL text cannot hold one
                 raise ProtocolError(
@@ -64,6 +67,7 @@ class Lists:
             cursor=cursor,
             limit=limit,
             parent_thread_id=parent_thread_id,
+            session_key=session_key,
         )
 
     def with_prefix(self, text: str, limit: int = CANDIDATES) -> Rows:

@@ -12,8 +12,10 @@ from datetime import UTC, datetime
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.environment import canonical
+from restore.faults import pause_point
 from restore.search import query as search_query
-from restore.search.snippets import snippet
+from restore.search.cancel import Cancel
+from restore.search.snippets import snippets
 from restore.search.text import ROLES
 from restore.stores.api import Progress, SearchFilters, Store, ts_at
 from restore.summary import ThreadSummary
@@ -157,14 +159,23 @@ class Searches:
         limit: int = 20,
         progress: Progress | None = None,
         budget: float | None = DEFAULT_BUDGET,
+        cancel: Cancel | None = None,
     ) -> Results:
         """A page of hits for what `ask` checked. `progress`: of indexing what the search
         index lacks (within `budget` seconds, None: all of it). On the store thread, or,
-        when `asked.beside_store`, on a thread of its own (one search at a time)."""
+        when `asked.beside_store`, on a thread of its own (one search at a time).
+        `cancel`: its client left; it stops (`Cancelled`) wherever it is. The snippets have
+        a budget of their own (restore/search/snippets.py): past it, `partial`."""
         page = self.store.search.search(asked.query, asked.filters, cursor=cursor, limit=limit,
-                                        progress=progress, budget=budget)  # fmt: skip
+                                        progress=progress, budget=budget,
+                                        cancel=cancel)  # fmt: skip
+        if page.hits:
+            pause_point("search-snippets")  # tests: a search with hits held under way
+        missing = [hit.text for hit in page.hits if hit.shown is None]
+        made, out_of_time = snippets(missing, asked.query, cancel=cancel)
+        shown = iter(made)
         hits = []
         for hit in page.hits:
-            shown, highlights = hit.shown or snippet(hit.text, asked.query)
-            hits.append(Found(hit.thread, hit.seq, hit.role, hit.ts, shown, highlights))
-        return Results(hits, page.next_cursor, page.partial)
+            text, highlights = hit.shown or next(shown)
+            hits.append(Found(hit.thread, hit.seq, hit.role, hit.ts, text, highlights))
+        return Results(hits, page.next_cursor, page.partial or out_of_time)

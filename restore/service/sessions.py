@@ -128,9 +128,12 @@ class Sessions:
         *,
         minted: bool = False,
         defer_sync: bool = False,
+        redacted: bool = False,
     ) -> AppendResult:
         """The one write path of an open session: the store, live state, snapshot."""
-        result = session.writer.append(items, session_id, minted=minted, defer_sync=defer_sync)
+        result = session.writer.append(
+            items, session_id, minted=minted, defer_sync=defer_sync, redacted=redacted
+        )
         for line in result.stored:
             session.state.apply(line)
         if result.stored and session.state.seq - session.snapshot_seq >= EVERY_ITEMS:

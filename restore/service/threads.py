@@ -17,6 +17,7 @@ from restore.engine.subsystems import ThreadState
 from restore.home.layout import Layout
 from restore.home.state import Home
 from restore.ids import validate_thread_id
+from restore.keys import validate_key
 from restore.service import ledger
 from restore.service.listing import Lists
 from restore.service.search import Searches
@@ -33,12 +34,16 @@ from restore.stores.api import AppendResult, Item, Store
 from restore.summary import ThreadSummary
 
 if TYPE_CHECKING:
+    from restore.service.continuation import ContinueAsk, Continued
     from restore.service.resume import Report
+    from restore.session_policy import SettingsFile
 
 # Stamped by the store on every line; a fork re-stamps copied items in the new thread.
 STAMP_FIELDS = ("v", "seq", "ts", "sessionId")
 # Items that belong to one session of the source thread and are not copied by a fork.
-NOT_FORKED = frozenset({"session_meta", "lifecycle", "thread_title", "import_checkpoint"})
+NOT_FORKED = frozenset(
+    {"session_meta", "lifecycle", "thread_title", "import_checkpoint", "thread_successor"}
+)
 
 __all__ = ["LOCAL_OWNER", "OpenSession", "StartedThread", "ThreadService"]
 
@@ -60,6 +65,7 @@ class ThreadService(Lists, Searches):
         self.pages = store.pages
         self.index = store.index
         self.sessions = Sessions(store, home)
+        self._session_settings: SettingsFile | None = None
 
     # --- sessions ----------------------------------------------------------------------
 
@@ -78,6 +84,8 @@ class ThreadService(Lists, Searches):
         thread_id: str | None = None,
         parent_thread_id: str | None = None,
         parent_operation_id: str | None = None,
+        session_key: str | None = None,
+        replaces: tuple[str, str] | None = None,
     ) -> StartedThread:
         """A new thread, durable at once: the store holds its first `session_meta`.
 
@@ -86,7 +94,9 @@ class ThreadService(Lists, Searches):
         `thread_id`: an id the caller handed out already (`sessiond acp` names a session
         at `session/new` and writes its thread at the first prompt); a new one otherwise.
         `parent_thread_id`: a sub-agent's thread, under that one (which must exist), started
-        by its operation `parent_operation_id`."""
+        by its operation `parent_operation_id`. `session_key`: the key the thread belongs
+        to (restore/keys.py); `replaces`: (thread id, daily|idle) of the key's thread this
+        one resets (thread/continue: restore/service/continuation.py)."""
         if parent_thread_id is not None:
             parent_thread_id = validate_thread_id(parent_thread_id)
             if not self.store.exists(parent_thread_id):
@@ -98,8 +108,8 @@ class ThreadService(Lists, Searches):
                 )
         meta = session_meta(
             thread_id=validate_thread_id(thread_id) if thread_id is not None else None,
-            source="startup",
-            reason="user",
+            source="startup" if replaces is None else "reset",
+            reason="user" if replaces is None else replaces[1],
             environment=_probe(cwd, trusted_folders),
             workspace_folder=workspace_folder,
             title=title,
@@ -112,7 +122,29 @@ class ThreadService(Lists, Searches):
             meta["parentThreadId"] = parent_thread_id
             if parent_operation_id:
                 meta["parentOperationId"] = parent_operation_id
+        if session_key is not None:
+            meta["sessionKey"] = validate_key(session_key)
+        if replaces is not None:
+            meta["previousThreadId"] = validate_thread_id(replaces[0])
+            meta["resetReason"] = replaces[1]
         return self._create(meta, owner)
+
+    def continue_key(self, ask: ContinueAsk) -> Continued:
+        """`thread/continue`: the key's current thread goes on, or a new one replaces it
+        (restore/service/continuation.py)."""
+        from restore.service.continuation import continue_key
+
+        return continue_key(self, ask)
+
+    @property
+    def session_settings(self) -> SettingsFile:
+        """The home's sessions.toml (restore/session_policy.py), read by the first
+        `thread/continue`."""
+        if self._session_settings is None:
+            from restore.session_policy import SettingsFile
+
+            self._session_settings = SettingsFile(self.home.path)
+        return self._session_settings
 
     def resume(
         self,
@@ -229,11 +261,15 @@ class ThreadService(Lists, Searches):
         result = self.sessions.append(session, [boundary], session_id)
         return {"boundarySeq": result.last_seq}
 
-    def close(self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER) -> None:
-        """End the session: snapshot its state (a clean close), release the writer."""
+    def close(
+        self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER, *, reason: str = "close"
+    ) -> None:
+        """End the session: snapshot its state (a clean close), release the writer.
+        `reason`: why, as its end item says (`close`; `reset` when thread/continue moved
+        its key on to a new thread)."""
         session = self.sessions.lease(thread_id, session_id, owner)
         # The session's end, as its start has meta. Minted id: no need to load the id set.
-        self.sessions.append(session, [end_item(session_id, "close")], session_id, minted=True)
+        self.sessions.append(session, [end_item(session_id, reason)], session_id, minted=True)
         del self.sessions.open[session.writer.thread_id]
         self.sessions.end(session)
 
@@ -258,12 +294,16 @@ class ThreadService(Lists, Searches):
         owner: str = LOCAL_OWNER,
         *,
         defer_sync: bool = False,
+        redacted: bool = False,
     ) -> tuple[AppendResult, ThreadSummary]:
         """Append client items. With `defer_sync` (group commit) the items are written but
-        not yet durable: acknowledge them only after the next `begin_commit`'s work."""
+        not yet durable: acknowledge them only after the next `begin_commit`'s work.
+        `redacted`: the items were redacted already, off the store thread (the server's)."""
         session = self.sessions.lease(thread_id, session_id, owner)
         items, no_ops = ledger.check(session, items)
-        result = self.sessions.append(session, items, session_id, defer_sync=defer_sync)
+        result = self.sessions.append(
+            session, items, session_id, defer_sync=defer_sync, redacted=redacted
+        )
         if no_ops:
             result = AppendResult(
                 result.first_seq, result.last_seq, result.duplicates + no_ops, result.stored

@@ -1004,16 +1004,25 @@ def context_block(sections: list[tuple[str, str]]) -> dict[str, Any] | None:
 
 def advertise(result: dict[str, Any], version: str) -> dict[str, Any]:
     """AGENT's `initialize` answer as the editor gets it: its capabilities plus session
-    loading, listing, resuming, closing and deleting, which sessiond answers itself.
-    `fork` (unstable) stays only if AGENT offers it."""
+    loading, listing, resuming, closing, deleting and forking (unstable), which sessiond
+    answers itself (a fork is AGENT's own when it offers one, else emulated), and
+    `_meta.sessiond.sessionMethods`: how sessiond answers fork, and its rename extension."""
     capabilities = dict(result.get("agentCapabilities") or {})
-    sessions = dict(capabilities.get("sessionCapabilities") or {})
-    for name in SESSION_CAPABILITIES:
+    offered = dict(capabilities.get("sessionCapabilities") or {})
+    sessions = dict(offered)
+    for name in (*SESSION_CAPABILITIES, "fork"):
         sessions[name] = sessions.get(name) or {}
     capabilities["loadSession"] = True
     capabilities["sessionCapabilities"] = sessions
     meta = dict(result.get("_meta") or {})
-    meta["sessiond"] = {"version": version, "agentCapabilities": result.get("agentCapabilities")}
+    meta["sessiond"] = {
+        "version": version,
+        "agentCapabilities": result.get("agentCapabilities"),
+        "sessionMethods": {
+            "fork": "agent" if offered.get("fork") is not None else "emulated",
+            "rename": "_sessiond/session/rename",
+        },
+    }
     return {**result, "agentCapabilities": capabilities, "_meta": meta}
 
 

@@ -23,6 +23,7 @@ import binascii
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -32,7 +33,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
+from restore import clock
 from restore.engine.subsystems import ThreadState
+from restore.search.cancel import Cancel
 from restore.search.query import Query
 from restore.summary import ThreadSummary
 
@@ -53,6 +56,9 @@ and `listening` (no thread, no row) each time the listener is (again) in place: 
 before it may have been missed, changes after it are not."""
 Listing = tuple[list[ThreadSummary], str | None]
 """One page of a listing and the cursor of the next (None: the last page)."""
+KeyThreads = tuple[ThreadSummary | None, list[tuple[str, ThreadSummary]]]
+"""A session key's current thread (None: none), and (threadId, its successor's row) of
+each of its threads whose row does not name the successor yet (`Index.key_threads`)."""
 Rows = list[ThreadSummary]
 """Listing rows, however found (an id prefix's threads)."""
 
@@ -70,7 +76,8 @@ FORMAT_VERSION = 1
 def now_ts() -> str:
     """Fixed-width UTC timestamp with microseconds, so timestamps sort as text."""
     # isoformat is about twice as fast as strftime, and this runs for every append.
-    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+    now = datetime.now(UTC) if clock.TEST_CLOCK is None else clock.now()
+    return now.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def ts_at(seconds: float) -> str:
@@ -400,6 +407,7 @@ ROW_FIELDS = (
     "threadId", "title", "preview", "cwd", "workspaceFolder", "branch", "headSha",
     "createdAt", "updatedAt", "itemCount", "archived", "forkedFrom", "costUsd", "origin",
     "parentThreadId", "parentOperationId", "lastSeq", "latestSessionId",
+    "sessionKey", "previousThreadId", "nextThreadId", "resetReason",
 )  # fmt: skip
 """Every ThreadSummary field a listing row keeps, in the order both stores select them
 (`childCount` is counted by the query, never stored)."""
@@ -427,6 +435,10 @@ def encode_search_cursor(key: Sequence[Any]) -> str:
     return base64.urlsafe_b64encode(orjson.dumps(list(key))).decode().rstrip("=")
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+"""What SQLite and PostgreSQL store as an integer: a cursor's numbers are in it, or forged."""
+
+
 def decode_search_cursor(cursor: str, kinds: Sequence[type]) -> list[Any]:
     """Inverse of `encode_search_cursor`, checked against the backend's key `kinds`."""
     try:
@@ -437,7 +449,9 @@ def decode_search_cursor(cursor: str, kinds: Sequence[type]) -> list[Any]:
     valid = isinstance(key, list) and len(key) == len(kinds)
     if valid:
         for value, kind in zip(key, kinds, strict=True):
-            if kind is float and type(value) is int:
+            if type(value) is int and not _INT64[0] <= value <= _INT64[1]:
+                valid = False  # no database takes it: a forged cursor (issue 34)
+            elif kind is float and type(value) is int:
                 continue
             valid = valid and type(value) is kind
     if not valid:
@@ -573,9 +587,18 @@ class Index(Protocol):
         cursor: str | None = None,
         limit: int = 50,
         parent_thread_id: str | None = None,
+        session_key: str | None = None,
     ) -> Listing:
         """Top-level threads (no parent), or the children of `parent_thread_id`; each
-        row with its `childCount`."""
+        row with its `childCount`. `session_key`: only threads whose key starts with it
+        (restore/keys.py `key_range`), sub-agents' too."""
+        ...
+
+    def key_threads(self, key: str) -> KeyThreads:
+        """The key's current thread (the newest unarchived thread with exactly this key
+        that no thread replaced, by `nextThreadId` or a successor's `previousThreadId`),
+        and the key's threads a successor names but whose own row does not name it yet
+        (their `thread_successor` item is still to be written)."""
         ...
 
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
@@ -682,7 +705,8 @@ class SearchPage:
     next_cursor: str | None
     partial: bool = False
     """Some threads were not indexed yet (the search index is built on demand, a budget
-    at a time): their hits may be missing. Asking again continues the build."""
+    at a time): their hits may be missing. Asking again continues the build. Or the
+    page's snippets ran out of their time budget: the rest show their text's start."""
 
 
 class SearchIndex(Protocol):
@@ -716,7 +740,11 @@ class SearchIndex(Protocol):
         limit: int = 20,
         progress: Progress | None = None,
         budget: float | None = None,
-    ) -> SearchPage: ...
+        cancel: Cancel | None = None,
+    ) -> SearchPage:
+        """A page of hits. `cancel`: the client no longer waits; the search stops
+        (`Cancelled`) wherever it is, the database's query included."""
+        ...
 
 
 class Store(Protocol):
@@ -798,6 +826,13 @@ class Store(Protocol):
 
     def name_holder(self, thread_id: str, holder: str) -> None:
         """Name the client holding a thread, for other processes' ThreadBusy errors."""
+        ...
+
+    def hold_key(self, key: str) -> AbstractContextManager[None]:
+        """A session key held against every other process (and machine) deciding about the
+        same key (`thread/continue`): while held, the key's current thread found in the
+        index is the truth, and a thread this process starts for the key is listed before
+        the key is let go. KeyBusy-like ThreadBusy when it cannot be had in time."""
         ...
 
     def load_snapshot(self, thread_id: str) -> tuple[Snapshot | None, str | None]:

@@ -11,11 +11,14 @@ framing; an update 900 levels deep parsed, then could not be written or forwarde
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from protocol.json_text import deepest_past
 from server.rpc.framing import FrameDecoder, Framing
+
+if TYPE_CHECKING:
+    from restore.redaction.engine import Redactor
 
 MAX_DEPTH = 128
 """Nesting levels of one message (objects and arrays). orjson writes at most 254; the
@@ -34,9 +37,21 @@ def line_decoder() -> FrameDecoder:
     return decoder
 
 
-def preview(body: bytes) -> str:
-    text = body[:PREVIEW].decode("utf-8", "replace")
-    return repr(text + ("…" if len(body) > PREVIEW else ""))
+SHOWN_REACH = 16 * 1024
+"""Characters past the preview redacted with it: a secret that starts in the preview is
+recognized whole (a PEM private key block is ~3 KB), and a huge line costs no more."""
+
+
+def preview(body: bytes, redactor: Redactor | None) -> str:
+    """What the log says of a line that is not a message: its start, redacted as a record
+    would be (the log is kept by the editor, and may hold what AGENT printed: issue 34);
+    with redaction off, only its length."""
+    if redactor is None:
+        return f"({len(body)} bytes, not shown: redaction is off)"
+    text = body[: PREVIEW + SHOWN_REACH].decode("utf-8", "replace")
+    shown = redactor.text(text)
+    cut = len(shown) > PREVIEW or len(body) > PREVIEW + SHOWN_REACH
+    return repr(shown[:PREVIEW] + ("…" if cut else ""))
 
 
 def depth_over(body: bytes, value: Any, limit: int = MAX_DEPTH) -> int | None:

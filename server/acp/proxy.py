@@ -320,11 +320,13 @@ class AcpProxy(LocalSessions, Recording):
         try:  # a lone surrogate escape (Node's JSON.stringify) is U+FFFD, not an error
             message, _ = json_text.loads(body)
         except orjson.JSONDecodeError as exc:
-            logger.warning("the editor sent a line that is not JSON (%s): %s", exc, preview(body))
+            logger.warning(
+                "the editor sent a line that is not JSON (%s): %s", exc, self._preview(body)
+            )
             self._answer_error(None, ProtocolError(ErrorKind.PARSE_ERROR, f"not JSON: {exc}"))
             return
         if not isinstance(message, dict):
-            logger.warning("the editor sent JSON that is not a message: %s", preview(body))
+            logger.warning("the editor sent JSON that is not a message: %s", self._preview(body))
             error = ProtocolError(ErrorKind.INVALID_REQUEST, "a message is one JSON object")
             self._answer_error(None, error)
             return
@@ -347,16 +349,26 @@ class AcpProxy(LocalSessions, Recording):
             return
         self.editor_lane.push(message)
 
+    def _preview(self, body: bytes) -> str:
+        """A refused line as the log shows it: redacted with the store's redactor (made
+        now if no session made it yet), or only its length if there is none."""
+        try:
+            redactor = self.service.store.redactor
+        except (ProtocolError, OSError):  # no store to be had: say nothing of the line
+            redactor = None
+        return preview(body, redactor)
+
     def _agent_bytes(self, agent: AgentProcess, body: bytes) -> None:
         if agent is not self.agent:
             return  # an AGENT that was replaced
         try:  # a lone surrogate (a Node agent's cut emoji) is U+FFFD: the update is shown
             message, _ = json_text.loads(body)
         except orjson.JSONDecodeError:
-            logger.warning("AGENT wrote a line that is not JSON; dropped: %s", preview(body))
+            logger.warning("AGENT wrote a line that is not JSON; dropped: %s", self._preview(body))
             return
         if not isinstance(message, dict):
-            logger.warning("AGENT wrote JSON that is not a message; dropped: %s", preview(body))
+            shown = self._preview(body)
+            logger.warning("AGENT wrote JSON that is not a message; dropped: %s", shown)
             return
         depth = depth_over(body, message)
         if depth is not None:
@@ -375,7 +387,7 @@ class AcpProxy(LocalSessions, Recording):
         if "id" not in message:
             return self._editor_notification(message)
         own = OWN_METHODS.get(method)
-        if own is not None and (method != "session/fork" or self._agent_offers("fork")):
+        if own is not None:
             return self._answering(message, own(self, message))
         if method == "session/prompt":
             return self._prompt(message)
@@ -1056,6 +1068,8 @@ class AcpProxy(LocalSessions, Recording):
             service.close_all()
 
 
+RENAME_METHOD = "_sessiond/session/rename"
+"""sessiond's rename extension (advertised in `initialize`'s `_meta.sessiond`)."""
 STEER_METHOD = "_session/steering"
 """The ACP steering extension: words sent into the turn that is running (advertised in
 `initialize`'s `_meta.steering`), recorded as the person's (`AcpProxy._steered`)."""
@@ -1066,7 +1080,8 @@ OWN_METHODS: dict[str, Callable[[AcpProxy, dict[str, Any]], Coroutine[Any, Any, 
     "session/resume": AcpProxy.session_resume,
     "session/close": AcpProxy.session_close,
     "session/delete": AcpProxy.session_delete,
-    "session/fork": AcpProxy.session_fork,  # unstable: only when AGENT offers it
+    "session/fork": AcpProxy.session_fork,  # unstable: AGENT's own, else emulated
+    RENAME_METHOD: AcpProxy.session_rename,
 }
 """The ACP methods sessiond answers itself; everything else goes to AGENT."""
 

@@ -1,6 +1,7 @@
 """The ACP session methods sessiond answers itself, from its own record: `session/list`,
-`session/load`, `session/resume`, `session/close`, `session/delete` and `session/fork`
-(when AGENT offers it); AGENT's own session is reached in the background."""
+`session/load`, `session/resume`, `session/close`, `session/delete`, `session/fork` (AGENT's
+own fork when it offers one, else emulated) and the `_sessiond/session/rename` extension;
+AGENT's own session is reached in the background."""
 
 from __future__ import annotations
 
@@ -495,14 +496,18 @@ class LocalSessions:
         return {} if exists or live is not None else _unknown()
 
     async def session_fork(self, message: dict[str, Any]) -> dict[str, Any]:
-        """(Unstable, only when AGENT offers it.) A new thread with the history so far, and
-        AGENT's own fork of its session."""
+        """(Unstable.) A new thread with the history so far, and AGENT's own fork of its
+        session when AGENT offers one; otherwise (emulated) the fork's AGENT session is a new
+        one, primed with that history at the fork's first prompt, as a session whose AGENT
+        session was lost is (`_reach_agent_session`)."""
         params = params_of(message)
         live = self.live.get(session_id_of(params))
         if live is None or live.held is not None:
             raise ProtocolError(ErrorKind.STALE_SESSION, "load or resume the session first")
         if live.pending is not None:
             self._write_thread(live)
+        if not self._agent_offers("fork"):
+            return self._emulated_fork(live, params)
         await self._agent_session_ready(live)
         upstream = {**params, "sessionId": live.agent_session}
         try:
@@ -527,6 +532,58 @@ class LocalSessions:
         self._flush_index_soon()
         self._adopt(agent_session, thread_id)
         return {**result, "sessionId": thread_id}
+
+    def _emulated_fork(self, live: Live, params: dict[str, Any]) -> dict[str, Any]:
+        self._write_batches()  # the fork holds everything recorded up to now
+        started = self.service.fork(live.thread_id, at_turn_id=None, at_seq=None, owner=self.owner)
+        thread_id = started.summary.threadId
+        items = self.service.store.read(thread_id)[0].items
+        fork = Live(
+            thread_id,
+            started.session_id,
+            source.ThreadRecorder.continuing(items, new_scope()),
+            cwd_of(params, required=False) or live.cwd,
+            params.get("mcpServers") or live.mcp_servers,
+        )
+        self.live[thread_id] = fork
+        self.service.store.name_holder(thread_id, self.owner)
+        self._flush_index_soon()
+        return {"sessionId": thread_id, "_meta": {"sessiond": {"fork": "emulated"}}}
+
+    async def session_rename(self, message: dict[str, Any]) -> dict[str, Any]:
+        """`_sessiond/session/rename {sessionId, title}` (a sessiond extension, advertised in
+        `initialize`'s `_meta.sessiond.sessionMethods`; rename is only a proposal in ACP):
+        recorded as the thread's title (`thread/setTitle`), so `session/list` and every
+        other client show it; sent on to AGENT as `session/rename` when AGENT offers one."""
+        params = params_of(message)
+        thread_id = session_id_of(params)
+        title = params.get("title")
+        if not isinstance(title, str) or not title.strip() or len(title) > TITLE_MAX:
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                f"title must be text of 1-{TITLE_MAX} characters",
+                field="title",
+            )
+        live = self.live.get(thread_id)
+        if live is not None and live.pending is not None:
+            self._write_thread(live)  # named before its first prompt: kept from now on
+        if live is None and not self.service.store.exists(thread_id):
+            raise ProtocolError(ErrorKind.THREAD_NOT_FOUND, "no such session", threadId=thread_id)
+        summary = self.service.set_title(thread_id, title.strip())
+        self._flush_index_soon()
+        forwarded = False
+        if live is not None and live.agent_session is not None and self._agent_offers("rename"):
+            try:
+                await self._call("session/rename", {"sessionId": live.agent_session,
+                                                    "title": title.strip()})  # fmt: skip
+                forwarded = True
+            except (AgentRefused, AgentGone) as exc:
+                logger.info("AGENT did not rename session %s: %s", live.agent_session, exc)
+        return {"_meta": {"sessiond": {"title": summary.title, "forwarded": forwarded}}}
+
+
+TITLE_MAX = 500
+"""As `thread/setTitle`'s."""
 
 
 def busy_notice(holder: str) -> str:

@@ -1,7 +1,9 @@
 """`sessiond client`: a headless WebSocket client, and the reference for editor plugins.
 
 It does what a Neovim or Emacs plugin would: find a running server through its discovery
-lock file, connect with the token, `initialize`, send requests and print the answers.
+lock file, connect (its Unix socket in the data dir, else its loopback port), prove it
+holds the token and have the server prove it too before anything is sent
+(server/transport/proof.py), `initialize`, send requests and print the answers.
 See docs/headless-clients.md for the exchange on the wire. With `--spawn` it does what the
 VS Code extension does for every window: connect to the server already running for this
 user and data dir, else start one that lingers (server/cli/spawn.py), so only the first
@@ -20,6 +22,7 @@ import contextlib
 import itertools
 import logging
 import os
+import socket
 import sys
 import uuid
 from pathlib import Path
@@ -31,7 +34,8 @@ from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
 from server.cli.terminal import safe
 from server.config import ServerConfig
-from server.transport.discovery import live_servers, servers_dir
+from server.transport import peers, proof
+from server.transport.discovery import forget_socket, live_servers, servers_dir, socket_path
 from server.transport.linger import DEFAULT_LINGER_SECONDS
 
 if TYPE_CHECKING:  # websockets is imported by the commands that connect, not by `serve`
@@ -42,6 +46,11 @@ ANSWER_SECONDS = 5.0
 """How long a discovered server may take to complete the handshake and answer
 `initialize` (from memory: milliseconds) before this client looks elsewhere."""
 logger = logging.getLogger("sessiond.client")
+
+
+class NotOurServer(Exception):
+    """What answers where a discovery record points is not the server it describes:
+    another user's process, or one that cannot prove it holds the record's token."""
 
 
 class RemoteError(Exception):
@@ -91,33 +100,83 @@ def discover(home: Path, cwd: str | None = None, port: int | None = None) -> dic
 
 def _forget(home: Path, record: dict[str, Any]) -> None:
     """Remove the discovery file of a server that refused us or is not there, if it still
-    says what we read (a new server on the same port writes the same name)."""
+    says what we read (a new server on the same port writes the same name), and the
+    socket it names."""
     same = ("pid", "port", "token")
-    for path in servers_dir(home).glob("*.json"):
+    directory = servers_dir(home)
+    for path in directory.glob("*.json"):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             current = orjson.loads(path.read_bytes())
             if all(current.get(key) == record.get(key) for key in same):
+                forget_socket(directory, current)
                 path.unlink()
 
 
 async def connect_first(
     home: Path, servers: list[dict[str, Any]], folders: list[str]
 ) -> Client | None:
-    """A client of the first server that completes the authenticated handshake and answers
-    `initialize`. A pid being alive proves nothing (pids are reused): a record whose port
-    refuses the connection, is not a sessiond or refuses the token is stale and removed;
-    one that is merely slow is skipped and kept."""
+    """A client of the first server that completes the proven handshake and answers
+    `initialize`. A pid being alive proves nothing (pids are reused): a record whose
+    socket and port refuse the connection, belong to another user, are not a sessiond or
+    cannot prove they hold the token is stale and removed; one that is merely slow is
+    skipped and kept, and so is one of a sessiond too old to prove itself (its token
+    would have to be sent)."""
     from websockets.exceptions import InvalidHandshake
 
     for record in servers:
+        if record.get("proof") != proof.PROOF_NAME:
+            logger.info("not using the server on port %s: it gives no proof of its token "
+                        "(an older sessiond)", record.get("port"))  # fmt: skip
+            continue
         try:
-            return await asyncio.wait_for(Client.open(record, folders=folders), ANSWER_SECONDS)
-        except (OSError, InvalidHandshake, RemoteError, KeyError, TypeError) as exc:
+            opened = Client.open(record, folders=folders, directory=servers_dir(home))
+            return await asyncio.wait_for(opened, ANSWER_SECONDS)
+        except (OSError, InvalidHandshake, NotOurServer, RemoteError, KeyError, TypeError) as exc:
             logger.info("not using the server on port %s: %s", record.get("port"), exc)
             _forget(home, record)
         except TimeoutError:
             logger.info("the server on port %s did not answer in time", record.get("port"))
     return None
+
+
+async def open_socket(
+    record: dict[str, Any], directory: Path | None
+) -> tuple[socket.socket, str | None]:
+    """A connected socket to the server `record` describes, and the Unix socket's path
+    (None: the loopback port). The Unix socket first: its other end must be the record's
+    pid, of this user; then the port, whose other end must be this user's
+    (server/transport/peers.py). NotOurServer otherwise; OSError if neither connects."""
+    loop = asyncio.get_running_loop()
+    path = socket_path(directory, record) if directory is not None else None
+    if path is not None and hasattr(socket, "AF_UNIX"):
+        unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        unix.setblocking(False)
+        try:
+            with peers.unix_address(path) as address:
+                await loop.sock_connect(unix, address)
+        except OSError as exc:
+            unix.close()
+            logger.info("no answer on %s (%s): trying the port", path, exc)
+        else:
+            peer = peers.unix_peer(unix)
+            if peer is not None and (peer[1] != os.getuid() or peer[0] != record.get("pid")):
+                unix.close()
+                raise NotOurServer(f"{path} is held by pid {peer[0]} of uid {peer[1]}")
+            return unix, str(path)
+    host, port = record["host"], record["port"]
+    if not isinstance(host, str) or not isinstance(port, int) or isinstance(port, bool):
+        raise TypeError("a discovery record without a host and port")
+    tcp = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    tcp.setblocking(False)
+    try:
+        await loop.sock_connect(tcp, (host, port))
+        owner = peers.tcp_peer_owner(tcp)
+        if owner is not None and owner != os.getuid():
+            raise NotOurServer(f"port {port} is another user's (uid {owner})")
+    except BaseException:
+        tcp.close()
+        raise
+    return tcp, None
 
 
 async def answering_server(home: Path) -> dict[str, Any] | None:
@@ -163,28 +222,58 @@ async def attach(
 class Client:
     """One authenticated connection; answers are matched to requests by id."""
 
-    def __init__(self, ws: ClientConnection, record: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, ws: ClientConnection, record: dict[str, Any] | None = None, socket: str | None = None
+    ) -> None:
         self.ws = ws
         self.record = record or {}
         """The discovery record of the server this client is connected to."""
+        self.socket = socket
+        """The Unix socket it came in through (None: the loopback port)."""
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def open(cls, record: dict[str, Any], *, folders: list[str] | None = None) -> Client:
+    async def open(
+        cls,
+        record: dict[str, Any],
+        *,
+        folders: list[str] | None = None,
+        directory: Path | None = None,
+    ) -> Client:
+        """Connected, both sides proven, `initialize` answered. `directory`: where the
+        record was found (its Unix socket is there)."""
         from websockets.asyncio.client import connect
 
-        ws = await connect(
-            f"ws://{record['host']}:{record['port']}"
-            if ":" not in record["host"]
-            else f"ws://[{record['host']}]:{record['port']}",
-            additional_headers={"Authorization": f"Bearer {record['token']}"},
-            max_size=None,
-            compression=None,
-        )
-        client = cls(ws, record)
+        token = record["token"]
+        if not isinstance(token, str):
+            raise TypeError("a discovery record without a token")
+        sock, unix = await open_socket(record, directory)
+        nonce = proof.new_nonce()
+        headers = {
+            proof.NONCE_HEADER: nonce,
+            "Authorization": f"{proof.SCHEME} {proof.proof(token, 'client', nonce)}",
+        }
+        host = record["host"] if ":" not in record["host"] else f"[{record['host']}]"
+        try:
+            ws = await connect(
+                "ws://localhost/" if unix else f"ws://{host}:{record['port']}",
+                sock=sock,
+                unix=unix is not None,
+                additional_headers=headers,
+                max_size=None,
+                compression=None,
+            )
+        except BaseException:
+            sock.close()
+            raise
+        offered = ws.response.headers.get(proof.PROOF_HEADER) if ws.response else None
+        if offered is None or not proof.valid(token, "server", nonce, offered):
+            ws.transport.abort()  # not a frame sent: no folder, no message, nothing
+            raise NotOurServer("it cannot prove it holds the token of the server it replaced")
+        client = cls(ws, record, unix)
         await client.request(
             "initialize",
             {
@@ -300,6 +389,8 @@ async def _run(home: Path, args: argparse.Namespace, store: str | None = None) -
                 "pid": record.get("pid"),
                 "port": record.get("port"),
                 "url": record.get("url"),
+                "transport": "unix" if client.socket else "tcp",
+                "socket": client.socket,
                 "discoveryFile": str(servers_dir(home) / f"{record.get('port')}.json"),
             }
         if args.client_command == "list":

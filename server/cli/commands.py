@@ -23,7 +23,9 @@ from server.config import ServerConfig
 
 TITLE_COLUMNS = 60
 BRANCH_COLUMNS = 24
+KEY_COLUMNS = 32
 MAX_DEPTH = 4  # levels of sub-agents shown under a thread
+MAX_CHAIN = 20  # threads a reset replaced, shown under the one that replaced them
 
 if TYPE_CHECKING:  # argparse too: `list` and `show` are read without it (server/cli/quick.py)
     import argparse
@@ -59,8 +61,11 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
             search=args.search,
             cursor=None,
             limit=args.limit,
+            session_key=args.key,
         )
         infos = _with_children([thread.thread_info() for thread in threads], service)
+        if not (args.json or args.quiet):  # the wire's rows as they are, else the chains
+            infos = _with_replaced(infos, service)
     finally:
         service.close_all()
     if args.json:  # the wire's ThreadInfo, children after their parent (parentThreadId)
@@ -73,20 +78,65 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
                 print(info["threadId"])
         return 0
     if not infos:
-        print("no threads" + (" match" if args.cwd or args.workspace_folder or args.search else ""))
+        filtered = args.cwd or args.workspace_folder or args.search or args.key is not None
+        print("no threads" + (" match" if filtered else ""))
         return 0
+    keyed = any(info["sessionKey"] for info in infos)
     rows = [
         [
-            "  " * (info["depth"] - 1) + "  └ " * bool(info["depth"]) + info["threadId"],
+            _indent(info) + info["threadId"],
             relative_time(info["updatedAt"] or info["createdAt"]),
             str(info["itemCount"]),
             clip(safe(info["branch"] or "-", one_line=True), BRANCH_COLUMNS),
+            *([_key_cell(info)] if keyed else []),
             clip(safe(_label(info), one_line=True), TITLE_COLUMNS),
         ]
         for info in infos
     ]
-    print(table(("THREAD", "UPDATED", "ITEMS", "BRANCH", "TITLE"), rows, right=(2,)))
+    header = ("THREAD", "UPDATED", "ITEMS", "BRANCH", *(["KEY"] if keyed else []), "TITLE")
+    print(table(header, rows, right=(2,)))
     return 0
+
+
+def _indent(info: dict[str, Any]) -> str:
+    """A sub-agent's `└` under its parent; a thread a reset replaced, `←` under the one
+    that replaced it."""
+    if not info["depth"]:
+        return ""
+    return "  " * (int(info["depth"]) - 1) + ("  ← " if info.get("replaced") else "  └ ")
+
+
+def _key_cell(info: dict[str, Any]) -> str:
+    """The session key, and why the thread replaced the one before it (`reset: idle`)."""
+    key = clip(safe(info["sessionKey"] or "-", one_line=True), KEY_COLUMNS)
+    return f"{key} (reset: {info['resetReason']})" if info.get("resetReason") else key
+
+
+def _with_replaced(infos: list[dict[str, Any]], service: ThreadService) -> list[dict[str, Any]]:
+    """Each top-level thread that replaced others (a `thread/continue` reset) followed by
+    them, newest first, a level deeper and marked `replaced`: a key's reset chain reads as
+    one entry. A replaced thread the page lists on its own goes under its successor."""
+    chains: dict[str, list[dict[str, Any]]] = {}
+    for info in infos:
+        if info["depth"] or not info["previousThreadId"]:
+            continue
+        chain: list[dict[str, Any]] = []
+        previous = info["previousThreadId"]
+        while previous and len(chain) < MAX_CHAIN:
+            row = service.index.get(previous)
+            if row is None:
+                break
+            chain.append({**row.thread_info(), "depth": 1, "replaced": True})
+            previous = row.previousThreadId
+        chains[info["threadId"]] = chain
+    under = {row["threadId"] for chain in chains.values() for row in chain}
+    rows: list[dict[str, Any]] = []
+    for info in infos:
+        if info["depth"] == 0 and info["threadId"] in under:
+            continue
+        rows.append(info)
+        rows += chains.get(info["threadId"], [])
+    return rows
 
 
 def _with_children(
@@ -153,6 +203,8 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
         print(safe(f"{heading}: {_label(summary.thread_info())}", one_line=True))
         if summary.parentThreadId:
             print(f"sub-agent of thread {summary.parentThreadId}")
+        for line in _chain_lines(summary):
+            print(line)
         for line in transcript.render(contents.items, nested, everything=args.all):
             print(line)
         print(transcript.footer(contents.items, summary.itemCount))
@@ -162,6 +214,18 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _chain_lines(row: ThreadSummary | None) -> list[str]:
+    """The thread's session key and where it sits in the key's reset chain."""
+    if row is None or row.sessionKey is None:
+        return []
+    lines = [safe(f"session key {row.sessionKey}", one_line=True)]
+    if row.previousThreadId:
+        lines.append(f"replaces thread {row.previousThreadId} (reset: {row.resetReason})")
+    if row.nextThreadId:
+        lines.append(f"replaced by thread {row.nextThreadId}")
+    return lines
 
 
 def _progress_bar(title: str, done: int, total: int) -> None:
@@ -309,7 +373,8 @@ def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
     importer = Importer(service, kind, root, live=args.watch)
     try:
         if not importer.root.is_dir():
-            print(f"sessiond: no {kind.agent} sessions: {importer.root} is not a directory",
+            where = safe(str(importer.root), one_line=True)
+            print(f"sessiond: no {kind.agent} sessions: {where} is not a directory",
                   file=sys.stderr)  # fmt: skip
             return 2
         bar = _progress_bar if sys.stderr.isatty() else None
@@ -326,8 +391,10 @@ def _print_summary(summary: ImportSummary, *, as_json: bool) -> None:
     if as_json:
         print_json(summary.to_json())
         return
+    # Names from a handed-in folder are shown, never sent to the terminal (issue 34).
+    root = safe(str(summary.root), one_line=True)
     print(
-        f"{summary.agent}: {summary.sessions} sessions in {summary.root}: {summary.created} new, "
+        f"{summary.agent}: {summary.sessions} sessions in {root}: {summary.created} new, "
         f"{summary.updated} updated, {summary.revisions} new revisions, {summary.unchanged} "
         f"unchanged, {summary.empty} empty; {summary.items:,} items, {summary.skippedLines} "
         f"skipped lines, in {summary.seconds:.1f} s"
@@ -350,9 +417,9 @@ def _print_unmapped(agent: str, unmapped: dict[str, dict[str, Any]]) -> None:
 
 
 def _print_problem(problem: dict[str, Any]) -> None:
-    path = problem["path"]
+    path = safe(str(problem["path"]), one_line=True)
     if problem["reason"]:
-        print(f"{path}: {problem['status']}: {problem['reason']}")
+        print(f"{path}: {problem['status']}: {safe(str(problem['reason']), one_line=True)}")
     for line in problem["skipped"]:
         print(f"{path}: line {line['lineNo']} skipped ({line['reason']}) at byte "
               f"{line['byteOffset']}: {line['preview']!r}")  # fmt: skip
@@ -392,7 +459,8 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
             if not watching:
                 watching = True
                 _report(importer.import_files(importer.scan()), as_json=as_json)
-                print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
+                where = safe(str(importer.root), one_line=True)
+                print(f"watching {where} (Ctrl-C stops)", file=sys.stderr, flush=True)
             paths = sorted({Path(p) for _, p in changes})
             sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
             if sessions:
@@ -411,7 +479,8 @@ def _report(results: list[FileResult], *, as_json: bool) -> None:
                 print_json({k: v for k, v in result.__dict__.items() if k not in hidden})
         elif result.changed and result.summary is not None:
             title = result.summary.title or result.summary.preview
-            print(f"{result.status}: {title!r} (+{result.items} items) {result.path}")
+            where = safe(str(result.path), one_line=True)
+            print(f"{result.status}: {title!r} (+{result.items} items) {where}")
         elif result.reason or result.skipped:
             _print_problem({**result.__dict__})
     sys.stdout.flush()

@@ -109,6 +109,9 @@ def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPa
     parser.add_argument("--archived", action="store_true", help="list archived threads")
     parser.add_argument("--search", help="case-insensitive text in title or preview")
     parser.add_argument(
+        "--key", metavar="PREFIX", help="only threads whose session key starts with PREFIX"
+    )
+    parser.add_argument(
         "--limit", type=limit, default=50, help="at most this many, 1 to 200 (default 50)"
     )
     output = parser.add_mutually_exclusive_group()

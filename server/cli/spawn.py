@@ -26,7 +26,7 @@ from typing import Any
 
 from restore.faults import pause_point
 from restore.home.files import private_dirs
-from server.transport.discovery import live_servers, servers_dir
+from server.transport.discovery import checked_servers_dir, live_servers
 
 SPAWN_LOCK = "spawn.lock"
 SPAWN_LOG = "spawned.log"
@@ -56,7 +56,7 @@ def _open_log(path: Path) -> int:
 async def spawn_lock(home: Path) -> AsyncIterator[None]:
     """Held by a shared server while it looks again and, if nothing answers, starts
     listening and publishes its discovery file."""
-    directory = servers_dir(home)
+    directory = checked_servers_dir(home)  # never a link's target
     private_dirs(directory)
     fd = os.open(directory / SPAWN_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -102,9 +102,9 @@ async def spawn_server(
     """Start a shared WebSocket server; its discovery record once written, or None when it
     found another server answering and left (connect to that one). A shared store's URL
     goes in its environment (SESSIOND_STORE), never its argv."""
-    private_dirs(servers_dir(home))
+    directory = checked_servers_dir(home)  # never a link's target
+    private_dirs(directory)
     env = {**os.environ, "SESSIOND_STORE": store} if store else None
-    directory = servers_dir(home)
     log_fd = _open_log(directory / SPAWN_LOG)
     try:
         process = subprocess.Popen(

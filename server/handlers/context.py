@@ -15,6 +15,9 @@ from server.handlers.readahead import ReadAhead
 from server.host import Host
 
 if TYPE_CHECKING:
+    import asyncio
+
+    from restore.redaction.engine import Redactor
     from restore.service import ThreadService
     from restore.stores.api import Progress
     from restore.summary import ThreadSummary
@@ -46,6 +49,12 @@ class Serving(Host, Protocol):
 
     async def run_search(self, work: Callable[[], T]) -> T:
         """`work()` on the search thread (one search at a time), beside the store thread."""
+
+    def run_redaction(self, work: Callable[[], T], *, large: bool) -> asyncio.Future[T]:
+        """`work()` (a record's redaction) on a redaction thread, never the store thread."""
+
+    def redactor(self) -> Redactor | None:
+        """The open store's redactor (None: off, or no store yet: it redacts in `stamp`)."""
 
     def schedule_index_flush(self) -> None:
         """Batched index rows written once records pause (other processes' listings)."""

@@ -16,7 +16,7 @@ from server.rpc.framing import Framing
 
 SERVER_NAME = "sessiond"
 SERVER_VERSION = __version__
-LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact")
+LIFECYCLE_SOURCES = ("startup", "resume", "clear", "compact", "reset")
 
 
 def _folders(raw: Any) -> list[dict[str, Any]]:

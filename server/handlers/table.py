@@ -28,6 +28,7 @@ HANDLERS: dict[str, Handler] = {
     "thread/search": threads.thread_search,
     "thread/readBlob": threads.thread_read_blob,
     "thread/resume": threads.thread_resume,
+    "thread/continue": threads.thread_continue,
     "thread/fork": threads.thread_fork,
     "thread/archive": threads.thread_archive,
     "thread/unarchive": threads.thread_unarchive,

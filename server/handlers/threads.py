@@ -74,6 +74,7 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
             owner=ctx.connection.owner,
             parent_thread_id=params.parentThreadId,
             parent_operation_id=params.parentOperationId,
+            session_key=params.sessionKey,
         )
         summary = started.summary
         if items:
@@ -140,14 +141,88 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
             "duplicates": result.duplicates,
         }
 
+    redacting, redacted = _redaction(ctx, items)
     return ctx.server.worker.submit(
         lambda: ctx.service.record(
-            params.threadId, params.sessionId, items, ctx.connection.owner, defer_sync=group
+            params.threadId,
+            params.sessionId,
+            items if redacting is None else redacting.result(),
+            ctx.connection.owner,
+            defer_sync=group,
+            redacted=redacted,
         ),
         durable=group,
         then=recorded,
         next_turn=True,
+        after=redacting,
     )
+
+
+INLINE_BYTES = 64 << 10
+"""A record up to this size is looked at by the redactor's whole-item pass on the event
+loop (Hyperscan: ~1 µs for most records); past it, or when the pass finds something to
+look at, the redaction runs on a redaction thread."""
+
+
+def _redaction(
+    ctx: Context, items: list[dict[str, Any]]
+) -> tuple[asyncio.Future[list[Any]] | None, bool]:
+    """A record's redaction, off the store thread, and whether the store may take the
+    items as redacted. (None, True): nothing to redact (most records: the pass finds no
+    rule possible). (None, False): the store redacts as it stamps (no store open yet, or
+    the pass not loaded yet: the first small record loads it there, as before). Else the
+    future of the redacted items, run on a redaction thread (a record's secrets never hold
+    another client's work: docs/security.md); one too costly to look at (TooCostly) is
+    refused, the item named."""
+    import orjson
+
+    redactor = ctx.server.redactor()
+    if redactor is None:
+        return None, False
+    large = _larger_than(items, INLINE_BYTES)
+    if not large and not redactor.ready:
+        return None, False
+    raws = [] if large else [orjson.dumps(item) for item in items]
+    if not large and not any(map(redactor.possible, raws)):
+        return None, True
+
+    def redact() -> list[Any]:
+        from restore.redaction.engine import TooCostly
+
+        pause_point("redaction")  # on a redaction thread (tests/security/test_redaction_cost.py)
+        encoded = raws or [orjson.dumps(item) for item in items]  # a large one: here
+        out = []
+        for index, (item, raw) in enumerate(zip(items, encoded, strict=True)):
+            try:
+                out.append(redactor.item(item, raw))
+            except TooCostly as exc:
+                raise ProtocolError(exc.kind, exc.message, field=f"items[{index}]") from None
+        return out
+
+    return ctx.server.run_redaction(redact, large=large), True
+
+
+def _larger_than(value: Any, limit: int) -> bool:
+    """Whether the text of `value` (its strings and keys) passes `limit` characters: a
+    walk of its nodes, not an encoding of its bytes (16 MiB encoded on the event loop
+    held every client for 10-30 ms)."""
+    left = limit
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            left -= len(node)
+        elif isinstance(node, dict):
+            for key, inner in node.items():
+                left -= len(key)
+                stack.append(inner)
+        elif isinstance(node, list):
+            stack.extend(node)
+        else:
+            left -= 8
+        if left < 0:
+            return True
+    return False
 
 
 async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
@@ -164,6 +239,7 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
             limit=params.limit,
             progress=progress,
             parent_thread_id=params.parentThreadId,
+            session_key=params.sessionKey,
         )
         filed = _filer(ctx)
         return [filed(summary.thread_info()) for summary in summaries], cursor
@@ -210,10 +286,13 @@ async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -
     """The page `asked` finds: on the search thread when the store's search can run beside
     the store (the embedded store's), so its catch-up and query never hold another
     client's record."""
+    from restore.search.cancel import Cancel
+
+    cancel = Cancel()
 
     def find() -> dict[str, Any]:
         found = ctx.service.find(asked, cursor=params.cursor, limit=params.limit,
-                                 progress=searching)  # fmt: skip
+                                 progress=searching, cancel=cancel)  # fmt: skip
         filed = _filer(ctx)
         hits = [
             {"threadId": hit.thread.threadId, "seq": hit.seq, "role": hit.role, "ts": hit.ts,
@@ -223,9 +302,14 @@ async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -
         ]  # fmt: skip
         return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
 
-    if asked.beside_store:
-        return await ctx.server.run_search(find)
-    return await ctx.server.run_in_worker(find)
+    try:
+        if asked.beside_store:
+            return await ctx.server.run_search(find)
+        return await ctx.server.run_in_worker(find)
+    except asyncio.CancelledError:  # $/cancelRequest, or the client left: the work stops too
+        # Off the loop: stopping a query in the database is a round trip of its own.
+        asyncio.get_running_loop().run_in_executor(None, cancel.cancel)
+        raise
 
 
 def _filer(ctx: Context) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -329,6 +413,63 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
             previous_session_id=report["session"]["resumedFrom"],
         )
     return report
+
+
+async def thread_continue(ctx: Context, params: Any) -> dict[str, Any]:
+    """A message for a session key: its thread continues, or a new one replaces it
+    (restore/service/continuation.py). Then, as for start and resume: the rows told to the
+    other clients, the replaced session's SessionEnd (`reset`) and the opened one's
+    SessionStart (`startup`, `resume`, `reset` with its reason) hooks, after the answer."""
+    from restore.access import existing_directory
+    from restore.service.continuation import ContinueAsk
+
+    trusted = ctx.trusted_folders()
+
+    def ask() -> ContinueAsk:
+        return ContinueAsk(
+            key=params.sessionKey,
+            cwd=existing_directory(params.cwd),
+            workspace_folder=ctx.workspace_folder_of(params.cwd),
+            policy=params.policy.model_dump(exclude_none=True) if params.policy else None,
+            title=params.title,
+            model=params.model,
+            permissions=params.permissions.model_dump(exclude_none=True)
+            if params.permissions
+            else None,
+            accept_drift=params.acceptDrift,
+            message_limit=params.messageLimit,
+            available_models=params.availableModels,
+            client=ctx.connection.client_info,
+            owner=ctx.connection.owner,
+            trusted_folders=trusted,
+            max_bytes=ctx.server.config.max_frame // 2,  # the rest of the answer fits beside
+        )
+
+    done = await ctx.server.run_in_worker(lambda: ctx.service.continue_key(ask()))
+    if done.changed:  # replaced threads now naming their successor
+        notices = [thread_notice(row.thread_info()) for row in done.changed]
+        await ctx.server.announce_threads(notices)
+    info = done.thread.thread_info()
+    hooks = ctx.server.hooks
+    if done.ended_session_id is not None:
+        hooks.session_ended(ctx.connection, thread_id=done.previous_thread_id or "",
+                            session_id=done.ended_session_id, reason="reset",
+                            reset_reason=done.reset_reason)  # fmt: skip
+    if done.session_opened and done.session_id is not None:
+        if done.reason == "resume":
+            report = done.report or {}
+            await _session_opened(
+                ctx, info, done.session_id, thread_notice(dict(info)), [], source="resume",
+                cwd=report.get("environment", {}).get("current", {}).get("cwd"),
+                previous_session_id=report.get("session", {}).get("resumedFrom"),
+            )  # fmt: skip
+        else:  # a new thread: no sub-agents yet
+            notice = thread_notice({**info, "childCount": 0}, started=True)
+            await _session_opened(ctx, info, done.session_id, notice, [],
+                                  source=done.reason, cwd=params.cwd,
+                                  reset_reason=done.reset_reason,
+                                  previous_thread_id=done.previous_thread_id)  # fmt: skip
+    return done.answer()
 
 
 async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:

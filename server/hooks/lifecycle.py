@@ -164,11 +164,15 @@ class LifecycleHooks:
         cwd: str | None,
         previous_session_id: str | None = None,
         forked_from: dict[str, Any] | None = None,
+        reset_reason: str | None = None,
+        previous_thread_id: str | None = None,
         after_answer: bool = True,
     ) -> HookRun:
         """Run the SessionStart hooks matching `source`, after the current answer is sent.
 
         `cwd=None` (clear, compact) means the cwd the thread's last session started in.
+        A `reset` (thread/continue) says why (`reset_reason`) and which thread it
+        replaced (`previous_thread_id`).
         `after_answer=False`: the caller sent its answer already (the ACP proxy). The run
         ends when every hook finished, failed or timed out (each under its own timeout)."""
         if cwd is None:
@@ -187,6 +191,10 @@ class LifecycleHooks:
             extra["previousSessionId"] = previous_session_id
         if forked_from:
             extra["forkedFrom"] = forked_from
+        if reset_reason:
+            extra["resetReason"] = reset_reason
+        if previous_thread_id:
+            extra["previousThreadId"] = previous_thread_id
         event = _Event("SessionStart", thread_id, session, source, _folders(client), extra)
         return self._schedule(thread_id, lambda: self._run_event(event), after_answer)
 
@@ -197,11 +205,13 @@ class LifecycleHooks:
         thread_id: str,
         session_id: str,
         reason: str,
+        reset_reason: str | None = None,
         after_answer: bool = True,
     ) -> None:
-        """Record the end of a session (close, clear, shutdown, disconnect) and run its
-        SessionEnd hooks. `after_answer`: the current task is a request's, whose answer
-        goes out first (a disconnect has no request to wait for)."""
+        """Record the end of a session (close, clear, shutdown, disconnect, reset) and run
+        its SessionEnd hooks (a `reset` says why: `reset_reason`). `after_answer`: the
+        current task is a request's, whose answer goes out first (a disconnect has no
+        request to wait for)."""
         session = self._sessions.get(thread_id)
         if session is None or session.session_id != session_id:
             # Opened before this server knew it (cannot happen today): end it all the same.
@@ -214,7 +224,7 @@ class LifecycleHooks:
             session,
             reason,
             _folders(client),
-            {"reason": reason},
+            {"reason": reason, **({"resetReason": reset_reason} if reset_reason else {})},
         )
         self._schedule(thread_id, lambda: self._run_event(event), after_answer)
 
@@ -554,6 +564,7 @@ def _lifecycle_item(event: _Event, *, status: str, **fields: Any) -> dict[str, A
         "targetSessionId": event.session.session_id,
         "source": event.session.source,
         "reason": event.extra.get("reason"),
+        "resetReason": event.extra.get("resetReason"),
         "status": status,
         **fields,
     }

@@ -34,6 +34,7 @@ from server.rpc.framing import (
     encode,
 )
 from server.rpc.refusals import RateLimitedLog
+from server.worker import LANE
 
 logger = logging.getLogger("sessiond.rpc")
 refusals = RateLimitedLog(logger)
@@ -86,6 +87,9 @@ class SessiondProtocol:
         self.connection_id = next(_connection_ids)
         self.client_info = None
         self.max_frame = DEFAULT_MAX_FRAME  # no answer is larger (the server sets --max-frame)
+        self.failed: Callable[[ProtocolError], None] | None = None
+        """Told of every typed error answered (the server acts on some: a data directory
+        deleted under it)."""
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -209,16 +213,20 @@ class SessiondProtocol:
                 msg_id, ProtocolError(ErrorKind.METHOD_NOT_FOUND, f"unknown method {method!r}")
             )
             return
+        lane = LANE.set(self)  # this connection's jobs keep their order (server/worker.py)
         try:
             outcome = handler(params)
         except Exception as exc:
+            LANE.reset(lane)
             self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
             return
         if asyncio.iscoroutine(outcome) or asyncio.isfuture(outcome):
-            future = asyncio.ensure_future(outcome)
+            future = asyncio.ensure_future(outcome)  # a task: it keeps the lane
+            LANE.reset(lane)
             self.in_flight[msg_id] = future
             future.add_done_callback(functools.partial(self._send_handler_result, msg_id=msg_id))
         else:
+            LANE.reset(lane)
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": outcome})
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
@@ -257,6 +265,8 @@ class SessiondProtocol:
         exc = future.exception()
         if exc is not None:
             self._write({"jsonrpc": "2.0", "id": msg_id, "error": self._error_of(exc)})
+            if isinstance(exc, ProtocolError) and self.failed is not None:
+                self.failed(exc)
         else:
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": future.result()})
 

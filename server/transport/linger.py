@@ -5,7 +5,8 @@ The first window spawns the server; every later one connects to it (server/cli/c
 Nobody owns it, so it ends itself: the grace starts when the last authenticated client
 leaves (or at startup, should its spawner die before connecting) and an attach cancels it.
 Connections still in their opening handshake do not count: an unauthenticated socket must
-not keep a server alive.
+not keep a server alive. It also leaves at once when a write finds its data directory
+deleted under it (server/transport/ws.py `home_lost`): nothing it holds can be kept.
 """
 
 from __future__ import annotations

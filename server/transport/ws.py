@@ -4,8 +4,16 @@ Why our own `websockets` server and not pygls's: pygls's WebSocket server serves
 client and checks nothing, and a localhost WebSocket that accepts any web page is how an
 IDE agent extension got CVE-2025-52882. This one binds loopback only, refuses every
 handshake that carries a browser `Origin`, comes from a non-loopback peer or lacks the
-per-server token, and gives each client its own `SessiondProtocol` (handshake state,
-requests in flight, leases). The token and port are published in a discovery lock file.
+per-server token (or a proof of it: server/transport/proof.py, answered with the server's
+own), and gives each client its own `SessiondProtocol` (handshake state, requests in
+flight, leases). The token, port and socket are published in a discovery lock file.
+
+Two doors, one server: a Unix socket `servers/<port>.sock` inside the 0700 data dir, the
+door windows use (no other user can reach it: nothing to squat, nothing to flood, and
+each side sees the other's uid and pid), and the loopback port, for clients that need
+one. A connection from another user is closed as it arrives, before it takes a handshake
+slot: on the socket by `SO_PEERCRED`, on the port by the owner the kernel reports for the
+peer's socket (server/transport/peers.py).
 
 One JSON-RPC message per text frame. Outgoing messages of a connection go through one
 queue and one writer task (server/transport/outbox.py): handlers finish and notifications arrive
@@ -17,11 +25,15 @@ other). The queues are bounded per client and for all clients together.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import logging
+import os
 import secrets
 import signal
+import socket
+import stat
 import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -29,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
@@ -38,7 +50,8 @@ from restore.home.state import open_home
 from server.app import SessiondServer
 from server.rpc.framing import FrameTooLarge
 from server.rpc.refusals import RateLimitedLog
-from server.transport.discovery import LockFile, live_servers
+from server.transport import peers, proof
+from server.transport.discovery import LockFile, checked_servers_dir, live_servers
 from server.transport.linger import Linger
 from server.transport.outbox import Outbox, OutboxBudget
 
@@ -119,18 +132,31 @@ def _offered_token(request: Request) -> tuple[str | None, Subprotocol | None]:
 class _Handshaking:
     """Connections still in their opening handshake, oldest first; past the cap the oldest
     is closed. Closing the oldest rather than refusing the newest means a real client that
-    handshakes at once gets through while idle sockets keep arriving."""
+    handshakes at once gets through while idle sockets keep arriving. A connection from
+    another user never gets this far: it is closed as it arrives (`owner`), so only this
+    user's own processes compete for the slots."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, owner: Callable[[asyncio.BaseTransport], int | None]) -> None:
         self.cap = cap
+        self.owner = owner
+        """The uid at the other end of a new connection (None: not known here)."""
         self.pending: dict[ServerConnection, None] = {}
 
     def connection_class(self) -> type[ServerConnection]:
         tracker = self
+        uid = os.getuid()
 
         class Tracked(ServerConnection):
             def connection_made(self, transport: asyncio.BaseTransport) -> None:
                 super().connection_made(transport)
+                owner = tracker.owner(transport)
+                if owner is not None and owner != uid:
+                    refusals.warning(
+                        "refused WebSocket connection from uid %d: another user's process",
+                        owner,
+                    )
+                    self.transport.abort()
+                    return
                 tracker.pending[self] = None
                 while len(tracker.pending) > tracker.cap:
                     oldest = next(iter(tracker.pending))
@@ -168,39 +194,92 @@ class WebSocketTransport:
         self.port = 0
         self.lock: LockFile | None = None
         self._listener: Server | None = None
-        self._handshaking = _Handshaking(MAX_UNAUTHENTICATED)
+        self._unix_listener: Server | None = None
+        self.socket_path: Path | None = None
+        self._socket_inode: tuple[int, int] | None = None
+        self._handshaking = _Handshaking(MAX_UNAUTHENTICATED, _tcp_owner)
+        self._unix_handshaking = _Handshaking(MAX_UNAUTHENTICATED, _unix_owner)
         self._outboxes = OutboxBudget(TOTAL_OUTBOX_FRAMES * server.config.max_frame)
         self._dropping: set[asyncio.Future[None]] = set()  # disconnects of dropped clients
         self.linger: Linger | None = None
         """With `--linger`: counts authenticated clients and ends the server once none has
         been attached for the grace (server/transport/linger.py)."""
 
+    def _options(self, handshaking: _Handshaking) -> dict[str, Any]:
+        return {
+            "process_response": self._prove,
+            "select_subprotocol": self._select_subprotocol,
+            # Frames up to twice the limit are read and answered with a typed PayloadTooLarge
+            # (the connection stays usable); anything larger closes it (code 1009).
+            "max_size": 2 * self.server.config.max_frame,
+            "compression": None,  # small JSON frames: deflate costs more CPU than it saves
+            "server_header": None,
+            "create_connection": handshaking.connection_class(),
+        }
+
     async def start(self) -> int:
+        home = Path(self.server.config.home)
+        directory = checked_servers_dir(home)  # no link followed, before anything listens
         self._listener = await serve(
             self._serve_client,
             self.host,
             self.requested_port,
             process_request=self._authorize,
-            select_subprotocol=self._select_subprotocol,
-            # Frames up to twice the limit are read and answered with a typed PayloadTooLarge
-            # (the connection stays usable); anything larger closes it (code 1009).
-            max_size=2 * self.server.config.max_frame,
-            compression=None,  # small JSON frames: deflate costs more CPU than it saves
-            server_header=None,
-            create_connection=self._handshaking.connection_class(),
+            **self._options(self._handshaking),
         )
         self.port = self._listener.sockets[0].getsockname()[1]
-        home = Path(self.server.config.home)
         live_servers(home)  # clears stale lock files of servers that died without cleaning up
-        self.lock = LockFile(home, self.host, self.port, self.token)
+        await self._listen_unix(directory / f"{self.port}.sock")
+        socket_name = self.socket_path.name if self.socket_path is not None else None
+        self.lock = LockFile(home, self.host, self.port, self.token, socket_name)
         self._publish_folders()
         self.server.workspace_listeners.append(self._publish_folders)
+        doors = f"ws://{self.host}:{self.port}" + (
+            f" and {self.socket_path}" if self.socket_path is not None else ""
+        )
         print(
-            f"sessiond: listening on ws://{self.host}:{self.port} (token in {self.lock.path})",
+            f"sessiond: listening on {doors} (token in {self.lock.path})",
             file=sys.stderr,
             flush=True,
         )
         return self.port
+
+    async def _listen_unix(self, path: Path) -> None:
+        """The Unix socket windows connect to, in the private `servers/` directory. One a
+        dead server left under this name is removed first (only this user can have made
+        it there); where none can be made (a name too long, not Linux), clients use the
+        port, and the log says why."""
+        try:
+            directory_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            from restore.home.files import private_dirs
+
+            private_dirs(path.parent)
+            directory_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        os.chmod(directory_fd, 0o700)
+        os.close(directory_fd)
+        listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISSOCK(os.lstat(path).st_mode):
+                    path.unlink()
+            with peers.unix_address(path) as address:
+                listening.bind(address)
+                os.chmod(address, 0o600)
+            made = os.lstat(path)
+            listening.listen(128)
+            self._unix_listener = await unix_serve(
+                self._serve_client,
+                sock=listening,
+                process_request=self._authorize_unix,
+                **self._options(self._unix_handshaking),
+            )
+        except OSError as exc:
+            listening.close()
+            logger.warning("no Unix socket at %s (%s): clients use the port", path, exc)
+            return
+        self.socket_path = path
+        self._socket_inode = (made.st_dev, made.st_ino)
 
     async def close(self) -> None:
         """Stop listening, let connected clients go, then remove the discovery file.
@@ -210,12 +289,25 @@ class WebSocketTransport:
         if self._publish_folders in self.server.workspace_listeners:
             self.server.workspace_listeners.remove(self._publish_folders)
         try:
-            if self._listener is not None:
-                self._listener.close()
-                await self._listener.wait_closed()
+            for listener in (self._listener, self._unix_listener):
+                if listener is not None:
+                    listener.close()
+            for listener in (self._listener, self._unix_listener):
+                if listener is not None:
+                    await listener.wait_closed()
         finally:
             if self.lock is not None:
                 self.lock.remove()
+            self._remove_socket()
+
+    def _remove_socket(self) -> None:
+        """The socket file, if it is still the one this server made."""
+        path, made = self.socket_path, self._socket_inode
+        with contextlib.suppress(OSError):
+            if path is not None and made is not None:
+                found = os.lstat(path)
+                if (found.st_dev, found.st_ino) == made:
+                    path.unlink()
 
     def _publish_folders(self) -> None:
         if self.lock is not None:
@@ -228,6 +320,15 @@ class WebSocketTransport:
         peer = connection.remote_address[0] if connection.remote_address else "?"
         if not is_loopback(str(peer)):
             return self._refuse(connection, 403, peer, "peer is not on this machine")
+        return self._authorize_request(connection, request, peer)
+
+    def _authorize_unix(self, connection: ServerConnection, request: Request) -> Response | None:
+        """The Unix socket's: its peer is this user's (checked as it connected)."""
+        return self._authorize_request(connection, request, "the Unix socket")
+
+    def _authorize_request(
+        self, connection: ServerConnection, request: Request, peer: Any
+    ) -> Response | None:
         if "Origin" in request.headers:
             origin = request.headers.get_all("Origin")[0]
             return self._refuse(connection, 403, peer, f"browser Origin {origin!r} is not allowed")
@@ -238,12 +339,34 @@ class WebSocketTransport:
             return self._refuse(connection, 403, peer, f"Host {shown!r} is not a loopback name")
         if len(request.headers.get_all("Authorization")) > 1:
             return self._refuse(connection, 400, peer, "more than one Authorization header")
+        nonces = request.headers.get_all(proof.NONCE_HEADER)
+        if len(nonces) > 1 or (nonces and not proof.NONCE.fullmatch(nonces[0])):
+            return self._refuse(connection, 400, peer, f"a malformed {proof.NONCE_HEADER}")
+        authorization = (request.headers.get_all("Authorization") or [""])[0]
+        scheme, _, offered = authorization.partition(" ")
+        if scheme.lower() == proof.SCHEME.lower():
+            if not nonces:
+                return self._refuse(connection, 401, peer, "a proof without its nonce")
+            if not proof.valid(self.token, "client", nonces[0], offered):
+                return self._refuse(connection, 401, peer, "wrong proof")
+            return None
         token, _ = _offered_token(request)
         if token is None:
             return self._refuse(connection, 401, peer, "no token")
         if not hmac.compare_digest(token.encode(), self.token.encode()):
             return self._refuse(connection, 401, peer, "wrong token")
         return None
+
+    def _prove(
+        self, connection: ServerConnection, request: Request, response: Response
+    ) -> Response:
+        """An accepted handshake that came with a nonce is answered with this server's
+        proof of the token (server/transport/proof.py): the client checks it before it
+        sends anything. A refused one gets none."""
+        nonces = request.headers.get_all(proof.NONCE_HEADER)
+        if response.status_code == 101 and nonces:
+            response.headers[proof.PROOF_HEADER] = proof.proof(self.token, "server", nonces[0])
+        return response
 
     @staticmethod
     def _refuse(connection: ServerConnection, status: int, peer: Any, reason: str) -> Response:
@@ -266,9 +389,11 @@ class WebSocketTransport:
         this one shuts down spawns a new server instead of connecting to a closing one."""
         if self.lock is not None:
             self.lock.remove()
+        self._remove_socket()
 
     async def _serve_client(self, ws: ServerConnection) -> None:
         self._handshaking.authenticated(ws)
+        self._unix_handshaking.authenticated(ws)
         if self.linger is not None:
             self.linger.attached()
         try:
@@ -328,6 +453,21 @@ class WebSocketTransport:
         task.add_done_callback(self._dropping.discard)
 
 
+def _tcp_owner(transport: asyncio.BaseTransport) -> int | None:
+    """The uid of the process at the other end of a loopback TCP connection."""
+    own, peer = transport.get_extra_info("sockname"), transport.get_extra_info("peername")
+    if not own or not peer:
+        return None
+    return peers.tcp_owner((peer[0], peer[1]), (own[0], own[1]))
+
+
+def _unix_owner(transport: asyncio.BaseTransport) -> int | None:
+    """The uid of the process at the other end of the Unix socket (`SO_PEERCRED`)."""
+    found = transport.get_extra_info("socket")
+    credentials = peers.unix_peer(found) if found is not None else None
+    return credentials[1] if credentials is not None else None
+
+
 def _dropped_notice(reason: str, queued: int) -> bytes:
     """The one message a dropped client gets: why, and how much was waiting for it."""
     params = {"reason": reason, "queuedBytes": queued}
@@ -364,6 +504,14 @@ async def serve_ws(
             stop.set()
 
         transport.linger = Linger(loop, linger, expire)
+
+        def home_lost() -> None:  # nobody's to restart: it leaves, and a window spawns anew
+            print(f"sessiond: the data directory {server.config.home} was deleted: exiting",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            transport.withdraw()
+            stop.set()
+
+        server.home_lost_listeners.append(home_lost)
     if claim is None:
         await transport.start()
     else:

@@ -296,3 +296,34 @@ def test_a_line_nested_past_what_a_thread_holds_is_skipped_and_the_session_impor
     assert summary["created"] == 1
     [problem] = summary["problems"]
     assert [(s["lineNo"], s["reason"]) for s in problem["skipped"]] == [(3, "mapping_failed")]
+
+
+def test_escape_sequences_in_a_handed_in_folders_names_are_shown_not_sent(
+    home: Path, tmp_path: Path
+) -> None:
+    """Issue 34: `sessiond import` printed the names of a handed-in folder as they were,
+    so a directory or file named with terminal escapes (retitle the window, clear the
+    screen, reorder a line with a bidi override) acted on the person's terminal. Every
+    name is printed through server/cli/terminal.py's `safe`, as `list` and `show` are."""
+    work = tmp_path / "work"
+    work.mkdir()
+    hostile = "\x1b]0;pwned\x07\x1b[2J\u202etxt.exe"
+    projects = tmp_path / f"handed{hostile}" / "claude"
+    real = ClaudeSession(projects, work, "main")
+    real.user("a real session")
+    real.raw(b"{not json at all\n")  # a skipped line: its file is named in the summary
+    real.save()
+    project = real.path.parent.rename(real.path.parent.with_name(f"p{hostile}"))
+    (project / f"{uuid.uuid4()}.jsonl").symlink_to(tmp_path / "nowhere")  # reported by name
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli", "--home", str(home), "import", "claude",
+         "--from", str(projects)],
+        cwd=REPO, capture_output=True, text=True, timeout=HANG_GUARD,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = done.stdout + done.stderr
+    assert "symlink" in shown and "skipped" in shown  # the names were printed ...
+    for control in ("\x1b", "\x07", "\u202e"):
+        assert control not in shown, repr(shown)  # ... never sent
+    assert "\\x1b]0;pwned\\x07" in shown  # shown as escapes, for the person to see

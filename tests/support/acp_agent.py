@@ -30,7 +30,8 @@ took. What a prompt does depends on its last text block:
 - anything else: one message chunk, `echo: <text>`.
 
 `--banner` prints a line that is not JSON on stdout before anything else (as some agents
-print a greeting); `--same-session` answers every `session/new` with the same session id;
+print a greeting; `--banner-text TEXT`: that line); `--same-session` answers every
+`session/new` with the same session id;
 `--flood N` answers `session/new` only after N 1 KB updates for a session nobody opened;
 `--lags`: a load replays all but the newest turn, as an agent whose own store lags
 behind what it showed. A load replays what was said, as it was said.
@@ -318,6 +319,14 @@ class FakeAgent:
                 for piece in pieces:
                     self.update(session, chunk(kind, piece, message_id))
             return {"stopReason": "end_turn"}
+        if words[:1] == ["tools"]:  # tool calls whose rawInput and rawOutput a file holds
+            for n, (given, answered) in enumerate(json.loads(Path(words[1]).read_text())):
+                call = tool_call(f"t-{n}", f"Call {n}", "fetch", "pending")
+                self.update(session, {**call, "rawInput": given})
+                done = {"sessionUpdate": "tool_call_update", "toolCallId": f"t-{n}",
+                        "status": "completed", "rawOutput": answered}  # fmt: skip
+                self.update(session, done)
+            return {"stopReason": "end_turn"}
         if words[:1] == ["chunks"]:
             piece = "y" * 1023 + "\n"
             for _ in range(int(words[1])):
@@ -434,12 +443,14 @@ def main() -> None:
     parser.add_argument("--caps", default="resume")
     parser.add_argument("--state", type=Path, required=True)
     parser.add_argument("--banner", action="store_true")
+    parser.add_argument("--banner-text", help="the banner line to print instead")
     parser.add_argument("--same-session", action="store_true")
     parser.add_argument("--flood", type=int, default=0)
     parser.add_argument("--lags", action="store_true")
     args = parser.parse_args()
-    if args.banner:
-        sys.stdout.buffer.write(b"Fake agent 1.0 -- ready to help!\n")
+    if args.banner or args.banner_text:
+        banner = args.banner_text or "Fake agent 1.0 -- ready to help!"
+        sys.stdout.buffer.write(banner.encode() + b"\n")
         sys.stdout.buffer.flush()
     agent = FakeAgent(
         args.caps, args.state, same_session=args.same_session, flood=args.flood, lags=args.lags

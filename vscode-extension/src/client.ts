@@ -24,7 +24,8 @@ import {
 } from "./protocol";
 
 import { INSTALL_HINT } from "./install";
-import { ANSWER_MS, type ConnectMode, liveServers, openSocket, sharedServerPlan, socketTransport, spawnShared, type ServerRecord, type SharedServerPlan } from "./shared";
+import { ANSWER_MS, type ConnectMode, liveServers, openSocket, PROOF_NAME, sharedServerPlan, socketTransport, spawnShared, type ServerRecord, type SharedServerPlan } from "./shared";
+import * as path from "node:path";
 import type WebSocket from "ws";
 
 export { INSTALL_HINT };
@@ -71,6 +72,7 @@ export class SessiondClient {
   private child: ChildProcess | undefined;
   private socket: WebSocket | undefined;
   private shared: ServerRecord | undefined;
+  private sharedTransport: "unix" | "tcp" | undefined;
   private running: Promise<InitializeResult> | undefined;
   private stopping = false;
   private recentRestarts: number[] = [];
@@ -161,6 +163,11 @@ export class SessiondClient {
     return this.socket ? this.shared?.pid : this.child?.pid;
   }
 
+  /** How this window reaches the shared server: its Unix socket, or its loopback port. */
+  get transport(): "unix" | "tcp" | undefined {
+    return this.socket ? this.sharedTransport : undefined;
+  }
+
   /** Whether this window talks to a server shared with others (over its WebSocket). */
   get isShared(): boolean {
     return this.socket !== undefined;
@@ -183,7 +190,8 @@ export class SessiondClient {
   /** Connect to the data dir's server, else have `sessiond client --spawn` start one, then connect. */
   private async launchShared(plan: SharedServerPlan): Promise<InitializeResult> {
     this.setState(this.state === "restarting" ? "restarting" : "starting");
-    const attached = (await this.attachFirst(liveServers(plan.home))) ?? (await spawnShared(plan, this.options.cwd, this.options.env ?? process.env).then(() => this.attachFirst(liveServers(plan.home))));
+    const directory = path.join(plan.home, "servers");
+    const attached = (await this.attachFirst(liveServers(plan.home), directory)) ?? (await spawnShared(plan, this.options.cwd, this.options.env ?? process.env).then(() => this.attachFirst(liveServers(plan.home), directory)));
     if (!attached) throw new Error(`no sessiond in ${plan.home} answered`);
     const { connection, socket, record, result } = attached;
     this.connection = connection;
@@ -196,11 +204,19 @@ export class SessiondClient {
     return result;
   }
 
-  private async attachFirst(records: ServerRecord[]): Promise<{ connection: MessageConnection; socket: WebSocket; record: ServerRecord; result: InitializeResult } | undefined> {
+  /** The first record whose server proves it holds its token and answers `initialize`;
+   * one that gives no proof (an older sessiond) is skipped: its token would have to be sent. */
+  private async attachFirst(records: ServerRecord[], directory: string): Promise<{ connection: MessageConnection; socket: WebSocket; record: ServerRecord; result: InitializeResult } | undefined> {
     for (const record of records) {
+      if (record.proof !== PROOF_NAME) {
+        this.options.log?.(`sessiond: not using the server on port ${record.port}: it gives no proof of its token (an older sessiond)`);
+        continue;
+      }
       let socket: WebSocket | undefined;
       try {
-        socket = await openSocket(record);
+        const opened = await openSocket(record, directory);
+        socket = opened.socket;
+        this.sharedTransport = opened.transport;
         const { reader, writer } = socketTransport(socket);
         const connection = createMessageConnection(reader, writer);
         this.forwardNotifications(connection);

@@ -268,6 +268,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
       await sessions.newThread(folder.uri.fsPath);
     }),
   );
+  // The folder-and-branch's session key (`workspace:<path>#<branch>`): its thread goes on,
+  // or its first starts (thread/continue).
+  register(
+    "sessiond.continueInFolder",
+    guarded("continue in this folder", async () => {
+      const folders = vscode.workspace.workspaceFolders ?? [];
+      const folder = folders.length > 1 ? await vscode.window.showWorkspaceFolderPick() : folders[0];
+      if (!folder) {
+        if (folders.length === 0) void vscode.window.showInformationMessage("Open a folder to continue a thread in it.");
+        return;
+      }
+      await sessions.continueInFolder(folder.uri.fsPath, await gitBranch(folder.uri.fsPath));
+    }),
+  );
   register("sessiond.clearThread", guarded("clear the thread", () => sessions.clear()));
   register("sessiond.compactThread", guarded("compact the thread", () => sessions.compact()));
   register("sessiond.rewindToTurn", guarded("rewind the thread", () => sessions.rewindToTurn()));

@@ -114,6 +114,9 @@ export function threadTooltip(thread: ThreadInfo, now: Date, state: ThreadState)
     ...states,
     ...(thread.preview ? [thread.preview] : []),
     ...(thread.forkedFrom ? [`forked from \`${String(thread.forkedFrom["threadId"])}\``] : []),
+    ...(thread.sessionKey ? [`session key \`${thread.sessionKey}\``] : []),
+    ...(thread.previousThreadId ? [`replaces \`${thread.previousThreadId}\`${thread.resetReason ? ` (${thread.resetReason} reset)` : ""}`] : []),
+    ...(thread.nextThreadId ? [`replaced by \`${thread.nextThreadId}\`: Resume offers it`] : []),
     `\`${thread.threadId}\`${thread.cwd ? ` · ${thread.cwd}` : ""}`,
   ].join("\n\n");
 }

@@ -136,6 +136,25 @@ export interface ApplyEditResult {
   [k: string]: unknown;
 }
 /**
+ * What a reset carries from the thread it replaces to the new one (never the
+ * conversation).
+ */
+export interface CarryParams {
+  /**
+   * The model override (default true).
+   */
+  model?: boolean | null;
+  /**
+   * The permissions (default true).
+   */
+  permissions?: boolean | null;
+  /**
+   * The todo list (default false).
+   */
+  todos?: boolean | null;
+  [k: string]: unknown;
+}
+/**
  * thread/clear: the conversation restarts empty after this point.
  */
 export interface ClearBoundaryItem {
@@ -378,6 +397,31 @@ export interface DriftEntry {
   reason?: string | null;
   [k: string]: unknown;
 }
+export interface EffectivePolicy {
+  /**
+   * The mode judged by.
+   */
+  reset: "none" | "daily" | "idle" | "both";
+  /**
+   * `daily`'s local hour.
+   */
+  atHour: number;
+  /**
+   * `idle`'s limit in minutes (0: never).
+   */
+  idleMinutes: number;
+  /**
+   * The zone `atHour` is local to (an IANA name).
+   */
+  timezone: string;
+  /**
+   * `{model, permissions, todos}`.
+   */
+  carry: {
+    [k: string]: boolean;
+  };
+  [k: string]: unknown;
+}
 export interface EmptyResult {
   [k: string]: unknown;
 }
@@ -437,6 +481,30 @@ export interface FileEditItem {
    * False when the edit was recorded without the file's contents (an imported diff): the shas are unknown and resume cannot say whether it diverged.
    */
   contentKnown?: boolean;
+  [k: string]: unknown;
+}
+/**
+ * When a key's current thread is stale: any field left out comes from the settings
+ * (`sessions.toml` in the data directory: the default, then the client's, then the
+ * longest matching key prefix's).
+ */
+export interface FreshnessPolicy {
+  /**
+   * `none` (never: the person decides), `daily` (the first message after `atHour` local time starts a new thread), `idle` (after `idleMinutes` without activity), `both` (whichever comes first).
+   */
+  reset?: ("none" | "daily" | "idle" | "both") | null;
+  /**
+   * `daily`: the local hour a day begins (4).
+   */
+  atHour?: number | null;
+  /**
+   * `idle`: minutes without activity after which the next message starts a new thread (0: never). At exactly the limit the thread continues.
+   */
+  idleMinutes?: number | null;
+  /**
+   * What a reset carries over.
+   */
+  carry?: CarryParams | null;
   [k: string]: unknown;
 }
 /**
@@ -596,7 +664,7 @@ export interface ServerCapabilities {
    */
   subsystems: string[];
   /**
-   * Why a session may begin: `startup`, `resume`, `clear`, `compact`.
+   * Why a session may begin: `startup`, `resume`, `clear`, `compact`, `reset` (a new thread for a session key, `thread/continue`).
    */
   lifecycleSources: string[];
   /**
@@ -675,11 +743,15 @@ export interface LifecycleHookNotification {
   /**
    * SessionStart: why the session began.
    */
-  source?: ("startup" | "resume" | "clear" | "compact") | null;
+  source?: ("startup" | "resume" | "clear" | "compact" | "reset") | null;
   /**
-   * SessionEnd: why it ended (close, clear, shutdown, disconnect).
+   * SessionEnd: why it ended (close, clear, shutdown, disconnect, reset).
    */
   reason?: string | null;
+  /**
+   * SessionStart `reset` and SessionEnd `reset`: `daily` or `idle`.
+   */
+  resetReason?: ("daily" | "idle") | null;
   /**
    * Where the hook is configured: `user`, `workspace:<folder>` or `entry_point:<distribution>`.
    */
@@ -747,11 +819,15 @@ export interface LifecycleItem {
   /**
    * SessionStart: why it began.
    */
-  source?: ("startup" | "resume" | "clear" | "compact") | null;
+  source?: ("startup" | "resume" | "clear" | "compact" | "reset") | null;
   /**
-   * Why the session ended: close, clear, shutdown, disconnect.
+   * Why the session ended: close, clear, shutdown, disconnect, reset.
    */
   reason?: string | null;
+  /**
+   * A `reset` (SessionStart source, SessionEnd reason): daily or idle.
+   */
+  resetReason?: ("daily" | "idle") | null;
   /**
    * The hook's name.
    */
@@ -1368,6 +1444,22 @@ export interface ThreadInfo {
    * How many (unarchived) sub-agent threads `thread/list {parentThreadId}` lists under this one. Counted by `thread/list`, and in `thread/started` / `thread/updated` once this server has a listing open (a new thread says 0); null where not counted (before any listing, other answers): keep the count you have. A sub-agent's start, archive or delete is followed by its parent's `thread/updated` with the new count.
    */
   childCount?: number | null;
+  /**
+   * The session key the thread belongs to (`thread/start`, `thread/continue`), e.g. `workspace:/src/app#main`, `direct:<peer>`; null: none.
+   */
+  sessionKey?: string | null;
+  /**
+   * The thread this one replaced for its key (a `thread/continue` reset).
+   */
+  previousThreadId?: string | null;
+  /**
+   * The thread that replaced this one for its key, once recorded here (null: none, or not recorded yet while another process held this thread: the successor's `previousThreadId` says it all the same).
+   */
+  nextThreadId?: string | null;
+  /**
+   * Why this thread replaced `previousThreadId`: `daily` or `idle`.
+   */
+  resetReason?: ("daily" | "idle") | null;
   [k: string]: unknown;
 }
 /**
@@ -1523,11 +1615,11 @@ export interface SessionMetaItem {
    */
   threadId: string;
   /**
-   * Why the session began: `startup`, `resume`, `clear`, `compact`.
+   * Why the session began: `startup`, `resume`, `clear`, `compact`, or `reset` (the first session of a thread `thread/continue` started in place of its key's previous one).
    */
-  source: "startup" | "resume" | "clear" | "compact";
+  source: "startup" | "resume" | "clear" | "compact" | "reset";
   /**
-   * Who or what asked: `user`, `process_recovery`, `acceptDrift`, `fork`.
+   * Who or what asked: `user`, `process_recovery`, `acceptDrift`, `fork`; a `reset`'s `daily` or `idle`.
    */
   reason?: string;
   /**
@@ -1584,6 +1676,18 @@ export interface SessionMetaItem {
   client?: {
     [k: string]: unknown;
   } | null;
+  /**
+   * First session only: the thread's session key (`thread/start` or `thread/continue`), kept for the thread's whole life.
+   */
+  sessionKey?: string | null;
+  /**
+   * A `reset`'s first session: the thread this one replaces.
+   */
+  previousThreadId?: string | null;
+  /**
+   * A `reset`'s first session: why (`daily` or `idle`).
+   */
+  resetReason?: ("daily" | "idle") | null;
   [k: string]: unknown;
 }
 export interface SessionParams {
@@ -1639,6 +1743,92 @@ export interface ThreadCompactResult {
    * Seq of the compact boundary item.
    */
   boundarySeq: number;
+  [k: string]: unknown;
+}
+/**
+ * A message arrived for `sessionKey`: continue its current thread, or start the one
+ * that replaces it when the policy says it is stale.
+ */
+export interface ThreadContinueParams {
+  /**
+   * A session key: which conversation a message belongs to (any printable string of 1-512 characters; shapes such as `workspace:<path>#<branch>`, `direct:<peer>`, `group:<channel>:<peer>`, `thread:<parentKey>:<id>`, `agent:<id>:subagent:<uuid>` are conventions, not a closed list).
+   */
+  sessionKey: string;
+  /**
+   * Absolute path of an existing directory the agent works in: where a new thread starts, and where a resumed one is judged (as `thread/resume {cwd}`).
+   */
+  cwd: string;
+  /**
+   * This call's policy, over the settings' (field by field).
+   */
+  policy?: FreshnessPolicy | null;
+  /**
+   * A new thread's title (startup, reset).
+   */
+  title?: string | null;
+  /**
+   * A new thread's model (startup, reset: over the one carried).
+   */
+  model?: string | null;
+  /**
+   * A new thread's permissions (startup, reset: over those carried).
+   */
+  permissions?: Permissions | null;
+  /**
+   * As `thread/resume`'s, for a resume.
+   */
+  acceptDrift?: boolean;
+  /**
+   * As `thread/resume`'s (1-200).
+   */
+  messageLimit?: number;
+  /**
+   * As `thread/resume`'s.
+   */
+  availableModels?: string[] | null;
+  [k: string]: unknown;
+}
+export interface ThreadContinueResult {
+  /**
+   * `startup`: the key had no current thread, a new one started; `resume`: its current thread continues; `reset`: the policy found it stale and a new thread, linked to it, starts instead (`resetReason`).
+   */
+  reason: "startup" | "resume" | "reset";
+  /**
+   * `reset` only: `daily` (a day began, at `atHour` local time, since its last activity) or `idle` (longer than `idleMinutes` without activity); both stale: the one that came first.
+   */
+  resetReason?: ("daily" | "idle") | null;
+  /**
+   * The thread to continue in.
+   */
+  thread: ThreadInfo;
+  /**
+   * The session to record through; null when a resume needs review (`restore.status`): resume it with `acceptDrift`, or not.
+   */
+  sessionId: string | null;
+  /**
+   * A session was opened now (SessionStart hooks run: source `startup`, `resume` or `reset`); false when this client held the thread's session already and it simply goes on (nothing written).
+   */
+  sessionOpened: boolean;
+  /**
+   * `reset`: the thread replaced (its `nextThreadId` names this one).
+   */
+  previousThreadId?: string | null;
+  /**
+   * When the key's thread was last active (its `updatedAt`), judged.
+   */
+  lastActivity?: string | null;
+  /**
+   * The policy the key was judged by.
+   */
+  policy: EffectivePolicy;
+  /**
+   * `resume` that opened a session (or needs review): `thread/resume`'s whole answer. Null otherwise.
+   */
+  restore?: RestoreReport | null;
+  /**
+   * `reset`: what came over from the replaced thread (`model`, `permissions`, `todos`), as the policy's `carry` says.
+   */
+  carried?: string[];
   [k: string]: unknown;
 }
 export interface ThreadForkParams {
@@ -1703,6 +1893,10 @@ export interface ThreadListParams {
    * List this thread's sub-agent threads. Without it only top-level threads are listed: children are reached through their parent (`childCount`); a child whose parent is not stored (its transcript gone, or not imported) is top-level.
    */
   parentThreadId?: string | null;
+  /**
+   * Only threads whose session key starts with this (exact, case-sensitive; `""`: every thread with a key). With it, sub-agents' threads are listed too.
+   */
+  sessionKey?: string | null;
   [k: string]: unknown;
 }
 export interface ThreadListResult {
@@ -1984,7 +2178,7 @@ export interface ThreadSearchResult {
    */
   nextCursor: string | null;
   /**
-   * The search index was still being built (the first search after an upgrade or a rebuild indexes a budget of threads per request, with `$/progress`): hits from threads not indexed yet are missing. Search again to continue.
+   * The search index was still being built (the first search after an upgrade or a rebuild indexes a budget of threads per request, with `$/progress`): hits from threads not indexed yet are missing. Search again to continue. Or the page's snippets ran out of their time budget (a quarter of a second): the hits after it show the start of their text, without highlights.
    */
   partial?: boolean;
   [k: string]: unknown;
@@ -2033,6 +2227,10 @@ export interface ThreadStartParams {
    */
   parentOperationId?: string | null;
   /**
+   * The session key the thread belongs to (see `thread/continue`); kept for the thread's whole life. A key has at most one current thread: the newest unarchived one with that key that no other thread replaced.
+   */
+  sessionKey?: string | null;
+  /**
    * Items to record in the new thread's first session at once, as a `thread/record` right after would (each a RecordableItem, checked the same way: nothing is started if one is refused): a thread with its first turn in one request.
    */
   items?:
@@ -2063,6 +2261,34 @@ export interface ThreadStartedNotification {
    * A thread started or forked by any client.
    */
   thread: ThreadInfo;
+  [k: string]: unknown;
+}
+/**
+ * Server-written by `thread/continue`'s reset into the thread it replaced: which thread
+ * the key went on in. Bookkeeping: it neither counts as an item nor moves the thread in
+ * the list.
+ */
+export interface ThreadSuccessorItem {
+  /**
+   * Chosen by the client, unique in the thread (1-128 chars, e.g. a UUID): the idempotency key. Recording an id again writes nothing and answers its seq.
+   */
+  id: string;
+  /**
+   * The turn the item belongs to.
+   */
+  turnId?: string | null;
+  /**
+   * `thread_successor`.
+   */
+  type?: "thread_successor";
+  /**
+   * The thread that replaced this one for its key.
+   */
+  nextThreadId: string;
+  /**
+   * Why: `daily` or `idle`.
+   */
+  resetReason: "daily" | "idle";
   [k: string]: unknown;
 }
 export interface ThreadTitleItem {
@@ -2106,6 +2332,7 @@ export interface ProtocolRequests {
   "thread/search": { params: ThreadSearchParams; result: ThreadSearchResult };
   "thread/readBlob": { params: ThreadReadBlobParams; result: ThreadReadBlobResult };
   "thread/resume": { params: ThreadResumeParams; result: RestoreReport };
+  "thread/continue": { params: ThreadContinueParams; result: ThreadContinueResult };
   "thread/fork": { params: ThreadForkParams; result: ThreadForkResult };
   "thread/archive": { params: ThreadIdParams; result: EmptyResult };
   "thread/unarchive": { params: ThreadIdParams; result: EmptyResult };

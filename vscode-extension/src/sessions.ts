@@ -7,7 +7,7 @@ import { renderRestoreReport } from "./documents";
 import { errorKind } from "./errors";
 import { agentName, driftDetail, threadLabel } from "./format";
 import { resumeInAgent, resumeLabel } from "./handoff";
-import type { Handoff, RestoreReport, ThreadInfo } from "./protocol";
+import type { Handoff, RestoreReport, ThreadContinueResult, ThreadInfo, TodoEntryState } from "./protocol";
 import { costOf, todosOf } from "./subsystems";
 import type { TranscriptPanels } from "./transcript/panel";
 import type { CostStatusItem, ReadOnlyDocuments, TodosTreeProvider } from "./views";
@@ -16,6 +16,14 @@ type Item = Record<string, unknown>;
 
 export const CONTINUE_HERE = "Continue here";
 export const FORK_INSTEAD = "Fork into a new thread";
+export const RESUME_CURRENT = "Resume the current thread";
+export const RESUME_THIS_ONE = "Resume this one";
+
+/** The session key of a folder and its branch: `workspace:<path>#<branch>` (no branch: the
+ * folder alone), what "Continue in This Folder" continues. */
+export function workspaceKey(folder: string, branch: string | undefined): string {
+  return branch ? `workspace:${folder}#${branch}` : `workspace:${folder}`;
+}
 
 export interface ActiveSession {
   thread: ThreadInfo;
@@ -48,6 +56,21 @@ export class SessionController {
    * thread comes back with a handoff instead of a session: continue it in its own agent. */
   async resume(thread: ThreadInfo): Promise<RestoreReport | undefined> {
     const requestedAt = Date.now(); // the transcript's timings start here (TranscriptSource)
+    if (thread.sessionKey) {
+      // A thread a reset replaced: its key went on in a newer one, offered first.
+      const current = await this.currentOfChain(thread);
+      if (current && current.threadId !== thread.threadId) {
+        const choice = await vscode.window.showInformationMessage(
+          `“${threadLabel(thread)}” was replaced by “${threadLabel(current)}”${current.resetReason ? ` (${current.resetReason} reset)` : ""}: its conversation goes on there.`,
+          { modal: true, detail: `Session key ${thread.sessionKey ?? ""}. Resuming this one continues the older conversation.` },
+          { title: RESUME_CURRENT },
+          { title: RESUME_THIS_ONE },
+          { title: "Cancel", isCloseAffordance: true },
+        );
+        if (choice?.title === RESUME_CURRENT) return this.resume(current);
+        if (choice?.title !== RESUME_THIS_ONE) return undefined;
+      }
+    }
     // The open session stays open until a new one replaces it (showRestored): a Cancel, a
     // refusal (ThreadBusy) or a failure leaves the user where they were.
     if (this.active?.thread.threadId === thread.threadId) await this.closeActive();
@@ -82,6 +105,82 @@ export class SessionController {
     }
     if (choice?.title === FORK_INSTEAD) return this.forkAndResume(report.thread);
     return undefined;
+  }
+
+  /** The newest thread of `thread`'s reset chain: its key's threads (`thread/list
+   * {sessionKey}`), followed from it by `nextThreadId` or a successor's `previousThreadId`. */
+  async currentOfChain(thread: ThreadInfo): Promise<ThreadInfo | undefined> {
+    if (!thread.sessionKey) return undefined;
+    const byId = new Map<string, ThreadInfo>();
+    let cursor: string | null = null;
+    do {
+      const page: { threads: ThreadInfo[]; nextCursor?: string | null } = await this.client.request("thread/list", {
+        sessionKey: thread.sessionKey,
+        limit: 200,
+        ...(cursor ? { cursor } : {}),
+      });
+      for (const found of page.threads) if (found.sessionKey === thread.sessionKey) byId.set(found.threadId, found);
+      cursor = page.nextCursor ?? null;
+    } while (cursor !== null);
+    const successorOf = new Map<string, string>();
+    for (const found of byId.values()) if (found.previousThreadId) successorOf.set(found.previousThreadId, found.threadId);
+    let current = byId.get(thread.threadId) ?? thread;
+    for (let steps = 0; steps < byId.size; steps++) {
+      const next = current.nextThreadId ?? successorOf.get(current.threadId);
+      const found = next ? byId.get(next) : undefined;
+      if (!found) break;
+      current = found;
+    }
+    return current;
+  }
+
+  /** Continue in This Folder: the folder-and-branch's session key goes on in its current
+   * thread (resumed, or this window's session simply kept), or starts its first. The
+   * freshness policy is the data directory's (`none` unless sessions.toml says otherwise:
+   * in an editor the person decides). */
+  async continueInFolder(folder: string, branch: string | undefined): Promise<ThreadContinueResult> {
+    const requestedAt = Date.now();
+    const answer = await this.client.request("thread/continue", { sessionKey: workspaceKey(folder, branch), cwd: folder });
+    const report = answer.restore ?? undefined;
+    if (report && report.status !== "ready") {
+      await this.resume(answer.thread); // drift: the modal decides, as for a resume
+      return answer;
+    }
+    if (report) {
+      await this.showRestored(report, requestedAt);
+    } else if (answer.sessionId) {
+      if (this.active?.thread.threadId !== answer.thread.threadId) await this.closeActive();
+      const kept = this.active?.thread.threadId === answer.thread.threadId ? this.active.report : undefined;
+      this.active = { thread: answer.thread, sessionId: answer.sessionId, report: kept };
+      if (!kept) {
+        this.todos.set((answer.carried ?? []).includes("todos") ? await this.recordedTodos(answer.thread.threadId) : []);
+        this.cost.show(undefined);
+      }
+      await this.setSessionContext();
+      await this.transcripts.show({ thread: answer.thread, report: kept, requestedAt });
+    }
+    if (answer.reason === "reset") {
+      void vscode.window.showInformationMessage(
+        `A new thread continues this folder (${answer.resetReason ?? "reset"}): the previous one is under it in the Threads view.`,
+      );
+    }
+    return answer;
+  }
+
+  /** The newest todo list recorded in a thread that was just started (a reset carries it). */
+  private async recordedTodos(threadId: string): Promise<TodoEntryState[]> {
+    const page = await this.client.request("thread/read", { threadId, limit: 50 });
+    const lists = page.items.filter((item) => item["type"] === "todos");
+    const last = lists.at(-1)?.["items"];
+    if (!Array.isArray(last)) return [];
+    return last.flatMap((raw: unknown) => {
+      const entry = raw as Record<string, unknown>;
+      if (typeof entry["content"] !== "string") return [];
+      const status = ["pending", "in_progress", "completed"].includes(entry["status"] as string)
+        ? (entry["status"] as TodoEntryState["status"])
+        : "pending";
+      return [{ id: String(entry["id"] ?? entry["content"]), content: entry["content"], status }];
+    });
   }
 
   /** A fork is a new thread bound to the workspace as it is now; resuming it opens it here. */

@@ -1,5 +1,7 @@
 // The Threads view: workspace folder → branch → threads, newest first, one page at a time;
-// a thread's sub-agent threads (childCount) nested under it, listed when it is expanded.
+// a thread's sub-agent threads (childCount) nested under it, listed when it is expanded; a
+// session key's reset chain as one row, the thread that goes on, with the threads it
+// replaced under it (newest first).
 import { execFile } from "node:child_process";
 import * as vscode from "vscode";
 import type { SessiondClient } from "./client";
@@ -30,7 +32,8 @@ export type ServerProblem = "missing" | "failed";
 export type ThreadsNode =
   | { kind: "folder"; group: FolderGroup }
   | { kind: "branch"; group: FolderGroup; branch: string | null }
-  | { kind: "thread"; thread: ThreadInfo }
+  /** `chainOf`: shown under the thread (its id) that replaced it, in a reset chain. */
+  | { kind: "thread"; thread: ThreadInfo; chainOf?: string }
   | { kind: "loadMore"; group: FolderGroup }
   | { kind: "notice"; text: string };
 
@@ -67,6 +70,17 @@ function merged(listed: ThreadInfo, update: ThreadInfo): ThreadInfo {
   return { ...listed, ...update, childCount: update.childCount ?? listed.childCount ?? null };
 }
 
+/** The loaded threads another loaded thread replaced (a reset): they are shown under it. */
+export function replacedAmong(threads: readonly ThreadInfo[]): Set<string> {
+  const ids = new Set(threads.map((thread) => thread.threadId));
+  const replaced = new Set<string>();
+  for (const thread of threads) {
+    if (thread.previousThreadId && ids.has(thread.previousThreadId)) replaced.add(thread.previousThreadId);
+    if (thread.nextThreadId && ids.has(thread.nextThreadId)) replaced.add(thread.threadId);
+  }
+  return replaced;
+}
+
 function newestFirst(a: ThreadInfo, b: ThreadInfo): number {
   return (b.updatedAt ?? b.createdAt ?? "").localeCompare(a.updatedAt ?? a.createdAt ?? "");
 }
@@ -83,6 +97,8 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   private readonly openElsewhere = new Map<string, string>();
   /** Sub-agent threads by parent id, as `thread/list {parentThreadId}` gave them. */
   private readonly children = new Map<string, ThreadInfo[]>();
+  /** The threads each chain's newest one replaced, newest first, by its id. */
+  private readonly chains = new Map<string, ThreadInfo[]>();
   search: string | undefined;
   showArchived = false;
 
@@ -104,6 +120,7 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
   refresh(): void {
     this.openElsewhere.clear();
     this.children.clear();
+    this.chains.clear();
     for (const group of this.groups) Object.assign(group, unloaded());
     this.generation++;
     this.changed.fire(undefined);
@@ -191,6 +208,7 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
    * place. A sub-agent's thread goes under its parent, never among the top-level ones,
    * unless the server listed it there (its parent is not stored). */
   applyThreadChange(thread: ThreadInfo, deleted: boolean, started = false): void {
+    if (thread.sessionKey || deleted) this.chains.clear(); // a chain may have grown or lost one
     const atTop = this.groups.some((group) => group.threads.some((known) => known.threadId === thread.threadId));
     if (thread.parentThreadId && !atTop) {
       this.applyChildChange(thread.parentThreadId, thread, deleted, started);
@@ -265,6 +283,46 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
     return found;
   }
 
+  /** The threads `head` replaced, newest first: followed by `previousThreadId`, from the
+   * loaded rows, else from its key's threads (`thread/list {sessionKey}`, every page). */
+  private async chainOf(head: ThreadInfo): Promise<ThreadInfo[]> {
+    const cached = this.chains.get(head.threadId);
+    if (cached) return cached;
+    const generation = this.generation;
+    const byId = new Map(this.allThreads().map((thread) => [thread.threadId, thread] as const));
+    if (head.sessionKey && !this.chainLoaded(head, byId)) {
+      let cursor: string | null = null;
+      do {
+        const page: { threads: ThreadInfo[]; nextCursor?: string | null } = await this.client.request("thread/list", {
+          sessionKey: head.sessionKey,
+          archived: this.showArchived,
+          ...(cursor ? { cursor } : {}),
+          limit: 200,
+        });
+        for (const thread of page.threads) byId.set(thread.threadId, thread);
+        cursor = page.nextCursor ?? null;
+      } while (cursor !== null);
+    }
+    const chain: ThreadInfo[] = [];
+    const seen = new Set([head.threadId]);
+    for (let previous = head.previousThreadId; previous && !seen.has(previous); ) {
+      const thread = byId.get(previous);
+      if (!thread) break;
+      seen.add(previous);
+      chain.push(thread);
+      previous = thread.previousThreadId;
+    }
+    if (generation === this.generation) this.chains.set(head.threadId, chain);
+    return chain;
+  }
+
+  private chainLoaded(head: ThreadInfo, byId: Map<string, ThreadInfo>): boolean {
+    for (let previous = head.previousThreadId; previous; previous = byId.get(previous)?.previousThreadId) {
+      if (!byId.has(previous)) return false;
+    }
+    return true;
+  }
+
   async getChildren(node?: ThreadsNode): Promise<ThreadsNode[]> {
     if (!node) {
       // No server, or no thread anywhere: nothing, so that the view's welcome content says
@@ -295,20 +353,31 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
       return children;
     }
     if (node.kind === "branch") {
+      const replaced = replacedAmong(node.group.threads);
       return node.group.threads
-        .filter((thread) => (thread.branch ?? null) === node.branch)
+        .filter((thread) => (thread.branch ?? null) === node.branch && !replaced.has(thread.threadId))
         .sort(newestFirst)
         .map((thread) => ({ kind: "thread", thread }));
     }
-    if (node.kind === "thread" && (node.thread.childCount ?? 0) > 0) {
+    if (node.kind !== "thread") return [];
+    const nodes: ThreadsNode[] = [];
+    if (!node.chainOf && node.thread.previousThreadId) {
       try {
-        const children = await this.childrenOf(node.thread);
-        return [...children].sort(newestFirst).map((thread): ThreadsNode => ({ kind: "thread", thread }));
+        const chain = await this.chainOf(node.thread);
+        nodes.push(...chain.map((thread): ThreadsNode => ({ kind: "thread", thread, chainOf: node.thread.threadId })));
       } catch (error) {
-        return [{ kind: "notice", text: describeError("list sub-agent threads", error) }];
+        nodes.push({ kind: "notice", text: describeError("list the threads this one replaced", error) });
       }
     }
-    return [];
+    if ((node.thread.childCount ?? 0) > 0) {
+      try {
+        const children = await this.childrenOf(node.thread);
+        nodes.push(...[...children].sort(newestFirst).map((thread): ThreadsNode => ({ kind: "thread", thread })));
+      } catch (error) {
+        nodes.push({ kind: "notice", text: describeError("list sub-agent threads", error) });
+      }
+    }
+    return nodes;
   }
 
   /** A failure is kept on the group (shown as its notice); the error dialog comes from whoever started the server. */
@@ -340,10 +409,15 @@ export class ThreadsTreeProvider implements vscode.TreeDataProvider<ThreadsNode>
       }
       case "thread": {
         const { thread } = node;
-        const nested = (thread.childCount ?? 0) > 0 ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None;
+        const chained = !node.chainOf && !!thread.previousThreadId;
+        const nested =
+          (thread.childCount ?? 0) > 0 || chained ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None;
         const item = new vscode.TreeItem(threadLabel(thread), nested);
-        item.id = thread.threadId;
-        item.description = threadDescription(thread, this.now());
+        // A replaced thread under the one that replaced it: an id of its own there.
+        item.id = node.chainOf ? `${node.chainOf}/${thread.threadId}` : thread.threadId;
+        const described = threadDescription(thread, this.now());
+        const reset = chained && thread.resetReason ? `new after ${thread.resetReason} reset` : "";
+        item.description = [node.chainOf ? "replaced" : "", described, reset].filter(Boolean).join(" · ");
         const state = this.stateOf(thread);
         item.tooltip = new vscode.MarkdownString(threadTooltip(thread, this.now(), state), true);
         item.iconPath = new vscode.ThemeIcon(threadIcon(thread, state));

@@ -65,6 +65,20 @@ def thread_file_error(exc: OSError, thread_id: str, path: Path | None = None) ->
     )
 
 
+def deleted_error(what: Path, thread_id: str | None, home: Path) -> ProtocolError:
+    """A write into a file or data directory deleted under sessiond: refused, with the
+    mend (the deleted file would take the record with it, unseen: issue 34)."""
+    return storage_failure(
+        f"{what} was deleted while sessiond had it open (was the data directory {home} "
+        "removed?): nothing more is written there, and this was not kept. Restart sessiond "
+        "(it makes the data directory anew) or put the directory back from a backup",
+        threadId=thread_id,
+        path=str(what),
+        deleted=True,
+        retryable=False,
+    )
+
+
 def open_thread_file(path: Path, flags: int, thread_id: str) -> int:
     """A descriptor on a thread file, which must be a regular file reached without a
     symlink (O_NOFOLLOW): a link planted in the data dir would send appends, and a torn
@@ -335,6 +349,7 @@ class ThreadWriter:
         `ts` is kept (an import dates its items by the source transcript, not by now).
         """
         self._descriptor()  # closed: StaleSession (ThreadBusy if lost); parked: reopened
+        self.check_linked()
         # Items the server minted (fresh uuid4 ids) cannot be duplicates: skip loading the
         # id set for them, so a resume from a snapshot never reads the whole file.
         known_ids: dict[str, int] = {} if minted and self._seq_of_id is None else self._known_ids()
@@ -359,6 +374,16 @@ class ThreadWriter:
             min(seqs, default=None), max(seqs, default=None), stamped.duplicates, stamped.stored
         )
 
+    def check_linked(self) -> None:
+        """StorageError if its file or the data directory was deleted under it: one
+        `fstat` each, per append and per sync (a deleted file still takes writes, and
+        its records would be lost unseen)."""
+        if self._store is not None:
+            self._store.check_home(self.thread_id)
+        if self._fd >= 0 and os.fstat(self._fd).st_nlink == 0:  # (a parked one: at reopen)
+            home = self._store.layout.home if self._store is not None else self.path.parent
+            raise deleted_error(self.path, self.thread_id, home)
+
     def _write_durably(self, data: bytes, defer_sync: bool = False) -> None:
         if self._needs_cut:
             self._cut_back()
@@ -373,6 +398,7 @@ class ThreadWriter:
                 view = view[written:]
             if self._durability is Durability.FSYNC:
                 os.fsync(self._fd)
+                self.check_linked()  # deleted meanwhile: what was synced is gone with it
             elif self._durability is Durability.GROUP:
                 if defer_sync:
                     self.unsynced = True
@@ -442,9 +468,13 @@ class PendingSync:
     def run(self) -> None:
         try:
             os.fdatasync(self._fd)
+            self.writer.check_linked()  # deleted meanwhile: the batch is gone with it
         except OSError as exc:
             self.error = thread_file_error(exc, self.writer.thread_id, self.writer.path)
             raise self.error from exc
+        except ProtocolError as exc:
+            self.error = exc
+            raise
         finally:
             self.done.set()
 
@@ -465,6 +495,22 @@ class ThreadStore:
         nothing (the files are nobody's to write here), and its writer cannot append."""
         self.claims = Claims(layout)
         """The threads this store's writers hold, whether their files are open or not."""
+        self._home_fd: int | None = None
+        """The data directory as this store found it: deleted, it has no link left."""
+        with contextlib.suppress(OSError):
+            self._home_fd = os.open(layout.home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def check_home(self, thread_id: str | None = None) -> None:
+        """StorageError (`deleted`) if the data directory was deleted since the store
+        opened it: a write would go into deleted files, or into a directory made anew
+        that no other process knows of."""
+        if self._home_fd is not None and os.fstat(self._home_fd).st_nlink == 0:
+            raise deleted_error(self.layout.home, thread_id, self.layout.home)
+
+    def close_home(self) -> None:
+        if self._home_fd is not None:
+            os.close(self._home_fd)
+            self._home_fd = None
 
     # What a subclass hears of its writers (restore/stores/embedded/store.py): nothing here.
 
@@ -516,6 +562,7 @@ class ThreadStore:
         `items` after it, in the same write and sync: an import creates whole threads).
         `durable=False`: written to the OS only, synced by the caller (`sync_filesystem`)."""
         thread_id = validate_thread_id(thread_id)
+        self.check_home(thread_id)  # not a new data directory in a deleted one's place
         path = self.layout.thread_path(thread_id)
         if not self.claims.take(thread_id):
             raise _exists(thread_id) if os.path.lexists(path) else self._busy(thread_id)

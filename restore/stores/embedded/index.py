@@ -34,10 +34,12 @@ from restore.home.caches import REBUILD_HINT, SQLITE_FILES, content_fault, decod
 from restore.home.files import create_file, not_regular, private_dirs
 from restore.home.layout import Layout
 from restore.ids import prefix_end
+from restore.keys import key_range
 from restore.stores.api import (
     JSON_FIELDS,
     MAX_LIMIT,
     ROW_FIELDS,
+    KeyThreads,
     Listing,
     Progress,
     Rows,
@@ -88,6 +90,10 @@ CREATE TABLE threads (
     parentOperationId TEXT,
     lastSeq INTEGER NOT NULL,
     latestSessionId TEXT,
+    sessionKey TEXT,          -- the thread's session key (NULL: none)
+    previousThreadId TEXT,    -- the thread a reset replaced with this one
+    nextThreadId TEXT,        -- the thread that replaced this one (its thread_successor item)
+    resetReason TEXT,
     path TEXT NOT NULL,
     size INTEGER NOT NULL,    -- bytes the row covers (a torn tail is not covered)
     mtimeNs INTEGER NOT NULL,
@@ -102,6 +108,12 @@ CREATE INDEX threads_by_recency
 CREATE INDEX threads_by_cwd ON threads (cwd, archived, updatedAt, threadId);
 -- A thread's children, listed and counted without a scan.
 CREATE INDEX threads_by_parent ON threads (parentThreadId, archived, updatedAt, threadId);
+-- A session key's threads (its current one, a listing by key prefix), and who replaced
+-- whom: only keyed threads are in these.
+CREATE INDEX threads_by_key ON threads (sessionKey, archived, updatedAt, threadId)
+    WHERE sessionKey IS NOT NULL;
+CREATE INDEX threads_by_previous ON threads (previousThreadId)
+    WHERE previousThreadId IS NOT NULL;
 -- What the last open saw: the boot it ran in and each shard directory's mtime.
 CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
 """
@@ -216,11 +228,11 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 7  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
+    SCHEMA_VERSION = 8  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
     # 7: the search triggers of search version 2 (an UPSERT after a search no longer fails)
+    # 8: session keys and reset links (sessionKey, previousThreadId, nextThreadId, resetReason)
     """An index of another version is rebuilt from the thread files (they hold every
-    field), like a corrupt one: that is its migration; version 6 is mended in place
-    (`_migrated`)."""
+    field), like a corrupt one: that is its migration."""
 
     def __init__(
         self,
@@ -295,7 +307,15 @@ class ThreadIndex:
     def _building(self) -> Iterator[None]:
         """One build of the index at a time across processes: two at once would each
         delete the WAL the other's connection was writing (SQLite's "disk I/O error")."""
-        lock = self._layout.index_lock_path
+        lock, home = self._layout.index_lock_path, self._layout.home
+        if not home.is_dir():  # made by the first request (home/state.py), never here
+            where = str(home)
+            raise storage_failure(
+                f"{where} is gone (was the data directory removed?): the index is not built "
+                "anew in its place. Restart sessiond, or put the directory back",
+                path=where,
+                deleted=True,
+            )
         private_dirs(lock.parent)
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
@@ -430,8 +450,6 @@ class ThreadIndex:
             # (embedded/search.py) are a hundred times larger, and read only by a search.
             pragma = "PRAGMA quick_check(threads)" if has_table else "PRAGMA quick_check"
             healthy = not check or conn.execute(pragma).fetchone()[0] == "ok"
-            if version == 6 and healthy and has_table:
-                version = self._migrated(conn)
             if version == self.SCHEMA_VERSION and healthy and has_table:
                 return self._configured(conn)
             conn.close()
@@ -447,26 +465,6 @@ class ThreadIndex:
                 raise
             set_aside(path, fault)
             raise _Corrupt from exc
-
-    def _migrated(self, conn: sqlite3.Connection) -> int:
-        """Version 6 to 7 in place: the search triggers replaced (`upgrade_in_place`), and
-        the boot forgotten, so this open compares every file with its row (rows the old
-        triggers kept from being written are read again). The version it is at after."""
-        from restore.stores.embedded.search import upgrade_in_place  # only when migrating
-
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 6:  # not migrated by another process meanwhile
-                upgrade_in_place(conn)
-                conn.execute("DELETE FROM meta WHERE key = 'boot'")
-                conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
     def _rebuild(self, path: Path, progress: Progress | None) -> None:
         """Summarize every file into a fresh db beside the index, then rename it into place.
@@ -764,9 +762,11 @@ class ThreadIndex:
         cursor: str | None = None,
         limit: int = 50,
         parent_thread_id: str | None = None,
+        session_key: str | None = None,
     ) -> Listing:
         """One page, newest first; filters apply before paging; nextCursor only if more exist.
-        Top-level threads only, or the children of `parent_thread_id`."""
+        Top-level threads only, or the children of `parent_thread_id`; with `session_key`
+        (a prefix) sub-agents' threads too."""
         limit = max(1, min(MAX_LIMIT, limit))
         sql, params = self._list_query(
             cwd=cwd,
@@ -776,6 +776,7 @@ class ThreadIndex:
             cursor=cursor,
             limit=limit,
             parent_thread_id=parent_thread_id,
+            session_key=session_key,
         )
         rows = self._db().execute(sql, params).fetchall()
         page = [_summary(row) for row in rows[:limit]]
@@ -794,16 +795,25 @@ class ThreadIndex:
         cursor: str | None,
         limit: int,
         parent_thread_id: str | None = None,
+        session_key: str | None = None,
     ) -> tuple[str, Params]:
         """The page's SQL: every filter in WHERE, keyset after the cursor, one row past `limit`."""
         where = ["archived = ?"]
         params: Params = [int(archived)]
-        if parent_thread_id is None:  # a child whose parent is not here is top-level
+        if session_key is not None:  # a prefix: a range of threads_by_key
+            low, high = key_range(session_key)
+            where.append("sessionKey IS NOT NULL AND sessionKey >= ?")
+            params.append(low)
+            if high is not None:
+                where.append("sessionKey < ?")
+                params.append(high)
+        if parent_thread_id is None and session_key is None:
+            # Top-level threads: a child whose parent is not here is one.
             where.append(
                 "(parentThreadId IS NULL OR NOT EXISTS "
                 "(SELECT 1 FROM threads AS p WHERE p.threadId = threads.parentThreadId))"
             )
-        else:
+        elif parent_thread_id is not None:
             where.append("parentThreadId = ?")
             params.append(parent_thread_id)
         if cwd is not None:
@@ -826,6 +836,31 @@ class ThreadIndex:
             f"WHERE {' AND '.join(where)} ORDER BY updatedAt DESC, threadId DESC LIMIT ?"
         )
         return sql, [*params, limit + 1]
+
+    @_typed
+    def key_threads(self, key: str) -> KeyThreads:
+        """The key's current thread, and its replaced threads whose row does not name their
+        successor yet (api.Index.key_threads); two lookups in `threads_by_key`."""
+        conn = self._db()
+        fields = ", ".join(f"t.{name}" for name in _FIELDS)
+        current = conn.execute(
+            f"SELECT {fields} FROM threads AS t WHERE t.sessionKey IS NOT NULL "
+            "AND t.sessionKey = ? AND t.archived = 0 AND t.nextThreadId IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM threads AS n WHERE n.previousThreadId = t.threadId) "
+            "ORDER BY t.updatedAt DESC, t.threadId DESC LIMIT 1",
+            (key,),
+        ).fetchone()
+        unlinked = conn.execute(
+            f"SELECT p.threadId, {fields} FROM threads AS t "
+            "JOIN threads AS p ON p.threadId = t.previousThreadId "
+            "WHERE t.sessionKey IS NOT NULL AND t.sessionKey = ? "
+            "AND t.previousThreadId IS NOT NULL AND p.nextThreadId IS NULL",
+            (key,),
+        ).fetchall()
+        return (
+            None if current is None else _summary(current),
+            [(row[0], _summary(row[1:])) for row in unlinked],
+        )
 
     @_typed
     def count(self) -> int:

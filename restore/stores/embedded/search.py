@@ -48,6 +48,7 @@ import orjson
 
 from restore.faults import pause_point
 from restore.home.caches import REBUILD_HINT, content_fault, decoded, set_aside
+from restore.search.cancel import Cancel, Cancelled
 from restore.search.query import Query
 from restore.search.text import searchable
 from restore.stores.api import (
@@ -166,6 +167,9 @@ _CURSOR_KINDS = (int, bool, float, str, int, bool)  # window top, keyed?, bm25, 
 # newest first?
 WINDOW = 2000
 """Matches ranked together: the newest `WINDOW` (by doc id), then the next older ones."""
+CANCEL_STEPS = 20_000
+"""SQLite program steps between two looks at a search's cancel while its query runs (well
+under a millisecond); the catch-up looks between its short transactions."""
 
 
 class ThreadSearch:
@@ -224,6 +228,7 @@ class ThreadSearch:
         limit: int = 20,
         progress: Progress | None = None,
         budget: float | None = None,
+        cancel: Cancel | None = None,
     ) -> SearchPage:
         if self._child is None and self._apart:
             from restore.stores.embedded.search_child import SearchChild
@@ -234,7 +239,8 @@ class ThreadSearch:
 
             try:
                 return self._child.search(query, filters, cursor=cursor, limit=limit,
-                                          progress=progress, budget=budget)  # fmt: skip
+                                          progress=progress, budget=budget,
+                                          cancel=cancel)  # fmt: skip
             except SearchChildGone as exc:  # this one here; the next starts it again
                 logger.warning("%s; searching in the server's own process", exc)
         pause_point("thread-search")  # beside the store thread (tests/test_search_server.py)
@@ -244,9 +250,13 @@ class ThreadSearch:
             try:
                 conn = self._connection()
                 built = self._ensure_tables(conn)
-                complete = self.catch_up(conn, progress, budget, building=built)
+                complete = self.catch_up(conn, progress, budget, building=built, cancel=cancel)
+                if cancel is not None:  # the query only reads: SQLite may stop it anywhere
+                    conn.set_progress_handler(lambda: int(cancel.cancelled), CANCEL_STEPS)
                 return self._page(conn, query, filters, cursor, limit, partial=not complete)
             except Exception as exc:
+                if cancel is not None and cancel.cancelled and not isinstance(exc, Cancelled):
+                    raise Cancelled("the client cancelled the search") from exc  # interrupted
                 if isinstance(exc, OSError) and conn is None:  # the index file gone meanwhile
                     raise storage_failure(f"{where}: {exc.strerror or exc}", path=where,
                                           retryable=True) from exc  # fmt: skip
@@ -259,6 +269,9 @@ class ThreadSearch:
                 full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
                 hint = f"; {REBUILD_HINT}" if fault is not None else ""
                 raise storage_failure(f"{where}: {exc}{hint}", full=full, path=where) from exc
+            finally:
+                if cancel is not None and conn is not None:
+                    conn.set_progress_handler(None, 0)
         raise AssertionError("unreachable")
 
     def _start_over(self, conn: sqlite3.Connection, fault: str) -> None:
@@ -320,6 +333,7 @@ class ThreadSearch:
         budget: float | None,
         *,
         building: bool = False,
+        cancel: Cancel | None = None,
     ) -> bool:
         """Index the new lines of every dirty thread, a short transaction at a time, until
         none is left (True) or `budget` seconds have passed (False: partial).
@@ -337,6 +351,8 @@ class ThreadSearch:
         if report:
             report(0, total)
         while True:
+            if cancel is not None:
+                cancel.check()
             if deadline is not None and time.monotonic() >= deadline:
                 if report:  # ends the report truthfully: this many were indexed now
                     report(done, done)

@@ -15,16 +15,27 @@ when its input ends: the server closing, or dying (kill -9 included), closes it.
 search at a time, over two pipes carrying `multiprocessing.connection` frames (pickled:
 both ends are sessiond's own code). A child that dies is started again by the next
 search; the search it died in runs on the calling thread instead (`ThreadSearch.search`).
+
+A cancelled search (its client sent `$/cancelRequest`) is told to the child on the same
+pipe (`("cancel", n)`, n naming the search); the child looks for it between its steps (the
+catch-up's transactions, SQLite's program as the query runs, each snippet) and answers
+`("cancelled",)`. A child that does not within `CANCEL_GRACE` (busy in C, waiting on a
+lock) is killed, and the next search starts another: a cancelled search never holds the
+searches behind it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -32,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.child_env import child_environment
+from restore.faults import pause_point
+from restore.search.cancel import Cancel, Cancelled
 from restore.search.query import Query
 from restore.stores.api import Progress, SearchFilters, SearchPage
 
@@ -43,6 +56,14 @@ logger = logging.getLogger(__name__)
 CODE_ROOT = Path(__file__).resolve().parents[3]
 """The directory holding the `restore` package: the child's working directory."""
 STOP_GRACE = 2.0
+CANCEL_GRACE = 0.25
+"""Seconds a cancelled search's child may take to stop before it is killed."""
+CANCEL_POLL = 0.05
+"""How often the waiting end looks whether a cancel's grace ran out."""
+
+
+def _nothing() -> None:
+    pass
 
 
 class SearchChildGone(Exception):
@@ -57,6 +78,11 @@ class SearchChild:
         self._process: subprocess.Popen[bytes] | None = None
         self._to: Connection | None = None
         self._from: Connection | None = None
+        self._sending = threading.Lock()
+        """A cancel is sent from whichever thread the client's cancel reached."""
+        self._numbers = itertools.count(1)
+        self._cancel_seen: float | None = None
+        """When the waiting end first saw the search it waits for cancelled."""
 
     def search(
         self,
@@ -67,11 +93,20 @@ class SearchChild:
         limit: int,
         progress: Progress | None,
         budget: float | None,
+        cancel: Cancel | None = None,
     ) -> SearchPage:
         to, answers = self._connections()
+        number = next(self._numbers)
+        self._cancel_seen = None
+        forget: Callable[[], None] = _nothing
         try:
-            to.send((query, filters, cursor, limit, budget))
+            with self._sending:
+                to.send(("search", number, query, filters, cursor, limit, budget))
+            if cancel is not None:
+                forget = cancel.on_cancel(lambda: self._tell_cancel(number))
             while True:
+                if cancel is not None and not self._answered(answers, cancel):
+                    continue
                 kind, *rest = answers.recv()
                 if kind == "progress":
                     if progress is not None:
@@ -80,16 +115,48 @@ class SearchChild:
                 if kind == "page":
                     page: SearchPage = rest[0]
                     return page
+                if kind == "cancelled":
+                    raise Cancelled("the client cancelled the search")
                 kind_name, message, details = rest
                 raise ProtocolError(ErrorKind(kind_name), message, **details)
         except (EOFError, OSError) as exc:
             code = self.close()
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled("the client cancelled the search") from exc
             raise SearchChildGone(f"the search process exited (code {code})") from exc
-        except ProtocolError:
+        except (ProtocolError, Cancelled):
             raise
         except BaseException:  # mid-answer (a progress report failed): start afresh
             self.close()
             raise
+        finally:
+            forget()
+
+    def _answered(self, answers: Connection, cancel: Cancel) -> bool:
+        """Whether an answer waits; while none does, a cancel's grace is counted, and past
+        it the child is killed (`Cancelled`)."""
+        if answers.poll(CANCEL_POLL):
+            return True
+        if cancel.cancelled:
+            now = time.monotonic()
+            if self._cancel_seen is None:
+                self._cancel_seen = now
+            if now - self._cancel_seen >= CANCEL_GRACE:
+                self.kill()
+                raise Cancelled("the client cancelled the search (its process was stopped)")
+        return False
+
+    def _tell_cancel(self, number: int) -> None:
+        with self._sending, contextlib.suppress(OSError, ValueError):
+            if self._to is not None:
+                self._to.send(("cancel", number))
+
+    def kill(self) -> None:
+        """Ended now, not asked: it is busy, and a search waits behind it."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+        self.close()
 
     def _connections(self) -> tuple[Connection, Connection]:
         if self._process is not None and self._process.poll() is not None:
@@ -155,9 +222,27 @@ class _IndexAt:
         return connect_beside(self.path)
 
 
+class _Told(Cancel):
+    """The child's view of a search's cancel: set when `("cancel", n)` for this search
+    has arrived on its input, looked for whenever asked."""
+
+    def __init__(self, requests: Connection, number: int) -> None:
+        super().__init__()
+        self._requests = requests
+        self._number = number
+
+    @property
+    def cancelled(self) -> bool:
+        while not super().cancelled and self._requests.poll():
+            message = self._requests.recv()  # one search at a time: only cancels come now
+            if message[:2] == ("cancel", self._number):
+                self.cancel()
+        return super().cancelled
+
+
 def serve(requests: Connection, answers: Connection, index_path: Path) -> None:
     """The child: one search per request, until its input ends."""
-    from restore.search.snippets import snippet
+    from restore.search.snippets import snippets
     from restore.stores.embedded.search import ThreadSearch
 
     search = ThreadSearch(_IndexAt(index_path))
@@ -168,18 +253,28 @@ def serve(requests: Connection, answers: Connection, index_path: Path) -> None:
     try:
         while True:
             try:
-                query, filters, cursor, limit, budget = requests.recv()
+                request = requests.recv()
             except EOFError:
                 return
+            if request[0] != "search":
+                continue  # the cancel of a search that had ended already
+            _, number, query, filters, cursor, limit, budget = request
+            told = _Told(requests, number)
             answer: tuple[Any, ...]
             try:
                 page = search.search(query, filters, cursor=cursor, limit=limit,
-                                     progress=progress, budget=budget)  # fmt: skip
-                page.hits = [replace(hit, text="", shown=snippet(hit.text, query))
-                             for hit in page.hits]  # fmt: skip
+                                     progress=progress, budget=budget, cancel=told)  # fmt: skip
+                if page.hits:
+                    pause_point("search-snippets")  # tests: a search with hits held under way
+                shown, out_of_time = snippets([hit.text for hit in page.hits], query, cancel=told)
+                page.hits = [replace(hit, text="", shown=snippet)
+                             for hit, snippet in zip(page.hits, shown, strict=True)]  # fmt: skip
+                page.partial = page.partial or out_of_time
                 answer = ("page", page)
             except ProtocolError as exc:
                 answer = ("error", str(exc.kind), exc.message, exc.details)
+            except Cancelled:
+                answer = ("cancelled",)
             answers.send(answer)
     finally:
         search.close()

@@ -30,6 +30,7 @@ import resource
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from protocol.errors import ErrorKind, ProtocolError, storage_error
@@ -50,7 +51,7 @@ from restore.stores.api import (
     encode_line,
     missing_records,
 )
-from restore.stores.embedded import blobs, claims, marks, snapshots
+from restore.stores.embedded import blobs, claims, keylocks, marks, snapshots
 from restore.stores.embedded.commit import GroupCommit
 from restore.stores.embedded.external import ExternalThreads
 from restore.stores.embedded.files import ThreadStore, ThreadWriter, open_thread_file
@@ -281,6 +282,7 @@ class EmbeddedStore(ThreadStore):
     def close(self) -> None:
         self.search.close()  # first: the listing's connection, the file's last, checkpoints
         self.index.close()
+        self.close_home()
 
     # --- threads -------------------------------------------------------------------------
 
@@ -310,6 +312,11 @@ class EmbeddedStore(ThreadStore):
     def exists(self, thread_id: str) -> bool:
         return self.layout.locate(thread_id) is not None
 
+    def hold_key(self, key: str) -> AbstractContextManager[None]:
+        """`locks/<sha256 of key>`'s flock (keylocks.py). Whoever starts a thread for the key
+        under it flushes its row before letting go (restore/service/continuation.py)."""
+        return keylocks.held(self.layout, key)
+
     def transcript_path(self, thread_id: str) -> str | None:
         return str(self.layout.thread_path(thread_id))
 
@@ -317,9 +324,11 @@ class EmbeddedStore(ThreadStore):
         return snapshots.load(self.layout, thread_id)
 
     def save_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
+        self.check_home(thread_id)  # never a directory made anew in a deleted one's place
         snapshots.save(self.layout, thread_id, snapshot)
 
     def put_blob(self, data: bytes) -> str:
+        self.check_home()
         if self.redactor is not None:
             data = self.redactor.data(data)
         return blobs.put(self.layout, data)

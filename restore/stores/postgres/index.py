@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from restore.stores.api import Listing, Progress, Rows
+from restore.stores.api import KeyThreads, Listing, Progress, Rows
 from restore.stores.postgres import rows
 from restore.summary import ThreadSummary
 
@@ -59,6 +59,7 @@ class SharedIndex:
         cursor: str | None = None,
         limit: int = 50,
         parent_thread_id: str | None = None,
+        session_key: str | None = None,
     ) -> Listing:
         repo = self.repo_of(workspace_folder) if workspace_folder else None
         with self._store.db.read() as conn:
@@ -72,7 +73,12 @@ class SharedIndex:
                 limit=limit,
                 repo=repo,
                 parent_thread_id=parent_thread_id,
+                session_key=session_key,
             )
+
+    def key_threads(self, key: str) -> KeyThreads:
+        with self._store.db.read() as conn:
+            return rows.key_threads(conn, key)
 
     def repo_of(self, folder: str) -> tuple[str, str] | None:
         """(repoId, the folder's path inside its repository), cached briefly: a listing

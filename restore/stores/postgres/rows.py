@@ -18,9 +18,11 @@ from psycopg.types.json import Jsonb
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import validate_thread_id
+from restore.keys import key_range
 from restore.stores.api import (
     MAX_LIMIT,
     Item,
+    KeyThreads,
     Listing,
     decode_cursor,
     encode_cursor,
@@ -35,8 +37,11 @@ Repo = tuple[str | None, str | None]
 ROW_COLUMNS = (
     "thread_id::text, title, preview, cwd, workspace_folder, branch, head_sha, created_at, "
     "updated_at, item_count, archived, forked_from, cost_usd, origin, "
-    "parent_thread_id::text, parent_operation_id, last_seq, latest_session_id"
+    "parent_thread_id::text, parent_operation_id, last_seq, latest_session_id, "
+    "session_key, previous_thread_id::text, next_thread_id::text, reset_reason"
 )
+_QUALIFIED: LiteralString = ", ".join(f"t.{column}" for column in ROW_COLUMNS.split(", "))
+"""ROW_COLUMNS of the table aliased `t`."""
 # A listed row's children (what `thread/list {parentThreadId}` would list).
 CHILD_COUNT = (
     "(SELECT count(*) FROM sessiond_threads AS child WHERE child.parent_thread_id = "
@@ -46,7 +51,8 @@ UPDATE_ROW = (
     "UPDATE sessiond_threads SET title = %s, preview = %s, cwd = %s, workspace_folder = %s, "
     "branch = %s, head_sha = %s, repo_id = %s, repo_path = %s, created_at = %s, "
     "updated_at = %s, item_count = %s, forked_from = %s, cost_usd = %s, origin = %s, "
-    "parent_thread_id = %s, parent_operation_id = %s, last_seq = %s, latest_session_id = %s "
+    "parent_thread_id = %s, parent_operation_id = %s, last_seq = %s, latest_session_id = %s, "
+    "session_key = %s, previous_thread_id = %s, next_thread_id = %s, reset_reason = %s "
     "WHERE thread_id = %s"
 )
 
@@ -59,7 +65,8 @@ def row_values(summary: ThreadSummary, repo: Repo) -> tuple[Any, ...]:
         summary.itemCount, Jsonb(summary.forkedFrom) if summary.forkedFrom else None,
         summary.costUsd, Jsonb(summary.origin) if summary.origin else None,
         _uuid_or_none(summary.parentThreadId), summary.parentOperationId, summary.lastSeq,
-        summary.latestSessionId, summary.threadId,
+        summary.latestSessionId, summary.sessionKey, _uuid_or_none(summary.previousThreadId),
+        _uuid_or_none(summary.nextThreadId), summary.resetReason, summary.threadId,
     )  # fmt: skip
 
 
@@ -132,6 +139,7 @@ def listing(
     limit: int,
     repo: tuple[str, str] | None = None,
     parent_thread_id: str | None = None,
+    session_key: str | None = None,
 ) -> Listing:
     """One page, newest first, every filter applied before paging (keyset cursor):
     top-level threads, or the children of `parent_thread_id`.
@@ -142,12 +150,20 @@ def listing(
     limit = max(1, min(MAX_LIMIT, limit))
     where: list[LiteralString] = ["archived = %s"]
     params: list[Any] = [archived]
-    if parent_thread_id is None:  # a child whose parent is not here (or not ours) is top-level
+    if session_key is not None:  # a prefix: a range of sessiond_threads_by_key
+        low, high = key_range(session_key)
+        where.append('session_key IS NOT NULL AND session_key COLLATE "C" >= %s')
+        params.append(low)
+        if high is not None:
+            where.append('session_key COLLATE "C" < %s')
+            params.append(high)
+    if parent_thread_id is None and session_key is None:
+        # Top-level threads: a child whose parent is not here (or not ours) is one.
         where.append(
             "(parent_thread_id IS NULL OR NOT EXISTS (SELECT 1 FROM sessiond_threads AS p "
             "WHERE p.thread_id = sessiond_threads.parent_thread_id))"
         )
-    else:
+    elif parent_thread_id is not None:
         where.append("parent_thread_id = %s::uuid")
         params.append(validate_thread_id(parent_thread_id))
     if cwd is not None:
@@ -198,6 +214,35 @@ def listing(
         return page, None
     last = page[-1]
     return page, encode_cursor(last.updatedAt or "", last.threadId)
+
+
+def key_threads(conn: psycopg.Connection, key: str) -> KeyThreads:
+    """The key's current thread, and its replaced threads whose row does not name their
+    successor yet (api.Index.key_threads), among the threads this role may write (its own,
+    or those stored before row-level security: migrations/002_*.sql): under `team` every
+    role reads every thread, but a key's thread goes on only in its writer's hands, so
+    each role has a current thread of its own per key."""
+    current = conn.execute(
+        f"SELECT {ROW_COLUMNS} FROM sessiond_threads AS t WHERE session_key IS NOT NULL "
+        'AND session_key COLLATE "C" = %s AND NOT archived AND next_thread_id IS NULL '
+        "AND (owner_role IS NULL OR owner_role = current_user) "
+        "AND NOT EXISTS (SELECT 1 FROM sessiond_threads AS n "
+        "WHERE n.previous_thread_id = t.thread_id) "
+        "ORDER BY updated_at DESC, thread_id DESC LIMIT 1",
+        (key,),
+    ).fetchone()
+    unlinked = conn.execute(
+        f"SELECT p.thread_id::text, {_QUALIFIED} FROM sessiond_threads AS t "
+        "JOIN sessiond_threads AS p ON p.thread_id = t.previous_thread_id "
+        'WHERE t.session_key IS NOT NULL AND t.session_key COLLATE "C" = %s '
+        "AND t.previous_thread_id IS NOT NULL AND p.next_thread_id IS NULL "
+        "AND (p.owner_role IS NULL OR p.owner_role = current_user)",
+        (key,),
+    ).fetchall()
+    return (
+        None if current is None else summary_of(current),
+        [(row[0], summary_of(row[1:])) for row in unlinked],
+    )
 
 
 def is_archived(conn: psycopg.Connection, thread_id: str) -> bool:

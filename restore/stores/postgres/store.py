@@ -34,6 +34,7 @@ import psycopg
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import is_sha256, sha256_of, validate_thread_id
+from restore.keys import lock_name
 from restore.redaction.settings import RedactorSlot
 from restore.stores import api
 from restore.stores.api import (
@@ -70,6 +71,20 @@ from restore.stores.postgres.writer import Pending, PostgresWriter, try_lock, un
 from restore.summary import ThreadSummary
 
 logger = logging.getLogger("sessiond.postgres")
+
+KEY_LOCK_SPACE = 0x5E55_1D0C
+"""The first of the two int4 keys of a session key's advisory lock: the two-key space is
+not the one-key space threads and migrations lock in, and this number keeps it apart from
+any other application's two-key locks on the database."""
+KEY_WAIT_SECONDS = 10.0
+
+
+def key_lock(key: str) -> tuple[int, int]:
+    """A session key's advisory lock: (KEY_LOCK_SPACE, 32 bits of its sha256). Two keys
+    sharing the bits only wait for each other."""
+    digest = bytes.fromhex(lock_name(key))
+    return KEY_LOCK_SPACE, int.from_bytes(digest[:4], "big", signed=True)
+
 
 if TYPE_CHECKING:
     from restore.redaction.engine import Redactor
@@ -239,6 +254,39 @@ class PostgresStore:
             )
         except psycopg.Error as exc:
             raise self._fail(exc) from None
+
+    @contextmanager
+    def hold_key(self, key: str) -> Iterator[None]:
+        """The key's transaction-level advisory lock, on the writer connection: every
+        sessiond on the database (every machine) decides about the key one at a time. It
+        goes with the transaction holding it: the first commit inside (a new thread is
+        committed with its listing row, so the next holder finds it), else the commit
+        when this is left."""
+        conn = self.db.writer()
+        try:
+            if not self.db.in_tx:
+                conn.execute("BEGIN")
+                self.db.in_tx = True
+            conn.execute(f"SET LOCAL lock_timeout = '{int(KEY_WAIT_SECONDS * 1000)}ms'")
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", key_lock(key))
+        except psycopg.Error as exc:
+            if getattr(exc, "sqlstate", None) == "55P03":  # lock_not_available
+                self._fail(exc)
+                raise ProtocolError(
+                    ErrorKind.THREAD_BUSY,
+                    f"the session key is being continued by another sessiond "
+                    f"(over {KEY_WAIT_SECONDS:g} s)",
+                    sessionKey=key,
+                    holder="another process",
+                ) from None
+            raise self._fail(exc) from None
+        try:
+            yield
+        except BaseException:
+            with suppress(ProtocolError):
+                self._commit()
+            raise
+        self._commit()
 
     # --- opening ---------------------------------------------------------------------------
 

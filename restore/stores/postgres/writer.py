@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from protocol.errors import ErrorKind, ProtocolError
+from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import sha256_of
 from restore.stores.api import AppendResult, Checkpoint, Item, ThreadFile, encode_line, stamp
 from restore.stores.postgres.rows import Repo, repo_binding
@@ -29,10 +29,18 @@ def lock_key(thread_id: str) -> int:
 
 
 def try_lock(conn: psycopg.Connection, thread_id: str) -> None:
-    """Take the thread's advisory lock on the writer connection, or ThreadBusy."""
+    """Take the thread's advisory lock on the writer connection, or ThreadBusy; or, when
+    this role may not see the thread (another role's, under `private`), the very
+    ThreadNotFound a random id gets: a busy lock would confirm the thread exists and
+    name its holder's machine (issue 34)."""
     taken = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(thread_id),))
     row = taken.fetchone()
     if row is None or not row[0]:
+        visible = conn.execute(
+            "SELECT 1 FROM sessiond_threads WHERE thread_id = %s", (thread_id,)
+        ).fetchone()
+        if visible is None:
+            raise thread_not_found(thread_id)
         holder = _holder(conn, thread_id)
         raise ProtocolError(
             ErrorKind.THREAD_BUSY,

@@ -2,9 +2,10 @@
 // `sessiond client --spawn` start a lingering server, the second connects to the same
 // process over its WebSocket and hears what the first records; a kill -9 of the shared
 // server is replaced; `"spawn"` keeps a server of its own on stdio. Real processes.
-import { makeRepo, serverCommand, tempDir, waitFor } from "../support/harness";
+import { makeRepo, REPO_ROOT, serverCommand, tempDir, waitFor } from "../support/harness";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, describe, it } from "node:test";
 import { SessiondClient } from "../../src/client";
@@ -106,6 +107,115 @@ describe("two windows opening at once, no server running", () => {
       await a.stop();
       await b.stop();
       for (const pid of started) process.kill(pid, "SIGKILL"); // the server this test started
+      root.remove();
+    }
+  });
+});
+
+// Issue 34: after the shared server died uncleanly, another local user may bind its port
+// and be given its pid. The window must send such a stranger nothing (not the token, not
+// its folders), and neither may it send anything to a process of its own that listens
+// there without the token. Real processes: the stranger (tests/support/stranger.py) runs
+// as `nobody` (root only: setpriv), or as this user.
+describe("a stranger in a dead shared server's place", () => {
+  const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find((candidate) => existsSync(candidate));
+  const asNobody = process.getuid?.() === 0 && setpriv ? [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] : undefined;
+
+  /** The stranger on `port`; resolves with its pid and what it heard (filled as it hears). */
+  const stranger = async (port: number, prefix: string[]): Promise<{ pid: number; heard: string[]; child: ChildProcess }> => {
+    // Its absolute path: run by another user through setpriv, a bare `python` finds no venv.
+    const python = execFileSync(process.env["SESSIOND_PYTHON"] ?? "python", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" }).trim();
+    const [program, ...args] = [...prefix, python, "-m", "tests.support.stranger", String(port)];
+    const child = spawn(program!, args, { cwd: REPO_ROOT, env: process.env, stdio: ["ignore", "pipe", "inherit"] });
+    const heard: string[] = [];
+    let buffered = "";
+    const ready = new Promise<number>((resolve, reject) => {
+      child.stdout!.on("data", (chunk: Buffer) => {
+        buffered += chunk.toString("utf8");
+        for (let at = buffered.indexOf("\n"); at !== -1; at = buffered.indexOf("\n")) {
+          const line = buffered.slice(0, at);
+          buffered = buffered.slice(at + 1);
+          const parsed = JSON.parse(line) as { ready?: number };
+          if (parsed.ready !== undefined) resolve(parsed.ready);
+          else heard.push(line);
+        }
+      });
+      child.once("exit", (code) => reject(new Error(`the stranger exited (${code})`)));
+    });
+    return { pid: await ready, heard, child };
+  };
+
+  /** A window's server killed with SIGKILL: its discovery file stays, naming its port. */
+  const deadServer = async (home: string, repo: string): Promise<{ file: string; record: { pid: number; port: number; token: string } }> => {
+    const first = new SessiondClient({ command: serverCommand(home), clientInfo: { name: "first", version: "1" }, workspaceFolders: () => [{ path: repo, name: "app" }], connect: "auto" });
+    await first.start();
+    const pid = first.pid!;
+    await first.stop(); // the server lingers for others; then it dies uncleanly
+    process.kill(pid, "SIGKILL");
+    await waitFor("the server to die", () => {
+      try {
+        process.kill(pid, 0);
+        return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] === "Z" ? true : undefined;
+      } catch {
+        return true;
+      }
+    });
+    const name = readdirSync(path.join(home, "servers")).find((entry) => entry.endsWith(".json"))!;
+    const file = path.join(home, "servers", name);
+    return { file, record: JSON.parse(readFileSync(file, "utf8")) as { pid: number; port: number; token: string } };
+  };
+
+  for (const who of ["another user (its pid and port)", "a process of ours without the token"] as const) {
+    it(`sends ${who} nothing and starts a server of its own`, async (t) => {
+      const prefix = who.startsWith("another") ? asNobody : [];
+      if (!prefix) {
+        t.skip("another uid needs root and setpriv");
+        return;
+      }
+      const root = tempDir("sessiond-ext-stranger-");
+      const home = `${root.path}/home`;
+      const repo = makeRepo(root.path, "app");
+      let squatter: ChildProcess | undefined;
+      const window = new SessiondClient({ command: serverCommand(home), clientInfo: { name: "window", version: "1" }, workspaceFolders: () => [{ path: repo, name: "app" }], connect: "auto" });
+      try {
+        const { file, record } = await deadServer(home, repo);
+        const found = await stranger(record.port, prefix);
+        squatter = found.child;
+        writeFileSync(file, JSON.stringify({ ...record, pid: found.pid })); // the pid it was given
+        await window.start();
+        assert.ok(window.isShared, "a shared server of our own");
+        assert.ok(window.pid !== found.pid && window.pid !== record.pid);
+        await new Promise((resolve) => setTimeout(resolve, 200)); // anything sent has arrived
+        const heard = found.heard.join("\n");
+        assert.ok(!heard.includes(record.token), "the token never reaches it");
+        assert.ok(!heard.includes(repo), "nor the window's folders");
+        assert.deepEqual(found.heard.filter((line) => line.startsWith('{"message"')), [], "not a frame");
+        if (prefix.length) assert.deepEqual(found.heard, [], "another user's pid is stale: not even a connection");
+        await window.request("thread/list", { limit: 10 });
+      } finally {
+        await window.stop();
+        squatter?.kill("SIGKILL");
+        root.remove();
+      }
+    });
+  }
+
+  it("connects over the Unix socket in the private data dir", async () => {
+    const root = tempDir("sessiond-ext-unix-");
+    const home = `${root.path}/home`;
+    const repo = makeRepo(root.path, "app");
+    const window = new SessiondClient({ command: serverCommand(home), clientInfo: { name: "window", version: "1" }, workspaceFolders: () => [{ path: repo, name: "app" }], connect: "auto", log: (line) => logged.push(line) });
+    const logged: string[] = [];
+    try {
+      await window.start();
+      const name = readdirSync(path.join(home, "servers")).find((entry) => entry.endsWith(".json"))!;
+      const record = JSON.parse(readFileSync(path.join(home, "servers", name), "utf8")) as { socket: string; pid: number };
+      assert.ok(lstatSync(path.join(home, "servers", record.socket)).isSocket());
+      const peers = readFileSync(`/proc/${record.pid}/net/unix`, "utf8");
+      assert.ok(peers.includes(record.socket), "the server listens on its socket");
+      assert.equal(window.transport, "unix");
+    } finally {
+      await window.stop();
       root.remove();
     }
   });
