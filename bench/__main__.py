@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import platform
 import statistics
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,19 +49,10 @@ CODEX_TIMEOUT = 240.0
 
 
 def startup_section(runs: int) -> tuple[str, dict[str, float]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        floor, sessiond = startup.interleaved(runs, Path(tmp) / "home")
-    floor_ms, sessiond_ms = statistics.median(floor) * 1000, statistics.median(sessiond) * 1000
-    bare_ms = startup.bare_interpreter() * 1000
-    table = "\n".join([
-        "| spawn → `initialize` answer | median ms | vs floor |",
-        "|---|---:|---:|",
-        f"| bare interpreter (`python -c pass`, no imports) | {bare_ms:.0f} | — |",
-        f"| floor: minimal asyncio JSON-RPC server (interpreter + asyncio + orjson) | "
-        f"{floor_ms:.0f} | 1.00x |",
-        f"| sessiond | {sessiond_ms:.0f} | {sessiond_ms / floor_ms:.2f}x |",
-    ])  # fmt: skip
-    return table, {"floor": floor_ms, "sessiond": sessiond_ms}
+    """bench/startup.py: spawn → first answer of each command, from an install."""
+    result = startup.run(runs, 10_000)
+    medians = {name: statistics.median(values) for name, values in result["samples"].items()}
+    return startup.render(result), medians
 
 
 def chart(list_rows: list[dict[str, Any]], resume_rows: list[dict[str, Any]]) -> str:
@@ -118,7 +108,7 @@ def main() -> None:
     sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
     began = time.perf_counter()
     journey_rows = journeys.run(1000, 10_000, 1) if args.quick else journeys.run(10_000, 100_000, 3)
-    startup_table, _ = startup_section(5 if args.quick else 20)
+    startup_table, _ = startup_section(5 if args.quick else 10)
     list_rows = listing.run(sizes)
     resume_rows = resume.run(sizes, 3 if args.quick else 7)
     records = record.run(500 if args.quick else 2000, 32)

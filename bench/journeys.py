@@ -5,9 +5,11 @@ Codex app-server in the same run.
 
 One data dir per system holds `--threads` small threads (bench.listing's: 20 folders) and
 one long thread of `--messages` messages (bench.resume's item mix: 16 messages in every 20
-items) in a real git repo; Codex gets the same as rollouts (bench.codex_peer), its state DB
-built by a first start that is not timed. Every run spawns a new server process, sessiond
-and Codex alternating; a row is the median of `--runs` runs.
+items) in a real git repo. The small threads are Codex rollouts (bench.codex_peer), the same
+files for both: Codex's state DB is built by a first start that is not timed, and sessiond
+imports them (`sessiond import codex`), its index then opened by a first start that is not
+timed either. Every run spawns a new server process, sessiond and Codex alternating; a row
+is the median of `--runs` runs.
 
 - J1 open a window: spawn → `initialize` → first `thread/list` page (50), the index
   present, three ways: every thread (no filter) with 1 and with 20 workspace folders (real
@@ -27,8 +29,10 @@ and Codex alternating; a row is the median of `--runs` runs.
   200 items deep in history (before seq 1,000) or near the end (just before the resume's
   messages); the time of that request alone.
 
-sessiond runs installed from its wheel with compiled bytecode (bench/install.py), as a user
-has it; `--checkout` runs this checkout instead.
+sessiond runs as a person has it: its wheel installed in a fresh virtual environment, bytecode
+compiled at install, spawned as the `sessiond` command (bench/install.py); `--checkout`
+runs this checkout instead (with PYTHONDONTWRITEBYTECODE=1: no bytecode, every spawn
+compiles what it imports). J1 also reports its spawn → `initialize` part.
 
 sessiond's answers are timed once parsed (the client needs the cursor); Codex's when their
 line arrives, before parsing (codex_peer's client), which favours Codex on J3's one big line.
@@ -54,7 +58,7 @@ from typing import Any
 
 from bench import codex_peer, resume
 from bench.codex_peer import AppServer
-from bench.install import install_wheel
+from bench.install import install_venv, installed_env
 from bench.listing import FOLDERS, PAGE, write_threads
 from bench.rpc import REPO, PipelinedServer
 from restore.home.layout import Layout
@@ -80,7 +84,7 @@ class Homes:
     sessiond: Path
     codex: Path | None
     repo: Path
-    site: Path | None = None  # sessiond installed from its wheel (None: this checkout)
+    command: Path | None = None  # the installed `sessiond` (None: this checkout)
     folders: list[Path] = field(default_factory=list)  # 20 git repos for `initialize`
     thread_id: str = ""
     codex_thread_id: str = ""
@@ -109,31 +113,51 @@ def _git_repo(path: Path) -> None:
         subprocess.run(["git", *args], cwd=path, check=True)
 
 
-def prepare(root: Path, threads: int, messages: int, codex: bool, wheel: bool = True) -> Homes:
-    """Both data dirs, with their indexes built (by an untimed first start)."""
+def _import(homes: Homes, rollouts: Path) -> None:
+    """`sessiond import codex` of the rollouts, as a person brings their sessions in."""
+    argv = [str(homes.command)] if homes.command else [sys.executable, "-m", "server.cli"]
+    env = installed_env() if homes.command else {**os.environ, "PYTHONPATH": str(REPO)}
+    subprocess.run([*argv, "--home", str(homes.sessiond), "import", "codex", "--from",
+                    str(rollouts / "sessions")], check=True, stdout=subprocess.DEVNULL,
+                   env={**env, "SESSIOND_DURABILITY": "none"}, timeout=TIMEOUT * 5)  # fmt: skip
+
+
+def prepare(
+    root: Path, threads: int, messages: int, codex: bool, wheel: bool = True,
+    imported: bool = True,
+) -> Homes:  # fmt: skip
+    """Both data dirs, with their indexes built (by an untimed first start). `imported`:
+    sessiond's small threads are the rollouts Codex lists, imported; otherwise written in
+    sessiond's own format (bench.listing), which is quicker at 100,000."""
     items = messages * MESSAGES_PER_ITEMS[1] // MESSAGES_PER_ITEMS[0]
     homes = Homes(root / "sessiond", root / "codex" if codex else None, root / "repo")
-    homes.site = install_wheel(root / "install") if wheel else None
+    homes.command = install_venv(root / "install") if wheel else None
     _git_repo(homes.repo)
     (root / "folders").mkdir()
     for n in range(max(FOLDER_COUNTS)):
         homes.folders.append(root / "folders" / f"project-{n}")
         _git_repo(homes.folders[-1])
     layout = Layout(homes.sessiond)
-    write_threads(layout, threads)
+    rollouts = homes.codex or root / "rollouts"
+    if imported:
+        codex_peer.write_list_threads(rollouts, threads)
+        _import(homes, rollouts)
+    else:
+        write_threads(layout, threads)
     service = open_service(Settings(layout.home, durability=Durability.NONE))
     homes.thread_id = resume._make_thread(service, homes.repo, items)
     service.close_all()
     homes.messages = messages
     homes.listed = min(PAGE, len(range(1, threads, FOLDERS)))
-    server = PipelinedServer(homes.sessiond, site=homes.site)
+    server = PipelinedServer(homes.sessiond, sessiond=homes.command)
     server.request("initialize", {"clientInfo": {"name": "bench"}})
-    server.request("thread/list", {"limit": PAGE})  # builds the index
+    server.request("thread/list", {"limit": PAGE})  # opens the index after the import
     server.close()
     if homes.codex is not None:
-        homes.codex.mkdir()
+        homes.codex.mkdir(exist_ok=True)
         (homes.codex / "config.toml").write_text(codex_peer.CONFIG)
-        codex_peer.write_list_threads(homes.codex, threads)
+        if not imported:
+            codex_peer.write_list_threads(homes.codex, threads)
         body = codex_peer.resume_body(items)
         homes.codex_thread_id = codex_peer.write_resume_thread(homes.codex, homes.repo, body, 0)
         homes.codex_turns, homes.codex_items = body.turns, body.turn_items
@@ -150,28 +174,37 @@ def prepare(root: Path, threads: int, messages: int, codex: bool, wheel: bool = 
 
 
 def _sessiond(homes: Homes, folders: list[Path] | None = None) -> tuple[PipelinedServer, float]:
+    server, began, _ = _spawned(homes, folders)
+    return server, began
+
+
+def _spawned(
+    homes: Homes, folders: list[Path] | None = None
+) -> tuple[PipelinedServer, float, float]:
+    """A new server, initialized: it, when it was spawned, and seconds to `initialize`."""
     began = time.perf_counter()
-    server = PipelinedServer(homes.sessiond, {"SESSIOND_DURABILITY": "fsync"}, homes.site)
+    server = PipelinedServer(homes.sessiond, {"SESSIOND_DURABILITY": "fsync"},
+                             sessiond=homes.command)  # fmt: skip
     named = [{"path": str(path), "name": path.name, "trusted": True}
              for path in folders or [homes.repo]]  # fmt: skip
     server.request("initialize", {"clientInfo": {"name": "bench"}, "workspaceFolders": named})
-    return server, began
+    return server, began, time.perf_counter() - began
 
 
 def _list_params(cwd: bool) -> dict[str, Any]:
     return {"limit": PAGE, "cwd": "/work/project-1"} if cwd else {"limit": PAGE}
 
 
-def sessiond_list(homes: Homes, folders: int = 1, cwd: bool = True) -> float:
+def sessiond_list(homes: Homes, folders: int = 1, cwd: bool = True) -> tuple[float, float]:
     """J1: `cwd` lists one folder's threads; otherwise every thread, after an `initialize`
-    naming `folders` workspace folders."""
-    server, began = _sessiond(homes, homes.folders[:folders])
+    naming `folders` workspace folders. Seconds to the page, and to `initialize`."""
+    server, began, ready = _spawned(homes, homes.folders[:folders])
     try:
         params = _list_params(cwd)
         page = server.request("thread/list", params)
         elapsed = time.perf_counter() - began
         assert len(page["threads"]) == (homes.listed if cwd else PAGE), len(page["threads"])
-        return elapsed
+        return elapsed, ready
     finally:
         server.close()
 
@@ -179,13 +212,12 @@ def sessiond_list(homes: Homes, folders: int = 1, cwd: bool = True) -> float:
 def _spawn_shared(homes: Homes) -> dict[str, Any]:
     """The first window, as `sessiond client --spawn` opens it: the server it starts
     lingers, and its discovery record is returned."""
-    code = homes.site or REPO
+    argv = [str(homes.command)] if homes.command else [sys.executable, "-m", "server.cli"]
+    env = installed_env() if homes.command else {**os.environ, "PYTHONPATH": str(REPO)}
     subprocess.run(
-        [sys.executable, "-m", "server.cli", "--home", str(homes.sessiond), "client", "--spawn",
-         "--linger", "60", "list"],
-        cwd=code.parent if homes.site else REPO, check=True, stdout=subprocess.DEVNULL,
-        env={**os.environ, "SESSIOND_DURABILITY": "fsync", "PYTHONPATH": str(code)},
-        timeout=TIMEOUT,
+        [*argv, "--home", str(homes.sessiond), "client", "--spawn", "--linger", "60", "list"],
+        cwd=REPO, check=True, stdout=subprocess.DEVNULL,
+        env={**env, "SESSIOND_DURABILITY": "fsync"}, timeout=TIMEOUT,
     )  # fmt: skip
     (path,) = (homes.sessiond / "servers").glob("*.json")
     record: dict[str, Any] = json.loads(path.read_text())
@@ -297,14 +329,16 @@ def _codex(homes: Homes) -> AppServer:
     return server
 
 
-def codex_list(homes: Homes, cwd: bool = True) -> float:
-    server = _codex(homes)
+def codex_list(homes: Homes, cwd: bool = True) -> tuple[float, float]:
+    assert homes.codex is not None
+    server = AppServer(homes.codex)
     try:
+        ready = server.initialize(TIMEOUT)
         params = _list_params(cwd)
         _, result = server.request("thread/list", params, TIMEOUT)
         elapsed = time.perf_counter() - server.spawned
         assert len(result["data"]) == (homes.listed if cwd else PAGE), len(result["data"])
-        return elapsed
+        return elapsed, ready
     finally:
         server.close()
 
@@ -373,7 +407,11 @@ def run(
             for name, ours, theirs in journeys:
                 pair = [("sessiond", ours), ("codex", theirs)] if codex else [("sessiond", ours)]
                 for who, work in pair if n % 2 == 0 else reversed(pair):
-                    timings.add(f"{name} {who}", work(homes))
+                    took = work(homes)
+                    if isinstance(took, tuple):  # J1: the page, and `initialize` before it
+                        took, ready = took
+                        timings.add(f"{name} {who} initialize", ready)
+                    timings.add(f"{name} {who}", took)
             for deep in (n % 2 == 0, n % 2 != 0):  # near and deep pages, alternating first
                 timings.add(f"J4 {'deep' if deep else 'near'}", sessiond_page(homes, deep))
         second = sessiond_second_window(homes, runs)
@@ -396,11 +434,11 @@ def scale(sizes: list[int], runs: int) -> dict[str, Any]:
     for size in sizes:
         root = Path(tempfile.mkdtemp(prefix="sessiond-journeys-scale-"))
         try:
-            homes = prepare(root, size, 1000, codex=False)
+            homes = prepare(root, size, 1000, codex=False, imported=False)
             for n in range(runs):
                 ways = [("all 20", 20, False), ("cwd", 1, True)]
                 for name, folders, cwd in ways if n % 2 == 0 else reversed(ways):
-                    timings.add(f"{size} {name}", sessiond_list(homes, folders, cwd))
+                    timings.add(f"{size} {name}", sessiond_list(homes, folders, cwd)[0])
         finally:
             shutil.rmtree(root, ignore_errors=True)
     return {"sizes": sizes, "runs": runs, "timings": timings}
@@ -457,6 +495,11 @@ def render(result: dict[str, Any]) -> str:
         ratio_cell = "—" if ratio is None else f"{ratio:.2f}x"
         lines.append(f"| {label} | {_ms(ours)} | {_ms(theirs)} | {ratio_cell} | "
                      f"≤ {TARGETS[name]}x | {met} |")  # fmt: skip
+    lines += ["", "| J1, of which spawn → `initialize` | sessiond (median ms) "
+              "| Codex (median ms) |", "|---|---:|---:|"]  # fmt: skip
+    for name in ("J1 all 1", "J1 all 20", "J1 cwd"):
+        ours, theirs = (timings.median(f"{name} {who} initialize") for who in ("sessiond", "codex"))
+        lines.append(f"| {name.removeprefix('J1 ')} | {_ms(ours)} | {_ms(theirs)} |")
     near, deep = timings.median("J4 near"), timings.median("J4 deep")
     assert near is not None and deep is not None
     ok = deep <= J4_RATIO * near and max(near, deep) <= J4_MS
@@ -492,7 +535,12 @@ def render(result: dict[str, Any]) -> str:
                   f"(J2, the largest of its runs): {rss:.0f} MiB (target ≤ {RSS_TARGET_MIB} "
                   f"MiB): {met}."]  # fmt: skip
     peer = f"`{result['codex']}`" if result["codex"] else "Codex not on PATH: not run"
-    install = "from its wheel (bytecode compiled)" if result["wheel"] else "this checkout"
+    install = (
+        "from its wheel in a fresh virtual environment (bytecode compiled at install), "
+        "spawned as `sessiond`"
+        if result["wheel"]
+        else "this checkout (no bytecode)"
+    )
     lines += ["", f"Medians of {result['runs']} fresh processes per cell; sessiond installed "
               f"{install}; peer: {peer}; preparing both data dirs took "
               f"{result['prepare_s']:.0f} s."]  # fmt: skip

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from bench.install import installed_env
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -21,15 +23,26 @@ class PipelinedServer:
     """`sessiond serve --stdio` with newline-delimited framing and a reader thread."""
 
     def __init__(
-        self, home: Path, env: dict[str, str] | None = None, site: Path | None = None
+        self,
+        home: Path,
+        env: dict[str, str] | None = None,
+        site: Path | None = None,
+        sessiond: Path | None = None,
     ) -> None:
-        """`site`: sessiond installed there (bench/install.py) instead of this checkout."""
-        code = site or REPO
+        """`sessiond`: the command of an install (bench/install.py's `install_venv`), run
+        as a person runs it; `site`: a directory of the wheel's files run with this
+        interpreter; neither: this checkout."""
+        if sessiond is not None:
+            argv, cwd = [str(sessiond)], sessiond.parent
+            environment = installed_env(env)
+        else:
+            code = site or REPO
+            argv, cwd = [sys.executable, "-m", "server.cli"], code.parent if site else REPO
+            environment = {**os.environ, **(env or {}), "PYTHONPATH": str(code)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "--home", str(home), "serve", "--stdio"],
+            [*argv, "--home", str(home), "serve", "--stdio"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=code.parent if site else REPO,
-            env={**os.environ, **(env or {}), "PYTHONPATH": str(code)},
+            cwd=cwd, env=environment,
         )  # fmt: skip
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[Future[Any], float]] = {}

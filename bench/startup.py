@@ -1,17 +1,31 @@
-"""Startup: spawn → `initialize` answer, sessiond against the floor of its own stack.
+"""Startup: what a spawn costs, from the `sessiond` a person installs.
 
-The floor is bench/floor_server.py, the smallest JSON-RPC server on sessiond's stack (the
-interpreter, asyncio, orjson) that answers one request; both are timed in the same run,
-interleaved (floor, sessiond, sessiond, floor, ...) so machine load hits both alike, and
-the medians are compared. The target is sessiond within 1.3x the floor: anything more is
-warmup (docs/architecture.md) and a bug.
+    python -m bench.startup [--runs 10] [--threads 10000] [--instructions] [--checkout]
+                            [--no-bytecode] [--against DIR]
 
-Also reported: import costs (`python -X importtime`) of `asyncio`, and of `pygls.server`
-and its `lsprotocol.types` — what sessiond paid on every spawn while it was built on pygls
-(measured when pygls is installed) — and spawn → first `thread/list` page over 10,000
-threads on disk, with the index missing (it is built by that request) and present.
+sessiond is installed from its wheel in a fresh virtual environment, bytecode compiled at
+install (bench/install.py), and run as the `sessiond` command pip writes. Every row is a
+fresh process, timed from spawn to the answer a person waits for: a server's answer to
+`initialize` (or its first `thread/list` page), a command's exit. Each round runs every
+row once, in turn (reversed every other round), so the machine's load weighs on all of
+them alike; a row is the median of `--runs` rounds. Beside them: the same interpreter
+doing nothing (`python -c pass`), and the floor of a server on sessiond's stack
+(bench/floor_server.py: the interpreter, asyncio and orjson, answering one request).
 
-    python -m bench.startup [--runs 20] [--threads 10000] [--output docs/benchmarks.md]
+`--instructions` also counts each row's instructions once under valgrind (callgrind's
+total, the whole process): unlike wall time, the same on a loaded machine.
+`--checkout` runs this checkout instead of an install (with PYTHONDONTWRITEBYTECODE=1, its
+own modules have no bytecode: every spawn compiles them, the bench's old way);
+`--no-bytecode` runs the install with no bytecode for any module (PYTHONPYCACHEPREFIX at an
+empty directory, nothing written): what a person gets from an installer that does not
+compile (uv's default, `pip --no-compile`) on a machine with PYTHONDONTWRITEBYTECODE=1.
+`--against DIR`: another checkout (main's, before a change) installed the same way, on a
+copy of the data dir, its rows taken in the same rounds, beside this one's.
+
+The data dir holds `--threads` threads (bench.listing's), its index and search index
+built by untimed runs first. The targets (docs/benchmarks.md, "Opening a window from
+spawn"): `--version` and `initialize` within 80 ms; `list` 100 ms, `show` 100 ms, and
+`search` 150 ms.
 """
 
 from __future__ import annotations
@@ -26,28 +40,30 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET_RATIO = 1.3
+TARGETS_MS = {"version": 80.0, "initialize": 80.0, "list": 100.0, "show": 100.0,
+              "search": 150.0}  # fmt: skip
+RARE = "1234"  # in one thread's first message ("thread 1234: fix the test")
 
 
 class Peer:
     """A spawned server and a Content-Length client on its pipes."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: list[str], env: dict[str, str] | None = None, *, exact: bool = False
+    ) -> None:
+        """`env`: added to this environment with this checkout on PYTHONPATH, or (`exact`)
+        the whole environment (an install's: bench/install.py `installed_env`)."""
+        if not exact:
+            env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
         self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=REPO,
-            env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)},
-        )
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=REPO, env=env,
+        )  # fmt: skip
         self._ids = 0
 
     def request(self, method: str, params: dict[str, Any]) -> Any:
@@ -87,23 +103,54 @@ class Peer:
 INITIALIZE = {"protocolVersion": 1, "clientInfo": {"name": "bench"}, "workspaceFolders": []}
 
 
-def floor_argv() -> list[str]:
-    return [sys.executable, "-m", "bench.floor_server"]
-
-
 def sessiond_argv(home: Path) -> list[str]:
+    """This checkout's `sessiond serve --stdio` (bench/import_.py's first page)."""
     return [sys.executable, "-m", "server.cli", "--home", str(home), "serve", "--stdio"]
+
+
+class Install:
+    """How to run sessiond (an install's command, or this checkout) and its interpreter."""
+
+    def __init__(
+        self, root: Path, checkout: bool = False, bytecode: bool = True, code: Path = REPO
+    ) -> None:
+        from bench.install import install_venv, installed_env
+
+        if checkout:
+            self.python, self.sessiond = sys.executable, [sys.executable, "-m", "server.cli"]
+            self.env = {**os.environ, "PYTHONPATH": str(code)}
+        else:
+            command = install_venv(root / "install", code)
+            self.python, self.sessiond = str(command.parent / "python"), [str(command)]
+            self.env = installed_env()
+        self.env["SESSIOND_DURABILITY"] = "none"
+        if not bytecode:  # looked for in an empty directory, and never written
+            (root / "no-bytecode").mkdir()
+            self.env.update(PYTHONPYCACHEPREFIX=str(root / "no-bytecode"),
+                            PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
+
+
+def _server(install: Install, home: Path) -> list[str]:
+    return [*install.sessiond, "--home", str(home), "serve", "--stdio"]
 
 
 def time_until(argv: list[str], work: Callable[[Peer], Any], env: dict[str, str]) -> float:
     """Seconds from spawn to the answer `work` waits for (the shutdown is not timed)."""
     began = time.perf_counter()
-    peer = Peer(argv, env)
+    peer = Peer(argv, env, exact=True)
     try:
         work(peer)
         return time.perf_counter() - began
     finally:
         peer.close()
+
+
+def time_exit(argv: list[str], env: dict[str, str]) -> float:
+    """Seconds from spawn to exit of a command (its output read and dropped)."""
+    began = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return time.perf_counter() - began
 
 
 def initialize(peer: Peer) -> None:
@@ -116,80 +163,94 @@ def first_page(peer: Peer) -> None:
     assert len(threads) == 50, len(threads)
 
 
-def interleaved(runs: int, home: Path) -> tuple[list[float], list[float]]:
-    floor: list[float] = []
-    sessiond: list[float] = []
-    env = {"SESSIOND_DURABILITY": "none"}
-    for run in range(runs):
-        pair = [("floor", floor_argv()), ("sessiond", sessiond_argv(home))]
-        for name, argv in pair if run % 2 == 0 else reversed(pair):
-            (floor if name == "floor" else sessiond).append(time_until(argv, initialize, env))
-    return floor, sessiond
-
-
-def import_costs(repeat: int = 5) -> dict[str, float]:
-    """Median cumulative import time (ms) of asyncio and, if installed, pygls.server."""
-    samples: dict[str, list[float]] = {}
-    for _ in range(repeat):
-        result = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c",
-             "import asyncio\ntry:\n import pygls.server\nexcept ImportError:\n pass"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )  # fmt: skip
-        for line in result.stderr.splitlines():
-            parts = [part.strip() for part in line.removeprefix("import time:").split("|")]
-            if len(parts) == 3 and parts[2] in ("pygls.server", "lsprotocol.types", "asyncio"):
-                samples.setdefault(parts[2], []).append(int(parts[1]) / 1000)
-    return {name: statistics.median(values) for name, values in samples.items()}
-
-
-def bare_interpreter(repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
-
-
-def make_threads(home: Path, count: int) -> None:
-    """`count` threads of one session and one message each, written by the store itself."""
+def make_threads(home: Path, count: int) -> str:
+    """`count` threads (bench.listing's), and the id of the one `show` prints."""
     sys.path.insert(0, str(REPO))
+    from bench.listing import write_threads
     from restore.home.layout import Layout
-    from restore.stores.api import Durability
-    from restore.stores.embedded.files import ThreadStore
 
-    store = ThreadStore(Layout(home), Durability.NONE)
-    for n in range(count):
-        thread_id, session_id = str(uuid.uuid4()), str(uuid.uuid4())
-        meta = {
-            "type": "session_meta",
-            "id": str(uuid.uuid4()),
-            "threadId": thread_id,
-            "source": "startup",
-            "reason": "user",
-            "cwd": f"/work/project-{n % 20}",
-        }
-        writer = store.create(thread_id, session_id, meta)
-        text = f"thread {n}: please look at the failing test"
-        message = {"type": "message", "id": str(uuid.uuid4()), "role": "user", "content": text}
-        writer.append([message], session_id)
-        writer.close()
+    write_threads(Layout(home), count)
+    return next(Layout(home).threads_dir.glob("*/*.jsonl")).stem
 
 
-def list_timings(home: Path, runs: int) -> tuple[float, float]:
-    """Medians of spawn → first thread/list page: index missing, then index present."""
-    env = {"SESSIOND_DURABILITY": "none"}
-    cold: list[float] = []
-    warm: list[float] = []
-    for _ in range(runs):
-        for path in home.glob("index.sqlite3*"):  # the index and its WAL files
-            path.unlink()
-        cold.append(time_until(sessiond_argv(home), first_page, env))
-        warm.append(time_until(sessiond_argv(home), first_page, env))
-    return statistics.median(cold), statistics.median(warm)
+def rows(install: Install, root: Path, threads: int) -> dict[str, Callable[[], float]]:
+    """Every row: its name, and a function that spawns it once and returns its seconds."""
+    empty, home = root / "empty", root / "home"
+    thread_id = make_threads(home, threads) if not home.exists() else _a_thread(home)
+    env = install.env
+    for warm in (["list"], ["search", RARE]):  # the index and the search index, untimed
+        time_exit([*install.sessiond, "--home", str(home), *warm], env)
+    floor = [install.python, str(REPO / "bench" / "floor_server.py")]
+    command = [*install.sessiond, "--home", str(home)]
+    return {
+        "python": lambda: time_exit([install.python, "-c", "pass"], env),
+        "floor": lambda: time_until(floor, initialize, env),
+        "version": lambda: time_exit([*install.sessiond, "--version"], env),
+        "initialize": lambda: time_until(_server(install, empty), initialize, env),
+        "first page": lambda: time_until(_server(install, home), first_page, env),
+        "list": lambda: time_exit([*command, "list"], env),
+        "show": lambda: time_exit([*command, "show", thread_id], env),
+        "search": lambda: time_exit([*command, "search", RARE], env),
+    }
+
+
+def _a_thread(home: Path) -> str:
+    return next((home / "threads").glob("*/*.jsonl")).stem
+
+
+def measure(rows: dict[str, Callable[[], float]], runs: int) -> dict[str, list[float]]:
+    """Each row `runs` times, a round taking every row once, in turn (reversed every other
+    round); milliseconds."""
+    names = list(rows)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for run in range(runs):
+        for name in names if run % 2 == 0 else reversed(names):
+            samples[name].append(rows[name]() * 1000)
+    return samples
+
+
+def instructions(install: Install, root: Path, home: Path | None = None) -> dict[str, float] | None:
+    """Each row once under callgrind: millions of instructions, the whole process (a
+    server answers, then its input ends and it exits). None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    empty = root / "empty"
+    home = home or root / "home"
+    thread_id = _a_thread(home)
+    hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "thread/list", "params": {}})
+    command = [*install.sessiond, "--home", str(home)]
+    runs: dict[str, tuple[list[str], str]] = {
+        "python": ([install.python, "-c", "pass"], ""),
+        "floor": ([install.python, str(REPO / "bench" / "floor_server.py")], hello + "\n"),
+        "version": ([*install.sessiond, "--version"], ""),
+        "initialize": (_server(install, empty), hello + "\n"),
+        "first page": (_server(install, home), f"{hello}\n{listing}\n"),
+        "list": ([*command, "list"], ""),
+        "show": ([*command, "show", thread_id], ""),
+        "search": ([*command, "search", RARE], ""),
+    }
+    counted = {}
+    for name, (argv, stdin) in runs.items():
+        out = root / "callgrind.out"
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
+                       input=stdin.encode(), capture_output=True, env=install.env, cwd=REPO,
+                       check=True, timeout=600)  # fmt: skip
+        totals = [line for line in out.read_text().splitlines() if line.startswith("totals:")]
+        counted[name] = int(totals[0].split()[1]) / 1e6
+    return counted
+
+
+LABELS = {
+    "python": "the interpreter alone (`python -c pass`)",
+    "floor": "floor: asyncio + orjson answering `initialize` (bench/floor_server.py)",
+    "version": "`sessiond --version`",
+    "initialize": "`sessiond serve --stdio` → `initialize` answered (empty data dir)",
+    "first page": "… → first `thread/list` page ({threads} threads, index present)",
+    "list": "`sessiond list` ({threads} threads)",
+    "show": "`sessiond show ID` (a thread of 3 items)",
+    "search": "`sessiond search WORD` (one hit in {threads} threads)",
+}
 
 
 def machine() -> str:
@@ -204,65 +265,92 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}"
 
 
-def report(args: argparse.Namespace) -> str:
-    scratch = Path(tempfile.mkdtemp(prefix="sessiond-bench-"))
+def run(
+    runs: int, threads: int, counted: bool = False, checkout: bool = False, bytecode: bool = True,
+    against: Path | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Every row, this checkout's (and `against`'s, in the same rounds, on the same data
+    dir: rows named `... (against)`)."""
+    root = Path(tempfile.mkdtemp(prefix="sessiond-startup-"))
     try:
-        empty_home = scratch / "empty"
-        floor, sessiond = interleaved(args.runs, empty_home)
-        floor_ms = statistics.median(floor) * 1000
-        sessiond_ms = statistics.median(sessiond) * 1000
-        ratio = sessiond_ms / floor_ms
-        costs = import_costs()
-        python_ms = bare_interpreter() * 1000
-        big_home = scratch / "big"
-        make_threads(big_home, args.threads)
-        cold, warm = list_timings(big_home, args.list_runs)
+        install = Install(root, checkout, bytecode)
+        table = rows(install, root, threads)
+        baseline = None
+        if against is not None:
+            (root / "against").mkdir()
+            baseline = Install(root / "against", checkout, bytecode, against)
+            # A copy of its own: two versions on one data dir each found the other's last
+            # run's changes to take in (a first page of 1-1.5 s every other round).
+            shutil.copytree(root / "home", root / "against" / "home", symlinks=True)
+            theirs = rows(baseline, root / "against", threads)
+            table.update({f"{name} (against)": row for name, row in theirs.items()})
+        samples = measure(table, runs)
+        ir = instructions(install, root) if counted else None
+        if counted and baseline is not None and ir is not None:
+            theirs_ir = instructions(baseline, root / "against") or {}
+            ir.update({f"{name} (against)": value for name, value in theirs_ir.items()})
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    verdict = "within" if ratio <= TARGET_RATIO else "OVER"
-    lines = [
-        "## Startup (`python -m bench.startup`)",
-        "",
-        f"Machine: {machine()}; Python {platform.python_version()}; "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. "
-        f"Medians of {args.runs} interleaved runs.",
-        "",
-        "| spawn → answer | median ms |",
-        "|---|---|",
-        f"| floor: minimal asyncio JSON-RPC server, `initialize` | {floor_ms:.0f} |",
-        f"| sessiond, `initialize` | {sessiond_ms:.0f} |",
-        f"| **ratio** (target ≤ {TARGET_RATIO}x: {verdict}) | **{ratio:.2f}x** |",
-        f"| sessiond, first `thread/list` page, {args.threads:,} threads, no index "
-        f"(built by the request) | {cold * 1000:.0f} |",
-        f"| sessiond, first `thread/list` page, {args.threads:,} threads, index present "
-        f"| {warm * 1000:.0f} |",
-        "",
-        "Import costs (`python -X importtime`, cumulative, median of 5):",
-        "",
-        "| part | ms |",
-        "|---|---|",
-        f"| bare interpreter, spawn → exit (`python -c pass`) | {python_ms:.0f} |",
-        f"| `import asyncio` (in the floor and in sessiond) | "
-        f"{costs.get('asyncio', float('nan')):.0f} |",
-        f"| `import pygls.server` (sessiond before issue 13; not imported now) | "
-        f"{costs.get('pygls.server', float('nan')):.0f} |",
-        f"| … of which `lsprotocol.types` | {costs.get('lsprotocol.types', float('nan')):.0f} |",
-        "",
-    ]
+        shutil.rmtree(root, ignore_errors=True)
+    return {"runs": runs, "threads": threads, "samples": samples, "instructions": ir,
+            "checkout": checkout, "bytecode": bytecode, "load": os.getloadavg(),
+            "against": str(against) if against else None}  # fmt: skip
+
+
+def render(result: dict[str, Any]) -> str:
+    samples: dict[str, list[float]] = result["samples"]
+    ir: dict[str, float] | None = result["instructions"]
+    against = result.get("against")
+    head = "| spawn → | median ms | min-max ms |" + (" MIr |" if ir else "")
+    if against:
+        head += " against: median ms |" + (" MIr |" if ir else "")
+    head += " target | |"
+    columns = head.count("|") - 1
+    lines = [head, "|---|" + "---:|" * (columns - 3) + "---|---|"]
+    for name in LABELS:
+        values = samples[name]
+        median = statistics.median(values)
+        target = TARGETS_MS.get(name)
+        verdict = "" if target is None else ("met" if median <= target else "**not met**")
+        cells = [LABELS[name].format(threads=f"{result['threads']:,}"), f"{median:.0f}",
+                 f"{min(values):.0f}-{max(values):.0f}"]  # fmt: skip
+        if ir:
+            cells.append(f"{ir[name]:.0f}")
+        if against:
+            cells.append(f"{statistics.median(samples[f'{name} (against)']):.0f}")
+            if ir:
+                cells.append(f"{ir.get(f'{name} (against)', float('nan')):.0f}")
+        cells += [f"≤ {target:.0f} ms" if target else "—", verdict]
+        lines.append("| " + " | ".join(cells) + " |")
+    load = ", ".join(f"{value:.1f}" for value in result["load"])
+    how = "this checkout (no bytecode)" if result["checkout"] else (
+        "its wheel in a fresh virtual environment (bytecode compiled at install), run as "
+        "the `sessiond` command")  # fmt: skip
+    if not result["bytecode"]:
+        how += ", with no bytecode for any module (PYTHONPYCACHEPREFIX empty)"
+    lines += ["", f"Medians of {result['runs']} rounds, every row once a round; sessiond from "
+              f"{how}; {machine()}, Python {platform.python_version()}; load average at the "
+              f"end {load}."]  # fmt: skip
+    if ir:
+        lines.append("MIr: millions of instructions of the whole process (callgrind), once.")
+    if against:
+        lines.append(f"Against: {against}, installed the same way, its rows in the same rounds.")
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--threads", type=int, default=10_000)
-    parser.add_argument("--list-runs", type=int, default=3)
-    parser.add_argument("--output", type=Path, help="also write the table to this file")
+    parser.add_argument("--instructions", action="store_true", help="also count them")
+    parser.add_argument("--checkout", action="store_true", help="this checkout, not a wheel")
+    parser.add_argument("--no-bytecode", action="store_true", help="no module's bytecode")
+    parser.add_argument("--against", type=Path, help="another checkout, beside this one")
     args = parser.parse_args()
-    text = report(args)
-    print(text)
-    if args.output:
-        args.output.write_text(text)
+    result = run(args.runs, args.threads, args.instructions, args.checkout, not args.no_bytecode,
+                 args.against)  # fmt: skip
+    print(render(result))
+    for name, values in result["samples"].items():
+        print(name, [round(value, 1) for value in values])
     return 0
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 PAUSE_POLL = 0.01  # seconds between looks for the `.go` file (only while paused)
 
@@ -41,6 +40,8 @@ def pause_point(name: str) -> None:
     point, _, directory = wanted.partition(":")
     if point != name or not directory:
         return
+    from pathlib import Path  # here: every spawn imports this module, few ever pause
+
     (Path(directory) / f"{name}.reached").touch()
     go = Path(directory) / f"{name}.go"
     while not go.exists():

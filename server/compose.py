@@ -9,10 +9,11 @@ docs/architecture.md), so every import here is inside the function that needs it
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from restore.service import ThreadService
     from restore.stores import Settings
     from restore.stores.api import Durability, Store
@@ -33,6 +34,8 @@ def settings(
     """Where threads are kept: the data directory, a `postgresql://` URL or None (the
     embedded store under the home), how durable an acknowledged record is, and the
     redaction mode (None: `SESSIOND_REDACT`, else the home's redaction.toml)."""
+    from pathlib import Path
+
     from restore.stores import Settings
     from restore.stores.api import Durability
 

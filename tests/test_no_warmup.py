@@ -5,15 +5,18 @@ and open files."""
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.support.rpc_client import ServerProcess
-from tests.support.wait import eventually
+from tests.support.rpc_client import REPO, ServerProcess
+from tests.support.wait import HANG_GUARD, eventually
 
 Spawn = Callable[..., ServerProcess]
 HOOK = Path(__file__).with_name("support") / "hook_program.py"
@@ -108,3 +111,168 @@ def test_a_list_loads_neither_the_resume_engine_nor_git(spawn: Spawn, tmp_path: 
     server.request("thread/resume", {"threadId": tid})
     after = server.request("sessiond/debug")
     assert [name for name in NOT_FOR_A_LIST if loaded(after, name)] == list(NOT_FOR_A_LIST)
+
+
+# --- what a spawn imports before its first answer (issue 40) --------------------------------
+# A window, an ACP editor and every command a person types wait for the imports of a fresh
+# process. Each first answer below must not import these (each is measured in
+# docs/benchmarks.md, "Opening a window from spawn").
+NOT_FOR_THE_VERSION = (
+    "argparse",  # the command line's parser tree: `--version` is answered before it
+    "logging",
+    "dataclasses",
+    "inspect",
+    "typing",
+    "pathlib",
+    "asyncio",
+    "server.config",
+)
+NOT_BEFORE_INITIALIZE = (
+    "argparse",  # `serve --stdio` is read without it (server/cli/quick.py)
+    "gettext",
+    "shutil",  # argparse's help formatter imports it, and it bz2, lzma and zlib
+    "logging.handlers",
+    "pathlib",
+    "hashlib",
+    "restore.home",  # the data directory is looked at by the first request that needs it
+    "restore.engine.subsystems",  # `initialize` names them (restore.engine), imports none
+    "server.cli.commands",
+    "server.cli.client",
+    "tomllib",
+)
+NOT_FOR_A_FIRST_PAGE = (
+    "argparse",
+    "shutil",
+    "tomllib",  # redaction's rules are read by the first record, not by a listing
+    "regex",
+    "ahocorasick",
+    "hyperscan",
+    "restore.redaction.rules",
+    "restore.redaction.engine",
+    "restore.stores.embedded.search_child",  # and multiprocessing: the first search's
+    "restore.imports",  # the watcher's importers: only with `serve --follow`
+    "restore.sources",
+    "pydantic",
+)
+NOT_FOR_A_COMMAND = (  # restore.sources allowed: a search hit says how to resume it
+    *(name for name in NOT_FOR_A_FIRST_PAGE if name != "restore.sources"),
+    "gettext",
+    "multiprocessing",
+    "asyncio",  # the offline commands run no event loop
+    "watchfiles",
+)
+
+
+NOT_FOR_AN_ACP_INITIALIZE = (
+    "argparse",
+    "gettext",
+    "shutil",
+    "logging.handlers",
+    "server.cli.commands",
+    "server.cli.client",
+    "tomllib",
+    "sqlite3",  # sessions are recorded from the first `session/new` on, not before
+    "restore.stores",
+    "restore.redaction.engine",
+    "regex",
+    "hyperscan",
+    "pydantic",
+)
+
+
+def _importtime(*args: str, stdin: bytes = b"") -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        input=stdin, capture_output=True, cwd=REPO, timeout=HANG_GUARD,
+        env={**os.environ, "PYTHONPATH": str(REPO), "SESSIOND_DURABILITY": "fsync"},
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr.decode()[-2000:]
+    lines = done.stderr.decode().splitlines()
+    return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+
+
+def imported(*args: str, stdin: bytes = b"") -> set[str]:
+    """Every module a real `sessiond ARGS` process imported (`python -X importtime`)."""
+    return _importtime("-m", "server.cli", *args, stdin=stdin)
+
+
+@functools.cache
+def at_start() -> frozenset[str]:
+    """What this environment's interpreter imports for `python -c pass` (its site
+    packages' .pth files may import some, as an editable install's does): not sessiond's."""
+    return frozenset(_importtime("-c", "pass"))
+
+
+def denied(modules: set[str] | list[str], names: tuple[str, ...]) -> list[str]:
+    report = {"modules": sorted(set(modules) - at_start())}
+    return [name for name in names if loaded(report, name)]
+
+
+def test_the_version_is_printed_before_anything_is_imported(home: Path) -> None:
+    modules = imported("--version")
+    assert denied(modules, NOT_FOR_THE_VERSION) == []
+    assert "server.cli.main" in modules  # the test sees what it asserts
+
+
+def test_initialize_imports_nothing_its_answer_does_not_need(spawn: Spawn) -> None:
+    server = spawn(env={"SESSIOND_DEBUG": "1"})
+    server.initialize()
+    report = server.request("sessiond/debug")
+    assert denied(report["modules"], NOT_BEFORE_INITIALIZE) == []
+    assert loaded(report, "asyncio") and loaded(report, "server.handlers.handshake")
+
+
+def _a_thread(spawn: Spawn, tmp_path: Path) -> Any:
+    first = spawn()
+    first.initialize()
+    started = first.request("thread/start", {"cwd": str(tmp_path)})
+    thread_id, session = started["thread"]["threadId"], started["sessionId"]
+    item = {"type": "message", "id": str(uuid.uuid4()), "role": "user", "content": "flaky test"}
+    first.request("thread/record", {"threadId": thread_id, "sessionId": session, "items": [item]})
+    assert first.shutdown() == 0
+    return thread_id
+
+
+def test_a_first_page_makes_no_redactor_and_starts_no_search_process(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    """Redaction's rules (hundreds of patterns, parsed and compiled) are the first record's
+    to make, the search process the first search's."""
+    thread_id = _a_thread(spawn, tmp_path)
+    server = spawn(env={"SESSIOND_DEBUG": "1"})
+    server.initialize([str(tmp_path)], trusted=True)
+    assert [t["threadId"] for t in server.request("thread/list", {})["threads"]] == [thread_id]
+    report = server.request("sessiond/debug")
+    assert denied(report["modules"], NOT_FOR_A_FIRST_PAGE) == []
+
+    session = server.request("thread/resume", {"threadId": thread_id})["session"]["sessionId"]
+    item = {"type": "message", "id": str(uuid.uuid4()), "role": "user", "content": "again"}
+    server.request("thread/record", {"threadId": thread_id, "sessionId": session, "items": [item]})
+    server.request("thread/search", {"query": "flaky"})
+    after = server.request("sessiond/debug")
+    assert loaded(after, "restore.redaction.engine")
+    assert loaded(after, "restore.stores.embedded.search_child")
+
+
+def test_list_show_and_search_import_only_what_their_answer_needs(
+    spawn: Spawn, home: Path, tmp_path: Path
+) -> None:
+    thread_id = _a_thread(spawn, tmp_path)
+    for args in (["list"], ["list", "--json", "--limit", "5"], ["show", thread_id],
+                 ["search", "flaky"]):  # fmt: skip
+        modules = imported("--home", str(home), *args)
+        assert denied(modules, NOT_FOR_A_COMMAND) == [], args
+        assert "restore.stores.embedded.index" in modules, args
+
+
+def test_an_acp_editor_s_initialize_imports_no_store(tmp_path: Path, home: Path) -> None:
+    """`sessiond acp -- AGENT`: the agent's answer to `initialize` is relayed before any
+    store, parser tree or redaction rule is imported."""
+    agent = [sys.executable, str(REPO / "tests" / "support" / "acp_agent.py"), "--caps",
+             "resume", "--state", str(tmp_path / "agent")]  # fmt: skip
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": 1, "clientCapabilities": {}}}  # fmt: skip
+    modules = imported("--home", str(home), "acp", "--", *agent,
+                       stdin=json.dumps(hello).encode() + b"\n")  # fmt: skip
+    assert denied(modules, NOT_FOR_AN_ACP_INITIALIZE) == []
+    assert "server.acp.proxy" in modules

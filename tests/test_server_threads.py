@@ -409,3 +409,53 @@ def test_listing_reports_progress_only_when_there_is_indexing_to_do(
     values = [n["params"]["value"] for n in rebuilt.wait_notification("$/progress", 2)]
     assert values[0]["kind"] == "begin" and values[0]["title"] == "Indexing threads"
     assert values[-1] == {"kind": "end", "message": "5 threads indexed"}
+
+
+def test_imported_threads_are_filed_under_the_listing_client_s_innermost_folder(
+    spawn: Spawn, home: Path, tmp_path: Path
+) -> None:
+    """An imported thread has no folder of its own: each client sees it under its own
+    innermost folder holding its cwd, judged on resolved paths (a page resolves each folder
+    and each cwd once: server/handlers/threads.py `_filer`)."""
+    import subprocess
+    import sys
+    import uuid
+    from datetime import UTC, datetime, timedelta
+
+    from bench import codex_peer
+    from tests.support.rpc_client import REPO
+
+    outer, inner, other = tmp_path / "work", tmp_path / "work" / "app", tmp_path / "other"
+    inner.mkdir(parents=True)
+    other.mkdir()
+    (tmp_path / "link").symlink_to(inner)
+    cwds = {"in-inner": f"{inner}/src", "in-outer": str(outer), "nowhere": "/nowhere/at/all",
+            "dotdot": f"{inner}/../../other", "via-link": str(tmp_path / "link"),
+            "also-in-inner": f"{inner}/src"}  # fmt: skip
+    rollouts = tmp_path / "codex"
+    for n, (title, cwd) in enumerate(cwds.items()):
+        created = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n)
+        path = codex_peer.rollout_path(rollouts, created, str(uuid.uuid4()))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        said = codex_peer.message_lines(codex_peer.iso(created), "user", title)
+        path.write_bytes(codex_peer.session_meta(path.stem[-36:], created, cwd) + said)
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli", "--home", str(home), "import", "codex", "--from",
+         str(rollouts / "sessions")], cwd=REPO, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+    server = spawn()
+    server.initialize([str(outer), str(inner), str(other)])
+    listed = server.request("thread/list", {})["threads"]
+    assert {t["title"]: t["workspaceFolder"] for t in listed} == {
+        "in-inner": str(inner), "also-in-inner": str(inner), "in-outer": str(outer),
+        "nowhere": None, "dotdot": str(other), "via-link": str(inner),
+    }  # fmt: skip
+    found = server.request("thread/search", {"query": "dotdot"})["hits"]
+    assert found and {hit["thread"]["workspaceFolder"] for hit in found} == {str(other)}
+    other_client = spawn()
+    other_client.initialize([str(outer)])
+    again = other_client.request("thread/list", {})["threads"]
+    assert {t["title"]: t["workspaceFolder"] for t in again}["in-inner"] == str(outer)

@@ -16,15 +16,16 @@ import functools
 import logging
 import os
 import re
-import secrets
-import tomllib
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.home.files import fsync_dir, read_regular, write_new
-from restore.redaction import rules
-from restore.redaction.engine import Redactor
+
+if TYPE_CHECKING:
+    from restore.redaction.engine import Redactor
 
 logger = logging.getLogger("sessiond.redaction")
 
@@ -67,11 +68,18 @@ def load_settings(home: Path, mode: str | None = None) -> RedactionSettings:
     path = home / CONFIG_NAME
     try:
         text = read_regular(path).decode()
-        config = tomllib.loads(text)
     except FileNotFoundError:
-        text, config = "", {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = ""
+    except (OSError, UnicodeDecodeError) as exc:
         raise _refuse(f"{path} cannot be read: {exc}") from None
+    config: dict[str, Any] = {}
+    if text:
+        import tomllib  # here: most homes have no redaction.toml
+
+        try:
+            config = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise _refuse(f"{path} cannot be read: {exc}") from None
     _check_shape(path, text, config)
     chosen = check_mode(str(mode or config.get("mode", "default")))
     patterns: list[tuple[str, str]] = []
@@ -133,6 +141,8 @@ def home_key(home: Path) -> bytes:
     """The home's fingerprint key, made (0600) on first use and put in place whole (a
     link to a finished file: a concurrent reader never sees half a key). A home that
     cannot be written (read-only: nothing is stored there) gets a key for this process."""
+    import secrets
+
     path = home / KEY_NAME
     try:
         return read_regular(path)
@@ -158,13 +168,55 @@ def home_key(home: Path) -> bytes:
 
 def open_redactor(home: Path, mode: str | None = None) -> Redactor | None:
     """The redactor a store uses for this home (None: `off`)."""
-    settings = load_settings(home, mode or os.environ.get("SESSIOND_REDACT") or None)
-    return redactor_for(settings, home_key(home))
+    return deferred_redactor(home, mode).get()
+
+
+def deferred_redactor(home: Path, mode: str | None = None) -> DeferredRedactor:
+    """The home's redaction settings read now (a typo in redaction.toml refused before
+    anything is stored), its redactor made by the first record or blob that needs it."""
+    return DeferredRedactor(
+        load_settings(home, mode or os.environ.get("SESSIOND_REDACT") or None), home
+    )
+
+
+class DeferredRedactor:
+    """A store's redactor, made on first use. Making one parses and compiles every rule
+    (gitleaks' ~200) and reads or makes the home's key: most of what a first `thread/list`
+    used to cost a spawn (docs/benchmarks.md), for a listing that redacts nothing."""
+
+    def __init__(self, settings: RedactionSettings, home: Path) -> None:
+        self.settings, self._home = settings, home
+        self._lock = threading.Lock()
+        self._made: tuple[Redactor | None] | None = None
+
+    def get(self) -> Redactor | None:
+        with self._lock:
+            if self._made is None:
+                self._made = (redactor_for(self.settings, home_key(self._home)),)
+            return self._made[0]
+
+
+class RedactorSlot:
+    """A store's `redactor` attribute: a `Redactor`, None (redaction off), or a
+    `DeferredRedactor` set by `open_store`, made when first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = f"_{name}_slot"
+
+    def __get__(self, store: object, owner: type | None = None) -> Redactor | None:
+        value = store.__dict__.get(self._name) if store is not None else None
+        return value.get() if isinstance(value, DeferredRedactor) else value
+
+    def __set__(self, store: object, value: Redactor | DeferredRedactor | None) -> None:
+        store.__dict__[self._name] = value
 
 
 def redactor_for(settings: RedactionSettings, key: bytes) -> Redactor | None:
     if settings.mode == "off":
         return None
+    from restore.redaction import rules
+    from restore.redaction.engine import Redactor
+
     gitleaks, ours = rules.builtin()
     extra = tuple(rules.custom(kind, regex) for kind, regex in settings.patterns)
     redactor = Redactor(

@@ -42,11 +42,11 @@ def open_store(settings: Settings, *, read_only: bool = False) -> Store:
     `read_only`: the data directory cannot be written (restore/home/state.py); a shared
     store keeps its threads elsewhere, so the home's state does not bind it. Either store
     redacts every record and blob before storing it (restore/redaction)."""
-    from restore.redaction.settings import open_redactor
+    from restore.redaction.settings import deferred_redactor
 
-    redactor = open_redactor(settings.home, settings.redaction)
+    redactor = deferred_redactor(settings.home, settings.redaction)  # made on first use
     store = _open_backend(settings, read_only=read_only)
-    store.redactor = redactor
+    store.redactor = redactor  # type: ignore[assignment]  # the slot takes a deferred one
     return store
 
 

@@ -9,7 +9,6 @@ With `--store URL` (or SESSIOND_STORE) every command works on the shared databas
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,9 @@ KEY_COLUMNS = 32
 MAX_DEPTH = 4  # levels of sub-agents shown under a thread
 MAX_CHAIN = 20  # threads a reset replaced, shown under the one that replaced them
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # argparse too: `list` and `show` are read without it (server/cli/quick.py)
+    import argparse
+
     from restore.imports.importer import Importer
     from restore.imports.results import FileResult, ImportSummary
     from restore.summary import ThreadSummary

@@ -5,39 +5,48 @@ imported only when that subcommand runs, so `sessiond serve` loads nothing of `l
 Options every subcommand takes (`--home`, `--store`) are accepted before or after its name. A known
 failure is one line on stderr (`sessiond: StorageError: /path is not a directory`) and
 exit code 2, never a traceback.
+
+A spawn pays for every import before its first answer, so this module imports little at
+the top: `--version` is answered first, the hot command lines are read without argparse
+(server/cli/quick.py), and argparse is built only for the rest (tests/test_no_warmup.py).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import logging
 import os
-import signal
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 
 from protocol import PROTOCOL_VERSION
 from server import __version__
 from server.cli.options import THREAD_ID_HELP, CommandError, frame_size, limit
-from server.config import ServerConfig
+
+TYPE_CHECKING = False  # as typing's (mypy reads it so), without importing typing
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+    from server.cli.quick import Arguments
+    from server.config import ServerConfig
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 USAGE_ERROR = 2
 __all__ = ["CommandError", "main"]  # CommandError: where commands.py has always found it
 
 
-@dataclass(frozen=True)
 class Subcommand:
-    name: str
-    help: str
-    arguments: Callable[[argparse.ArgumentParser, argparse.ArgumentParser], None]
-    """Adds the subcommand's arguments; the second parser holds the common options, as a
-    parent for any nested subcommands."""
-    run: str
-    """`module:function`, called as `function(config, args) -> exit code`."""
+    """`arguments` adds the subcommand's arguments (the second parser holds the common
+    options, as a parent for any nested subcommands); `run` is `module:function`, called
+    as `function(config, args) -> exit code`. (A plain class: a dataclass costs its
+    import and an exec at every spawn.)"""
+
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        arguments: Callable[[argparse.ArgumentParser, argparse.ArgumentParser], None],
+        run: str,
+    ) -> None:
+        self.name, self.help, self.arguments, self.run = name, help, arguments, run
 
 
 def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -210,6 +219,8 @@ def _migrate_arguments(parser: argparse.ArgumentParser, common: argparse.Argumen
 
 
 def _acp_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    import argparse
+
     parser.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command, after --")
 
 
@@ -301,6 +312,8 @@ DEFAULT_SUBCOMMAND = "serve"
 def _common_options() -> argparse.ArgumentParser:
     """Options of every subcommand. SUPPRESS: a subcommand's parser adds no default, so
     `sessiond --home X list` keeps X, as `sessiond list --home X` does."""
+    import argparse
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--home",
@@ -330,6 +343,8 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     """Only the subcommands named in argv get their arguments: building `client`'s imports
     server/cli/client.py (~20 ms), which `sessiond serve` (every editor window's spawn) never
     needs. A subparser left bare still lists in `sessiond --help`."""
+    import argparse
+
     common = _common_options()
     parser = argparse.ArgumentParser(
         prog="sessiond",
@@ -337,11 +352,7 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
         "(stdio and WebSocket). Without a subcommand: serve on stdio.",
         parents=[common],
     )
-    parser.add_argument(
-        "--version",
-        action="version",
-        version=f"sessiond {__version__} (protocol {PROTOCOL_VERSION})",
-    )
+    parser.add_argument("--version", action="version", version=VERSION)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     named = set(argv) | {DEFAULT_SUBCOMMAND}
     for sub in SUBCOMMANDS:
@@ -356,6 +367,8 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
 def _configure_logging() -> None:
     """`SESSIOND_LOG=INFO` is about sessiond: dependencies (websockets, asyncio, ...)
     stay at WARNING unless `SESSIOND_LOG_ALL=1` asks for theirs too."""
+    import logging
+
     level = os.environ.get("SESSIOND_LOG", "WARNING").upper()
     if level not in LOG_LEVELS:
         raise CommandError(f"SESSIOND_LOG must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
@@ -397,6 +410,25 @@ def _password_on_the_command_line(args: argparse.Namespace) -> str | None:
     return None
 
 
+VERSION = f"sessiond {__version__} (protocol {PROTOCOL_VERSION})"
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace | Arguments:
+    """The command line: the hot ones read quickly (server/cli/quick.py), the rest and
+    every mistake by argparse (its messages, its exit code 2)."""
+    from server.cli.quick import parse
+
+    quick = parse(argv, DEFAULT_SUBCOMMAND)
+    return quick if quick is not None else parse_with_argparse(argv)
+
+
+def parse_with_argparse(argv: list[str]) -> argparse.Namespace:
+    args = _parse(argv)
+    if args.command is None:  # `sessiond` alone serves on stdio, with serve's defaults
+        args = _parse([*argv, DEFAULT_SUBCOMMAND])
+    return args
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     """argv parsed; `search`'s documented `-word` (an excluded term) is a word of its
     query, not an unknown option (argparse would refuse it, or take `-dx` for `-d x`)."""
@@ -414,7 +446,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = _parse(argv)
+    if argv == ["--version"]:  # before anything is imported: a version check costs a spawn
+        print(VERSION)
+        return 0
+    from server.config import ServerConfig
+
+    args: argparse.Namespace = parse_arguments(argv)  # type: ignore[assignment]
     try:  # the environment's settings, checked as they are read
         config = ServerConfig(**({"home": args.home} if getattr(args, "home", None) else {}))
     except ValueError as exc:
@@ -436,19 +473,18 @@ def main(argv: list[str] | None = None) -> int:
         if not is_shared(config.store):  # said before anything starts (never the URL: secrets)
             print("sessiond: --store takes a postgresql:// URL", file=sys.stderr)
             return USAGE_ERROR
-    name = args.command or DEFAULT_SUBCOMMAND
-    if args.command is None:  # `sessiond` alone serves on stdio, with serve's defaults
-        args = _parse([*argv, name])
-    subcommand = next(sub for sub in SUBCOMMANDS if sub.name == name)
+    subcommand = next(sub for sub in SUBCOMMANDS if sub.name == args.command)
     module, _, function = subcommand.run.partition(":")
     try:
         _configure_logging()
-        code: int = getattr(importlib.import_module(module), function)(config, args)
+        code: int = getattr(__import__(module, fromlist=[function]), function)(config, args)
         sys.stdout.flush()  # here, so a reader that left is seen below, not at exit
         return code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `sessiond list | head -n 3`: the reader has what it wanted
+        import signal
+
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
     except Exception as exc:
@@ -485,6 +521,8 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
     if args.linger is not None and not args.linger >= 0:
         raise CommandError("--linger takes a number of seconds, 0 or more")
     if args.ws:
+        from pathlib import Path
+
         from server.transport import ws
 
         # Standalone, a server is for the directory it was started in (else no discovery
@@ -531,6 +569,8 @@ def _greet_a_terminal() -> None:
 
 def acp(config: ServerConfig, args: argparse.Namespace) -> int:
     """`sessiond acp -- AGENT [ARGS...]`: the ACP front door (server/acp/)."""
+    from pathlib import Path
+
     from server.acp import process as front_door
 
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent

@@ -3,8 +3,6 @@ the one-line failure, and argument types whose refusal names what they take."""
 
 from __future__ import annotations
 
-import argparse
-
 MAX_LIMIT = 200
 MIN_FRAME = 1024
 """The smallest `--max-frame`: less could not hold a client's `initialize`."""
@@ -31,5 +29,7 @@ def _at_least(text: str, low: int, high: int | None, takes: str) -> int:
     except ValueError:
         value = low - 1
     if value < low or (high is not None and value > high):
+        import argparse  # only then: `list --limit 5` is read without argparse (cli/quick.py)
+
         raise argparse.ArgumentTypeError(f"{takes}, not {text!r}")
     return value

@@ -9,7 +9,6 @@ shown, never sent. Exit code 0 with hits, 1 with none (as grep), 2 for a malform
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
@@ -17,7 +16,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from restore.service import open_service
 from restore.stores import Settings
@@ -25,6 +24,9 @@ from restore.stores.api import ts_at
 from server.cli.options import CommandError, limit
 from server.cli.terminal import clip, print_json, relative_time, safe
 from server.config import ServerConfig
+
+if TYPE_CHECKING:  # `search` is read without argparse (server/cli/quick.py)
+    import argparse
 
 TITLE_COLUMNS = 28
 _AGO = re.compile(r"(\d+)([mhdw])")

@@ -9,7 +9,7 @@ from typing import Any
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
 from protocol.names import CLIENT_NAME_MAX, PRINTABLE
-from restore.engine.subsystems import SUBSYSTEM_NAMES
+from restore.engine import SUBSYSTEM_NAMES
 from server import __version__
 from server.handlers.context import Context
 from server.rpc.framing import Framing

@@ -6,13 +6,14 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from restore.ids import validate_thread_id
 from server.handlers.context import Context
 
 
 async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
     """Followers get what comes after the thread's last item as read now: the relay
     publishes from that seq on, whichever process or machine writes."""
+    from restore.ids import validate_thread_id
+
     thread_id = validate_thread_id(params.threadId)
     ctx.server.ensure_watching()  # appends by other processes reach followers too
     subscriptions = ctx.server.subscriptions
@@ -31,5 +32,7 @@ async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
 
 
 async def thread_unsubscribe(ctx: Context, params: Any) -> dict[str, Any]:
+    from restore.ids import validate_thread_id
+
     ctx.server.subscriptions.remove(validate_thread_id(params.threadId), ctx.connection)
     return {}

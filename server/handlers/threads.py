@@ -15,6 +15,8 @@ from server.handlers.readahead import PageKey, ReadAhead
 from server.host import thread_notice
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from restore.service.search import Asked
     from restore.service.threads import StartedThread
     from restore.stores.api import AppendResult, Page, Progress
@@ -239,7 +241,8 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
             parent_thread_id=params.parentThreadId,
             session_key=params.sessionKey,
         )
-        return [_filed(ctx, summary.thread_info()) for summary in summaries], cursor
+        filed = _filer(ctx)
+        return [filed(summary.thread_info()) for summary in summaries], cursor
 
     threads, cursor = await ctx.server.run_in_worker(page)
     ctx.server.watch_after_answer(began)  # a client looks at threads: keep them live
@@ -290,10 +293,11 @@ async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -
     def find() -> dict[str, Any]:
         found = ctx.service.find(asked, cursor=params.cursor, limit=params.limit,
                                  progress=searching, cancel=cancel)  # fmt: skip
+        filed = _filer(ctx)
         hits = [
             {"threadId": hit.thread.threadId, "seq": hit.seq, "role": hit.role, "ts": hit.ts,
              "snippet": hit.snippet, "highlights": hit.highlights,
-             "thread": _filed(ctx, hit.thread.thread_info())}
+             "thread": filed(hit.thread.thread_info())}
             for hit in found.hits
         ]  # fmt: skip
         return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
@@ -308,13 +312,29 @@ async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -
         raise
 
 
-def _filed(ctx: Context, info: dict[str, Any]) -> dict[str, Any]:
-    """A thread recorded with no client around (an import) was filed under no folder: it
-    goes under this client's innermost folder holding its cwd, as thread/start files a
-    new thread. Does file I/O (realpath): off the loop."""
-    if info["workspaceFolder"] is None and info["origin"] is not None and info["cwd"]:
-        info["workspaceFolder"] = ctx.workspace_folder_of(info["cwd"])
-    return info
+def _filer(ctx: Context) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Files a page of threads: one recorded with no client around (an import) was filed
+    under no folder, and goes under this client's innermost folder holding its cwd, as
+    thread/start files a new thread. Does file I/O (realpath): off the loop. The client's
+    folders are resolved once (when a thread needs them), and each cwd once: a page of 50
+    imported threads and 20 folders took 1,050 realpaths (docs/benchmarks.md, issue 40)."""
+    from restore.access import folder_among, resolved_folders
+
+    folders: list[tuple[str, str]] | None = None
+    seen: dict[str, str | None] = {}
+
+    def filed(info: dict[str, Any]) -> dict[str, Any]:
+        nonlocal folders
+        if info["workspaceFolder"] is None and info["origin"] is not None and info["cwd"]:
+            cwd = info["cwd"]
+            if cwd not in seen:
+                if folders is None:
+                    folders = resolved_folders(ctx.folder_paths())
+                seen[cwd] = folder_among(cwd, folders)
+            info["workspaceFolder"] = seen[cwd]
+        return info
+
+    return filed
 
 
 async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
@@ -511,7 +531,8 @@ async def thread_resolve(ctx: Context, params: Any) -> dict[str, Any]:
 
     def resolve() -> dict[str, Any]:
         found = ctx.service.with_prefix(params.prefix, CANDIDATES + 1)
-        threads = [_filed(ctx, summary.thread_info()) for summary in found[:CANDIDATES]]
+        filed = _filer(ctx)
+        threads = [filed(summary.thread_info()) for summary in found[:CANDIDATES]]
         return {"threads": threads, "more": len(found) > CANDIDATES}
 
     return await ctx.server.run_in_worker(resolve)

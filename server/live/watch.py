@@ -131,6 +131,8 @@ class Watcher:
                 catch_up.cancel()
 
     def _make_importers(self) -> list[Importer]:
+        if not self.follow:  # the importers' modules are most of an import's: not for this
+            return []
         from restore.imports.agents import SOURCES
         from restore.imports.importer import Importer
 
@@ -139,12 +141,14 @@ class Watcher:
     async def _catch_up(self) -> None:
         """Threads other processes wrote while the watcher started, then the first import
         of each followed store, in batches, with `$/progress`."""
-        from restore.imports.importer import CHUNK
-        from server.rpc.progress import reporter
-
         service = self.host.service
         since = await self.host.run_in_worker(service.threads_changed_since, self._since)
         self._announce_external(await self.host.run_in_worker(service.external_changes, since))
+        if not self.importers:
+            return
+        from restore.imports.importer import CHUNK
+        from server.rpc.progress import reporter
+
         for importer in self.importers:
             sources = await self.host.run_in_worker(importer.scan)
             assert self.host.loop is not None

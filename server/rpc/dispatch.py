@@ -23,8 +23,8 @@ import orjson
 
 from protocol import json_text
 from protocol.errors import ErrorKind, ProtocolError, invalid_params, storage_error
+from server.config import DEFAULT_MAX_FRAME
 from server.rpc.framing import (
-    DEFAULT_MAX_FRAME,
     BadHeader,
     Event,
     Frame,

@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+from server.config import DEFAULT_MAX_FRAME
+
 MAX_HEADER_BYTES = 8 * 1024
 _CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
 _FIRST_HEADER = re.compile(rb"content-(length|type)[ \t]*:", re.IGNORECASE)

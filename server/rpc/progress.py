@@ -18,9 +18,8 @@ def reporter(
 ) -> Callable[[int, int], None]:
     """A `(done, total)` callback that sends `$/progress` through `notify` on the loop:
     `begin` at the first call, `report` after, `end` ("3 threads indexed") once done reaches
-    total. Nothing to do (total 0 at the first call) is nothing to report."""
-    from server.cli.terminal import plural
-
+    total. Nothing to do (total 0 at the first call) is nothing to report (nor imported:
+    a first `thread/list` makes a reporter it seldom uses)."""
     token = f"sessiond/{next(_tokens)}"
     state = {"begun": False, "ended": False}
 
@@ -36,6 +35,8 @@ def reporter(
             state["begun"] = True
             send({"kind": "begin", "title": title, "percentage": percentage, "message": message})
         if done >= total:
+            from server.cli.terminal import plural
+
             state["ended"] = True
             send({"kind": "end", "message": f"{plural(total, noun)} {verb}"})
         elif state["begun"]:

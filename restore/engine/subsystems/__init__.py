@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
 
+from restore.engine import SUBSYSTEM_NAMES
 from restore.engine.subsystems import (
     attribution,
     cost,
@@ -40,7 +41,8 @@ RESTORE_ORDER: tuple[ModuleType, ...] = (
     operations,
     verifier,
 )
-SUBSYSTEM_NAMES: tuple[str, ...] = tuple(module.NAME for module in RESTORE_ORDER)
+if tuple(module.NAME for module in RESTORE_ORDER) != SUBSYSTEM_NAMES:  # the same, said twice
+    raise ImportError("restore.engine.SUBSYSTEM_NAMES is not the restore order")
 
 
 @dataclass

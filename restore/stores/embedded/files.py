@@ -33,7 +33,7 @@ from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.home.files import fsync_dir, private_dirs, read_regular, write_new
 from restore.home.layout import Layout
 from restore.ids import sha256_of, validate_thread_id
-from restore.redaction.engine import Redactor
+from restore.redaction.settings import RedactorSlot
 from restore.stores.api import (
     AppendResult,
     Checkpoint,
@@ -482,12 +482,14 @@ class PendingSync:
 class ThreadStore:
     """Thread files under one data directory."""
 
+    redactor = RedactorSlot()
+
     def __init__(
         self, layout: Layout, durability: Durability = Durability.FSYNC, *, read_only: bool = False
     ) -> None:
         self.layout = layout
         self.durability = durability
-        self.redactor: Redactor | None = None
+        self.redactor = None
         self.read_only = read_only
         """A read-only home: `open_writer` opens files for reading only, locks and repairs
         nothing (the files are nobody's to write here), and its writer cannot append."""

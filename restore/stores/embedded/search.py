@@ -183,14 +183,14 @@ class ThreadSearch:
         self._conn: sqlite3.Connection | None = None
         self._file: tuple[int, int] | None = None  # the index file it is open on
         self._child: SearchChild | None = None
+        self._apart = False
 
     def run_apart(self) -> None:
         """A long-running server's: each search in a process of its own
-        (embedded/search_child.py), started by the first one; not for an index in memory."""
-        if self._child is None and not self._index.in_memory:
-            from restore.stores.embedded.search_child import SearchChild
-
-            self._child = SearchChild(self._index.path)
+        (embedded/search_child.py), started by the first one; not for an index in memory.
+        Its module (and multiprocessing's) is imported then too: a server that never
+        searches never pays for it."""
+        self._apart = not self._index.in_memory
 
     @property
     def beside_store(self) -> bool:
@@ -230,6 +230,10 @@ class ThreadSearch:
         budget: float | None = None,
         cancel: Cancel | None = None,
     ) -> SearchPage:
+        if self._child is None and self._apart:
+            from restore.stores.embedded.search_child import SearchChild
+
+            self._child = SearchChild(self._index.path)
         if self._child is not None:
             from restore.stores.embedded.search_child import SearchChildGone
 

@@ -27,7 +27,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import psycopg
@@ -35,7 +35,7 @@ import psycopg
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import is_sha256, sha256_of, validate_thread_id
 from restore.keys import lock_name
-from restore.redaction.engine import Redactor
+from restore.redaction.settings import RedactorSlot
 from restore.stores import api
 from restore.stores.api import (
     Announce,
@@ -86,15 +86,21 @@ def key_lock(key: str) -> tuple[int, int]:
     return KEY_LOCK_SPACE, int.from_bytes(digest[:4], "big", signed=True)
 
 
+if TYPE_CHECKING:
+    from restore.redaction.engine import Redactor
+
+
 class PostgresStore:
     """Threads in one PostgreSQL database; one instance per sessiond process.
 
     The writer connection (locks, appends, commits) is used by the store thread only;
     reads (pages, listings, snapshots) go through a pool and may run on any thread."""
 
+    redactor = RedactorSlot()
+
     def __init__(self, url: str, durability: Durability = Durability.FSYNC) -> None:
         self.durability = durability
-        self.redactor: Redactor | None = None
+        self.redactor = None
         self.db = Connections(url, durability)
         self.where = self.db.where
         self.token = uuid.uuid4().hex  # this process, in NOTIFY payloads
