@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from protocol.agents import AGENT_FLAGS
 from restore.home.layout import default_home
 from server.rpc.framing import DEFAULT_MAX_FRAME
 
-FOLLOWABLE = ("claude", "codex", "gemini")
+FOLLOWABLE = AGENT_FLAGS
 
 
 def parse_follow(value: str) -> tuple[str, ...]:
@@ -16,7 +17,8 @@ def parse_follow(value: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
     unknown = [name for name in names if name not in FOLLOWABLE]
     if unknown:
-        raise ValueError(f"cannot follow {', '.join(unknown)} (choose from claude, codex, gemini)")
+        raise ValueError(f"cannot follow {', '.join(unknown)} (choose from "
+                         f"{', '.join(FOLLOWABLE)})")  # fmt: skip
     return names
 
 

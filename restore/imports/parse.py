@@ -29,10 +29,10 @@ from typing import IO, Any
 import orjson
 
 from protocol import json_text
+from restore.agents.parsing import SourceParser
 from restore.home.files import NotRegularFile
 from restore.ids import sha256_of
 from restore.redaction.engine import Redactor
-from restore.sources.common import SourceParser
 from restore.stores.api import SkippedLine
 
 HEAD_BYTES = 4096

@@ -291,22 +291,24 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
-    """`sessiond import claude|codex|gemini [--from DIR] [--watch]`: import, summarize, then
-    (with --watch) follow the store until Ctrl-C."""
-    from restore.imports.agents import SOURCES
+    """`sessiond import <agent> [--from DIR] [--watch]`: import, summarize, then (with
+    --watch) follow the store until Ctrl-C."""
+    from restore.agents.registry import named
     from restore.imports.importer import Importer
 
-    kind = SOURCES[args.agent]
+    agent = named(args.agent)
     service = _service(config)
     root = Path(args.source) if args.source else None
-    importer = Importer(service, kind, root, live=args.watch)
+    importer = Importer(service, agent, root, live=args.watch)
     try:
         if not importer.root.is_dir():
-            print(f"sessiond: no {kind.agent} sessions: {importer.root} is not a directory",
+            print(f"sessiond: no {agent.id} sessions: {importer.root} is not a directory",
                   file=sys.stderr)  # fmt: skip
             return 2
         bar = _progress_bar if sys.stderr.isatty() else None
-        progress = (lambda done, total: bar(f"importing {kind.name}", done, total)) if bar else None
+        progress = (
+            (lambda done, total: bar(f"importing {agent.flag}", done, total)) if bar else None
+        )
         summary = importer.import_all(progress)
         _print_summary(summary, as_json=args.json)
         return _watch(importer, as_json=args.json) if args.watch else 0
@@ -387,10 +389,9 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
                 _report(importer.import_files(importer.scan()), as_json=as_json)
                 print(f"watching {importer.root} (Ctrl-C stops)", file=sys.stderr, flush=True)
             paths = sorted({Path(p) for _, p in changes})
-            sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
+            sessions = [p for p in paths if importer.watches(p)]
             if sessions:
-                _report([importer.import_file(path) for path in sessions], as_json=as_json)
-                importer.commit()
+                _report(importer.import_changed(sessions), as_json=as_json)
     except KeyboardInterrupt:
         pass
     return 0

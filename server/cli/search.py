@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from protocol.agents import AGENT_IDS
 from restore.service import open_service
 from restore.stores import Settings
 from restore.stores.api import ts_at
@@ -34,7 +35,7 @@ def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) 
     parser.add_argument("query", metavar="QUERY", help='words, "a phrase", prefix*, -word')
     parser.add_argument("--cwd", help="only threads started in this directory")
     parser.add_argument("--workspace-folder", help="only threads in or under this folder")
-    parser.add_argument("--agent", choices=("sessiond", "claude-code", "codex", "gemini", "acp"))
+    parser.add_argument("--agent", choices=("sessiond", *AGENT_IDS, "acp"))
     parser.add_argument("--role", choices=("user", "assistant", "tool", "edit", "todo", "title"))
     parser.add_argument("--since", help="only records this recent: 30m, 12h, 7d, 2w, or a date")
     parser.add_argument("--until", help="only records older than this (same forms)")
@@ -56,12 +57,12 @@ def when(value: str | None, now: float | None = None) -> str | None:
 
 def resume_command(thread: dict[str, Any]) -> str:
     """What continues the thread from a shell: its agent's own resume for an imported
-    one (restore/sources/handoff.py), `sessiond client resume` for the others."""
-    from restore.sources.handoff import IMPORTED_AGENTS, handoff_command
+    one (restore/agents/registry.py), `sessiond client resume` for the others."""
+    from restore.agents.registry import handoff_command, imported
 
     origin = thread.get("origin") or {}
     agent, session = origin.get("agent"), origin.get("parentSessionId") or origin.get("sessionId")
-    if agent in IMPORTED_AGENTS and isinstance(session, str):
+    if imported(agent) and isinstance(agent, str) and isinstance(session, str):
         command = handoff_command(agent, session)
         cwd = thread.get("cwd")
         if command:

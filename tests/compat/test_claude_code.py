@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 import pytest
 
-from restore.sources.claude_code import ClaudeCodeParser
+from restore.agents.claude_code.parser import ClaudeCodeParser
 from tests.agents.clis import AgentHome, Run
 from tests.agents.mock_model import Call, Reply, Scenario, Usage
 from tests.compat.conftest import Agents, import_from, resume, states

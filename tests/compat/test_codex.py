@@ -18,7 +18,7 @@ import pytest
 from genai_prices import Usage as GenaiUsage
 from genai_prices import calc_price
 
-from restore.sources.handoff import thread_id_for
+from restore.agents.identity import thread_id_for
 from tests.agents.clis import AgentHome
 from tests.agents.mock_model import Call, Reply, Request, Scenario, Usage
 from tests.agents.tui import Terminal

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from restore.sources.gemini import GeminiParser
+from restore.agents.gemini.parser import GeminiParser
 from tests.agents.clis import BRANCH, AgentHome, Run
 from tests.agents.mock_model import Call, Reply, Request, Scenario, Usage
 from tests.compat.conftest import Agents, import_from, resume, states

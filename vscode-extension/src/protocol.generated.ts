@@ -3,6 +3,29 @@
 
 export const PROTOCOL_VERSION = 1;
 
+/** The agents whose sessions are imported (protocol/agents.py): what a person calls each,
+ * its command-line name, how to install its CLI, and its "Resume in" command. */
+export const AGENTS: Readonly<Record<string, { name: string; flag: string; install: string; resumeCommand: string }>> = {
+  "claude-code": {
+    "name": "Claude Code",
+    "flag": "claude",
+    "install": "npm install -g @anthropic-ai/claude-code",
+    "resumeCommand": "sessiond.resumeInClaudeCode"
+  },
+  "codex": {
+    "name": "Codex",
+    "flag": "codex",
+    "install": "npm install -g @openai/codex",
+    "resumeCommand": "sessiond.resumeInCodex"
+  },
+  "gemini": {
+    "name": "Gemini CLI",
+    "flag": "gemini",
+    "install": "npm install -g @google/gemini-cli",
+    "resumeCommand": "sessiond.resumeInGemini"
+  }
+};
+
 export type ErrorKind = "ParseError" | "InvalidRequest" | "MethodNotFound" | "InvalidParams" | "InternalError" | "ServerNotInitialized" | "Overloaded" | "RequestCancelled" | "ThreadNotFound" | "ThreadBusy" | "ThreadArchived" | "InvalidId" | "StaleSession" | "PayloadTooLarge" | "Unauthorized" | "ConflictingOperation" | "StorageFull" | "StorageError" | "WorkspaceDrift" | "OutsideWorkspace" | "AgentExited";
 
 export type RecordableItem =
@@ -444,11 +467,11 @@ export interface FileEditItem {
  */
 export interface Handoff {
   /**
-   * The agent to hand over to.
+   * The agent to hand over to (the schema's `agents`).
    */
   agent: "claude-code" | "codex" | "gemini";
   /**
-   * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID` or `gemini --resume ID`.
+   * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID`, `gemini --resume ID`, …
    */
   command: string[];
   /**
@@ -1375,7 +1398,7 @@ export interface ThreadInfo {
  */
 export interface ThreadOrigin {
   /**
-   * The agent whose session this thread mirrors: `claude-code`, `codex`, `gemini` (Gemini CLI), or `acp` (recorded through `sessiond acp`).
+   * The agent whose session this thread mirrors: an imported agent's id (`claude-code`, `codex`, `gemini`, …: the schema's `agents`), or `acp` (recorded through `sessiond acp`).
    */
   agent: "claude-code" | "codex" | "gemini" | "acp";
   /**

@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from restore.sources import pricing
-from restore.sources.common import (
+from restore.agents import pricing
+from restore.agents.identity import thread_id_for
+from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
     digest,
@@ -116,6 +117,7 @@ def edited_contents(tool: str, result: dict[str, Any]) -> tuple[str | None, str 
 
 class ClaudeCodeParser(SourceParser):
     AGENT = AGENT
+    PROVIDER = "anthropic"
     TITLE_ORDER: ClassVar[tuple[str, ...]] = ("custom", "ai", "summary", "first")
     MAPPED: ClassVar[frozenset[str]] = frozenset({
         "user", "assistant", "summary", "custom-title", "ai-title", "permission-mode",
@@ -309,8 +311,6 @@ class ClaudeCodeParser(SourceParser):
             elif not (failed or result.get("interrupted") or arguments.get("run_in_background")):
                 extra["exitCode"] = 0  # Claude Code fails a command that exits non-zero
         elif tool in SUBAGENT_TOOLS and (agent_id := spawned_agent(text, result)):
-            from restore.sources.handoff import thread_id_for  # handoff imports this module
-
             child = subagent_session_id(agent_id)
             extra.update(childSessionId=child, childThreadId=thread_id_for(AGENT, child, 1))
         outcome_state = "failed" if failed else "committed"
@@ -428,8 +428,8 @@ class ClaudeCodeParser(SourceParser):
     def _reported(self, model: str, fresh: int, write: int, read: int, output: int) -> None:
         """Tokens the agent's totals hold beyond this transcript's replies, priced as one
         call (a compaction is one)."""
-        priced = pricing.usd(model, fresh=fresh, cache_write=write, cache_read=read,
-                             output=output, agent=AGENT, at=self.state["lastTs"])  # fmt: skip
+        priced = pricing.usd(model, fresh=fresh, cache_write=write, cache_read=read, output=output,
+                             provider=self.PROVIDER, at=self.state["lastTs"])  # fmt: skip
         self.emit({
             "type": "cost_reported", "model": model, "inputTokens": fresh + write + read,
             "outputTokens": output, "cacheReadTokens": read, "cacheWriteTokens": write,

@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 
 import orjson
 
-from restore.sources.common import (
+from restore.agents.identity import thread_id_for
+from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
     digest,
@@ -239,6 +240,7 @@ def _legacy_exec_output(text: str) -> tuple[str, int | None] | None:
 
 class CodexParser(SourceParser):
     AGENT = AGENT
+    PROVIDER = "openai"
     TITLE_ORDER: ClassVar[tuple[str, ...]] = ("name", "first", "agent")
     IGNORED: ClassVar[dict[str, str]] = {
         # What is deliberately not mapped, and why; anything else the mapping does not know
@@ -454,8 +456,6 @@ class CodexParser(SourceParser):
             self.state["exec"] = None
         extra = {k: pending[k] for k in ("command", "childSessionId", "agentPath") if k in pending}
         if isinstance(pending.get("childSessionId"), str):
-            from restore.sources.handoff import thread_id_for  # handoff imports this module
-
             extra["childThreadId"] = thread_id_for(AGENT, pending["childSessionId"], 1)
         if exit_code is not None:
             extra["exitCode"] = exit_code
