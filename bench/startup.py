@@ -4,7 +4,7 @@ The floor is bench/floor_server.py, the smallest JSON-RPC server on sessiond's s
 interpreter, asyncio, orjson) that answers one request; both are timed in the same run,
 interleaved (floor, sessiond, sessiond, floor, ...) so machine load hits both alike, and
 the medians are compared. The target is sessiond within 1.3x the floor: anything more is
-warmup (DESIGN.md §5) and a bug.
+warmup (docs/architecture.md) and a bug.
 
 Also reported: import costs (`python -X importtime`) of `asyncio`, and of `pygls.server`
 and its `lsprotocol.types` — what sessiond paid on every spawn while it was built on pygls

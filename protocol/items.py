@@ -1,4 +1,4 @@
-"""Item types: the durable records of a thread (DESIGN.md Appendix A).
+"""Item types: the durable records of a thread (docs/protocol.md, docs/storage.md#item-types).
 
 Clients record the types in `RecordableItem`; the server writes `session_meta`,
 `lifecycle` and `thread_title` itself. Every stored line also carries `v`, `seq`, `ts` and

@@ -1,4 +1,4 @@
-"""Requests, results and notifications (DESIGN.md §6 and Appendix A).
+"""Requests, results and notifications (docs/protocol.md is generated from them).
 
 `METHODS` maps each request name to its params and result models; the server validates
 params with these, and `protocol.schema` exports them. Field names are camelCase and fixed.
@@ -160,7 +160,10 @@ class ThreadInfo(WireModel):
         None, description="When an item was last recorded (ISO 8601 UTC); the list's order."
     )
     itemCount: int = Field(
-        0, description="Items recorded by clients (server bookkeeping not counted)."
+        0,
+        description="The conversation's items: every record but the server's bookkeeping "
+        "(sessions, lifecycle, titles, boundaries, import checkpoints, ACP updates). What "
+        "`sessiond list` and `sessiond show` print.",
     )
     archived: bool = Field(False, description="The thread is archived (listed only on request).")
     forkedFrom: dict[str, Any] | None = Field(
@@ -223,6 +226,14 @@ class ThreadStartParams(Params):
         max_length=128,
         description="With `parentThreadId`: the parent's operation (tool call) that started "
         "the sub-agent.",
+    )
+    items: list[dict[str, Any]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ITEMS_PER_RECORD,
+        description="Items to record in the new thread's first session at once, as a "
+        "`thread/record` right after would (each a RecordableItem, checked the same way: "
+        "nothing is started if one is refused): a thread with its first turn in one request.",
     )
 
 
@@ -690,6 +701,24 @@ class ThreadSetTitleResult(Result):
     thread: ThreadInfo = Field(description="The thread with its new title.")
 
 
+class ThreadResolveParams(Params):
+    prefix: str = Field(
+        min_length=4,
+        max_length=36,
+        description="A thread id or its first 4 or more hex digits, as a person typed it "
+        "(any case; hyphens where the id has them, or none); InvalidId otherwise.",
+    )
+
+
+class ThreadResolveResult(Result):
+    threads: list[ThreadInfo] = Field(
+        description="The threads whose id starts with it, archived and sub-agent threads "
+        "too, in id order, at most 10: one names the thread; none or several, that the "
+        "person must type (more of) another id."
+    )
+    more: bool = Field(description="More than these 10 threads start with it.")
+
+
 class EmptyResult(Result):
     pass
 
@@ -792,6 +821,7 @@ METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
     "thread/unarchive": (ThreadIdParams, EmptyResult),
     "thread/delete": (ThreadIdParams, EmptyResult),
     "thread/setTitle": (ThreadSetTitleParams, ThreadSetTitleResult),
+    "thread/resolve": (ThreadResolveParams, ThreadResolveResult),
     "thread/close": (SessionParams, EmptyResult),
     "thread/clear": (ThreadClearParams, ThreadClearResult),
     "thread/compact": (ThreadCompactParams, ThreadCompactResult),
@@ -844,6 +874,9 @@ SUMMARIES: dict[str, str] = {
     "thread/unarchive": "Bring an archived thread back.",
     "thread/delete": "Delete a thread's file for good.",
     "thread/setTitle": "Rename a thread (recorded as an item, so it survives a lost index).",
+    "thread/resolve": "The threads whose id starts with what a person typed (git-style: 4 or "
+    "more hex digits, as `sessiond list` and `search` print them), so a typed prefix names "
+    "one thread or says which it could be.",
     "thread/close": "End a session: the writer is released and a snapshot taken.",
     "thread/clear": "A new session with an empty conversation; cost, todos, model and "
     "permissions carry over.",

@@ -23,8 +23,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 text columns refuse it, failing the record that carried it) or a terminal control
 character (an escape sequence). Line breaks and tabs are whitespace: one space."""
 
-# Item types the server writes for bookkeeping; they do not count as thread content.
 BOOKKEEPING_TYPES = frozenset(SERVER_ITEM_TYPES)
+"""What `itemCount` leaves out: the server's bookkeeping (sessions, lifecycle, titles,
+boundaries, import checkpoints, ACP updates). It counts the rest, the conversation: what
+was said and done. One definition for `list`, `show`, ThreadInfo and the extension;
+changing it would bump the embedded index's SCHEMA_VERSION and recount the PostgreSQL
+rows, so no stored row keeps another count."""
 _QUIET_TYPES = frozenset({"lifecycle", "import_checkpoint"})
 
 

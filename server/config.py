@@ -1,4 +1,9 @@
-"""Server settings: embedded defaults, overridden by environment and command-line flags."""
+"""Server settings: embedded defaults, overridden by environment and command-line flags.
+
+Each setting is checked where it is read, at start: a value sessiond does not know is one
+line naming the setting and what it takes (`sessiond: SESSIOND_DURABILITY is one of fsync,
+group, none, not 'bogus'`) and exit code 2, never a server that advertises it in
+`initialize` and then fails every request."""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from restore.home.layout import default_home
 from server.rpc.framing import DEFAULT_MAX_FRAME
 
 FOLLOWABLE = AGENT_FLAGS
+DURABILITIES = ("fsync", "group", "none")
+REDACTIONS = ("off", "default", "strict")
 
 
 def parse_follow(value: str) -> tuple[str, ...]:
@@ -20,6 +27,13 @@ def parse_follow(value: str) -> tuple[str, ...]:
         raise ValueError(f"cannot follow {', '.join(unknown)} (choose from "
                          f"{', '.join(FOLLOWABLE)})")  # fmt: skip
     return names
+
+
+def one_of(name: str, value: str, known: tuple[str, ...]) -> str:
+    """`value` if it is one of `known`, else ValueError naming the setting and the choices."""
+    if value not in known:
+        raise ValueError(f"{name} is one of {', '.join(known)}, not {value[:40]!r}")
+    return value
 
 
 @dataclass
@@ -34,3 +48,9 @@ class ServerConfig:
     redaction.toml, else default; restore/redaction/settings.py)."""
     follow: tuple[str, ...] = ()
     """Agents whose session stores are imported and followed once a client lists threads."""
+
+    def __post_init__(self) -> None:
+        """The environment's values checked as they are read (flags are argparse's)."""
+        one_of("SESSIOND_DURABILITY", self.durability, DURABILITIES)
+        if self.redact is not None:
+            one_of("SESSIOND_REDACT", self.redact, REDACTIONS)

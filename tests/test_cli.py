@@ -59,7 +59,10 @@ def test_list_and_show_print_what_the_server_recorded(
     assert [item["type"] for item in raw] == ["session_meta", "message", "lifecycle"]
     missing = sessiond(home, "show", "../etc/passwd")
     assert missing.returncode == 2
-    assert missing.stderr == "sessiond: InvalidId: threadId must be a UUID, got '../etc/passwd'\n"
+    assert missing.stderr == (
+        "sessiond: InvalidId: a thread id is a UUID or its first 4 or more hex digits (as "
+        "`sessiond list` and `search` print them), got '../etc/passwd'\n"
+    )
 
 
 def test_doctor_draws_a_progress_bar_on_a_terminal(
@@ -188,7 +191,9 @@ def test_show_reads_as_a_transcript_of_roles_tools_todos_and_cost(
         "    $ gpt-5: 1200 in, 300 out tokens, $0.0123 (thread so far $0.0123)\n"
     ), body
     assert lines[-2].endswith("ended (shutdown) ──")
-    assert lines[-1] == "11 items · 3 messages · $0.0123 spent"
+    assert lines[-1] == "9 items · 3 messages · $0.0123 spent"  # the conversation's, as list says
+    (row,) = [json.loads(line) for line in sessiond(home, "list", "--json").stdout.splitlines()]
+    assert row["itemCount"] == 9
 
 
 def test_recorded_escape_sequences_are_shown_not_sent_to_the_terminal(
@@ -246,7 +251,7 @@ def test_doctor_counts_in_good_english(
     server.request("thread/start", {"cwd": str(tmp_path)})
     server.shutdown()
     done = sessiond(home, "doctor")
-    assert done.stdout.splitlines()[0] == "checked 1 thread file, 2 items"
+    assert done.stdout.splitlines()[0] == "checked 1 thread file, 2 records"
     assert "index: opened, 1 thread" in done.stdout
 
 
@@ -259,6 +264,42 @@ def test_client_errors_are_one_readable_line(ws_server: Callable[..., object], h
     gone = sessiond(home, "client", "--port", "1", "list")
     assert gone.returncode == 2 and gone.stderr.count("\n") == 1
     assert gone.stderr.startswith("sessiond: no running sessiond on port 1")
+
+
+def test_client_takes_a_prefix_and_its_options_say_what_they_do(
+    ws_server: Callable[..., object], home: Path
+) -> None:
+    """`sessiond client resume|record` take the prefix a person copied, resolved by the
+    server it talks to (`thread/resolve`: its store, whichever it is)."""
+    from tests.test_cli_threads import _hand_written
+
+    home.chmod(0o700)
+    for thread_id, title in (("abcd0000-0000-4000-8000-000000000001", "first"),
+                             ("abcd0000-0000-4000-8000-000000000002", "second"),
+                             ("abce0000-0000-4000-8000-000000000003", "third")):  # fmt: skip
+        _hand_written(home, thread_id, title)
+    port = str(ws_server().record["port"])  # type: ignore[attr-defined]
+    recorded = sessiond(home, "client", "--port", port, "record", "ABCE", "--message", "hello")
+    assert recorded.returncode == 0, recorded.stderr
+    assert json.loads(recorded.stdout)["duplicates"] == 0
+    resumed = sessiond(home, "client", "--port", port, "resume", "abce")
+    report = json.loads(resumed.stdout)
+    assert report["thread"]["threadId"] == "abce0000-0000-4000-8000-000000000003"
+    assert [m["content"] for m in report["messages"]["items"]] == ["hello"]
+    both = sessiond(home, "client", "--port", port, "resume", "abcd")
+    assert (both.returncode, both.stdout) == (2, "")
+    assert both.stderr == (
+        "sessiond: InvalidId: abcd is the start of 2 thread ids: "
+        "abcd0000-0000-4000-8000-000000000001 (first), abcd0000-0000-4000-8000-000000000002 "
+        "(second); type more of the one you mean\n"
+    )
+    none = sessiond(home, "client", "--port", port, "record", "abcf", "--message", "x")
+    assert none.stderr == "sessiond: ThreadNotFound: no thread id starts with abcf\n"
+    for action, option, said in (("resume", "--accept-drift", "open a session though the "
+                                  "workspace drifted"), ("record", "--message", "the message's "
+                                  "content")):  # fmt: skip
+        usage = " ".join(sessiond(home, "client", action, "--help").stdout.split())
+        assert f"{option}" in usage and said in usage, usage
 
 
 def test_serve_help_says_what_ws_does_alone_and_with_stdio() -> None:
@@ -324,3 +365,87 @@ def test_a_reader_that_stops_early_gets_no_error_message(
     shown.stdout.close()
     assert shown.wait() == 128 + 13  # as `git log | head` ends: SIGPIPE's status, silently
     assert shown.stderr.read() == b""
+
+
+def test_one_item_count_everywhere_and_bookkeeping_shown_only_with_all(
+    spawn: Callable[..., ServerProcess], home: Path, tmp_path: Path
+) -> None:
+    """Issue 35: `list` said 0 items where `show` said 2, `show` printed an import's
+    `[import_checkpoint]` and `sessiond acp`'s `[acp_update]` and `[acp_session]` in the
+    transcript, and an ACP thread's header had no title though `list` had one. Now one
+    count (the conversation's items) in `list`, `show`, ThreadInfo; the bookkeeping only
+    with `--all`; the header is the row `list` shows."""
+    import asyncio
+
+    from protocol.names import SERVER_ITEM_TYPES
+    from tests.support.acp_editor import fake_agent, sessiond_acp
+    from tests.support.import_fixtures import ClaudeSession
+
+    work = tmp_path / "work"
+    work.mkdir()
+    claude = ClaudeSession(tmp_path / "claude", work, "main")
+    claude.user("list the refunds")
+    claude.bash("ls refunds", "a.json\nb.json")
+    claude.say("Two refunds.")
+    claude.save()
+    imported = sessiond(home, "import", "claude", "--from", str(tmp_path / "claude"))
+    assert imported.returncode == 0, imported.stderr
+
+    async def acp_thread() -> None:
+        async with sessiond_acp(home, fake_agent(tmp_path / "agent")) as run:
+            session = (await run.conn.new_session(cwd=str(work))).session_id
+            await run.conn.prompt(session_id=session, prompt=[{"type": "text", "text": "hi"}])
+
+    asyncio.run(acp_thread())
+    server = spawn()
+    server.initialize()
+    on_the_wire = {t["threadId"]: t for t in server.request("thread/list", {})["threads"]}
+    server.shutdown()
+    listed = [json.loads(line) for line in sessiond(home, "list", "--json").stdout.splitlines()]
+    header, *table = sessiond(home, "list").stdout.splitlines()
+    items_end = header.index("ITEMS") + len("ITEMS")
+    assert len(listed) == 2 and set(on_the_wire) == {row["threadId"] for row in listed}
+    for row in listed:
+        tid = row["threadId"]
+        raw = [json.loads(x) for x in sessiond(home, "show", tid, "--json").stdout.splitlines()]
+        conversation = sum(1 for item in raw if item["type"] not in SERVER_ITEM_TYPES)
+        assert conversation < len(raw)  # there is bookkeeping to leave out
+        shown, everything = sessiond(home, "show", tid), sessiond(home, "show", tid, "--all")
+        footer = shown.stdout.splitlines()[-1]
+        assert footer.startswith(f"{conversation} items · ")
+        assert everything.stdout.splitlines()[-1] == footer
+        assert row["itemCount"] == on_the_wire[tid]["itemCount"] == conversation
+        (line,) = [line for line in table if line.startswith(tid)]
+        assert line[:items_end].split()[-1] == str(conversation)  # the ITEMS column
+        bookkeeping = ("[import_checkpoint", "[acp_update", "[acp_session")
+        assert not any(mark in shown.stdout for mark in bookkeeping)
+        assert any(mark in everything.stdout for mark in bookkeeping)
+        label = row["title"] or row["preview"]
+        assert shown.stdout.startswith(f"thread {tid}: {label}\n") and line.endswith(label)
+    acp = next(row for row in listed if row["origin"]["agent"] == "acp")
+    assert (acp["title"], acp["preview"]) == (None, "hi")  # the header once said nothing
+
+
+def test_search_takes_an_excluded_word_as_the_docs_write_it(
+    spawn: Callable[..., ServerProcess], home: Path, tmp_path: Path
+) -> None:
+    """`sessiond search -demo` was argparse's "QUERY required"; `search deploy -staging`
+    its "unrecognized arguments"; excluded words alone said nothing of how to go on."""
+    server = spawn()
+    server.initialize()
+    for title in ("deploy staging", "deploy production"):
+        server.request("thread/start", {"cwd": str(tmp_path), "title": title})
+    server.shutdown()
+    found = sessiond(home, "search", "deploy", "-staging")
+    assert found.returncode == 0, found.stderr
+    (hit,) = found.stdout.splitlines()
+    assert "deploy production" in hit
+    for args in (["-staging"], ["--", "-staging"], ["-staging", "-prod*"]):
+        alone = sessiond(home, "search", *args)
+        assert alone.returncode == 2 and alone.stdout == ""
+        assert alone.stderr == (
+            "sessiond: InvalidParams: query: only excluded terms: -word leaves out the records "
+            "that have it; say what to find as well (deploy -staging)\n"
+        ), args
+    wrong = sessiond(home, "search", "deploy", "--stagin")  # a real option's typo stays one
+    assert wrong.returncode == 2 and "unrecognized arguments: --stagin" in wrong.stderr

@@ -7,7 +7,15 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.rpc.framing import BadHeader, Frame, FrameDecoder, FrameTooLarge, Framing, encode
+from server.rpc.framing import (
+    BadHeader,
+    Frame,
+    FrameDecoder,
+    FrameTooLarge,
+    Framing,
+    NotAMessage,
+    encode,
+)
 
 bodies = st.lists(
     st.dictionaries(st.text(max_size=5), st.text(max_size=40), max_size=4).map(
@@ -66,12 +74,30 @@ def test_framing_is_detected_from_the_first_bytes() -> None:
 
 def test_header_without_length_is_reported_and_decoding_resumes() -> None:
     decoder = FrameDecoder()
-    events = decoder.feed(b"X-Nonsense: 1\r\n\r\nContent-Length: 2\r\n\r\n{}")
+    events = decoder.feed(b"Content-Type: x\r\nX-Nonsense: 1\r\n\r\nContent-Length: 2\r\n\r\n{}")
     assert isinstance(events[0], BadHeader) and events[1:] == [Frame(b"{}")]
+
+
+def test_a_first_line_of_neither_framing_is_reported_and_the_next_one_decides() -> None:
+    """Issue 35: `hello` typed at a terminal once switched the stream to headers for
+    good, and every JSON line after it was swallowed in silence."""
+    lines = FrameDecoder()
+    assert lines.feed(b"hello\n") == [NotAMessage(b"hello")]
+    assert lines.framing is None
+    assert lines.feed(b'{"a":1}\n') == [Frame(b'{"a":1}')]
+    assert lines.framing is Framing.LINES
+    headers = FrameDecoder()
+    events = headers.feed(b"X-Nonsense: 1\r\n\r\nContent-Len")
+    assert events == [NotAMessage(b"X-Nonsense: 1")] and headers.framing is None
+    assert headers.feed(b"gth: 2\r\n\r\n{}") == [Frame(b"{}")]
+    assert headers.framing is Framing.HEADERS
+    long = FrameDecoder()
+    assert long.feed(b"x" * 10_000) == [NotAMessage(b"x" * 200)]
+    assert long.feed(b"y" * 10_000 + b'\n{"b":2}\n') == [Frame(b'{"b":2}')]
 
 
 @given(st.binary(max_size=3000))
 def test_arbitrary_bytes_never_raise(data: bytes) -> None:
     decoder = FrameDecoder(max_frame=512)
     for event in decoder.feed(data):
-        assert isinstance(event, Frame | FrameTooLarge | BadHeader)
+        assert isinstance(event, Frame | FrameTooLarge | BadHeader | NotAMessage)

@@ -92,3 +92,27 @@ def test_a_session_id_that_is_not_a_plain_name_is_never_imported(tmp_path: Path)
     assert (summary["created"], summary["empty"]) == (0, 1)
     assert listed(tmp_path / "sd") == []
     assert not (REPO / "pwned").exists() and not (tmp_path / "pwned").exists()
+
+
+def test_a_large_file_with_no_session_id_is_reported_as_a_skipped_line_not_dropped(
+    tmp_path: Path,
+) -> None:
+    """Issue 35: 20 MB of junk where a session file is looked for was one more "empty"
+    session, its bytes dropped without a word; a file still being written (short: its id
+    comes first) stays "empty" until the id is there."""
+    session = store(tmp_path, tmp_path / "repo", "x" * 20_000_000)
+    (session.parent / "session-2026-12-01T12-00-abcd1234.json").write_text('{"sessi')
+    summary = sessiond(tmp_path / "sd", "import", "gemini", "--from",
+                       str(tmp_path / ".gemini" / "tmp"))  # fmt: skip
+    assert (summary["created"], summary["empty"], summary["skippedLines"]) == (0, 2, 1)
+    junk, written = sorted(summary["problems"], key=lambda problem: -len(problem["skipped"]))
+    assert junk["path"] == str(session)
+    assert junk["reason"] == (
+        "no session id (a plain name) in its first 4096 bytes, so no session: 20,000,000 "
+        "bytes not read"
+    )
+    assert [(s["lineNo"], s["reason"], s["preview"]) for s in junk["skipped"]] == [
+        (1, "no_session_id", "x" * 80)
+    ]
+    assert (written["reason"], written["skipped"]) == ("no session id (a plain name) in it yet", [])
+    assert listed(tmp_path / "sd") == []

@@ -78,8 +78,12 @@ def test_home_that_cannot_be_created_names_the_path(tmp_path: Path) -> None:
     assert done.stderr == f"sessiond: StorageError: cannot use {home}: Not a directory\n"
 
 
-@pytest.mark.parametrize("command", [["list"], ["show", "7f9a3c1e-0000-4000-8000-000000000001"],
-                                     ["doctor"], ["serve", "--ws", "0"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "command",
+    [["list"], ["show", "7f9a3c1e-0000-4000-8000-000000000001"], ["doctor"],
+     ["serve", "--ws", "0"], ["resume", "7f9a"], ["delete", "7f9a", "--yes"],
+     ["import", "claude"], ["client", "--spawn", "list"], ["client", "list"]],
+)  # fmt: skip
 def test_cli_says_a_home_that_is_a_file_in_one_line_with_exit_code_2(
     tmp_path: Path, command: list[str]
 ) -> None:
@@ -183,10 +187,16 @@ def test_read_only_home_lists_reads_searches_and_resumes_as_a_report(tmp_path: P
         assert (listed.returncode, listed.stdout) == (0, f"{tid}\n"), listed.stderr
         checked = sessiond(home, "doctor", prefix=prefix)
         assert checked.returncode == 0, checked.stdout + checked.stderr
-        assert "checked 1 thread file, 3 items" in checked.stdout
+        assert "checked 1 thread file, 3 records" in checked.stdout
         assert "index: built in memory (read-only data directory), 1 thread" in checked.stdout
         repair = sessiond(home, "doctor", "--repair", prefix=prefix)
         assert repair.returncode == 2 and "read-only" in repair.stderr
+        # Its ledger lives there whatever the store: said as every other write says it
+        # (it was `imports.sqlite3: Read-only file system`).
+        imported = sessiond(home, "import", "claude", "--from", str(tmp_path), prefix=prefix)
+        assert imported.returncode == 2 and imported.stderr.count("\n") == 1, imported.stderr
+        assert imported.stderr.startswith(f"sessiond: StorageError: the data directory {home} is")
+        assert imported.stderr.endswith("): nothing can be imported into it\n")
         websocket = sessiond(home, "serve", "--ws", "0", prefix=prefix)
         assert websocket.returncode == 2 and websocket.stderr.count("\n") == 1
         assert websocket.stderr.endswith("serve this one with --stdio\n")

@@ -1,4 +1,4 @@
-"""No warmup (DESIGN.md §5, docs/architecture.md): `initialize` reads no thread, opens no
+"""No warmup (docs/architecture.md): `initialize` reads no thread, opens no
 index, loads no store driver, starts no watcher and reads no hook config. Proved from a
 real server process through `sessiond/debug` (SESSIOND_DEBUG=1), which reports its modules
 and open files."""

@@ -284,7 +284,16 @@ def test_an_unreachable_database_is_one_storage_error_and_one_cli_line(
     cli = sessiond_cli("--home", str(home), "--store", nowhere, "list")
     assert cli.returncode == 2
     [line] = cli.stderr.splitlines()
-    assert line.startswith("sessiond: StorageError: cannot reach PostgreSQL at "), line
+    # A Unix socket is named as one (it was "localhost, database ?" for a URL naming none).
+    where = f"the Unix socket in {tmp_path / 'no-such-socket-dir'}, database sessiond"
+    assert line.startswith(f"sessiond: StorageError: cannot reach PostgreSQL at {where}: "), line
+    unset = {"PGHOST": "", "PGDATABASE": "", "PGUSER": "nobody_here"}
+    defaults = sessiond_cli("--home", str(home), "--store", "postgresql://", "list", env=unset)
+    assert defaults.returncode == 2
+    assert defaults.stderr.startswith(
+        "sessiond: StorageError: cannot reach PostgreSQL at the local Unix socket, database "
+        "nobody_here: "
+    ), defaults.stderr
 
 
 def test_a_password_in_the_url_never_reaches_a_message_or_a_log(

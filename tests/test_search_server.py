@@ -144,7 +144,8 @@ def test_sessiond_search_prints_one_safe_line_per_hit_with_its_resume_command(
     assert len(lines) == 2 and "\x1b" not in done.stdout and "\x07" not in done.stdout
     [mine] = [line for line in lines if line.startswith(own.summary.threadId[:8])]
     assert "the [okapi]" in mine and "Evil \\x1b]0;title\\x07" in mine
-    assert mine.endswith(f"» sessiond client resume {own.summary.threadId}")
+    # The hint runs as printed: the --home this search was given, the id as the line shows it.
+    assert mine.endswith(f"» sessiond --home {home} resume {own.summary.threadId[:8]}")
     [theirs] = [line for line in lines if line.startswith(imported.summary.threadId[:8])]
     assert theirs.endswith(f"» cd {tmp_path} && claude --resume 0b6e2c1a-okapi")
     as_json = [
@@ -154,7 +155,7 @@ def test_sessiond_search_prints_one_safe_line_per_hit_with_its_resume_command(
         ).stdout.splitlines()
     ]
     assert {h["resume"] for h in as_json} == {
-        f"sessiond client resume {own.summary.threadId}",
+        f"sessiond --home {home} resume {own.summary.threadId[:8]}",
         f"cd {tmp_path} && claude --resume 0b6e2c1a-okapi",
     }
     none = sessiond_cli("--home", str(home), "search", "okapi", "--since", "1m", "--agent", "codex")

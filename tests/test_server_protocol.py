@@ -126,3 +126,93 @@ def test_every_request_the_protocol_names_is_served(spawn: Spawn) -> None:
             server.request(method, {"threadId": 7, "cwd": 7, "limit": "many"})
         kinds[method] = refused.value.kind
     assert kinds and set(kinds.values()) == {"InvalidParams"}
+
+
+def test_a_first_line_that_is_not_a_message_gets_a_parse_error_and_the_next_one_is_served(
+    spawn: Spawn,
+) -> None:
+    """Issue 35: `hello` typed first once switched the stream to headers for good: every
+    JSON line after it was swallowed, and the server exited 0 without a word."""
+    server = spawn(framing="lines")
+    server.send_raw(b"hello there\n")
+    error = server.wait_orphan()["error"]
+    assert (error["code"], error["data"]["kind"]) == (-32700, "ParseError")
+    assert error["message"].startswith("not a JSON-RPC message: 'hello there': send one JSON")
+    server.initialize()
+    assert server.request("thread/list", {})["threads"] == []
+    assert server.shutdown() == 0
+    headers = spawn()  # an LSP client's headers after the stray line: answered in its framing
+    body = json.dumps({"jsonrpc": "2.0", "id": 99, "method": "initialize", "params": {}})
+    headers.send_raw(b"Starting...\r\n" + b"Content-Length: %d\r\n\r\n" % len(body) + body.encode())
+    assert headers.wait_orphan()["error"]["data"]["kind"] == "ParseError"
+    assert headers.response(99)["result"]["protocolVersion"] == 1
+
+
+def test_serve_on_a_terminal_says_what_it_expects_on_stderr(home: Path) -> None:
+    """A person who runs `sessiond serve --stdio` at a terminal sees one line saying what it
+    waits for, how to leave and where the methods are (a client on a pipe sees nothing)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from tests.support.rpc_client import REPO
+
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "--home", str(home), "serve", "--stdio"],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert process.stderr is not None
+        said = process.stderr.readline().decode()
+        os.write(leader, b"\x04")  # Ctrl-D: the end of input
+        assert process.wait(timeout=60) == 0
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert said == (
+        "sessiond: serving JSON-RPC 2.0 on stdin/stdout: one JSON request a line (or "
+        'Content-Length framed), the first {"jsonrpc":"2.0","id":1,"method":"initialize",'
+        '"params":{}}; Ctrl-D ends it; every method: docs/protocol.md in the sessiond '
+        "repository\n"
+    )
+    assert process.stderr.read() == b""
+    piped = ServerProcess(home)
+    try:
+        piped.initialize()
+        assert "serving JSON-RPC" not in piped.stderr()
+    finally:
+        piped.close()
+
+
+def test_thread_start_records_its_first_turn_and_answers_as_its_notice_does(
+    spawn: Spawn, tmp_path: Path
+) -> None:
+    """One request, a thread with content (the README's Try-it); its answer and the
+    `thread/started` every client gets say the same but `childCount` (the notice counts, an
+    answer is a snapshot a client may keep: not counted); an item it refuses starts nothing."""
+    server = spawn()
+    server.initialize()
+    turn = [
+        {"type": "message", "id": "q", "role": "user", "content": "where is it?"},
+        {"type": "message", "id": "a", "role": "assistant", "content": "in the queue"},
+    ]
+    started = server.request("thread/start", {"cwd": str(tmp_path), "title": "t", "items": turn})
+    (notice,) = server.wait_notification("thread/started")
+    assert started["thread"] == {**notice["params"]["thread"], "childCount": None}
+    assert notice["params"]["thread"]["childCount"] == 0
+    assert started["thread"]["itemCount"] == 2
+    assert started["thread"]["preview"] == "where is it?"
+    items = server.request("thread/read", {"threadId": started["thread"]["threadId"]})["items"]
+    assert [(i["type"], i.get("content")) for i in items] == [
+        ("session_meta", None), ("message", "where is it?"), ("message", "in the queue")
+    ]  # fmt: skip
+    with pytest.raises(RpcError) as refused:
+        server.request("thread/start", {"cwd": str(tmp_path), "items": [{"type": "lifecycle"}]})
+    assert refused.value.kind == "InvalidParams" and "items[0]" in refused.value.message
+    assert len(server.request("thread/list", {})["threads"]) == 1

@@ -16,8 +16,15 @@ _MISSING = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
 def default_home() -> Path:
-    """`$SESSIOND_HOME`, else `$XDG_STATE_HOME/sessiond`, else `~/.local/state/sessiond`."""
-    if home := os.environ.get("SESSIOND_HOME"):
+    """`$SESSIOND_HOME`, else `$XDG_STATE_HOME/sessiond`, else `~/.local/state/sessiond`.
+    Set but empty (`SESSIOND_HOME=$UNSET sessiond ...`) is a mistake, not the default:
+    ValueError, before any other home is touched."""
+    if (home := os.environ.get("SESSIOND_HOME")) is not None:
+        if not home.strip():
+            raise ValueError(
+                "SESSIOND_HOME is set but empty: name a directory, or unset it for the "
+                "default ($XDG_STATE_HOME/sessiond or ~/.local/state/sessiond)"
+            )
         return Path(home)
     if xdg := os.environ.get("XDG_STATE_HOME"):
         return Path(xdg) / "sessiond"

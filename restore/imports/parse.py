@@ -342,3 +342,8 @@ def _skipped(
     text = data.decode("utf-8", "replace")
     preview = (redactor.text(text) if redactor is not None else text)[:80].rstrip("\r\n")
     return SkippedLine(line_no, start, reason, preview).to_wire()
+
+
+skipped_line = _skipped
+"""For the planner: a file refused before parsing (no session id at its head) reports its
+first line as every skipped line is reported."""

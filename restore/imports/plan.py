@@ -20,7 +20,7 @@ from restore.agents.files import FileStore
 from restore.agents.identity import thread_id_for
 from restore.ids import sha256_of
 from restore.imports.ledger import ImportLedger, SourceCheckpoint
-from restore.imports.parse import HEAD_BYTES, ParseStart, open_source, range_sha
+from restore.imports.parse import HEAD_BYTES, ParseStart, open_source, range_sha, skipped_line
 from restore.imports.results import FileResult
 from restore.stores.api import Store, Writer
 
@@ -92,6 +92,8 @@ class Planner:
             why = f"{size:.1f} GiB, over the {limit} GiB a session file may be; not read"
             return FileResult(source, "too-large", reason=why)
         session_id = self.files.session_id(path)
+        if session_id is None and stat.st_size > HEAD_BYTES:
+            return self._not_a_session(path, stat.st_size)
         if session_id is None:
             return FileResult(source, "empty", reason="no session id (a plain name) in it yet")
         free = 1
@@ -109,6 +111,21 @@ class Planner:
                 return FileResult(source, "busy", thread_id, reason=exc.message)
         return Planned(source, stat.st_size, stat.st_mtime_ns, session_id, revision, thread_id,
                        start, writer, status)  # fmt: skip
+
+    def _not_a_session(self, path: Path, size: int) -> FileResult:
+        """A file too long to be a session not yet written whole (the agent puts its id
+        first) with no id at its head: junk, reported as its one skipped line, with what
+        it starts with, never dropped in silence as an empty session (a 20 MB line was)."""
+        try:
+            with open_source(str(path)) as handle:
+                head = handle.read(HEAD_BYTES)
+        except OSError as exc:
+            return FileResult(str(path), "unreadable", reason=exc.strerror or str(exc))
+        first = head.partition(b"\n")[0]
+        skipped = skipped_line(1, 0, first, "no_session_id", self.store.redactor)
+        why = f"no session id (a plain name) in its first {HEAD_BYTES} bytes, so no session: "
+        why += f"{size:,} bytes not read"
+        return FileResult(str(path), "empty", skipped=[skipped], reason=why)
 
     def _link_on_the_way(self, path: Path) -> Path | None:
         """The first folder between the root and `path` that is a link (a watcher may

@@ -53,17 +53,26 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+KNOWN = {"mode": "off | default | strict", "allow": "a list of regexes",
+         "patterns": "[[patterns]] tables of kind and regex"}  # fmt: skip
+PATTERN_KEYS = ("kind", "regex")
+
+
 def load_settings(home: Path, mode: str | None = None) -> RedactionSettings:
     """The home's redaction settings; `mode` (the flag or the environment) wins over the
-    file's. A file that does not parse, or a pattern that does not compile, is one
-    InvalidParams naming it: nothing is stored unredacted because of a typo."""
+    file's. A file that does not parse, a key or table it does not know (a typo:
+    `[[pattern]]`, `modee`), a value of the wrong shape or a pattern that does not compile
+    is one InvalidParams naming the file, the line and what it knows: nothing is stored
+    unredacted because of a typo."""
     path = home / CONFIG_NAME
     try:
-        config = tomllib.loads(read_regular(path).decode())
+        text = read_regular(path).decode()
+        config = tomllib.loads(text)
     except FileNotFoundError:
-        config = {}
+        text, config = "", {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise _refuse(f"{path} cannot be read: {exc}") from None
+    _check_shape(path, text, config)
     chosen = check_mode(str(mode or config.get("mode", "default")))
     patterns: list[tuple[str, str]] = []
     for entry in config.get("patterns", ()):
@@ -72,10 +81,45 @@ def load_settings(home: Path, mode: str | None = None) -> RedactionSettings:
             raise _refuse(f"{path}: a pattern needs a kind (a-z, 0-9, -) and a regex")
         _compiles(path, regex)
         patterns.append((kind, regex))
-    allow = tuple(str(regex) for regex in config.get("allow", ()))
+    allow = tuple(config.get("allow", ()))
     for regex in allow:
         _compiles(path, regex)
     return RedactionSettings(chosen, tuple(patterns), allow)
+
+
+def _check_shape(path: Path, text: str, config: dict[str, object]) -> None:
+    """Every key one the file may hold, every value of its shape."""
+    knows = "; ".join(f"{key} ({what})" for key, what in KNOWN.items())
+    for key, value in config.items():
+        if key not in KNOWN:
+            raise _refuse(f"{_where(path, text, key)}: unknown key {key!r}: it knows {knows}")
+        if key == "mode" and not isinstance(value, str):
+            raise _refuse(f"{_where(path, text, key)}: mode is a string ({KNOWN['mode']})")
+        if key == "allow" and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise _refuse(f"{_where(path, text, key)}: allow is a list of regexes (strings)")
+        if key == "patterns":
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                raise _refuse(f"{_where(path, text, key)}: patterns are [[patterns]] tables")
+            for entry in value:
+                for name in entry:
+                    if name not in PATTERN_KEYS:
+                        raise _refuse(
+                            f"{_where(path, text, name)}: unknown key {name!r} in "
+                            "[[patterns]]: a pattern has kind and regex"
+                        )
+
+
+def _where(path: Path, text: str, key: str) -> str:
+    """`path, line N`: where `key` is first set or opens a table (tomllib keeps no
+    positions, so the text is searched: a bare, quoted or dotted key, or a header)."""
+    name = re.escape(key)
+    found = re.compile(
+        rf"^[ \t]*(\[\[?[ \t]*[\"']?{name}[\"']?[ \t]*[\].]|[\"']?{name}[\"']?[ \t]*[=.])",
+        re.MULTILINE,
+    ).search(text)
+    return f"{path}, line {text.count(chr(10), 0, found.start()) + 1}" if found else str(path)
 
 
 def _compiles(path: Path, regex: str) -> None:

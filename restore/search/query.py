@@ -120,5 +120,8 @@ def parse(text: str) -> Query:
         problem = f"{skipped[0]} has no letters or digits to search for" if skipped else "empty"
         raise invalid(problem)
     if all(term.negated for term in terms):
-        raise invalid("only excluded terms: say what to find as well")
+        raise invalid(
+            "only excluded terms: -word leaves out the records that have it; say what to "
+            "find as well (deploy -staging)"
+        )
     return Query(text, tuple(terms))

@@ -12,8 +12,9 @@ from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.environment import canonical
-from restore.ids import validate_thread_id
+from restore.ids import id_prefix, validate_thread_id
 from restore.stores.api import ExternalChange, Listing, Progress, Store
+from restore.summary import ThreadSummary
 
 logger = logging.getLogger("sessiond.threads")
 ThreadInfo = dict[str, Any]
@@ -21,6 +22,9 @@ ThreadInfo = dict[str, Any]
 Infos = list[ThreadInfo]
 Changes = list[ExternalChange]
 Ids = list[str]
+Rows = list[ThreadSummary]
+CANDIDATES = 10
+"""Threads an ambiguous prefix names, at most: enough to pick from, one line to read."""
 
 
 class Lists:
@@ -61,6 +65,26 @@ class Lists:
             limit=limit,
             parent_thread_id=parent_thread_id,
         )
+
+    def with_prefix(self, text: str, limit: int = CANDIDATES) -> Rows:
+        """The threads whose id starts with what a person typed (restore/ids.py
+        `id_prefix`), archived and sub-agents too, in id order, at most `limit`."""
+        prefix = id_prefix(text)
+        index = self.store.index
+        index.ensure_ready()
+        self.store.flush()
+        return index.with_prefix(prefix, limit)
+
+    def thread_id_of(self, text: str) -> str:
+        """The one thread a typed id or unique prefix names, git-style: a whole id as it
+        is (no lookup), a prefix looked up (`not_one` otherwise)."""
+        if len(text.strip()) == 36:
+            return validate_thread_id(text.strip().lower())
+        found = self.with_prefix(text, CANDIDATES + 1)
+        if len(found) == 1:
+            return found[0].threadId
+        infos = [row.thread_info() for row in found[:CANDIDATES]]
+        raise not_one(id_prefix(text), infos, more=len(found) > CANDIDATES)
 
     def listed_parent(self, thread_id: str) -> str | None:
         """The parent a listing files this thread under (None: a top-level thread, or no
@@ -111,3 +135,23 @@ class Lists:
         """Write the listing rows the store held back (`FLUSH_SECONDS` after the last
         write, from the host's timer). Never raises: the rows are derived."""
         self.store.flush()
+
+
+def not_one(prefix: str, infos: Infos, *, more: bool = False) -> ProtocolError:
+    """Why a typed prefix names no thread (ThreadNotFound) or several (InvalidId, one
+    line naming each with its title, so the person types more of the one they mean)."""
+    if not infos:
+        return ProtocolError(
+            ErrorKind.THREAD_NOT_FOUND, f"no thread id starts with {prefix}", threadId=prefix
+        )
+    named = ", ".join(
+        f"{info['threadId']} ({info['title'] or info['preview'] or 'no messages yet'})"[:100]
+        for info in infos
+    )
+    return ProtocolError(
+        ErrorKind.INVALID_ID,
+        f"{prefix} is the start of {len(infos)}{' and more' if more else ''} thread ids: "
+        f"{named}; type more of the one you mean",
+        field="threadId",
+        candidates=[info["threadId"] for info in infos],
+    )

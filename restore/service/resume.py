@@ -1,4 +1,4 @@
-"""A resume and its RestoreReport (DESIGN.md §4): every subsystem restored in order and
+"""A resume and its RestoreReport (docs/restore-contract.md): every subsystem restored in order and
 judged against the current workspace; a new session opens only when the thread would not
 continue in the wrong place.
 
@@ -153,6 +153,49 @@ def resume(sessions: Sessions, pages: Pages, thread_id: str, ask: Ask) -> Report
             writer.close()
 
 
+def preview(sessions: Sessions, pages: Pages, thread_id: str, ask: Ask) -> Report:
+    """What a resume would restore and say, writing nothing and taking no lock
+    (`sessiond resume`: a person's look before continuing, while an editor may hold the
+    thread): read in full, judged against the current workspace; no session (`sessionId`
+    null) whatever the status. An imported thread's is its resume, which writes nothing."""
+    store = sessions.store
+    thread_id = validate_thread_id(thread_id)
+    origin = store.read_origin(thread_id)
+    if origin is not None and imported(origin.get("agent")):
+        return _resume_mirror(sessions, pages, thread_id, origin, ask)
+    contents, archived = store.read(thread_id)
+    if archived:
+        raise ProtocolError(
+            ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
+        )
+    state = ThreadState().apply_all(contents.items)
+    summary = summarize(thread_id, contents.items)
+    snapshot, _ = store.load_snapshot(thread_id)
+    clean = snapshot is not None and snapshot.closed_session_id == summary.latestSessionId
+    current = probe(cwd_of(ask.cwd, state.states["worktree"]), ask.trusted_folders)
+    verdict = judge(state, current, ask.available_models, subagent_costs(store, state))
+    recovery = {
+        "skippedLines": [line.to_wire() for line in contents.skipped],
+        "snapshotUsed": False,
+        "snapshotProblem": None,
+        "replayedItems": len(contents.items),
+        "bomStripped": contents.bom,
+        "tornTailRecovered": contents.torn_tail_offset is not None,
+    }
+    return report(
+        not verdict.blocked or ask.accept_drift,
+        summary,
+        {"sessionId": None, "resumedFrom": summary.latestSessionId},
+        verdict,
+        current,
+        summary.lastSeq,
+        recovery,
+        "user" if clean else "process_recovery",
+        newest_messages(pages, thread_id, state, ask.message_limit, ask.max_bytes),
+        None,
+    )
+
+
 def _resume_mirror(
     sessions: Sessions, pages: Pages, thread_id: str, origin: dict[str, Any], ask: Ask
 ) -> Report:
@@ -292,7 +335,7 @@ def report(
     messages: dict[str, Any],
     read_only: dict[str, Any] | None,
 ) -> Report:
-    """The RestoreReport (DESIGN.md §4) of a judged thread."""
+    """The RestoreReport (docs/restore-contract.md) of a judged thread."""
     recorded = verdict.outcome("worktree").state or {}  # the worktree subsystem's state
     return {
         "status": "ready" if ready else "needs_review",

@@ -135,6 +135,15 @@ class ThreadService(Lists, Searches):
                   max_bytes)  # fmt: skip
         return resume(self.sessions, self.pages, thread_id, ask)
 
+    def preview(
+        self, thread_id: str, *, cwd: str | None, accept_drift: bool, message_limit: int
+    ) -> Report:
+        """What a resume would restore and say, writing nothing (`sessiond resume`)."""
+        from restore.service.resume import Ask, preview
+
+        ask = Ask(cwd, accept_drift, message_limit, None, LOCAL_OWNER, (), 8 * 1024 * 1024)
+        return preview(self.sessions, self.pages, thread_id, ask)
+
     def fork(
         self,
         thread_id: str,

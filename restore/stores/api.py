@@ -53,6 +53,8 @@ and `listening` (no thread, no row) each time the listener is (again) in place: 
 before it may have been missed, changes after it are not."""
 Listing = tuple[list[ThreadSummary], str | None]
 """One page of a listing and the cursor of the next (None: the last page)."""
+Rows = list[ThreadSummary]
+"""Listing rows, however found (an id prefix's threads)."""
 
 FLUSH_SECONDS = 0.5
 """How long a store may hold listing rows back (the embedded store batches them: one SQLite
@@ -581,6 +583,12 @@ class Index(Protocol):
         ...
 
     def count(self) -> int: ...
+
+    def with_prefix(self, prefix: str, limit: int) -> Rows:
+        """The threads whose id starts with `prefix` (canonical: restore/ids.py `id_prefix`),
+        archived and sub-agents too, in id order, at most `limit`: what a person's
+        `sessiond show 88180741` names. One range of the key, never a scan."""
+        ...
 
 
 class Pages(Protocol):

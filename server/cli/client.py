@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from protocol import PROTOCOL_VERSION
+from protocol.errors import ErrorKind, ProtocolError
+from server.cli.terminal import safe
 from server.config import ServerConfig
 from server.transport.discovery import live_servers, servers_dir
 from server.transport.linger import DEFAULT_LINGER_SECONDS
@@ -253,22 +255,44 @@ def add_arguments(client: argparse.ArgumentParser, common: argparse.ArgumentPars
     )
     listing = actions.add_parser("list", help="list threads, newest first", parents=[common])
     listing.add_argument("--workspace-folder", help="only threads in or under this folder")
-    listing.add_argument("--limit", type=int, default=50)
-    resume = actions.add_parser(
-        "resume", help="resume a thread and print its restore report", parents=[common]
+    from server.cli.options import limit
+
+    listing.add_argument(
+        "--limit", type=limit, default=50, help="at most this many, 1 to 200 (default 50)"
     )
-    resume.add_argument("thread_id")
-    resume.add_argument("--accept-drift", action="store_true")
+    thread_id = "a thread id, or its first 4 or more hex digits (as list and search print)"
+    resume = actions.add_parser(
+        "resume",
+        help="resume a thread and print its RestoreReport as JSON (for a person: "
+        "`sessiond resume ID`)",
+        parents=[common],
+    )
+    resume.add_argument("thread_id", metavar="ID", help=thread_id)
+    resume.add_argument(
+        "--accept-drift",
+        action="store_true",
+        help="open a session though the workspace drifted from where the thread was "
+        "recorded (recorded in the thread as drift_accepted)",
+    )
     record = actions.add_parser(
         "record", help="resume a thread and record one message", parents=[common]
     )
-    record.add_argument("thread_id")
-    record.add_argument("--message", required=True)
-    record.add_argument("--role", choices=("user", "assistant", "system"), default="user")
+    record.add_argument("thread_id", metavar="ID", help=thread_id)
+    record.add_argument(
+        "--message", required=True, metavar="TEXT", help="the message's content (plain text)"
+    )
+    record.add_argument(
+        "--role",
+        choices=("user", "assistant", "system"),
+        default="user",
+        help="who says it (default: user)",
+    )
 
 
 async def _run(home: Path, args: argparse.Namespace, store: str | None = None) -> Any:
-    client = await attach(home, os.getcwd(), port=args.port, spawn=args.spawn, linger=args.linger)
+    client = await attach(
+        home, os.getcwd(), port=args.port, spawn=args.spawn, linger=args.linger, store=store
+    )
     try:
         if args.client_command == "attach":
             record = client.record
@@ -279,13 +303,14 @@ async def _run(home: Path, args: argparse.Namespace, store: str | None = None) -
                 "discoveryFile": str(servers_dir(home) / f"{record.get('port')}.json"),
             }
         if args.client_command == "list":
-            params: dict[str, Any] = {"limit": max(1, min(args.limit, 200))}
+            params: dict[str, Any] = {"limit": args.limit}
             if args.workspace_folder:
                 params["workspaceFolder"] = args.workspace_folder
             return await client.request("thread/list", params)
+        thread_id = await resolve(client, args.thread_id)
         report = await client.request(
             "thread/resume",
-            {"threadId": args.thread_id, "acceptDrift": getattr(args, "accept_drift", False)},
+            {"threadId": thread_id, "acceptDrift": getattr(args, "accept_drift", False)},
         )
         if args.client_command == "resume":
             return report
@@ -300,10 +325,24 @@ async def _run(home: Path, args: argparse.Namespace, store: str | None = None) -
         }
         return await client.request(
             "thread/record",
-            {"threadId": args.thread_id, "sessionId": session_id, "items": [item]},
+            {"threadId": thread_id, "sessionId": session_id, "items": [item]},
         )
     finally:
         await client.close()
+
+
+async def resolve(client: Client, typed: str) -> str:
+    """The one thread a typed id or unique prefix names, asked of the server
+    (`thread/resolve`: its store, whichever that is); a whole id as it is."""
+    if len(typed.strip()) == 36:
+        return typed.strip().lower()
+    found = await client.request("thread/resolve", {"prefix": typed})
+    if len(found["threads"]) == 1:
+        return str(found["threads"][0]["threadId"])
+    from restore.ids import id_prefix
+    from restore.service.listing import not_one
+
+    raise not_one(id_prefix(typed), found["threads"], more=found["more"])
 
 
 def run(config: ServerConfig, args: argparse.Namespace) -> int:
@@ -311,10 +350,20 @@ def run(config: ServerConfig, args: argparse.Namespace) -> int:
     if not args.linger >= 0:
         print("sessiond: --linger takes a number of seconds, 0 or more", file=sys.stderr)
         return 2
+    home = Path(config.home)
     try:
-        answer = asyncio.run(_run(Path(config.home), args, config.store))
+        if args.spawn:  # the server it may start keeps its discovery file there
+            from restore.home.state import open_home
+
+            open_home(home)
+        elif home.exists() and not home.is_dir():
+            raise ProtocolError(ErrorKind.STORAGE_ERROR, f"{home} is not a directory")
+        answer = asyncio.run(_run(home, args, config.store))
     except RemoteError as remote:
         print(f"sessiond: {remote}", file=sys.stderr)
+        return 2
+    except ProtocolError as failed:  # a prefix naming no thread, or several
+        print(f"sessiond: {failed.kind}: {safe(failed.message, one_line=True)}", file=sys.stderr)
         return 2
     except LookupError as missing:
         print(f"sessiond: {missing}", file=sys.stderr)

@@ -57,7 +57,7 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
             archived=args.archived,
             search=args.search,
             cursor=None,
-            limit=max(1, min(args.limit, 200)),
+            limit=args.limit,
         )
         infos = _with_children([thread.thread_info() for thread in threads], service)
     finally:
@@ -115,7 +115,9 @@ def _children(service: ThreadService, thread_id: str) -> list[ThreadSummary]:
             return found
 
 
-def _nested(service: ThreadService, thread_id: str, depth: int = 0) -> dict[str, list[str]]:
+def _nested(
+    service: ThreadService, thread_id: str, depth: int = 0, *, everything: bool = False
+) -> dict[str, list[str]]:
     """The transcripts of a thread's sub-agents, by the operation that started each (its
     own id when none is recorded), theirs nested in turn."""
     nested: dict[str, list[str]] = {}
@@ -125,7 +127,8 @@ def _nested(service: ThreadService, thread_id: str, depth: int = 0) -> dict[str,
         contents, _ = service.store.read(child.threadId)
         lines = [safe(f"sub-agent thread {child.threadId}: {_label(child.thread_info())}",
                       one_line=True)]  # fmt: skip
-        lines += transcript.render(contents.items, _nested(service, child.threadId, depth + 1))
+        deeper = _nested(service, child.threadId, depth + 1, everything=everything)
+        lines += transcript.render(contents.items, deeper, everything=everything)
         nested.setdefault(child.parentOperationId or child.threadId, []).extend(lines)
     return nested
 
@@ -133,9 +136,9 @@ def _nested(service: ThreadService, thread_id: str, depth: int = 0) -> dict[str,
 def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
     service = _service(config)
     try:
-        contents, archived = service.store.read(args.thread_id)
-        nested = {} if args.json else _nested(service, args.thread_id)
-        parent = service.index.get(args.thread_id) if not args.json else None
+        thread_id = service.thread_id_of(args.thread_id)
+        contents, archived = service.store.read(thread_id)
+        nested = {} if args.json else _nested(service, thread_id, everything=args.all)
     finally:
         service.close_all()
     if args.json:
@@ -144,14 +147,14 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
     else:
         from restore.summary import summarize
 
-        title = summarize(args.thread_id, contents.items).title  # the thread's, not a tool's
-        heading = f"thread {args.thread_id}" + (" (archived)" if archived else "")
-        print(safe(f"{heading}: {title}", one_line=True) if title else heading)
-        if parent is not None and parent.parentThreadId:
-            print(f"sub-agent of thread {parent.parentThreadId}")
-        for line in transcript.render(contents.items, nested):
+        summary = summarize(thread_id, contents.items)  # the row `list` shows, from the file
+        heading = f"thread {thread_id}" + (" (archived)" if archived else "")
+        print(safe(f"{heading}: {_label(summary.thread_info())}", one_line=True))
+        if summary.parentThreadId:
+            print(f"sub-agent of thread {summary.parentThreadId}")
+        for line in transcript.render(contents.items, nested, everything=args.all):
             print(line)
-        print(transcript.footer(contents.items))
+        print(transcript.footer(contents.items, summary.itemCount))
     for skipped in contents.skipped:
         print(
             f"skipped line {skipped.lineNo} ({skipped.reason}) at byte {skipped.byteOffset}",
@@ -187,7 +190,7 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
         report = store.check(progress, repair=args.repair, rebuild_index=args.rebuild_index)
     finally:
         store.close()
-    print(f"checked {plural(report.files, 'thread file')}, {plural(report.items, 'item')}")
+    print(f"checked {plural(report.files, 'thread file')}, {plural(report.items, 'record')}")
     for finding in report.findings:
         where = safe(str(finding.path), one_line=True)
         if finding.error:
@@ -297,6 +300,9 @@ def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
     from restore.imports.importer import Importer
 
     agent = named(args.agent)
+    home = open_home(Path(config.home))
+    if home.read_only is not None:  # its ledger (imports.sqlite3) is kept there, any store
+        raise home.refuse_write("nothing can be imported into it")
     service = _service(config)
     root = Path(args.source) if args.source else None
     importer = Importer(service, agent, root, live=args.watch)

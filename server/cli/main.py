@@ -22,14 +22,12 @@ from pathlib import Path
 from protocol import PROTOCOL_VERSION
 from protocol.agents import AGENT_FLAGS
 from server import __version__
+from server.cli.options import THREAD_ID_HELP, CommandError, frame_size, limit
 from server.config import ServerConfig
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 USAGE_ERROR = 2
-
-
-class CommandError(Exception):
-    """A known failure of a command, printed as one line: `sessiond: <message>`."""
+__all__ = ["CommandError", "main"]  # CommandError: where commands.py has always found it
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,10 @@ def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentP
         help="when an append counts as durable (default: fsync, or $SESSIOND_DURABILITY)",
     )
     parser.add_argument(
-        "--max-frame", type=int, metavar="BYTES", help="largest accepted message (default 16 MiB)"
+        "--max-frame",
+        type=frame_size,
+        metavar="BYTES",
+        help="largest accepted message, at least 1024 (default 16 MiB)",
     )
     parser.add_argument(
         "--follow",
@@ -98,7 +99,9 @@ def _list_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPa
     parser.add_argument("--workspace-folder", help="only threads in or under this folder")
     parser.add_argument("--archived", action="store_true", help="list archived threads")
     parser.add_argument("--search", help="case-insensitive text in title or preview")
-    parser.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    parser.add_argument(
+        "--limit", type=limit, default=50, help="at most this many, 1 to 200 (default 50)"
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="one JSON object (ThreadInfo) a line")
     output.add_argument("-q", "--quiet", action="store_true", help="thread ids only, one a line")
@@ -130,8 +133,44 @@ def _import_arguments(parser: argparse.ArgumentParser, common: argparse.Argument
 
 
 def _show_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    parser.add_argument("thread_id", metavar="THREAD_ID")
-    parser.add_argument("--json", action="store_true", help="the raw items, one JSON a line")
+    parser.add_argument("thread_id", metavar="ID", help=THREAD_ID_HELP)
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
+        "--all",
+        action="store_true",
+        help="also the server's bookkeeping records (imports' checkpoints, ACP updates, ...)",
+    )
+    output.add_argument("--json", action="store_true", help="every stored record, one JSON a line")
+
+
+def _resume_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("thread_id", metavar="ID", help=THREAD_ID_HELP)
+    parser.add_argument(
+        "--cwd", help="judge the workspace in this directory (default: where it was recorded)"
+    )
+    parser.add_argument(
+        "--accept-drift",
+        action="store_true",
+        help="say ready though the workspace drifted (an imported thread: offer its agent's "
+        "resume command anyway)",
+    )
+    parser.add_argument("--json", action="store_true", help="the RestoreReport itself")
+
+
+def _ids_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("thread_ids", metavar="ID", nargs="+", help=THREAD_ID_HELP)
+
+
+def _delete_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    _ids_arguments(parser, common)
+    parser.add_argument(
+        "--yes", action="store_true", help="do not ask (needed when not on a terminal)"
+    )
+
+
+def _rename_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument("thread_id", metavar="ID", help=THREAD_ID_HELP)
+    parser.add_argument("title", metavar="TITLE", nargs="+", help="the new title")
 
 
 def _doctor_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -192,6 +231,31 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         "show", "print a thread as a transcript", _show_arguments, "server.cli.commands:show_thread"
+    ),
+    Subcommand(
+        "resume",
+        "what resuming a thread gives back: drift, open operations, todos, cost, and how to "
+        "continue it",
+        _resume_arguments,
+        "server.cli.resume:resume",
+    ),
+    Subcommand(
+        "rename", "give a thread a new title", _rename_arguments, "server.cli.manage:rename"
+    ),
+    Subcommand(
+        "archive",
+        "move threads off the list (kept whole)",
+        _ids_arguments,
+        "server.cli.manage:archive",
+    ),
+    Subcommand(
+        "unarchive", "bring archived threads back", _ids_arguments, "server.cli.manage:unarchive"
+    ),
+    Subcommand(
+        "delete",
+        "delete threads for good (asks first on a terminal)",
+        _delete_arguments,
+        "server.cli.manage:delete",
     ),
     Subcommand(
         "search",
@@ -333,10 +397,29 @@ def _password_on_the_command_line(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """argv parsed; `search`'s documented `-word` (an excluded term) is a word of its
+    query, not an unknown option (argparse would refuse it, or take `-dx` for `-d x`)."""
+    parser = _parser(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command == "search":
+        words = [arg for arg in unknown if arg.startswith("-") and not arg.startswith("--")]
+        if len(words) == len(unknown):
+            args.query = [*args.query, *words]
+            return args
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = _parser(argv).parse_args(argv)
-    config = ServerConfig()
+    args = _parse(argv)
+    try:  # the environment's settings, checked as they are read
+        config = ServerConfig(**({"home": args.home} if getattr(args, "home", None) else {}))
+    except ValueError as exc:
+        print(f"sessiond: {exc}", file=sys.stderr)
+        return USAGE_ERROR
     if getattr(args, "home", None):
         config.home = args.home
     if getattr(args, "store", None):
@@ -355,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
             return USAGE_ERROR
     name = args.command or DEFAULT_SUBCOMMAND
     if args.command is None:  # `sessiond` alone serves on stdio, with serve's defaults
-        args = _parser(argv).parse_args([*argv, name])
+        args = _parse([*argv, name])
     subcommand = next(sub for sub in SUBCOMMANDS if sub.name == name)
     module, _, function = subcommand.run.partition(":")
     try:
@@ -371,7 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if (line := _known_failure(exc)) is None:
             raise
-        print(f"sessiond: {line}", file=sys.stderr)
+        from server.cli.terminal import safe
+
+        print(f"sessiond: {safe(line, one_line=True)}", file=sys.stderr)  # it may quote a title
         return USAGE_ERROR
 
 
@@ -415,6 +500,8 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
 
             home = Path(config.home)
             claim = lambda: spawn.claim(home, answering_server)  # noqa: E731
+        if args.stdio:
+            _greet_a_terminal()
         return ws.run(
             SessiondServer(config),
             args.ws,
@@ -423,7 +510,23 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
             linger=args.linger,
             claim=claim,
         )
+    _greet_a_terminal()
     return run_stdio(SessiondServer(config))
+
+
+GREETING = (
+    "sessiond: serving JSON-RPC 2.0 on stdin/stdout: one JSON request a line (or "
+    'Content-Length framed), the first {"jsonrpc":"2.0","id":1,"method":"initialize",'
+    '"params":{}}; Ctrl-D ends it; every method: docs/protocol.md in the sessiond repository'
+)
+
+
+def _greet_a_terminal() -> None:
+    """On a terminal, stdio serving would otherwise wait in silence for JSON: one line on
+    stderr says what it expects, how to leave and where the methods are. A client (a pipe)
+    never sees it."""
+    if sys.stdin.isatty():
+        print(GREETING, file=sys.stderr, flush=True)
 
 
 def acp(config: ServerConfig, args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ import re
 import shlex
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from protocol.agents import AGENT_IDS
 from restore.service import open_service
 from restore.stores import Settings
 from restore.stores.api import ts_at
+from server.cli.options import CommandError, limit
 from server.cli.terminal import clip, print_json, relative_time, safe
 from server.config import ServerConfig
 
@@ -32,32 +34,54 @@ BOLD, PLAIN = "\x1b[1;4m", "\x1b[22;24m"
 
 
 def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    parser.add_argument("query", metavar="QUERY", help='words, "a phrase", prefix*, -word')
+    parser.add_argument(
+        "query",
+        metavar="QUERY",
+        nargs="*",
+        help='words, "a phrase", prefix*, -word (leaves out what has it): all of them, '
+        "one argument or several",
+    )
     parser.add_argument("--cwd", help="only threads started in this directory")
     parser.add_argument("--workspace-folder", help="only threads in or under this folder")
     parser.add_argument("--agent", choices=("sessiond", *AGENT_IDS, "acp"))
     parser.add_argument("--role", choices=("user", "assistant", "tool", "edit", "todo", "title"))
-    parser.add_argument("--since", help="only records this recent: 30m, 12h, 7d, 2w, or a date")
+    parser.add_argument(
+        "--since",
+        help="only records this recent: 30m, 12h, 7d, 2w (that long ago), or an ISO 8601 "
+        "date or time (2026-03-10, 2026-03-10T12:00:00Z)",
+    )
     parser.add_argument("--until", help="only records older than this (same forms)")
     parser.add_argument("--archived", action="store_true", help="search archived threads")
-    parser.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    parser.add_argument(
+        "--limit", type=limit, default=20, help="at most this many, 1 to 200 (default 20)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object (SearchHit) a line")
 
 
-def when(value: str | None, now: float | None = None) -> str | None:
-    """`7d` (and m, h, w) as the ISO instant that long ago; anything else as given (an ISO
-    date or time, which the search checks)."""
+def when(value: str | None, option: str = "--since", now: float | None = None) -> str | None:
+    """`7d` (and m, h, w) as the ISO instant that long ago; an ISO date or time as given;
+    anything else a one-line error naming the forms `option` takes."""
     if value is None:
         return None
     if (ago := _AGO.fullmatch(value.strip())) is None:
-        return value
+        try:
+            datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise CommandError(
+                f"{option} takes 30m, 12h, 7d, 2w (that long ago) or an ISO 8601 date or "
+                f"time (2026-03-10, 2026-03-10T12:00:00Z), not {value[:40]!r}"
+            ) from None
+        return value.strip()
     seconds = int(ago.group(1)) * _UNIT[ago.group(2)]
     return ts_at((time.time() if now is None else now) - seconds)
 
 
-def resume_command(thread: dict[str, Any]) -> str:
+def resume_command(thread: dict[str, Any], where_flags: str = "") -> str:
     """What continues the thread from a shell: its agent's own resume for an imported
-    one (restore/agents/registry.py), `sessiond client resume` for the others."""
+    one (restore/agents/registry.py); for the others `sessiond resume` with the id's first
+    8 digits (what this line shows), which says what a resume gives back and how to go
+    on. `where_flags`: the `--home` / `--store` this search was given, so the command
+    reads the same threads as printed."""
     from restore.agents.registry import handoff_command, imported
 
     origin = thread.get("origin") or {}
@@ -68,7 +92,7 @@ def resume_command(thread: dict[str, Any]) -> str:
         if command:
             where = f"cd {shlex.quote(cwd)} && " if isinstance(cwd, str) and cwd else ""
             return where + shlex.join(command)
-    return f"sessiond client resume {thread['threadId']}"
+    return f"sessiond{where_flags} resume {thread['threadId'][:8]}"
 
 
 def highlighted(snippet: str, highlights: list[list[int]], color: bool) -> str:
@@ -84,6 +108,15 @@ def highlighted(snippet: str, highlights: list[list[int]], color: bool) -> str:
 
 
 def search(config: ServerConfig, args: argparse.Namespace) -> int:
+    query = " ".join(args.query)
+    if not query.strip():
+        raise CommandError('a search needs QUERY: words, "a phrase", prefix*, -word')
+    since, until = when(args.since), when(args.until, "--until")
+    flags = "".join(
+        f" --{option} {shlex.quote(str(getattr(args, option)))}"
+        for option in ("home", "store")
+        if getattr(args, option, None)
+    )
     service = open_service(Settings(Path(config.home), config.store))
     interactive = sys.stderr.isatty()
 
@@ -94,15 +127,15 @@ def search(config: ServerConfig, args: argparse.Namespace) -> int:
 
     try:
         found = service.search(
-            args.query,
+            query,
             cwd=args.cwd,
             workspace_folder=args.workspace_folder,
             agent=args.agent,
             role=args.role,
-            since=when(args.since),
-            until=when(args.until),
+            since=since,
+            until=until,
             archived=args.archived,
-            limit=max(1, min(args.limit, 200)),
+            limit=args.limit,
             progress=progress,
             budget=None,  # a command has the index to itself: build what is missing
         )
@@ -114,14 +147,14 @@ def search(config: ServerConfig, args: argparse.Namespace) -> int:
         if args.json:
             print_json({"threadId": info["threadId"], "seq": hit.seq, "role": hit.role,
                         "ts": hit.ts, "snippet": hit.snippet, "highlights": hit.highlights,
-                        "thread": info, "resume": resume_command(info)})  # fmt: skip
+                        "thread": info, "resume": resume_command(info, flags)})  # fmt: skip
             continue
         label = str(info["title"] or info["preview"] or "(untitled)")
         print(
             f"{info['threadId'][:8]}  {relative_time(hit.ts):>9}  "
             f"{clip(safe(label, one_line=True), TITLE_COLUMNS):{TITLE_COLUMNS}}  "
             f"{hit.role:9}  {highlighted(hit.snippet, hit.highlights, color)}  "
-            f"» {safe(resume_command(info), one_line=True)}"
+            f"» {safe(resume_command(info, flags), one_line=True)}"
         )
     if not found.hits and not args.json:
         print("no hits", file=sys.stderr)

@@ -15,6 +15,9 @@ from server.cli.terminal import plural, safe
 
 INDENT = "    "
 TODO_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+BOOKKEEPING = frozenset({"import_checkpoint", "acp_update", "acp_session"})
+"""Records the server keeps for itself (where an import stopped, what an ACP editor was
+sent to replay it, which agent session a proxy talks to): shown only with `--all`."""
 
 
 def _text(value: Any) -> str:
@@ -86,16 +89,21 @@ def _lifecycle(item: dict[str, Any]) -> str:
 
 
 def render(
-    items: Iterable[dict[str, Any]], nested: Mapping[str, list[str]] | None = None
+    items: Iterable[dict[str, Any]],
+    nested: Mapping[str, list[str]] | None = None,
+    *,
+    everything: bool = False,
 ) -> Iterator[str]:
     """Transcript lines, in seq order. `nested`: lines to show, indented, under the
     operation with that id once it has ended (a sub-agent's transcript under the call that
-    started it); any left over follow at the end."""
+    started it); any left over follow at the end. `everything`: the bookkeeping too."""
     pending = dict(nested or {})
     total_usd = 0.0
     speaker: str | None = None  # consecutive messages of one role share a header
     for item in items:
         kind = item.get("type")
+        if kind in BOOKKEEPING and not everything:
+            continue
         if kind == "message":
             role = _field(item, "role") or "message"
             if item.get("thought") is True:  # its reasoning, not its answer
@@ -130,6 +138,12 @@ def render(
         elif kind == "cost":
             total_usd += float(item.get("usd") or 0)
             yield _cost(item, total_usd)
+        elif kind == "cost_reported":
+            yield (
+                f"{INDENT}$ {_field(item, 'model')}: {item.get('inputTokens', 0)} in, "
+                f"{item.get('outputTokens', 0)} out tokens, ${float(item.get('usd') or 0):.4f}"
+                " (counted by the agent, in no line of its transcript)"
+            )
         elif kind == "thread_title":
             yield f"{INDENT}title: {_field(item, 'title')}"
         elif kind == "model_override":
@@ -151,6 +165,13 @@ def render(
             yield f"── rewound to the end of turn {_field(item, 'toTurnId')} ──"
         elif kind == "drift_accepted":
             yield f"{INDENT}(continued in a changed workspace: drift accepted)"
+        elif kind == "permission_decision":
+            answer = _field(item, "optionKind") or (
+                "allowed" if item.get("allowed") else "rejected"
+            )
+            if item.get("outcome") == "cancelled":
+                answer = "cancelled"
+            yield f"{INDENT}asked: {_field(item, 'title') or 'permission'}: {answer}"
         else:
             yield f"{INDENT}[{safe(str(kind), one_line=True)}]"
     for lines in pending.values():
@@ -158,11 +179,12 @@ def render(
             yield f"{INDENT}{line}"
 
 
-def footer(items: list[dict[str, Any]]) -> str:
-    """`12 items · 3 messages · $0.4213 spent`."""
+def footer(items: list[dict[str, Any]], item_count: int) -> str:
+    """`12 items · 3 messages · $0.4213 spent`: `item_count` is the thread's (ThreadInfo's
+    `itemCount`, as `list` says it: the conversation, bookkeeping not counted)."""
     messages = sum(1 for i in items if i.get("type") == "message")
     costs = [float(i.get("usd") or 0) for i in items if i.get("type") == "cost"]
-    parts = [plural(len(items), "item"), plural(messages, "message")]
+    parts = [plural(item_count, "item"), plural(messages, "message")]
     if costs:
         parts.append(f"${sum(costs):.4f} spent")
     return " · ".join(parts)

@@ -33,6 +33,7 @@ HANDLERS: dict[str, Handler] = {
     "thread/unarchive": threads.thread_unarchive,
     "thread/delete": threads.thread_delete,
     "thread/setTitle": threads.thread_set_title,
+    "thread/resolve": threads.thread_resolve,
     "thread/close": threads.thread_close,
     "thread/clear": threads.thread_clear,
     "thread/compact": threads.thread_compact,

@@ -16,6 +16,7 @@ from server.host import thread_notice
 
 if TYPE_CHECKING:
     from restore.service.search import Asked
+    from restore.service.threads import StartedThread
     from restore.stores.api import AppendResult, Page, Progress
     from restore.summary import ThreadSummary
 
@@ -55,8 +56,10 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
     from restore.access import existing_directory
 
     trusted = ctx.trusted_folders()
-    started = await ctx.server.run_in_worker(
-        lambda: ctx.service.start(
+    items = _recordable(params.items or [])  # refused before anything is started
+
+    def start() -> tuple[StartedThread, ThreadSummary]:
+        started = ctx.service.start(
             cwd=existing_directory(params.cwd),
             workspace_folder=ctx.workspace_folder_of(params.cwd),
             trusted_folders=trusted,
@@ -70,31 +73,43 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
             parent_thread_id=params.parentThreadId,
             parent_operation_id=params.parentOperationId,
         )
-    )
-    info = started.summary.thread_info()
-    # New: no sub-agents yet; a sub-agent's parent follows with its new count.
+        summary = started.summary
+        if items:
+            thread_id = summary.threadId
+            _, summary = ctx.service.record(
+                thread_id, started.session_id, items, ctx.connection.owner
+            )
+        return started, summary
+
+    started, summary = await ctx.server.run_in_worker(start)
+    info = summary.thread_info()
+    # New: no sub-agents yet; a sub-agent's parent follows with its new count. The answer
+    # says null (not counted): a client may keep it, and a kept 0 would hide sub-agents
+    # started later (the extension lists a thread's children unless a listing said 0).
     notice = thread_notice({**info, "childCount": 0}, started=True)
     await _session_opened(ctx, info, started.session_id, notice, [info["parentThreadId"]],
                           source="startup", cwd=params.cwd)  # fmt: skip
     return {"thread": info, "sessionId": started.session_id}
 
 
-def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
-    """Not a coroutine: this is the hot path, answered from the worker's batch directly
-    (no task per record). Group commit: the batch's sync comes before the answer."""
+def _recordable(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Items a client sent, each checked as a RecordableItem (InvalidParams naming its
+    place, `items[3].id`, otherwise), as they are stored."""
     from protocol.items import ITEM_DEPTH_MAX, RECORDABLE_ITEM_ADAPTER, nests_deeper
 
-    for index, item in enumerate(params.items):
+    for index, item in enumerate(raw):
         if nests_deeper(item):
             raise ProtocolError(
                 ErrorKind.INVALID_PARAMS,
                 f"items[{index}] nests deeper than {ITEM_DEPTH_MAX} levels",
                 field=f"items[{index}]",
             )
+    if not raw:
+        return []
     from pydantic import ValidationError
 
     items = []
-    for index, item in enumerate(params.items):
+    for index, item in enumerate(raw):
         try:
             valid = RECORDABLE_ITEM_ADAPTER.validate_python(item)
         except ValidationError as exc:  # named by its place in the batch: items[3].id
@@ -102,6 +117,13 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
             errors = [{**e, "loc": e["loc"][1:]} for e in exc.errors()]
             raise invalid_params(errors, [f"items[{index}]"]) from None
         items.append(valid.model_dump(mode="json", exclude_none=True))
+    return items
+
+
+def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
+    """Not a coroutine: this is the hot path, answered from the worker's batch directly
+    (no task per record). Group commit: the batch's sync comes before the answer."""
+    items = _recordable(params.items)
     group = ctx.server.config.durability == "group"
 
     def recorded(outcome: tuple[AppendResult, ThreadSummary]) -> dict[str, Any]:
@@ -341,6 +363,17 @@ async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
     info = summary.thread_info()
     await ctx.server.announce_threads([thread_notice(dict(info))])
     return {"thread": info}
+
+
+async def thread_resolve(ctx: Context, params: Any) -> dict[str, Any]:
+    from restore.service.listing import CANDIDATES
+
+    def resolve() -> dict[str, Any]:
+        found = ctx.service.with_prefix(params.prefix, CANDIDATES + 1)
+        threads = [_filed(ctx, summary.thread_info()) for summary in found[:CANDIDATES]]
+        return {"threads": threads, "more": len(found) > CANDIDATES}
+
+    return await ctx.server.run_in_worker(resolve)
 
 
 async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:

@@ -537,7 +537,7 @@ def _folders(client: Client) -> list[tuple[str, bool]]:
 
 def trusted_folder(cwd: str | None, folders: list[tuple[str, bool]]) -> str | None:
     """The innermost workspace folder holding `cwd`, if the client marked it trusted.
-    Workspace hooks run only from a trusted folder (DESIGN.md §7); both are resolved first,
+    Workspace hooks run only from a trusted folder (docs/security.md); both are resolved first,
     so `TRUSTED/../UNTRUSTED` counts as UNTRUSTED."""
     folder = folder_of(cwd, [path for path, _ in folders]) if cwd else None
     if folder is None:

@@ -30,6 +30,7 @@ from server.rpc.framing import (
     Frame,
     FrameTooLarge,
     Framing,
+    NotAMessage,
     encode,
 )
 from server.rpc.refusals import RateLimitedLog
@@ -115,6 +116,21 @@ class SessiondProtocol:
             )
         elif isinstance(event, BadHeader):
             self.send_error(None, ProtocolError(ErrorKind.PARSE_ERROR, "bad message header"))
+        elif isinstance(event, NotAMessage):
+            # A person at a terminal, most likely: answered a line they can read (unless a
+            # message after it decided already), and the next message decides the framing.
+            if framing is None:
+                self.framing = Framing.LINES
+            shown = event.line.decode(errors="replace")[:80]
+            self.send_error(
+                None,
+                ProtocolError(
+                    ErrorKind.PARSE_ERROR,
+                    f"not a JSON-RPC message: {shown!r}: send one JSON object a line (or "
+                    'Content-Length framed), the first {"jsonrpc":"2.0","id":1,'
+                    '"method":"initialize","params":{}}',
+                ),
+            )
         elif isinstance(event, Frame):
             self.handle_body(event.body)
 

@@ -2,10 +2,12 @@
 
 Why detect instead of configure: vscode-jsonrpc sends `Content-Length` headers, Codex- and
 ACP-style clients send newline-delimited JSON, and both start sessiond the same way. The
-first non-blank byte decides for the whole connection: `{` or `[` means lines, anything
-else means headers. Frames larger than `max_frame` are skipped without being buffered and
-reported as `FrameTooLarge`, so one huge message costs no memory and the stream stays in
-sync for the next one.
+first message decides for the whole connection: `{` or `[` means lines, a `Content-Length`
+(or `Content-Type`) header means headers. A first line that is neither (a person typing
+at a terminal, a stray banner) is reported as `NotAMessage` and dropped, and the next
+line is looked at afresh: one wrong line never silences the rest. Frames larger than
+`max_frame` are skipped without being buffered and reported as `FrameTooLarge`, so one
+huge message costs no memory and the stream stays in sync for the next one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from enum import StrEnum
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 MAX_HEADER_BYTES = 8 * 1024
 _CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
+_FIRST_HEADER = re.compile(rb"content-(length|type)[ \t]*:", re.IGNORECASE)
 
 
 class Framing(StrEnum):
@@ -40,7 +43,14 @@ class BadHeader:
     header: bytes
 
 
-Event = Frame | FrameTooLarge | BadHeader
+@dataclass(frozen=True)
+class NotAMessage:
+    """A first line that is neither JSON nor a header (its first 200 bytes)."""
+
+    line: bytes
+
+
+Event = Frame | FrameTooLarge | BadHeader | NotAMessage
 
 
 class FrameDecoder:
@@ -58,21 +68,51 @@ class FrameDecoder:
         self._buffer += data
         events: list[Event] = []
         while True:
-            if self.framing is None and not self._detect():
-                return events
+            if self.framing is None:
+                detected = self._detect()
+                if isinstance(detected, NotAMessage):
+                    events.append(detected)
+                    continue
+                if not detected:
+                    return events
             event = self._next_lines() if self.framing is Framing.LINES else self._next_headers()
             if event is None:
                 return events
             events.append(event)
 
-    def _detect(self) -> bool:
+    def _detect(self) -> bool | NotAMessage:
+        """Decide the framing from the first message: True once decided, False to wait for
+        more bytes, a NotAMessage for a first line that is neither (dropped: the next
+        line decides)."""
+        if self._discarding_line:  # the rest of an overlong first line
+            newline = self._buffer.find(b"\n")
+            if newline == -1:
+                self._buffer.clear()
+                return False
+            del self._buffer[: newline + 1]
+            self._discarding_line = False
         stripped = self._buffer.lstrip()
         if not stripped:
             self._buffer.clear()
             return False
         del self._buffer[: len(self._buffer) - len(stripped)]
-        self.framing = Framing.LINES if stripped[0] in b"{[" else Framing.HEADERS
-        return True
+        if stripped[0] in b"{[":
+            self.framing = Framing.LINES
+            return True
+        if _FIRST_HEADER.match(self._buffer):
+            self.framing = Framing.HEADERS
+            return True
+        newline = self._buffer.find(b"\n")
+        if newline == -1:
+            if len(self._buffer) <= MAX_HEADER_BYTES and _could_be_header(self._buffer):
+                return False  # `Content-Le`: the rest is on its way
+            junk = bytes(self._buffer[:200])
+            self._buffer.clear()
+            self._discarding_line = True
+            return NotAMessage(junk)
+        junk = bytes(self._buffer[: min(newline, 200)]).rstrip(b"\r")
+        del self._buffer[: newline + 1]
+        return NotAMessage(junk)
 
     def _next_lines(self) -> Event | None:
         while True:
@@ -147,6 +187,12 @@ class FrameDecoder:
         else:
             del self._buffer[:found]
         return BadHeader(junk)
+
+
+def _could_be_header(start: bytearray) -> bool:
+    """The first bytes of a `Content-Length:` or `Content-Type:` header so far."""
+    head = bytes(start[:14]).lower()
+    return b"content-length".startswith(head) or b"content-type".startswith(head)
 
 
 def encode(framing: Framing, body: bytes) -> bytes:

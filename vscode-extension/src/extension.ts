@@ -7,6 +7,7 @@ import { threadLabel } from "./format";
 import { AGENTS, type ProgressValue, type ThreadInfo, type WorkspaceFolder } from "./protocol";
 import { gitBranch, ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
 import { resumeInAgent } from "./handoff";
+import { prefixProblem, resolveThread } from "./openThread";
 import { type OpenAt, SessionController } from "./sessions";
 import { type HitRow, matchedWords, ThreadSearch } from "./threadSearch";
 import { BLOB_SCHEME, BlobDocuments } from "./transcript/blobs";
@@ -176,6 +177,32 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     }),
   );
   register("sessiond.refreshThreads", () => threads.refresh());
+  // A thread by the id a person pasted, whole or a unique prefix (as `sessiond list` prints).
+  register(
+    "sessiond.openThread",
+    guarded("open the thread", async () => {
+      const typed = await vscode.window.showInputBox({
+        prompt: "Thread id, or its first 4 or more digits (as sessiond list and search print them)",
+        placeHolder: "594b6d02",
+        validateInput: prefixProblem,
+      });
+      if (!typed?.trim() || prefixProblem(typed)) return;
+      const found = await resolveThread(client, typed);
+      if (found.kind === "none") {
+        void vscode.window.showWarningMessage(found.message);
+        return;
+      }
+      let thread = found.kind === "one" ? found.thread : undefined;
+      if (found.kind === "several") {
+        const chosen = await vscode.window.showQuickPick(
+          found.threads.map((candidate) => ({ label: threadLabel(candidate), description: candidate.threadId, thread: candidate })),
+          { placeHolder: `${found.threads.length}${found.more ? "+" : ""} threads start with ${typed.trim().toLowerCase()}: which one?` },
+        );
+        thread = chosen?.thread;
+      }
+      if (thread) await sessions.openTranscript(thread);
+    }),
+  );
   register(
     "sessiond.searchThreads",
     guarded("search threads", async () => {

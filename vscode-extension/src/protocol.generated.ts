@@ -1358,7 +1358,7 @@ export interface ThreadInfo {
    */
   updatedAt?: string | null;
   /**
-   * Items recorded by clients (server bookkeeping not counted).
+   * The conversation's items: every record but the server's bookkeeping (sessions, lifecycle, titles, boundaries, import checkpoints, ACP updates). What `sessiond list` and `sessiond show` print.
    */
   itemCount?: number;
   /**
@@ -1868,6 +1868,24 @@ export interface ThreadRecordResult {
   duplicates: number;
   [k: string]: unknown;
 }
+export interface ThreadResolveParams {
+  /**
+   * A thread id or its first 4 or more hex digits, as a person typed it (any case; hyphens where the id has them, or none); InvalidId otherwise.
+   */
+  prefix: string;
+  [k: string]: unknown;
+}
+export interface ThreadResolveResult {
+  /**
+   * The threads whose id starts with it, archived and sub-agent threads too, in id order, at most 10: one names the thread; none or several, that the person must type (more of) another id.
+   */
+  threads: ThreadInfo[];
+  /**
+   * More than these 10 threads start with it.
+   */
+  more: boolean;
+  [k: string]: unknown;
+}
 export interface ThreadResumeParams {
   /**
    * The thread's id (a UUID).
@@ -2037,6 +2055,19 @@ export interface ThreadStartParams {
    * With `parentThreadId`: the parent's operation (tool call) that started the sub-agent.
    */
   parentOperationId?: string | null;
+  /**
+   * Items to record in the new thread's first session at once, as a `thread/record` right after would (each a RecordableItem, checked the same way: nothing is started if one is refused): a thread with its first turn in one request.
+   */
+  items?:
+    | [
+        {
+          [k: string]: unknown;
+        },
+        ...{
+          [k: string]: unknown;
+        }[]
+      ]
+    | null;
   [k: string]: unknown;
 }
 export interface ThreadStartResult {
@@ -2103,6 +2134,7 @@ export interface ProtocolRequests {
   "thread/unarchive": { params: ThreadIdParams; result: EmptyResult };
   "thread/delete": { params: ThreadIdParams; result: EmptyResult };
   "thread/setTitle": { params: ThreadSetTitleParams; result: ThreadSetTitleResult };
+  "thread/resolve": { params: ThreadResolveParams; result: ThreadResolveResult };
   "thread/close": { params: SessionParams; result: EmptyResult };
   "thread/clear": { params: ThreadClearParams; result: ThreadClearResult };
   "thread/compact": { params: ThreadCompactParams; result: ThreadCompactResult };

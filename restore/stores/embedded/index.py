@@ -30,12 +30,14 @@ import orjson
 from restore.home.caches import REBUILD_HINT, SQLITE_FILES, content_fault, decoded, set_aside
 from restore.home.files import create_file, not_regular, private_dirs
 from restore.home.layout import Layout
+from restore.ids import prefix_end
 from restore.stores.api import (
     JSON_FIELDS,
     MAX_LIMIT,
     ROW_FIELDS,
     Listing,
     Progress,
+    Rows,
     decode_cursor,
     encode_cursor,
     storage_failure,
@@ -791,6 +793,15 @@ class ThreadIndex:
     @_typed
     def count(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM threads").fetchone()[0])
+
+    @_typed
+    def with_prefix(self, prefix: str, limit: int) -> Rows:
+        rows = self._db().execute(
+            f"SELECT {', '.join(_FIELDS)} FROM threads WHERE threadId >= ? AND threadId < ? "
+            "ORDER BY threadId LIMIT ?",
+            (prefix, prefix_end(prefix), limit),
+        )
+        return [_summary(row) for row in rows]
 
     @_typed
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:

@@ -8,6 +8,7 @@ message or log line ever contains the password (`Redactor`).
 
 from __future__ import annotations
 
+import getpass
 import logging
 import os
 import socket
@@ -38,10 +39,18 @@ def describe(url: str) -> str:
         params = conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError:
         return "PostgreSQL (unparsable URL)"
-    host = str(params.get("host") or "localhost")
-    port = params.get("port")
-    where = f"{host}:{port}" if port else host
-    return f"PostgreSQL at {where}, database {params.get('dbname') or params.get('user') or '?'}"
+    # What libpq itself falls back on (`postgresql:///` names nothing): the environment's
+    # PGHOST, else its Unix socket; PGDATABASE, else the user's name.
+    host = str(params.get("host") or os.environ.get("PGHOST") or "")
+    port = params.get("port") or os.environ.get("PGPORT")
+    if not host or host.startswith("/"):
+        where = f"the Unix socket in {host}" if host else "the local Unix socket"
+        where += f" (port {port})" if port else ""
+    else:
+        where = f"{host}:{port}" if port else host
+    user = params.get("user") or os.environ.get("PGUSER") or getpass.getuser()
+    database = params.get("dbname") or os.environ.get("PGDATABASE") or user
+    return f"PostgreSQL at {where}, database {database}"
 
 
 class Redactor:

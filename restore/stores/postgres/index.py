@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from restore.stores.api import Listing, Progress
+from restore.stores.api import Listing, Progress, Rows
 from restore.stores.postgres import rows
 from restore.summary import ThreadSummary
 
@@ -40,6 +40,10 @@ class SharedIndex:
         with self._store.db.read() as conn:
             row = conn.execute("SELECT count(*) FROM sessiond_threads").fetchone()
         return int(row[0]) if row else 0
+
+    def with_prefix(self, prefix: str, limit: int) -> Rows:
+        with self._store.db.read() as conn:
+            return rows.with_prefix(conn, prefix, limit)
 
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
         with self._store.db.read() as conn:

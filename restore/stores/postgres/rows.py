@@ -92,6 +92,19 @@ def summaries_of(conn: psycopg.Connection, thread_ids: Sequence[str]) -> list[Th
     return [summary_of(row) for row in rows]
 
 
+def with_prefix(conn: psycopg.Connection, prefix: str, limit: int) -> list[ThreadSummary]:
+    """The ids starting with a canonical prefix: a range of the uuid key, its bounds the
+    prefix's digits padded with 0s and with fs."""
+    digits = prefix.replace("-", "")
+    low, high = digits.ljust(32, "0"), digits.ljust(32, "f")
+    found = conn.execute(
+        f"SELECT {ROW_COLUMNS} FROM sessiond_threads WHERE thread_id BETWEEN %s::uuid AND "
+        "%s::uuid ORDER BY thread_id LIMIT %s",
+        (low, high, limit),
+    ).fetchall()
+    return [summary_of(row) for row in found]
+
+
 def child_counts(conn: psycopg.Connection, thread_ids: Sequence[str]) -> dict[str, int]:
     """Each thread's unarchived children (as `thread/list` counts them, under the same row
     policies), in one query."""
