@@ -36,6 +36,7 @@ AGENTS: tuple[AgentInfo, ...] = (
     AgentInfo("claude-code", "Claude Code", "claude", "npm install -g @anthropic-ai/claude-code"),
     AgentInfo("codex", "Codex", "codex", "npm install -g @openai/codex"),
     AgentInfo("gemini", "Gemini CLI", "gemini", "npm install -g @google/gemini-cli"),
+    AgentInfo("opencode", "OpenCode", "opencode", "npm install -g opencode-ai"),
 )
 AGENT_IDS: tuple[str, ...] = tuple(agent.id for agent in AGENTS)
 AGENT_FLAGS: tuple[str, ...] = tuple(agent.flag for agent in AGENTS)

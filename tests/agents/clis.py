@@ -10,6 +10,9 @@ mock model on 127.0.0.1:
   `codex exec --json`. Rollouts: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`.
 - Gemini CLI: `GOOGLE_GEMINI_BASE_URL` + `GEMINI_API_KEY`; `gemini -p --output-format
   stream-json`. Sessions: `$HOME/.gemini/tmp/<project>/chats/session-*.jsonl`.
+- OpenCode: a custom provider (`@ai-sdk/openai-compatible`, the mock's Chat Completions)
+  in `~/.config/opencode/opencode.json`; `opencode run --format json`. Sessions: rows of
+  `$HOME/.local/share/opencode/opencode.db`.
 
 Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) run with
 the same `env()`, pointed at the mock the same way.
@@ -58,6 +61,8 @@ CALLS_HOME_REGARDLESS = {
 class Run:
     """One CLI run: its stdout's JSON events, exit code and stderr."""
 
+    SESSION_KEYS = ("session_id", "thread_id", "sessionID", "sessionId")
+
     command: list[str]
     returncode: int
     events: list[dict[str, Any]]
@@ -75,7 +80,7 @@ class Run:
     @property
     def session_id(self) -> str:
         for event in self.events:
-            for key in ("session_id", "thread_id"):
+            for key in self.SESSION_KEYS:
                 if isinstance(event.get(key), str):
                     return event[key]
         raise AssertionError(f"no session id in the output of {self.command[:3]}")
@@ -113,6 +118,7 @@ class AgentHome:
             "privacy": {"usageStatisticsEnabled": False},
             "telemetry": {"enabled": False},
         }))  # fmt: skip
+        self.write_opencode_config()
 
     # --- where each agent keeps its sessions ----------------------------------------------
 
@@ -127,6 +133,10 @@ class AgentHome:
     @property
     def gemini_tmp(self) -> Path:
         return self.home / ".gemini" / "tmp"
+
+    @property
+    def opencode_data(self) -> Path:
+        return self.home / ".local" / "share" / "opencode"
 
     def transcripts(self, root: Path, suffix: str = ".jsonl") -> list[Path]:
         return sorted(root.rglob(f"*{suffix}")) if root.exists() else []
@@ -148,6 +158,15 @@ class AgentHome:
             # Gemini CLI
             "GOOGLE_GEMINI_BASE_URL": self.model.url, "GEMINI_API_KEY": "mock-key",
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            # OpenCode: no update check, models.dev, default plugins, LSP downloads or
+            # sharing; the plugin package it installs into its config folder at every start
+            # (@opencode-ai/plugin, by npm's own code) is asked of the mock (a 404), not of
+            # the registry.
+            "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+            "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+            "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+            "npm_config_registry": f"{self.model.url}/npm/",
         }  # fmt: skip
         return {**env, **marker_env(), **self.extra_env, **extra}
 
@@ -185,6 +204,34 @@ class AgentHome:
         if resume:
             command += ["--resume", resume]
         return self.run(command, **env)
+
+    def opencode(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+                 **env: str) -> Run:  # fmt: skip
+        """`opencode run --format json`: the prompt as words (OpenCode quotes a message
+        argument that holds a space, and keeps the quotes in what it records)."""
+        command = [str(self.bins / "opencode"), "run", "--format", "json", *args]
+        if resume:
+            command += ["--session", resume]
+        return self.run([*command, "--", *prompt.split()], **env)
+
+    def write_opencode_config(self, model: str = "gpt-4.1") -> None:
+        """OpenCode's provider: the mock's Chat Completions (`mock/<model>`), priced as
+        genai-prices prices gpt-4.1 (USD per million tokens), so OpenCode's own figure can
+        be held against sessiond's; every tool allowed without asking."""
+        folder = self.home / ".config" / "opencode"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "opencode.json").write_text(json.dumps({
+            "$schema": "https://opencode.ai/config.json", "autoupdate": False,
+            "share": "disabled", "model": f"mock/{model}", "small_model": f"mock/{model}",
+            "provider": {"mock": {
+                "npm": "@ai-sdk/openai-compatible", "name": "Mock",
+                "options": {"baseURL": f"{self.model.url}/v1", "apiKey": "sk-mock"},
+                "models": {model: {"name": model, "tool_call": True, "reasoning": True,
+                                   "limit": {"context": 200_000, "output": 16_000},
+                                   "cost": {"input": 2.0, "output": 8.0, "cache_read": 0.5}}},
+            }},
+            "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
+        }))  # fmt: skip
 
     def acp_command(self, agent: str) -> list[str]:
         """The ACP agent for `agent` ("claude", "codex", "gemini"), pointed at the mock the

@@ -83,10 +83,11 @@ def states(report: dict[str, Any]) -> dict[str, Any]:
 # table for @latest.
 
 AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
-               "codex-acp": "codex-acp", "claude-agent-acp": "claude-agent-acp",
-               "gemini-acp": "gemini --acp"}  # fmt: skip
+               "opencode": "OpenCode", "codex-acp": "codex-acp",
+               "claude-agent-acp": "claude-agent-acp", "gemini-acp": "gemini --acp"}  # fmt: skip
 PACKAGE_OF = {"claude-code": "@anthropic-ai/claude-code", "codex": "@openai/codex",
-              "gemini": "@google/gemini-cli", "codex-acp": "@agentclientprotocol/codex-acp",
+              "gemini": "@google/gemini-cli", "opencode": "opencode-ai",
+              "codex-acp": "@agentclientprotocol/codex-acp",
               "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
               "gemini-acp": "@google/gemini-cli"}  # fmt: skip
 COLUMNS = ("messages", "todos", "edits", "cost", "model", "permissions", "sub-agents",

@@ -23,6 +23,12 @@ export const AGENTS: Readonly<Record<string, { name: string; flag: string; insta
     "flag": "gemini",
     "install": "npm install -g @google/gemini-cli",
     "resumeCommand": "sessiond.resumeInGemini"
+  },
+  "opencode": {
+    "name": "OpenCode",
+    "flag": "opencode",
+    "install": "npm install -g opencode-ai",
+    "resumeCommand": "sessiond.resumeInOpencode"
   }
 };
 
@@ -469,7 +475,7 @@ export interface Handoff {
   /**
    * The agent to hand over to (the schema's `agents`).
    */
-  agent: "claude-code" | "codex" | "gemini";
+  agent: "claude-code" | "codex" | "gemini" | "opencode";
   /**
    * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID`, `gemini --resume ID`, …
    */
@@ -1400,7 +1406,7 @@ export interface ThreadOrigin {
   /**
    * The agent whose session this thread mirrors: an imported agent's id (`claude-code`, `codex`, `gemini`, …: the schema's `agents`), or `acp` (recorded through `sessiond acp`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "acp";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "acp";
   /**
    * The session's id in that agent's own store.
    */
@@ -1970,7 +1976,7 @@ export interface ThreadSearchParams {
   /**
    * Only threads from this agent (`origin.agent`); `sessiond` for threads recorded over this protocol.
    */
-  agent?: ("sessiond" | "claude-code" | "codex" | "gemini" | "acp") | null;
+  agent?: ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "acp") | null;
   /**
    * Only hits of this kind (see SearchHit.role).
    */
