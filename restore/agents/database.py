@@ -31,13 +31,16 @@ COPY_TRIES = 5
 @dataclass(frozen=True)
 class DatabaseSession:
     """One session of a database store: its id, when it last changed (the agent's own
-    clock, milliseconds), and its parent's id (a sub-agent's)."""
+    clock, milliseconds) and its change counter (-1: none kept), and its parent's id (a
+    sub-agent's). A session's row is not touched by every change to its messages and
+    parts; the counter is (OpenCode's `event_sequence.seq`)."""
 
     database: Path
     id: str
     updated: int
     created: int
     parent: str | None = None
+    changes: int = -1
 
     @property
     def source(self) -> str:

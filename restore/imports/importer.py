@@ -623,7 +623,7 @@ class Importer:
                 return FileResult(source, "busy", thread_id, reason=exc.message)
         start = (known or from_start(source, self.agent.id, session.id, 1, thread_id)) if (
             exists) else None  # fmt: skip
-        planned = Planned(source, session.updated, session.updated * 1_000_000, session.id, 1,
+        planned = Planned(source, session.changes, session.updated * 1_000_000, session.id, 1,
                           thread_id, start, writer, "updated" if exists else "created")  # fmt: skip
         try:
             return self._read(planned, [self._parse_session(session)])
@@ -692,8 +692,9 @@ class ParentLink:
 
 
 def _current(session: DatabaseSession, known: SourceCheckpoint) -> bool:
-    """The ledger's row is of the session as it is (it has not changed since)."""
-    return (known.size, known.mtimeNs) == (session.updated, session.updated * 1_000_000)
+    """The ledger's row is of the session as it is (it has not changed since): its change
+    counter (kept as the checkpoint's `size`) and its row's `time_updated` (`mtimeNs`)."""
+    return (known.size, known.mtimeNs) == (session.changes, session.updated * 1_000_000)
 
 
 def _iso_ms(ms: int) -> str:

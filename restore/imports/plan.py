@@ -38,9 +38,9 @@ class Planned:
 
     source: str
     size: int
-    """The file's size; a database session's last change (the agent's clock, ms)."""
+    """The file's size; a database session's change counter (DatabaseSession.changes)."""
     mtime_ns: int
-    """The file's mtime; a database session's last change, again (ns)."""
+    """The file's mtime; a database session's row's last change (ns)."""
     session_id: str
     revision: int
     thread_id: str

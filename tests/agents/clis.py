@@ -13,6 +13,8 @@ mock model on 127.0.0.1:
 - OpenCode: a custom provider (`@ai-sdk/openai-compatible`, the mock's Chat Completions)
   in `~/.config/opencode/opencode.json`; `opencode run --format json`. Sessions: rows of
   `$HOME/.local/share/opencode/opencode.db`.
+- Kilo (a fork of OpenCode): the same provider in `~/.config/kilo/kilo.json`; `kilo run
+  --format json`. Sessions: rows of `$HOME/.local/share/kilo/kilo.db`.
 
 Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) run with
 the same `env()`, pointed at the mock the same way.
@@ -138,6 +140,10 @@ class AgentHome:
     def opencode_data(self) -> Path:
         return self.home / ".local" / "share" / "opencode"
 
+    @property
+    def kilo_data(self) -> Path:
+        return self.home / ".local" / "share" / "kilo"
+
     def transcripts(self, root: Path, suffix: str = ".jsonl") -> list[Path]:
         return sorted(root.rglob(f"*{suffix}")) if root.exists() else []
 
@@ -167,6 +173,19 @@ class AgentHome:
             "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
             "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
             "npm_config_registry": f"{self.model.url}/npm/",
+            # Kilo: OpenCode's switches under its own name, and its own: no telemetry
+            # (PostHog), no presence or session ingest to its cloud, no background daemon
+            # (it would outlive the run), no codebase indexing.
+            "KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_MODELS_FETCH": "1",
+            "KILO_DISABLE_DEFAULT_PLUGINS": "1", "KILO_DISABLE_LSP_DOWNLOAD": "1",
+            "KILO_DISABLE_SHARE": "1", "KILO_DISABLE_CLAUDE_CODE": "1",
+            "KILO_DISABLE_EXTERNAL_SKILLS": "1", "KILO_TELEMETRY_LEVEL": "off",
+            "KILO_DISABLE_PRESENCE": "1", "KILO_DISABLE_SESSION_INGEST": "1",
+            "KILO_NO_DAEMON": "1", "KILO_DISABLE_CODEBASE_INDEXING": "1",
+            # ... and what it asks of its own cloud whatever the provider (its gateway's
+            # models, notices) is asked of the mock.
+            "KILO_API_URL": f"{self.model.url}/kilo-api",
+            "EVENT_SERVICE_URL": f"ws://127.0.0.1:{self.model.port}/kilo-events",
         }  # fmt: skip
         return {**env, **marker_env(), **self.extra_env, **extra}
 
@@ -214,15 +233,22 @@ class AgentHome:
             command += ["--session", resume]
         return self.run([*command, "--", *prompt.split()], **env)
 
+    def kilo(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+             **env: str) -> Run:  # fmt: skip
+        """`kilo run --format json`, as `opencode` (Kilo is its fork)."""
+        command = [str(self.bins / "kilo"), "run", "--format", "json", *args]
+        if resume:
+            command += ["--session", resume]
+        return self.run([*command, "--", *prompt.split()], **env)
+
     def write_opencode_config(self, model: str = "gpt-4.1") -> None:
-        """OpenCode's provider: the mock's Chat Completions (`mock/<model>`), priced as
-        genai-prices prices gpt-4.1 (USD per million tokens), so OpenCode's own figure can
-        be held against sessiond's; every tool allowed without asking."""
-        folder = self.home / ".config" / "opencode"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "opencode.json").write_text(json.dumps({
+        """OpenCode's (and Kilo's) provider: the mock's Chat Completions (`mock/<model>`),
+        priced as genai-prices prices gpt-4.1 (USD per million tokens), so the agent's own
+        figure can be held against sessiond's; every tool allowed without asking."""
+        config = json.dumps({
             "$schema": "https://opencode.ai/config.json", "autoupdate": False,
             "share": "disabled", "model": f"mock/{model}", "small_model": f"mock/{model}",
+            "enabled_providers": ["mock"],
             "provider": {"mock": {
                 "npm": "@ai-sdk/openai-compatible", "name": "Mock",
                 "options": {"baseURL": f"{self.model.url}/v1", "apiKey": "sk-mock"},
@@ -231,7 +257,11 @@ class AgentHome:
                                    "cost": {"input": 2.0, "output": 8.0, "cache_read": 0.5}}},
             }},
             "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
-        }))  # fmt: skip
+        })  # fmt: skip
+        for app, name in (("opencode", "opencode.json"), ("kilo", "kilo.json")):
+            folder = self.home / ".config" / app
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(config)
 
     def acp_command(self, agent: str) -> list[str]:
         """The ACP agent for `agent` ("claude", "codex", "gemini"), pointed at the mock the

@@ -29,6 +29,12 @@ export const AGENTS: Readonly<Record<string, { name: string; flag: string; insta
     "flag": "opencode",
     "install": "npm install -g opencode-ai",
     "resumeCommand": "sessiond.resumeInOpencode"
+  },
+  "kilo": {
+    "name": "Kilo",
+    "flag": "kilo",
+    "install": "npm install -g @kilocode/cli",
+    "resumeCommand": "sessiond.resumeInKilo"
   }
 };
 
@@ -475,7 +481,7 @@ export interface Handoff {
   /**
    * The agent to hand over to (the schema's `agents`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "opencode";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo";
   /**
    * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID`, `gemini --resume ID`, …
    */
@@ -1406,7 +1412,7 @@ export interface ThreadOrigin {
   /**
    * The agent whose session this thread mirrors: an imported agent's id (`claude-code`, `codex`, `gemini`, …: the schema's `agents`), or `acp` (recorded through `sessiond acp`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "opencode" | "acp";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "acp";
   /**
    * The session's id in that agent's own store.
    */
@@ -1976,7 +1982,7 @@ export interface ThreadSearchParams {
   /**
    * Only threads from this agent (`origin.agent`); `sessiond` for threads recorded over this protocol.
    */
-  agent?: ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "acp") | null;
+  agent?: ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "acp") | null;
   /**
    * Only hits of this kind (see SearchHit.role).
    */

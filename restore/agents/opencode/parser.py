@@ -58,14 +58,6 @@ say, let the library find the model by name)."""
 PLACEHOLDER_TITLES = ("New session - ", "Child session - ")
 
 
-def effect_of(tool: str) -> str:
-    if tool in READ_TOOLS:
-        return "read"
-    if tool in IDEMPOTENT_TOOLS:
-        return "idempotent"
-    return "side_effect"
-
-
 def handoff(session_id: str) -> list[str]:
     """The command that continues the session in OpenCode itself (its terminal UI on that
     session: `opencode --session ID`, checked against 1.18's `--help`)."""
@@ -89,8 +81,14 @@ def _int(value: Any) -> int:
 
 
 class OpenCodeParser(SourceParser):
+    """OpenCode's rows; a fork of OpenCode (Kilo) keeps the same rows and names more tools
+    (its subclass says which)."""
+
     AGENT = AGENT
-    PROVIDER = None  # the provider each message names (`_price_source`)
+    PROVIDER = None  # the provider each message names (`price_source`)
+    READ_TOOLS: ClassVar[frozenset[str]] = READ_TOOLS
+    IDEMPOTENT_TOOLS: ClassVar[frozenset[str]] = IDEMPOTENT_TOOLS
+    KNOWN_TOOLS: ClassVar[frozenset[str]] = KNOWN_TOOLS
     TITLE_ORDER: ClassVar[tuple[str, ...]] = ("agent", "first")
     IGNORED: ClassVar[dict[str, str]] = {
         "part:step-start": "where a step began (its file snapshot's hash): the step's items "
@@ -103,6 +101,13 @@ class OpenCodeParser(SourceParser):
         "part:compaction": "where OpenCode compacted the conversation: the summary that "
         "follows is mapped as the agent's message",
     }
+
+    def effect_of(self, tool: str) -> str:
+        if tool in self.READ_TOOLS:
+            return "read"
+        if tool in self.IDEMPOTENT_TOOLS:
+            return "idempotent"
+        return "side_effect"
 
     def initial(self) -> dict[str, Any]:
         return {**super().initial(), "parent": None, "roles": {}, "files": {},
@@ -228,14 +233,15 @@ class OpenCodeParser(SourceParser):
         call_id = str(record.get("callID") or record.get("id"))
         status = _dict(record.get("state"))
         arguments = _dict(status.get("input"))
-        if tool not in KNOWN_TOOLS:
+        effect = self.effect_of(tool)
+        if tool not in self.KNOWN_TOOLS:
             self.unmapped("tool", tool)
         extra: dict[str, Any] = {}
         if tool in SHELL_TOOLS and isinstance(arguments.get("command"), str):
             extra["command"] = truncate(arguments["command"], COMMAND_CHARS)
         elif tool in EDIT_TOOLS and isinstance(arguments.get("filePath"), str):
             extra["path"] = self._path(arguments["filePath"])
-        self.operation(call_id, tool, effect_of(tool), state="started",
+        self.operation(call_id, tool, effect, state="started",
                        argsDigest=digest(arguments), **extra)  # fmt: skip
         final = status.get("status")
         if final not in FINAL:
@@ -252,8 +258,9 @@ class OpenCodeParser(SourceParser):
                 failed = failed or code != 0  # OpenCode says `completed` whatever the exit
         elif tool in SUBAGENT_TOOLS and isinstance(metadata.get("sessionId"), str):
             child = metadata["sessionId"]
-            outcome.update(childSessionId=child, childThreadId=thread_id_for(AGENT, child, 1))
-        self.result(call_id, tool, effect_of(tool), text, failed, **outcome)
+            outcome.update(childSessionId=child,
+                           childThreadId=thread_id_for(self.AGENT, child, 1))  # fmt: skip
+        self.result(call_id, tool, effect, text, failed, **outcome)
         if failed:
             return
         if tool in EDIT_TOOLS:

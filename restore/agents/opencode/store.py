@@ -47,16 +47,26 @@ class OpenCodeDatabase(DatabaseStore):
         return path.parent == root and path.name in (name, f"{name}-wal")
 
     def sessions(self, db: sqlite3.Connection, database: Path) -> list[DatabaseSession]:
+        """Every session with its change counter: `event_sequence.seq`, which every change
+        to the session's messages and parts moves (the session row's `time_updated` does
+        not: Kilo writes a turn's last parts without touching it). A database of an OpenCode
+        before the event log has no such table: its sessions' rows are all there is."""
+        counted = "event_sequence" in {
+            name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        changes = "coalesce(e.seq, -1)" if counted else "-1"
+        joined = "LEFT JOIN event_sequence e ON e.aggregate_id = s.id" if counted else ""
         try:
             rows = db.execute(
-                "SELECT id, time_updated, time_created, parent_id FROM session "
-                "ORDER BY time_created, id"
+                f"SELECT s.id, s.time_updated, s.time_created, s.parent_id, {changes} "
+                f"FROM session s {joined} ORDER BY s.time_created, s.id"
             ).fetchall()
         except sqlite3.DatabaseError:
             return []  # not (yet) an OpenCode database: no session table
         return [
             DatabaseSession(database, str(row[0]), int(row[1] or 0), int(row[2] or 0),
-                            row[3] if isinstance(row[3], str) and row[3] else None)
+                            row[3] if isinstance(row[3], str) and row[3] else None,
+                            int(row[4]))
             for row in rows if isinstance(row[0], str)
         ]  # fmt: skip
 
