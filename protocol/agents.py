@@ -38,6 +38,7 @@ AGENTS: tuple[AgentInfo, ...] = (
     AgentInfo("gemini", "Gemini CLI", "gemini", "npm install -g @google/gemini-cli"),
     AgentInfo("opencode", "OpenCode", "opencode", "npm install -g opencode-ai"),
     AgentInfo("kilo", "Kilo", "kilo", "npm install -g @kilocode/cli"),
+    AgentInfo("qwen-code", "Qwen Code", "qwen", "npm install -g @qwen-code/qwen-code"),
 )
 AGENT_IDS: tuple[str, ...] = tuple(agent.id for agent in AGENTS)
 AGENT_FLAGS: tuple[str, ...] = tuple(agent.flag for agent in AGENTS)

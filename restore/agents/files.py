@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from stat import S_ISREG
+from typing import Any
 
 import orjson
 
@@ -76,6 +78,24 @@ class FileStore:
         """The parent's tool call that started the sub-agent at `path`, where a file beside
         it says (None by default: the parent's transcript is searched)."""
         return None
+
+
+SIDECAR_BYTES = 64 << 10
+
+
+def sidecar_field(path: Path, suffix: str, key: str) -> Any:
+    """A field of the small JSON file beside a transcript (`agent-<id>.meta.json`, which
+    Claude Code 2.1 and Qwen Code write beside a sub-agent's); None when there is none, it
+    is not a regular file (a link is not followed) or it is not JSON."""
+    sidecar = path.with_suffix(suffix)
+    try:
+        stat = sidecar.lstat()
+        if not S_ISREG(stat.st_mode) or stat.st_size > SIDECAR_BYTES:
+            return None
+        data = orjson.loads(sidecar.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return data.get(key) if isinstance(data, dict) else None
 
 
 def spawns_in(parent: Path, parser: type[SourceParser]) -> dict[str, str]:

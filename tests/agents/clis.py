@@ -15,6 +15,9 @@ mock model on 127.0.0.1:
   `$HOME/.local/share/opencode/opencode.db`.
 - Kilo (a fork of OpenCode): the same provider in `~/.config/kilo/kilo.json`; `kilo run
   --format json`. Sessions: rows of `$HOME/.local/share/kilo/kilo.db`.
+- Qwen Code: its OpenAI settings (`OPENAI_BASE_URL`, key and model) with `~/.qwen/settings.json`
+  choosing OpenAI auth; `qwen --output-format stream-json`. Sessions:
+  `$HOME/.qwen/projects/<encoded cwd>/chats/<sessionId>.jsonl`.
 
 Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) run with
 the same `env()`, pointed at the mock the same way.
@@ -121,6 +124,16 @@ class AgentHome:
             "telemetry": {"enabled": False},
         }))  # fmt: skip
         self.write_opencode_config()
+        qwen = self.home / ".qwen"
+        qwen.mkdir(exist_ok=True)
+        (qwen / "settings.json").write_text(json.dumps({
+            "security": {"auth": {"selectedType": "openai"}},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "model": {"name": "gpt-4.1"},
+            "tools": {"todoWrite": {"enabled": True}},  # off by default in 0.24
+        }))  # fmt: skip
 
     # --- where each agent keeps its sessions ----------------------------------------------
 
@@ -143,6 +156,10 @@ class AgentHome:
     @property
     def kilo_data(self) -> Path:
         return self.home / ".local" / "share" / "kilo"
+
+    @property
+    def qwen_projects(self) -> Path:
+        return self.home / ".qwen" / "projects"
 
     def transcripts(self, root: Path, suffix: str = ".jsonl") -> list[Path]:
         return sorted(root.rglob(f"*{suffix}")) if root.exists() else []
@@ -186,6 +203,9 @@ class AgentHome:
             # models, notices) is asked of the mock.
             "KILO_API_URL": f"{self.model.url}/kilo-api",
             "EVENT_SERVICE_URL": f"ws://127.0.0.1:{self.model.port}/kilo-events",
+            # Qwen Code: the mock's Chat Completions as its OpenAI provider.
+            "OPENAI_API_KEY": "sk-mock", "OPENAI_BASE_URL": f"{self.model.url}/v1",
+            "OPENAI_MODEL": "gpt-4.1", "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
         }  # fmt: skip
         return {**env, **marker_env(), **self.extra_env, **extra}
 
@@ -240,6 +260,14 @@ class AgentHome:
         if resume:
             command += ["--session", resume]
         return self.run([*command, "--", *prompt.split()], **env)
+
+    def qwen(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+             **env: str) -> Run:  # fmt: skip
+        command = [str(self.bins / "qwen"), "-p", prompt, "--output-format", "stream-json",
+                   "--approval-mode", "yolo", *args]  # fmt: skip
+        if resume:
+            command += ["--resume", resume]
+        return self.run(command, **env)
 
     def write_opencode_config(self, model: str = "gpt-4.1") -> None:
         """OpenCode's (and Kilo's) provider: the mock's Chat Completions (`mock/<model>`),

@@ -35,6 +35,12 @@ export const AGENTS: Readonly<Record<string, { name: string; flag: string; insta
     "flag": "kilo",
     "install": "npm install -g @kilocode/cli",
     "resumeCommand": "sessiond.resumeInKilo"
+  },
+  "qwen-code": {
+    "name": "Qwen Code",
+    "flag": "qwen",
+    "install": "npm install -g @qwen-code/qwen-code",
+    "resumeCommand": "sessiond.resumeInQwenCode"
   }
 };
 
@@ -481,7 +487,7 @@ export interface Handoff {
   /**
    * The agent to hand over to (the schema's `agents`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code";
   /**
    * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID`, `gemini --resume ID`, …
    */
@@ -1412,7 +1418,7 @@ export interface ThreadOrigin {
   /**
    * The agent whose session this thread mirrors: an imported agent's id (`claude-code`, `codex`, `gemini`, …: the schema's `agents`), or `acp` (recorded through `sessiond acp`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "acp";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "acp";
   /**
    * The session's id in that agent's own store.
    */
@@ -1982,7 +1988,7 @@ export interface ThreadSearchParams {
   /**
    * Only threads from this agent (`origin.agent`); `sessiond` for threads recorded over this protocol.
    */
-  agent?: ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "acp") | null;
+  agent?: ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "acp") | null;
   /**
    * Only hits of this kind (see SearchHit.role).
    */

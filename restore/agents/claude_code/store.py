@@ -6,13 +6,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from stat import S_ISREG
 
-import orjson
-
-from restore.agents.files import FileStore
-
-SIDECAR_BYTES = 64 << 10
+from restore.agents.files import FileStore, sidecar_field
 
 
 class ClaudeCodeFiles(FileStore):
@@ -50,15 +45,7 @@ class ClaudeCodeFiles(FileStore):
     def spawning_call_beside(self, path: Path) -> str | None:
         """`toolUseId` from a 2.1 sub-agent's `agent-<id>.meta.json` (a small regular file
         beside its transcript), if there is one."""
-        sidecar = path.with_suffix(".meta.json")
-        try:
-            stat = sidecar.lstat()
-            if not S_ISREG(stat.st_mode) or stat.st_size > SIDECAR_BYTES:
-                return None
-            data = orjson.loads(sidecar.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return None
-        call = data.get("toolUseId") if isinstance(data, dict) else None
+        call = sidecar_field(path, ".meta.json", "toolUseId")
         return call if isinstance(call, str) and call else None
 
 
