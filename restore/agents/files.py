@@ -79,6 +79,11 @@ class FileStore:
         it says (None by default: the parent's transcript is searched)."""
         return None
 
+    def trailer(self, path: Path) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """Records the agent keeps beside the session file, read after its lines, each
+        named by a key of its contents (none by default)."""
+        return ()
+
 
 SIDECAR_BYTES = 64 << 10
 

@@ -22,6 +22,9 @@ MESSAGE_CHARS = 1_000_000
 RESULT_CHARS = 2_000
 """Tool results are kept as a preview; the source transcript still has them in full."""
 TITLE_CHARS = 120
+CHILD = "_child"
+"""An item's field naming the sub-agent thread it belongs to (see `in_child`); the importer
+takes it off before writing."""
 TODO_STATUSES = ("pending", "in_progress", "completed")
 # Wrappers Claude Code and Codex put around injected context; a title skips past them.
 _WRAPPER = re.compile(
@@ -118,6 +121,8 @@ class SourceParser:
         self._out: list[dict[str, Any]] = []
         self._line = 0
         self._key = "L0"
+        self._child: str | None = None
+        """The sub-agent whose items the record being read gives (`in_child`), if any."""
         self._stamps: dict[Any, str] = {}
         self.unmapped_seen: dict[str, list[int]] = {}
         """`record:<type>` / `tool:<name>` → [count, first line] of what this parser met
@@ -194,7 +199,16 @@ class SourceParser:
             item["turnId"] = self.state["turn"]
         if self.state["lastTs"]:
             item["ts"] = self.state["lastTs"]
+        if self._child is not None:
+            item[CHILD] = self._child
         self._out.append(item)
+
+    def in_child(self, child: str | None) -> None:
+        """The records that follow (until `in_child(None)`) are a sub-agent's whose events
+        the agent writes into the parent's own file (Copilot CLI): their items go to the
+        sub-agent's own thread (`CHILD` names it; `state["children"][child]` says which
+        call started it and what it is called), not to this one."""
+        self._child = child
 
     def message(self, role: str, text: str, **extra: Any) -> None:
         self.emit({"type": "message", "role": role, "content": truncate(text, MESSAGE_CHARS),

@@ -47,6 +47,7 @@ from restore.agents.api import Agent
 from restore.agents.database import DatabaseSession, DatabaseStore, Snapshot
 from restore.agents.files import FileStore, spawns_in
 from restore.agents.identity import SAFE_ID, thread_id_for
+from restore.agents.parsing import CHILD
 from restore.engine.environment import ENVIRONMENT_FIELDS, canonical, probe
 from restore.imports.ledger import ImportLedger, SourceCheckpoint
 from restore.imports.parse import Facts, Flush, Parsed, parse
@@ -372,11 +373,13 @@ class Importer:
         self._unstorable = []
         revision, session_id, thread_id = planned.revision, planned.session_id, planned.thread_id
         result = FileResult(source, planned.status, thread_id)
+        children = _Children(planned)
         parsed = None
         for event in events:
             if isinstance(event, Parsed):
                 parsed = event
                 break
+            event.items = self._own(event.items, event.facts, children)
             if writer is None:
                 writer, added, result.reason = self._create(
                     thread_id, revision, session_id, source, event.facts
@@ -388,12 +391,16 @@ class Importer:
         result.skipped, result.repaired = parsed.skipped, parsed.repaired
         result.unmapped = parsed.unmapped
         if writer is None and parsed.records == 0 and not result.skipped:
+            children.close()
             return FileResult(source, "empty", reason="no records, only blank lines")
         if writer is None and not parsed.items and self.files.skip_itemless:
+            children.close()
             return FileResult(source, "empty", reason="no conversation yet",
                               skipped=result.skipped, unmapped=result.unmapped)  # fmt: skip
         if writer is None and parsed.facts.cwd is None and self.live:
+            children.close()
             return FileResult(source, "deferred", reason="no line says where it runs yet")
+        parsed.items = self._own(parsed.items, parsed.facts, children)
         read_nothing = parsed.offset == (start.offset if start else 0) and not parsed.items
         if writer is not None and read_nothing:
             result.status = "unchanged"  # touched, or only a torn tail: nothing to add
@@ -418,12 +425,72 @@ class Importer:
         writer.close()  # its listing row is written by the next `commit`
         self._checkpoints.append(checkpoint)
         result.summary = writer.summary
+        result.children = children.close()
         if self._unstorable:
             left_out, self._unstorable = self._unstorable, []
             note = (f"{len(left_out)} item(s) nested deeper than a thread holds were left out "
                     f"({', '.join(left_out[:5])})")  # fmt: skip
             result.reason = f"{result.reason}; {note}" if result.reason else note
         return result
+
+    def _own(self, items: list[Item], facts: Facts, children: _Children) -> list[Item]:
+        """The items of the file's own session; its sub-agents' (`CHILD`) written to their
+        own threads as they come, each under the parent's thread and the call that
+        started it (the parser's `children`)."""
+        if not any(CHILD in item for item in items):
+            return items
+        own: list[Item] = []
+        theirs: dict[str, list[Item]] = {}
+        for item in items:
+            child = item.pop(CHILD, None)
+            if isinstance(child, str):
+                theirs.setdefault(child, []).append(item)
+            else:
+                own.append(item)
+        for child, batch in theirs.items():
+            self._write_child(children, child, batch, facts)
+        return own
+
+    def _write_child(
+        self, children: _Children, child: str, items: list[Item], facts: Facts
+    ) -> None:
+        planned = children.planned
+        if not SAFE_ID.fullmatch(child):
+            self._unstorable += [str(item.get("id")) for item in items]
+            return
+        known = (facts.children or {}).get(child) or {}
+        thread_id = thread_id_for(self.agent.id, child, planned.revision)
+        result = children.results.get(child)
+        writer = children.writers.get(child)
+        if writer is None and self._store.exists(thread_id):
+            try:
+                writer = self._store.open_writer(thread_id, durable=False)
+            except ProtocolError as exc:
+                if exc.kind is not ErrorKind.THREAD_BUSY:
+                    raise
+                children.results[child] = FileResult(planned.source, "busy", thread_id,
+                                                     reason=exc.message)  # fmt: skip
+                return
+            result = FileResult(planned.source, "updated", thread_id)
+        if writer is None:
+            title = known.get("title") if isinstance(known.get("title"), str) else None
+            stamps = [i["ts"] for i in items if isinstance(i.get("ts"), str)]
+            call = known.get("toolCallId")
+            child_facts = Facts(
+                facts.cwd, facts.branch, facts.commit, stamps[0] if stamps else facts.created,
+                stamps[-1] if stamps else facts.last_ts, title,
+                {"sessionId": planned.session_id, "toolCallId": call if isinstance(
+                    call, str) else None},
+            )  # fmt: skip
+            writer, added, reason = self._create(
+                thread_id, planned.revision, child, planned.source, child_facts, items
+            )
+            result = FileResult(planned.source, "created", thread_id, items=added, reason=reason)
+        else:
+            assert result is not None
+            result.add(self._append(writer, items), keep=True)
+        children.writers[child] = writer
+        children.results[child] = result
 
     def _closing(
         self,
@@ -679,6 +746,21 @@ class Importer:
         if cwd not in self._environments:
             self._environments[cwd] = probe(cwd)
         return self._environments[cwd]
+
+
+class _Children:
+    """The sub-agent threads one file's read writes (their events in the parent's file)."""
+
+    def __init__(self, planned: Planned) -> None:
+        self.planned = planned
+        self.writers: dict[str, Writer] = {}
+        self.results: dict[str, FileResult] = {}
+
+    def close(self) -> list[FileResult]:
+        for child, writer in self.writers.items():
+            writer.close()
+            self.results[child].summary = writer.summary
+        return list(self.results.values())
 
 
 @dataclass(frozen=True)

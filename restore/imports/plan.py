@@ -149,7 +149,7 @@ class Planner:
             tail_sha=start.tailSha if start else EMPTY_SHA,
             state=start.parser if start and start.parser else None,
             fallback_ts=_iso(planned.mtime_ns / 1e9), writing=planned.writer is not None,
-            redactor=self.store.redactor,
+            redactor=self.store.redactor, trailer=self.files.trailer(Path(planned.source)),
         )  # fmt: skip
 
     # --- planning ------------------------------------------------------------------------

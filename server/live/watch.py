@@ -158,6 +158,7 @@ class Watcher:
         """Each imported thread to every client (with its `childCount`; a new sub-agent's
         parent with its new one), then its new lines to its followers."""
         notices, parents, appended = [], [], []
+        results = [*results, *(child for result in results for child in result.children)]
         for result in results:
             if result.not_read:  # a followed store has no summary: the log says it
                 logger.warning("not imported: %s: %s: %s", result.path, result.status,

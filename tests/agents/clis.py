@@ -18,6 +18,9 @@ mock model on 127.0.0.1:
 - Qwen Code: its OpenAI settings (`OPENAI_BASE_URL`, key and model) with `~/.qwen/settings.json`
   choosing OpenAI auth; `qwen --output-format stream-json`. Sessions:
   `$HOME/.qwen/projects/<encoded cwd>/chats/<sessionId>.jsonl`.
+- GitHub Copilot CLI: no login, its own-key variables (`COPILOT_PROVIDER_BASE_URL`, key and
+  model) with `COPILOT_OFFLINE=true`; `copilot -p --output-format json`. Sessions:
+  `$HOME/.copilot/session-state/<sessionId>/events.jsonl`.
 
 Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) run with
 the same `env()`, pointed at the mock the same way.
@@ -161,6 +164,10 @@ class AgentHome:
     def qwen_projects(self) -> Path:
         return self.home / ".qwen" / "projects"
 
+    @property
+    def copilot_sessions(self) -> Path:
+        return self.home / ".copilot" / "session-state"
+
     def transcripts(self, root: Path, suffix: str = ".jsonl") -> list[Path]:
         return sorted(root.rglob(f"*{suffix}")) if root.exists() else []
 
@@ -206,6 +213,11 @@ class AgentHome:
             # Qwen Code: the mock's Chat Completions as its OpenAI provider.
             "OPENAI_API_KEY": "sk-mock", "OPENAI_BASE_URL": f"{self.model.url}/v1",
             "OPENAI_MODEL": "gpt-4.1", "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+            # Copilot CLI: offline (no GitHub login, telemetry, web tools or updates), the
+            # mock's Chat Completions as its own-key provider, no indexing server.
+            "COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{self.model.url}/v1",
+            "COPILOT_PROVIDER_API_KEY": "sk-mock", "COPILOT_MODEL": "gpt-4.1",
+            "COPILOT_AUTO_UPDATE": "false", "USE_TGREP": "false",
         }  # fmt: skip
         return {**env, **marker_env(), **self.extra_env, **extra}
 
@@ -265,6 +277,15 @@ class AgentHome:
              **env: str) -> Run:  # fmt: skip
         command = [str(self.bins / "qwen"), "-p", prompt, "--output-format", "stream-json",
                    "--approval-mode", "yolo", *args]  # fmt: skip
+        if resume:
+            command += ["--resume", resume]
+        return self.run(command, **env)
+
+    def copilot(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+                **env: str) -> Run:  # fmt: skip
+        command = [str(self.bins / "copilot"), "-p", prompt, "--allow-all-tools",
+                   "--no-auto-update", "--disable-client-telemetry", "--output-format", "json",
+                   *args]  # fmt: skip
         if resume:
             command += ["--resume", resume]
         return self.run(command, **env)

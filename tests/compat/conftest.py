@@ -84,11 +84,12 @@ def states(report: dict[str, Any]) -> dict[str, Any]:
 
 AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
                "opencode": "OpenCode", "kilo": "Kilo", "qwen-code": "Qwen Code",
+               "copilot": "GitHub Copilot CLI",
                "codex-acp": "codex-acp",
                "claude-agent-acp": "claude-agent-acp", "gemini-acp": "gemini --acp"}  # fmt: skip
 PACKAGE_OF = {"claude-code": "@anthropic-ai/claude-code", "codex": "@openai/codex",
               "gemini": "@google/gemini-cli", "opencode": "opencode-ai", "kilo": "@kilocode/cli",
-              "qwen-code": "@qwen-code/qwen-code",
+              "qwen-code": "@qwen-code/qwen-code", "copilot": "@github/copilot",
               "codex-acp": "@agentclientprotocol/codex-acp",
               "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
               "gemini-acp": "@google/gemini-cli"}  # fmt: skip

@@ -41,6 +41,12 @@ export const AGENTS: Readonly<Record<string, { name: string; flag: string; insta
     "flag": "qwen",
     "install": "npm install -g @qwen-code/qwen-code",
     "resumeCommand": "sessiond.resumeInQwenCode"
+  },
+  "copilot": {
+    "name": "GitHub Copilot CLI",
+    "flag": "copilot",
+    "install": "npm install -g @github/copilot",
+    "resumeCommand": "sessiond.resumeInCopilot"
   }
 };
 
@@ -487,7 +493,7 @@ export interface Handoff {
   /**
    * The agent to hand over to (the schema's `agents`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot";
   /**
    * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID`, `gemini --resume ID`, …
    */
@@ -1418,7 +1424,7 @@ export interface ThreadOrigin {
   /**
    * The agent whose session this thread mirrors: an imported agent's id (`claude-code`, `codex`, `gemini`, …: the schema's `agents`), or `acp` (recorded through `sessiond acp`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "acp";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "acp";
   /**
    * The session's id in that agent's own store.
    */
@@ -1988,7 +1994,8 @@ export interface ThreadSearchParams {
   /**
    * Only threads from this agent (`origin.agent`); `sessiond` for threads recorded over this protocol.
    */
-  agent?: ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "acp") | null;
+  agent?:
+    ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "acp") | null;
   /**
    * Only hits of this kind (see SearchHit.role).
    */
