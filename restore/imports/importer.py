@@ -573,6 +573,10 @@ class Importer:
             "parentThreadId": link.thread_id if link else None,
             "parentOperationId": link.tool_call_id if link else None,
         }  # fmt: skip
+        forked = facts.fork.get("sessionId") if facts.fork else None
+        if isinstance(forked, str) and SAFE_ID.fullmatch(forked):
+            origin["forkedFromSessionId"] = forked
+            meta["forkedFrom"] = {"threadId": self._newest_thread(forked), "seq": None}
         meta = {key: value for key, value in meta.items() if value is not None}
         items, bookkeeping = items or [], bookkeeping or []
         session = _session_of(thread_id)
@@ -634,12 +638,7 @@ class Importer:
         session = parent.get("sessionId") or self.files.parent_session(path)
         if not isinstance(session, str) or not SAFE_ID.fullmatch(session):
             return None  # not a session id: no thread, no file is named after it
-        thread_id = thread_id_for(self.agent.id, session, 1)
-        for revision in itertools.count(2):
-            newer = thread_id_for(self.agent.id, session, revision)
-            if not self._store.exists(newer):
-                break
-            thread_id = newer
+        thread_id = self._newest_thread(session)
         call = parent.get("toolCallId")
         if not isinstance(call, str):
             # Claude Code's sub-agent is named by its agentId, the others by their session.
@@ -717,6 +716,17 @@ class Importer:
                 skipped.append(line)
         return Parsed(items, Facts.of(parser), parser.state, records, skipped, 0, records,
                       records, 0, EMPTY_SHA, EMPTY_SHA, parser.unmapped_seen)  # fmt: skip
+
+    def _newest_thread(self, session: str) -> str:
+        """A session's newest revision's thread (revision 1's id when it is not imported
+        yet: the id it will get)."""
+        thread_id = thread_id_for(self.agent.id, session, 1)
+        for revision in itertools.count(2):
+            newer = thread_id_for(self.agent.id, session, revision)
+            if not self._store.exists(newer):
+                break
+            thread_id = newer
+        return thread_id
 
     def _spawning_call(self, path: Path, session: str, key: str) -> str | None:
         """The tool call of the parent's transcript that started the sub-agent `key`. One

@@ -179,14 +179,18 @@ class Facts:
     children: dict[str, Any] | None = None
     """Sub-agents whose events are in this file (`SourceParser.in_child`): their id →
     `{"toolCallId", "title"}` (a parser's `state["children"]`)."""
+    fork: dict[str, Any] | None = None
+    """A session the agent forked from another (Pi's `--fork`): `{"sessionId": the one it
+    was forked from}` (a parser's `state["fork"]`); the thread says `forkedFrom`."""
 
     @classmethod
     def of(cls, parser: SourceParser) -> Facts:
         state = parser.state
-        parent, children = state.get("parent"), state.get("children")
+        parent, children, fork = state.get("parent"), state.get("children"), state.get("fork")
         return cls(state["cwd"], state["branch"], state["commit"], state["created"],
                    parser.last_ts, parser.title, parent if isinstance(parent, dict) else None,
-                   children if isinstance(children, dict) else None)  # fmt: skip
+                   children if isinstance(children, dict) else None,
+                   fork if isinstance(fork, dict) else None)  # fmt: skip
 
 
 @dataclass
