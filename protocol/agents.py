@@ -40,6 +40,7 @@ AGENTS: tuple[AgentInfo, ...] = (
     AgentInfo("kilo", "Kilo", "kilo", "npm install -g @kilocode/cli"),
     AgentInfo("qwen-code", "Qwen Code", "qwen", "npm install -g @qwen-code/qwen-code"),
     AgentInfo("copilot", "GitHub Copilot CLI", "copilot", "npm install -g @github/copilot"),
+    AgentInfo("pi", "Pi", "pi", "npm install -g @earendil-works/pi-coding-agent"),
 )
 AGENT_IDS: tuple[str, ...] = tuple(agent.id for agent in AGENTS)
 AGENT_FLAGS: tuple[str, ...] = tuple(agent.flag for agent in AGENTS)

@@ -21,6 +21,9 @@ mock model on 127.0.0.1:
 - GitHub Copilot CLI: no login, its own-key variables (`COPILOT_PROVIDER_BASE_URL`, key and
   model) with `COPILOT_OFFLINE=true`; `copilot -p --output-format json`. Sessions:
   `$HOME/.copilot/session-state/<sessionId>/events.jsonl`.
+- Pi: a provider of its own in `~/.pi/agent/models.json` (`openai-completions`, the mock),
+  run by Node 22 (installed as a package: `install.node22`); `pi -p --mode json`. Sessions:
+  `$HOME/.pi/agent/sessions/--<cwd>--/<time>_<sessionId>.jsonl`.
 
 Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) run with
 the same `env()`, pointed at the mock the same way.
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.agents import install
 from tests.agents.mock_model import MockModel
 from tests.support.leftovers import marker_env
 
@@ -91,6 +95,8 @@ class Run:
             for key in self.SESSION_KEYS:
                 if isinstance(event.get(key), str):
                     return event[key]
+            if event.get("type") == "session" and isinstance(event.get("id"), str):
+                return event["id"]  # Pi's: its session's header
         raise AssertionError(f"no session id in the output of {self.command[:3]}")
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
@@ -127,6 +133,14 @@ class AgentHome:
             "telemetry": {"enabled": False},
         }))  # fmt: skip
         self.write_opencode_config()
+        pi = self.home / ".pi" / "agent"
+        pi.mkdir(parents=True, exist_ok=True)
+        (pi / "models.json").write_text(json.dumps({"providers": {"mock": {
+            "baseUrl": f"{self.model.url}/v1", "api": "openai-completions", "apiKey": "sk-mock",
+            "models": [{"id": "gpt-4.1", "name": "gpt-4.1", "reasoning": True,
+                        "input": ["text"], "contextWindow": 200_000, "maxTokens": 16_000,
+                        "cost": {"input": 2, "output": 8, "cacheRead": 0.5, "cacheWrite": 0}}],
+        }}}))  # fmt: skip
         qwen = self.home / ".qwen"
         qwen.mkdir(exist_ok=True)
         (qwen / "settings.json").write_text(json.dumps({
@@ -167,6 +181,10 @@ class AgentHome:
     @property
     def copilot_sessions(self) -> Path:
         return self.home / ".copilot" / "session-state"
+
+    @property
+    def pi_sessions(self) -> Path:
+        return self.home / ".pi" / "agent" / "sessions"
 
     def transcripts(self, root: Path, suffix: str = ".jsonl") -> list[Path]:
         return sorted(root.rglob(f"*{suffix}")) if root.exists() else []
@@ -218,6 +236,8 @@ class AgentHome:
             "COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{self.model.url}/v1",
             "COPILOT_PROVIDER_API_KEY": "sk-mock", "COPILOT_MODEL": "gpt-4.1",
             "COPILOT_AUTO_UPDATE": "false", "USE_TGREP": "false",
+            # Pi: no network at startup (its model catalog, its version check), no telemetry.
+            "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0",
         }  # fmt: skip
         return {**env, **marker_env(), **self.extra_env, **extra}
 
@@ -289,6 +309,20 @@ class AgentHome:
         if resume:
             command += ["--resume", resume]
         return self.run(command, **env)
+
+    def pi(self, prompt: str, *, resume: str | None = None, fork: str | None = None,
+           args: tuple[str, ...] = (), **env: str) -> Run:  # fmt: skip
+        """`pi -p --mode json`, with Node 22 first on its PATH (Pi needs it)."""
+        command = [str(self.bins / "pi"), "-p", "--mode", "json", "--provider", "mock",
+                   "--model", "gpt-4.1", *args]  # fmt: skip
+        if resume:
+            command += ["--session", resume]
+        if fork:
+            command += ["--fork", fork]
+        node22 = install.node22(self.bins)
+        assert node22 is not None, "Pi needs Node 22: `python -m tests.agents.install`"
+        path = os.pathsep.join([str(node22), self.env()["PATH"]])
+        return self.run([*command, "--", prompt], **{"PATH": path, **env})
 
     def write_opencode_config(self, model: str = "gpt-4.1") -> None:
         """OpenCode's (and Kilo's) provider: the mock's Chat Completions (`mock/<model>`),

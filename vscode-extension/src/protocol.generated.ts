@@ -47,6 +47,12 @@ export const AGENTS: Readonly<Record<string, { name: string; flag: string; insta
     "flag": "copilot",
     "install": "npm install -g @github/copilot",
     "resumeCommand": "sessiond.resumeInCopilot"
+  },
+  "pi": {
+    "name": "Pi",
+    "flag": "pi",
+    "install": "npm install -g @earendil-works/pi-coding-agent",
+    "resumeCommand": "sessiond.resumeInPi"
   }
 };
 
@@ -493,7 +499,7 @@ export interface Handoff {
   /**
    * The agent to hand over to (the schema's `agents`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "pi";
   /**
    * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID`, `gemini --resume ID`, …
    */
@@ -1424,7 +1430,7 @@ export interface ThreadOrigin {
   /**
    * The agent whose session this thread mirrors: an imported agent's id (`claude-code`, `codex`, `gemini`, …: the schema's `agents`), or `acp` (recorded through `sessiond acp`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "acp";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "pi" | "acp";
   /**
    * The session's id in that agent's own store.
    */
@@ -1995,7 +2001,8 @@ export interface ThreadSearchParams {
    * Only threads from this agent (`origin.agent`); `sessiond` for threads recorded over this protocol.
    */
   agent?:
-    ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "acp") | null;
+    | ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "pi" | "acp")
+    | null;
   /**
    * Only hits of this kind (see SearchHit.role).
    */
