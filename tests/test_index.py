@@ -681,3 +681,17 @@ def test_a_writer_mark_lives_until_the_threads_row_is_written(layout: Layout) ->
     again.close()
     assert list(layout.writers_dir.iterdir()) == []
     store.close()
+
+
+def test_a_probe_holds_a_bounded_number_of_dead_marks(layout: Layout) -> None:
+    """Thousands of dead writers (a server killed with its sessions open) are read again,
+    but only `PROBE_HELD` of their marks are locked, a descriptor each, and removed."""
+    layout.writers_dir.mkdir(parents=True)
+    left = sorted(str(uuid.uuid4()) for _ in range(marks.PROBE_HELD + 6))
+    for thread_id in left:
+        layout.writer_mark_path(thread_id).touch()
+    found = marks.probe(layout)
+    assert len(found.dead) == marks.PROBE_HELD
+    assert sorted(found.thread_ids) == left
+    found.clear()
+    assert sorted(p.name for p in layout.writers_dir.iterdir()) == sorted(found.alive)

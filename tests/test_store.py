@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import threading
 import uuid
 from pathlib import Path
@@ -9,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
+from restore.home.layout import Layout
 from restore.ids import validate_thread_id
 from restore.stores.api import Durability
 from restore.stores.embedded.jsonl import parse_bytes
+from restore.stores.embedded.store import EmbeddedStore
 from tests.support.items import make_store, named, session_meta
 
 
@@ -128,3 +133,112 @@ def test_group_commit_redoes_a_failed_sync_before_acknowledging_a_retry(
     retry_sync()
     assert service.begin_commit() is None
     service.close_all()
+
+
+def parking_store(home: Path, durability: Durability = Durability.FSYNC) -> EmbeddedStore:
+    """An embedded store that keeps one writer's file open: the others are parked."""
+    store = EmbeddedStore(Layout(home), durability)
+    store.open_limit = 1
+    return store
+
+
+def open_descriptors(path: Path) -> int:
+    """This process's descriptors on `path`."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):
+            count += os.readlink(f"/proc/self/fd/{fd}") == str(path)
+    return count
+
+
+def test_a_parked_writer_lets_its_file_go_and_takes_it_back_to_append(tmp_path: Path) -> None:
+    store = parking_store(tmp_path)
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    writer = store.create(first, "s1", session_meta(first))
+    other = store.create(second, "s2", session_meta(second))
+    assert writer.parked and not other.parked
+    assert open_descriptors(writer.path) == 0
+    assert open_descriptors(Layout(tmp_path).writer_mark_path(first)) == 0
+    writer.append([named("a")], "s1")  # taken back; the other one parked in turn
+    assert not writer.parked and other.parked
+    assert open_descriptors(writer.path) == 1
+    assert [i["id"] for i in store.read(first)[0].items][1:] == ["a"]
+    assert writer.checkpoint() is not None and other.checkpoint() is not None
+    writer.close()
+    other.close()  # closed parked: nothing left open, nothing held
+    assert open_descriptors(other.path) == 0
+    store.open_writer(second).close()
+    store.close()
+
+
+def test_a_parked_writers_thread_is_busy_for_every_other_writer(tmp_path: Path) -> None:
+    """Its claim keeps it: another writer of the same store, or of another store (as a
+    second process would be), is ThreadBusy though the file's flock is free."""
+    store = parking_store(tmp_path)
+    tid = str(uuid.uuid4())
+    writer = store.create(tid, "s1", session_meta(tid))
+    newer = str(uuid.uuid4())
+    store.create(newer, "s2", session_meta(newer)).close()
+    assert writer.parked
+    with open(writer.path, "rb") as raw:
+        fcntl.flock(raw, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the file's own lock is free
+    for other in (store, EmbeddedStore(Layout(tmp_path))):
+        with pytest.raises(ProtocolError) as busy:
+            other.open_writer(tid)
+        assert busy.value.kind is ErrorKind.THREAD_BUSY
+    with pytest.raises(ProtocolError) as moving:
+        store.set_archived(tid, True)
+    assert moving.value.kind is ErrorKind.THREAD_BUSY
+    writer.append([named("still mine")], "s1")
+    writer.close()
+    EmbeddedStore(Layout(tmp_path)).open_writer(tid).close()
+    store.close()
+
+
+def test_a_parked_writer_whose_file_changed_is_busy_and_writes_nothing(tmp_path: Path) -> None:
+    """A writer that takes no claims (an earlier sessiond) appended while it was parked:
+    the writer is lost (ThreadBusy, then closed) and leaves the file as the other left it;
+    no snapshot is taken from what it knew."""
+    store = parking_store(tmp_path)
+    tid = str(uuid.uuid4())
+    writer = store.create(tid, "s1", session_meta(tid))
+    writer.append([named("a")], "s1")
+    newer = str(uuid.uuid4())
+    store.create(newer, "s2", session_meta(newer))
+    assert writer.parked
+    foreign = b'{"v":1,"seq":3,"ts":"t","type":"message","sessionId":"o","id":"theirs"}\n'
+    with open(writer.path, "ab") as other:
+        other.write(foreign)
+    before = writer.path.read_bytes()
+    with pytest.raises(ProtocolError) as lost:
+        writer.append([named("b")], "s1")
+    assert lost.value.kind is ErrorKind.THREAD_BUSY
+    assert writer.closed and writer.checkpoint() is None
+    with pytest.raises(ProtocolError) as again:
+        writer.revalidate()
+    assert again.value.kind is ErrorKind.THREAD_BUSY
+    assert writer.path.read_bytes() == before
+    writer.close()
+    resumed = store.open_writer(tid)  # the thread is free for a new session
+    assert resumed.last_seq == 3
+    resumed.close()
+    store.close()
+
+
+def test_a_writer_owing_a_group_commit_is_synced_before_it_is_parked(tmp_path: Path) -> None:
+    """Its descriptor is the one the sync must go through: parked, it owes nothing."""
+    store = parking_store(tmp_path, Durability.GROUP)
+    tid = str(uuid.uuid4())
+    writer = store.create(tid, "s1", session_meta(tid))
+    writer.append([named("deferred")], "s1", defer_sync=True)
+    assert writer.unsynced
+    newer = str(uuid.uuid4())
+    store.create(newer, "s2", session_meta(newer))  # parks it
+    assert writer.parked and not writer.unsynced
+    assert store.begin_commit() is None  # nothing left to sync: the park did
+    writer.append([named("next")], "s1", defer_sync=True)
+    sync = store.begin_commit()
+    assert sync is not None and not writer.parked
+    sync()
+    assert [i["id"] for i in store.read(tid)[0].items][1:] == ["deferred", "next"]
+    store.close()

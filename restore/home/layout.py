@@ -78,8 +78,19 @@ class Layout:
         return self.writers_dir / thread_id
 
     @property
+    def claims_dir(self) -> Path:
+        """The threads open writers hold, a byte-range lock each (stores/embedded/claims.py)."""
+        return self.home / "claims"
+
+    @property
     def index_path(self) -> Path:
         return self.home / "index.sqlite3"
+
+    @property
+    def index_lock_path(self) -> Path:
+        """Held (flock) while a process builds the index: one build at a time, and the
+        others open what it built (stores/embedded/index.py)."""
+        return self.home / "locks" / "index.build"
 
     @property
     def import_ledger_path(self) -> Path:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +20,8 @@ import pytest
 from restore.home.caches import KEEP_ASIDE
 from tests.faults.helpers import Spawn, list_all, record, sessiond, start
 from tests.support.import_fixtures import Fixture
-from tests.support.rpc_client import ServerProcess
+from tests.support.rpc_client import REPO, ServerProcess
+from tests.support.wait import eventually
 from tests.test_import import fixture, import_both, thread_files  # noqa: F401 (a fixture)
 
 OLD_TRIGGERS = """
@@ -328,3 +331,61 @@ def test_a_damaged_import_ledger_imports_nothing_twice(
     assert thread_files(home) == files
     again, _ = import_both(home, fixture)  # and the ledger is whole again
     assert again["unchanged"] == claude["unchanged"]
+
+
+def test_a_build_in_progress_elsewhere_is_waited_for_not_raced(
+    world: World, home: Path, tmp_path: Path
+) -> None:
+    """A command builds the missing index while a server lists: the server waits for it
+    and opens what it built. Two builds at once each deleted the WAL the other's
+    connection wrote (SQLite's "disk I/O error" reached a client, kind StorageError)."""
+    deleted(home / "index.sqlite3")
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    building = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "--home", str(home), "list"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "SESSIOND_PAUSE_AT": f"index-build:{pause}"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        eventually(lambda: (pause / "index-build.reached").exists(), "the build paused")
+        server = world.server()
+        listing = server.request_async("thread/list", {"limit": 200})
+        (pause / "index-build.go").touch()
+        out, err = building.communicate(timeout=120)
+    finally:
+        (pause / "index-build.go").touch()
+        building.wait(timeout=120)
+    assert building.returncode == 0, err
+    assert all(tid in out for tid in world.words)
+    reply = server.response(listing)
+    assert {t["threadId"] for t in reply["result"]["threads"]} == set(world.words), reply
+    world.cycle(server)
+    server.shutdown()
+    world.check_cli()
+
+
+def test_processes_building_a_missing_index_at_once_all_answer(world: World, home: Path) -> None:
+    """Several first listings at once on a home without an index: one builds it, the
+    others wait and open what it built (two builds at once deleted each other's WAL:
+    SQLite's "disk I/O error" reached a client)."""
+    server = world.server()  # a live writer beside them, its own connection open
+    assert len(list_all(server)) == 2
+    for _ in range(5):
+        deleted(home / "index.sqlite3")
+        running = [
+            subprocess.Popen(
+                [sys.executable, "-m", "server.cli", "--home", str(home), "list"],
+                cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            for _ in range(4)
+        ]  # fmt: skip
+        world.cycle(server)
+        for process in running:
+            out, err = process.communicate(timeout=120)
+            assert process.returncode == 0, err
+            assert all(tid in out for tid in world.words)
+    server.shutdown()
+    world.check_cli()

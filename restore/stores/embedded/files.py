@@ -3,6 +3,13 @@
 Why a file per thread with an OS lock: resuming needs nothing but the id (no index, no
 service), a crash can at worst tear the last line, and `flock` makes a second writer (in
 this process or another) fail fast with ThreadBusy instead of interleaving lines.
+
+A writer holds its thread by its claim (claims.py) for as long as it is open, and by the
+file's `flock` while its descriptor is open. A store may let an idle writer's descriptor
+go (`park`: store.py keeps a bounded number open); its next append opens the file again,
+takes the flock and checks that the file is exactly as the writer left it (its size and
+last line) before it writes: a writer that lost its thread meanwhile (to a writer that
+takes no claims, or a hand edit) is ThreadBusy, and never writes beside the other.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -37,6 +44,7 @@ from restore.stores.api import (
     stamp,
     storage_failure,
 )
+from restore.stores.embedded.claims import Claims
 from restore.stores.embedded.index import Indexed
 from restore.stores.embedded.jsonl import LineMark, parse_bytes
 from restore.summary import ThreadSummary, summarize
@@ -83,6 +91,10 @@ def open_thread_file(path: Path, flags: int, thread_id: str) -> int:
     return fd
 
 
+def _exists(thread_id: str) -> ProtocolError:
+    return ProtocolError(ErrorKind.INVALID_ID, "thread id already exists", threadId=thread_id)
+
+
 def read_thread_file(path: Path, thread_id: str) -> bytes:
     """The whole thread file, read through `open_thread_file`."""
     fd = open_thread_file(path, os.O_RDONLY, thread_id)
@@ -116,6 +128,12 @@ class ThreadWriter:
         self._store = store
         """Told of every write and of the close (the embedded store's rows, sizes, syncs)."""
         self._fd = fd
+        """The open descriptor (which holds the file's flock); -1 when parked or closed."""
+        self._closed = False
+        self._parked_mark: LineMark | None = None
+        """The last line when the descriptor was let go: to verify the file by, reopened."""
+        self._lost: str | None = None
+        """Why the thread was lost while parked (another writer had it): ThreadBusy."""
         self._durability = durability
         self._size = contents.size
         self._needs_cut = False
@@ -152,6 +170,8 @@ class ThreadWriter:
     def mark(self) -> LineMark | None:
         """The last line written: derived state (a snapshot, an index row) keeps it to check
         later that the file still holds what it was derived from."""
+        if self._fd < 0:  # parked: as it was let go (a lost thread has no mark of ours)
+            return None if self._lost is not None else self._parked_mark
         if self.last_line_start is None:
             return None
         return LineMark.of(self._fd, self.last_line_start, self._size)
@@ -176,7 +196,7 @@ class ThreadWriter:
 
     def _known_ids(self) -> dict[str, int]:
         if self._seq_of_id is None:
-            contents = parse_bytes(os.pread(self._fd, self._size, 0))
+            contents = parse_bytes(os.pread(self._descriptor(), self._size, 0))
             self._seq_of_id = {}
             for item in contents.items:
                 self._seq_of_id.setdefault(str(item["id"]), item["seq"])
@@ -184,11 +204,116 @@ class ThreadWriter:
 
     @property
     def closed(self) -> bool:
-        return self._fd < 0
+        return self._closed
+
+    @property
+    def parked(self) -> bool:
+        """Open, with its descriptor let go (`park`): the next append takes it back."""
+        return self._fd < 0 and not self._closed
+
+    @property
+    def idle(self) -> bool:
+        """Open, and its descriptor can go without waiting: nothing owed to a group commit,
+        no sync of it running, no partial line to cut."""
+        return (
+            self._fd >= 0
+            and not self.unsynced
+            and not self._needs_cut
+            and (self._syncing is None or self._syncing.done.is_set())
+        )
 
     def revalidate(self) -> bool:
-        """Nothing to reload: the file lock lives as long as the descriptor."""
+        """Before a session's request: a parked writer takes its file back now (ThreadBusy
+        if it was lost). Nothing is ever reloaded: a writer only writes a file it holds."""
+        self._descriptor()
         return False
+
+    def park(self) -> bool:
+        """Let the descriptor (and with it the file's flock) go while the writer stays
+        open; its claim keeps the thread. What it owes a group commit is synced first, and
+        a sync of it running is waited for (the committer syncs this descriptor). False
+        when it must stay open for now: a sync failed, or a partial line is still to cut."""
+        if self._fd < 0 or self._needs_cut:
+            return False
+        pending, self._syncing = self._syncing, None
+        if pending is not None:
+            pending.done.wait()
+        try:
+            if self.unsynced or (pending is not None and pending.error is not None):
+                os.fdatasync(self._fd)
+                self.unsynced = False
+            mark = self.mark()
+        except OSError:
+            self.unsynced = True  # the group commit syncs it again, and answers its error
+            return False
+        self._parked_mark = mark
+        os.close(self._fd)
+        self._fd = -1
+        return True
+
+    def _descriptor(self) -> int:
+        """The open descriptor, taking a parked writer's file back first."""
+        if self._fd < 0:
+            if self._closed:
+                raise (
+                    self._lost_error()
+                    if self._lost
+                    else ProtocolError(
+                        ErrorKind.STALE_SESSION, "thread writer is closed", threadId=self.thread_id
+                    )
+                )
+            self._reopen()
+        return self._fd
+
+    def _reopen(self) -> None:
+        """The file again, its flock, and the proof that nobody wrote it meanwhile: its
+        size and last line as this writer left them. Any other writer's trace, and the
+        thread is lost (ThreadBusy): the file is theirs as it is."""
+        try:
+            fd = open_thread_file(self.path, os.O_RDWR | os.O_APPEND, self.thread_id)
+        except ProtocolError:
+            if os.path.lexists(self.path):
+                raise  # a passing failure (no descriptor left, say): still parked
+            self._lose("the thread file was moved or deleted by another process")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            self._lose("another process is writing the thread")
+        try:
+            mark = self._parked_mark
+            same = os.fstat(fd).st_size == self._size and (mark is None or mark.holds(fd))
+        except OSError as exc:
+            os.close(fd)
+            raise thread_file_error(exc, self.thread_id, self.path) from exc
+        if not same:
+            os.close(fd)
+            self._lose("another process wrote the thread while this session was idle")
+        self._fd = fd
+        if self._store is not None:
+            try:
+                self._store.reopened(self)
+            except BaseException:
+                os.close(fd)
+                self._fd = -1
+                raise
+
+    def _lose(self, why: str) -> NoReturn:
+        """The thread is someone else's now: this writer is closed, and says why."""
+        self._lost = why
+        self._closed = True
+        if self._store is not None:
+            self._store.lost(self)
+            self._store.claims.drop(self.thread_id)
+        raise self._lost_error()
+
+    def _lost_error(self) -> ProtocolError:
+        return ProtocolError(
+            ErrorKind.THREAD_BUSY,
+            f"{self._lost}: resume it to go on",
+            threadId=self.thread_id,
+            holder="another process",
+        )
 
     def append(
         self,
@@ -209,8 +334,7 @@ class ThreadWriter:
         the caller must call `sync()` before acknowledging. With `keep_ts` an item's own
         `ts` is kept (an import dates its items by the source transcript, not by now).
         """
-        if self.closed:
-            raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
+        self._descriptor()  # closed: StaleSession (ThreadBusy if lost); parked: reopened
         # Items the server minted (fresh uuid4 ids) cannot be duplicates: skip loading the
         # id set for them, so a resume from a snapshot never reads the whole file.
         known_ids: dict[str, int] = {} if minted and self._seq_of_id is None else self._known_ids()
@@ -262,7 +386,10 @@ class ThreadWriter:
     def begin_sync(self) -> PendingSync | None:
         """Group commit: hand the deferred appends' sync to another thread (None: nothing
         to sync). Appends may go on meanwhile; they are owed the next sync."""
-        if not self.unsynced or self.closed:
+        if self._fd < 0:  # closed, or parked: a parked writer was synced when it let go
+            self.unsynced = False
+            return None
+        if not self.unsynced:
             return None
         self.unsynced = False
         self._syncing = PendingSync(self, self._fd)
@@ -278,9 +405,11 @@ class ThreadWriter:
 
     def close(self) -> None:
         """Release the lock; the thread can be written by someone else afterwards."""
-        if not self.closed:
-            if self._store is not None:
-                self._store.closing(self)
+        if self._closed:
+            return
+        if self._store is not None:
+            self._store.closing(self)
+        if self._fd >= 0:
             if self._syncing is not None:
                 # The committer may be about to sync this descriptor: closed under it, its
                 # number could already name another file. (Syncs run in order, so the
@@ -291,6 +420,9 @@ class ThreadWriter:
                     os.fdatasync(self._fd)
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = -1
+        self._closed = True
+        if self._store is not None:
+            self._store.claims.drop(self.thread_id)  # after the flock: nobody meets it held
 
 
 class PendingSync:
@@ -329,6 +461,8 @@ class ThreadStore:
         self.read_only = read_only
         """A read-only home: `open_writer` opens files for reading only, locks and repairs
         nothing (the files are nobody's to write here), and its writer cannot append."""
+        self.claims = Claims(layout)
+        """The threads this store's writers hold, whether their files are open or not."""
 
     # What a subclass hears of its writers (restore/stores/embedded/store.py): nothing here.
 
@@ -340,6 +474,27 @@ class ThreadStore:
 
     def closing(self, writer: ThreadWriter) -> None:
         """Before the writer's descriptor (and lock) goes."""
+
+    def reopened(self, writer: ThreadWriter) -> None:
+        """A parked writer has its descriptor (and the file's lock) again."""
+
+    def lost(self, writer: ThreadWriter) -> None:
+        """A parked writer found its thread written by someone else: it is closed, and
+        what it knew of the thread is stale."""
+
+    def claim(self, thread_id: str) -> None:
+        """The thread is this store's until `claims.drop`; ThreadBusy if a writer has it."""
+        if not self.claims.take(thread_id):
+            raise self._busy(thread_id)
+
+    def _busy(self, thread_id: str) -> ProtocolError:
+        holder = self._holder(thread_id)
+        return ProtocolError(
+            ErrorKind.THREAD_BUSY,
+            f"thread is being written by {holder}",
+            threadId=thread_id,
+            holder=holder,
+        )
 
     def _durability(self, durable: bool) -> Durability:
         return self.durability if durable else Durability.NONE
@@ -360,20 +515,30 @@ class ThreadStore:
         `durable=False`: written to the OS only, synced by the caller (`sync_filesystem`)."""
         thread_id = validate_thread_id(thread_id)
         path = self.layout.thread_path(thread_id)
-        private_dirs(path.parent)
+        if not self.claims.take(thread_id):
+            raise _exists(thread_id) if os.path.lexists(path) else self._busy(thread_id)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            raise ProtocolError(
-                ErrorKind.INVALID_ID, "thread id already exists", threadId=thread_id
-            ) from None
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            private_dirs(path.parent)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                raise _exists(thread_id) from None
+        except BaseException:
+            self.claims.drop(thread_id)
+            raise
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # only a writer that takes no claims could hold it
+            os.close(fd)
+            self.claims.drop(thread_id)
+            raise self._busy(thread_id) from None
         durability = self._durability(durable)
         try:
             writer = ThreadWriter(thread_id, path, fd, ThreadFile(), durability, False, store=self)
         except BaseException:  # the store could not take the thread (its writer mark)
             os.close(fd)
             path.unlink(missing_ok=True)
+            self.claims.drop(thread_id)
             raise
         try:
             stored = writer.append(
@@ -398,8 +563,16 @@ class ThreadStore:
         usable and the whole file was read instead (`writer.base_rejected` says why).
         """
         path, archived = self._locate(thread_id)
-        flags = os.O_RDONLY if self.read_only else os.O_RDWR | os.O_APPEND
-        fd = open_thread_file(path, flags, thread_id)
+        thread_id = path.stem  # validated by `_locate`
+        if self.read_only:
+            fd = open_thread_file(path, os.O_RDONLY, thread_id)
+        else:
+            self.claim(thread_id)
+            try:
+                fd = open_thread_file(path, os.O_RDWR | os.O_APPEND, thread_id)
+            except BaseException:
+                self.claims.drop(thread_id)
+                raise
         try:
             if not self.read_only:
                 self._lock(fd, thread_id)
@@ -420,19 +593,14 @@ class ThreadStore:
             return writer
         except BaseException:
             os.close(fd)
+            self.claims.drop(thread_id)
             raise
 
     def _lock(self, fd: int, thread_id: str) -> None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = self._holder(thread_id)
-            raise ProtocolError(
-                ErrorKind.THREAD_BUSY,
-                f"thread is being written by {holder}",
-                threadId=thread_id,
-                holder=holder,
-            ) from None
+            raise self._busy(thread_id) from None
         self._holder_path(thread_id).unlink(missing_ok=True)  # a previous holder's name
 
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:

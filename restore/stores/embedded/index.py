@@ -16,6 +16,8 @@ startup imports no sqlite3.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import logging
 import os
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import orjson
 
+from restore.faults import pause_point
 from restore.home.caches import REBUILD_HINT, SQLITE_FILES, content_fault, decoded, set_aside
 from restore.home.files import create_file, not_regular, private_dirs
 from restore.home.layout import Layout
@@ -190,6 +193,8 @@ def _typed(method: Callable[P, T]) -> Callable[P, T]:
                 if fault is not None and attempt == 1:
                     index._start_over(fault)
                     continue
+                if attempt == 1 and index._replaced():
+                    continue  # another process rebuilt or set it aside under this call
                 where = str(index._layout.index_path)
                 name = getattr(exc, "sqlite_errorname", "")
                 hint = f"; {REBUILD_HINT}" if fault is not None else ""
@@ -262,22 +267,42 @@ class ThreadIndex:
                 return "built in memory (read-only data directory)"
             if foreign:
                 set_aside(path, "not a regular file")
-            if path.exists():
-                try:
-                    conn = self._open_existing(path)
-                    identity = self._identity(conn, path)
-                    conn = self._catch_up(conn, path, progress)
-                except _Corrupt:
-                    pass
-                else:
-                    self._conn, self._file = conn, identity
+            if path.exists() and self._opened(path, progress):
+                return "opened"
+            with self._building():
+                # Another process may have built it while this one waited: opened, then.
+                if path.exists() and self._opened(path, progress):
                     return "opened"
-            found = marks.probe(self._layout)
-            self._rebuild(path, progress)
-            found.clear()
-            conn = self._configured(self._connect(path))
-            self._conn, self._file = conn, self._identity(conn, path)
+                found = marks.probe(self._layout)
+                self._rebuild(path, progress)
+                found.clear()
+                conn = self._configured(self._connect(path))
+                self._conn, self._file = conn, self._identity(conn, path)
             return "rebuilt"
+
+    def _opened(self, path: Path, progress: Progress | None) -> bool:
+        """The index at `path` opened and caught up (False: not usable, set aside)."""
+        try:
+            conn = self._open_existing(path)
+            identity = self._identity(conn, path)
+            conn = self._catch_up(conn, path, progress)
+        except _Corrupt:
+            return False
+        self._conn, self._file = conn, identity
+        return True
+
+    @contextlib.contextmanager
+    def _building(self) -> Iterator[None]:
+        """One build of the index at a time across processes: two at once would each
+        delete the WAL the other's connection was writing (SQLite's "disk I/O error")."""
+        lock = self._layout.index_lock_path
+        private_dirs(lock.parent)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     @_typed
     def rebuild(self, progress: Progress | None = None) -> str:
@@ -304,6 +329,17 @@ class ThreadIndex:
             conn.close()
             raise
         return found.st_dev, found.st_ino
+
+    def _replaced(self) -> bool:
+        """The open index is no longer the file at its path (another process rebuilt it or
+        set it aside): closed, so the next call opens the file there now."""
+        with self._open_lock:
+            if self._conn is None or self._in_memory:
+                return False
+            if self._still_open_on(self._layout.index_path):
+                return False
+            self._close()
+            return True
 
     def _still_open_on(self, path: Path) -> bool:
         try:
@@ -457,6 +493,7 @@ class ThreadIndex:
             self._remember(conn, seen)
         finally:
             conn.close()
+        pause_point("index-build")  # built, not yet in place (tests/faults/test_index_heals.py)
         for suffix in ("-wal", "-shm"):
             path.with_name(path.name + suffix).unlink(missing_ok=True)
         os.replace(fresh, path)

@@ -16,6 +16,11 @@ The mark's lock, not the thread file's, is what a prober takes: taking the threa
 lock, even for a moment, would make a writer opening it at that moment fail ThreadBusy.
 Lock files that are unlinked need an identity check (the prober may unlink the mark a
 writer has just opened): a writer's lock counts only on the file still at the path.
+
+A prober holds at most `PROBE_HELD` dead marks (a descriptor each) until it has read
+their threads, and removes those; a dead mark beyond them (a process killed with
+thousands of sessions open, or parked: store.py) is read again like a live writer's and
+left in place, for its writer's next row or a later prober to remove.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from protocol.errors import ProtocolError
 from restore.home.files import private_dirs
 from restore.home.layout import Layout
 from restore.ids import validate_thread_id
+
+PROBE_HELD = 64
+"""Dead marks one probe keeps locked (and removes once read): descriptors stay bounded."""
 
 
 def hold(layout: Layout, thread_id: str) -> int:
@@ -81,7 +89,8 @@ def clear_if_free(layout: Layout, thread_id: str) -> None:
 @dataclass
 class Marks:
     """What the writers' directory says, probed: threads whose writer died (their marks
-    locked by the prober until `clear`) and threads a live writer holds."""
+    locked by the prober until `clear`), and threads to read again whose marks stay: a
+    live writer holds them, or their writer died beyond the `PROBE_HELD` this probe holds."""
 
     layout: Layout
     dead: dict[str, int]
@@ -118,6 +127,10 @@ def probe(layout: Layout) -> Marks:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
+            marks.alive.append(name)
+            continue
+        if len(marks.dead) >= PROBE_HELD:
             os.close(fd)
             marks.alive.append(name)
             continue

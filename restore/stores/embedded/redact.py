@@ -25,6 +25,7 @@ from restore.home.layout import Layout
 from restore.redaction.engine import Redactor
 from restore.stores.api import RedactionReport, StepProgress, encode_line
 from restore.stores.embedded import blobs
+from restore.stores.embedded.claims import Claims
 
 
 def _redact_lines(redactor: Redactor, data: bytes) -> bytes:
@@ -45,8 +46,18 @@ def _redact_lines(redactor: Redactor, data: bytes) -> bytes:
     return b"".join(out)
 
 
-def _rewrite_thread(path: Path, redactor: Redactor, apply: bool) -> bool | None:
-    """True: the file held a secret (rewritten when `apply`); None: busy elsewhere."""
+def _rewrite_thread(path: Path, redactor: Redactor, apply: bool, claims: Claims) -> bool | None:
+    """True: the file held a secret (rewritten when `apply`); None: busy elsewhere (an
+    open session's claim, or the file's lock)."""
+    if not claims.take(path.stem):
+        return None
+    try:
+        return _rewrite_claimed(path, redactor, apply)
+    finally:
+        claims.drop(path.stem)
+
+
+def _rewrite_claimed(path: Path, redactor: Redactor, apply: bool) -> bool | None:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         try:
@@ -70,12 +81,13 @@ def redact_existing(
     report = RedactionReport(applied=apply)
     redactor.counts.clear()
     files = layout.iter_thread_files()
+    claims = Claims(layout)
     for done, (path, _archived) in enumerate(files):
         if progress is not None:
             progress("threads", done, len(files))
         report.threads += 1
         try:
-            changed = _rewrite_thread(path, redactor, apply)
+            changed = _rewrite_thread(path, redactor, apply, claims)
         except OSError as exc:
             report.failed.append(f"{path.name}: {exc.strerror or exc}")
             continue

@@ -11,17 +11,24 @@ modules that implement them, and keeps the policy that is this backend's alone:
   answer to a start or a resume must not wait for;
 - files this process writes are never read by the index: their rows come from the open
   writers (`_live_rows`), and their sizes tell the watcher which changes were our own;
-- every writer holds its thread's writer mark (`marks.py`) while it is open, and the mark
-  stays (unheld) until the thread's row is written, so a writer killed in between is
-  found by the next first listing without a scan of every file;
-- group commit is one fdatasync per written file, on the committer thread (`commit.py`).
+- every writer holds its thread's writer mark (`marks.py`) while its file is open, and
+  the mark stays (unheld) until the thread's row is written, so a writer killed in
+  between is found by the next first listing without a scan of every file;
+- group commit is one fdatasync per written file, on the committer thread (`commit.py`);
+- descriptors are bounded: at most `open_limit` writers keep their file (and mark) open,
+  the least recently used of the others are parked (files.py) and hold their threads by
+  their claims alone (claims.py). A server with 20,000 open sessions needs no more
+  descriptors than one with a few hundred.
 """
 
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
+import resource
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,7 +50,7 @@ from restore.stores.api import (
     encode_line,
     missing_records,
 )
-from restore.stores.embedded import blobs, marks, snapshots
+from restore.stores.embedded import blobs, claims, marks, snapshots
 from restore.stores.embedded.commit import GroupCommit
 from restore.stores.embedded.external import ExternalThreads
 from restore.stores.embedded.files import ThreadStore, ThreadWriter, open_thread_file
@@ -54,6 +61,32 @@ from restore.stores.embedded.search import ThreadSearch
 from restore.summary import ThreadSummary
 
 Row = tuple[ThreadSummary, Path, LineMark | None]
+OPEN_LIMIT_ENV = "SESSIOND_OPEN_THREADS"
+OPEN_LIMIT_MAX = 512
+"""Beyond a few hundred open files, parking costs nothing worth a descriptor more."""
+PARK_CANDIDATES = 8
+"""How far from the least recently used writer an idle one (nothing owed to a sync) is
+looked for, before the least recently used is synced and parked anyway."""
+
+
+def open_limit() -> int:
+    """How many writers keep their files open: `$SESSIOND_OPEN_THREADS`, else an eighth
+    of this process's descriptor limit less the claims' files (each writer takes two: its
+    thread file and its writer mark), at most `OPEN_LIMIT_MAX`: the rest of the limit is
+    for clients' sockets, the index, the search process's pipes and a hook's needs."""
+    configured = os.environ.get(OPEN_LIMIT_ENV, "").strip()
+    if configured:
+        if not configured.isdigit() or int(configured) < 1:
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                f"{OPEN_LIMIT_ENV} must be a whole number of at least 1, not {configured!r}",
+                field=OPEN_LIMIT_ENV,
+            )
+        return int(configured)
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return OPEN_LIMIT_MAX
+    return max(1, min(OPEN_LIMIT_MAX, (soft - claims.SHARDS) // 8))
 
 
 class EmbeddedStore(ThreadStore):
@@ -78,27 +111,84 @@ class EmbeddedStore(ThreadStore):
         self._dirty: dict[str, ThreadWriter] = {}  # open writers whose row is not written
         self._held: dict[str, Row] = {}  # rows of writers closed before their row was written
         self._marks: dict[str, int] = {}  # writer marks held, by thread (marks.py)
+        self._open: OrderedDict[str, ThreadWriter] = OrderedDict()
+        """Writers with their file open, least recently used first (`_touch`)."""
+        self.open_limit = open_limit()
         self._flushed = 0.0
 
     # --- what the writers tell -----------------------------------------------------------
 
     def opened(self, writer: ThreadWriter) -> None:
         """Before its first append: the thread's mark, held until its row is written."""
+        self._hold_mark(writer)
+        self._writers[writer.thread_id] = writer
+        self._touch(writer)
+
+    def reopened(self, writer: ThreadWriter) -> None:
+        """A parked writer's file is open again: so is its mark."""
+        self._hold_mark(writer)
+        self._touch(writer)
+
+    def _hold_mark(self, writer: ThreadWriter) -> None:
         if not self.read_only and writer.thread_id not in self._marks:
             try:
                 self._marks[writer.thread_id] = marks.hold(self.layout, writer.thread_id)
             except OSError as exc:
                 raise storage_error(exc, self.layout.writers_dir, "cannot mark") from exc
-        self._writers[writer.thread_id] = writer
 
     def wrote(self, writer: ThreadWriter) -> None:
         self.written_sizes[writer.thread_id] = writer.size
         if writer.unsynced:
             self.group_commit.owe(writer)
         self._dirty[writer.thread_id] = writer
+        self._open.move_to_end(writer.thread_id)  # appends only go to an open file
         stale = time.monotonic() - self._flushed >= FLUSH_SECONDS
         if stale and self.index.is_open:
             self.flush()
+
+    def _touch(self, writer: ThreadWriter) -> None:
+        """The writer's file is the most recently used; past `open_limit`, an idle one of
+        the least recently used lets its descriptors go."""
+        if self.read_only:
+            return  # a read-only home's writers are read and closed at once
+        self._open[writer.thread_id] = writer
+        self._open.move_to_end(writer.thread_id)
+        while len(self._open) > self.open_limit and self._park_one(writer):
+            pass
+
+    def _park_one(self, keep: ThreadWriter) -> bool:
+        """Park the least recently used idle writer (else the least recently used, synced
+        first); False when none could go (the bound is then exceeded until next time)."""
+        candidates = [w for w in itertools.islice(self._open.values(), PARK_CANDIDATES)
+                      if w is not keep]  # fmt: skip
+        idle = [w for w in candidates if w.idle]
+        for victim in idle[:1] or candidates[:1]:
+            if victim.park():
+                self._parked(victim)
+                return True
+        return False
+
+    def _parked(self, writer: ThreadWriter) -> None:
+        """Its mark goes with its file: removed if its row is written, else left unheld
+        until `flush` writes it (or another process's first listing reads the thread)."""
+        thread_id = writer.thread_id
+        del self._open[thread_id]
+        fd = self._marks.pop(thread_id, None)
+        if fd is None:
+            return
+        if thread_id in self._dirty:
+            os.close(fd)
+        else:
+            marks.release(self.layout, thread_id, fd)
+
+    def lost(self, writer: ThreadWriter) -> None:
+        """Another writer wrote the thread while this one was parked: what this process
+        knew of it goes (its row too: the file is read again by whoever lists it)."""
+        thread_id = writer.thread_id
+        for known in (self._writers, self._dirty, self._open):
+            if known.get(thread_id) is writer:
+                del known[thread_id]
+        self.written_sizes.pop(thread_id, None)
 
     def closing(self, writer: ThreadWriter) -> None:
         """Its row, if not written yet, is taken now (the mark needs the open file); its
@@ -107,6 +197,8 @@ class EmbeddedStore(ThreadStore):
         thread_id = writer.thread_id
         if self._writers.get(thread_id) is writer:
             del self._writers[thread_id]
+        if self._open.get(thread_id) is writer:
+            del self._open[thread_id]
         if self._dirty.get(thread_id) is writer:
             del self._dirty[thread_id]
             self._held[thread_id] = (writer.summary, writer.path, _mark(writer))
@@ -138,9 +230,12 @@ class EmbeddedStore(ThreadStore):
         rows = [*self._held.values()]
         rows += [(w.summary, w.path, _mark(w)) for w in self._dirty.values() if not w.closed]
         if derived("index rows", self.index.upsert_many, rows):
+            parked = [thread_id for thread_id in self._dirty if thread_id not in self._marks]
             self._dirty.clear()
             for thread_id in list(self._held):
                 self._row_written(thread_id)
+            for thread_id in parked:  # their marks were left unheld for this row
+                marks.clear_if_free(self.layout, thread_id)
 
     def begin_commit(self) -> Callable[[], None] | None:
         """Group commit here is one fdatasync per written file (restore/.../commit.py)."""
@@ -245,8 +340,8 @@ class EmbeddedStore(ThreadStore):
         return sorted({path.stem for path, _ in self.layout.iter_thread_files()})
 
     def import_thread(self, thread_id: str, items: list[Item], archived: bool) -> int:
-        """Write a thread's records as they are (seq, ts and ids kept), under its lock and
-        its writer mark (held until its row is written).
+        """Write a thread's records as they are (seq, ts and ids kept), under its claim, its
+        lock and its writer mark (held until its row is written).
 
         Idempotent: items whose id the file already has are skipped. A file that holds
         other records at the same seqs (the copies diverged) is left alone: InvalidParams.
@@ -254,6 +349,13 @@ class EmbeddedStore(ThreadStore):
         if self.redactor is not None:
             items = [self.redactor.item(item) for item in items]
         thread_id = validate_thread_id(thread_id)
+        self.claim(thread_id)
+        try:
+            return self._import_claimed(thread_id, items, archived)
+        finally:
+            self.claims.drop(thread_id)
+
+    def _import_claimed(self, thread_id: str, items: list[Item], archived: bool) -> int:
         mark = marks.hold(self.layout, thread_id)
         try:
             written = self._import_locked(thread_id, items, archived)
