@@ -61,6 +61,10 @@ class FileStore:
         yet): its file's name by default."""
         return path.stem
 
+    def note(self, path: Path, session_id: str) -> str | None:
+        """What the import of this session should say about it (None: nothing)."""
+        return None
+
     def fallback_cwd(self, path: Path) -> str:
         """Where a session ran when none of its lines says: its file's folder by default."""
         return str(path.parent)

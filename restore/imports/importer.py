@@ -372,7 +372,7 @@ class Importer:
         source, start, writer = planned.source, planned.start, planned.writer
         self._unstorable = []
         revision, session_id, thread_id = planned.revision, planned.session_id, planned.thread_id
-        result = FileResult(source, planned.status, thread_id)
+        result = FileResult(source, planned.status, thread_id, reason=planned.note)
         children = _Children(planned)
         parsed = None
         for event in events:
@@ -381,9 +381,10 @@ class Importer:
                 break
             event.items = self._own(event.items, event.facts, children)
             if writer is None:
-                writer, added, result.reason = self._create(
+                writer, added, refused = self._create(
                     thread_id, revision, session_id, source, event.facts
                 )
+                result.reason = refused or result.reason
                 planned.writer = writer
                 result.items += added
             result.add(self._append(writer, event.items), keep=start is not None)
@@ -412,9 +413,10 @@ class Importer:
         )  # fmt: skip
         if writer is None:  # a new thread, whole: one write, one sync
             closing = self._closing(parsed.facts.title, parsed.facts, result, checkpoint)
-            writer, added, result.reason = self._create(
+            writer, added, refused = self._create(
                 thread_id, revision, session_id, source, parsed.facts, parsed.items, closing
             )
+            result.reason = refused or result.reason
             planned.writer = writer
             result.items += added
         elif result.status != "unchanged":

@@ -47,6 +47,8 @@ class Planned:
     start: SourceCheckpoint | None
     writer: Writer | None
     status: str
+    note: str | None = None
+    """What the import should say about this session (FileStore.note)."""
 
     def close(self) -> None:
         if self.writer is not None and not self.writer.closed:
@@ -110,7 +112,7 @@ class Planner:
                     raise
                 return FileResult(source, "busy", thread_id, reason=exc.message)
         return Planned(source, stat.st_size, stat.st_mtime_ns, session_id, revision, thread_id,
-                       start, writer, status)  # fmt: skip
+                       start, writer, status, self.files.note(path, session_id))  # fmt: skip
 
     def _not_a_session(self, path: Path, size: int) -> FileResult:
         """A file too long to be a session not yet written whole (the agent puts its id

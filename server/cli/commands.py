@@ -116,18 +116,27 @@ def _children(service: ThreadService, thread_id: str) -> list[ThreadSummary]:
 
 
 def _nested(
-    service: ThreadService, thread_id: str, depth: int = 0, *, everything: bool = False
+    service: ThreadService,
+    thread_id: str,
+    depth: int = 0,
+    *,
+    everything: bool = False,
+    costs: list[dict[str, Any]] | None = None,
 ) -> dict[str, list[str]]:
     """The transcripts of a thread's sub-agents, by the operation that started each (its
-    own id when none is recorded), theirs nested in turn."""
+    own id when none is recorded), theirs nested in turn; their cost items added to
+    `costs` (what the thread spent through them)."""
     nested: dict[str, list[str]] = {}
     if depth >= MAX_DEPTH:
         return nested
     for child in reversed(_children(service, thread_id)):  # oldest first
         contents, _ = service.store.read(child.threadId)
+        if costs is not None:
+            costs += [item for item in contents.items if item.get("type") == "cost"]
         lines = [safe(f"sub-agent thread {child.threadId}: {_label(child.thread_info())}",
                       one_line=True)]  # fmt: skip
-        deeper = _nested(service, child.threadId, depth + 1, everything=everything)
+        deeper = _nested(service, child.threadId, depth + 1, everything=everything,
+                         costs=costs)  # fmt: skip
         lines += transcript.render(contents.items, deeper, everything=everything)
         nested.setdefault(child.parentOperationId or child.threadId, []).extend(lines)
     return nested
@@ -138,7 +147,9 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
     try:
         thread_id = service.thread_id_of(args.thread_id)
         contents, archived = service.store.read(thread_id)
-        nested = {} if args.json else _nested(service, thread_id, everything=args.all)
+        sub_costs: list[dict[str, Any]] = []
+        nested = {} if args.json else _nested(service, thread_id, everything=args.all,
+                                              costs=sub_costs)  # fmt: skip
     finally:
         service.close_all()
     if args.json:
@@ -154,7 +165,7 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
             print(f"sub-agent of thread {summary.parentThreadId}")
         for line in transcript.render(contents.items, nested, everything=args.all):
             print(line)
-        print(transcript.footer(contents.items, summary.itemCount))
+        print(transcript.footer(contents.items, summary.itemCount, sub_costs))
     for skipped in contents.skipped:
         print(
             f"skipped line {skipped.lineNo} ({skipped.reason}) at byte {skipped.byteOffset}",

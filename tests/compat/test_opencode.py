@@ -225,6 +225,12 @@ def test_the_sub_agent_is_a_child_thread_and_the_cost_is_opencodes_own_within_on
     assert cost["subagents"]["threads"] == 1 and cost["subagents"]["missing"] == 0
     assert own_cost > 0 and child_cost > 0
     assert cost["usd"] == pytest.approx(own_cost + child_cost, rel=0.01)
+    # `sessiond show` spends what the cost line does, the sub-agent's included (its footer
+    # once left it out).
+    shown = sessiond(worked.home, "show", parent["threadId"])
+    theirs = cost["subagents"]["usd"]
+    assert shown.stdout.splitlines()[-1].endswith(
+        f"${cost['usd']:.4f} spent (sub-agents ${theirs:.4f})")  # fmt: skip
 
 
 @pytest.mark.compat("opencode", "messages")

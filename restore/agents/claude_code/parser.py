@@ -286,15 +286,14 @@ class ClaudeCodeParser(SourceParser):
         # changed), a sub-agent's edit (its lines carry no toolUseResult).
         if tool in ("TaskCreate", "TaskUpdate"):
             self.state["calls"][block["id"]] = arguments
+        elif tool == "TodoWrite" and isinstance(arguments.get("todos"), list):
+            # The list once Claude Code accepted it: an invalid one is refused (is_error).
+            self.state["calls"][block["id"]] = {"todos": arguments["todos"]}
         elif tool in EDIT_TOOLS or tool in SHELL_TOOLS:
             kept = ("file_path", "run_in_background")
             self.state["calls"][block["id"]] = {k: arguments[k] for k in kept if k in arguments}
         self.operation(block["id"], tool, effect_of(tool), state="started",
                        argsDigest=digest(arguments), **extra)  # fmt: skip
-        if tool == "TodoWrite" and isinstance(arguments.get("todos"), list):
-            todos = [t for t in arguments["todos"] if isinstance(t, dict)]
-            self.todos([(str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
-                        for n, t in enumerate(todos, 1)])  # fmt: skip
 
     def _tool_result(self, block: dict[str, Any], outcome: Any) -> None:
         call_id = str(block.get("tool_use_id") or f"L{self._line}")
@@ -322,6 +321,10 @@ class ClaudeCodeParser(SourceParser):
             self.file_edit(path, call_id, before, after, known)
         elif tool in TASK_TOOLS and not failed:
             self._tasks(tool, arguments, result)
+        elif tool == "TodoWrite" and not failed and isinstance(arguments.get("todos"), list):
+            todos = [t for t in arguments["todos"] if isinstance(t, dict)]
+            self.todos([(str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
+                        for n, t in enumerate(todos, 1)])  # fmt: skip
 
     def _tasks(self, tool: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
         """The task list after a Task tool's result, emitted as the whole list when it

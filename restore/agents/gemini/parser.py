@@ -344,6 +344,8 @@ class GeminiParser(SourceParser):
             code = _EXIT_CODE.search(text)
             if code:
                 extra["exitCode"] = int(code.group(1))
+                # Gemini calls a command that exits non-zero a success: it failed.
+                failed = failed or extra["exitCode"] != 0
             elif not failed:
                 extra["exitCode"] = 0  # Gemini reports the exit code only when it is not 0
         elif tool == SUBAGENT_TOOL and isinstance(call.get("agentId"), str):

@@ -17,6 +17,13 @@ from restore.agents.files import FileStore
 from restore.imports.parse import HEAD_BYTES, open_source
 
 _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([A-Za-z0-9][A-Za-z0-9._-]{0,127})"')
+_RECORD = re.compile(rb'^\{"(?:id|\$set|\$rewindTo)"\s*:')
+"""The start of a line that is a record of the session (a message, `$set`, `$rewindTo`),
+not its header."""
+HEADLESS = "headerless:"
+"""The session id given a session file whose first line is a message, not the header that
+names the session (see `GeminiFiles.session_id`): not a plain name, so no handoff is
+offered (Gemini could not find the session by it)."""
 REGISTRY_BYTES = 4 << 20  # projects.json: one line per project Gemini CLI has seen
 
 
@@ -37,8 +44,22 @@ class GeminiFiles(FileStore):
 
     def session_id(self, path: Path) -> str | None:
         """`sessionId` from the file's first line (its name has only 8 characters of it);
-        None while that line is not written whole."""
-        return _session_id(path)
+        None while that line is not written whole. A `.jsonl` whose first line is a
+        record of the conversation (a message, a `$set`), not that header (Gemini 0.61
+        rewrites a session file without it when another Gemini in the project prunes it),
+        is still the conversation: named by its file (`headerless:<name>`), imported, with
+        no handoff."""
+        found = _session_id(path)
+        if found is None and path.suffix == ".jsonl" and _starts_with_a_message(path):
+            return f"{HEADLESS}{path.stem}"
+        return found
+
+    def note(self, path: Path, session_id: str) -> str | None:
+        if session_id.startswith(HEADLESS):
+            return ("no header line (Gemini rewrote the file without it, as a second Gemini "
+                    "pruning the project does): its conversation is imported, but the "
+                    "session id is not in it, so no handoff to Gemini is offered")  # fmt: skip
+        return None
 
     def fallback_cwd(self, path: Path) -> str:
         """The project root as the store records it; else the file's folder."""
@@ -64,6 +85,15 @@ def _subagent(root: Path, path: Path) -> bool:
     session (Gemini CLI's invoke_agent)."""
     return (path.suffix == ".jsonl" and path.parent.parent.name == "chats"
             and len(path.parents) > 3 and path.parents[3] == root)  # fmt: skip
+
+
+def _starts_with_a_message(path: Path) -> bool:
+    try:
+        with open_source(str(path)) as handle:
+            head = handle.read(HEAD_BYTES)
+    except OSError:
+        return False
+    return _RECORD.match(head.lstrip()) is not None and b"\n" in head
 
 
 def _session_id(path: Path) -> str | None:
