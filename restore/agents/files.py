@@ -10,6 +10,7 @@ Invariant: only names, stats and the heads of files are read here, never through
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any
@@ -18,6 +19,18 @@ import orjson
 
 from restore.agents.parsing import SourceParser
 from restore.imports.parse import LINE_BYTES, open_source
+
+
+@dataclass(frozen=True)
+class Retention:
+    """An agent's own setting that deletes its sessions once they are old enough (Claude
+    Code's `cleanupPeriodDays`, …): what sessiond has not imported by then is lost."""
+
+    setting: str
+    """The setting as a person finds it: `cleanupPeriodDays = 30 (~/.claude/settings.json)`."""
+    seconds: float
+    what: str = "sessions"
+    """What it deletes, when it is not every session (Qwen Code: its sub-agents')."""
 
 
 class FileStore:
@@ -83,6 +96,15 @@ class FileStore:
         it says (None by default: the parent's transcript is searched)."""
         return None
 
+    def retention(self) -> Retention | None:
+        """The agent's setting that deletes old sessions, as configured (its default when
+        unset); None when it keeps them."""
+        return None
+
+    def retained(self, root: Path, path: Path) -> bool:
+        """Whether the retention setting deletes this session file (all by default)."""
+        return True
+
     def trailer(self, path: Path) -> tuple[tuple[str, dict[str, Any]], ...]:
         """Records the agent keeps beside the session file, read after its lines, each
         named by a key of its contents (none by default)."""
@@ -90,6 +112,17 @@ class FileStore:
 
 
 SIDECAR_BYTES = 64 << 10
+
+
+def settings_json(path: Path) -> dict[str, Any]:
+    """An agent's settings file (JSON), {} when there is none or it is not JSON (the
+    agent's defaults then apply). Read as the agent reads it: a link is followed."""
+    try:
+        with open(path, "rb") as handle:
+            data = orjson.loads(handle.read(SIDECAR_BYTES * 16))
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def sidecar_field(path: Path, suffix: str, key: str) -> Any:

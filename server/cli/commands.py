@@ -222,8 +222,25 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
     print(f"index: {report.index_action}, {plural(report.indexed, 'thread')}")
     for agent, unmapped in sorted(report.unmapped.items()):
         _print_unmapped(agent, unmapped)
+    _print_retention(home.path)
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
+
+
+def _print_retention(home: Path) -> None:
+    """Each agent whose own retention setting will delete sessions not imported yet: the
+    setting, how many, how many soon (restore/imports/retention.py)."""
+    from restore.home.layout import Layout
+    from restore.imports.retention import SOON, at_risk_all
+
+    for risk in at_risk_all(Layout(home).import_ledger_path):
+        days = risk.retention.seconds / 86_400
+        print(safe(
+            f"{risk.agent.name}: {risk.retention.setting} deletes {risk.retention.what} "
+            f"older than {days:g} days; {plural(risk.waiting, 'session')} not imported yet"
+            f" ({risk.soon} within {SOON / 86_400:g} days of it): `sessiond import "
+            f"{risk.agent.flag}` (or `serve --follow {risk.agent.flag}`) keeps them",
+            one_line=True))  # fmt: skip
 
 
 def _doctor_redact(config: ServerConfig, *, apply: bool) -> int:

@@ -536,6 +536,11 @@ def test_a_resumed_claude_code_run_continues_the_same_thread_and_a_compaction_ke
     kept = [i["content"] for i in items if i["type"] == "message" and i["seq"] < boundary["seq"]]
     assert kept == expected
     assert_nothing_unmapped(agent)
+    # Kept after Claude Code deletes it (`cleanupPeriodDays`): the thread stays whole.
+    for transcript in agent.transcripts(agent.claude_projects):
+        transcript.unlink()
+    assert import_from(home, "claude", agent.claude_projects)["sessions"] == 0
+    assert items_of(server, thread_id) == items
 
 
 @pytest.mark.compat("claude-code", "sub-agents")

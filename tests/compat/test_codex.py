@@ -326,6 +326,10 @@ def test_codex_exec_resume_continues_and_a_reimport_adds_the_new_turn_once(
     ]  # fmt: skip
     again = import_codex(home, agent)
     assert (again["updated"], again["created"], again["items"]) == (0, 0, 0)
+    for rollout in rollouts(agent):  # kept after the rollout is deleted
+        rollout.unlink()
+    assert import_codex(home, agent)["sessions"] == 0
+    assert read(server, thread["threadId"]) == items
 
     report = resume(server, thread["threadId"])  # the handoff is this CLI's own resume
     handoff = report["handoff"]

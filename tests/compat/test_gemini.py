@@ -90,6 +90,12 @@ def test_a_gemini_text_turn_is_imported_with_its_thought_cwd_branch_model_and_ha
     assert states(report)["model_override"]["model"] == agents.model.main_requests()[0].model
     assert report["handoff"] == {"agent": "gemini", "cwd": str(agent.repo),
                                  "command": ["gemini", "--resume", run.session_id]}  # fmt: skip
+    # Kept after Gemini deletes it (`sessionRetention`, 30 days by default): whole.
+    items = items_of(server, thread["threadId"])
+    for path in session_files(agent):
+        path.unlink()
+    assert imported(home, agent)["sessions"] == 0
+    assert items_of(server, thread["threadId"]) == items
 
 
 @pytest.mark.compat("gemini", "messages", "resume")

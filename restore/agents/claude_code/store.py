@@ -7,15 +7,28 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from restore.agents.files import FileStore, sidecar_field
+from restore.agents.files import FileStore, Retention, settings_json, sidecar_field
+
+DAY = 86_400.0
 
 
 class ClaudeCodeFiles(FileStore):
     ROOT_HELP = "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects"
 
     def default_root(self) -> Path:
-        base = os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude"
-        return Path(base) / "projects"
+        return self._config() / "projects"
+
+    def _config(self) -> Path:
+        return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+    def retention(self) -> Retention | None:
+        """`cleanupPeriodDays` of the user's settings.json (30 by default): Claude Code
+        deletes, at startup and without a word, transcripts older than that."""
+        path = self._config() / "settings.json"
+        days = settings_json(path).get("cleanupPeriodDays", 30)
+        if not isinstance(days, int | float) or isinstance(days, bool) or days < 0:
+            days = 30
+        return Retention(f"cleanupPeriodDays = {days:g} ({path})", days * DAY)
 
     def is_session_file(self, root: Path, path: Path) -> bool:
         """`<root>/<encoded-cwd>/<id>.jsonl`, and sub-agents' transcripts

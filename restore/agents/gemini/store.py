@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from restore.agents.files import FileStore
+from restore.agents.files import FileStore, Retention, settings_json
 from restore.imports.parse import HEAD_BYTES, open_source
 
 _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([A-Za-z0-9][A-Za-z0-9._-]{0,127})"')
@@ -25,6 +25,8 @@ HEADLESS = "headerless:"
 names the session (see `GeminiFiles.session_id`): not a plain name, so no handoff is
 offered (Gemini could not find the session by it)."""
 REGISTRY_BYTES = 4 << 20  # projects.json: one line per project Gemini CLI has seen
+_PERIOD = re.compile(r"^(\d+)([hdwm])$")
+_UNIT = {"h": 3600.0, "d": 86_400.0, "w": 7 * 86_400.0, "m": 30 * 86_400.0}
 
 
 class GeminiFiles(FileStore):
@@ -33,6 +35,23 @@ class GeminiFiles(FileStore):
 
     def default_root(self) -> Path:
         return Path(os.environ.get("GEMINI_CLI_HOME") or Path.home()) / ".gemini" / "tmp"
+
+    def retention(self) -> Retention | None:
+        """`general.sessionRetention` of the user's settings.json (on, `maxAge` 30d, by
+        default in 0.61): Gemini deletes older sessions at startup."""
+        path = self.default_root().parent / "settings.json"
+        general = settings_json(path).get("general")
+        kept = general.get("sessionRetention") if isinstance(general, dict) else None
+        kept = kept if isinstance(kept, dict) else {}
+        if kept.get("enabled", True) is False:
+            return None
+        age = kept.get("maxAge", "30d")
+        found = _PERIOD.match(age) if isinstance(age, str) else None
+        if found is None or int(found.group(1)) == 0:
+            age, found = "30d", _PERIOD.match("30d")
+        assert found is not None
+        seconds = int(found.group(1)) * _UNIT[found.group(2)]
+        return Retention(f"general.sessionRetention.maxAge = {age} ({path})", seconds)
 
     def is_session_file(self, root: Path, path: Path) -> bool:
         """`<root>/<project>/chats/session-*.jsonl`, or `.json` (up to 0.38), and

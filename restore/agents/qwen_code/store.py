@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from restore.agents.files import FileStore, sidecar_field
+from restore.agents.files import FileStore, Retention, settings_json, sidecar_field
 
 
 class QwenCodeFiles(FileStore):
@@ -18,6 +18,20 @@ class QwenCodeFiles(FileStore):
         base = (os.environ.get("QWEN_RUNTIME_DIR") or os.environ.get("QWEN_HOME")
                 or Path.home() / ".qwen")  # fmt: skip
         return Path(base) / "projects"
+
+    def retention(self) -> Retention | None:
+        """`general.cleanupPeriodDays` of the user's settings.json (30 by default): Qwen's
+        daily housekeeping deletes background sub-agents' transcripts older than that."""
+        path = Path(os.environ.get("QWEN_HOME") or Path.home() / ".qwen") / "settings.json"
+        general = settings_json(path).get("general")
+        days = general.get("cleanupPeriodDays", 30) if isinstance(general, dict) else 30
+        if not isinstance(days, int | float) or isinstance(days, bool) or days < 0:
+            days = 30
+        return Retention(f"general.cleanupPeriodDays = {days:g} ({path})", days * 86_400.0,
+                         what="sub-agents' transcripts")  # fmt: skip
+
+    def retained(self, root: Path, path: Path) -> bool:
+        return path.parent.parent.name == "subagents"
 
     def is_session_file(self, root: Path, path: Path) -> bool:
         """`<root>/<project>/chats/<id>.jsonl`, and sub-agents' transcripts,
