@@ -59,6 +59,11 @@ ACP_COMMANDS = {
     "claude": ["claude-agent-acp"],
     "codex": ["codex-acp"],
     "gemini": ["gemini", "--acp"],
+    "opencode": ["opencode", "acp"],
+    "kilo": ["kilo", "acp"],
+    "qwen": ["qwen", "--acp"],
+    "copilot": ["copilot", "--acp", "--allow-all-tools"],
+    "pi": ["pi-acp"],
 }
 """The ACP agent of each CLI, as an editor launches it (its bin in `bins`, then args)."""
 TIMEOUT = 180  # a hung CLI fails its test instead of hanging the run (never a speed check)
@@ -141,6 +146,10 @@ class AgentHome:
                         "input": ["text"], "contextWindow": 200_000, "maxTokens": 16_000,
                         "cost": {"input": 2, "output": 8, "cacheRead": 0.5, "cacheWrite": 0}}],
         }}}))  # fmt: skip
+        # What Pi runs when no --provider/--model says (pi-acp's `pi --mode rpc`): the mock.
+        (pi / "settings.json").write_text(
+            json.dumps({"defaultProvider": "mock", "defaultModel": "gpt-4.1"})
+        )
         qwen = self.home / ".qwen"
         qwen.mkdir(exist_ok=True)
         (qwen / "settings.json").write_text(json.dumps({
