@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from protocol.agents import ImportedAgent, SearchAgent, ThreadAgent
 from protocol.base import WireModel
 from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions, ResetReason
 from protocol.names import CLIENT_NAME_MAX, PRINTABLE, SESSION_KEY_MAX
@@ -110,9 +111,10 @@ class ThreadOrigin(WireModel):
 
     model_config = ConfigDict(extra="allow")
 
-    agent: Literal["claude-code", "codex", "gemini", "acp"] = Field(
-        description="The agent whose session this thread mirrors: `claude-code`, `codex`, "
-        "`gemini` (Gemini CLI), or `acp` (recorded through `sessiond acp`)."
+    agent: ThreadAgent = Field(
+        description="The agent whose session this thread mirrors: an imported agent's id "
+        "(`claude-code`, `codex`, `gemini`, …: the schema's `agents`), or `acp` (recorded "
+        "through `sessiond acp`)."
     )
     sessionId: str = Field(description="The session's id in that agent's own store.")
     path: str | None = Field(None, description="The agent's own session file, when it has one.")
@@ -347,7 +349,7 @@ class ThreadSearchParams(Params):
     workspaceFolder: str | None = Field(
         None, description="Only threads filed under this folder or with a cwd inside it."
     )
-    agent: Literal["sessiond", "claude-code", "codex", "gemini", "acp"] | None = Field(
+    agent: SearchAgent | None = Field(
         None,
         description="Only threads from this agent (`origin.agent`); `sessiond` for threads "
         "recorded over this protocol.",
@@ -676,12 +678,10 @@ class ReadOnlyHome(WireModel):
 class Handoff(WireModel):
     """How to continue an imported thread in the agent that keeps the session."""
 
-    agent: Literal["claude-code", "codex", "gemini"] = Field(
-        description="The agent to hand over to."
-    )
+    agent: ImportedAgent = Field(description="The agent to hand over to (the schema's `agents`).")
     command: list[str] = Field(
         description="The agent's own resume, as an argument list: `claude --resume ID`, "
-        "`codex resume ID` or `gemini --resume ID`."
+        "`codex resume ID`, `gemini --resume ID`, …"
     )
     cwd: str | None = Field(
         description="Where to run it: the session's recorded working directory (the agent "

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from protocol import PROTOCOL_VERSION
+from protocol import PROTOCOL_VERSION, agents
 from protocol.errors import CODE_OF_KIND, MEANING_OF_KIND
 from protocol.examples import ANY, RECORD_ONE_TURN
 from protocol.items import (
@@ -86,6 +86,7 @@ def build_schema() -> dict[str, Any]:
         "clientNotifications": client_notifications,
         "serverNotifications": server_notifications,
         "errors": {str(kind): code for kind, code in CODE_OF_KIND.items()},
+        "agents": agents.to_json(),
         "$defs": dict(sorted(defs.items())),
     }
 
@@ -300,6 +301,21 @@ def render_markdown() -> str:
     lines += [
         f"| `{kind}` | {code} | {MEANING_OF_KIND[kind]} |"
         for kind, code in schema["errors"].items()
+    ]
+    lines += [
+        "",
+        "## Agents",
+        "",
+        "The agents whose sessions are imported (`origin.agent`, `handoff.agent`), as the",
+        "schema's `agents` names them: the command-line name (`sessiond import <flag>`,",
+        "`serve --follow`) and how to install each one's CLI.",
+        "",
+        "| agent | name | flag | install |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{agent_id}` | {entry['name']} | `{entry['flag']}` | `{entry['install']}` |"
+        for agent_id, entry in schema["agents"].items()
     ]
     lines += ["", *_example()]
     return "\n".join(lines).rstrip() + "\n"

@@ -6,6 +6,7 @@ JSONL files, or PostgreSQL's rows) are the ground truth, and everything else her
 
 home/ the data directory · ids, summary, access, faults, child_env · engine/ the
 subsystems and the verdict · stores/ the store interface and its two backends ·
-service/ what the server calls · sources/ other agents' records as items · imports/
-their session files as threads (docs/architecture.md, the code map).
+service/ what the server calls · sources/ ACP's records as items · agents/ one folder
+per imported agent (its store, its records as items) · imports/ their sessions as
+threads (docs/architecture.md, the code map).
 """

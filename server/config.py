@@ -14,17 +14,19 @@ import os
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 """The largest message accepted (`--max-frame`; server/rpc/framing.py enforces it)."""
-FOLLOWABLE = ("claude", "codex", "gemini")
 DURABILITIES = ("fsync", "group", "none")
 REDACTIONS = ("off", "default", "strict")
 
 
 def parse_follow(value: str) -> tuple[str, ...]:
     """`claude,codex,gemini` → the agents whose sessions `serve` imports and follows live."""
+    from protocol.agents import AGENT_FLAGS  # only when asked to follow: dataclasses
+
     names = tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
-    unknown = [name for name in names if name not in FOLLOWABLE]
+    unknown = [name for name in names if name not in AGENT_FLAGS]
     if unknown:
-        raise ValueError(f"cannot follow {', '.join(unknown)} (choose from claude, codex, gemini)")
+        raise ValueError(f"cannot follow {', '.join(unknown)} (choose from "
+                         f"{', '.join(AGENT_FLAGS)})")  # fmt: skip
     return names
 
 

@@ -151,11 +151,11 @@ NOT_FOR_A_FIRST_PAGE = (
     "restore.redaction.engine",
     "restore.stores.embedded.search_child",  # and multiprocessing: the first search's
     "restore.imports",  # the watcher's importers: only with `serve --follow`
-    "restore.sources",
+    "restore.agents.registry",  # and through it every agent's parser
     "pydantic",
 )
-NOT_FOR_A_COMMAND = (  # restore.sources allowed: a search hit says how to resume it
-    *(name for name in NOT_FOR_A_FIRST_PAGE if name != "restore.sources"),
+NOT_FOR_A_COMMAND = (  # the registry allowed: a search hit says how to resume it
+    *(name for name in NOT_FOR_A_FIRST_PAGE if name != "restore.agents.registry"),
     "gettext",
     "multiprocessing",
     "asyncio",  # the offline commands run no event loop

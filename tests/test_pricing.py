@@ -9,7 +9,7 @@ from genai_prices import Usage, calc_price
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from restore.sources import pricing
+from restore.agents import pricing
 
 MODELS = [
     ("claude-opus-5-5", "claude-code", "anthropic"),  # Claude Code 2.1's default
@@ -43,9 +43,9 @@ def library(model: str, provider: str, fresh: int, write: int, read: int, out: i
 def test_every_call_costs_what_the_library_says(
     entry: tuple[str, str, str], fresh: int, write: int, read: int, out: int
 ) -> None:
-    model, agent, provider = entry
+    model, _agent, provider = entry
     ours = pricing.usd(model, fresh=fresh, cache_write=write, cache_read=read, output=out,
-                       agent=agent, at=f"{DAY}T10:00:00Z")  # fmt: skip
+                       provider=provider, at=f"{DAY}T10:00:00Z")  # fmt: skip
     assert ours == pytest.approx(library(model, provider, fresh, write, read, out), rel=1e-9,
                                  abs=1e-9)  # fmt: skip
 
@@ -54,17 +54,17 @@ def test_every_call_costs_what_the_library_says(
                                    "", "my-local-model"])  # fmt: skip
 def test_a_model_the_list_does_not_know_is_unpriced_not_guessed(model: str) -> None:
     assert pricing.usd(model, fresh=1000, cache_write=0, cache_read=0, output=100,
-                       agent="claude-code" if "claude" in model else "codex") is None  # fmt: skip
+                       provider="anthropic" if "claude" in model else "openai") is None  # fmt: skip
 
 
 def test_new_models_get_their_own_price_not_an_older_familys() -> None:
     """The hand-written table priced claude-opus-4-8 as claude-opus-4 (3x) and gpt-5.5 as
     gpt-5."""
     million = {"fresh": 1_000_000, "cache_write": 0, "cache_read": 0, "output": 0}
-    assert pricing.usd("claude-opus-4-8", agent="claude-code", **million) == pytest.approx(5.0)
-    assert pricing.usd("claude-opus-4", agent="claude-code", **million) == pytest.approx(15.0)
-    assert pricing.usd("gpt-5.5", agent="codex", **million) != pricing.usd(
-        "gpt-5", agent="codex", **million
+    assert pricing.usd("claude-opus-4-8", provider="anthropic", **million) == pytest.approx(5.0)
+    assert pricing.usd("claude-opus-4", provider="anthropic", **million) == pytest.approx(15.0)
+    assert pricing.usd("gpt-5.5", provider="openai", **million) != pricing.usd(
+        "gpt-5", provider="openai", **million
     )
 
 
@@ -74,7 +74,7 @@ def test_a_long_prompt_is_priced_at_the_higher_tier() -> None:
     start = rates.thresholds[0]
     at_start, above = (
         pricing.usd("gemini-2.5-pro", fresh=n, cache_write=0, cache_read=0, output=0,
-                    agent="gemini", at=DAY)
+                    provider="google", at=DAY)
         for n in (start, start + 1)
     )  # fmt: skip
     assert at_start is not None and above is not None

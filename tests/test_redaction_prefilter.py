@@ -265,9 +265,9 @@ def test_a_line_the_import_mends_is_looked_at_as_it_was_read() -> None:
 
 
 def _parse_codex(path: Path, redactor: Redactor) -> list[dict[str, Any]]:
+    from restore.agents.codex.parser import CodexParser
     from restore.imports.parse import Flush, ParseStart, parse
     from restore.imports.plan import EMPTY_SHA
-    from restore.sources.codex import CodexParser
 
     start = ParseStart(path=str(path), parser=CodexParser, offset=0, lines=0, line_start=0,
                        tail_sha=EMPTY_SHA, state=None, fallback_ts="2026-01-01T00:00:00Z",

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from restore.sources.claude_code import ClaudeCodeParser, edited_contents
-from restore.sources.codex import CodexParser, patch_changes
-from restore.sources.common import SourceParser
+from restore.agents.claude_code.parser import ClaudeCodeParser, edited_contents
+from restore.agents.codex.parser import CodexParser, patch_changes
+from restore.agents.parsing import SourceParser
 from tests.support.import_fixtures import ClaudeSession, CodexSession
 
 
@@ -298,7 +298,7 @@ def feed_state(parser_type: type[SourceParser], records: list[dict[str, Any]]) -
 
 
 def test_a_handoff_is_offered_only_for_plain_session_ids() -> None:
-    from restore.sources.handoff import handoff_command
+    from restore.agents.registry import handoff_command
 
     session = "0d3c5f0e-5b7a-4e57-9c3f-1f2d3e4a5b6c"
     assert handoff_command("claude-code", session) == ["claude", "--resume", session]

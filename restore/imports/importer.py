@@ -1,4 +1,4 @@
-"""Claude Code, Codex and Gemini CLI sessions as sessiond threads: imported once, then as
+"""Other agents' sessions (restore/agents/) as sessiond threads: imported once, then as
 they grow, into whichever store the service has (through the store interface alone).
 
 Each source file (one agent session) becomes one thread whose id is derived from the
@@ -21,9 +21,10 @@ session file) is never followed and is reported (`symlink`); only the root, whic
 named, may itself be one. A file larger than FILE_BYTES is not read (`too-large`); lines
 are read within their own budget (parse.py). Either way the rest of the run goes on.
 
-The parts: agents.py (where each agent keeps its sessions), plan.py (what to read of a
-file, into which thread), parse.py (a file into items), pool.py (parsing in worker
-processes), ledger.py (where each file was left), results.py; this module runs them.
+The parts: restore/agents/ (where each agent keeps its sessions, its records as items),
+plan.py (what to read of a file, into which thread), parse.py (a file into items),
+pool.py (parsing in worker processes), ledger.py (where each file was left), results.py;
+this module runs them.
 """
 
 from __future__ import annotations
@@ -36,26 +37,32 @@ import uuid
 from collections import Counter, deque
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
+from restore.agents.api import Agent
+from restore.agents.database import DatabaseSession, DatabaseStore, Snapshot
+from restore.agents.files import FileStore, spawns_in
+from restore.agents.identity import SAFE_ID, thread_id_for
+from restore.agents.parsing import CHILD
 from restore.engine.environment import ENVIRONMENT_FIELDS, canonical, probe
-from restore.imports.agents import SOURCES, SourceKind, sidecar_call, spawns_in
 from restore.imports.ledger import ImportLedger, SourceCheckpoint
 from restore.imports.parse import Facts, Flush, Parsed, parse
-from restore.imports.plan import FILE_BYTES, Planned, Planner, unreadable
+from restore.imports.plan import EMPTY_SHA, FILE_BYTES, Planned, Planner, from_start, unreadable
 from restore.imports.results import FileResult, ImportSummary
 from restore.service.threads import ThreadService
-from restore.sources import claude_code
-from restore.sources.handoff import SAFE_ID, thread_id_for
-from restore.stores.api import Item, Progress, Writer, encode_line
+from restore.stores.api import Item, Progress, SkippedLine, Writer, encode_line
 
 if TYPE_CHECKING:
     from restore.imports.pool import ParsePool, Ticket
 
-__all__ = ["CHUNK", "SOURCES", "FileResult", "ImportSummary", "Importer", "SourceKind"]
+__all__ = ["CHUNK", "FileResult", "ImportSummary", "Importer", "Source"]
+
+Source = Path | DatabaseSession
+"""A session to import: its file, or its rows in a database store."""
 
 CHUNK = 50  # files per batch of a long import: one index transaction, one progress report
 SKIPPED_KEPT = 100  # skipped lines listed per checkpoint (all are counted)
@@ -109,7 +116,7 @@ class Importer:
     def __init__(
         self,
         service: ThreadService,
-        kind: SourceKind,
+        agent: Agent,
         root: Path | None = None,
         *,
         live: bool = False,
@@ -118,8 +125,12 @@ class Importer:
         """`parallel_from`: how many source bytes a batch import must have to read before
         it parses them in worker processes (None: never)."""
         self.service = service
-        self.kind = kind
-        self.root = (root or kind.default_root()).expanduser().absolute()
+        self.agent = agent
+        self.database = agent.store if isinstance(agent.store, DatabaseStore) else None
+        """A database store's (None: the agent keeps a file per session)."""
+        self.files = agent.store if isinstance(agent.store, FileStore) else FileStore()
+        """A file store's (a database store's importer asks only its defaults)."""
+        self.root = (root or agent.default_root()).expanduser().absolute()
         self.live = live
         self.parallel_from = parallel_from
         self.parsed_by_workers = 0
@@ -132,14 +143,16 @@ class Importer:
         self._unstorable: list[str] = []  # ids of the file being read the store refused
         # Writers are opened `durable=False`: `commit` makes the batch durable (see there).
         self._store = service.store
-        self.planner = Planner(kind, self.root, self.ledger, service.store)
+        self.planner = Planner(agent, self.files, self.root, self.ledger, service.store)
+        self._snapshot: Snapshot | None = None
+        """A database store's copy, as the last `scan` took it."""
 
     def import_all(self, progress: Progress | None = None) -> ImportSummary:
         """Every session under the root; unchanged ones cost a stat and no read. A batch
         of CHUNK files is committed at a time; with much to read, worker processes parse
         files ahead while this process writes them in order (see `_in_order`)."""
         began = time.perf_counter()
-        summary = ImportSummary(self.kind.agent, str(self.root))
+        summary = ImportSummary(self.agent.id, str(self.root))
         sources = self.scan()
         pool = self._pool_for(sources)
         try:
@@ -158,15 +171,46 @@ class Importer:
         summary.seconds = time.perf_counter() - began
         return summary
 
-    def scan(self) -> list[tuple[Path, SourceCheckpoint | None]]:
-        """Every session file under the root, with its ledger row (one query for all)."""
-        files = self.kind.session_files(self.root) if self.root.is_dir() else []
-        known = self.ledger.all(self.kind.agent)
+    def scan(self) -> list[tuple[Source, SourceCheckpoint | None]]:
+        """Every session under the root, with its ledger row (one query for all): each
+        session file, or each session of a database store (read from a fresh copy)."""
+        known = self.ledger.all(self.agent.id)
+        if self.database is not None:
+            return [(s, known.get(s.source)) for s in self._database_sessions()]
+        files = self.files.session_files(self.root) if self.root.is_dir() else []
         return [(path, known.get(str(path))) for path in files]
 
-    def import_files(self, sources: list[tuple[Path, SourceCheckpoint | None]]) -> list[FileResult]:
-        """Import a batch of `scan`'s files, then write their listing rows."""
-        results = [self.import_file(path, known, looked_up=True) for path, known in sources]
+    def import_files(
+        self, sources: list[tuple[Source, SourceCheckpoint | None]]
+    ) -> list[FileResult]:
+        """Import a batch of `scan`'s sessions, then write their listing rows."""
+        results = [self.import_source(source, known) for source, known in sources]
+        self.commit()
+        return results
+
+    def import_source(self, source: Source, known: SourceCheckpoint | None) -> FileResult:
+        """One session of `scan`'s (`known`: its ledger row)."""
+        if isinstance(source, DatabaseSession):
+            return self.import_session(source, known)
+        return self.import_file(source, known, looked_up=True)
+
+    def watches(self, path: Path) -> bool:
+        """Whether a change to `path` is a change to this agent's sessions."""
+        if self.database is not None:
+            return self.database.touches(self.root, path)
+        return self.files.is_session_file(self.root, path)
+
+    def import_changed(self, paths: list[Path]) -> list[FileResult]:
+        """What is new after `paths` changed (each a session file; for a database store,
+        the database: every session it changed since), then their listing rows."""
+        if self.database is not None:
+            changed = [
+                (s, k)
+                for s, k in self.scan()
+                if not (isinstance(s, DatabaseSession) and k is not None and _current(s, k))
+            ]
+            return self.import_files(changed)
+        results = [self.import_file(path) for path in paths]
         self.commit()
         return results
 
@@ -186,6 +230,8 @@ class Importer:
     def close(self) -> None:
         self.commit()
         self.ledger.close()
+        if self._snapshot is not None:
+            self._snapshot.close()
 
     def import_file(
         self, path: Path, known: SourceCheckpoint | None = None, *, looked_up: bool = False
@@ -211,11 +257,12 @@ class Importer:
 
     # --- in worker processes -------------------------------------------------------------
 
-    def _pool_for(self, sources: list[tuple[Path, SourceCheckpoint | None]]) -> ParsePool | None:
+    def _pool_for(self, sources: list[tuple[Source, SourceCheckpoint | None]]) -> ParsePool | None:
         """Worker processes, when this import has at least `parallel_from` bytes to read
         (new files, and what changed files grew by: a stat each until that many are
-        found); below that, starting them costs more than they save."""
-        if self.parallel_from is None or len(sources) < 2:
+        found); below that, starting them costs more than they save. A database store's
+        sessions are read here, from its copy."""
+        if self.parallel_from is None or len(sources) < 2 or self.database is not None:
             return None
         from restore.imports import pool as import_pool
 
@@ -223,6 +270,8 @@ class Importer:
             return None
         to_read = 0
         for path, known in sources:
+            if isinstance(path, DatabaseSession):
+                continue
             try:
                 stat = os.lstat(path)  # a link is not read: it is not work to share
             except OSError:
@@ -238,7 +287,7 @@ class Importer:
         return None
 
     def _in_order(
-        self, sources: list[tuple[Path, SourceCheckpoint | None]], pool: ParsePool | None
+        self, sources: list[tuple[Source, SourceCheckpoint | None]], pool: ParsePool | None
     ) -> Generator[FileResult, None, None]:
         """Each file's result, imported in order. Without a pool, one file after the other;
         with one, files are planned ahead and parsed by its workers meanwhile (a bounded
@@ -249,8 +298,8 @@ class Importer:
         worker that dies (killed) leaves its files to this process."""
         self.parsed_by_workers = 0
         if pool is None:
-            for path, known in sources:
-                yield self.import_file(path, known, looked_up=True)
+            for source, known in sources:
+                yield self.import_source(source, known)
             return
         window = WINDOW_FILES * pool.workers
         queue: deque[_Ahead] = deque()
@@ -260,9 +309,10 @@ class Importer:
             while True:
                 while position < len(sources) and len(queue) < window and in_flight < WINDOW_BYTES:
                     path, known = sources[position]
+                    assert isinstance(path, Path), "a database store has no pool"
                     # The ledger knows the session of a file it has seen (no read for it).
                     session_id = (known.sessionId if known is not None else
-                                  self.kind.session_id(path)) or str(path)  # fmt: skip
+                                  self.files.session_id(path)) or str(path)  # fmt: skip
                     if sessions[session_id]:
                         break
                     position += 1
@@ -308,7 +358,7 @@ class Importer:
             return _Ahead(error=exc)
         if isinstance(planned, FileResult):
             return _Ahead(result=planned)
-        size = planned.stat.st_size - (planned.start.offset if planned.start else 0)
+        size = planned.size - (planned.start.offset if planned.start else 0)
         if size > WORKER_FILE_BYTES:
             return _Ahead(planned=planned)
         return _Ahead(
@@ -319,19 +369,22 @@ class Importer:
 
     def _read(self, planned: Planned, events: Iterable[Flush | Parsed]) -> FileResult:
         """Write what the parse of one file gives (as it gives it), then its checkpoint."""
-        source, start, writer = str(planned.path), planned.start, planned.writer
+        source, start, writer = planned.source, planned.start, planned.writer
         self._unstorable = []
         revision, session_id, thread_id = planned.revision, planned.session_id, planned.thread_id
-        result = FileResult(source, planned.status, thread_id)
+        result = FileResult(source, planned.status, thread_id, reason=planned.note)
+        children = _Children(planned)
         parsed = None
         for event in events:
             if isinstance(event, Parsed):
                 parsed = event
                 break
+            event.items = self._own(event.items, event.facts, children)
             if writer is None:
-                writer, added, result.reason = self._create(
+                writer, added, refused = self._create(
                     thread_id, revision, session_id, source, event.facts
                 )
+                result.reason = refused or result.reason
                 planned.writer = writer
                 result.items += added
             result.add(self._append(writer, event.items), keep=start is not None)
@@ -339,27 +392,31 @@ class Importer:
         result.skipped, result.repaired = parsed.skipped, parsed.repaired
         result.unmapped = parsed.unmapped
         if writer is None and parsed.records == 0 and not result.skipped:
+            children.close()
             return FileResult(source, "empty", reason="no records, only blank lines")
-        if writer is None and not parsed.items and self.kind.skip_itemless:
+        if writer is None and not parsed.items and self.files.skip_itemless:
+            children.close()
             return FileResult(source, "empty", reason="no conversation yet",
                               skipped=result.skipped, unmapped=result.unmapped)  # fmt: skip
         if writer is None and parsed.facts.cwd is None and self.live:
+            children.close()
             return FileResult(source, "deferred", reason="no line says where it runs yet")
+        parsed.items = self._own(parsed.items, parsed.facts, children)
         read_nothing = parsed.offset == (start.offset if start else 0) and not parsed.items
         if writer is not None and read_nothing:
             result.status = "unchanged"  # touched, or only a torn tail: nothing to add
-        stat = planned.stat
         checkpoint = SourceCheckpoint(
-            source=source, agent=self.kind.agent, sessionId=session_id, revision=revision,
+            source=source, agent=self.agent.id, sessionId=session_id, revision=revision,
             threadId=thread_id, offset=parsed.offset, lines=parsed.lines,
-            lineStart=parsed.line_start, headSha=parsed.head_sha, size=stat.st_size,
-            tailSha=parsed.tail_sha, mtimeNs=stat.st_mtime_ns, parser=self._redacted(parsed.state),
+            lineStart=parsed.line_start, headSha=parsed.head_sha, size=planned.size,
+            tailSha=parsed.tail_sha, mtimeNs=planned.mtime_ns, parser=self._redacted(parsed.state),
         )  # fmt: skip
         if writer is None:  # a new thread, whole: one write, one sync
             closing = self._closing(parsed.facts.title, parsed.facts, result, checkpoint)
-            writer, added, result.reason = self._create(
+            writer, added, refused = self._create(
                 thread_id, revision, session_id, source, parsed.facts, parsed.items, closing
             )
+            result.reason = refused or result.reason
             planned.writer = writer
             result.items += added
         elif result.status != "unchanged":
@@ -369,9 +426,12 @@ class Importer:
             kept = writer.summary.title if parsed.facts.title != told else parsed.facts.title
             closing = self._closing(kept, parsed.facts, result, checkpoint)
             result.add(self._append(writer, parsed.items, closing), keep=True)
+            if self.database is not None and not result.items:
+                result.status = "unchanged"  # read whole again: all of it was there
         writer.close()  # its listing row is written by the next `commit`
         self._checkpoints.append(checkpoint)
         result.summary = writer.summary
+        result.children = children.close()
         if self._unstorable:
             left_out, self._unstorable = self._unstorable, []
             note = (f"{len(left_out)} item(s) nested deeper than a thread holds were left out "
@@ -384,7 +444,7 @@ class Importer:
         when this import starts from scratch."""
         if start is None or not isinstance(start.parser.get("titles"), dict):
             return None
-        return self.kind.parser(dict(start.parser)).title
+        return self.agent.parser(dict(start.parser)).title
 
     def _redacted(self, state: dict[str, Any]) -> dict[str, Any]:
         """The parser's state as the checkpoint keeps it (in the thread and the ledger):
@@ -398,6 +458,65 @@ class Importer:
         except ProtocolError:  # too costly to look at: nothing of it is kept
             return {}
         return redacted
+
+    def _own(self, items: list[Item], facts: Facts, children: _Children) -> list[Item]:
+        """The items of the file's own session; its sub-agents' (`CHILD`) written to their
+        own threads as they come, each under the parent's thread and the call that
+        started it (the parser's `children`)."""
+        if not any(CHILD in item for item in items):
+            return items
+        own: list[Item] = []
+        theirs: dict[str, list[Item]] = {}
+        for item in items:
+            child = item.pop(CHILD, None)
+            if isinstance(child, str):
+                theirs.setdefault(child, []).append(item)
+            else:
+                own.append(item)
+        for child, batch in theirs.items():
+            self._write_child(children, child, batch, facts)
+        return own
+
+    def _write_child(
+        self, children: _Children, child: str, items: list[Item], facts: Facts
+    ) -> None:
+        planned = children.planned
+        if not SAFE_ID.fullmatch(child):
+            self._unstorable += [str(item.get("id")) for item in items]
+            return
+        known = (facts.children or {}).get(child) or {}
+        thread_id = thread_id_for(self.agent.id, child, planned.revision)
+        result = children.results.get(child)
+        writer = children.writers.get(child)
+        if writer is None and self._store.exists(thread_id):
+            try:
+                writer = self._store.open_writer(thread_id, durable=False)
+            except ProtocolError as exc:
+                if exc.kind is not ErrorKind.THREAD_BUSY:
+                    raise
+                children.results[child] = FileResult(planned.source, "busy", thread_id,
+                                                     reason=exc.message)  # fmt: skip
+                return
+            result = FileResult(planned.source, "updated", thread_id)
+        if writer is None:
+            title = known.get("title") if isinstance(known.get("title"), str) else None
+            stamps = [i["ts"] for i in items if isinstance(i.get("ts"), str)]
+            call = known.get("toolCallId")
+            child_facts = Facts(
+                facts.cwd, facts.branch, facts.commit, stamps[0] if stamps else facts.created,
+                stamps[-1] if stamps else facts.last_ts, title,
+                {"sessionId": planned.session_id, "toolCallId": call if isinstance(
+                    call, str) else None},
+            )  # fmt: skip
+            writer, added, reason = self._create(
+                thread_id, planned.revision, child, planned.source, child_facts, items
+            )
+            result = FileResult(planned.source, "created", thread_id, items=added, reason=reason)
+        else:
+            assert result is not None
+            result.add(self._append(writer, items), keep=True)
+        children.writers[child] = writer
+        children.results[child] = result
 
     def _closing(
         self,
@@ -456,7 +575,7 @@ class Importer:
         cwd was not used (it is checked as `thread/start` checks one: a relative cwd would
         be taken relative to wherever sessiond runs); the session is then bound to where
         its file says, as one that names no cwd is."""
-        fallback = self.kind.fallback_cwd(Path(source))
+        fallback = self.files.fallback_cwd(Path(source))
         refused = _refused_cwd(facts.cwd)
         cwd = fallback if facts.cwd is None or refused else facts.cwd
         note = f"{refused}: bound to {canonical(fallback)} instead" if refused else None
@@ -467,7 +586,7 @@ class Importer:
             environment["branch"] = facts.branch
         if facts.commit:
             environment["headSha"] = facts.commit
-        origin = {"agent": self.kind.agent, "sessionId": session_id, "path": source,
+        origin = {"agent": self.agent.id, "sessionId": session_id, "path": source,
                   "revision": revision}  # fmt: skip
         link = self._parent_link(Path(source), session_id, facts.parent)
         if link is not None:
@@ -476,10 +595,14 @@ class Importer:
             "type": "session_meta", "id": "meta", "ts": facts.created or facts.last_ts,
             "threadId": thread_id, "source": "startup", "reason": "import", "origin": origin,
             **{key: environment.get(key) for key in ENVIRONMENT_FIELDS},
-            "title": facts.title, "client": {"name": self.kind.agent},
+            "title": facts.title, "client": {"name": self.agent.id},
             "parentThreadId": link.thread_id if link else None,
             "parentOperationId": link.tool_call_id if link else None,
         }  # fmt: skip
+        forked = facts.fork.get("sessionId") if facts.fork else None
+        if isinstance(forked, str) and SAFE_ID.fullmatch(forked):
+            origin["forkedFromSessionId"] = forked
+            meta["forkedFrom"] = {"threadId": self._newest_thread(forked), "seq": None}
         meta = {key: value for key, value in meta.items() if value is not None}
         items, bookkeeping = items or [], bookkeeping or []
         session = _session_of(thread_id)
@@ -538,29 +661,104 @@ class Importer:
         transcript). The parent's session is the parser's, else the layout's (Gemini)."""
         if parent is None:
             return None
-        session = parent.get("sessionId") or self.kind.parent_session(path)
+        session = parent.get("sessionId") or self.files.parent_session(path)
         if not isinstance(session, str) or not SAFE_ID.fullmatch(session):
             return None  # not a session id: no thread, no file is named after it
-        thread_id = thread_id_for(self.kind.agent, session, 1)
-        for revision in itertools.count(2):
-            newer = thread_id_for(self.kind.agent, session, revision)
-            if not self._store.exists(newer):
-                break
-            thread_id = newer
+        thread_id = self._newest_thread(session)
         call = parent.get("toolCallId")
         if not isinstance(call, str):
             # Claude Code's sub-agent is named by its agentId, the others by their session.
             key = raw if isinstance(raw := parent.get("agentId"), str) else session_id
-            call = (sidecar_call(path) if self.kind.agent == claude_code.AGENT else None) or (
-                self._spawning_call(path, session, key)
+            call = (
+                self._database_spawning_call(session, session_id)
+                or self.files.spawning_call_beside(path)
+                or self._spawning_call(path, session, key)
             )
         return ParentLink(session, thread_id, call if isinstance(call, str) else None)
+
+    def _database_spawning_call(self, parent: str, child: str) -> str | None:
+        snapshot = self._snapshot
+        if self.database is None or snapshot is None or snapshot.db is None:
+            return None
+        return self.database.spawning_call(snapshot.db, parent, child)
+
+    # --- a database store ----------------------------------------------------------------
+
+    def _database_sessions(self) -> list[DatabaseSession]:
+        """The sessions of a fresh copy of the database (none when there is none)."""
+        assert self.database is not None
+        if self._snapshot is None:
+            self._snapshot = Snapshot(self.database.database(self.root))
+        db = self._snapshot.refresh()
+        return [] if db is None else self.database.sessions(db, self._snapshot.database)
+
+    def import_session(
+        self, session: DatabaseSession, known: SourceCheckpoint | None
+    ) -> FileResult:
+        """One session of a database store, read whole from the copy `scan` took (its
+        rows are updated in place, so the read is the session as it is now); the items
+        already in its thread are named as before and not written again."""
+        source = session.source
+        if not SAFE_ID.fullmatch(session.id):
+            return FileResult(source, "unreadable", reason="its id is not a plain name; not read")
+        thread_id = thread_id_for(self.agent.id, session.id, 1)
+        exists = self._store.exists(thread_id)
+        if exists and known is not None and _current(session, known):
+            return FileResult(source, "unchanged", thread_id)
+        writer = None
+        if exists:
+            try:
+                writer = self._store.open_writer(thread_id, durable=False)
+            except ProtocolError as exc:
+                if exc.kind is not ErrorKind.THREAD_BUSY:
+                    raise
+                return FileResult(source, "busy", thread_id, reason=exc.message)
+        start = (known or from_start(source, self.agent.id, session.id, 1, thread_id)) if (
+            exists) else None  # fmt: skip
+        planned = Planned(source, session.changes, session.updated * 1_000_000, session.id, 1,
+                          thread_id, start, writer, "updated" if exists else "created")  # fmt: skip
+        try:
+            return self._read(planned, [self._parse_session(session)])
+        finally:
+            planned.close()
+
+    def _parse_session(self, session: DatabaseSession) -> Parsed:
+        assert self.database is not None and self._snapshot is not None
+        db = self._snapshot.db
+        assert db is not None, "scan took the copy"
+        parser = self.agent.parser(None, _iso_ms(session.updated))
+        redact = self._store.redactor
+        items: list[Item] = []
+        skipped: list[Item] = []
+        records = 0
+        for key, record in self.database.records(db, session):
+            records += 1
+            if redact is not None:
+                record = redact.item(record)
+            try:
+                items += parser.feed(records, record, record.get("timestamp"), key=key)
+            except (TypeError, ValueError, RecursionError):
+                line = SkippedLine(records, 0, "mapping_failed", key[:80]).to_wire()
+                skipped.append(line)
+        return Parsed(items, Facts.of(parser), parser.state, records, skipped, 0, records,
+                      records, 0, EMPTY_SHA, EMPTY_SHA, parser.unmapped_seen)  # fmt: skip
+
+    def _newest_thread(self, session: str) -> str:
+        """A session's newest revision's thread (revision 1's id when it is not imported
+        yet: the id it will get)."""
+        thread_id = thread_id_for(self.agent.id, session, 1)
+        for revision in itertools.count(2):
+            newer = thread_id_for(self.agent.id, session, revision)
+            if not self._store.exists(newer):
+                break
+            thread_id = newer
+        return thread_id
 
     def _spawning_call(self, path: Path, session: str, key: str) -> str | None:
         """The tool call of the parent's transcript that started the sub-agent `key`. One
         pass over each parent file per run for all its sub-agents (again once it grew)."""
         try:
-            candidates = self.kind.parent_files(self.root, path, session)
+            candidates = self.files.parent_files(self.root, path, session)
         except OSError:
             return None
         for parent_path in candidates:
@@ -573,7 +771,8 @@ class Importer:
             seen = (stat.st_size, stat.st_mtime_ns)
             cached = self._spawns.get(parent_path)
             if cached is None or cached[0] != seen:
-                cached = self._spawns[parent_path] = (seen, spawns_in(parent_path, self.kind))
+                found = spawns_in(parent_path, self.agent.parser)
+                cached = self._spawns[parent_path] = (seen, found)
             if key in cached[1]:
                 return cached[1][key]
         return None
@@ -585,6 +784,21 @@ class Importer:
         return self._environments[cwd]
 
 
+class _Children:
+    """The sub-agent threads one file's read writes (their events in the parent's file)."""
+
+    def __init__(self, planned: Planned) -> None:
+        self.planned = planned
+        self.writers: dict[str, Writer] = {}
+        self.results: dict[str, FileResult] = {}
+
+    def close(self) -> list[FileResult]:
+        for child, writer in self.writers.items():
+            writer.close()
+            self.results[child].summary = writer.summary
+        return list(self.results.values())
+
+
 @dataclass(frozen=True)
 class ParentLink:
     """A sub-agent thread's place: the parent session (as its agent names it), the
@@ -593,6 +807,17 @@ class ParentLink:
     session_id: str
     thread_id: str
     tool_call_id: str | None
+
+
+def _current(session: DatabaseSession, known: SourceCheckpoint) -> bool:
+    """The ledger's row is of the session as it is (it has not changed since): its change
+    counter (kept as the checkpoint's `size`) and its row's `time_updated` (`mtimeNs`)."""
+    return (known.size, known.mtimeNs) == (session.changes, session.updated * 1_000_000)
+
+
+def _iso_ms(ms: int) -> str:
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def _refused_cwd(cwd: str | None) -> str | None:

@@ -29,10 +29,10 @@ from typing import IO, Any
 import orjson
 
 from protocol import json_text
+from restore.agents.parsing import SourceParser
 from restore.home.files import NotRegularFile
 from restore.ids import sha256_of
 from restore.redaction.engine import Redactor, TooCostly
-from restore.sources.common import SourceParser
 from restore.stores.api import SkippedLine
 
 HEAD_BYTES = 4096
@@ -159,6 +159,10 @@ class ParseStart:
     """The store's: each record is redacted as it is read, before the parser clips a
     title, a tool's output or a skipped line's preview (a secret cut in half would no
     longer be recognised), and before anything of it reaches a checkpoint or the ledger."""
+    trailer: tuple[tuple[str, dict[str, Any]], ...] = ()
+    """Records the agent keeps beside the file (FileStore.trailer: Copilot CLI's todo table),
+    fed after its lines, each named by its key (its contents: one that did not change
+    gives nothing new)."""
 
 
 @dataclass(frozen=True)
@@ -175,14 +179,21 @@ class Facts:
     """A sub-agent's session: `{"sessionId": the parent's session id as its agent names it,
     "toolCallId": the parent's tool call that started it, or None}` (a parser's
     `state["parent"]`); the importer links the thread under the parent's."""
+    children: dict[str, Any] | None = None
+    """Sub-agents whose events are in this file (`SourceParser.in_child`): their id →
+    `{"toolCallId", "title"}` (a parser's `state["children"]`)."""
+    fork: dict[str, Any] | None = None
+    """A session the agent forked from another (Pi's `--fork`): `{"sessionId": the one it
+    was forked from}` (a parser's `state["fork"]`); the thread says `forkedFrom`."""
 
     @classmethod
     def of(cls, parser: SourceParser) -> Facts:
         state = parser.state
-        parent = state.get("parent")
+        parent, children, fork = state.get("parent"), state.get("children"), state.get("fork")
         return cls(state["cwd"], state["branch"], state["commit"], state["created"],
-                   parser.last_ts, parser.title,
-                   parent if isinstance(parent, dict) else None)  # fmt: skip
+                   parser.last_ts, parser.title, parent if isinstance(parent, dict) else None,
+                   children if isinstance(children, dict) else None,
+                   fork if isinstance(fork, dict) else None)  # fmt: skip
 
 
 @dataclass
@@ -288,6 +299,10 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
                 writing, pending, held = True, [], 0
         handle.seek(0)
         head = sha256_of(handle.read(min(offset, HEAD_BYTES)))
+    for key, record in start.trailer:
+        if redact is not None:
+            record = redact.item(record)
+        pending += parser.feed(lines, record, record.get("timestamp"), key=key)
     tail = sha256_of(last_line) if last_line is not None else last_sha or start.tail_sha
     yield Parsed(
         pending, Facts.of(parser), parser.state, records, skipped, repaired, offset, lines,

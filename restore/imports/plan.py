@@ -15,12 +15,13 @@ from pathlib import Path
 from stat import S_ISDIR, S_ISLNK, S_ISREG
 
 from protocol.errors import ErrorKind, ProtocolError
+from restore.agents.api import Agent
+from restore.agents.files import FileStore
+from restore.agents.identity import thread_id_for
 from restore.ids import sha256_of
-from restore.imports.agents import SourceKind
 from restore.imports.ledger import ImportLedger, SourceCheckpoint
 from restore.imports.parse import HEAD_BYTES, ParseStart, open_source, range_sha, skipped_line
 from restore.imports.results import FileResult
-from restore.sources.handoff import thread_id_for
 from restore.stores.api import Store, Writer
 
 EMPTY_SHA = sha256_of(b"")
@@ -31,17 +32,23 @@ sparse 2 GB file say, is reported `too-large` and not read."""
 
 @dataclass
 class Planned:
-    """A source file to read, as planned: where from, into which thread (its writer open
-    when it exists), and the status if anything is written."""
+    """A source to read, as planned: where from, into which thread (its writer open when
+    it exists), and the status if anything is written. A source is a session file, or a
+    database store's session (`<database>#<session id>`)."""
 
-    path: Path
-    stat: os.stat_result
+    source: str
+    size: int
+    """The file's size; a database session's change counter (DatabaseSession.changes)."""
+    mtime_ns: int
+    """The file's mtime; a database session's row's last change (ns)."""
     session_id: str
     revision: int
     thread_id: str
     start: SourceCheckpoint | None
     writer: Writer | None
     status: str
+    note: str | None = None
+    """What the import should say about this session (FileStore.note)."""
 
     def close(self) -> None:
         if self.writer is not None and not self.writer.closed:
@@ -51,8 +58,11 @@ class Planned:
 class Planner:
     """Plans an agent's source files under `root` against the store and the ledger."""
 
-    def __init__(self, kind: SourceKind, root: Path, ledger: ImportLedger, store: Store) -> None:
-        self.kind = kind
+    def __init__(
+        self, agent: Agent, files: FileStore, root: Path, ledger: ImportLedger, store: Store
+    ) -> None:
+        self.agent = agent
+        self.files = files
         self.root = root
         self.ledger = ledger
         self.store = store
@@ -83,7 +93,7 @@ class Planner:
             size, limit = stat.st_size / (1 << 30), FILE_BYTES >> 30
             why = f"{size:.1f} GiB, over the {limit} GiB a session file may be; not read"
             return FileResult(source, "too-large", reason=why)
-        session_id = self.kind.session_id(path)
+        session_id = self.files.session_id(path)
         if session_id is None and stat.st_size > HEAD_BYTES:
             return self._not_a_session(path, stat.st_size)
         if session_id is None:
@@ -92,7 +102,7 @@ class Planner:
         if entry is None:
             entry, free = self._recover(session_id, source)
         start, revision, status = self._plan(path, stat, session_id, entry, free)
-        thread_id = thread_id_for(self.kind.agent, session_id, revision)
+        thread_id = thread_id_for(self.agent.id, session_id, revision)
         writer = None
         if start is not None:
             try:
@@ -101,7 +111,8 @@ class Planner:
                 if exc.kind is not ErrorKind.THREAD_BUSY:
                     raise
                 return FileResult(source, "busy", thread_id, reason=exc.message)
-        return Planned(path, stat, session_id, revision, thread_id, start, writer, status)
+        return Planned(source, stat.st_size, stat.st_mtime_ns, session_id, revision, thread_id,
+                       start, writer, status, self.files.note(path, session_id))  # fmt: skip
 
     def _not_a_session(self, path: Path, size: int) -> FileResult:
         """A file too long to be a session not yet written whole (the agent puts its id
@@ -134,13 +145,13 @@ class Planner:
     def parse_start(self, planned: Planned) -> ParseStart:
         start = planned.start
         return ParseStart(
-            path=str(planned.path), parser=self.kind.parser,
+            path=planned.source, parser=self.agent.parser,
             offset=start.offset if start else 0, lines=start.lines if start else 0,
             line_start=start.lineStart if start else 0,
             tail_sha=start.tailSha if start else EMPTY_SHA,
             state=start.parser if start and start.parser else None,
-            fallback_ts=_iso(planned.stat.st_mtime), writing=planned.writer is not None,
-            redactor=self.store.redactor,
+            fallback_ts=_iso(planned.mtime_ns / 1e9), writing=planned.writer is not None,
+            redactor=self.store.redactor, trailer=self.files.trailer(Path(planned.source)),
         )  # fmt: skip
 
     # --- planning ------------------------------------------------------------------------
@@ -174,7 +185,7 @@ class Planner:
 
     def _free_revision(self, session_id: str, first: int) -> int:
         for revision in itertools.count(first):
-            thread_id = thread_id_for(self.kind.agent, session_id, revision)
+            thread_id = thread_id_for(self.agent.id, session_id, revision)
             if not self.store.exists(thread_id):
                 return revision
         raise AssertionError("unreachable")
@@ -186,14 +197,14 @@ class Planner:
         item ids keep what it has from being doubled."""
         found = None
         for revision in itertools.count(1):
-            thread_id = thread_id_for(self.kind.agent, session_id, revision)
+            thread_id = thread_id_for(self.agent.id, session_id, revision)
             if not self.store.exists(thread_id):
                 return found, revision
             items = self.store.read(thread_id)[0].items
             origin = items[0].get("origin") if items else None
             if not isinstance(origin, dict) or origin.get("path") != source:
                 continue
-            found = from_start(source, self.kind.agent, session_id, revision, thread_id)
+            found = from_start(source, self.agent.id, session_id, revision, thread_id)
             for item in items:
                 if item.get("type") == "import_checkpoint" and item.get("source") == source:
                     found = SourceCheckpoint.from_item(item) or found
@@ -210,7 +221,7 @@ def from_start(
 
 def unreadable(planned: Planned, exc: OSError) -> FileResult:
     why = "a symbolic link: not followed" if exc.errno == errno.ELOOP else exc.strerror
-    return FileResult(str(planned.path), "unreadable", planned.thread_id,
+    return FileResult(planned.source, "unreadable", planned.thread_id,
                       reason=f"not read: {why or exc}")  # fmt: skip
 
 

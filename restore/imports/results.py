@@ -29,6 +29,8 @@ class FileResult:
     """The stored lines an update added (for subscribers; a new thread's are not kept)."""
     unmapped: dict[str, list[int]] = field(default_factory=dict)
     """Record types and tools read and not mapped: `record:<type>` → [count, first line]."""
+    children: list[FileResult] = field(default_factory=list)
+    """The sub-agent threads whose events the file holds (Copilot CLI's), as written."""
 
     def add(self, stored: list[dict[str, Any]], *, keep: bool) -> None:
         self.items += len(stored)
@@ -69,6 +71,8 @@ class ImportSummary:
     does not know, so a new agent version's records are seen, never dropped silently."""
 
     def add(self, result: FileResult) -> None:
+        for child in result.children:  # a sub-agent in its parent's file is a session too
+            self.add(child)
         self.sessions += 1
         counter = {"revision": "revisions"}.get(result.status, result.status)
         if hasattr(self, counter) and counter not in ("items", "sessions"):

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
+from restore.agents.identity import thread_id_for
+from restore.agents.registry import handoff_command, imported
 from restore.engine.environment import ENVIRONMENT_FIELDS, probe
 from restore.engine.judge import Judgement, judge
 from restore.engine.subsystems import ThreadState
@@ -23,7 +25,6 @@ from restore.engine.subsystems import cost as cost_subsystem
 from restore.engine.subsystems import messages as messages_subsystem
 from restore.ids import validate_thread_id
 from restore.service.sessions import OpenSession, Sessions, new_id, session_meta
-from restore.sources.handoff import IMPORTED_AGENTS, handoff_command, thread_id_for
 from restore.stores.api import Pages, Snapshot, Store, ThreadFile, Writer
 from restore.summary import ThreadSummary, summarize
 
@@ -93,7 +94,7 @@ def resume(sessions: Sessions, pages: Pages, thread_id: str, ask: Ask) -> Report
     store = sessions.store
     thread_id = validate_thread_id(thread_id)
     origin = store.read_origin(thread_id)
-    if origin is not None and origin.get("agent") in IMPORTED_AGENTS:
+    if origin is not None and imported(origin.get("agent")):
         return _resume_mirror(sessions, pages, thread_id, origin, ask)
     sessions.release(thread_id, ask.owner)  # a resume supersedes the same client's session
     snapshot, snapshot_problem = store.load_snapshot(thread_id)
@@ -160,7 +161,7 @@ def preview(sessions: Sessions, pages: Pages, thread_id: str, ask: Ask) -> Repor
     store = sessions.store
     thread_id = validate_thread_id(thread_id)
     origin = store.read_origin(thread_id)
-    if origin is not None and origin.get("agent") in IMPORTED_AGENTS:
+    if origin is not None and imported(origin.get("agent")):
         return _resume_mirror(sessions, pages, thread_id, origin, ask)
     contents, archived = store.read(thread_id)
     if archived:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from protocol.agents import AGENT_IDS
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.environment import canonical
 from restore.faults import pause_point
@@ -20,7 +21,7 @@ from restore.search.text import ROLES
 from restore.stores.api import Progress, SearchFilters, Store, ts_at
 from restore.summary import ThreadSummary
 
-AGENTS = ("sessiond", "claude-code", "codex", "gemini", "acp")
+AGENTS = ("sessiond", *AGENT_IDS, "acp")
 DEFAULT_BUDGET = 2.0
 """Seconds a search may spend indexing what is not indexed yet before it answers from
 what is (`partial`): the client waits meanwhile, and so do the searches after it."""

@@ -167,18 +167,27 @@ def _children(service: ThreadService, thread_id: str) -> list[ThreadSummary]:
 
 
 def _nested(
-    service: ThreadService, thread_id: str, depth: int = 0, *, everything: bool = False
+    service: ThreadService,
+    thread_id: str,
+    depth: int = 0,
+    *,
+    everything: bool = False,
+    costs: list[dict[str, Any]] | None = None,
 ) -> dict[str, list[str]]:
     """The transcripts of a thread's sub-agents, by the operation that started each (its
-    own id when none is recorded), theirs nested in turn."""
+    own id when none is recorded), theirs nested in turn; their cost items added to
+    `costs` (what the thread spent through them)."""
     nested: dict[str, list[str]] = {}
     if depth >= MAX_DEPTH:
         return nested
     for child in reversed(_children(service, thread_id)):  # oldest first
         contents, _ = service.store.read(child.threadId)
+        if costs is not None:
+            costs += [item for item in contents.items if item.get("type") == "cost"]
         lines = [safe(f"sub-agent thread {child.threadId}: {_label(child.thread_info())}",
                       one_line=True)]  # fmt: skip
-        deeper = _nested(service, child.threadId, depth + 1, everything=everything)
+        deeper = _nested(service, child.threadId, depth + 1, everything=everything,
+                         costs=costs)  # fmt: skip
         lines += transcript.render(contents.items, deeper, everything=everything)
         nested.setdefault(child.parentOperationId or child.threadId, []).extend(lines)
     return nested
@@ -189,7 +198,9 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
     try:
         thread_id = service.thread_id_of(args.thread_id)
         contents, archived = service.store.read(thread_id)
-        nested = {} if args.json else _nested(service, thread_id, everything=args.all)
+        sub_costs: list[dict[str, Any]] = []
+        nested = {} if args.json else _nested(service, thread_id, everything=args.all,
+                                              costs=sub_costs)  # fmt: skip
     finally:
         service.close_all()
     if args.json:
@@ -207,7 +218,7 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
             print(line)
         for line in transcript.render(contents.items, nested, everything=args.all):
             print(line)
-        print(transcript.footer(contents.items, summary.itemCount))
+        print(transcript.footer(contents.items, summary.itemCount, sub_costs))
     for skipped in contents.skipped:
         print(
             f"skipped line {skipped.lineNo} ({skipped.reason}) at byte {skipped.byteOffset}",
@@ -276,8 +287,25 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
     print(f"index: {report.index_action}, {plural(report.indexed, 'thread')}")
     for agent, unmapped in sorted(report.unmapped.items()):
         _print_unmapped(agent, unmapped)
+    _print_retention(home.path)
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
+
+
+def _print_retention(home: Path) -> None:
+    """Each agent whose own retention setting will delete sessions not imported yet: the
+    setting, how many, how many soon (restore/imports/retention.py)."""
+    from restore.home.layout import Layout
+    from restore.imports.retention import SOON, at_risk_all
+
+    for risk in at_risk_all(Layout(home).import_ledger_path):
+        days = risk.retention.seconds / 86_400
+        print(safe(
+            f"{risk.agent.name}: {risk.retention.setting} deletes {risk.retention.what} "
+            f"older than {days:g} days; {plural(risk.waiting, 'session')} not imported yet"
+            f" ({risk.soon} within {SOON / 86_400:g} days of it): `sessiond import "
+            f"{risk.agent.flag}` (or `serve --follow {risk.agent.flag}`) keeps them",
+            one_line=True))  # fmt: skip
 
 
 def _doctor_redact(config: ServerConfig, *, apply: bool) -> int:
@@ -359,26 +387,28 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
 
 
 def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
-    """`sessiond import claude|codex|gemini [--from DIR] [--watch]`: import, summarize, then
-    (with --watch) follow the store until Ctrl-C."""
-    from restore.imports.agents import SOURCES
+    """`sessiond import <agent> [--from DIR] [--watch]`: import, summarize, then (with
+    --watch) follow the store until Ctrl-C."""
+    from restore.agents.registry import named
     from restore.imports.importer import Importer
 
-    kind = SOURCES[args.agent]
+    agent = named(args.agent)
     home = open_home(Path(config.home))
     if home.read_only is not None:  # its ledger (imports.sqlite3) is kept there, any store
         raise home.refuse_write("nothing can be imported into it")
     service = _service(config)
     root = Path(args.source) if args.source else None
-    importer = Importer(service, kind, root, live=args.watch)
+    importer = Importer(service, agent, root, live=args.watch)
     try:
         if not importer.root.is_dir():
             where = safe(str(importer.root), one_line=True)
-            print(f"sessiond: no {kind.agent} sessions: {where} is not a directory",
+            print(f"sessiond: no {agent.id} sessions: {where} is not a directory",
                   file=sys.stderr)  # fmt: skip
             return 2
         bar = _progress_bar if sys.stderr.isatty() else None
-        progress = (lambda done, total: bar(f"importing {kind.name}", done, total)) if bar else None
+        progress = (
+            (lambda done, total: bar(f"importing {agent.flag}", done, total)) if bar else None
+        )
         summary = importer.import_all(progress)
         _print_summary(summary, as_json=args.json)
         return _watch(importer, as_json=args.json) if args.watch else 0
@@ -463,10 +493,9 @@ def _watch(importer: Importer, *, as_json: bool) -> int:
                 print(f"watching {where} (Ctrl-C stops)", file=sys.stderr, flush=True)
             added = [Path(p) for change, p in changes if change == Change.added]
             paths = sorted({Path(p) for _, p in changes} | files_in_new_folders(added))
-            sessions = [p for p in paths if importer.kind.is_session_file(importer.root, p)]
+            sessions = [p for p in paths if importer.watches(p)]
             if sessions:
-                _report([importer.import_file(path) for path in sessions], as_json=as_json)
-                importer.commit()
+                _report(importer.import_changed(sessions), as_json=as_json)
     except KeyboardInterrupt:
         pass
     return 0

@@ -17,6 +17,7 @@ import os
 import sys
 
 from protocol import PROTOCOL_VERSION
+from protocol.agents import AGENT_FLAGS
 from server import __version__
 from server.cli.options import THREAD_ID_HELP, CommandError, frame_size, limit
 
@@ -96,10 +97,9 @@ def _serve_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentP
     parser.add_argument(
         "--follow",
         metavar="AGENTS",
-        help="claude,codex,gemini: import these agents' sessions and follow them live, from "
-        "the first thread/list or thread/subscribe on (stores: $CLAUDE_CONFIG_DIR/projects or "
-        "~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions, "
-        "$GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp)",
+        help=f"{','.join(AGENT_FLAGS)}: import these agents' sessions and follow them live, "
+        "from the first thread/list or thread/subscribe on (each from its own store: "
+        "`sessiond import --help` says where)",
     )
 
 
@@ -126,14 +126,17 @@ def _search_arguments(parser: argparse.ArgumentParser, common: argparse.Argument
 
 
 def _import_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    parser.add_argument("agent", choices=("claude", "codex", "gemini"))
+    from restore.agents.registry import all_agents
+
+    agents = all_agents()
+    parser.add_argument("agent", choices=[agent.flag for agent in agents])
     parser.add_argument(
         "--from",
         dest="source",
         metavar="DIR",
-        help="the agent's session store (default: $CLAUDE_CONFIG_DIR/projects or "
-        "~/.claude/projects; $CODEX_HOME/sessions or ~/.codex/sessions; "
-        "$GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp)",
+        help="the agent's session store (default: "
+        + "; ".join(f"{agent.flag}: {agent.store.ROOT_HELP}" for agent in agents)
+        + ")",
     )
     parser.add_argument(
         "--watch", action="store_true", help="then keep importing new and growing sessions"

@@ -16,7 +16,7 @@ import shlex
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore.sources.handoff import IMPORTED_AGENTS
+from restore.agents.registry import imported
 from server.cli.commands import _service
 from server.cli.options import CommandError
 from server.cli.terminal import plural, print_json, relative_time, safe
@@ -124,7 +124,7 @@ def _next_step(report: dict[str, Any], typed: str, blocked: bool) -> list[str]:
             command = f"cd {shlex.quote(handoff['cwd'])} && {command}"
         return ["continue it in its agent:", INDENT + safe(command, one_line=True)]
     origin = report["thread"].get("origin") or {}
-    if origin.get("agent") in IMPORTED_AGENTS and blocked:
+    if imported(origin.get("agent")) and blocked:
         return [f"the agent's own resume is offered once the workspace matches: "
                 f"sessiond resume {typed} --accept-drift to have it anyway"]  # fmt: skip
     if origin.get("agent") == "acp":

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protocol.agents import AGENT_IDS
 from restore.service import open_service
 from restore.stores import Settings
 from restore.stores.api import ts_at
@@ -44,7 +45,7 @@ def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) 
     )
     parser.add_argument("--cwd", help="only threads started in this directory")
     parser.add_argument("--workspace-folder", help="only threads in or under this folder")
-    parser.add_argument("--agent", choices=("sessiond", "claude-code", "codex", "gemini", "acp"))
+    parser.add_argument("--agent", choices=("sessiond", *AGENT_IDS, "acp"))
     parser.add_argument("--role", choices=("user", "assistant", "tool", "edit", "todo", "title"))
     parser.add_argument(
         "--since",
@@ -79,15 +80,15 @@ def when(value: str | None, option: str = "--since", now: float | None = None) -
 
 def resume_command(thread: dict[str, Any], where_flags: str = "") -> str:
     """What continues the thread from a shell: its agent's own resume for an imported
-    one (restore/sources/handoff.py); for the others `sessiond resume` with the id's first
+    one (restore/agents/registry.py); for the others `sessiond resume` with the id's first
     8 digits (what this line shows), which says what a resume gives back and how to go
     on. `where_flags`: the `--home` / `--store` this search was given, so the command
     reads the same threads as printed."""
-    from restore.sources.handoff import IMPORTED_AGENTS, handoff_command
+    from restore.agents.registry import handoff_command, imported
 
     origin = thread.get("origin") or {}
     agent, session = origin.get("agent"), origin.get("parentSessionId") or origin.get("sessionId")
-    if agent in IMPORTED_AGENTS and isinstance(session, str):
+    if imported(agent) and isinstance(agent, str) and isinstance(session, str):
         command = handoff_command(agent, session)
         cwd = thread.get("cwd")
         if command:

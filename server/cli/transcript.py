@@ -70,10 +70,11 @@ def _operation(item: dict[str, Any]) -> str:
 
 
 def _cost(item: dict[str, Any], total: float) -> str:
+    price = (f"${float(item.get('usd') or 0):.4f}" if item.get("priced", True) is not False
+             else "unpriced (no known price for this model)")  # fmt: skip
     return (
         f"{INDENT}$ {_field(item, 'model')}: {item.get('inputTokens', 0)} in, "
-        f"{item.get('outputTokens', 0)} out tokens, ${float(item.get('usd') or 0):.4f} "
-        f"(thread so far ${total:.4f})"
+        f"{item.get('outputTokens', 0)} out tokens, {price} (thread so far ${total:.4f})"
     )
 
 
@@ -179,12 +180,26 @@ def render(
             yield f"{INDENT}{line}"
 
 
-def footer(items: list[dict[str, Any]], item_count: int) -> str:
-    """`12 items · 3 messages · $0.4213 spent`: `item_count` is the thread's (ThreadInfo's
-    `itemCount`, as `list` says it: the conversation, bookkeeping not counted)."""
+def footer(
+    items: list[dict[str, Any]], item_count: int, sub_agents: Iterable[dict[str, Any]] = ()
+) -> str:
+    """`12 items · 3 messages · $0.4213 spent (sub-agents $0.0272)`: `item_count` is the
+    thread's (ThreadInfo's `itemCount`, as `list` says it: the conversation, bookkeeping not
+    counted); `sub_agents` the cost items of its sub-agents' threads, which it spent too.
+    A model call with no known price is counted as unpriced, never as $0."""
     messages = sum(1 for i in items if i.get("type") == "message")
-    costs = [float(i.get("usd") or 0) for i in items if i.get("type") == "cost"]
+    own = [i for i in items if i.get("type") == "cost"]
+    theirs = [i for i in sub_agents if i.get("type") == "cost"]
     parts = [plural(item_count, "item"), plural(messages, "message")]
-    if costs:
-        parts.append(f"${sum(costs):.4f} spent")
+    if own or theirs:
+        spent = sum(float(i.get("usd") or 0) for i in [*own, *theirs])
+        line = f"${spent:.4f} spent"
+        if theirs:
+            line += f" (sub-agents ${sum(float(i.get('usd') or 0) for i in theirs):.4f})"
+        unpriced = sum(1 for i in [*own, *theirs] if i.get("priced", True) is False)
+        if unpriced == len(own) + len(theirs):
+            line = "cost unknown: no known price for its model"
+        elif unpriced:
+            line += f", {plural(unpriced, 'model call')} unpriced (no known price)"
+        parts.append(line)
     return " · ".join(parts)

@@ -40,8 +40,6 @@ WATCH_OPTIONS: dict[str, Any] = {"debounce": DEBOUNCE_MS, "step": STEP_MS,
 """watchfiles' settings, for this watcher and `sessiond import --follow` alike. With
 `yield_on_timeout`, the first (empty) yield comes once the watcher is in place: only then
 is what was written meanwhile caught up, so nothing falls between the two."""
-TITLES = {"claude-code": "Importing Claude Code sessions", "codex": "Importing Codex sessions",
-          "gemini": "Importing Gemini CLI sessions"}  # fmt: skip
 
 
 class Watcher:
@@ -96,7 +94,7 @@ class Watcher:
         roots = [importer.root for importer in self.importers if importer.root.is_dir()]
         for importer in self.importers:
             if not importer.root.is_dir():
-                logger.warning("not following %s: %s is not a directory", importer.kind.agent,
+                logger.warning("not following %s: %s is not a directory", importer.agent.id,
                                importer.root)  # fmt: skip
         for directory in threads:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -123,7 +121,7 @@ class Watcher:
                 if files:
                     await self._threads_changed(files, added)
                 for importer in self.importers:
-                    mine = [p for p in touched if importer.kind.is_session_file(importer.root, p)]
+                    mine = [p for p in touched if importer.watches(p)]
                     if mine:
                         await self._import(importer, mine)
         finally:
@@ -133,10 +131,10 @@ class Watcher:
     def _make_importers(self) -> list[Importer]:
         if not self.follow:  # the importers' modules are most of an import's: not for this
             return []
-        from restore.imports.agents import SOURCES
+        from restore.agents.registry import named
         from restore.imports.importer import Importer
 
-        return [Importer(self.host.service, SOURCES[name], live=True) for name in self.follow]
+        return [Importer(self.host.service, named(flag), live=True) for flag in self.follow]
 
     async def _catch_up(self) -> None:
         """Threads other processes wrote while the watcher started, then the first import
@@ -153,7 +151,8 @@ class Watcher:
             sources = await self.host.run_in_worker(importer.scan)
             assert self.host.loop is not None
             progress = reporter(self.host.loop, self.host.broadcast,
-                                TITLES[importer.kind.agent], "session", "imported")  # fmt: skip
+                                f"Importing {importer.agent.name} sessions", "session",
+                                "imported")  # fmt: skip
             progress(0, len(sources))
             for start in range(0, len(sources), CHUNK):
                 batch = sources[start : start + CHUNK]
@@ -161,19 +160,14 @@ class Watcher:
                 progress(min(start + CHUNK, len(sources)), len(sources))
 
     async def _import(self, importer: Importer, paths: list[Path]) -> None:
-        """Session files that changed: what is new in each, announced."""
-
-        def work() -> list[FileResult]:
-            results = [importer.import_file(path) for path in paths]
-            importer.commit()
-            return results
-
-        self._announce(await self.host.run_in_worker(work))
+        """Session files (or a database store) that changed: what is new, announced."""
+        self._announce(await self.host.run_in_worker(importer.import_changed, paths))
 
     def _announce(self, results: list[FileResult]) -> None:
         """Each imported thread to every client (with its `childCount`; a new sub-agent's
         parent with its new one), then its new lines to its followers."""
         notices, parents, appended = [], [], []
+        results = [*results, *(child for result in results for child in result.children)]
         for result in results:
             if result.not_read:  # a followed store has no summary: the log says it
                 logger.warning("not imported: %s: %s: %s", result.path, result.status,

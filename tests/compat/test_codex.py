@@ -18,7 +18,7 @@ import pytest
 from genai_prices import Usage as GenaiUsage
 from genai_prices import calc_price
 
-from restore.sources.handoff import thread_id_for
+from restore.agents.identity import thread_id_for
 from tests.agents.clis import AgentHome
 from tests.agents.mock_model import Call, Reply, Request, Scenario, Usage
 from tests.agents.tui import Terminal
@@ -27,6 +27,7 @@ from tests.support.leftovers import started_during
 from tests.support.processes import command_line
 from tests.support.rpc_client import ServerProcess
 from tests.support.wait import eventually
+from tests.test_cli import sessiond
 
 CLASSIC = "gpt-5.5"
 """The model that gets Codex's classic tools (`exec_command`, the `apply_patch` custom
@@ -325,6 +326,10 @@ def test_codex_exec_resume_continues_and_a_reimport_adds_the_new_turn_once(
     ]  # fmt: skip
     again = import_codex(home, agent)
     assert (again["updated"], again["created"], again["items"]) == (0, 0, 0)
+    for rollout in rollouts(agent):  # kept after the rollout is deleted
+        rollout.unlink()
+    assert import_codex(home, agent)["sessions"] == 0
+    assert read(server, thread["threadId"]) == items
 
     report = resume(server, thread["threadId"])  # the handoff is this CLI's own resume
     handoff = report["handoff"]
@@ -533,12 +538,17 @@ def test_a_sub_agent_is_a_child_thread_under_the_spawn_call_and_in_the_parents_c
     assert (cost["inputTokens"], cost["outputTokens"]) == (
         own["input_tokens"] + theirs["input_tokens"], own["output_tokens"] + theirs["output_tokens"]
     )  # fmt: skip
+    shown = sessiond(home, "show", parent["threadId"]).stdout.splitlines()
     if code_mode:  # Codex's default model is not on genai-prices' list: tokens only
         assert cost["byModel"]["gpt-6.2-sol"]["priced"] is False
         assert cost["usd"] == 0
+        # Unpriced, not free: `sessiond show` once said "$0.0000" for every such call.
+        assert shown[-1].endswith("cost unknown: no known price for its model")
+        assert not any("$0.0000 (thread so far" in line for line in shown)
     else:
         assert line["usd"] > 0
         assert cost["usd"] == pytest.approx(priced(CLASSIC, own) + priced(CLASSIC, theirs))
+        assert shown[-1].endswith(f"${cost['usd']:.4f} spent (sub-agents ${line['usd']:.4f})")
 
 
 @pytest.mark.compat("codex", "todos", "permissions")
@@ -546,13 +556,22 @@ def test_goals_are_the_todo_list_and_a_bypass_comes_back_downgraded(
     agents: Agents, home: Path, spawn: Callable[..., ServerProcess]
 ) -> None:
     """Codex 0.171 plans with goals (create_goal / update_goal; update_plan is gone from
-    `codex exec`): each goal is a todo with its status. The run bypasses approvals and the
-    sandbox, which a resume never restores silently."""
+    `codex exec`): each goal is a todo with its status. An update_plan Codex refuses
+    (`unsupported call`) is a failed call and no plan (it once replaced the goals). The run
+    bypasses approvals and the sandbox, which a resume never restores silently."""
     steps = [
         Reply(calls=(Call("create_goal", {"objective": "Ship the parser"}),)),
         Reply(calls=(Call("get_goal", {}),)),
         Reply(calls=(Call("update_goal", {"status": "complete"}),)),
         Reply(calls=(Call("create_goal", {"objective": "Write the docs"}),)),
+        Reply(
+            calls=(
+                Call(
+                    "update_plan",
+                    {"plan": [{"step": "A plan it refused", "status": "in_progress"}]},
+                ),
+            )
+        ),
         Reply(text="Two goals."),
     ]
     agent = agents.start(Scenario({"goals": steps}))
@@ -570,6 +589,13 @@ def test_goals_are_the_todo_list_and_a_bypass_comes_back_downgraded(
         ("Ship the parser", "completed"),
         ("Write the docs", "in_progress"),
     ]
+    items = read(server, thread["threadId"])
+    # Codex restates each goal's objective as an output that answers no call (no call id):
+    # it was an `unknown` operation, and the unmapped report said nothing.
+    assert [i for i in items if i["type"] == "operation" and i["tool"] == "unknown"] == []
+    (plan,) = [i for i in items if i["type"] == "operation" and i["tool"] == "update_plan"
+               and i["state"] != "started"]  # fmt: skip
+    assert plan["state"] == "failed" and "unsupported call" in plan["result"]
     permissions = states(report)["permissions"]
     assert permissions["downgradedFrom"]["approvalMode"] == "never"
     assert permissions["downgradedFrom"].get("sandbox") == "danger-full-access"

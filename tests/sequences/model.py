@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from restore.sources.common import title_from
-from restore.sources.handoff import thread_id_for
+from restore.agents.identity import thread_id_for
+from restore.agents.parsing import title_from
 from restore.summary import make_preview, one_line
 from tests.support.transcripts import ORIGIN, Transcript
 

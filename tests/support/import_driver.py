@@ -21,8 +21,9 @@ from pathlib import Path
 
 import orjson
 
+from protocol.agents import AGENT_FLAGS
+from restore.agents.registry import named
 from restore.imports import parse as import_parse
-from restore.imports.agents import SOURCES
 from restore.imports.importer import Importer
 from server.cli.commands import _service
 from server.config import ServerConfig
@@ -31,7 +32,7 @@ from server.config import ServerConfig
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("home")
-    parser.add_argument("agent", choices=sorted(SOURCES))
+    parser.add_argument("agent", choices=AGENT_FLAGS)
     parser.add_argument("source")
     parser.add_argument("parallel_from")
     parser.add_argument("--kill-workers", action="store_true")
@@ -41,7 +42,7 @@ def main() -> None:
         import_parse.BATCH_ITEMS = args.batch_items  # inherited by the forked workers
     parallel_from = None if args.parallel_from == "serial" else int(args.parallel_from)
     service = _service(ServerConfig(home=args.home))
-    importer = Importer(service, SOURCES[args.agent], Path(args.source),
+    importer = Importer(service, named(args.agent), Path(args.source),
                         parallel_from=parallel_from)  # fmt: skip
     killed: list[int] = []
 

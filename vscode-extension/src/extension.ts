@@ -4,7 +4,7 @@ import { INSTALL_HINT, ServerStartError, SessiondClient } from "./client";
 import { busyHolder, describeError } from "./errors";
 import { INSTALL_COMMAND } from "./install";
 import { threadLabel } from "./format";
-import type { ProgressValue, ThreadInfo, WorkspaceFolder } from "./protocol";
+import { AGENTS, type ProgressValue, type ThreadInfo, type WorkspaceFolder } from "./protocol";
 import { gitBranch, ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
 import { resumeInAgent } from "./handoff";
 import { prefixProblem, resolveThread } from "./openThread";
@@ -25,12 +25,6 @@ export interface SessiondExtensionApi {
   cost: CostStatusItem;
 }
 
-/** "Resume in …" in a transcript's title bar, one command per agent (a title is fixed). */
-const RESUME_IN_AGENT: Record<string, string> = {
-  "claude-code": "sessiond.resumeInClaudeCode",
-  codex: "sessiond.resumeInCodex",
-  gemini: "sessiond.resumeInGemini",
-};
 
 const EXTENSION_VERSION = "0.1.0";
 
@@ -138,9 +132,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
       if (id) await sessions.loadEarlierMessages(id);
     }),
   );
-  for (const [agent, command] of Object.entries(RESUME_IN_AGENT)) {
+  // "Resume in …" in a transcript's title bar, one command per agent (a title is fixed; package.json's are generated from the schema's agents).
+  for (const [agent, { resumeCommand }] of Object.entries(AGENTS)) {
     register(
-      command,
+      resumeCommand,
       guarded(`resume the thread in ${agent}`, async () => {
         const handoff = transcripts.active?.handoff;
         if (handoff?.agent === agent) await resumeInAgent(handoff);

@@ -1,5 +1,5 @@
 // Pure text for what the user sees: relative times, money, the drift table, tree labels.
-import { threadCostUsd, type CostState, type DriftEntry, type ThreadInfo } from "./protocol";
+import { AGENTS, threadCostUsd, type CostState, type DriftEntry, type ThreadInfo } from "./protocol";
 
 export function relativeTime(iso: string | null | undefined, now: Date): string {
   if (!iso) return "";
@@ -52,12 +52,9 @@ export interface ThreadState {
   currentBranch?: string;
 }
 
-/** The agents whose sessions are imported, by their protocol name. */
-const AGENT_NAMES: Readonly<Record<string, string>> = { "claude-code": "Claude Code", codex: "Codex", gemini: "Gemini CLI" };
-
-/** "Claude Code" for `claude-code`; an agent this version does not know, by its name. */
+/** "Claude Code" for `claude-code` (the schema's agents); an agent this version does not know, by its name. */
 export function agentName(agent: string): string {
-  return AGENT_NAMES[agent] ?? agent;
+  return AGENTS[agent]?.name ?? agent;
 }
 
 /** The agent that keeps an imported session ("Claude Code", "Codex", "Gemini CLI"), else "". */

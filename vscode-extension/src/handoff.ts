@@ -1,18 +1,12 @@
-// "Resume in Claude Code" / "Resume in Codex" / "Resume in Gemini CLI": an imported thread is continued by the agent
+// "Resume in Claude Code" / "Resume in Codex" / …: an imported thread is continued by the agent
 // that keeps the session, in an integrated terminal in the session's directory, running the
 // agent's own resume command the server handed back (`handoff`).
 import { accessSync, constants, statSync } from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { agentName } from "./format";
-import type { Handoff } from "./protocol";
+import { AGENTS, type Handoff } from "./protocol";
 
-/** How to install each agent's CLI, for when it is not on PATH. */
-const INSTALL: Readonly<Record<string, string>> = {
-  "claude-code": "npm install -g @anthropic-ai/claude-code",
-  codex: "npm install -g @openai/codex",
-  gemini: "npm install -g @google/gemini-cli",
-};
 
 export function resumeLabel(handoff: Handoff): string {
   return `Resume in ${agentName(handoff.agent)}`;
@@ -52,7 +46,7 @@ export function shellLine(argv: readonly string[]): string {
 export async function resumeInAgent(handoff: Handoff): Promise<vscode.Terminal | undefined> {
   const name = agentName(handoff.agent);
   const program = handoff.command[0] ?? "";
-  const install = INSTALL[handoff.agent];
+  const install = AGENTS[handoff.agent]?.install; // how to install its CLI, when it is not on PATH
   if (!findExecutable(program)) {
     const choice = await vscode.window.showErrorMessage(
       `${name} is not installed here: \`${program}\` is not on PATH.${install ? ` Install it (${install}), then choose ${resumeLabel(handoff)} again.` : ""}`,

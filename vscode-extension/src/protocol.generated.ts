@@ -3,6 +3,59 @@
 
 export const PROTOCOL_VERSION = 1;
 
+/** The agents whose sessions are imported (protocol/agents.py): what a person calls each,
+ * its command-line name, how to install its CLI, and its "Resume in" command. */
+export const AGENTS: Readonly<Record<string, { name: string; flag: string; install: string; resumeCommand: string }>> = {
+  "claude-code": {
+    "name": "Claude Code",
+    "flag": "claude",
+    "install": "npm install -g @anthropic-ai/claude-code",
+    "resumeCommand": "sessiond.resumeInClaudeCode"
+  },
+  "codex": {
+    "name": "Codex",
+    "flag": "codex",
+    "install": "npm install -g @openai/codex",
+    "resumeCommand": "sessiond.resumeInCodex"
+  },
+  "gemini": {
+    "name": "Gemini CLI",
+    "flag": "gemini",
+    "install": "npm install -g @google/gemini-cli",
+    "resumeCommand": "sessiond.resumeInGemini"
+  },
+  "opencode": {
+    "name": "OpenCode",
+    "flag": "opencode",
+    "install": "npm install -g opencode-ai",
+    "resumeCommand": "sessiond.resumeInOpencode"
+  },
+  "kilo": {
+    "name": "Kilo",
+    "flag": "kilo",
+    "install": "npm install -g @kilocode/cli",
+    "resumeCommand": "sessiond.resumeInKilo"
+  },
+  "qwen-code": {
+    "name": "Qwen Code",
+    "flag": "qwen",
+    "install": "npm install -g @qwen-code/qwen-code",
+    "resumeCommand": "sessiond.resumeInQwenCode"
+  },
+  "copilot": {
+    "name": "GitHub Copilot CLI",
+    "flag": "copilot",
+    "install": "npm install -g @github/copilot",
+    "resumeCommand": "sessiond.resumeInCopilot"
+  },
+  "pi": {
+    "name": "Pi",
+    "flag": "pi",
+    "install": "npm install -g @earendil-works/pi-coding-agent",
+    "resumeCommand": "sessiond.resumeInPi"
+  }
+};
+
 export type ErrorKind = "ParseError" | "InvalidRequest" | "MethodNotFound" | "InvalidParams" | "InternalError" | "ServerNotInitialized" | "Overloaded" | "RequestCancelled" | "ThreadNotFound" | "ThreadBusy" | "ThreadArchived" | "InvalidId" | "StaleSession" | "PayloadTooLarge" | "Unauthorized" | "ConflictingOperation" | "StorageFull" | "StorageError" | "WorkspaceDrift" | "OutsideWorkspace" | "AgentExited";
 
 export type RecordableItem =
@@ -512,11 +565,11 @@ export interface FreshnessPolicy {
  */
 export interface Handoff {
   /**
-   * The agent to hand over to.
+   * The agent to hand over to (the schema's `agents`).
    */
-  agent: "claude-code" | "codex" | "gemini";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "pi";
   /**
-   * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID` or `gemini --resume ID`.
+   * The agent's own resume, as an argument list: `claude --resume ID`, `codex resume ID`, `gemini --resume ID`, …
    */
   command: string[];
   /**
@@ -1467,9 +1520,9 @@ export interface ThreadInfo {
  */
 export interface ThreadOrigin {
   /**
-   * The agent whose session this thread mirrors: `claude-code`, `codex`, `gemini` (Gemini CLI), or `acp` (recorded through `sessiond acp`).
+   * The agent whose session this thread mirrors: an imported agent's id (`claude-code`, `codex`, `gemini`, …: the schema's `agents`), or `acp` (recorded through `sessiond acp`).
    */
-  agent: "claude-code" | "codex" | "gemini" | "acp";
+  agent: "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "pi" | "acp";
   /**
    * The session's id in that agent's own store.
    */
@@ -2141,7 +2194,9 @@ export interface ThreadSearchParams {
   /**
    * Only threads from this agent (`origin.agent`); `sessiond` for threads recorded over this protocol.
    */
-  agent?: ("sessiond" | "claude-code" | "codex" | "gemini" | "acp") | null;
+  agent?:
+    | ("sessiond" | "claude-code" | "codex" | "gemini" | "opencode" | "kilo" | "qwen-code" | "copilot" | "pi" | "acp")
+    | null;
   /**
    * Only hits of this kind (see SearchHit.role).
    */

@@ -1,4 +1,4 @@
-"""What both agent formats share: the parser skeleton, ids, timestamps, titles, costs.
+"""What every agent's parser shares: the skeleton, ids, timestamps, titles, costs.
 
 A parser is fed one parsed record at a time with its line number and returns the items
 that line becomes. Item ids are `L<line>` (and `L<line>.<k>` for a line's further items),
@@ -14,14 +14,17 @@ from typing import Any, ClassVar
 
 import orjson
 
+from restore.agents import pricing
 from restore.ids import sha256_of
-from restore.sources import pricing
 
 MESSAGE_CHARS = 1_000_000
 """A message longer than this is cut (and says so): one pasted log must not bloat a thread."""
 RESULT_CHARS = 2_000
 """Tool results are kept as a preview; the source transcript still has them in full."""
 TITLE_CHARS = 120
+CHILD = "_child"
+"""An item's field naming the sub-agent thread it belongs to (see `in_child`); the importer
+takes it off before writing."""
 TODO_STATUSES = ("pending", "in_progress", "completed")
 # Wrappers Claude Code and Codex put around injected context; a title skips past them.
 _WRAPPER = re.compile(
@@ -92,6 +95,9 @@ class SourceParser:
     """
 
     AGENT: ClassVar[str]
+    PROVIDER: ClassVar[str | None] = None
+    """The agent's price source: whose price list (genai-prices' provider id) its models
+    are on; None lets the library find the model's provider."""
     TITLE_ORDER: ClassVar[tuple[str, ...]]
     IGNORED: ClassVar[dict[str, str]] = {}
     """Record types and tools deliberately not mapped (`record:<type>` / `tool:<name>` →
@@ -114,6 +120,9 @@ class SourceParser:
             self.state["lastTs"] = fallback_ts
         self._out: list[dict[str, Any]] = []
         self._line = 0
+        self._key = "L0"
+        self._child: str | None = None
+        """The sub-agent whose items the record being read gives (`in_child`), if any."""
         self._stamps: dict[Any, str] = {}
         self.unmapped_seen: dict[str, list[int]] = {}
         """`record:<type>` / `tool:<name>` → [count, first line] of what this parser met
@@ -142,10 +151,15 @@ class SourceParser:
     def last_ts(self) -> str | None:
         return self.state.get("lastTs")
 
-    def feed(self, line_no: int, record: dict[str, Any], ts: Any = None) -> list[dict[str, Any]]:
-        """The items of one source line (none for lines that carry only metadata)."""
+    def feed(
+        self, line_no: int, record: dict[str, Any], ts: Any = None, key: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The items of one source line (none for lines that carry only metadata). `key`:
+        what the record's items are named by instead of its line (`L<line>`): a database
+        row's own id, the same however many rows come before it."""
         self._out = []
         self._line = line_no
+        self._key = key or f"L{line_no}"
         stamp = self._stamps.get(ts) if isinstance(ts, str) else None
         if stamp is None:
             stamp = normalize_ts(ts)
@@ -177,14 +191,24 @@ class SourceParser:
     # --- building items -------------------------------------------------------------------
 
     def emit(self, item: dict[str, Any]) -> None:
-        """Add an item with the line's deterministic id, turn and timestamp."""
+        """Add an item with the line's deterministic id (`L<line>`, `L<line>.<k>`; a keyed
+        record's `<key>`, `<key>.<k>`), turn and timestamp."""
         k = len(self._out)
-        item["id"] = f"L{self._line}" if k == 0 else f"L{self._line}.{k}"
+        item["id"] = self._key if k == 0 else f"{self._key}.{k}"
         if self.state["turn"] and "turnId" not in item:
             item["turnId"] = self.state["turn"]
         if self.state["lastTs"]:
             item["ts"] = self.state["lastTs"]
+        if self._child is not None:
+            item[CHILD] = self._child
         self._out.append(item)
+
+    def in_child(self, child: str | None) -> None:
+        """The records that follow (until `in_child(None)`) are a sub-agent's whose events
+        the agent writes into the parent's own file (Copilot CLI): their items go to the
+        sub-agent's own thread (`CHILD` names it; `state["children"][child]` says which
+        call started it and what it is called), not to this one."""
+        self._child = child
 
     def message(self, role: str, text: str, **extra: Any) -> None:
         self.emit({"type": "message", "role": role, "content": truncate(text, MESSAGE_CHARS),
@@ -229,13 +253,18 @@ class SourceParser:
             "contentKnown": known, **extra,
         })  # fmt: skip
 
+    def price_source(self) -> str | None:
+        """Whose price list the current model is on (the agent's `PROVIDER` by default)."""
+        return self.PROVIDER
+
     def cost(self, *, fresh: int, cache_write: int, cache_read: int, output: int) -> None:
         """Tokens of one model call (USD when the model's price is known)."""
         if fresh + cache_write + cache_read + output <= 0:
             return
         model = self.state["model"] or "unknown"
         priced = pricing.usd(model, fresh=fresh, cache_write=cache_write, cache_read=cache_read,
-                             output=output, agent=self.AGENT, at=self.state["lastTs"])  # fmt: skip
+                             output=output, provider=self.price_source(),
+                             at=self.state["lastTs"])  # fmt: skip
         self.emit({
             "type": "cost", "model": model, "inputTokens": fresh + cache_write + cache_read,
             "outputTokens": output, "usd": priced or 0.0, "priced": priced is not None,

@@ -32,7 +32,8 @@ from typing import Any, ClassVar
 
 import orjson
 
-from restore.sources.common import (
+from restore.agents.identity import thread_id_for
+from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
     digest,
@@ -151,6 +152,7 @@ def todo_entries(todos: Any) -> list[tuple[str, str, Any]]:
 
 class GeminiParser(SourceParser):
     AGENT = AGENT
+    PROVIDER = "google"
     TITLE_ORDER: ClassVar[tuple[str, ...]] = ("summary", "first")
     IGNORED: ClassVar[dict[str, str]] = {
         "record:$rewindTo": "an interactive /rewind drops a message and those after it from "
@@ -342,11 +344,11 @@ class GeminiParser(SourceParser):
             code = _EXIT_CODE.search(text)
             if code:
                 extra["exitCode"] = int(code.group(1))
+                # Gemini calls a command that exits non-zero a success: it failed.
+                failed = failed or extra["exitCode"] != 0
             elif not failed:
                 extra["exitCode"] = 0  # Gemini reports the exit code only when it is not 0
         elif tool == SUBAGENT_TOOL and isinstance(call.get("agentId"), str):
-            from restore.sources.handoff import thread_id_for  # handoff imports this module
-
             child = call["agentId"]
             extra.update(childSessionId=child, childThreadId=thread_id_for(AGENT, child, 1))
         self.operation(call_id, tool, effect_of(tool), state="failed" if failed else "committed",

@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 
 import orjson
 
-from restore.sources.common import (
+from restore.agents.identity import thread_id_for
+from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
     digest,
@@ -239,6 +240,7 @@ def _legacy_exec_output(text: str) -> tuple[str, int | None] | None:
 
 class CodexParser(SourceParser):
     AGENT = AGENT
+    PROVIDER = "openai"
     TITLE_ORDER: ClassVar[tuple[str, ...]] = ("name", "first", "agent")
     IGNORED: ClassVar[dict[str, str]] = {
         # What is deliberately not mapped, and why; anything else the mapping does not know
@@ -254,6 +256,8 @@ class CodexParser(SourceParser):
         # response items
         "response_item:additional_tools": "the tool definitions offered to the model",
         "response_item:reasoning": "the model's reasoning (encrypted); not imported",
+        "output:agent.goal_objective": "a goal's objective restated for the model (no call "
+        "answered): the goal's todo holds it",
         # events
         "event:task_started": "turn start: turns are the prompting user messages",
         "event:task_complete": "turn end, repeating the last agent message",
@@ -419,14 +423,18 @@ class CodexParser(SourceParser):
         self.state["pending"][call_id] = pending
         if "command" in pending:
             extra["command"] = pending["command"]
+        if tool == "update_plan" and isinstance(arguments.get("plan"), list):
+            pending["plan"] = arguments["plan"]  # the plan once Codex accepted it
         self.operation(call_id, tool, effect_of(tool), state="started",
                        argsDigest=digest(arguments), **extra)  # fmt: skip
-        if tool == "update_plan" and isinstance(arguments.get("plan"), list):
-            steps = [s for s in arguments["plan"] if isinstance(s, dict)]
-            self.todos([(str(n), str(s.get("step") or ""), s.get("status"))
-                        for n, s in enumerate(steps, 1)])  # fmt: skip
 
     def _output(self, item: dict[str, Any]) -> None:
+        if not item.get("call_id") and item.get("name"):
+            # An output that answers no call: Codex 0.171 restates a goal's objective for
+            # the model as `{name: goal_objective, namespace: agent, output}` (the goal's
+            # todo holds it). Anything else of the kind is reported, never a tool call.
+            self.unmapped("output", f"{item.get('namespace') or ''}.{item['name']}".lstrip("."))
+            return
         call_id = str(item.get("call_id") or f"L{self._line}")
         output = item.get("output")
         pending = self.state["pending"].get(call_id)
@@ -454,8 +462,6 @@ class CodexParser(SourceParser):
             self.state["exec"] = None
         extra = {k: pending[k] for k in ("command", "childSessionId", "agentPath") if k in pending}
         if isinstance(pending.get("childSessionId"), str):
-            from restore.sources.handoff import thread_id_for  # handoff imports this module
-
             extra["childThreadId"] = thread_id_for(AGENT, pending["childSessionId"], 1)
         if exit_code is not None:
             extra["exitCode"] = exit_code
@@ -466,6 +472,10 @@ class CodexParser(SourceParser):
             self._patch_edits(pending["patch"], call_id)
         if tool in GOAL_TOOLS and not failed:
             self._goal(text)
+        if tool == "update_plan" and not failed and isinstance(pending.get("plan"), list):
+            steps = [s for s in pending["plan"] if isinstance(s, dict)]
+            self.todos([(str(n), str(s.get("step") or ""), s.get("status"))
+                        for n, s in enumerate(steps, 1)])  # fmt: skip
 
     def _goal(self, text: str) -> None:
         """Codex 0.17x plans with goals (`create_goal` / `update_goal`, answered with the

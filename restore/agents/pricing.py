@@ -24,9 +24,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-PROVIDER_OF_AGENT = {"claude-code": "anthropic", "codex": "openai", "gemini": "google"}
-"""Whose price list an agent's models are on; other sources let the library find it."""
-
 
 @dataclass(frozen=True)
 class Rates:
@@ -68,15 +65,17 @@ def usd(
     cache_write: int,
     cache_read: int,
     output: int,
-    agent: str | None = None,
+    provider: str | None = None,
     at: str | None = None,
 ) -> float | None:
     """The cost of one call's tokens, or None when the price list does not know the model.
 
     `fresh` is input that was neither read from nor written to a cache; `at` the call's ISO
-    timestamp (prices that changed on a date apply from it).
+    timestamp (prices that changed on a date apply from it); `provider` whose price list
+    the model is on (an agent's price source: its parser's PROVIDER; None lets the library
+    find it).
     """
-    rates = rates_of(model, PROVIDER_OF_AGENT.get(agent or ""), (at or _today())[:10])
+    rates = rates_of(model, provider, (at or _today())[:10])
     if rates is None:
         return None
     return rates.usd(fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output)
@@ -142,9 +141,9 @@ def _today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
 
-def describe(model: str, agent: str | None = None) -> dict[str, Any] | None:
+def describe(model: str, provider: str | None = None) -> dict[str, Any] | None:
     """A model's base rates per million tokens, for docs and `sessiond doctor`."""
-    rates = rates_of(model, PROVIDER_OF_AGENT.get(agent or ""), _today())
+    rates = rates_of(model, provider, _today())
     if rates is None:
         return None
     base = rates.tiers[0]

@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from restore.sources import pricing
-from restore.sources.common import (
+from restore.agents import pricing
+from restore.agents.identity import thread_id_for
+from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
     digest,
@@ -116,6 +117,7 @@ def edited_contents(tool: str, result: dict[str, Any]) -> tuple[str | None, str 
 
 class ClaudeCodeParser(SourceParser):
     AGENT = AGENT
+    PROVIDER = "anthropic"
     TITLE_ORDER: ClassVar[tuple[str, ...]] = ("custom", "ai", "summary", "first")
     MAPPED: ClassVar[frozenset[str]] = frozenset({
         "user", "assistant", "summary", "custom-title", "ai-title", "permission-mode",
@@ -284,15 +286,14 @@ class ClaudeCodeParser(SourceParser):
         # changed), a sub-agent's edit (its lines carry no toolUseResult).
         if tool in ("TaskCreate", "TaskUpdate"):
             self.state["calls"][block["id"]] = arguments
+        elif tool == "TodoWrite" and isinstance(arguments.get("todos"), list):
+            # The list once Claude Code accepted it: an invalid one is refused (is_error).
+            self.state["calls"][block["id"]] = {"todos": arguments["todos"]}
         elif tool in EDIT_TOOLS or tool in SHELL_TOOLS:
             kept = ("file_path", "run_in_background")
             self.state["calls"][block["id"]] = {k: arguments[k] for k in kept if k in arguments}
         self.operation(block["id"], tool, effect_of(tool), state="started",
                        argsDigest=digest(arguments), **extra)  # fmt: skip
-        if tool == "TodoWrite" and isinstance(arguments.get("todos"), list):
-            todos = [t for t in arguments["todos"] if isinstance(t, dict)]
-            self.todos([(str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
-                        for n, t in enumerate(todos, 1)])  # fmt: skip
 
     def _tool_result(self, block: dict[str, Any], outcome: Any) -> None:
         call_id = str(block.get("tool_use_id") or f"L{self._line}")
@@ -309,8 +310,6 @@ class ClaudeCodeParser(SourceParser):
             elif not (failed or result.get("interrupted") or arguments.get("run_in_background")):
                 extra["exitCode"] = 0  # Claude Code fails a command that exits non-zero
         elif tool in SUBAGENT_TOOLS and (agent_id := spawned_agent(text, result)):
-            from restore.sources.handoff import thread_id_for  # handoff imports this module
-
             child = subagent_session_id(agent_id)
             extra.update(childSessionId=child, childThreadId=thread_id_for(AGENT, child, 1))
         outcome_state = "failed" if failed else "committed"
@@ -322,6 +321,10 @@ class ClaudeCodeParser(SourceParser):
             self.file_edit(path, call_id, before, after, known)
         elif tool in TASK_TOOLS and not failed:
             self._tasks(tool, arguments, result)
+        elif tool == "TodoWrite" and not failed and isinstance(arguments.get("todos"), list):
+            todos = [t for t in arguments["todos"] if isinstance(t, dict)]
+            self.todos([(str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
+                        for n, t in enumerate(todos, 1)])  # fmt: skip
 
     def _tasks(self, tool: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
         """The task list after a Task tool's result, emitted as the whole list when it
@@ -428,8 +431,8 @@ class ClaudeCodeParser(SourceParser):
     def _reported(self, model: str, fresh: int, write: int, read: int, output: int) -> None:
         """Tokens the agent's totals hold beyond this transcript's replies, priced as one
         call (a compaction is one)."""
-        priced = pricing.usd(model, fresh=fresh, cache_write=write, cache_read=read,
-                             output=output, agent=AGENT, at=self.state["lastTs"])  # fmt: skip
+        priced = pricing.usd(model, fresh=fresh, cache_write=write, cache_read=read, output=output,
+                             provider=self.PROVIDER, at=self.state["lastTs"])  # fmt: skip
         self.emit({
             "type": "cost_reported", "model": model, "inputTokens": fresh + write + read,
             "outputTokens": output, "cacheReadTokens": read, "cacheWriteTokens": write,
