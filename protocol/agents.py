@@ -10,22 +10,26 @@ Adding an agent: its folder, one line here, its compatibility tests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
-
-@dataclass(frozen=True)
 class AgentInfo:
-    """An agent as people and clients name it."""
+    """An agent as people and clients name it. A plain class, not a dataclass: the command
+    line reads this table before its first answer, and dataclasses imports inspect and
+    typing (tests/test_no_warmup.py)."""
 
-    id: str
-    """The wire name (`origin.agent`), and its folder's (`-` as `_`)."""
-    name: str
-    """What a person calls it: labels ("Resume in Claude Code"), summaries."""
-    flag: str
-    """The command-line name: `sessiond import <flag>`, `serve --follow <flag>,…`."""
-    install: str
-    """How a person installs its CLI, for when its program is not on PATH."""
+    __slots__ = ("flag", "id", "install", "name")
+
+    def __init__(self, id: str, name: str, flag: str, install: str) -> None:
+        self.id = id
+        """The wire name (`origin.agent`), and its folder's (`-` as `_`)."""
+        self.name = name
+        """What a person calls it: labels ("Resume in Claude Code"), summaries."""
+        self.flag = flag
+        """The command-line name: `sessiond import <flag>`, `serve --follow <flag>,…`."""
+        self.install = install
+        """How a person installs its CLI, for when its program is not on PATH."""
+
+    def __repr__(self) -> str:
+        return f"AgentInfo({self.id!r})"
 
     @property
     def folder(self) -> str:
@@ -44,15 +48,10 @@ AGENTS: tuple[AgentInfo, ...] = (
 )
 AGENT_IDS: tuple[str, ...] = tuple(agent.id for agent in AGENTS)
 AGENT_FLAGS: tuple[str, ...] = tuple(agent.flag for agent in AGENTS)
-
-if TYPE_CHECKING:  # a Literal cannot be built from a tuple where the type checker sees it
-    ImportedAgent = str
-    ThreadAgent = str
-    SearchAgent = str
-else:  # ... where pydantic does, it can: the schema enumerates the names, as before
-    ImportedAgent = Literal[AGENT_IDS]
-    ThreadAgent = Literal[(*AGENT_IDS, "acp")]
-    SearchAgent = Literal[("sessiond", *AGENT_IDS, "acp")]
+THREAD_AGENTS: tuple[str, ...] = (*AGENT_IDS, "acp")
+"""What a thread's origin names: an imported agent's id, or `acp` (`sessiond acp`)."""
+SEARCH_AGENTS: tuple[str, ...] = ("sessiond", *AGENT_IDS, "acp")
+"""What search filters on: those, and `sessiond` for threads sessiond's protocol made."""
 
 
 def by_id(agent_id: str) -> AgentInfo | None:

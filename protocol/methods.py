@@ -6,15 +6,24 @@ params with these, and `protocol.schema` exports them. Field names are camelCase
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from protocol.agents import ImportedAgent, SearchAgent, ThreadAgent
+from protocol.agents import AGENT_IDS, SEARCH_AGENTS, THREAD_AGENTS
 from protocol.base import WireModel
 from protocol.items import ITEM_ID_MAX, HookStatus, LifecycleSource, Permissions, ResetReason
 from protocol.names import CLIENT_NAME_MAX, PRINTABLE, SESSION_KEY_MAX
 from protocol.quick_params import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, MAX_READ, MAX_SEARCH
+
+if TYPE_CHECKING:  # a Literal cannot be built from a tuple where the type checker sees it
+    ImportedAgent = str
+    ThreadAgent = str
+    SearchAgent = str
+else:  # ... where pydantic does, it can: the schema enumerates the names (protocol/agents.py)
+    ImportedAgent = Literal[AGENT_IDS]
+    ThreadAgent = Literal[THREAD_AGENTS]
+    SearchAgent = Literal[SEARCH_AGENTS]
 
 MAX_ITEMS_PER_RECORD = 1000
 

@@ -40,6 +40,8 @@ def _commands(text: str) -> list[tuple[str, list[str]]]:
     spans += INLINE.findall(outside)
     found = []
     for span in spans:
+        if span.endswith("\\n"):  # a message's bytes (`sessiond client proof\n`), not a command
+            continue
         for match in re.finditer(r"(?:^|[\s(\"'])sessiond((?:\s+[^\s]+)*)", span):
             command = SHELL_END.split(" " + match.group(1) + " ")[0]
             try:

@@ -660,6 +660,7 @@ def test_an_index_damaged_after_its_open_is_rebuilt_on_use(layout: Layout) -> No
 def test_a_writer_mark_lives_until_the_threads_row_is_written(layout: Layout) -> None:
     from restore.stores.embedded.store import EmbeddedStore
 
+    layout.home.mkdir(mode=0o700)  # a server makes it at its first request (home/state.py)
     store = EmbeddedStore(layout)
     store.index.ensure_ready()
     thread_id = str(uuid.uuid4())

@@ -172,7 +172,7 @@ def _waiting_searches(conn: Any) -> int:
     """Backends running a search's query (the one this test's lock holds up)."""
     row = conn.execute(
         "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
-        "AND query LIKE '%%search_vector @@%%' AND pid <> pg_backend_pid()"
+        "AND query LIKE '/* sessiond thread/search */%%' AND pid <> pg_backend_pid()"
     ).fetchone()
     return int(row[0])
 

@@ -13,6 +13,7 @@ tests/test_cli_quick.py holds the two readers to the same answers.
 
 from __future__ import annotations
 
+from protocol.agents import SEARCH_AGENTS
 from server.cli.options import frame_size, limit
 
 TYPE_CHECKING = False  # as typing's (mypy reads it so), without importing typing
@@ -97,7 +98,7 @@ SUBCOMMANDS: dict[str, tuple[dict[str, Option], dict[str, Any]]] = {
             "": ("query", WORDS, None),
             "--cwd": ("cwd", VALUE, None),
             "--workspace-folder": ("workspace_folder", VALUE, None),
-            "--agent": ("agent", VALUE, ("sessiond", "claude-code", "codex", "gemini", "acp")),
+            "--agent": ("agent", VALUE, SEARCH_AGENTS),
             "--role": ("role", VALUE, ("user", "assistant", "tool", "edit", "todo", "title")),
             "--since": ("since", VALUE, None),
             "--until": ("until", VALUE, None),

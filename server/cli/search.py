@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protocol.agents import AGENT_IDS
+from protocol.agents import SEARCH_AGENTS
 from restore.service import open_service
 from restore.stores import Settings
 from restore.stores.api import ts_at
@@ -45,7 +45,7 @@ def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) 
     )
     parser.add_argument("--cwd", help="only threads started in this directory")
     parser.add_argument("--workspace-folder", help="only threads in or under this folder")
-    parser.add_argument("--agent", choices=("sessiond", *AGENT_IDS, "acp"))
+    parser.add_argument("--agent", choices=SEARCH_AGENTS)
     parser.add_argument("--role", choices=("user", "assistant", "tool", "edit", "todo", "title"))
     parser.add_argument(
         "--since",

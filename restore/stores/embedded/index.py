@@ -17,6 +17,7 @@ startup imports no sqlite3.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import functools
 import logging
@@ -317,7 +318,14 @@ class ThreadIndex:
                 deleted=True,
             )
         private_dirs(lock.parent)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            # locks/ made read-only: the folder itself is the lock (a listing never fails
+            # for want of a lock file; every process that cannot write it takes the same).
+            fd = os.open(lock.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

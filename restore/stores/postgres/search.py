@@ -121,7 +121,9 @@ class SharedSearch:
         n = len(ROW_COLUMNS.split(", "))
         sql: LiteralString = (
             # The page first, then its text: only the page's records are read whole, and
-            # only their searchable text leaves the database.
+            # only their searchable text leaves the database. The comment names the query
+            # where a DBA sees it (pg_stat_activity keeps only its first 1 kB).
+            "/* sessiond thread/search */ "
             f"SELECT {_PAGE_COLUMNS}, coalesce(sessiond_search_text(page.line), '') FROM ("
             f"SELECT * FROM (SELECT {_THREAD_COLUMNS}, i.seq, i.search_role, "
             "coalesce(i.search_ts, '') AS ts, i.line, "
