@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import subprocess
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 from restore.home.layout import Layout
 from restore.stores.embedded.files import ThreadStore
 from tests.conftest import git
-from tests.support.import_fixtures import ClaudeSession, Fixture, build
+from tests.support.import_fixtures import EPOCH, ClaudeSession, Fixture, build
 from tests.support.rpc_client import ServerProcess
 from tests.test_cli import sessiond
 
@@ -276,6 +277,34 @@ def test_faults_never_hide_a_session(fixture: Fixture, home: Path, server: Serve
         (2, "invalid_json"),
         (3, "invalid_json"),
     ]
+
+
+def test_junk_in_an_agents_folder_is_reported_and_never_a_thread(
+    home: Path, tmp_path: Path, server: ServerProcess
+) -> None:
+    """A file of which no line is a record (a 20 MB line of junk, binary bytes) is reported
+    with its skipped lines and makes no "(no messages yet)" thread to delete by hand;
+    once a real record is written to it, it is imported like any session."""
+    project = tmp_path / "claude" / "-junk"
+    project.mkdir(parents=True)
+    huge, binary = project / f"{uuid.uuid4()}.jsonl", project / f"{uuid.uuid4()}.jsonl"
+    huge.write_bytes(b"x" * (20 * 1024 * 1024) + b"\n")
+    binary.write_bytes(b"\x00\x01\x02 \xff\xfe not a record\n\x7fELF\n")
+    summary = run_import(home, "claude", project.parent)
+    problems = {Path(p["path"]): p for p in summary["problems"]}
+    assert (summary["created"], summary["empty"]) == (0, 2)
+    assert problems[huge]["reason"] == "not a session: no line of it could be read"
+    assert [s["reason"] for s in problems[huge]["skipped"]] == ["invalid_json"]
+    assert len(problems[binary]["skipped"]) == 2
+    assert listed(server) == []
+
+    session = ClaudeSession(project.parent, tmp_path, "main", started=EPOCH)
+    session.user("Now a real session")
+    session.say("Imported.")
+    binary.write_bytes(binary.read_bytes() + b"".join(session.lines))
+    again = run_import(home, "claude", project.parent)
+    assert (again["created"], again["empty"]) == (1, 1)
+    assert [t["title"] for t in listed(server)] == ["Now a real session"]
 
 
 def test_a_torn_tail_is_imported_once_its_writer_finishes_it(

@@ -391,9 +391,14 @@ class Importer:
         assert parsed is not None, "a parse ends with its Parsed"
         result.skipped, result.repaired = parsed.skipped, parsed.repaired
         result.unmapped = parsed.unmapped
-        if writer is None and parsed.records == 0 and not result.skipped:
+        if writer is None and parsed.records == 0:
             children.close()
-            return FileResult(source, "empty", reason="no records, only blank lines")
+            if not result.skipped:
+                return FileResult(source, "empty", reason="no records, only blank lines")
+            # Junk in the agent's folder (no line of it a record): reported, not a thread
+            # of "(no messages yet)" to delete by hand. Read again whole if it grows.
+            return FileResult(source, "empty", skipped=result.skipped,
+                              reason="not a session: no line of it could be read")  # fmt: skip
         if writer is None and not parsed.items and self.files.skip_itemless:
             children.close()
             return FileResult(source, "empty", reason="no conversation yet",
