@@ -227,6 +227,21 @@ def _acp_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPar
     parser.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command, after --")
 
 
+def _mcp_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--folder",
+        action="append",
+        metavar="DIR",
+        help="a folder whose threads the agent sees (repeatable; default: the directory it "
+        "starts the server in)",
+    )
+    parser.add_argument(
+        "--all-folders",
+        action="store_true",
+        help="every thread of the store, whichever folder it was recorded in",
+    )
+
+
 def _client_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     from server.cli.client import add_arguments
 
@@ -300,6 +315,13 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "talk to a running server over WebSocket",
         _client_arguments,
         "server.cli.client:run",
+    ),
+    Subcommand(
+        "mcp",
+        "serve MCP on stdio: tools an agent calls to search and read its past sessions "
+        "(read-only, the folders it starts in)",
+        _mcp_arguments,
+        "server.cli.main:mcp",
     ),
     Subcommand(
         "acp",
@@ -578,3 +600,25 @@ def acp(config: ServerConfig, args: argparse.Namespace) -> int:
 
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
     return front_door.main(Path(config.home), agent, config.store)
+
+
+def mcp(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond mcp`: the MCP server (server/mcp/), on the configured store."""
+    import shlex
+    from pathlib import Path
+
+    from restore.service import open_service
+    from restore.stores import Settings
+    from server.mcp.server import run
+    from server.mcp.tools import Scope, Tools
+
+    if args.folder and args.all_folders:
+        raise CommandError("--folder narrows what --all-folders widens: give one of them")
+    scope = Scope.of(args.folder or [os.getcwd()], args.all_folders)
+    where = "".join(
+        f" --{option} {shlex.quote(str(getattr(args, option)))}"
+        for option in ("home", "store")
+        if getattr(args, option, None)
+    )
+    service = open_service(Settings(Path(config.home), config.store, redaction=config.redact))
+    return run(Tools(service, scope, where))
