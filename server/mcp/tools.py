@@ -153,7 +153,7 @@ def _agent(row: ThreadSummary) -> str:
 
 def _row_line(row: ThreadSummary) -> str:
     facts = [row.threadId, (row.updatedAt or row.createdAt or "")[:19] + "Z", _agent(row),
-             f"{row.itemCount} items"]  # fmt: skip
+             f"{row.itemCount} item{'' if row.itemCount == 1 else 's'}"]  # fmt: skip
     if row.branch:
         facts.append(f"branch {row.branch}")
     if row.cwd:
