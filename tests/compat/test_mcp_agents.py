@@ -96,7 +96,8 @@ def test_codex_gets_a_search_sessions_answer_naming_the_planted_thread(
     entry = server_entry(home)
     with (agent.codex_home / "config.toml").open("a") as config:
         config.write(f"\n[mcp_servers.sessiond]\ncommand = {json.dumps(entry['command'])}\n"
-                     f"args = {json.dumps(entry['args'])}\n")  # fmt: skip
+                     f"args = {json.dumps(entry['args'])}\n"
+                     "required = true\n")  # fmt: skip
     agent.codex(PROMPT).check()
     answer = the_answer(agents)
     assert ours in answer and theirs not in answer, answer
