@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from restore.service import Settings, open_service
+from tests.conftest import BOTH_STORES
 from tests.security.test_redaction import SECRETS
 from tests.support.mcp_client import McpProcess
 from tests.support.rpc_client import ServerProcess
@@ -20,11 +21,13 @@ from tests.test_no_warmup import loaded
 TOOLS = {"search_sessions", "read_session", "list_sessions", "resume_command"}
 
 
-def plant(home: Path, cwd: Path, texts: list[str], *, messages: int = 1) -> list[str]:
+def plant(
+    home: Path, cwd: Path, texts: list[str], *, messages: int = 1, store: str | None = None
+) -> list[str]:
     """Threads recorded in `cwd` through the thread service (what a server records), one
     per text, each with `messages` messages (the text in the first)."""
     cwd.mkdir(parents=True, exist_ok=True)
-    service = open_service(Settings(home))
+    service = open_service(Settings(home, store))
     ids = []
     for text in texts:
         started = service.start(cwd=str(cwd), workspace_folder=None)
@@ -162,6 +165,22 @@ def test_a_secret_in_a_thread_comes_back_redacted(home: Path, tmp_path: Path) ->
     for answer in answers:
         assert token not in answer and token[4:20] not in answer
     assert "[secret:github-pat:" in answers[1]
+
+
+@BOTH_STORES
+def test_either_store_answers_within_the_scope_and_redacted(
+    home: Path, tmp_path: Path, store_url: str | None
+) -> None:
+    token, said = SECRETS["aws-access-token"]
+    (ours,) = plant(home, tmp_path / "ours", [f"the egret keys: {said}"], store=store_url)
+    (theirs,) = plant(home, tmp_path / "theirs", ["the egret of others"], store=store_url)
+    env = {"SESSIOND_STORE": store_url} if store_url else {}
+    with McpProcess(home, tmp_path / "ours", env=env) as mcp:
+        found = mcp.text("search_sessions", query="egret")
+        read = mcp.text("read_session", thread=ours)
+        text, error = mcp.call("read_session", thread=theirs)
+    assert ids_in(found) == [ours] and error and "egret" not in text
+    assert token not in found + read and "[secret:aws-access-token:" in read
 
 
 def test_resume_command_is_the_one_sessiond_resume_gives(home: Path, tmp_path: Path) -> None:
