@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from restore.home.layout import Layout
 from restore.service import Settings, open_service
 from tests.conftest import BOTH_STORES
 from tests.security.test_redaction import SECRETS
@@ -189,6 +190,28 @@ def test_resume_command_is_the_one_sessiond_resume_gives(home: Path, tmp_path: P
         text = mcp.text("resume_command", thread=thread[:8])
     assert text.splitlines()[0] == f"command: sessiond --home {home} resume {thread[:8]}"
     assert f"thread {thread}: the stork" in text
+
+
+def test_the_tools_change_nothing_and_the_server_ends_with_its_client(
+    home: Path, tmp_path: Path
+) -> None:
+    (thread,) = plant(home, tmp_path, ["the ibis"], messages=3)
+    threads = Layout(home).threads_dir
+
+    def files() -> dict[str, bytes]:
+        return {path.name: path.read_bytes() for path in threads.rglob("*") if path.is_file()}
+
+    before = files()
+    mcp = McpProcess(home, tmp_path)
+    try:
+        mcp.text("search_sessions", query="ibis")
+        mcp.text("list_sessions")
+        mcp.text("read_session", thread=thread)
+        mcp.text("resume_command", thread=thread)
+    finally:
+        code = mcp.close()
+    assert code == 0, mcp.stderr()  # stdin closed: it left by itself
+    assert files() == before
 
 
 def test_serve_loads_nothing_of_mcp(spawn: Any) -> None:

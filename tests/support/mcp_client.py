@@ -114,15 +114,19 @@ class McpProcess:
         self._stderr.flush()
         return self.stderr_path.read_text(errors="replace")[-3000:]
 
-    def close(self) -> None:
-        """Closing stdin ends the server (the client went away); it is killed if not."""
+    def close(self) -> int | None:
+        """Closing stdin ends the server (the client went away): its exit code; None when
+        it had to be killed."""
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
+        code: int | None
         try:
-            self.proc.wait(timeout=HANG_GUARD)
+            code = self.proc.wait(timeout=HANG_GUARD)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=HANG_GUARD)
+            code = None
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._stderr.close()
+        return code
