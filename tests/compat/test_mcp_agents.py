@@ -29,9 +29,9 @@ PROMPT = f"[[recall]] what did we decide about the {WORD} migration before?"
 
 def recall(request: Request) -> Reply:
     """Call whichever offered tool is sessiond's `search_sessions` (each agent names MCP
-    tools its own way), once; Claude Code in `-p` mode defers MCP tools behind
-    `ToolSearch`, so there the model first loads it, as a real model does. Then the turn
-    ends."""
+    tools its own way), once, then end the turn. Claude Code in `-p` mode defers MCP tools
+    behind its `ToolSearch` tool and Codex behind the Responses API's `tool_search`: there
+    the model first loads it, as a real model does."""
     if request.aside or request.scenario() != "recall":
         return Reply(text="A short summary of the session.")
     last = max(i for i, t in enumerate(request.turns) if t.role == "user" and t.text)
