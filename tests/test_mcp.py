@@ -90,6 +90,21 @@ def test_an_agent_sees_the_threads_of_its_folder_unless_told_otherwise(
         assert set(ids_in(mcp.text("search_sessions", query="flamingo"))) == {other}
 
 
+def test_started_in_the_root_directory_it_answers_only_how_to_configure_it(
+    home: Path, tmp_path: Path
+) -> None:
+    """A desktop app starts its MCP servers in `/`: that is no workspace, and "under /"
+    would be every thread."""
+    plant(home, tmp_path / "repo", ["the crane"])
+    with McpProcess(home, Path("/")) as mcp:
+        for tool, args in (("search_sessions", {"query": "crane"}), ("list_sessions", {})):
+            text, error = mcp.call(tool, **args)
+            assert error and "--folder DIR" in text and "--all-folders" in text, text
+            assert "crane" not in text
+    with McpProcess(home, Path("/"), ["--folder", str(tmp_path / "repo")]) as mcp:
+        assert "the crane" in mcp.text("list_sessions")
+
+
 def test_pages_say_there_is_more_and_together_hold_every_hit_once(
     home: Path, tmp_path: Path
 ) -> None:

@@ -614,7 +614,7 @@ def mcp(config: ServerConfig, args: argparse.Namespace) -> int:
 
     if args.folder and args.all_folders:
         raise CommandError("--folder narrows what --all-folders widens: give one of them")
-    scope = Scope.of(args.folder or [os.getcwd()], args.all_folders)
+    scope = Scope.of(args.folder or [os.getcwd()], args.all_folders, told=bool(args.folder))
     where = "".join(
         f" --{option} {shlex.quote(str(getattr(args, option)))}"
         for option in ("home", "store")

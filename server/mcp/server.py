@@ -51,6 +51,7 @@ def build(tools: Tools) -> MCPServer:
 
     async def call(answer: Callable[[], str]) -> str:
         try:
+            tools.answerable()
             return await asyncio.get_running_loop().run_in_executor(worker, answer)
         except Refused as exc:
             raise ToolError(str(exc)) from None

@@ -40,6 +40,13 @@ ORDERS = ("newest", "oldest")
 T = TypeVar("T")
 
 
+ROOT_REFUSAL = (
+    "sessiond mcp was started in / (as a desktop app starts its servers), which names no "
+    "workspace: configure it with `sessiond mcp --folder DIR` (the project's folder, "
+    "repeatable) or `sessiond mcp --all-folders` (every session) in the MCP settings"
+)
+
+
 class Refused(Exception):
     """A call the model can mend: the message says how."""
 
@@ -51,12 +58,20 @@ class Scope:
     filter). `folders` empty: every thread (`sessiond mcp --all-folders`)."""
 
     folders: tuple[str, ...]
+    refusal: str | None = None
+    """Why no call is answered: the server was started in `/` without being told its
+    folders (as a desktop app starts its servers), where the working directory says
+    nothing of a workspace and "under /" would be every thread."""
 
     @classmethod
-    def of(cls, folders: list[str], everything: bool) -> Scope:
+    def of(cls, folders: list[str], everything: bool, *, told: bool = True) -> Scope:
+        """`told`: the folders were given (`--folder`), not the working directory."""
         if everything:
             return cls(())
-        return cls(tuple(dict.fromkeys(canonical(os.path.abspath(f)) for f in folders)))
+        scope = cls(tuple(dict.fromkeys(canonical(os.path.abspath(f)) for f in folders)))
+        if not told and scope.folders == ("/",):
+            return cls(("/",), ROOT_REFUSAL)
+        return scope
 
     @property
     def everything(self) -> bool:
@@ -175,6 +190,11 @@ class Tools:
         self.service = service
         self.scope = scope
         self.where_flags = where_flags
+
+    def answerable(self) -> None:
+        """Refused, saying how to configure the server, when its scope is unknown."""
+        if self.scope.refusal is not None:
+            raise Refused(self.scope.refusal)
 
     # --- search_sessions ------------------------------------------------------------------
 
