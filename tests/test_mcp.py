@@ -17,6 +17,7 @@ from tests.conftest import BOTH_STORES
 from tests.security.test_redaction import SECRETS
 from tests.support.mcp_client import McpProcess
 from tests.support.rpc_client import ServerProcess
+from tests.test_cli import sessiond
 from tests.test_no_warmup import loaded
 
 TOOLS = {"search_sessions", "read_session", "list_sessions", "resume_command"}
@@ -103,6 +104,12 @@ def test_started_in_the_root_directory_it_answers_only_how_to_configure_it(
             assert "crane" not in text
     with McpProcess(home, Path("/"), ["--folder", str(tmp_path / "repo")]) as mcp:
         assert "the crane" in mcp.text("list_sessions")
+
+
+def test_folder_and_all_folders_together_are_refused_before_it_serves(home: Path) -> None:
+    done = sessiond(home, "mcp", "--folder", str(home), "--all-folders")
+    assert done.returncode == 2 and "give one of them" in done.stderr, done.stderr
+    assert done.stdout == ""
 
 
 def test_pages_say_there_is_more_and_together_hold_every_hit_once(

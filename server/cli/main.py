@@ -321,7 +321,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "serve MCP on stdio: tools an agent calls to search and read its past sessions "
         "(read-only, the folders it starts in)",
         _mcp_arguments,
-        "server.cli.main:mcp",
+        "server.mcp.server:main",
     ),
     Subcommand(
         "acp",
@@ -600,25 +600,3 @@ def acp(config: ServerConfig, args: argparse.Namespace) -> int:
 
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
     return front_door.main(Path(config.home), agent, config.store)
-
-
-def mcp(config: ServerConfig, args: argparse.Namespace) -> int:
-    """`sessiond mcp`: the MCP server (server/mcp/), on the configured store."""
-    import shlex
-    from pathlib import Path
-
-    from restore.service import open_service
-    from restore.stores import Settings
-    from server.mcp.server import run
-    from server.mcp.tools import Scope, Tools
-
-    if args.folder and args.all_folders:
-        raise CommandError("--folder narrows what --all-folders widens: give one of them")
-    scope = Scope.of(args.folder or [os.getcwd()], args.all_folders, told=bool(args.folder))
-    where = "".join(
-        f" --{option} {shlex.quote(str(getattr(args, option)))}"
-        for option in ("home", "store")
-        if getattr(args, option, None)
-    )
-    service = open_service(Settings(Path(config.home), config.store, redaction=config.redact))
-    return run(Tools(service, scope, where))

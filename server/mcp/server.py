@@ -11,9 +11,12 @@ text names the mend, as the SDK's own argument validation is.
 from __future__ import annotations
 
 import asyncio
+import os
+import shlex
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -22,7 +25,13 @@ from pydantic import Field
 
 from protocol.errors import ProtocolError
 from server import __version__
-from server.mcp.tools import MAX_LIST, MAX_READ, MAX_SEARCH, Refused, Tools
+from server.cli.options import CommandError
+from server.mcp.tools import MAX_LIST, MAX_READ, MAX_SEARCH, Refused, Scope, Tools
+
+if TYPE_CHECKING:
+    import argparse
+
+    from server.config import ServerConfig
 
 INSTRUCTIONS = (
     "sessiond keeps every session of the coding agents on this machine (Claude Code, Codex, "
@@ -150,3 +159,21 @@ def run(tools: Tools) -> int:
     finally:
         tools.service.close_all()
     return 0
+
+
+def main(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond mcp` (server/cli/main.py lists it): the scope from `--folder`,
+    `--all-folders` or the working directory, on the configured store."""
+    from restore.service import open_service
+    from restore.stores import Settings
+
+    if args.folder and args.all_folders:
+        raise CommandError("--folder narrows what --all-folders widens: give one of them")
+    scope = Scope.of(args.folder or [os.getcwd()], args.all_folders, told=bool(args.folder))
+    where = "".join(
+        f" --{option} {shlex.quote(str(getattr(args, option)))}"
+        for option in ("home", "store")
+        if getattr(args, option, None)
+    )
+    service = open_service(Settings(Path(config.home), config.store, redaction=config.redact))
+    return run(Tools(service, scope, where))
