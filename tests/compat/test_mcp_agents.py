@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.agents.clis import AgentHome
 from tests.agents.mock_model import Call, Reply, Request
 from tests.compat.conftest import Agents
@@ -73,14 +75,22 @@ def planted(home: Path, agent: AgentHome, tmp_path: Path) -> tuple[str, str]:
     return ours, theirs
 
 
+@pytest.mark.parametrize("configured", ["claude mcp add", "--mcp-config"])
 def test_claude_code_gets_a_search_sessions_answer_naming_the_planted_thread(
-    agents: Agents, home: Path, tmp_path: Path
+    agents: Agents, home: Path, tmp_path: Path, configured: str
 ) -> None:
     agent = agents.start(recall)
     ours, theirs = planted(home, agent, tmp_path)
-    config = agent.root / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"sessiond": server_entry(home)}}))
-    run = agent.claude(PROMPT, args=("--mcp-config", str(config), "--strict-mcp-config"))
+    entry = server_entry(home)
+    if configured == "claude mcp add":  # in the user's settings: started in every project
+        add = [str(agent.bins / "claude"), "mcp", "add", "--scope", "user", "sessiond", "--",
+               entry["command"], *entry["args"]]  # fmt: skip
+        agent.run(add).check()
+        run = agent.claude(PROMPT)
+    else:
+        config = agent.root / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"sessiond": entry}}))
+        run = agent.claude(PROMPT, args=("--mcp-config", str(config), "--strict-mcp-config"))
     run.check()
     answer = the_answer(agents)
     assert ours in answer and theirs not in answer, answer
