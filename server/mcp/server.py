@@ -24,6 +24,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from protocol.errors import ProtocolError
+from restore.service.search import AGENTS
 from server import __version__
 from server.cli.options import CommandError
 from server.mcp.tools import MAX_LIST, MAX_READ, MAX_SEARCH, Refused, Scope, Tools
@@ -77,7 +78,7 @@ def build(tools: Tools) -> MCPServer:
         ],
         agent: Annotated[
             str | None,
-            Field(description="only sessions of this agent: claude-code, codex, gemini, ..."),
+            Field(description=f"only sessions of this agent: {', '.join(AGENTS)}"),
         ] = None,
         role: Annotated[
             Literal["user", "assistant", "tool", "edit", "todo", "title"] | None,
