@@ -173,7 +173,10 @@ def test_bad_arguments_are_tool_errors_naming_the_mend(home: Path, tmp_path: Pat
         assert error and "cursor" in text
         text, error = mcp.call("read_session", thread="zz")
         assert error and "thread id" in text
-        assert mcp.text("search_sessions", query="heron").startswith("1 hit ")  # still serving
+        text, error = mcp.call("search_sessions", query="heron", agent="nobody")
+        assert error and "agent" in text and "claude-code" in text
+        assert mcp.text("search_sessions", query="heron", agent="codex").startswith("0 hits")
+        assert mcp.text("search_sessions", query="heron", agent="sessiond").startswith("1 hit ")
 
 
 def test_a_secret_in_a_thread_comes_back_redacted(home: Path, tmp_path: Path) -> None:
