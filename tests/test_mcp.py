@@ -143,6 +143,28 @@ def test_pages_say_there_is_more_and_together_hold_every_hit_once(
         assert sorted(listed) == sorted(planted)
 
 
+def test_a_scope_of_several_folders_pages_through_each_once(home: Path, tmp_path: Path) -> None:
+    one = plant(home, tmp_path / "one", [f"the puffin {n}" for n in range(7)])
+    one += plant(home, tmp_path / "one" / "sub", ["the puffin below"])  # its folder named too
+    two = plant(home, tmp_path / "two", [f"the puffin {n}" for n in range(6)])
+    plant(home, tmp_path / "three", ["the puffin elsewhere"])
+    folders = ["--folder", str(tmp_path / "one"), "--folder", str(tmp_path / "two"),
+               "--folder", str(tmp_path / "one" / "sub")]  # fmt: skip
+    with McpProcess(home, tmp_path, folders) as mcp:
+        for tool, args in (("search_sessions", {"query": "puffin"}), ("list_sessions", {})):
+            seen: list[str] = []
+            cursor: str | None = None
+            pages = 0
+            while True:
+                more = {"cursor": cursor} if cursor else {}
+                text = mcp.text(tool, limit=5, **args, **more)
+                seen += ids_in(text)
+                pages += 1
+                if (cursor := cursor_in(text)) is None:
+                    break
+            assert pages == 3 and sorted(seen) == sorted(one + two), tool  # 5, 5, 4: none twice
+
+
 def test_a_thread_is_read_a_page_at_a_time_newest_first(home: Path, tmp_path: Path) -> None:
     (thread,) = plant(home, tmp_path, ["the ostrich question"], messages=30)
     with McpProcess(home, tmp_path) as mcp:

@@ -68,7 +68,10 @@ class Scope:
         """`told`: the folders were given (`--folder`), not the working directory."""
         if everything:
             return cls(())
-        scope = cls(tuple(dict.fromkeys(canonical(os.path.abspath(f)) for f in folders)))
+        named = dict.fromkeys(canonical(os.path.abspath(f)) for f in folders)
+        # a folder inside another of the scope adds nothing (its threads would come twice)
+        outer = [f for f in named if not any(_inside(f, other) for other in named if other != f)]
+        scope = cls(tuple(outer))
         if not told and scope.folders == ("/",):
             return cls(("/",), ROOT_REFUSAL)
         return scope
@@ -80,12 +83,10 @@ class Scope:
     def holds(self, row: ThreadSummary) -> bool:
         if self.everything:
             return True
-        for folder in self.folders:
-            base = folder.rstrip("/")
-            cwd = row.cwd or ""
-            if row.workspaceFolder == folder or cwd == folder or cwd.startswith(base + "/"):
-                return True
-        return False
+        return any(
+            row.workspaceFolder == folder or _inside(row.cwd or "", folder)
+            for folder in self.folders
+        )
 
     def described(self) -> str:
         return "every folder" if self.everything else ", ".join(self.folders)
@@ -98,14 +99,17 @@ class Scope:
         if not os.path.isabs(folder):
             raise Refused(f"folder must be an absolute path, not {folder[:80]!r}")
         wanted = canonical(folder)
-        inside = self.everything or any(
-            wanted == f or wanted.startswith(f.rstrip("/") + "/") for f in self.folders
-        )
+        inside = self.everything or any(_inside(wanted, f) for f in self.folders)
         if not inside:
             raise Refused(
                 f"folder {wanted} is outside the folders this server sees ({self.described()})"
             )
         return [wanted]
+
+
+def _inside(path: str, folder: str) -> bool:
+    """`path` is `folder` or under it."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 class Cursor:
@@ -230,8 +234,10 @@ class Tools:
 
         hits, following = _paged(self.scope.narrowed(folder), cursor, limit, page)
         where = folder or self.scope.described()
+        several = folder is None and len(self.scope.folders) > 1
+        order = "best first, a folder at a time" if several else "best first"
         lines = [f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r} in {where}"
-                 " (best first):"]  # fmt: skip
+                 f" ({order}):"]  # fmt: skip
         for number, hit in enumerate(hits, 1):
             info = hit.thread.thread_info()
             snippet = _marked(hit.snippet, hit.highlights)
