@@ -12,6 +12,7 @@ the agent's working directory, as docs/mcp.md says.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ import pytest
 
 from tests.agents.clis import AgentHome
 from tests.agents.mock_model import Call, Reply, Request
-from tests.compat.conftest import Agents
+from tests.compat.conftest import Agents, import_from
+from tests.support.mcp_client import McpProcess
 from tests.support.rpc_client import REPO
 from tests.test_mcp import plant
 
@@ -95,6 +97,14 @@ def test_claude_code_gets_a_search_sessions_answer_naming_the_planted_thread(
     answer = the_answer(agents)
     assert ours in answer and theirs not in answer, answer
     assert "migration in two steps" in answer
+    # the session just run, imported, and found the same way: its resume is Claude Code's
+    import_from(home, "claude", agent.claude_projects)
+    with McpProcess(home, agent.repo) as mcp:
+        found = mcp.text("search_sessions", query=WORD, agent="claude-code")
+        (imported,) = set(re.findall(r"^\d+\. ([0-9a-f-]{36}) ", found, re.MULTILINE))
+        command = mcp.text("resume_command", thread=imported).splitlines()[0]
+    assert command.endswith(f"claude --resume {run.session_id}"), command
+    assert command.startswith(f"command: cd {agent.repo}")
 
 
 def test_codex_gets_a_search_sessions_answer_naming_the_planted_thread(
