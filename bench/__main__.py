@@ -10,7 +10,7 @@ directory scan, resume via snapshot vs full replay, record throughput vs the dis
 sync limit, peak memory vs the floor, the PostgreSQL store beside the embedded one
 (bench/stores.py), the ACP front door vs talking to the agent directly, a follower's
 latency on either store (bench/follow.py), search over 1M messages beside `rg` and `grep -r`
-(bench/search.py), importing 10k
+(bench/search.py), `search_sessions` through MCP beside it (bench/mcp.py), importing 10k
 Codex sessions beside Codex's own first-start indexing, and Codex beside the in-process
 calls. With `--update-docs` the report replaces the generated block
 in docs/benchmarks.md.
@@ -34,6 +34,7 @@ from bench import (
     import_,
     journeys,
     listing,
+    mcp,
     memory,
     record,
     resume,
@@ -121,6 +122,7 @@ def main() -> None:
         if args.quick
         else search.run(10_000, 1_000_000, 100)
     )
+    through_mcp = mcp.run(1000, 50_000, 20) if args.quick else mcp.run(10_000, 1_000_000, 100)
     imported = import_.run(1000 if args.quick else 10_000, 1 if args.quick else 3, CODEX_TIMEOUT)
     peers = codex_section(sizes, 3 if args.quick else 7, list_rows, resume_rows)
     picture = chart(list_rows, resume_rows)
@@ -138,6 +140,7 @@ def main() -> None:
         "", "### ACP front door", "", acp.render(acp_medians),
         "", "### Following a thread another process writes", "", follow.render(followed),
         "", "### Search", "", search.render(searched),
+        "", "### Search through MCP beside JSON-RPC", "", mcp.render(through_mcp),
         "", "### Import", "", import_.render(imported),
         "", "### Peers (sessiond in-process, Codex over its pipe)", "", peers,
         "", picture,

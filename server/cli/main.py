@@ -227,6 +227,21 @@ def _acp_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPar
     parser.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command, after --")
 
 
+def _mcp_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--folder",
+        action="append",
+        metavar="DIR",
+        help="a folder whose threads the agent sees (repeatable; default: the directory it "
+        "starts the server in)",
+    )
+    parser.add_argument(
+        "--all-folders",
+        action="store_true",
+        help="every thread of the store, whichever folder it was recorded in",
+    )
+
+
 def _client_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     from server.cli.client import add_arguments
 
@@ -300,6 +315,13 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "talk to a running server over WebSocket",
         _client_arguments,
         "server.cli.client:run",
+    ),
+    Subcommand(
+        "mcp",
+        "serve MCP on stdio: tools an agent calls to search and read its past sessions "
+        "(read-only, the folders it starts in)",
+        _mcp_arguments,
+        "server.mcp.server:main",
     ),
     Subcommand(
         "acp",

@@ -244,6 +244,12 @@ def _openai_request(path: str, body: dict[str, Any]) -> Request:
         kind = item.get("type", "message")
         if kind == "additional_tools":  # code mode: the tools ride in the input
             tools += [_tool_name(t) for t in item.get("tools", [])]
+        if kind == "tool_search_output":  # tools a tool search loaded: offered from now on,
+            for tool in item.get("tools", []):  # a namespace's as `namespace.name`
+                if tool.get("type") == "namespace":
+                    tools += [f"{tool['name']}.{t.get('name')}" for t in tool.get("tools", [])]
+                else:
+                    tools.append(str(tool.get("name")))
         elif kind == "message" and item.get("role") in ("user", "assistant"):
             text = _flatten(item.get("content"))
             if item["role"] == "user" and text.startswith(HARNESS_TEXT):
@@ -459,7 +465,13 @@ def openai_events(request: Request, reply: Reply) -> Iterator[bytes]:
     for call in reply.calls:
         index = len(output)
         call_id = call.id or _id("call_")
-        if isinstance(call.args, str):
+        if call.name == "tool_search" and "tool_search" in request.tools:
+            # the Responses API's own tool search (Codex defers MCP tools behind it): the
+            # client runs it and sends back `tool_search_output` with the tools it loaded
+            item = {"type": "tool_search_call", "id": _id("tsc_"), "call_id": call_id,
+                    "status": "completed", "execution": "client",
+                    "arguments": call.args}  # fmt: skip
+        elif isinstance(call.args, str):
             item = {"type": "custom_tool_call", "id": _id("ctc_"), "call_id": call_id,
                     "name": call.name, "input": call.args, "status": "completed"}  # fmt: skip
         else:
