@@ -20,7 +20,7 @@ from restore.agents.registry import imported
 from server.cli.commands import _service
 from server.cli.options import CommandError
 from server.cli.terminal import plural, print_json, relative_time, safe
-from server.cli.transcript import TODO_MARKS
+from restore.render.transcript import TODO_MARKS
 from server.config import ServerConfig
 
 INDENT = "  "
