@@ -365,6 +365,13 @@ def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
     from restore.agents.registry import named
     from restore.imports.importer import Importer
 
+    if args.agent == "sessiond":  # a sessiond JSON export, not an agent's store
+        from server.cli.export import import_export
+
+        return import_export(config, args)
+    if args.file:
+        raise CommandError(f"FILE is for `sessiond import sessiond FILE`; {args.agent}'s "
+                           "sessions are read from --from DIR")  # fmt: skip
     agent = named(args.agent)
     home = open_home(Path(config.home))
     if home.read_only is not None:  # its ledger (imports.sqlite3) is kept there, any store
