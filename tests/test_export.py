@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import git
-from tests.support.rpc_client import REPO, ServerProcess
+from tests.support.rpc_client import REPO, RpcError, ServerProcess
 
 Spawn = Callable[..., ServerProcess]
 PLANTED = ("zebrafish", "quokka", "narwhal", "axolotl", "pangolin")
@@ -271,3 +271,40 @@ def test_a_passphrase_is_never_taken_from_argv_and_only_html_is_encrypted(
         b"local user reads argv): use --passphrase-file FILE or --encrypt\n"  # fmt: skip
     done = sessiond(home, "export", recorded.tid, "--format", "html", "--encrypt")
     assert done.returncode == 2 and b"use --passphrase-file FILE" in done.stderr
+
+
+def export_rpc(server: ServerProcess, tid: str, **params: Any) -> tuple[bytes, list[dict]]:
+    """thread/export read to its end: the document and every answer."""
+    answers = [server.request("thread/export", {"threadId": tid, **params})]
+    while answers[-1]["nextCursor"] is not None:
+        answers.append(server.request("thread/export", {
+            "threadId": tid, **params, "cursor": answers[-1]["nextCursor"]}))  # fmt: skip
+    return "".join(a["data"] for a in answers).encode(), answers
+
+
+def test_thread_export_answers_the_document_in_parts_and_leaves_no_spool(
+    spawn: Spawn, home: Path, tmp_path: Path
+) -> None:
+    server = spawn(args=["--max-frame", "8192"])  # parts of at most 1 KiB
+    done = record(server, tmp_path / "work")
+    md, answers = export_rpc(server, done.tid, format="md")
+    assert len(answers) > 1, "a part is at most an eighth of the frame limit"
+    assert {a["mediaType"] for a in answers} == {"text/markdown"}
+    assert answers[0]["fileName"] == f"Payment-bug-{done.tid[:8]}.md"
+    assert answers[0]["size"] == len(md)
+    assert md.decode() == export(home, done.tid, "--format", "md"), "the CLI's document"
+    data, _ = export_rpc(server, done.tid, format="json")
+    assert json.loads(data)["items"] == items_of(server, done.tid)
+    assert list((home / "exports").iterdir()) == [], "each spool removed once read"
+    with pytest.raises(RpcError) as gone:
+        server.request("thread/export", {"threadId": done.tid, "format": "md",
+                                         "cursor": answers[1]["nextCursor"] or "x"})  # fmt: skip
+    assert gone.value.kind == "InvalidParams"
+    with pytest.raises(RpcError) as missing:
+        server.request("thread/export", {"threadId": str(uuid.uuid4())})
+    assert missing.value.kind == "ThreadNotFound"
+    with pytest.raises(RpcError) as plain:
+        server.request("thread/export", {"threadId": done.tid, "format": "md",
+                                         "passphrase": "correct horse"})  # fmt: skip
+    assert plain.value.kind == "InvalidParams"
+    server.shutdown()

@@ -205,9 +205,7 @@ def _sub_agent(
     depth: int,
 ) -> Nested:
     def draw() -> Iterator[str]:
-        opening, closing = style.sub_agent(
-            f"sub-agent thread {child.threadId}: {label(child)}"
-        )
+        opening, closing = style.sub_agent(f"sub-agent thread {child.threadId}: {label(child)}")
         yield opening
         own = Tally()
         yield from transcript(service, child.threadId, style, own, everything=everything,

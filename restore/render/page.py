@@ -43,7 +43,8 @@ details{margin:.2rem 0}summary{cursor:pointer;font-family:ui-monospace,monospace
 .add{color:var(--add)}.del{color:var(--del)}.hunk{color:var(--dim)}
 .sub{border-left:3px solid var(--line);padding-left:.8rem;margin:.5rem 0}
 .todos ul{margin:.2rem 0;list-style:none;padding-left:1rem}.done{color:var(--dim)}
-#find{position:sticky;top:0;background:var(--bg);padding:.4rem 0;border-bottom:1px solid var(--line)}
+#find{position:sticky;top:0;background:var(--bg);padding:.4rem 0;
+border-bottom:1px solid var(--line)}
 #find input{width:60%;font:inherit;padding:.2rem .4rem}.hidden{display:none}
 mark{background:var(--mark);color:inherit}
 footer{color:var(--dim);border-top:1px solid var(--line);margin-top:1.5rem;padding-top:.4rem}
@@ -109,7 +110,7 @@ def _head(title: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>\n"
     )
@@ -129,7 +130,7 @@ def _inner(
         return html.escape(safe(text))
 
     yield (
-        f"<header><h1>{h(heading)}</h1><div class=\"facts\">{h(' · '.join(facts))}</div>"
+        f'<header><h1>{h(heading)}</h1><div class="facts">{h(" · ".join(facts))}</div>'
         f'<div class="redacted">{h(redacted)}</div>'
     )
     if banner:

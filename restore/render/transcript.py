@@ -75,7 +75,6 @@ class Tally:
             self.spent, self.costs, self.unpriced = (
                 self.spent + usd, self.costs + 1, self.unpriced + unpriced)  # fmt: skip
 
-
     def absorb(self, child: Tally) -> None:
         """A sub-agent's transcript drawn: what it (and its own sub-agents) spent is spent
         through this thread."""
@@ -203,8 +202,8 @@ def render(
         elif kind == "compact_boundary":
             yield style.separator("── compacted; summary:")
             yield style.summary(content_text(item.get("summary")))
-        elif (line := _one_line(item, kind)) is not None:
-            yield style.separator(line)
+        elif (separator := _one_line(item, kind)) is not None:
+            yield style.separator(separator)
         elif (note := _note(item, kind)) is not None:
             yield style.note(note)
     for thunk in list(pending.values()):

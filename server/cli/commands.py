@@ -187,14 +187,14 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
             print(f"sub-agent of thread {summary.parentThreadId}")
         for line in _chain_lines(summary):
             print(line)
-        tally, skipped = Tally(), []
+        tally, unread = Tally(), list[dict[str, Any]]()
         for chunk in transcript(service, thread_id, styles.Text(), tally, everything=args.all,
-                                skipped=skipped):  # fmt: skip
+                                skipped=unread):  # fmt: skip
             print(chunk)
         print(footer(tally, summary.itemCount))
-        for line in skipped:
-            print(f"skipped line {line['lineNo']} ({line['reason']}) at byte "
-                  f"{line['byteOffset']}", file=sys.stderr)  # fmt: skip
+        for bad in unread:
+            print(f"skipped line {bad['lineNo']} ({bad['reason']}) at byte "
+                  f"{bad['byteOffset']}", file=sys.stderr)  # fmt: skip
     finally:
         service.close_all()
     return 0

@@ -21,9 +21,16 @@ from restore.render import document
 from restore.render.text import plural, safe
 from restore.service import ThreadService
 from restore.summary import ThreadSummary
-from server.cli.commands import _service
 from server.cli.options import THREAD_ID_HELP, CommandError
 from server.config import ServerConfig
+
+
+def _service(config: ServerConfig) -> ThreadService:
+    """The configured store (embedded, or the shared database), as every command opens it."""
+    from restore.service import open_service
+    from restore.stores import Settings
+
+    return open_service(Settings(Path(config.home), config.store, redaction=config.redact))
 
 
 def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -95,7 +102,7 @@ def _write_file(path: Path, write: Callable[[IO[bytes]], object]) -> None:
 def export(config: ServerConfig, args: argparse.Namespace) -> int:
     if (args.all is None) == (args.thread_id is None):
         raise CommandError("name a thread (ID) or --all DIR, one of them")
-    fmt = args.format or ("html" if args.all else "md")
+    fmt: document.Format = args.format or ("html" if args.all else "md")
     passphrase = _passphrase(args)
     if passphrase is not None and fmt != "html":
         raise CommandError("only html is encrypted: add --format html")
@@ -136,7 +143,9 @@ def _folder(row: ThreadSummary) -> str:
     return row.workspaceFolder or row.cwd or "(no folder)"
 
 
-def _export_all(service: ThreadService, root: Path, fmt: str, passphrase: bytes | None) -> int:
+def _export_all(
+    service: ThreadService, root: Path, fmt: document.Format, passphrase: bytes | None
+) -> int:
     """One file a thread under root/<folder>/, then root/index.html. With a passphrase the
     index names no title (it is not encrypted): ids, dates and folders only."""
     import html
@@ -159,7 +168,7 @@ def _export_all(service: ThreadService, root: Path, fmt: str, passphrase: bytes 
 
     parts = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>sessiond threads'
-        "</title><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '</title><meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'\"><style>:root{color-scheme:light dark}body{font:15px/1.5 "
         "system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:1rem}h2{font-size:1.1rem;"
         "margin-top:1.5rem}h3{font-size:.95rem;margin:.6rem 0 .2rem;color:GrayText}"

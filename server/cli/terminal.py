@@ -17,6 +17,7 @@ from restore.render.text import plural, safe
 
 __all__ = ["clip", "plural", "print_json", "relative_time", "safe", "table", "width"]
 
+
 def width(text: str) -> int:
     """Columns `text` takes on a terminal (wide CJK characters take two)."""
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
