@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import BOTH_STORES, git
 from tests.support.rpc_client import REPO, RpcError, ServerProcess
 
 Spawn = Callable[..., ServerProcess]
@@ -26,12 +26,14 @@ PLANTED = ("zebrafish", "quokka", "narwhal", "axolotl", "pangolin")
 """Words placed in the thread's message, failed output, sub-agent, todo and edit."""
 
 
-def sessiond(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "server.cli", "--home", str(home), *args],
-        cwd=REPO, capture_output=True, input=stdin,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+def sessiond(home: Path, *args: str, store: str | None = None) -> subprocess.CompletedProcess:
+    """The real CLI on the test's data dir (and store: in the environment, as a URL with a
+    password must be)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if store is not None:
+        env["SESSIOND_STORE"] = store
+    return subprocess.run([sys.executable, "-m", "server.cli", "--home", str(home), *args],
+                          cwd=REPO, capture_output=True, env=env)  # fmt: skip
 
 
 @dataclass
@@ -106,17 +108,18 @@ def recorded(spawn: Spawn, tmp_path: Path) -> Recorded:
     return done
 
 
-def export(home: Path, *args: str) -> str:
-    done = sessiond(home, "export", *args)
+def export(home: Path, *args: str, store: str | None = None) -> str:
+    done = sessiond(home, "export", *args, store=store)
     assert done.returncode == 0, done.stderr.decode()
     return done.stdout.decode()
 
 
+@BOTH_STORES
 def test_markdown_shows_the_edit_the_failed_command_the_todos_the_cost_and_the_sub_agent(
-    home: Path, recorded: Recorded
+    home: Path, recorded: Recorded, store_url: str | None
 ) -> None:
     git(recorded.workspace, "checkout", "-q", "-b", "elsewhere")  # the workspace drifted
-    md = export(home, recorded.tid[:8], "--format", "md")
+    md = export(home, recorded.tid[:8], "--format", "md", store=store_url)
     assert md.startswith("# Payment bug\n")
     assert "Redaction has already run" in md
     assert "The workspace changed since this thread ran (a resume needs review): branch: main" \
@@ -174,11 +177,12 @@ def items_of(server: ServerProcess, tid: str) -> list[dict[str, Any]]:
     return server.request("thread/read", {"threadId": tid, "limit": 10000})["items"]
 
 
+@BOTH_STORES
 def test_json_is_the_stored_items_and_imports_back_as_an_equal_thread(
-    spawn: Spawn, home: Path, recorded: Recorded, tmp_path: Path
+    spawn: Spawn, home: Path, recorded: Recorded, tmp_path: Path, store_url: str | None
 ) -> None:
     out = tmp_path / "thread.json"
-    export(home, recorded.tid, "--format", "json", "-o", str(out))
+    export(home, recorded.tid, "--format", "json", "-o", str(out), store=store_url)
     data = json.loads(out.read_text())
     server = spawn()
     server.initialize()
@@ -191,7 +195,7 @@ def test_json_is_the_stored_items_and_imports_back_as_an_equal_thread(
     server.request("thread/delete", {"threadId": recorded.tid})
     server.shutdown()
 
-    back = sessiond(home, "import", "sessiond", str(out))
+    back = sessiond(home, "import", "sessiond", str(out), store=store_url)
     assert back.returncode == 0, back.stderr.decode()
     assert back.stdout.decode().splitlines() == [
         f"imported thread {recorded.tid} ({len(before)} items)",
@@ -205,7 +209,7 @@ def test_json_is_the_stored_items_and_imports_back_as_an_equal_thread(
     assert under["threadId"] == recorded.child
     server.shutdown()
 
-    again = sessiond(home, "import", "sessiond", str(out))
+    again = sessiond(home, "import", "sessiond", str(out), store=store_url)
     assert again.returncode == 0, again.stderr.decode()
     first, second = again.stdout.decode().splitlines()
     assert first.startswith(f"thread {recorded.tid} is stored already: imported as a copy, ")
@@ -282,8 +286,9 @@ def export_rpc(server: ServerProcess, tid: str, **params: Any) -> tuple[bytes, l
     return "".join(a["data"] for a in answers).encode(), answers
 
 
+@BOTH_STORES
 def test_thread_export_answers_the_document_in_parts_and_leaves_no_spool(
-    spawn: Spawn, home: Path, tmp_path: Path
+    spawn: Spawn, home: Path, tmp_path: Path, store_url: str | None
 ) -> None:
     server = spawn(args=["--max-frame", "8192"])  # parts of at most 1 KiB
     done = record(server, tmp_path / "work")
@@ -292,7 +297,7 @@ def test_thread_export_answers_the_document_in_parts_and_leaves_no_spool(
     assert {a["mediaType"] for a in answers} == {"text/markdown"}
     assert answers[0]["fileName"] == f"Payment-bug-{done.tid[:8]}.md"
     assert answers[0]["size"] == len(md)
-    assert md.decode() == export(home, done.tid, "--format", "md"), "the CLI's document"
+    assert md.decode() == export(home, done.tid, "--format", "md", store=store_url), "the CLI's"
     data, _ = export_rpc(server, done.tid, format="json")
     assert json.loads(data)["items"] == items_of(server, done.tid)
     assert list((home / "exports").iterdir()) == [], "each spool removed once read"
