@@ -141,9 +141,13 @@ def test_markdown_shows_the_edit_the_failed_command_the_todos_the_cost_and_the_s
 def test_html_is_one_page_with_calls_collapsed_and_the_failure_marked(
     home: Path, recorded: Recorded, tmp_path: Path
 ) -> None:
+    git(recorded.workspace, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q",
+        "--allow-empty", "-m", "later")  # fmt: skip
     out = tmp_path / "thread.html"
     export(home, recorded.tid, "--format", "html", "-o", str(out))
     page = out.read_text()
+    assert '<div class="banner" role="alert">⚠ The workspace changed since this thread ran ' \
+        "(a resume would warn): head: " in page, "HEAD moved on: the drift banner, a warning"  # fmt: skip
     assert oct(out.stat().st_mode & 0o777) == "0o600"
     assert "<script src" not in page and "<link" not in page and "://" not in page
     assert "default-src 'none'" in page, "and the page may fetch nothing"

@@ -155,7 +155,7 @@ def edit_diff(service: ThreadService) -> Callable[[dict[str, Any]], str | None]:
         before, after = text(item.get("beforeSha")), text(item.get("afterSha"))
         if before is None or after is None:
             return None
-        path = str(item.get("path") or "file")
+        path = str(item.get("path") or "file").lstrip("/")
         lines = difflib.unified_diff(before.splitlines(), after.splitlines(),
                                      f"a/{path}", f"b/{path}", lineterm="")  # fmt: skip
         return "\n".join(lines) or None

@@ -86,7 +86,7 @@ class Markdown:
         return f"\n#### {_md_inline(role)}\n"
 
     def message(self, text: str) -> str:
-        return safe(text) + "\n"
+        return safe(text).rstrip("\n") + "\n\n"
 
     def separator(self, text: str) -> str:
         return f"\n---\n\n*{_md_inline(text)}*\n"
