@@ -146,8 +146,8 @@ def test_html_is_one_page_with_calls_collapsed_and_the_failure_marked(
     out = tmp_path / "thread.html"
     export(home, recorded.tid, "--format", "html", "-o", str(out))
     page = out.read_text()
-    assert '<div class="banner" role="alert">⚠ The workspace changed since this thread ran ' \
-        "(a resume would warn): head: " in page, "HEAD moved on: the drift banner, a warning"  # fmt: skip
+    banner = '<div class="banner" role="alert">⚠ The workspace changed since this thread ran '
+    assert banner + "(a resume would warn): head: " in page, "HEAD moved: a warning"
     assert oct(out.stat().st_mode & 0o777) == "0o600"
     assert "<script src" not in page and "<link" not in page and "://" not in page
     assert "default-src 'none'" in page, "and the page may fetch nothing"
