@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import BOTH_STORES, git
 from tests.support.rpc_client import REPO, RpcError, ServerProcess
+from tests.support.wait import eventually
 
 Spawn = Callable[..., ServerProcess]
 PLANTED = ("zebrafish", "quokka", "narwhal", "axolotl", "pangolin")
@@ -317,3 +318,45 @@ def test_thread_export_answers_the_document_in_parts_and_leaves_no_spool(
                                          "passphrase": "correct horse"})  # fmt: skip
     assert plain.value.kind == "InvalidParams"
     server.shutdown()
+
+
+def _exporters(home: Path) -> list[int]:
+    """Pids of `sessiond export` processes writing into this data dir's spool."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"export" in argv and str(home / "exports").encode() in b" ".join(argv):
+            found.append(int(entry.name))
+    return found
+
+
+def test_an_export_dies_with_a_killed_server_and_its_spool_is_swept_later(
+    spawn: Spawn, home: Path, tmp_path: Path
+) -> None:
+    from bench.export import write_thread
+
+    thread_id = write_thread(home, 100_000)  # long enough to be caught in the middle
+    server = spawn()
+    server.initialize()
+    server.request_async("thread/export", {"threadId": thread_id, "format": "html"})
+    (writer,) = eventually(lambda: _exporters(home) or None, "the export's writer")
+    server.kill9()
+    eventually(lambda: writer not in _exporters(home), "the writer gone with the server")
+
+    # Killed, not finished: it never renamed its document into place (a finished one would
+    # have), only its temporary file is left, for the sweep
+    left = sorted((home / "exports").iterdir())
+    assert all(p.name.startswith(".") and p.name.endswith(".tmp") for p in left), left
+    stale = home / "exports" / ("0" * 32)
+    stale.write_text("an export nobody read to its end")
+    os.utime(stale, (0, 0))  # left an hour ago and more
+    again = spawn()
+    again.initialize()
+    started = again.request("thread/start", {"cwd": str(tmp_path), "title": "short"})
+    data, _ = export_rpc(again, started["thread"]["threadId"], format="md")
+    assert data.startswith(b"# short\n")
+    assert not stale.exists(), "a spool file over an hour old is swept by the next export"
+    again.shutdown()

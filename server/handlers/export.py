@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +23,8 @@ from server.handlers.context import Context
 
 SPOOL_SECONDS = 3600
 MEDIA = {"md": "text/markdown", "json": "application/json", "html": "text/html"}
-_CURSOR = re.compile(r"([0-9a-f]{32}):([0-9]{1,15}):([A-Za-z0-9._-]{1,100})")
+CURSOR = r"([0-9a-f]{32}):([0-9]{1,15}):([A-Za-z0-9._-]{1,100})"
+"""`<spool file>:<offset>:<file name>` (compiled when first used: nothing at startup)."""
 
 
 def _spool_dir(ctx: Context) -> Path:
@@ -35,6 +33,8 @@ def _spool_dir(ctx: Context) -> Path:
 
 def _sweep(spool: Path) -> None:
     """Spool files older than an hour: exports a client never finished reading."""
+    import time
+
     try:
         entries = list(os.scandir(spool))
     except FileNotFoundError:
@@ -59,6 +59,8 @@ def _failure(stderr: bytes) -> ProtocolError:
 
 
 async def _write(ctx: Context, thread_id: str, fmt: str, passphrase: str | None) -> Path:
+    import uuid
+
     from restore.home.files import private_dirs
     from server.processes.parent import die_with_parent
 
@@ -135,7 +137,9 @@ async def thread_export(ctx: Context, params: Any) -> dict[str, Any]:
         path = await _write(ctx, thread_id, params.format, params.passphrase)
         export_id, offset = path.name, 0
     else:
-        found = _CURSOR.fullmatch(params.cursor)
+        import re
+
+        found = re.fullmatch(CURSOR, params.cursor)
         if found is None:
             raise ProtocolError(ErrorKind.INVALID_PARAMS, "not a cursor of thread/export: "
                                 "pass nextCursor as it came", field="cursor")  # fmt: skip
