@@ -150,8 +150,11 @@ def _export_all(
     index names no title (it is not encrypted): ids, dates and folders only."""
     import html
 
+    from protocol.errors import ProtocolError
+
     rows = _every_thread(service)
     written: dict[str, list[tuple[str, str, ThreadSummary]]] = {}
+    failed: list[str] = []
     for row in rows:
         folder = _folder(row)
         date = (row.updatedAt or row.createdAt or "")[:10] or "undated"
@@ -159,8 +162,12 @@ def _export_all(
         if passphrase is None:
             name += f"-{document.safe_name(document.label(row))[:40]}"
         relative = f"{document.safe_name(folder)}/{name}.{fmt}"
-        _write_file(root / relative, lambda out, row=row: document.write(  # type: ignore[misc]
-            service, row.threadId, fmt, out, passphrase=passphrase))  # fmt: skip
+        try:
+            _write_file(root / relative, lambda out, row=row: document.write(  # type: ignore[misc]
+                service, row.threadId, fmt, out, passphrase=passphrase))  # fmt: skip
+        except ProtocolError as exc:  # one thread gone or unreadable: the others still go
+            failed.append(f"{row.threadId}: not exported: {exc.kind}: {exc.message}")
+            continue
         written.setdefault(folder, []).append((date, relative, row))
 
     def h(text: str) -> str:
@@ -173,7 +180,8 @@ def _export_all(
         "system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:1rem}h2{font-size:1.1rem;"
         "margin-top:1.5rem}h3{font-size:.95rem;margin:.6rem 0 .2rem;color:GrayText}"
         "li{margin:.15rem 0}</style></head><body>",
-        f"<h1>sessiond threads</h1><p>{plural(len(rows), 'thread')}, by folder and date. "
+        f"<h1>sessiond threads</h1><p>{plural(sum(map(len, written.values())), 'thread')}, "
+        "by folder and date. "
         f"{h(document.REDACTED)}</p>",
     ]
     for folder in sorted(written):
@@ -189,9 +197,12 @@ def _export_all(
         parts.append("</ul>")
     parts.append("</body></html>\n")
     _write_file(root / "index.html", lambda out: out.write("".join(parts).encode()))
-    print(f"{plural(len(rows), 'thread')} written under {safe(str(root), one_line=True)}, "
+    done = sum(len(entries) for entries in written.values())
+    print(f"{plural(done, 'thread')} written under {safe(str(root), one_line=True)}, "
           "listed in index.html")  # fmt: skip
-    return 0
+    for line in failed:
+        print(safe(line, one_line=True), file=sys.stderr)
+    return 1 if failed else 0
 
 
 def import_export(config: ServerConfig, args: argparse.Namespace) -> int:
