@@ -57,7 +57,10 @@ SCRIPT = """
 function start(){
   var input=document.querySelector('#find input'),count=document.querySelector('#find span');
   if(!input)return;
-  input.addEventListener('input',function(){
+  // a long transcript is searched once typing pauses, not at every key
+  var timer=null,pause=document.querySelectorAll('#doc .e').length>5000?250:0;
+  input.addEventListener('input',function(){clearTimeout(timer);timer=setTimeout(find,pause);});
+  function find(){
     var q=input.value.trim().toLowerCase(),n=0;
     document.querySelectorAll('#doc .e').forEach(function(e){
       var hit=!q||e.textContent.toLowerCase().indexOf(q)>=0;
@@ -68,7 +71,7 @@ function start(){
       d.classList.toggle('hidden',!!q&&!d.querySelector('.e:not(.hidden)'));
     });
     count.textContent=q?n+' found':'';
-  });
+  }
 }
 window.addEventListener('beforeprint',function(){
   document.querySelectorAll('details').forEach(function(d){d.open=true;});});
