@@ -493,6 +493,39 @@ class ThreadReadBlobResult(Result):
     size: int | None = Field(None, description="The content's length in bytes.")
 
 
+class ThreadExportParams(ThreadIdParams):
+    """The first call names the thread and the format; each later call passes the previous
+    answer's `nextCursor` (with the same `threadId`) for the next part, until it is null."""
+
+    format: Literal["md", "json", "html"] = Field(
+        "html",
+        description="`md` (Markdown), `json` (the protocol's items as stored, lossless: "
+        "`sessiond import sessiond FILE` takes it back) or `html` (one self-contained page).",
+    )
+    passphrase: str | None = Field(
+        None,
+        min_length=8,
+        max_length=1024,
+        description="`html` only: encrypt the page (AES-256-GCM, the key from PBKDF2-HMAC-"
+        "SHA256); it asks for the passphrase and decrypts in the browser.",
+    )
+    cursor: str | None = Field(
+        None, max_length=MAX_CURSOR, description="The previous answer's `nextCursor`."
+    )
+
+
+class ThreadExportResult(Result):
+    """One part of the document; the parts in order, concatenated, are the file."""
+
+    data: str = Field(description="The next part of the document (UTF-8 text).")
+    nextCursor: str | None = Field(
+        None, description="Pass as `cursor` for the next part; null: this was the last."
+    )
+    fileName: str = Field(description="A file name for the document, e.g. `Fix-login.html`.")
+    mediaType: str = Field(description="`text/markdown`, `application/json` or `text/html`.")
+    size: int = Field(ge=0, description="The whole document's length in bytes.")
+
+
 class ThreadResumeParams(ThreadIdParams):
     cwd: str | None = Field(
         None, description="Where the client would continue (default: the recorded cwd)."
@@ -983,6 +1016,7 @@ METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
     "thread/read": (ThreadReadParams, ThreadReadResult),
     "thread/search": (ThreadSearchParams, ThreadSearchResult),
     "thread/readBlob": (ThreadReadBlobParams, ThreadReadBlobResult),
+    "thread/export": (ThreadExportParams, ThreadExportResult),
     "thread/resume": (ThreadResumeParams, RestoreReport),
     "thread/continue": (ThreadContinueParams, ThreadContinueResult),
     "thread/fork": (ThreadForkParams, ThreadForkResult),
@@ -1036,6 +1070,10 @@ SUMMARIES: dict[str, str] = {
     "(for a diff), read through the `file_edit` item that names it: a seq that is not such "
     "an item of this thread, or a sha it does not name, is Unauthorized; content larger than "
     "one answer (`--max-frame`) is PayloadTooLarge.",
+    "thread/export": "A thread as a document — Markdown, JSON (the protocol's items, "
+    "lossless) or one self-contained HTML page, optionally encrypted — with its sub-agents, "
+    "edits as diffs, failed calls marked and the restore's drift; answered in parts of at "
+    "most an eighth of the frame limit, written page by page in a process of its own.",
     "thread/resume": "Restore every subsystem and open a new session, or say why not "
     "(`needs_review`): the RestoreReport.",
     "thread/continue": "A message arrived for a session key: its current thread continues "

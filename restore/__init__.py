@@ -8,5 +8,5 @@ home/ the data directory · ids, summary, access, faults, child_env · engine/ t
 subsystems and the verdict · stores/ the store interface and its two backends ·
 service/ what the server calls · sources/ ACP's records as items · agents/ one folder
 per imported agent (its store, its records as items) · imports/ their sessions as
-threads (docs/architecture.md, the code map).
+threads · render/ a thread as a document (docs/architecture.md, the code map).
 """

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import os
 import signal
-import sys
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -18,6 +16,7 @@ import orjson
 
 from restore.child_env import child_environment
 from server.acp.checks import line_decoder
+from server.processes.parent import die_with_parent as _die_with_parent
 from server.processes.watchdog import Watchdog
 from server.rpc.framing import Frame, FrameTooLarge
 
@@ -25,7 +24,6 @@ logger = logging.getLogger("sessiond.acp")
 
 EXIT_SETTLE = 0.2
 """After AGENT's process exits, how long its last output may still be arriving."""
-PR_SET_PDEATHSIG = 1
 
 
 class AgentGone(Exception):
@@ -42,24 +40,6 @@ class AgentRefused(Exception):
 
 class EditorGone(Exception):
     """The editor went away before it answered a request of the proxy's own."""
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A pre-exec function that makes the child get SIGKILL when this process dies (Linux).
-
-    prctl is looked up before the fork: the child only calls it. If this process died
-    before the call, the child would miss the signal: it checks its parent and exits."""
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def setup() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return setup
 
 
 class AgentProcess(asyncio.SubprocessProtocol):

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from restore.home.state import Home, open_home
 from restore.service import ThreadService, open_service
 from restore.stores import Settings, is_shared, open_store
-from server.cli import transcript
 from server.cli.main import CommandError
 from server.cli.terminal import clip, plural, print_json, relative_time, safe, table
 from server.config import ServerConfig
@@ -155,75 +154,49 @@ def _with_children(
 
 def _children(service: ThreadService, thread_id: str) -> list[ThreadSummary]:
     """Every (unarchived) sub-agent thread of a thread, newest first."""
-    found: list[ThreadSummary] = []
-    cursor = None
-    while True:
-        page, cursor = service.list(cwd=None, workspace_folder=None, archived=False,
-                                    search=None, cursor=cursor, limit=200,
-                                    parent_thread_id=thread_id)  # fmt: skip
-        found += page
-        if cursor is None:
-            return found
+    from restore.render.document import children
 
-
-def _nested(
-    service: ThreadService,
-    thread_id: str,
-    depth: int = 0,
-    *,
-    everything: bool = False,
-    costs: list[dict[str, Any]] | None = None,
-) -> dict[str, list[str]]:
-    """The transcripts of a thread's sub-agents, by the operation that started each (its
-    own id when none is recorded), theirs nested in turn; their cost items added to
-    `costs` (what the thread spent through them)."""
-    nested: dict[str, list[str]] = {}
-    if depth >= MAX_DEPTH:
-        return nested
-    for child in reversed(_children(service, thread_id)):  # oldest first
-        contents, _ = service.store.read(child.threadId)
-        if costs is not None:
-            costs += [item for item in contents.items if item.get("type") == "cost"]
-        lines = [safe(f"sub-agent thread {child.threadId}: {_label(child.thread_info())}",
-                      one_line=True)]  # fmt: skip
-        deeper = _nested(service, child.threadId, depth + 1, everything=everything,
-                         costs=costs)  # fmt: skip
-        lines += transcript.render(contents.items, deeper, everything=everything)
-        nested.setdefault(child.parentOperationId or child.threadId, []).extend(lines)
-    return nested
+    return children(service, thread_id)
 
 
 def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
+    """`sessiond show ID`: the transcript restore/render draws (the one the exports share),
+    as text, each chunk printed as it is read; `--json` the stored records."""
+    from restore.render import styles
+    from restore.render.document import summary_of, transcript
+    from restore.render.transcript import Tally, footer
+
     service = _service(config)
     try:
         thread_id = service.thread_id_of(args.thread_id)
-        contents, archived = service.store.read(thread_id)
-        sub_costs: list[dict[str, Any]] = []
-        nested = {} if args.json else _nested(service, thread_id, everything=args.all,
-                                              costs=sub_costs)  # fmt: skip
-    finally:
-        service.close_all()
-    if args.json:
-        for item in contents.items:
-            print_json(item)
-    else:
-        from restore.summary import summarize
-
-        summary = summarize(thread_id, contents.items)  # the row `list` shows, from the file
-        heading = f"thread {thread_id}" + (" (archived)" if archived else "")
+        if args.json:
+            contents, _ = service.store.read(thread_id)
+            for item in contents.items:
+                print_json(item)
+            for skipped in contents.skipped:
+                print(
+                    f"skipped line {skipped.lineNo} ({skipped.reason}) at byte "
+                    f"{skipped.byteOffset}",
+                    file=sys.stderr,
+                )
+            return 0
+        summary = summary_of(service, thread_id)
+        heading = f"thread {thread_id}" + (" (archived)" if summary.archived else "")
         print(safe(f"{heading}: {_label(summary.thread_info())}", one_line=True))
         if summary.parentThreadId:
             print(f"sub-agent of thread {summary.parentThreadId}")
         for line in _chain_lines(summary):
             print(line)
-        for line in transcript.render(contents.items, nested, everything=args.all):
-            print(line)
-        print(transcript.footer(contents.items, summary.itemCount, sub_costs))
-    for skipped in contents.skipped:
-        print(
-            f"skipped line {skipped.lineNo} ({skipped.reason}) at byte {skipped.byteOffset}",
-            file=sys.stderr,
-        )
+        tally, unread = Tally(), list[dict[str, Any]]()
+        for chunk in transcript(service, thread_id, styles.Text(), tally, everything=args.all,
+                                skipped=unread):  # fmt: skip
+            print(chunk)
+        print(footer(tally, summary.itemCount))
+        for bad in unread:
+            print(f"skipped line {bad['lineNo']} ({bad['reason']}) at byte "
+                  f"{bad['byteOffset']}", file=sys.stderr)  # fmt: skip
+    finally:
+        service.close_all()
     return 0
 
 
@@ -392,6 +365,13 @@ def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
     from restore.agents.registry import named
     from restore.imports.importer import Importer
 
+    if args.agent == "sessiond":  # a sessiond JSON export, not an agent's store
+        from server.cli.export import import_export
+
+        return import_export(config, args)
+    if args.file:
+        raise CommandError(f"FILE is for `sessiond import sessiond FILE`; {args.agent}'s "
+                           "sessions are read from --from DIR")  # fmt: skip
     agent = named(args.agent)
     home = open_home(Path(config.home))
     if home.read_only is not None:  # its ledger (imports.sqlite3) is kept there, any store

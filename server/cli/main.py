@@ -129,7 +129,13 @@ def _import_arguments(parser: argparse.ArgumentParser, common: argparse.Argument
     from restore.agents.registry import all_agents
 
     agents = all_agents()
-    parser.add_argument("agent", choices=[agent.flag for agent in agents])
+    parser.add_argument(
+        "agent",
+        choices=[agent.flag for agent in agents] + ["sessiond"],
+        help="an agent whose sessions to import, or `sessiond FILE`: a JSON export "
+        "(`sessiond export --format json`) taken back",
+    )
+    parser.add_argument("file", metavar="FILE", nargs="?", help="with `sessiond`: the export")
     parser.add_argument(
         "--from",
         dest="source",
@@ -142,6 +148,12 @@ def _import_arguments(parser: argparse.ArgumentParser, common: argparse.Argument
         "--watch", action="store_true", help="then keep importing new and growing sessions"
     )
     parser.add_argument("--json", action="store_true", help="print results as JSON lines")
+
+
+def _export_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    from server.cli.export import arguments
+
+    arguments(parser, common)
 
 
 def _show_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
@@ -262,6 +274,13 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "show", "print a thread as a transcript", _show_arguments, "server.cli.commands:show_thread"
     ),
     Subcommand(
+        "export",
+        "write a thread as Markdown, JSON or one self-contained (optionally encrypted) HTML "
+        "page; --all: every thread, with an index",
+        _export_arguments,
+        "server.cli.export:export",
+    ),
+    Subcommand(
         "resume",
         "what resuming a thread gives back: drift, open operations, todos, cost, and how to "
         "continue it",
@@ -294,7 +313,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     ),
     Subcommand(
         "import",
-        "import Claude Code, Codex or Gemini CLI sessions as threads (again: only what is new)",
+        "import agents' sessions as threads (again: only what is new), or a sessiond JSON export",
         _import_arguments,
         "server.cli.commands:import_sessions",
     ),

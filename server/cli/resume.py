@@ -17,10 +17,10 @@ from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.agents.registry import imported
+from restore.render.transcript import TODO_MARKS
 from server.cli.commands import _service
 from server.cli.options import CommandError
 from server.cli.terminal import plural, print_json, relative_time, safe
-from server.cli.transcript import TODO_MARKS
 from server.config import ServerConfig
 
 INDENT = "  "

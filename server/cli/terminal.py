@@ -1,35 +1,21 @@
 """Text for a person's terminal: recorded strings made safe to print, times as a person
 says them, and aligned columns.
 
-Titles, messages and branch names come from clients and repositories. Printed raw, an
-escape sequence in one could move the cursor, rewrite earlier lines, retitle the window or
-hide text; so every control character (C0, DEL, C1) and every bidirectional override is
-shown as a visible escape (`\\x1b`, `\\u202e`) instead of being sent to the terminal.
+Titles, messages and branch names come from clients and repositories: `safe` (kept in
+restore/render/text.py, which every document style shares) shows each control character
+and bidirectional override as a visible escape instead of sending it to the terminal.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-# Bidi embeddings, overrides and isolates (Trojan Source): they reorder what is shown.
-_BIDI = "\u202a-\u202e\u2066-\u2069"
-_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
-_UNSAFE_IN_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}]")
+from restore.render.text import plural, safe
 
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def safe(text: str, *, one_line: bool = False) -> str:
-    """`text` with nothing a terminal would act on; tabs and newlines are kept unless
-    `one_line` (a table cell), where they too are shown as escapes."""
-    return (_UNSAFE_IN_LINE if one_line else _UNSAFE).sub(_visible, text)
+__all__ = ["clip", "plural", "print_json", "relative_time", "safe", "table", "width"]
 
 
 def width(text: str) -> int:
@@ -92,11 +78,6 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[
                 parts.append(pad + cell if i in right else cell + pad)
         lines.append("  ".join(parts).rstrip())
     return "\n".join(lines)
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """`1 thread file`, `3 thread files`."""
-    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
 
 
 def print_json(value: Any) -> None:

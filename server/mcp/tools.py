@@ -22,9 +22,10 @@ from typing import Any, TypeVar
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.environment import canonical
+from restore.render import styles
+from restore.render.transcript import render
 from restore.service import ThreadService
 from restore.summary import ThreadSummary
-from server.cli import transcript
 from server.cli.options import CommandError
 from server.cli.search import resume_command as search_resume_command
 from server.cli.search import when
@@ -305,7 +306,7 @@ class Tools:
         span = f"seq {min(seqs)}-{max(seqs)}" if seqs else "no items"
         way = "newest first: the next page is older" if backward else "oldest first"
         lines = [_row_line(row), f"page: {span} of {row.lastSeq} ({way}; shown oldest to newest)"]
-        lines += list(transcript.render(items))
+        lines += list(render(items, styles.Text()))
         if page.skipped:
             lines.append(f"({len(page.skipped)} unreadable lines skipped)")
         lines.append(_more("read_session", None if page.next_seq is None

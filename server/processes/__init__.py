@@ -1,4 +1,4 @@
-"""Child processes: the reaper and the watchdog.
+"""Child processes: the reaper, the watchdog, and dying with sessiond (parent.py).
 
 Invariant: no child outlives sessiond, even after a kill -9.
 """

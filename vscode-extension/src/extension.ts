@@ -4,6 +4,7 @@ import { INSTALL_HINT, ServerStartError, SessiondClient } from "./client";
 import { busyHolder, describeError } from "./errors";
 import { INSTALL_COMMAND } from "./install";
 import { threadLabel } from "./format";
+import { exportTranscript } from "./exportTranscript";
 import { AGENTS, type ProgressValue, type ThreadInfo, type WorkspaceFolder } from "./protocol";
 import { gitBranch, ThreadsTreeProvider, type ThreadsNode } from "./threadsTree";
 import { resumeInAgent } from "./handoff";
@@ -142,6 +143,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
       }),
     );
   }
+  // From a thread's context menu (its node), or the view's title bar: the transcript open
+  // here, else the thread the person picks.
+  register(
+    "sessiond.exportTranscript",
+    guarded("export the transcript", async (node?: ThreadsNode | ThreadInfo) => {
+      let thread = threadOf(node) ?? transcripts.active?.thread ?? sessions.active?.thread;
+      if (!thread) {
+        const page = await client.request("thread/list", { limit: 50, archived: threads.showArchived });
+        const picked = await vscode.window.showQuickPick(
+          page.threads.map((candidate) => ({ label: threadLabel(candidate), description: candidate.threadId.slice(0, 8), thread: candidate })),
+          { placeHolder: "Export which thread?" },
+        );
+        thread = picked?.thread;
+      }
+      if (thread) await exportTranscript(client, thread);
+    }),
+  );
   register("sessiond.forkThread", opening("fork the thread", (thread) => sessions.forkAndResume(thread)));
   register(
     "sessiond.renameThread",

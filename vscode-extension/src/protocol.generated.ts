@@ -1884,6 +1884,55 @@ export interface ThreadContinueResult {
   carried?: string[];
   [k: string]: unknown;
 }
+/**
+ * The first call names the thread and the format; each later call passes the previous
+ * answer's `nextCursor` (with the same `threadId`) for the next part, until it is null.
+ */
+export interface ThreadExportParams {
+  /**
+   * The thread's id (a UUID).
+   */
+  threadId: string;
+  /**
+   * `md` (Markdown), `json` (the protocol's items as stored, lossless: `sessiond import sessiond FILE` takes it back) or `html` (one self-contained page).
+   */
+  format?: "md" | "json" | "html";
+  /**
+   * `html` only: encrypt the page (AES-256-GCM, the key from PBKDF2-HMAC-SHA256); it asks for the passphrase and decrypts in the browser.
+   */
+  passphrase?: string | null;
+  /**
+   * The previous answer's `nextCursor`.
+   */
+  cursor?: string | null;
+  [k: string]: unknown;
+}
+/**
+ * One part of the document; the parts in order, concatenated, are the file.
+ */
+export interface ThreadExportResult {
+  /**
+   * The next part of the document (UTF-8 text).
+   */
+  data: string;
+  /**
+   * Pass as `cursor` for the next part; null: this was the last.
+   */
+  nextCursor?: string | null;
+  /**
+   * A file name for the document, e.g. `Fix-login.html`.
+   */
+  fileName: string;
+  /**
+   * `text/markdown`, `application/json` or `text/html`.
+   */
+  mediaType: string;
+  /**
+   * The whole document's length in bytes.
+   */
+  size: number;
+  [k: string]: unknown;
+}
 export interface ThreadForkParams {
   /**
    * The thread's id (a UUID).
@@ -2386,6 +2435,7 @@ export interface ProtocolRequests {
   "thread/read": { params: ThreadReadParams; result: ThreadReadResult };
   "thread/search": { params: ThreadSearchParams; result: ThreadSearchResult };
   "thread/readBlob": { params: ThreadReadBlobParams; result: ThreadReadBlobResult };
+  "thread/export": { params: ThreadExportParams; result: ThreadExportResult };
   "thread/resume": { params: ThreadResumeParams; result: RestoreReport };
   "thread/continue": { params: ThreadContinueParams; result: ThreadContinueResult };
   "thread/fork": { params: ThreadForkParams; result: ThreadForkResult };

@@ -222,6 +222,8 @@ export const vscodeStub = {
   answers: [] as Answer[],
   inputs: [] as (string | undefined)[],
   quickPicks: [] as ((items: { label: string }[]) => { label: string } | undefined)[],
+  /** Chooses the file of each next save dialog (given its options); without one: Cancel. */
+  saveDialogs: [] as ((options: { defaultUri?: Uri; filters?: Record<string, string[]> }) => Uri | undefined)[],
   /** Every `createQuickPick` made, in order. */
   createdQuickPicks: [] as QuickPick<{ label: string }>[],
   progress: [] as { title: string; reports: unknown[]; done: boolean }[],
@@ -245,6 +247,7 @@ export const vscodeStub = {
     this.answers = [];
     this.inputs = [];
     this.quickPicks = [];
+    this.saveDialogs = [];
     this.createdQuickPicks = [];
     this.progress = [];
     this.webviewPanels = [];
@@ -364,6 +367,7 @@ export const window = {
   showErrorMessage: (message: string, ...rest: unknown[]) => showMessage("error", message, ...rest),
   showInputBox: async () => vscodeStub.inputs.shift(),
   showQuickPick: async (items: { label: string }[]) => vscodeStub.quickPicks.shift()?.(items),
+  showSaveDialog: async (options: { defaultUri?: Uri; filters?: Record<string, string[]> }) => vscodeStub.saveDialogs.shift()?.(options),
   createQuickPick: () => {
     const pick = new QuickPick<{ label: string }>();
     vscodeStub.createdQuickPicks.push(pick);
