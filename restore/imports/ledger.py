@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from urllib.parse import quote
 
 import orjson
 
@@ -97,26 +98,31 @@ def _mended(method: Callable[P, T]) -> Callable[P, T]:
 class ImportLedger:
     """The checkpoints by source path, shared by every process on the data dir (WAL)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self._path = path
+        self._read_only = read_only
+        """A read-only data directory (`sessiond doctor` there): read as it is, never
+        made, set aside or migrated; missing or of another version, it holds nothing."""
         self._conn: sqlite3.Connection | None = None
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             import sqlite3
 
-            if not_regular(self._path):  # a FIFO would block SQLite: a cache, start over
+            if not self._read_only and not_regular(self._path):  # a FIFO would block SQLite
                 set_aside(self._path, "not a regular file")
             try:
                 self._conn = self._open(sqlite3)
             except sqlite3.DatabaseError as exc:  # corrupt: it is only a cache, start over
-                if (fault := content_fault(exc)) is None:
+                if (fault := content_fault(exc)) is None or self._read_only:
                     raise
                 set_aside(self._path, fault)
                 self._conn = self._open(sqlite3)
         return self._conn
 
     def _open(self, driver: Any) -> sqlite3.Connection:
+        if self._read_only:
+            return self._open_read_only(driver)
         create_file(self._path)  # 0600 (SQLite would make it 0644); its -wal/-shm follow
         conn: sqlite3.Connection = driver.connect(
             self._path, isolation_level=None, check_same_thread=False
@@ -132,6 +138,21 @@ class ImportLedger:
             conn.close()
             raise
         return conn
+
+    def _open_read_only(self, driver: Any) -> sqlite3.Connection:
+        """`immutable`: on a read-only mount SQLite cannot make the WAL's shared memory,
+        and nothing can write the file meanwhile."""
+        conn: sqlite3.Connection = driver.connect(":memory:", check_same_thread=False)
+        conn.executescript(_SCHEMA)
+        if not self._path.is_file():
+            return conn
+        uri = f"file:{quote(str(self._path))}?mode=ro&immutable=1"
+        found: sqlite3.Connection = driver.connect(uri, uri=True, check_same_thread=False)
+        if found.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            found.close()
+            return conn
+        conn.close()
+        return found
 
     @_mended
     def get(self, source: str) -> SourceCheckpoint | None:

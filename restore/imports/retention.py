@@ -66,11 +66,14 @@ def at_risk(agent: Agent, ledger: ImportLedger, now: float | None = None) -> AtR
     return AtRisk(agent, retention, waiting, soon) if waiting else None
 
 
-def at_risk_all(ledger_path: Path, now: float | None = None) -> list[AtRisk]:
-    """Every imported agent's (an agent whose store is not on this machine says nothing)."""
+def at_risk_all(
+    ledger_path: Path, now: float | None = None, *, read_only: bool = False
+) -> list[AtRisk]:
+    """Every imported agent's (an agent whose store is not on this machine says nothing);
+    `read_only`: the data directory's ledger is read, never written."""
     from restore.agents.registry import all_agents
 
-    ledger = ImportLedger(ledger_path)
+    ledger = ImportLedger(ledger_path, read_only=read_only)
     try:
         return [risk for agent in all_agents() if (risk := at_risk(agent, ledger, now))]
     finally:

@@ -260,18 +260,18 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
     print(f"index: {report.index_action}, {plural(report.indexed, 'thread')}")
     for agent, unmapped in sorted(report.unmapped.items()):
         _print_unmapped(agent, unmapped)
-    _print_retention(home.path)
+    _print_retention(home.path, read_only=home.read_only is not None)
     print("clean" if report.clean else "problems found (nothing was deleted)")
     return 0 if report.clean else 1
 
 
-def _print_retention(home: Path) -> None:
+def _print_retention(home: Path, *, read_only: bool) -> None:
     """Each agent whose own retention setting will delete sessions not imported yet: the
     setting, how many, how many soon (restore/imports/retention.py)."""
     from restore.home.layout import Layout
     from restore.imports.retention import SOON, at_risk_all
 
-    for risk in at_risk_all(Layout(home).import_ledger_path):
+    for risk in at_risk_all(Layout(home).import_ledger_path, read_only=read_only):
         days = risk.retention.seconds / 86_400
         print(safe(
             f"{risk.agent.name}: {risk.retention.setting} deletes {risk.retention.what} "
