@@ -19,6 +19,7 @@ from server.acp.checks import (
     cwd_of,
     mcp_servers_of,
     params_of,
+    replay_from_of,
     session_id_of,
 )
 from server.acp.state import Held, Live, accept_drift, new_scope, same_directory
@@ -94,22 +95,29 @@ class LocalSessions:
         return result
 
     async def session_load(self, message: dict[str, Any]) -> dict[str, Any]:
-        return await self._reopen(message, replay=True)
+        return await self._reopen(message, replay="")
 
     async def session_resume(self, message: dict[str, Any]) -> dict[str, Any]:
-        return await self._reopen(message, replay=False)
+        """v1's resume (no replay), and the v2 draft's, which folds load into it:
+        `replayFrom` `{type: "start"}` replays the whole conversation first, sessiond's
+        `{type: "_sessiond/message", messageId}` from that message on."""
+        return await self._reopen(message, replay=replay_from_of(params_of(message)))
 
-    async def _reopen(self, message: dict[str, Any], *, replay: bool) -> dict[str, Any]:
-        """load / resume: open the thread (drift-checked), replay it for a load, and answer
-        from sessiond's own record — AGENT's session is reached in the background (the
-        best path AGENT offers), and the first prompt waits for it. A session recorded
-        elsewhere is held: replayed, with a notice, and continued only once the person
-        says so at its first prompt."""
+    async def _reopen(self, message: dict[str, Any], *, replay: str | None) -> dict[str, Any]:
+        """load / resume: open the thread (drift-checked), replay it (`replay`: "" all of
+        it, a messageId from that message on, None nothing), and answer from sessiond's
+        own record — AGENT's session is reached in the background (the best path AGENT
+        offers), and the first prompt waits for it. A session recorded elsewhere is held:
+        replayed, with a notice, and continued only once the person says so at its first
+        prompt."""
         params = params_of(message)
         thread_id = session_id_of(params)
         cwd = cwd_of(params, required=False)
         servers = mcp_servers_of(params)
         accept = accept_drift(params)
+        if replay and self.service.store.exists(thread_id):
+            self._write_batches()  # a cursor the editor was shown names a message recorded
+            _replay_after(self.service.store.read(thread_id)[0].items, replay, thread_id)
         live = self.live.get(thread_id)
         elsewhere = live is not None and cwd is not None and not same_directory(cwd, live.cwd)
         if live is not None and (elsewhere or live.held is not None):
@@ -125,8 +133,8 @@ class LocalSessions:
             items = self._items(live)
         if servers is not None:
             live.mcp_servers = servers
-        if replay:
-            for update in source.replay(items):
+        if replay is not None:
+            for update in _replay_after(items, replay, thread_id):
                 self._send_editor(
                     {
                         "jsonrpc": "2.0",
@@ -591,6 +599,26 @@ def busy_notice(holder: str) -> str:
         f"This session is open in another process ({holder}): another editor window, or "
         "one still closing. It is shown here as it was recorded; what you send is not sent "
         "until that one lets it go."
+    )
+
+
+def _replay_after(
+    items: list[dict[str, Any]], message_id: str, thread_id: str
+) -> list[dict[str, Any]]:
+    """The replay of `items` from the message `message_id` on, inclusive ("": all of it);
+    a message the record does not hold is the typed error naming the cursor that works."""
+    updates = list(source.replay(items))
+    if not message_id:
+        return updates
+    for at, params in enumerate(updates):
+        if params["update"].get("messageId") == message_id:
+            return updates[at:]
+    raise ProtocolError(
+        ErrorKind.INVALID_PARAMS,
+        f"session {thread_id} has no message {message_id}: name one a replay or your prompt "
+        'carried, or replay it all with replayFrom {"type": "start"}',
+        field="replayFrom",
+        threadId=thread_id,
     )
 
 
