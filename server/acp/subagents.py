@@ -31,9 +31,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("sessiond.acp")
 
-ANNOUNCES = ("subagent_update", "subagent_spawned")
-"""The update that announces a child: the RFD's (`sessionId`), and the earlier draft's
-(`subagentSessionId`) some adapters sent."""
+ANNOUNCES = ("subagent_update", "subagent_spawned", "subagent_state_update")
+"""The updates on a parent that name a child: the RFD's (`subagent_update`, the child in
+`sessionId`, its state `{state}`), and JetBrains AIR's draft's that claude-agent-acp sends
+an AIR editor (`subagent_spawned`, then `subagent_state_update` with the state a string;
+the child in `subagentSessionId`). The first for an unknown child announces it."""
 WORKING = ("running", "requires_action")
 """A child's states while it works (`subagent_update`'s `state.state`); any other (idle,
 completed, failed, cancelled, ...) ends the message it was saying."""
@@ -79,13 +81,14 @@ class Subagents:
             thread_id = self._child_thread(parent, child, update)
             if thread_id is None:
                 return params  # not recorded: the editor still gets it, under AGENT's id
-        elif isinstance(update.get("title"), str) and update["title"].strip():
+        elif isinstance(update.get("title"), str) and update["title"].strip():  # (the RFD's)
             try:
                 self.service.set_title(thread_id, update["title"].strip()[:500])
             except ProtocolError as exc:
                 logger.warning("could not retitle sub-agent thread %s: %s", thread_id, exc)
         state = update.get("state")
-        settled = isinstance(state, dict) and state.get("state") not in WORKING
+        state = state.get("state") if isinstance(state, dict) else state
+        settled = isinstance(state, str) and state not in WORKING
         if settled and thread_id in self.live:
             self._child_settled(self.live[thread_id])
         field = "sessionId" if "sessionId" in update else "subagentSessionId"

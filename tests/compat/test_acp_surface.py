@@ -1,0 +1,181 @@
+"""ACP's session surface through `sessiond acp`, against the real ACP agents (codex-acp,
+claude-agent-acp, `gemini --acp`, pinned in tests/agents/package.json, answered by the
+mock model), the official ACP SDK as the editor: list, resume (v1: no replay; the v2
+draft's `replayFrom`), load, close, delete, fork and rename, whatever each agent offers of
+them itself; native sub-agent sessions as child threads."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import RequestError
+
+from tests.agents.mock_model import Call, Reply, Scenario
+from tests.compat.conftest import Agents
+from tests.compat.test_acp_agents import EDITORS, new_session, shell
+from tests.compat.test_codex import delegation
+from tests.support.acp_editor import drawn, sessiond_acp
+from tests.test_acp import text
+
+SURFACE = Scenario({
+    "one": [Reply(text="First answer.")],
+    "two": [Reply(text="Second answer.")],
+    "three": [Reply(text="Third answer.")],
+    "forked": [Reply(text="The fork remembers.")],
+    "after": [Reply(text="Resumed and remembering.")],
+})  # fmt: skip
+
+
+def users(received: list[dict[str, Any]]) -> list[str]:
+    """The person's messages in a replay, in order."""
+    return [
+        p["update"]["content"]["text"]
+        for p in drawn(received)
+        if p["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+
+
+def prepare(agents: Agents, agent: str, script: Scenario) -> tuple[list[str], dict[str, str], Path]:
+    """The agent's ACP command, its environment and its repository."""
+    place = agents.start(script)
+    if agent == "codex":
+        place.write_codex_config(model="gpt-5.5")
+    return place.acp_command(agent), place.env(), place.repo
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude", "gemini"])
+async def test_the_stable_session_methods_fork_and_rename_on_a_real_agent(
+    agents: Agents, tmp_path: Path, agent: str
+) -> None:
+    """One session of three turns (the second with the editor's `messageId`), then, in a
+    new `sessiond acp`: list; resume without a replay (v1) and its next prompt reaching
+    the model with the history; close; resume with `replayFrom: start` (the v2 draft's
+    load) and from the second message on; load (v1); rename (listed by its new title);
+    fork (AGENT's own or emulated) whose prompt the model gets with the history; delete
+    (gone from the list, and again: still no error)."""
+    command, env, place_repo = prepare(agents, agent, SURFACE)
+    home = tmp_path / "sessiond"
+    named = str(uuid.uuid4())
+    prompts = ["[[one]] first", "[[two]] second", "[[three]] third"]
+    async with sessiond_acp(home, command, env=env) as run:
+        session = await new_session(run, agent, place_repo)
+        await run.conn.prompt(session_id=session, prompt=text(prompts[0]))
+        await run.call("session/prompt", {"sessionId": session, "prompt": text(prompts[1]),
+                                          "messageId": named})  # fmt: skip
+        await run.conn.prompt(session_id=session, prompt=text(prompts[2]))
+    base = {"sessionId": session, "cwd": str(place_repo), "mcpServers": []}
+    async with sessiond_acp(home, command, env=env) as run:
+        listed = await run.conn.list_sessions(cwd=str(place_repo))
+        assert [(s.session_id, s.title) for s in listed.sessions] == [(session, prompts[0])]
+
+        resumed = await run.call("session/resume", base)  # v1: no replay
+        assert run.editor.received == [] and resumed["_meta"]["sessiond"]["status"] == "ready"
+        after = await run.conn.prompt(session_id=session, prompt=text("[[after]] go on"))
+        assert after.stop_reason == "end_turn"
+        history = _asked(agents, "after")
+        for earlier in (*prompts, "First answer.", "Third answer."):
+            assert earlier in history, (agent, earlier)
+        assert await run.call("session/close", {"sessionId": session}) == {}
+        with pytest.raises(RequestError):  # closed: a prompt does not silently reopen it
+            await run.conn.prompt(session_id=session, prompt=text("[[after]] closed?"))
+
+        at = len(run.editor.received)
+        await run.call("session/resume", {**base, "replayFrom": {"type": "start"}})
+        assert users(run.editor.received[at:]) == [*prompts, "[[after]] go on"]
+        await run.call("session/close", {"sessionId": session})
+        at = len(run.editor.received)
+        cursor = {"type": "_sessiond/message", "messageId": named}
+        await run.call("session/resume", {**base, "replayFrom": cursor})
+        assert users(run.editor.received[at:]) == [*prompts[1:], "[[after]] go on"]
+        await run.call("session/close", {"sessionId": session})
+        at = len(run.editor.received)
+        await run.conn.load_session(cwd=str(place_repo), session_id=session)
+        assert users(run.editor.received[at:]) == [*prompts, "[[after]] go on"]
+
+        renamed = await run.call("_sessiond/session/rename", {"sessionId": session,
+                                                              "title": "Renamed here"})  # fmt: skip
+        assert renamed["_meta"]["sessiond"]["title"] == "Renamed here"
+        listed = await run.conn.list_sessions(cwd=str(place_repo))
+        assert [(s.session_id, s.title) for s in listed.sessions] == [(session, "Renamed here")]
+
+        fork = await run.call("session/fork", base)
+        forked = fork["sessionId"]
+        assert forked != session
+        answer = await run.conn.prompt(session_id=forked, prompt=text("[[forked]] and now?"))
+        assert answer.stop_reason == "end_turn"
+        history = _asked(agents, "forked")
+        for earlier in (prompts[0], "Second answer.", "[[after]] go on"):
+            assert earlier in history, (agent, "fork", earlier)
+        listed = await run.conn.list_sessions(cwd=str(place_repo))
+        assert {s.session_id for s in listed.sessions} == {session, forked}
+
+        assert await run.call("session/delete", {"sessionId": forked}) == {}
+        assert await run.call("session/delete", {"sessionId": forked}) == {}  # again: fine
+        listed = await run.conn.list_sessions(cwd=str(place_repo))
+        assert [s.session_id for s in listed.sessions] == [session]
+
+
+def _asked(agents: Agents, scenario: str) -> str:
+    """What the model was sent for the newest request of `scenario`."""
+    assert agents.model is not None
+    asked = [r for r in agents.model.main_requests() if r.scenario() == scenario]
+    assert asked, scenario
+    return str(asked[-1].text())
+
+
+@pytest.mark.parametrize(
+    ("agent", "editor"),
+    [("claude", "subagents-rfd"), ("claude", "jetbrains-air"), ("codex", "subagents-rfd")],
+)
+async def test_a_native_sub_agent_session_of_a_real_agent_is_a_child_thread(
+    agents: Agents, home: Path, spawn: Any, agent: str, editor: str
+) -> None:
+    """An editor offering native sub-agent sessions gets them from claude-agent-acp and
+    codex-acp: every session the editor is shown is the parent or a thread under it
+    (`parentThreadId`), and the sub-agent's own tool call is recorded in its child
+    thread, not in the parent."""
+    if agent == "claude":
+        script = Scenario({
+            "delegate": [Reply(calls=(Call("Agent", {
+                "description": "Check the tree", "subagent_type": "general-purpose",
+                "prompt": "[[child]] list the files"}),)), Reply(text="The sub-agent is done.")],
+            "child": [Reply(calls=(shell("claude", "echo from-the-sub-agent"),)),
+                      Reply(text="Listed.")],
+        })  # fmt: skip
+        command, env, repo = prepare(agents, agent, script)
+        ask = "[[delegate]] ask it"
+    else:
+        place = agents.start(delegation(code_mode=False))
+        place.write_codex_config(model="gpt-5.5", multi_agent_v2=True)
+        command, env, repo = place.acp_command(agent), place.env(), place.repo
+        ask = "[[parent]] delegate"
+    async with sessiond_acp(home, command, env=env, capabilities=EDITORS[editor]) as run:
+        session = await new_session(run, agent, repo)
+        done = await run.conn.prompt(session_id=session, prompt=text(ask))
+        assert done.stop_reason == "end_turn"
+        received = list(run.editor.received)
+    shown_in = {p["sessionId"] for p in received}
+    server = spawn()
+    server.initialize([str(repo)])
+    children = server.request("thread/list", {"parentThreadId": session})["threads"]
+    child_ids = {c["threadId"] for c in children}
+    assert children and shown_in == {session} | child_ids, (shown_in, child_ids)
+    announced = [p["update"] for p in received if p["update"]["sessionUpdate"] in (
+        "subagent_update", "subagent_spawned", "subagent_state_update")]  # fmt: skip
+    named = {u.get("sessionId") or u.get("subagentSessionId") for u in announced}
+    assert named == child_ids  # the RFD's form (`sessionId`), AIR's (`subagentSessionId`)
+    child_ops: list[str] = []
+    for child in child_ids:
+        items = server.request("thread/read", {"threadId": child, "limit": 500})["items"]
+        child_ops += [str(i.get("title")) for i in items if i["type"] == "operation"]
+    parent_items = server.request("thread/read", {"threadId": session, "limit": 500})["items"]
+    parent_ops = [str(i.get("title")) for i in parent_items if i["type"] == "operation"]
+    mark = "from-the-sub-agent" if agent == "claude" else "List files"  # codex: `ls | wc -l`
+    assert any(mark in title for title in child_ops), child_ops
+    assert not any(mark in title for title in parent_ops), parent_ops
+    with contextlib.suppress(Exception):
+        server.close()
