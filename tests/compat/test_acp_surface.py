@@ -120,11 +120,12 @@ async def test_the_stable_session_methods_fork_and_rename_on_a_real_agent(
 
 
 def _asked(agents: Agents, scenario: str) -> str:
-    """What the model was sent for the newest request of `scenario`."""
+    """What the model was sent for `scenario`: every main request of it (Codex also asks
+    for a title with the turn's words, at a moment of its own, with less history)."""
     assert agents.model is not None
     asked = [r for r in agents.model.main_requests() if r.scenario() == scenario]
     assert asked, scenario
-    return str(asked[-1].text())
+    return "\n".join(str(r.text()) for r in asked)
 
 
 @pytest.mark.parametrize(
