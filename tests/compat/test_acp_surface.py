@@ -6,7 +6,10 @@ them itself; native sub-agent sessions as child threads."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
+import signal
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,9 +19,18 @@ from acp import RequestError
 
 from tests.agents.mock_model import Call, Reply, Scenario
 from tests.compat.conftest import Agents
-from tests.compat.test_acp_agents import EDITORS, new_session, shell
+from tests.compat.test_acp_agents import (
+    EDITORS,
+    HANG,
+    new_session,
+    shell,
+    sleeping,
+    tagged,
+    watchdog_tag,
+)
 from tests.compat.test_codex import delegation
-from tests.support.acp_editor import drawn, sessiond_acp
+from tests.conftest import git
+from tests.support.acp_editor import drawn, sessiond_acp, wait_for
 from tests.test_acp import text
 
 SURFACE = Scenario({
@@ -180,3 +192,73 @@ async def test_a_native_sub_agent_session_of_a_real_agent_is_a_child_thread(
     assert not any(mark in title for title in parent_ops), parent_ops
     with contextlib.suppress(Exception):
         server.close()
+
+
+async def test_a_drifted_real_agent_session_loaded_twice_is_replayed_whole_and_asked_once(
+    agents: Agents, tmp_path: Path
+) -> None:
+    """The drift-reload defect, with claude-agent-acp: a session recorded on one branch,
+    loaded on another (held for the person's decision), then loaded again — as
+    CodeCompanion's `/resume` twice — replays the conversation, not only the notice; the
+    next prompt asks once, and once allowed reaches the agent."""
+    command, env, repo = prepare(agents, "claude", SURFACE)
+    home = tmp_path / "sessiond"
+    async with sessiond_acp(home, command, env=env) as run:
+        session = await new_session(run, "claude", repo)
+        await run.conn.prompt(session_id=session, prompt=text("[[one]] first"))
+    git(repo, "checkout", "-q", "-b", "elsewhere")
+    async with sessiond_acp(home, command, env=env) as run:
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        at = len(run.editor.received)
+        loaded = await run.conn.load_session(cwd=str(repo), session_id=session)
+        again = run.editor.received[at:]
+        answer = await run.conn.prompt(session_id=session, prompt=text("[[two]] go on here"))
+        asked = list(run.editor.permissions)
+    assert users(again) == ["[[one]] first"]
+    assert "First answer." in "".join(
+        p["update"]["content"].get("text", "")
+        for p in again
+        if p["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert loaded.field_meta["sessiond"]["status"] == "needs_review"
+    assert "branch" in {d["field"] for d in loaded.field_meta["sessiond"]["drift"]}
+    assert [str(q.title) for q in asked if "Continue this session here?" in str(q.title)]
+    assert len(asked) == 1 and answer.stop_reason == "end_turn"
+    assert "[[one]] first" in _asked(agents, "two")
+
+
+async def test_a_real_agent_killed_while_its_first_words_are_a_permission_shows_the_call(
+    agents: Agents, tmp_path: Path
+) -> None:
+    """The recovery-id defect, with `gemini --acp`: it asks before it sends a word of the
+    turn. sessiond killed (-9) while the allowed command runs; the next load shows that
+    tool call closed as failed (the recovery's close no longer takes the prompt echo's id,
+    which the store dropped as a duplicate)."""
+    script = Scenario({"hang": [Reply(calls=(shell("gemini", HANG[0]),))]})
+    command, env, repo = prepare(agents, "gemini", script)
+    home = tmp_path / "sessiond"
+    async with sessiond_acp(home, command, env=env) as run:
+        session = await new_session(run, "gemini", repo)
+        hang = asyncio.ensure_future(
+            run.conn.prompt(session_id=session, prompt=text("[[hang]] wait a while"))
+        )
+        tag = watchdog_tag(run.process.pid)
+        await wait_for(lambda: sleeping(tag) is not None and run.editor.permissions, "it runs")
+        asked = run.editor.permissions[0].tool_call_id
+        left = tagged(tag)
+        run.kill9()
+        await run.process.wait()
+        with contextlib.suppress(Exception):
+            await hang
+    try:
+        await wait_for(lambda: not tagged(tag), "every process of the killed proxy gone")
+    finally:
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    async with sessiond_acp(home, command, env=env) as run:
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        replayed = [p["update"] for p in run.editor.received]
+    closed = [u for u in replayed if u.get("toolCallId") == asked and u.get("status") == "failed"]
+    assert len(closed) == 1, [u.get("sessionUpdate") for u in replayed]
+    assert closed[0]["_meta"]["sessiond"]["interrupted"]
