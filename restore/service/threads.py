@@ -328,29 +328,23 @@ class ThreadService(Lists, Searches):
         self.sessions.append(session, items, session.session_id)
         return True
 
-    def append_bookkeeping(
-        self, thread_id: str, items: list[Item], *, derivable: bool = False
-    ) -> ThreadSummary:
+    def append_bookkeeping(self, thread_id: str, items: list[Item]) -> ThreadSummary:
         """Server-written items (titles, lifecycle records) for a thread, open or not.
 
         Uses the open session when this process has one, else takes the lock just for
-        this append (ThreadBusy if another process writes the thread). `derivable`: items
-        with fresh ids that can be derived again if a crash loses them (a reset's
-        `thread_successor`: the next `thread/continue` of the key links it again), so the
-        thread is written without a sync of its own and its id set is not read, and the
-        caller flushes the index."""
+        this append (ThreadBusy if another process writes the thread).
+        """
         thread_id = validate_thread_id(thread_id)
         self.sessions.writable()
         if (session := self.sessions.open.get(thread_id)) is not None:
-            self.sessions.append(session, items, session.session_id, minted=derivable)
+            self.sessions.append(session, items, session.session_id)
             return session.writer.summary
-        writer = self.store.open_writer(thread_id, durable=not derivable)
+        writer = self.store.open_writer(thread_id)
         try:
-            writer.append(items, writer.summary.latestSessionId or new_id(), minted=derivable)
+            writer.append(items, writer.summary.latestSessionId or new_id())
         finally:
             writer.close()
-        if not derivable:
-            self.store.flush()  # its row at once: no session of ours keeps it current
+        self.store.flush()  # its row at once: no session of ours keeps it current
         return writer.summary
 
     def begin_commit(self) -> Callable[[], None] | None:
