@@ -201,3 +201,27 @@ async def test_without_the_offer_a_sub_agent_works_in_its_parents_session(
         received = list(run.editor.received)
     assert _sessions_in(received) == {parent}
     assert "subagent_update" not in {p["update"]["sessionUpdate"] for p in received}
+
+
+async def test_a_rename_reaches_an_agent_that_takes_a_title(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """An AGENT advertising `sessionCapabilities.title` (the SDK's unstable
+    `session/set_title`, codex-acp 2.6's) is sent the title under its own session id, also
+    right after a load, while its session is still being reached."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    async with sessiond_acp(home, fake_agent(state, "all")) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=session, prompt=text("one"))
+    async with sessiond_acp(home, fake_agent(state, "all")) as run:
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        renamed = await run.call(
+            "_sessiond/session/rename", {"sessionId": session, "title": "Named"}
+        )
+    assert renamed["_meta"]["sessiond"] == {
+        "title": "Named", "forwarded": True, "forwardedAs": "session/set_title"}  # fmt: skip
+    told = [e for e in agent_log(state) if e["event"] == "session/set_title"]
+    opened = [e["sid"] for e in agent_log(state) if e["event"] == "session/prompt"]
+    assert [(e["params"]["sessionId"], e["params"]["title"]) for e in told] == [
+        (opened[0], "Named")]  # fmt: skip

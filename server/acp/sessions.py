@@ -562,7 +562,7 @@ class LocalSessions:
         """`_sessiond/session/rename {sessionId, title}` (a sessiond extension, advertised in
         `initialize`'s `_meta.sessiond.sessionMethods`; rename is only a proposal in ACP):
         recorded as the thread's title (`thread/setTitle`), so `session/list` and every
-        other client show it; sent on to AGENT as `session/rename` when AGENT offers one."""
+        other client show it; sent on to AGENT when AGENT takes a title (`AGENT_RENAMES`)."""
         params = params_of(message)
         thread_id = session_id_of(params)
         title = params.get("title")
@@ -579,19 +579,30 @@ class LocalSessions:
             raise ProtocolError(ErrorKind.THREAD_NOT_FOUND, "no such session", threadId=thread_id)
         summary = self.service.set_title(thread_id, title.strip())
         self._flush_index_soon()
-        forwarded = False
-        if live is not None and live.agent_session is not None and self._agent_offers("rename"):
+        forwarded = None
+        method = next((m for c, m in AGENT_RENAMES if self._agent_offers(c)), None)
+        if method is not None and live is not None and live.held is None:
+            with contextlib.suppress(ProtocolError):  # not reached: recorded all the same
+                await self._agent_session_ready(live)  # (a load reaches it in the background)
+        if live is not None and live.agent_session is not None and method is not None:
             try:
-                await self._call("session/rename", {"sessionId": live.agent_session,
-                                                    "title": title.strip()})  # fmt: skip
-                forwarded = True
+                await self._call(method, {"sessionId": live.agent_session,
+                                          "title": title.strip()})  # fmt: skip
+                forwarded = method
             except (AgentRefused, AgentGone) as exc:
                 logger.info("AGENT did not rename session %s: %s", live.agent_session, exc)
-        return {"_meta": {"sessiond": {"title": summary.title, "forwarded": forwarded}}}
+        meta = {"title": summary.title, "forwarded": forwarded is not None}
+        if forwarded is not None:
+            meta["forwardedAs"] = forwarded
+        return {"_meta": {"sessiond": meta}}
 
 
 TITLE_MAX = 500
 """As `thread/setTitle`'s."""
+AGENT_RENAMES = (("rename", "session/rename"), ("title", "session/set_title"))
+"""How AGENT takes a title, by the session capability it advertises: the rename proposal's
+`session/rename` (agentclientprotocol/agent-client-protocol#1978), and the SDK's unstable
+`session/set_title` (`sessionCapabilities.title`: codex-acp 2.6)."""
 
 
 def busy_notice(holder: str) -> str:

@@ -111,6 +111,9 @@ async def test_the_stable_session_methods_fork_and_rename_on_a_real_agent(
         renamed = await run.call("_sessiond/session/rename", {"sessionId": session,
                                                               "title": "Renamed here"})  # fmt: skip
         assert renamed["_meta"]["sessiond"]["title"] == "Renamed here"
+        offers = run.extra["initialize"].field_meta["sessiond"]["agentCapabilities"]
+        takes_title = (offers.get("sessionCapabilities") or {}).get("title") is not None
+        assert renamed["_meta"]["sessiond"]["forwarded"] is takes_title  # codex-acp: set_title
         listed = await run.conn.list_sessions(cwd=str(place_repo))
         assert [(s.session_id, s.title) for s in listed.sessions] == [(session, "Renamed here")]
 

@@ -182,7 +182,7 @@ class FakeAgent:
         if self.caps in ("resume", "all"):
             sessions["resume"] = {}
         if self.caps == "all":
-            sessions.update(close={}, fork={}, delete={})
+            sessions.update(close={}, fork={}, delete={}, title={})
         return {
             "protocolVersion": 1,
             "agentCapabilities": {
@@ -236,6 +236,9 @@ class FakeAgent:
 
     async def on_session_close(self, params: dict[str, Any]) -> dict[str, Any]:
         return {}
+
+    async def on_session_set_title(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {}  # logged: tests read what it was told
 
     async def on_session_delete(self, params: dict[str, Any]) -> dict[str, Any]:
         self.path(params["sessionId"]).unlink(missing_ok=True)
