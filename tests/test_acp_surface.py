@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from acp import RequestError
 
-from tests.support.acp_editor import agent_log, drawn, fake_agent, sessiond_acp
+from tests.support.acp_editor import agent_log, drawn, fake_agent, sessiond_acp, wait_for
 from tests.test_acp import text
 
 
@@ -225,3 +225,34 @@ async def test_a_rename_reaches_an_agent_that_takes_a_title(
     opened = [e["sid"] for e in agent_log(state) if e["event"] == "session/prompt"]
     assert [(e["params"]["sessionId"], e["params"]["title"]) for e in told] == [
         (opened[0], "Named")]  # fmt: skip
+
+
+async def test_a_session_reopened_while_the_agent_still_loads_it_is_replayed_once(
+    home: Path, tmp_path: Path, make_repo: Callable[..., Path]
+) -> None:
+    """Resume, close and load again while AGENT's own load of the session (started by the
+    resume, in the background) is still on its way: AGENT then replays its history twice,
+    and the first load's end let the second replay through to the editor, the
+    conversation drawn twice. AGENT's replays are held back until its last load ends."""
+    repo = make_repo("repo")
+    state = tmp_path / "agent"
+    agent = fake_agent(state, "load", "--load-delay=0.5")
+    async with sessiond_acp(home, agent) as run:
+        session = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=session, prompt=text("one"))
+    async with sessiond_acp(home, agent) as run:
+        other = (await run.conn.new_session(cwd=str(repo))).session_id
+        await run.conn.prompt(session_id=other, prompt=text("AGENT runs"))
+        base = {"sessionId": session, "cwd": str(repo), "mcpServers": []}
+        await run.call("session/resume", base)
+        loads = lambda: [e for e in agent_log(state) if e["event"] == "session/load"]  # noqa: E731
+        await wait_for(lambda: len(loads()) == 1, "AGENT's load on its way")
+        await run.call("session/close", {"sessionId": session})
+        at = len(run.editor.received)
+        await run.conn.load_session(cwd=str(repo), session_id=session)
+        answer = await run.conn.prompt(session_id=session, prompt=text("two"))
+        shown = run.editor.received[at:]
+    assert answer.stop_reason == "end_turn" and len(loads()) == 2
+    assert {p["sessionId"] for p in shown} == {session}  # nothing under AGENT's own id
+    users = [t for kind, t in said(shown) if kind == "user_message_chunk"]
+    assert users == ["one"]  # sessiond's replay, once; AGENT's two held back

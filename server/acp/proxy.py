@@ -160,6 +160,10 @@ class AcpProxy(LocalSessions, Recording, Subagents):
         """AGENT sessions replaying their history for a load of the proxy's: held back
         from the editor (it has sessiond's), their texts kept for `source.lost_turns`."""
         self.replayed: dict[str, list[tuple[str, str]]] = {}
+        self.loading: collections.Counter[str] = collections.Counter()
+        """AGENT's loads in flight per AGENT session: its replays are held back until the
+        last one ends (a session closed and loaded again while AGENT still loads it for
+        the first: the first load's end must not let the second's replay through)."""
         self._opening = 0  # AGENT sessions being created: their early updates wait
         self._early: collections.deque[tuple[dict[str, Any], int]] = collections.deque()
         self._early_bytes = 0
@@ -308,6 +312,7 @@ class AcpProxy(LocalSessions, Recording, Subagents):
                 live.agent_session = None
             self.by_agent.clear()
             self.replaying.clear()
+            self.loading.clear()
         agent.kill_group()  # children it left behind
         if self.watchdog is not None and agent.pid is not None:
             self.watchdog.release(agent.pid)
@@ -762,8 +767,12 @@ class AcpProxy(LocalSessions, Recording, Subagents):
         request = self.upstream.pop(message.get("id"), None)
         if request is None:
             return None
-        if request.release_hold is not None:  # its replay is over: later updates count
-            self.replayed[request.release_hold] = self.replaying.pop(request.release_hold, [])
+        held = request.release_hold
+        if held is not None:  # its replay is over: later updates count, once no load is left
+            self.loading[held] -= 1
+            if self.loading[held] <= 0:
+                del self.loading[held]
+                self.replayed[held] = self.replaying.pop(held, [])
         if request.future is not None:
             if request.future.done():
                 return None

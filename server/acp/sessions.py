@@ -6,6 +6,7 @@ AGENT's own session is reached in the background."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -49,6 +50,7 @@ class LocalSessions:
         closed: set[str]
         by_agent: dict[str, str]
         replaying: dict[str, list[tuple[str, str]]]
+        loading: collections.Counter[str]
         replayed: dict[str, list[tuple[str, str]]]
         client_info: dict[str, Any] | None
         agent_capabilities: dict[str, Any]
@@ -372,7 +374,8 @@ class LocalSessions:
                 if via == "resume":
                     result = await self._call("session/resume", {**base, "sessionId": previous})
                 elif via == "load":
-                    self.replaying[str(previous)] = []
+                    self.replaying.setdefault(str(previous), [])  # held while any load runs
+                    self.loading[str(previous)] += 1
                     result = await self._call(
                         "session/load", {**base, "sessionId": previous}, release_hold=str(previous)
                     )

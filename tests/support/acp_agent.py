@@ -40,7 +40,8 @@ print a greeting; `--banner-text TEXT`: that line); `--same-session` answers eve
 `session/new` with the same session id;
 `--flood N` answers `session/new` only after N 1 KB updates for a session nobody opened;
 `--lags`: a load replays all but the newest turn, as an agent whose own store lags
-behind what it showed. A load replays what was said, as it was said.
+behind what it showed; `--load-delay S`: a load waits S seconds before it replays. A load
+replays what was said, as it was said.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class FakeAgent:
         self.cost = 0.0
         self.tasks: set[asyncio.Task[None]] = set()
         self.subagents = False
+        self.load_delay = 0.0
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -225,6 +227,7 @@ class FakeAgent:
 
     async def on_session_load(self, params: dict[str, Any]) -> dict[str, Any]:
         session = params["sessionId"]
+        await asyncio.sleep(self.load_delay)  # a slow store: loads overlap
         said = self.load(session).get("said", [])
         if self.lags:  # its store lost the newest turn
             said = said[: max((n for n, (role, _) in enumerate(said) if role == "user"), default=0)]
@@ -490,6 +493,7 @@ def main() -> None:
     parser.add_argument("--same-session", action="store_true")
     parser.add_argument("--flood", type=int, default=0)
     parser.add_argument("--lags", action="store_true")
+    parser.add_argument("--load-delay", type=float, default=0.0)
     args = parser.parse_args()
     if args.banner or args.banner_text:
         banner = args.banner_text or "Fake agent 1.0 -- ready to help!"
@@ -498,6 +502,7 @@ def main() -> None:
     agent = FakeAgent(
         args.caps, args.state, same_session=args.same_session, flood=args.flood, lags=args.lags
     )
+    agent.load_delay = args.load_delay
     asyncio.run(agent.run())
 
 
