@@ -64,7 +64,11 @@ async def test_initialize_adds_sessiond_session_methods_to_any_agent(
     assert None not in (sessions.list, sessions.resume, sessions.close, sessions.delete)
     assert sessions.fork is not None  # unstable; this AGENT has none: emulated
     methods = answer.field_meta["sessiond"]["sessionMethods"]
-    assert methods == {"fork": "emulated", "rename": "_sessiond/session/rename"}
+    assert methods == {
+        "fork": "emulated",
+        "rename": "_sessiond/session/rename",
+        "replayFrom": ["start", "_sessiond/message"],  # the v2 draft's resume, and from a message
+    }
     assert capabilities.prompt_capabilities.image is True  # AGENT's own, passed through
     assert answer.agent_info.name == "fake-agent"
     assert answer.field_meta["sessiond"]["agentCapabilities"]["loadSession"] is False
@@ -184,11 +188,13 @@ async def test_kill_9_mid_turn_loses_nothing_the_editor_was_shown(
         loaded = await run.conn.load_session(cwd=str(repo), session_id=session)
         replayed = shown(run.editor.received)
     prompt = [p for p in replayed if p["update"]["sessionUpdate"] == "user_message_chunk"]
+    assert len(prompt) == 1 and isinstance(prompt[0]["update"]["messageId"], str)  # a cursor
     assert prompt == [
         {
             "update": {
                 "sessionUpdate": "user_message_chunk",
                 "content": text(f"edit {notes} then hang")[0],
+                "messageId": prompt[0]["update"]["messageId"],
             }
         }
     ]

@@ -187,10 +187,13 @@ def test_chunks_merge_per_message_and_the_subsystems_see_the_turn() -> None:
 def test_raw_updates_replay_exactly_what_was_forwarded_and_parse_as_acp() -> None:
     items = all_items(a_turn(source.ThreadRecorder(IDLE)))
     replayed = list(source.replay(items))
+    prompt_id = replayed[0]["update"].get("messageId")  # the same in every replay: a cursor
+    assert prompt_id == next(iter(source.replay(items)))["update"]["messageId"]
     assert replayed[0] == {
         "update": {
             "sessionUpdate": "user_message_chunk",
             "content": {"type": "text", "text": "change a.txt"},
+            "messageId": prompt_id,
         }
     }
     assert {

@@ -180,7 +180,7 @@ def _reset(
     reason = decision.reset
     assert reason is not None
     summary, session_id, carried = _start(service, ask, key, old_id, reason, state, policy)
-    linked = _link(service, old_id, summary)
+    linked = _link(service, old_id, summary, flush=False)  # continue_key flushes next
     ended = None
     if held is not None and held.owner == ask.owner:  # its conversation moved on
         service.close(old_id, held.session_id, ask.owner, reason="reset")
@@ -245,7 +245,9 @@ def _state_of(service: ThreadService, thread_id: str) -> ThreadState:
     return ThreadState().apply_all(contents.items)
 
 
-def _link(service: ThreadService, old_id: str, new: ThreadSummary) -> ThreadSummary | None:
+def _link(
+    service: ThreadService, old_id: str, new: ThreadSummary, *, flush: bool = True
+) -> ThreadSummary | None:
     """The replaced thread's `thread_successor` item (its row's `nextThreadId`); its new row,
     or None when it cannot be written now (another process writes that thread: the next
     `thread/continue` of the key tries again). Its id is the successor's, so it is
@@ -257,7 +259,7 @@ def _link(service: ThreadService, old_id: str, new: ThreadSummary) -> ThreadSumm
         "resetReason": new.resetReason or "idle",
     }
     try:
-        return service.append_bookkeeping(old_id, [item])
+        return service.append_bookkeeping(old_id, [item], flush=flush)
     except ProtocolError as exc:
         if exc.kind not in (ErrorKind.THREAD_BUSY, ErrorKind.THREAD_NOT_FOUND,
                             ErrorKind.UNAUTHORIZED):  # fmt: skip

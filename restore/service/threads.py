@@ -328,11 +328,15 @@ class ThreadService(Lists, Searches):
         self.sessions.append(session, items, session.session_id)
         return True
 
-    def append_bookkeeping(self, thread_id: str, items: list[Item]) -> ThreadSummary:
+    def append_bookkeeping(
+        self, thread_id: str, items: list[Item], *, flush: bool = True
+    ) -> ThreadSummary:
         """Server-written items (titles, lifecycle records) for a thread, open or not.
 
         Uses the open session when this process has one, else takes the lock just for
-        this append (ThreadBusy if another process writes the thread).
+        this append (ThreadBusy if another process writes the thread). `flush` False: the
+        caller writes the index rows itself right after (a reset's link: one index write
+        for the new thread's row and the replaced one's, not two).
         """
         thread_id = validate_thread_id(thread_id)
         self.sessions.writable()
@@ -344,7 +348,8 @@ class ThreadService(Lists, Searches):
             writer.append(items, writer.summary.latestSessionId or new_id())
         finally:
             writer.close()
-        self.store.flush()  # its row at once: no session of ours keeps it current
+        if flush:
+            self.store.flush()  # its row at once: no session of ours keeps it current
         return writer.summary
 
     def begin_commit(self) -> Callable[[], None] | None:

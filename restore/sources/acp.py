@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -212,12 +213,18 @@ class ThreadRecorder:
     # --- turns ---------------------------------------------------------------------------
 
     def begin_turn(
-        self, turn_id: str, prompt: list[Any], context: dict[str, Any] | None = None
+        self,
+        turn_id: str,
+        prompt: list[Any],
+        context: dict[str, Any] | None = None,
+        message_id: str | None = None,
     ) -> Recorded:
         """The user's prompt: a turn starts, its message, and the prompt as raw chunks (the
         editor drew it itself; a replay has to draw it too). `context`: the block of hook
         context sent to AGENT ahead of the prompt (`context_block`), kept on the turn's
-        start, not in the user's message: a replay never shows it as the user's."""
+        start, not in the user's message: a replay never shows it as the user's.
+        `message_id`: the editor's `messageId` of the prompt (ACP v1, optional), kept on
+        its chunks so a replay names it and `replayFrom` can start there."""
         out = Recorded(self._flush_message())
         self.scope = self.turn_id = turn_id
         self._ord = 0
@@ -247,6 +254,8 @@ class ThreadRecorder:
         for block in prompt:
             if isinstance(block, dict):
                 update = {"sessionUpdate": "user_message_chunk", "content": block}
+                if message_id is not None:
+                    update["messageId"] = message_id
                 out.items.append(self._raw(self._take_ord(), update, None, synthesized=True))
         return out
 
@@ -820,13 +829,26 @@ def _ords_taken(items: list[dict[str, Any]], turn: str) -> int:
 
 def replay(items: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """`session/update` params (without `sessionId`) that redraw the thread: the raw
-    updates as they were sent; messages recorded by other clients as message chunks."""
+    updates as they were sent; messages recorded by other clients as message chunks. The
+    person's words (a prompt, a steer: sessiond's own chunks) carry a `messageId` — the
+    editor's own when its prompt had one, else one derived from the record, the same in
+    every replay — so the editor can name the message `replayFrom` starts at."""
+    person: str | None = None  # the messageId of the person's message being replayed
     for item in items:
         kind = item.get("type")
+        if kind != "acp_update":
+            person = None  # a prompt's or steer's chunks follow its `message`
         if kind == "acp_update" and isinstance(item.get("update"), dict):
             update = item["update"]
+            mine = update.get("sessionUpdate") == "user_message_chunk" and item.get("synthesized")
             if update.get("sessionUpdate") == "user_message_chunk" and not item.get("synthesized"):
                 update = _as_agents_words(update)
+            elif mine and not isinstance(update.get("messageId"), str):
+                if person is None:
+                    person = str(uuid.uuid5(uuid.NAMESPACE_URL, f"sessiond:{item.get('id')}"))
+                update = {**update, "messageId": person}
+            if not mine:
+                person = None
             params: dict[str, Any] = {"update": update}
             if isinstance(item.get("meta"), dict):
                 params["_meta"] = item["meta"]
@@ -1006,7 +1028,8 @@ def advertise(result: dict[str, Any], version: str) -> dict[str, Any]:
     """AGENT's `initialize` answer as the editor gets it: its capabilities plus session
     loading, listing, resuming, closing, deleting and forking (unstable), which sessiond
     answers itself (a fork is AGENT's own when it offers one, else emulated), and
-    `_meta.sessiond.sessionMethods`: how sessiond answers fork, and its rename extension."""
+    `_meta.sessiond.sessionMethods`: how sessiond answers fork, its rename extension, and
+    the `replayFrom` cursors `session/resume` takes (the ACP v2 draft's shape)."""
     capabilities = dict(result.get("agentCapabilities") or {})
     offered = dict(capabilities.get("sessionCapabilities") or {})
     sessions = dict(offered)
@@ -1021,6 +1044,7 @@ def advertise(result: dict[str, Any], version: str) -> dict[str, Any]:
         "sessionMethods": {
             "fork": "agent" if offered.get("fork") is not None else "emulated",
             "rename": "_sessiond/session/rename",
+            "replayFrom": ["start", "_sessiond/message"],
         },
     }
     return {**result, "agentCapabilities": capabilities, "_meta": meta}

@@ -167,3 +167,32 @@ def cursor_of(params: dict[str, Any]) -> str | None:
     if cursor is not None and not isinstance(cursor, str):
         raise ProtocolError(ErrorKind.INVALID_PARAMS, "cursor must be a string", field="cursor")
     return cursor
+
+
+REPLAY_START = "start"
+REPLAY_MESSAGE = "_sessiond/message"
+"""`replayFrom` cursors `session/resume` takes (the ACP v2 draft folds `session/load` into
+it): `{type: "start"}`, the whole conversation (the draft's one cursor), and sessiond's
+`{type: "_sessiond/message", messageId}`, from that message on, inclusive (the draft keeps
+`_`-prefixed variants for extensions and names a message cursor as what comes next)."""
+
+
+def replay_from_of(params: dict[str, Any]) -> str | None:
+    """`replayFrom`: None (absent or null: no replay, as a v1 resume), "" (from the start)
+    or the messageId the replay starts at."""
+    cursor = params.get("replayFrom")
+    if cursor is None:
+        return None
+    kind = cursor.get("type") if isinstance(cursor, dict) else None
+    if kind == REPLAY_START:
+        return ""
+    message_id = cursor.get("messageId") if isinstance(cursor, dict) else None
+    if kind == REPLAY_MESSAGE and isinstance(message_id, str) and message_id:
+        return message_id
+    raise ProtocolError(
+        ErrorKind.INVALID_PARAMS,
+        f'replayFrom must be {{"type": "{REPLAY_START}"}} or {{"type": "{REPLAY_MESSAGE}", '
+        f'"messageId": "<a messageId the replay named>"}}, or absent for no replay; not '
+        f"{str(cursor)[:80]}",
+        field="replayFrom",
+    )

@@ -5,13 +5,13 @@ The editor launches this in place of AGENT and speaks ACP v1 to it on stdio (one
 message per line). It spawns AGENT and forwards every message both ways, untouched but for
 the session id (the editor's `sessionId` IS the sessiond thread id; AGENT keeps its own),
 the JSON-RPC ids of requests (renumbered, so its own requests never collide with the
-editor's or a restarted AGENT's) and an offer of native sub-agent sessions, which are not
-recorded yet (server/acp/capabilities.py). Recording is a side effect of forwarding
-(server/acp/recording.py): each `session/update` is appended to the thread (written, not
-yet synced) before it is forwarded; the items it implies come from `restore.sources.acp`,
-a pure module. What either side sends is checked as it arrives (server/acp/checks.py): a
-line that is not a JSON object, nests too deep or has params of the wrong shape is
-answered or refused there.
+editor's or a restarted AGENT's); a native sub-agent session AGENT announces is a child
+thread of its own, named to the editor by its thread id (server/acp/subagents.py).
+Recording is a side effect of forwarding (server/acp/recording.py): each `session/update`
+is appended to the thread (written, not yet synced) before it is forwarded; the items it
+implies come from `restore.sources.acp`, a pure module. What either side sends is checked
+as it arrives (server/acp/checks.py): a line that is not a JSON object, nests too deep or
+has params of the wrong shape is answered or refused there.
 
 What this process answers itself (server/acp/sessions.py) is listed once, in
 `OWN_METHODS`: `session/list`, `session/load`, `session/resume`, `session/close`,
@@ -65,7 +65,6 @@ from protocol import json_text
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
 from server import compose
-from server.acp import capabilities
 from server.acp.agent import AgentGone, AgentProcess, AgentRefused, EditorGone
 from server.acp.checks import (
     MAX_DEPTH,
@@ -91,6 +90,7 @@ from server.acp.state import (
     error_object,
     new_scope,
 )
+from server.acp.subagents import ANNOUNCES, Subagents
 from server.index_flush import IndexFlush
 from server.processes.watchdog import Watchdog
 
@@ -128,7 +128,7 @@ session id is the thread id, and a fork is another thread the editor never asked
 # --- the proxy -----------------------------------------------------------------------------
 
 
-class AcpProxy(LocalSessions, Recording):
+class AcpProxy(LocalSessions, Recording, Subagents):
     """Both directions of one editor ↔ AGENT connection, and the threads it records."""
 
     def __init__(
@@ -160,6 +160,10 @@ class AcpProxy(LocalSessions, Recording):
         """AGENT sessions replaying their history for a load of the proxy's: held back
         from the editor (it has sessiond's), their texts kept for `source.lost_turns`."""
         self.replayed: dict[str, list[tuple[str, str]]] = {}
+        self.loading: collections.Counter[str] = collections.Counter()
+        """AGENT's loads in flight per AGENT session: its replays are held back until the
+        last one ends (a session closed and loaded again while AGENT still loads it for
+        the first: the first load's end must not let the second's replay through)."""
         self._opening = 0  # AGENT sessions being created: their early updates wait
         self._early: collections.deque[tuple[dict[str, Any], int]] = collections.deque()
         self._early_bytes = 0
@@ -308,6 +312,7 @@ class AcpProxy(LocalSessions, Recording):
                 live.agent_session = None
             self.by_agent.clear()
             self.replaying.clear()
+            self.loading.clear()
         agent.kill_group()  # children it left behind
         if self.watchdog is not None and agent.pid is not None:
             self.watchdog.release(agent.pid)
@@ -472,7 +477,6 @@ class AcpProxy(LocalSessions, Recording):
             )
             out["id"] = request_id
             if message["method"] == "initialize" and isinstance(params, dict):
-                params = out["params"] = capabilities.for_agent(params)
                 self.initialize_params = params
                 info = params.get("clientInfo")
                 self.client_info = info if isinstance(info, dict) else None
@@ -607,7 +611,9 @@ class AcpProxy(LocalSessions, Recording):
         context = self._take_context(live)
         live.unrecorded = None
         self._release_held(live)  # AGENT's words between turns come before the prompt
-        self._record(live, live.recorder.begin_turn(turn_id, prompt, context))
+        message_id = params.get("messageId")
+        message_id = message_id if isinstance(message_id, str) else None
+        self._record(live, live.recorder.begin_turn(turn_id, prompt, context, message_id))
         leading = [live.prime] if live.prime is not None else []
         if context is not None:
             leading.append(context["block"])
@@ -761,8 +767,12 @@ class AcpProxy(LocalSessions, Recording):
         request = self.upstream.pop(message.get("id"), None)
         if request is None:
             return None
-        if request.release_hold is not None:  # its replay is over: later updates count
-            self.replayed[request.release_hold] = self.replaying.pop(request.release_hold, [])
+        held = request.release_hold
+        if held is not None:  # its replay is over: later updates count, once no load is left
+            self.loading[held] -= 1
+            if self.loading[held] <= 0:
+                del self.loading[held]
+                self.replayed[held] = self.replaying.pop(held, [])
         if request.future is not None:
             if request.future.done():
                 return None
@@ -809,6 +819,12 @@ class AcpProxy(LocalSessions, Recording):
                 return
             self._send_editor(message)
             return
+        update = mapped["params"].get("update")
+        if isinstance(update, dict) and update.get("sessionUpdate") in ANNOUNCES:
+            mapped = {**mapped, "params": self._subagent_announced(live, mapped["params"])}
+        elif isinstance(update, dict) and update.get("sessionUpdate") == "session_message":
+            named = self._sessions_named(update, to_editor=True)
+            mapped = {**mapped, "params": {**mapped["params"], "update": named}}
         self._pass_update(live, mapped)
 
     def _keep_early(self, message: dict[str, Any]) -> None:
@@ -932,6 +948,8 @@ class AcpProxy(LocalSessions, Recording):
         result = message.get("result")
         if live is not None:
             self._release_held(live)  # the turn's last words, before its answer
+            for child in self._children_of(live.thread_id):
+                self._child_settled(child)  # and its sub-agents'
         if live is not None and live.recorder.turn_id == request.turn_id:
             ended_ok = result if isinstance(result, dict) else {}
             error = message.get("error")

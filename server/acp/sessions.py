@@ -6,6 +6,7 @@ AGENT's own session is reached in the background."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -19,6 +20,7 @@ from server.acp.checks import (
     cwd_of,
     mcp_servers_of,
     params_of,
+    replay_from_of,
     session_id_of,
 )
 from server.acp.state import Held, Live, accept_drift, new_scope, same_directory
@@ -48,6 +50,7 @@ class LocalSessions:
         closed: set[str]
         by_agent: dict[str, str]
         replaying: dict[str, list[tuple[str, str]]]
+        loading: collections.Counter[str]
         replayed: dict[str, list[tuple[str, str]]]
         client_info: dict[str, Any] | None
         agent_capabilities: dict[str, Any]
@@ -94,22 +97,29 @@ class LocalSessions:
         return result
 
     async def session_load(self, message: dict[str, Any]) -> dict[str, Any]:
-        return await self._reopen(message, replay=True)
+        return await self._reopen(message, replay="")
 
     async def session_resume(self, message: dict[str, Any]) -> dict[str, Any]:
-        return await self._reopen(message, replay=False)
+        """v1's resume (no replay), and the v2 draft's, which folds load into it:
+        `replayFrom` `{type: "start"}` replays the whole conversation first, sessiond's
+        `{type: "_sessiond/message", messageId}` from that message on."""
+        return await self._reopen(message, replay=replay_from_of(params_of(message)))
 
-    async def _reopen(self, message: dict[str, Any], *, replay: bool) -> dict[str, Any]:
-        """load / resume: open the thread (drift-checked), replay it for a load, and answer
-        from sessiond's own record — AGENT's session is reached in the background (the
-        best path AGENT offers), and the first prompt waits for it. A session recorded
-        elsewhere is held: replayed, with a notice, and continued only once the person
-        says so at its first prompt."""
+    async def _reopen(self, message: dict[str, Any], *, replay: str | None) -> dict[str, Any]:
+        """load / resume: open the thread (drift-checked), replay it (`replay`: "" all of
+        it, a messageId from that message on, None nothing), and answer from sessiond's
+        own record — AGENT's session is reached in the background (the best path AGENT
+        offers), and the first prompt waits for it. A session recorded elsewhere is held:
+        replayed, with a notice, and continued only once the person says so at its first
+        prompt."""
         params = params_of(message)
         thread_id = session_id_of(params)
         cwd = cwd_of(params, required=False)
         servers = mcp_servers_of(params)
         accept = accept_drift(params)
+        if replay and self.service.store.exists(thread_id):
+            self._write_batches()  # a cursor the editor was shown names a message recorded
+            _replay_after(self.service.store.read(thread_id)[0].items, replay, thread_id)
         live = self.live.get(thread_id)
         elsewhere = live is not None and cwd is not None and not same_directory(cwd, live.cwd)
         if live is not None and (elsewhere or live.held is not None):
@@ -125,8 +135,8 @@ class LocalSessions:
             items = self._items(live)
         if servers is not None:
             live.mcp_servers = servers
-        if replay:
-            for update in source.replay(items):
+        if replay is not None:
+            for update in _replay_after(items, replay, thread_id):
                 self._send_editor(
                     {
                         "jsonrpc": "2.0",
@@ -364,7 +374,8 @@ class LocalSessions:
                 if via == "resume":
                     result = await self._call("session/resume", {**base, "sessionId": previous})
                 elif via == "load":
-                    self.replaying[str(previous)] = []
+                    self.replaying.setdefault(str(previous), [])  # held while any load runs
+                    self.loading[str(previous)] += 1
                     result = await self._call(
                         "session/load", {**base, "sessionId": previous}, release_hold=str(previous)
                     )
@@ -554,7 +565,7 @@ class LocalSessions:
         """`_sessiond/session/rename {sessionId, title}` (a sessiond extension, advertised in
         `initialize`'s `_meta.sessiond.sessionMethods`; rename is only a proposal in ACP):
         recorded as the thread's title (`thread/setTitle`), so `session/list` and every
-        other client show it; sent on to AGENT as `session/rename` when AGENT offers one."""
+        other client show it; sent on to AGENT when AGENT takes a title (`AGENT_RENAMES`)."""
         params = params_of(message)
         thread_id = session_id_of(params)
         title = params.get("title")
@@ -571,19 +582,30 @@ class LocalSessions:
             raise ProtocolError(ErrorKind.THREAD_NOT_FOUND, "no such session", threadId=thread_id)
         summary = self.service.set_title(thread_id, title.strip())
         self._flush_index_soon()
-        forwarded = False
-        if live is not None and live.agent_session is not None and self._agent_offers("rename"):
+        forwarded = None
+        method = next((m for c, m in AGENT_RENAMES if self._agent_offers(c)), None)
+        if method is not None and live is not None and live.held is None:
+            with contextlib.suppress(ProtocolError):  # not reached: recorded all the same
+                await self._agent_session_ready(live)  # (a load reaches it in the background)
+        if live is not None and live.agent_session is not None and method is not None:
             try:
-                await self._call("session/rename", {"sessionId": live.agent_session,
-                                                    "title": title.strip()})  # fmt: skip
-                forwarded = True
+                await self._call(method, {"sessionId": live.agent_session,
+                                          "title": title.strip()})  # fmt: skip
+                forwarded = method
             except (AgentRefused, AgentGone) as exc:
                 logger.info("AGENT did not rename session %s: %s", live.agent_session, exc)
-        return {"_meta": {"sessiond": {"title": summary.title, "forwarded": forwarded}}}
+        meta = {"title": summary.title, "forwarded": forwarded is not None}
+        if forwarded is not None:
+            meta["forwardedAs"] = forwarded
+        return {"_meta": {"sessiond": meta}}
 
 
 TITLE_MAX = 500
 """As `thread/setTitle`'s."""
+AGENT_RENAMES = (("rename", "session/rename"), ("title", "session/set_title"))
+"""How AGENT takes a title, by the session capability it advertises: the rename proposal's
+`session/rename` (agentclientprotocol/agent-client-protocol#1978), and the SDK's unstable
+`session/set_title` (`sessionCapabilities.title`: codex-acp 2.6)."""
 
 
 def busy_notice(holder: str) -> str:
@@ -591,6 +613,26 @@ def busy_notice(holder: str) -> str:
         f"This session is open in another process ({holder}): another editor window, or "
         "one still closing. It is shown here as it was recorded; what you send is not sent "
         "until that one lets it go."
+    )
+
+
+def _replay_after(
+    items: list[dict[str, Any]], message_id: str, thread_id: str
+) -> list[dict[str, Any]]:
+    """The replay of `items` from the message `message_id` on, inclusive ("": all of it);
+    a message the record does not hold is the typed error naming the cursor that works."""
+    updates = list(source.replay(items))
+    if not message_id:
+        return updates
+    for at, params in enumerate(updates):
+        if params["update"].get("messageId") == message_id:
+            return updates[at:]
+    raise ProtocolError(
+        ErrorKind.INVALID_PARAMS,
+        f"session {thread_id} has no message {message_id}: name one a replay or your prompt "
+        'carried, or replay it all with replayFrom {"type": "start"}',
+        field="replayFrom",
+        threadId=thread_id,
     )
 
 

@@ -67,6 +67,8 @@ class Live:
     chunks: ChunkHold = field(default_factory=ChunkHold)
     """The end of AGENT's message text not yet recorded nor shown: a secret may be in
     progress there (restore/sources/acp_chunks.py)."""
+    parent: str | None = None
+    """A native sub-agent session's: its parent's thread id (server/acp/subagents.py)."""
     queued: list[dict[str, Any]] = field(default_factory=list)
     """Prompts the editor sent while a turn ran (claude-agent-acp offers `promptQueueing`):
     sent on one at a time, each when the turn before it has ended, so that each is

@@ -249,16 +249,14 @@ EDITORS = {
 JetBrains AIR's."""
 
 
-@pytest.mark.parametrize("editor", list(EDITORS))
 async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_it(
-    agents: Agents, home: Path, spawn: Any, editor: str
+    agents: Agents, home: Path, spawn: Any
 ) -> None:
-    """ACP v1 has no sub-sessions: claude-agent-acp sends a sub-agent's tool calls in the
-    same session, marked `_meta.claudeCode.parentToolUseId`. sessiond records them as
-    operations under the Agent call (`parentOperationId`), as Codex's nested calls are.
-    An editor that offers native sub-agent sessions got them from claude-agent-acp 0.101,
-    the sub-agent's calls under a session of its own, which sessiond forwarded and never
-    recorded; the proxy no longer passes the offer on (server/acp/capabilities.py)."""
+    """ACP v1 has no sub-sessions: for an editor that offers no native sub-agent sessions,
+    claude-agent-acp sends a sub-agent's tool calls in the same session, marked
+    `_meta.claudeCode.parentToolUseId`. sessiond records them as operations under the
+    Agent call (`parentOperationId`), as Codex's nested calls are. (An editor that offers
+    native sub-agent sessions gets each as a child thread: test_acp_surface.py.)"""
     place = agents.start(Scenario({
         "delegate": [Reply(calls=(Call("Agent", {
             "description": "Check the tree", "subagent_type": "general-purpose",
@@ -266,8 +264,8 @@ async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_
         "child": [Reply(calls=(shell("claude", "echo from-the-sub-agent"),)),
                   Reply(text="Listed.")],
     }))  # fmt: skip
-    command, capabilities = place.acp_command("claude"), EDITORS[editor]
-    async with sessiond_acp(home, command, env=place.env(), capabilities=capabilities) as run:
+    command = place.acp_command("claude")
+    async with sessiond_acp(home, command, env=place.env()) as run:
         session = await new_session(run, "claude", place.repo)
         done = await run.conn.prompt(session_id=session, prompt=text("[[delegate]] ask it"))
         assert done.stop_reason == "end_turn"
@@ -287,20 +285,18 @@ async def test_a_sub_agents_tool_calls_are_recorded_under_the_call_that_started_
     assert any("from-the-sub-agent" in str(op.get("title")) for op in nested)
 
 
-@pytest.mark.parametrize("editor", ["plain", "subagents-rfd"])
 async def test_codex_acps_sub_agent_is_recorded_as_the_editor_was_shown_it(
-    agents: Agents, home: Path, spawn: Any, editor: str
+    agents: Agents, home: Path, spawn: Any
 ) -> None:
-    """codex-acp 2.6, for an editor offering native sub-agent sessions, ran the sub-agent
-    (Codex multi-agent v2's `spawn_agent`) as a session of its own, which sessiond did not
-    record: the editor was shown the helper's calls, the record kept only the parent's
-    `wait`, so a replay showed less than the editor had. Not offered, it shows and sessiond
-    records the sub-agent in the parent session, its start and its end. (Its own calls are
-    in Codex's rollouts: `sessiond import codex` makes it a child thread, test_codex.py.)"""
+    """codex-acp 2.6, for an editor offering no native sub-agent sessions, shows the
+    sub-agent (Codex multi-agent v2's `spawn_agent`) in the parent session, its start and
+    its end, and sessiond records what was shown. (Its own calls are in Codex's rollouts:
+    `sessiond import codex` makes it a child thread, test_codex.py; an editor that offers
+    native sub-agent sessions gets it as a child thread: test_acp_surface.py.)"""
     place = agents.start(delegation(code_mode=False))
     place.write_codex_config(model="gpt-5.5", multi_agent_v2=True)
-    command, capabilities = place.acp_command("codex"), EDITORS[editor]
-    async with sessiond_acp(home, command, env=place.env(), capabilities=capabilities) as run:
+    command = place.acp_command("codex")
+    async with sessiond_acp(home, command, env=place.env()) as run:
         session = await new_session(run, "codex", place.repo)
         done = await run.conn.prompt(session_id=session, prompt=text("[[parent]] delegate"))
         assert done.stop_reason == "end_turn"

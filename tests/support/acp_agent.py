@@ -27,6 +27,12 @@ took. What a prompt does depends on its last text block:
 - `split AT,AT,... TEXT`: TEXT streamed as a thought (`messageId` th-split), then as a
   message (m-split), each cut into chunks at those character offsets: what a model's
   deltas look like when a cut falls inside a token it repeats.
+- `delegate`: a sub-agent does the work. For an editor that declared
+  `clientCapabilities.subagents` (the draft RFD), as claude-agent-acp and codex-acp do: a
+  `subagent_update` on the session announces a child session (`<session>-child`, titled
+  "Check the tree"), whose tool call (with a permission request under the child's id) and
+  message come under the child's id, then the child goes idle and the parent says
+  `echo: delegated`. For any other editor, the same tool call in the session itself.
 - anything else: one message chunk, `echo: <text>`.
 
 `--banner` prints a line that is not JSON on stdout before anything else (as some agents
@@ -34,7 +40,8 @@ print a greeting; `--banner-text TEXT`: that line); `--same-session` answers eve
 `session/new` with the same session id;
 `--flood N` answers `session/new` only after N 1 KB updates for a session nobody opened;
 `--lags`: a load replays all but the newest turn, as an agent whose own store lags
-behind what it showed. A load replays what was said, as it was said.
+behind what it showed; `--load-delay S`: a load waits S seconds before it replays. A load
+replays what was said, as it was said.
 """
 
 from __future__ import annotations
@@ -78,6 +85,8 @@ class FakeAgent:
         self.waiting: dict[int, asyncio.Future[Any]] = {}
         self.cost = 0.0
         self.tasks: set[asyncio.Task[None]] = set()
+        self.subagents = False
+        self.load_delay = 0.0
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -169,11 +178,13 @@ class FakeAgent:
             self.save(session, data)
 
     async def on_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        declared = params.get("clientCapabilities") or {}
+        self.subagents = isinstance(declared.get("subagents"), dict)
         sessions: dict[str, Any] = {}
         if self.caps in ("resume", "all"):
             sessions["resume"] = {}
         if self.caps == "all":
-            sessions.update(close={}, fork={}, delete={})
+            sessions.update(close={}, fork={}, delete={}, title={})
         return {
             "protocolVersion": 1,
             "agentCapabilities": {
@@ -216,6 +227,7 @@ class FakeAgent:
 
     async def on_session_load(self, params: dict[str, Any]) -> dict[str, Any]:
         session = params["sessionId"]
+        await asyncio.sleep(self.load_delay)  # a slow store: loads overlap
         said = self.load(session).get("said", [])
         if self.lags:  # its store lost the newest turn
             said = said[: max((n for n, (role, _) in enumerate(said) if role == "user"), default=0)]
@@ -227,6 +239,9 @@ class FakeAgent:
 
     async def on_session_close(self, params: dict[str, Any]) -> dict[str, Any]:
         return {}
+
+    async def on_session_set_title(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {}  # logged: tests read what it was told
 
     async def on_session_delete(self, params: dict[str, Any]) -> dict[str, Any]:
         self.path(params["sessionId"]).unlink(missing_ok=True)
@@ -327,6 +342,10 @@ class FakeAgent:
                         "status": "completed", "rawOutput": answered}  # fmt: skip
                 self.update(session, done)
             return {"stopReason": "end_turn"}
+        if words[:1] == ["delegate"]:
+            await self.delegate(session)
+            self.update(session, chunk("agent_message_chunk", "echo: delegated"))
+            return {"stopReason": "end_turn"}
         if words[:1] == ["chunks"]:
             piece = "y" * 1023 + "\n"
             for _ in range(int(words[1])):
@@ -334,6 +353,33 @@ class FakeAgent:
             return {"stopReason": "end_turn"}
         self.update(session, chunk("agent_message_chunk", f"echo: {text}"))
         return {"stopReason": "end_turn"}
+
+    async def delegate(self, session: str) -> None:
+        child = f"{session}-child" if self.subagents else session
+        if self.subagents:
+            announce = {"sessionUpdate": "subagent_update", "sessionId": child,
+                        "title": "Check the tree", "capabilities": {"cancel": {}},
+                        "state": {"state": "running"}}  # fmt: skip
+            self.update(session, announce)
+        self.update(child, tool_call("t-sub", "List the files", "execute", "pending"))
+        await self.request(
+            "session/request_permission",
+            {
+                "sessionId": child,
+                "toolCall": {"toolCallId": "t-sub", "title": "List the files"},
+                "options": [
+                    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                ],
+            },
+        )
+        done = {"sessionUpdate": "tool_call_update", "toolCallId": "t-sub", "status": "completed"}
+        self.update(child, done)
+        self.update(child, chunk("agent_message_chunk", "Listed: a.txt b.txt"))
+        if self.subagents:
+            idle = {"sessionUpdate": "subagent_update", "sessionId": child,
+                    "state": {"state": "idle"}}  # fmt: skip
+            self.update(session, idle)
 
     async def edit(self, session: str, path: Path) -> dict[str, Any]:
         old = path.read_text() if path.exists() else None
@@ -447,6 +493,7 @@ def main() -> None:
     parser.add_argument("--same-session", action="store_true")
     parser.add_argument("--flood", type=int, default=0)
     parser.add_argument("--lags", action="store_true")
+    parser.add_argument("--load-delay", type=float, default=0.0)
     args = parser.parse_args()
     if args.banner or args.banner_text:
         banner = args.banner_text or "Fake agent 1.0 -- ready to help!"
@@ -455,6 +502,7 @@ def main() -> None:
     agent = FakeAgent(
         args.caps, args.state, same_session=args.same_session, flood=args.flood, lags=args.lags
     )
+    agent.load_delay = args.load_delay
     asyncio.run(agent.run())
 
 
