@@ -44,10 +44,15 @@ from restore.stores.api import (
     Listing,
     Progress,
     Rows,
+    Usage,
+    UsageEntry,
+    UsageThread,
     decode_cursor,
     encode_cursor,
     storage_failure,
     summary_of,
+    usage_thread,
+    usage_window,
 )
 from restore.stores.embedded import marks
 from restore.stores.embedded.jsonl import LineMark
@@ -115,6 +120,25 @@ CREATE INDEX threads_by_key ON threads (sessionKey, archived, updatedAt, threadI
     WHERE sessionKey IS NOT NULL;
 CREATE INDEX threads_by_previous ON threads (previousThreadId)
     WHERE previousThreadId IS NOT NULL;
+-- One row per model call (a `cost` item), for `sessiond usage` (restore/usage): written
+-- with its thread's row, gone with it.
+CREATE TABLE usage (
+    threadId TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    atMs INTEGER NOT NULL,    -- the call's time, epoch milliseconds
+    model TEXT NOT NULL,
+    input INTEGER NOT NULL,   -- fresh input: neither read from nor written to a cache
+    output INTEGER NOT NULL,
+    cacheRead INTEGER NOT NULL,
+    cacheWrite INTEGER NOT NULL,
+    usd REAL NOT NULL,
+    priced INTEGER NOT NULL,
+    PRIMARY KEY (threadId, seq)
+) WITHOUT ROWID;
+CREATE INDEX usage_by_time ON usage (atMs);
+CREATE TRIGGER usage_gone AFTER DELETE ON threads BEGIN
+    DELETE FROM usage WHERE threadId = old.threadId;
+END;
 -- What the last open saw: the boot it ran in and each shard directory's mtime.
 CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
 """
@@ -179,6 +203,25 @@ def _row_values(
     return (*values, str(path), mark.end, stat.st_mtime_ns, mark.start, mark.sha)
 
 
+_USAGE_INSERT = (
+    "INSERT OR REPLACE INTO usage (threadId, seq, atMs, model, input, output, cacheRead, "
+    "cacheWrite, usd, priced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _write_usage(conn: sqlite3.Connection, summaries: Sequence[ThreadSummary]) -> None:
+    """The model calls the summaries folded in since they were last written (inside the
+    caller's transaction): keyed by seq, so writing one twice changes nothing; a summary
+    folded from the file's start replaces what its thread had."""
+    for summary in summaries:
+        whole, rows = summary.take_usage()
+        if whole:
+            conn.execute("DELETE FROM usage WHERE threadId = ?", (summary.threadId,))
+        if rows:
+            thread_id = summary.threadId
+            conn.executemany(_USAGE_INSERT, [(thread_id, *row) for row in rows])
+
+
 P = ParamSpec("P")
 T = TypeVar("T")
 Params = list[Any]
@@ -229,9 +272,10 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 8  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
+    SCHEMA_VERSION = 9  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
     # 7: the search triggers of search version 2 (an UPSERT after a search no longer fails)
     # 8: session keys and reset links (sessionKey, previousThreadId, nextThreadId, resetReason)
+    # 9: the usage table (one row per model call, restore/usage)
     """An index of another version is rebuilt from the thread files (they hold every
     field), like a corrupt one: that is its migration."""
 
@@ -495,6 +539,7 @@ class ThreadIndex:
                 if path not in live
             ]
             self._write_live(conn, live)
+            self._live_usage(conn, live)
             self._refresh(conn, files, _UPSERT, progress)
             self._remember(conn, seen)
         finally:
@@ -611,15 +656,29 @@ class ThreadIndex:
     def _write_live(self, conn: sqlite3.Connection, live: dict[str, Indexed]) -> None:
         if not live:
             return
-        rows = []
+        rows, summaries = [], []
         for path, (summary, mark) in live.items():
             try:
                 rows.append(_row_values(summary, Path(path), os.stat(path), mark))
             except FileNotFoundError:
                 continue
+            summaries.append(summary)
         with conn:
             conn.execute("BEGIN")
             conn.executemany(_UPSERT, rows)
+            _write_usage(conn, summaries)
+
+    def _live_usage(self, conn: sqlite3.Connection, live: dict[str, Indexed]) -> None:
+        """A fresh index's usage rows of the files this process writes: their writers
+        hold only the calls since their row was last written, so the files are read for
+        the rest (what a writer appends meanwhile is written with its next row)."""
+        for path in live:
+            archived = self._layout.archived_dir in Path(path).parents
+            found = self._read_summary(Path(path), archived, None)
+            if found is not None:
+                with conn:
+                    conn.execute("BEGIN")
+                    _write_usage(conn, [found[0]])
 
     def _chosen_files(
         self, shards: set[str] | None = None
@@ -646,10 +705,11 @@ class ThreadIndex:
         for start in range(0, total, _BATCH):
             batch = files[start : start + _BATCH]
             rows = list(self._summarized(conn, batch))
-            written = {path for _, path in rows}
+            written = {path for _, path, _ in rows}
             with conn:
                 conn.execute("BEGIN")
-                conn.executemany(upsert_sql, [values for values, _ in rows])
+                conn.executemany(upsert_sql, [values for values, _, _ in rows])
+                _write_usage(conn, [summary for _, _, summary in rows])
                 # A file that changed into something unreadable no longer vouches for its row.
                 conn.executemany(
                     "DELETE FROM threads WHERE path = ?",
@@ -662,7 +722,7 @@ class ThreadIndex:
 
     def _summarized(
         self, conn: sqlite3.Connection, files: list[tuple[Path, bool, LineMark | None]]
-    ) -> Iterator[tuple[tuple[Any, ...], str]]:
+    ) -> Iterator[tuple[tuple[Any, ...], str, ThreadSummary]]:
         for path, archived, mark in files:
             try:
                 stat = path.stat()  # before reading: an append during the read shows as a change
@@ -678,7 +738,7 @@ class ThreadIndex:
             found = self._read_summary(path, archived, since)
             if found is not None:
                 summary, covered = found
-                yield _row_values(summary, path, stat, covered), str(path)
+                yield _row_values(summary, path, stat, covered), str(path), summary
 
     @property
     def is_open(self) -> bool:
@@ -720,16 +780,18 @@ class ThreadIndex:
     @_typed
     def upsert_many(self, rows: list[tuple[ThreadSummary, Path, LineMark | None]]) -> None:
         """Several writers' rows in one transaction (the service batches record traffic)."""
-        values = []
+        values, summaries = [], []
         for summary, path, mark in rows:
             try:
                 values.append(_row_values(summary, path, path.stat(), mark))
             except FileNotFoundError:
                 continue  # moved or deleted since: its next row (or reconcile) says where
+            summaries.append(summary)
         conn = self._db()
         with conn:
             conn.execute("BEGIN")
             conn.executemany(_UPSERT, values)
+            _write_usage(conn, summaries)
 
     @_typed
     def refresh(self, rows: list[tuple[ThreadSummary, Path, os.stat_result]]) -> None:
@@ -742,6 +804,7 @@ class ThreadIndex:
                 _UPSERT_IF_NOT_NEWER,
                 [_row_values(summary, path, stat, None) for summary, path, stat in rows],
             )
+            _write_usage(conn, [summary for summary, _, _ in rows])
 
     @_typed
     def remove(self, thread_id: str) -> None:
@@ -869,6 +932,32 @@ class ThreadIndex:
             None if current is None else _summary(current),
             [(row[0], _summary(row[1:])) for row in unlinked],
         )
+
+    @_typed
+    def usage(self, since_ms: int | None, until_ms: int | None, grain_ms: int) -> Usage:
+        """The model calls in [since_ms, until_ms), summed per thread, model and `grain_ms`
+        of time, and the threads they are of (api.Index.usage)."""
+        where, params = usage_window("atMs", since_ms, until_ms)
+        conn = self._db()
+        entries = [UsageEntry(*row) for row in conn.execute(
+            "SELECT threadId, min(atMs), max(atMs), model, sum(input), sum(output), "
+            "sum(cacheRead), sum(cacheWrite), sum(usd), sum(1 - priced), count(*) FROM usage "
+            f"{' WHERE ' + ' AND '.join(where) if where else ''} "
+            "GROUP BY threadId, atMs / ?, model",
+            [*params, max(1, grain_ms)],
+        )]  # fmt: skip
+        ids = sorted({entry.threadId for entry in entries})
+        threads: dict[str, UsageThread] = {}
+        for start in range(0, len(ids), CHILD_COUNT_BATCH):
+            batch = ids[start : start + CHILD_COUNT_BATCH]
+            for row in conn.execute(
+                "SELECT threadId, title, cwd, workspaceFolder, origin, parentThreadId "
+                f"FROM threads WHERE threadId IN ({', '.join('?' * len(batch))})",
+                batch,
+            ):
+                origin = decoded(orjson.loads, row[4]) if row[4] else None
+                threads[row[0]] = usage_thread(row[0], row[1], row[2], row[3], origin, row[5])
+        return entries, threads
 
     @_typed
     def count(self) -> int:
