@@ -441,7 +441,7 @@ class UsageReportParams(Params):
     )
     startOfWeek: Literal[
         "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"
-    ] = Field("sunday", description="`weekly`: the day a week starts on.")
+    ] = Field("monday", description="`weekly`: the day a week starts on.")
 
 
 class UsageTotals(WireModel):

@@ -100,8 +100,10 @@ def test_days_sessions_and_blocks_of_imported_sessions(
 
     monthly = usage(home, store_url, "monthly", "-z", "UTC")
     assert [row["key"] for row in monthly["rows"]] == ["2026-11", "2026-12"]
-    weekly = usage(home, store_url, "weekly", "-z", "UTC")  # Sunday the 29th starts the week
-    assert [row["key"] for row in weekly["rows"]] == ["2026-11-29"]
+    weekly = usage(home, store_url, "weekly", "-z", "UTC")  # Monday the 30th starts the week
+    assert [row["key"] for row in weekly["rows"]] == ["2026-11-30"]
+    weekly = usage(home, store_url, "weekly", "-z", "UTC", "--start-of-week", "tuesday")
+    assert [row["key"] for row in weekly["rows"]] == ["2026-11-24", "2026-12-01"]
 
     sessions = usage(home, store_url, "session", "--by", "project")["rows"]
     assert sorted((row["project"], row["calls"]) for row in sessions) == [

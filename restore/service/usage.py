@@ -25,7 +25,7 @@ def usage_report(
     since: str | None = None,
     until: str | None = None,
     timezone: str | None = None,
-    start_of_week: str = "sunday",
+    start_of_week: str = "monday",
 ) -> dict[str, Any]:
     """The report `kind` over every thread the store lets this caller read."""
     if kind not in REPORTS:  # the CLI's choices and the protocol's literals: a library call

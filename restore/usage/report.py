@@ -3,7 +3,8 @@ them, from the calls a store keeps per model call (no record is read again).
 
 The definitions are ccusage's (its `daily`, `weekly`, `monthly`, `session` and `blocks`):
 - a call's day is its time's date in the report's time zone (`--timezone`, else the
-  machine's); a week starts on its Sunday (`start_of_week`), a month on its first day;
+  machine's); a week starts on its Monday (ccusage 20 has no other; `start_of_week`
+  moves it), a month on its first day;
   `since`/`until` are dates in that zone, both inclusive;
 - a session is a top-level thread, its sub-agents' calls included (Claude Code writes a
   sub-agent's calls under its parent's session id, and ccusage counts them there);
@@ -121,7 +122,7 @@ def report(
     zone: tzinfo,
     zone_name: str,
     by: By | None = None,
-    start_of_week: str = "sunday",
+    start_of_week: str = "monday",
     now_ms: int | None = None,
 ) -> dict[str, Any]:
     """The report: its rows (oldest first), each with its totals and, with `by`, a

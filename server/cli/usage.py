@@ -28,8 +28,8 @@ def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) 
     parser.add_argument("--until", metavar="DATE", help="up to this day, inclusive")
     parser.add_argument("--timezone", "-z", metavar="ZONE",
                         help="the IANA zone of the days (default: this machine's)")  # fmt: skip
-    parser.add_argument("--start-of-week", choices=WEEKDAYS, default="sunday",
-                        help="weekly: a week's first day (default sunday, as ccusage)")  # fmt: skip
+    parser.add_argument("--start-of-week", choices=WEEKDAYS, default="monday",
+                        help="weekly: a week's first day (default monday, as ccusage)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="the report as one JSON object")
 
 

@@ -367,6 +367,11 @@ def _sse(event: str | None, data: dict[str, Any]) -> bytes:
     return f"{head}data: {json.dumps(data)}\n\n".encode()
 
 
+def cache_split(written: int) -> dict[str, int]:
+    """The API's split of the cache writes by lifetime: all 5-minute (its default)."""
+    return {"ephemeral_5m_input_tokens": written, "ephemeral_1h_input_tokens": 0}
+
+
 def anthropic_events(request: Request, reply: Reply) -> Iterator[bytes]:
     usage = reply.usage
     start_usage = {
@@ -374,6 +379,9 @@ def anthropic_events(request: Request, reply: Reply) -> Iterator[bytes]:
         "output_tokens": 1,
         "cache_read_input_tokens": usage.cache_read_tokens,
         "cache_creation_input_tokens": usage.cache_write_tokens,
+        # As the API splits them: Claude Code writes zeros for a missing split, and
+        # ccusage counts the split.
+        "cache_creation": cache_split(usage.cache_write_tokens),
     }
     message = {"id": _id("msg_"), "type": "message", "role": "assistant",
                "model": request.model or "claude-sonnet-4-5", "content": [],
@@ -423,7 +431,8 @@ def anthropic_message(request: Request, reply: Reply) -> dict[str, Any]:
             "stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                       "cache_read_input_tokens": usage.cache_read_tokens,
-                      "cache_creation_input_tokens": usage.cache_write_tokens}}  # fmt: skip
+                      "cache_creation_input_tokens": usage.cache_write_tokens,
+                      "cache_creation": cache_split(usage.cache_write_tokens)}}  # fmt: skip
 
 
 def openai_events(request: Request, reply: Reply) -> Iterator[bytes]:
