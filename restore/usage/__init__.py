@@ -1,2 +1,3 @@
-"""Usage reports (`sessiond usage`, `usage/report`): pure, so both stores answer alike: the
-store's summed model calls (`Index.usage`) in, the periods, sessions or billing blocks out."""
+"""Usage reports (`sessiond usage`, `usage/report`). Invariant: no storage here; the calls
+come summed from the store's `Index.usage` (request.py asks it), and the report is made
+from them by pure functions (report.py), so both stores answer alike."""

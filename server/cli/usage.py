@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from restore.service import open_service
-from restore.service.usage import usage_report
-from restore.stores import Settings
+from restore.home.state import open_home
+from restore.stores import Settings, open_store
 from restore.usage.report import BYS, REPORTS, WEEKDAYS
+from restore.usage.request import usage_report
 from server.cli.terminal import clip, print_json, safe
 from server.config import ServerConfig
 
@@ -34,13 +34,16 @@ def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) 
 
 
 def usage(config: ServerConfig, args: argparse.Namespace) -> int:
-    service = open_service(Settings(Path(config.home), config.store))
+    # The store alone, not the thread service: a report opens no session, and a spawn
+    # should not wait for their modules (bench/usage.py).
+    home = open_home(Path(config.home))
+    store = open_store(Settings(home.path, config.store), read_only=home.read_only is not None)
     try:
-        found = usage_report(service.store, args.report, by=args.by, since=args.since,
+        found = usage_report(store.index, args.report, by=args.by, since=args.since,
                              until=args.until, timezone=args.timezone,
                              start_of_week=args.start_of_week)  # fmt: skip
     finally:
-        service.close_all()
+        store.close()
     if args.json:
         print_json(found)
     else:

@@ -12,12 +12,12 @@ async def usage_report(ctx: Context, params: Any) -> dict[str, Any]:
     progress = ctx.progress("Indexing threads")
 
     def answer() -> dict[str, Any]:
-        from restore.service.usage import usage_report
+        from restore.usage.request import usage_report
 
         store = ctx.service.store
         store.flush()
         store.index.ensure_ready(progress)
-        return usage_report(store, params.report, by=params.by, since=params.since,
+        return usage_report(store.index, params.report, by=params.by, since=params.since,
                             until=params.until, timezone=params.timezone,
                             start_of_week=params.startOfWeek)  # fmt: skip
 

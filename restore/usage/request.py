@@ -1,6 +1,7 @@
 """`usage/report` and `sessiond usage`: the request checked (InvalidParams naming what is
-wrong, before the store is asked), the store's summed model calls read once, the report
-made (restore/usage/report.py)."""
+wrong, before the store is asked), the store's summed model calls read once (its `Index`),
+the report made (report.py). Here, not in restore/service/: a `sessiond usage` spawn
+imports no thread service."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.clock import now
-from restore.stores.api import Store
+from restore.stores.api import Index
 from restore.usage.report import BYS, GRAIN_MS, REPORTS, WEEKDAYS, report, window
 
 _DATE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
 
 def usage_report(
-    store: Store,
+    index: Index,
     kind: str,
     *,
     by: str | None = None,
@@ -27,7 +28,7 @@ def usage_report(
     timezone: str | None = None,
     start_of_week: str = "monday",
 ) -> dict[str, Any]:
-    """The report `kind` over every thread the store lets this caller read."""
+    """The report `kind` over every thread the store (its `index`) lets this caller read."""
     if kind not in REPORTS:  # the CLI's choices and the protocol's literals: a library call
         raise _invalid("report", f"one of {', '.join(REPORTS)}")
     if by is not None and by not in BYS:
@@ -39,7 +40,7 @@ def usage_report(
     if first is not None and last is not None and first > last:
         raise _invalid("until", f"{last} is before since ({first})")
     since_ms, until_ms = window(first, last, zone)  # blocks too: of the calls in the days
-    entries, threads = store.index.usage(since_ms, until_ms, 1 if kind == "blocks" else GRAIN_MS)
+    entries, threads = index.usage(since_ms, until_ms, 1 if kind == "blocks" else GRAIN_MS)
     found = report(kind, entries, threads, zone=zone, zone_name=zone_name,
                    by=by,
                    start_of_week=start_of_week,
