@@ -165,3 +165,12 @@ def test_calls_recorded_live_are_reported_at_once_and_after_a_restart(
             os.unlink(path)
         again = usage(home, store_url, "session", "-z", "UTC")
         assert again["rows"][0]["calls"] == 4 and again["totals"] == found["totals"]
+    daily = usage(home, store_url, "daily", "-z", "UTC")
+    assert daily["totals"] == found["totals"]  # the day's sums, kept apart, agree
+
+    # A deleted thread's calls are gone from every report.
+    shared = ["--store", store_url] if store_url else []
+    gone = sessiond_cli("--home", str(home), *shared, "delete", "--yes", thread_id)
+    assert gone.returncode == 0, gone.stderr
+    for report in ("daily", "session", "blocks"):
+        assert usage(home, store_url, report)["rows"] == []

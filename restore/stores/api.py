@@ -670,11 +670,14 @@ class Index(Protocol):
 
     def count(self) -> int: ...
 
-    def usage(self, since_ms: int | None, until_ms: int | None, grain_ms: int) -> Usage:
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage:
         """The model calls recorded in [since_ms, until_ms) (epoch milliseconds, None: no
-        bound), summed per thread, model and `grain_ms` of time (calls in one grain are one
-        entry; 1: each distinct millisecond), and the threads they are of. Answered from
-        what the store keeps per call, never by reading the threads' records again."""
+        bound), summed per model and `grain_ms` of time (calls in one grain are one entry;
+        1: each distinct millisecond) and, with `threads`, per thread, with the threads
+        they are of (without: every entry's `threadId` is '', and no threads). Answered
+        from what the store keeps per call, never by reading the threads' records again."""
         ...
 
     def with_prefix(self, prefix: str, limit: int) -> Rows:

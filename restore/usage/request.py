@@ -40,7 +40,9 @@ def usage_report(
     if first is not None and last is not None and first > last:
         raise _invalid("until", f"{last} is before since ({first})")
     since_ms, until_ms = window(first, last, zone)  # blocks too: of the calls in the days
-    entries, threads = index.usage(since_ms, until_ms, 1 if kind == "blocks" else GRAIN_MS)
+    per_thread = kind == "session" or by in ("agent", "project")
+    grain = 1 if kind == "blocks" else GRAIN_MS
+    entries, threads = index.usage(since_ms, until_ms, grain, threads=per_thread)
     found = report(kind, entries, threads, zone=zone, zone_name=zone_name,
                    by=by,
                    start_of_week=start_of_week,

@@ -121,7 +121,8 @@ CREATE INDEX threads_by_key ON threads (sessionKey, archived, updatedAt, threadI
 CREATE INDEX threads_by_previous ON threads (previousThreadId)
     WHERE previousThreadId IS NOT NULL;
 -- One row per model call (a `cost` item), for `sessiond usage` (restore/usage): written
--- with its thread's row, gone with it.
+-- with its thread's row, gone with it. A call's seq is its item: written twice, it is
+-- the same call (a file rewritten from its start drops its thread's rows first).
 CREATE TABLE usage (
     threadId TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -135,9 +136,49 @@ CREATE TABLE usage (
     priced INTEGER NOT NULL,
     PRIMARY KEY (threadId, seq)
 ) WITHOUT ROWID;
-CREATE INDEX usage_by_time ON usage (atMs);
+CREATE INDEX usage_by_time ON usage (atMs, model);
 CREATE TRIGGER usage_gone AFTER DELETE ON threads BEGIN
     DELETE FROM usage WHERE threadId = old.threadId;
+END;
+-- Every thread's calls summed per quarter hour (atMs / 900000) and model, kept by the
+-- triggers below: what a report by day, week or month reads (every time zone's offset
+-- is a multiple of 15 minutes), a few rows a day instead of every call.
+CREATE TABLE usage_quarters (
+    quarter INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    input INTEGER NOT NULL,
+    output INTEGER NOT NULL,
+    cacheRead INTEGER NOT NULL,
+    cacheWrite INTEGER NOT NULL,
+    usd REAL NOT NULL,
+    unpriced INTEGER NOT NULL,
+    calls INTEGER NOT NULL,
+    firstMs INTEGER NOT NULL,
+    lastMs INTEGER NOT NULL,
+    PRIMARY KEY (quarter, model)
+) WITHOUT ROWID;
+CREATE TRIGGER usage_in AFTER INSERT ON usage BEGIN
+    INSERT INTO usage_quarters VALUES (new.atMs / 900000, new.model, new.input, new.output,
+        new.cacheRead, new.cacheWrite, new.usd, 1 - new.priced, 1, new.atMs, new.atMs)
+    ON CONFLICT (quarter, model) DO UPDATE SET input = input + excluded.input,
+        output = output + excluded.output, cacheRead = cacheRead + excluded.cacheRead,
+        cacheWrite = cacheWrite + excluded.cacheWrite, usd = usd + excluded.usd,
+        unpriced = unpriced + excluded.unpriced, calls = calls + 1,
+        firstMs = min(firstMs, excluded.firstMs), lastMs = max(lastMs, excluded.lastMs);
+END;
+CREATE TRIGGER usage_out AFTER DELETE ON usage BEGIN
+    UPDATE usage_quarters SET input = input - old.input, output = output - old.output,
+        cacheRead = cacheRead - old.cacheRead, cacheWrite = cacheWrite - old.cacheWrite,
+        usd = usd - old.usd, unpriced = unpriced - (1 - old.priced), calls = calls - 1,
+        firstMs = coalesce((SELECT min(atMs) FROM usage WHERE model = old.model
+            AND atMs / 900000 = old.atMs / 900000
+            AND atMs BETWEEN old.atMs - 900000 AND old.atMs + 900000), 0),
+        lastMs = coalesce((SELECT max(atMs) FROM usage WHERE model = old.model
+            AND atMs / 900000 = old.atMs / 900000
+            AND atMs BETWEEN old.atMs - 900000 AND old.atMs + 900000), 0)
+    WHERE quarter = old.atMs / 900000 AND model = old.model;
+    DELETE FROM usage_quarters WHERE quarter = old.atMs / 900000 AND model = old.model
+        AND calls <= 0;
 END;
 -- What the last open saw: the boot it ran in and each shard directory's mtime.
 CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
@@ -203,9 +244,18 @@ def _row_values(
     return (*values, str(path), mark.end, stat.st_mtime_ns, mark.start, mark.sha)
 
 
+QUARTER_MS = 900_000
+"""The grain `usage_quarters` sums calls in (restore/usage/report.py GRAIN_MS)."""
+
+
+def _quarter(ms: int | None) -> int | None:
+    """The first quarter hour at or after `ms` (report windows start on one)."""
+    return None if ms is None else -(-ms // QUARTER_MS)
+
+
 _USAGE_INSERT = (
-    "INSERT OR REPLACE INTO usage (threadId, seq, atMs, model, input, output, cacheRead, "
-    "cacheWrite, usd, priced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO usage (threadId, seq, atMs, model, input, output, cacheRead, cacheWrite, "
+    "usd, priced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (threadId, seq) DO NOTHING"
 )
 
 
@@ -275,7 +325,7 @@ class ThreadIndex:
     SCHEMA_VERSION = 9  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
     # 7: the search triggers of search version 2 (an UPSERT after a search no longer fails)
     # 8: session keys and reset links (sessionKey, previousThreadId, nextThreadId, resetReason)
-    # 9: the usage table (one row per model call, restore/usage)
+    # 9: usage (one row per model call) and usage_quarters (their sums), restore/usage
     """An index of another version is rebuilt from the thread files (they hold every
     field), like a corrupt one: that is its migration."""
 
@@ -934,20 +984,35 @@ class ThreadIndex:
         )
 
     @_typed
-    def usage(self, since_ms: int | None, until_ms: int | None, grain_ms: int) -> Usage:
-        """The model calls in [since_ms, until_ms), summed per thread, model and `grain_ms`
-        of time, and the threads they are of (api.Index.usage)."""
-        where, params = usage_window("atMs", since_ms, until_ms)
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage:
+        """The model calls in [since_ms, until_ms), summed per model and `grain_ms` of
+        time (and per thread, with `threads`), and the threads they are of
+        (api.Index.usage). A quarter hour of every thread's: `usage_quarters`, as kept."""
         conn = self._db()
+        if grain_ms == QUARTER_MS and not threads:
+            where, params = usage_window("quarter", _quarter(since_ms), _quarter(until_ms))
+            found = conn.execute(
+                "SELECT '', firstMs, lastMs, model, input, output, cacheRead, cacheWrite, usd, "
+                "unpriced, calls FROM usage_quarters"
+                + (" WHERE " + " AND ".join(where) if where else ""),
+                params,
+            )
+            return [UsageEntry(*row) for row in found], {}
+        where, params = usage_window("atMs", since_ms, until_ms)
+        thread = "threadId" if threads else "''"
         entries = [UsageEntry(*row) for row in conn.execute(
-            "SELECT threadId, min(atMs), max(atMs), model, sum(input), sum(output), "
+            f"SELECT {thread}, min(atMs), max(atMs), model, sum(input), sum(output), "
             "sum(cacheRead), sum(cacheWrite), sum(usd), sum(1 - priced), count(*) FROM usage "
             f"{' WHERE ' + ' AND '.join(where) if where else ''} "
-            "GROUP BY threadId, atMs / ?, model",
+            f"GROUP BY {'threadId, ' if threads else ''}atMs / ?, model",
             [*params, max(1, grain_ms)],
         )]  # fmt: skip
+        if not threads:
+            return entries, {}
         ids = sorted({entry.threadId for entry in entries})
-        threads: dict[str, UsageThread] = {}
+        named: dict[str, UsageThread] = {}
         for start in range(0, len(ids), CHILD_COUNT_BATCH):
             batch = ids[start : start + CHILD_COUNT_BATCH]
             for row in conn.execute(
@@ -956,8 +1021,8 @@ class ThreadIndex:
                 batch,
             ):
                 origin = decoded(orjson.loads, row[4]) if row[4] else None
-                threads[row[0]] = usage_thread(row[0], row[1], row[2], row[3], origin, row[5])
-        return entries, threads
+                named[row[0]] = usage_thread(row[0], row[1], row[2], row[3], origin, row[5])
+        return entries, named
 
     @_typed
     def count(self) -> int:

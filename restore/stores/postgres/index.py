@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from restore.stores.postgres.store import PostgresStore
 
 REPO_CACHE_SECONDS = 30.0
+NO_THREAD = "''"  # a usage entry of every thread's calls
 
 
 class SharedIndex:
@@ -55,7 +56,9 @@ class SharedIndex:
         with self._store.db.read() as conn:
             return rows.with_prefix(conn, prefix, limit)
 
-    def usage(self, since_ms: int | None, until_ms: int | None, grain_ms: int) -> Usage:
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage:
         """Summed from the items' generated `usage` column (migration 008), under the
         items' row policies."""
         ms = "(usage->>'ms')::bigint"
@@ -63,13 +66,14 @@ class SharedIndex:
         condition = " AND ".join(["usage IS NOT NULL", *where])
         with self._store.db.read() as conn:
             found = conn.execute(
-                f"SELECT thread_id::text, min({ms}), max({ms}), usage->>'model', "
+                f"SELECT {'thread_id::text' if threads else NO_THREAD}, min({ms}), max({ms}), "
+                "usage->>'model', "
                 "sum((usage->>'input')::bigint), sum((usage->>'output')::bigint), "
                 "sum((usage->>'read')::bigint), sum((usage->>'write')::bigint), "
                 "sum((usage->>'usd')::double precision), "
                 "count(*) FILTER (WHERE usage->'priced' = 'false'::jsonb), count(*) "
                 f"FROM sessiond_items WHERE {condition} "
-                f"GROUP BY thread_id, {ms} / %s, usage->>'model'",
+                f"GROUP BY {'thread_id, ' if threads else ''}{ms} / %s, usage->>'model'",
                 [*params, max(1, grain_ms)],
             ).fetchall()
             entries = [
@@ -77,8 +81,8 @@ class SharedIndex:
                            int(row[6]), int(row[7]), float(row[8]), int(row[9]), int(row[10]))
                 for row in found
             ]  # fmt: skip
-            ids = sorted({entry.threadId for entry in entries})
-            threads: dict[str, UsageThread] = {}
+            ids = sorted({entry.threadId for entry in entries}) if threads else []
+            named: dict[str, UsageThread] = {}
             if ids:
                 for row in conn.execute(
                     "SELECT thread_id::text, title, cwd, workspace_folder, origin, "
@@ -86,8 +90,8 @@ class SharedIndex:
                     "WHERE thread_id = ANY(%s::uuid[])",
                     (ids,),
                 ).fetchall():
-                    threads[row[0]] = usage_thread(*row)
-        return entries, threads
+                    named[row[0]] = usage_thread(*row)
+        return entries, named
 
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
         with self._store.db.read() as conn:
