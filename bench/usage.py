@@ -119,13 +119,20 @@ def write_codex(codex_home: Path, sessions: int) -> int:
     return lines
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, dict[str, Any]]:
-    began = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
-    took = time.perf_counter() - began
-    if done.returncode != 0:
-        raise RuntimeError(f"{argv[0]} failed: {done.stderr[-2000:]}")
-    return took, json.loads(done.stdout)
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, dict[str, Any]]:
+    """Spawn → exit: wall seconds, CPU seconds (user + system, every thread of the
+    process: on a loaded machine the steadier of the two), and the JSON it printed."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        began = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(child.pid, 0)
+        took = time.perf_counter() - began
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            raise RuntimeError(f"{argv[0]} failed: {err.read()[-2000:].decode(errors='replace')}")
+        return took, usage.ru_utime + usage.ru_stime, json.loads(out.read())
 
 
 def run(sessions: int, runs: int) -> dict[str, Any]:
@@ -151,33 +158,43 @@ def run(sessions: int, runs: int) -> dict[str, Any]:
         theirs_argv = [str(ccusage), "daily", "--json", "--offline", "--timezone", "UTC"]
         theirs_env = {**env, "HOME": str(user), "CLAUDE_CONFIG_DIR": str(claude),
                       "CODEX_HOME": str(codex_home), "LOG_LEVEL": "0"}  # fmt: skip
-        _, ours = timed(ours_argv, env)  # warm: bytecode, the page cache, ccusage's cache
-        _, theirs = timed(theirs_argv, theirs_env)
+        *_, ours = timed(ours_argv, env)  # warm: bytecode, the page cache, ccusage's cache
+        *_, theirs = timed(theirs_argv, theirs_env)
         same = ours["totals"]["totalTokens"] == theirs["totals"]["totalTokens"]
         times: dict[str, list[float]] = {"sessiond": [], "ccusage": []}
+        cpu: dict[str, list[float]] = {"sessiond": [], "ccusage": []}
         for n in range(runs):
             order = [("sessiond", ours_argv, env), ("ccusage", theirs_argv, theirs_env)]
             for name, argv, run_env in order if n % 2 == 0 else order[::-1]:
-                times[name].append(timed(argv, run_env)[0])
+                wall, used, _ = timed(argv, run_env)
+                times[name].append(wall)
+                cpu[name].append(used)
         medians = {name: statistics.median(values) for name, values in times.items()}
+        cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
         return {"sessions": sessions, "lines": lines, "runs": runs,
                 "calls": ours["totals"]["calls"], "days": len(ours["rows"]),
                 "sameTokens": same, "oursTokens": ours["totals"]["totalTokens"],
                 "theirsTokens": theirs["totals"]["totalTokens"],
                 "medians": medians, "ratio": medians["ccusage"] / medians["sessiond"],
-                "times": times}  # fmt: skip
+                "cpuMedians": cpu_medians,
+                "cpuRatio": cpu_medians["ccusage"] / cpu_medians["sessiond"],
+                "times": times, "cpu": cpu, "load": os.getloadavg()}  # fmt: skip
 
 
 def render(result: dict[str, Any]) -> str:
-    medians = result["medians"]
+    wall, cpu = result["medians"], result["cpuMedians"]
     return (
         f"{result['sessions']:,} sessions ({result['lines']:,} lines, {result['calls']:,} model "
-        f"calls over {result['days']} days), {result['runs']} rounds, medians from spawn:\n"
-        f"| command | median |\n|---|---|\n"
-        f"| `sessiond usage daily --json` | {medians['sessiond'] * 1000:,.0f} ms |\n"
-        f"| `ccusage daily --json --offline` | {medians['ccusage'] * 1000:,.0f} ms |\n"
-        f"ratio: sessiond {result['ratio']:.1f}x faster (target ≥ 20x); same token totals: "
-        f"{result['sameTokens']} ({result['oursTokens']:,} / {result['theirsTokens']:,})\n"
+        f"calls over {result['days']} days), {result['runs']} rounds, medians from spawn "
+        f"(load average {result['load'][0]:.1f}):\n"
+        f"| command | wall | CPU (user + system) |\n|---|---|---|\n"
+        f"| `sessiond usage daily --json` | {wall['sessiond'] * 1000:,.0f} ms "
+        f"| {cpu['sessiond'] * 1000:,.0f} ms |\n"
+        f"| `ccusage daily --json --offline` | {wall['ccusage'] * 1000:,.0f} ms "
+        f"| {cpu['ccusage'] * 1000:,.0f} ms |\n"
+        f"ratio: sessiond {result['ratio']:.1f}x faster by wall time, {result['cpuRatio']:.1f}x "
+        f"by CPU time (target ≥ 20x); same token totals: {result['sameTokens']} "
+        f"({result['oursTokens']:,} / {result['theirsTokens']:,})\n"
     )
 
 
