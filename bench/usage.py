@@ -1,22 +1,23 @@
 """Usage reports: `sessiond usage daily` against `ccusage daily` on the same transcripts.
 
-    python -m bench.usage [--sessions 10000] [--runs 5]
+    python -m bench.usage [--sessions 10000] [--runs 5] [--replies 10] [--result-bytes 120]
 
 Half the sessions are Claude Code transcripts written as Claude Code 2.1 writes them (a
-user prompt, then 10 replies, each a streamed assistant line with its usage — the cache
-split included — and a tool call answered by a tool result; the shape
+user prompt, then `--replies` replies, each an assistant line with its usage — the cache
+split included — and a tool call answered by a tool result of `--result-bytes`; the shape
 tests/compat/test_usage_ccusage.py's real runs wrote), spread over 60 days and 20
 projects, two models; the other half Codex rollouts (bench.import_'s, which `codex
-app-server` accepts: 12 turns with cumulative token counts). sessiond imports them once
-(untimed: an import is what `--follow` or the extension keeps current); then each round
-times, from spawn to exit, in turn (reversed every other round so the machine's load
-weighs on both alike):
+app-server` accepts: 12 turns, with token counts as Codex writes them: the running total
+and the call's own). sessiond imports them once (untimed: an import is what `--follow` or
+the extension keeps current); then each round times, from spawn to exit, in turn
+(reversed every other round so the machine's load weighs on both alike):
 - `sessiond usage daily --json` (this checkout, its bytecode written by the first, untimed
   run, as an install has it), which answers from the index, and
-- `ccusage daily --json --offline` (the pinned ccusage: tests/agents), which parses the
-  transcripts (its own cache, kept under the bench's HOME, warm after the first run).
-Medians of `--runs` rounds and their ratio; the target (issue 38): sessiond ≥ 20x faster.
-Both answers are checked to have the same token totals first.
+- `ccusage daily --json --offline` (the pinned ccusage, tests/agents: a native binary,
+  several threads), which parses the transcripts (it wrote no cache file in these runs).
+Wall time and CPU time (user + system of every thread: the steadier on a loaded
+machine), medians of `--runs` rounds and their ratios; the target (issue 38): sessiond
+≥ 20x faster. Both answers are checked to have the same token totals first.
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ REPLIES = 10
 MODELS = ("claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805")
 
 
-def write_claude(projects: Path, sessions: int) -> int:
+def write_claude(
+    projects: Path, sessions: int, replies: int = REPLIES, result_bytes: int = 120
+) -> int:
     """`sessions` Claude Code transcripts under `projects`; returns the line count."""
     lines = 0
     for n in range(sessions):
-        session_id, cwd, data = claude_session(n)
+        session_id, cwd, data = claude_session(n, replies, result_bytes)
         folder = projects / cwd.replace("/", "-")
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{session_id}.jsonl").write_bytes(data)
@@ -56,8 +59,9 @@ def write_claude(projects: Path, sessions: int) -> int:
     return lines
 
 
-def claude_session(n: int) -> tuple[str, str, bytes]:
-    """The `n`th session: its id, its cwd and its transcript."""
+def claude_session(n: int, replies: int, result_bytes: int) -> tuple[str, str, bytes]:
+    """The `n`th session: its id, its cwd and its transcript (`replies` model calls, each a
+    tool call whose result is `result_bytes` long: a test's output, a file read)."""
     session_id, cwd = str(uuid.uuid4()), f"/work/project-{n % 20}"
     clock = EPOCH + timedelta(days=n % 60, minutes=(n * 7) % 1440)
     model = MODELS[n % 2]
@@ -77,7 +81,10 @@ def claude_session(n: int) -> tuple[str, str, bytes]:
         parent = uid
 
     entry("user", {"role": "user", "content": f"session {n}: fix the failing test"})
-    for reply in range(REPLIES):
+    output = ("ok tests/test_module.py::test_case PASSED\n" * (result_bytes // 42 + 1))[
+        :result_bytes
+    ]
+    for reply in range(replies):
         call = f"toolu_{uuid.uuid4().hex[:24]}"
         written = 900 + 13 * reply
         usage = {"input_tokens": 3 + reply, "cache_creation_input_tokens": written,
@@ -90,7 +97,7 @@ def claude_session(n: int) -> tuple[str, str, bytes]:
                    "content": [{"type": "tool_use", "id": call, "name": "Bash",
                                 "input": {"command": "make test"}}]}  # fmt: skip
         entry("assistant", message, requestId=f"req_{uuid.uuid4().hex[:20]}")
-        result = {"type": "tool_result", "tool_use_id": call, "content": "ok " * 40}
+        result = {"type": "tool_result", "tool_use_id": call, "content": output}
         entry("user", {"role": "user", "content": [result]})
     return session_id, cwd, b"".join(out)
 
@@ -135,7 +142,9 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, dict[str,
         return took, usage.ru_utime + usage.ru_stime, json.loads(out.read())
 
 
-def run(sessions: int, runs: int) -> dict[str, Any]:
+def run(
+    sessions: int, runs: int, replies: int = REPLIES, result_bytes: int = 120
+) -> dict[str, Any]:
     from tests.agents.install import bin_dir
 
     ccusage = bin_dir() / "ccusage"
@@ -143,7 +152,8 @@ def run(sessions: int, runs: int) -> dict[str, Any]:
         root = Path(tmp)
         user, home = root / "user", root / "sessiond"
         claude, codex_home = user / ".claude", user / ".codex"
-        lines = write_claude(claude / "projects", sessions // 2)
+        lines = write_claude(claude / "projects", sessions // 2, replies, result_bytes)
+        size = sum(path.stat().st_size for path in user.rglob("*.jsonl"))
         lines += write_codex(codex_home, sessions - sessions // 2)
         # Bytecode kept (in a folder of the bench's): an installed sessiond has it.
         env = {**os.environ, "PYTHONPATH": str(REPO), "TZ": "UTC",
@@ -171,7 +181,9 @@ def run(sessions: int, runs: int) -> dict[str, Any]:
                 cpu[name].append(used)
         medians = {name: statistics.median(values) for name, values in times.items()}
         cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
-        return {"sessions": sessions, "lines": lines, "runs": runs,
+        size += sum(path.stat().st_size for path in codex_home.rglob("*.jsonl"))
+        return {"sessions": sessions, "lines": lines, "runs": runs, "bytes": size,
+                "replies": replies, "resultBytes": result_bytes,
                 "calls": ours["totals"]["calls"], "days": len(ours["rows"]),
                 "sameTokens": same, "oursTokens": ours["totals"]["totalTokens"],
                 "theirsTokens": theirs["totals"]["totalTokens"],
@@ -184,7 +196,8 @@ def run(sessions: int, runs: int) -> dict[str, Any]:
 def render(result: dict[str, Any]) -> str:
     wall, cpu = result["medians"], result["cpuMedians"]
     return (
-        f"{result['sessions']:,} sessions ({result['lines']:,} lines, {result['calls']:,} model "
+        f"{result['sessions']:,} sessions ({result['lines']:,} lines, "
+        f"{result['bytes'] / 1e6:,.0f} MB, {result['calls']:,} model "
         f"calls over {result['days']} days), {result['runs']} rounds, medians from spawn "
         f"(load average {result['load'][0]:.1f}):\n"
         f"| command | wall | CPU (user + system) |\n|---|---|---|\n"
@@ -202,9 +215,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--replies", type=int, default=REPLIES, help="model calls per Claude Code session"
+    )
+    parser.add_argument("--result-bytes", type=int, default=120, help="each tool result's length")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = run(args.sessions, args.runs)
+    result = run(args.sessions, args.runs, args.replies, args.result_bytes)
     print(json.dumps(result, indent=1) if args.json else render(result))
 
 
