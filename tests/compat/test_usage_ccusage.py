@@ -28,15 +28,17 @@ TOKENS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 
 
 def varied() -> Any:
-    """Each model call its own token counts (cache reads and writes included), so a call
-    counted twice or missed shows in the totals."""
+    """Each model call its own token counts (cache reads and writes included, every other
+    call's writes partly kept for an hour, which cost more), so a call counted twice or
+    missed, or priced at the wrong rate, shows in the totals."""
     calls = count(1)
 
     def script(request: Request) -> Reply:
         n = next(calls)
         return Reply(text=f"Answer {n}.", usage=Usage(
             input_tokens=6000 + 17 * n, output_tokens=40 + 3 * n,  # OpenAI's: cached included
-            cache_read_tokens=4000 + 101 * n, cache_write_tokens=700 + 11 * n))  # fmt: skip
+            cache_read_tokens=4000 + 101 * n, cache_write_tokens=700 + 11 * n,
+            cache_write_1h_tokens=300 * (n % 2)))  # fmt: skip
 
     return script
 
