@@ -141,15 +141,21 @@ def test_calls_recorded_live_are_reported_at_once_and_after_a_restart(
                   "outputTokens": 5, "usd": 0, "priced": False})  # fmt: skip
     server.request("thread/record", {"threadId": thread_id, "sessionId": session,
                                      "items": items})  # fmt: skip
+    # A sub-agent's thread: its calls are its parent's session's.
+    child = server.request("thread/start", {"cwd": str(home), "parentThreadId": thread_id})
+    sub = {"type": "cost", "id": "s", "model": SONNET, "inputTokens": 10, "outputTokens": 1,
+           "usd": 0.5}  # fmt: skip
+    server.request("thread/record", {"threadId": child["thread"]["threadId"],
+                                     "sessionId": child["sessionId"], "items": [sub]})  # fmt: skip
     found = server.request("usage/report", {"report": "session", "by": "model",
                                             "timezone": "UTC"})  # fmt: skip
     (row,) = found["rows"]
-    assert row["threadId"] == thread_id and row["calls"] == 4 and row["unpricedCalls"] == 1
+    assert row["threadId"] == thread_id and row["calls"] == 5 and row["unpricedCalls"] == 1
     assert (row["inputTokens"], row["cacheReadTokens"], row["cacheWriteTokens"]) == (
-        3 * 100 + 3 + 5, 1800, 900)  # fmt: skip
-    assert row["usd"] == pytest.approx(0.75)
+        3 * 100 + 3 + 5 + 10, 1800, 900)  # fmt: skip
+    assert row["usd"] == pytest.approx(1.25)
     parts = {part["name"]: part["usd"] for part in row["breakdown"]}
-    assert parts == {SONNET: pytest.approx(0.75), UNKNOWN: None}
+    assert parts == {SONNET: pytest.approx(1.25), UNKNOWN: None}
 
     with pytest.raises(RpcError) as bad:
         server.request("usage/report", {"report": "daily", "timezone": "Mars/Olympus"})
@@ -159,18 +165,19 @@ def test_calls_recorded_live_are_reported_at_once_and_after_a_restart(
     assert bad.value.data["field"] == "since"
 
     server.shutdown()
-    assert usage(home, store_url, "session", "-z", "UTC")["rows"][0]["calls"] == 4
+    assert usage(home, store_url, "session", "-z", "UTC")["rows"][0]["calls"] == 5
     if store_url is None:  # the index is derived: rebuilt from the thread files, the same
         for path in home.glob("index.sqlite3*"):
             os.unlink(path)
         again = usage(home, store_url, "session", "-z", "UTC")
-        assert again["rows"][0]["calls"] == 4 and again["totals"] == found["totals"]
+        assert again["rows"][0]["calls"] == 5 and again["totals"] == found["totals"]
     daily = usage(home, store_url, "daily", "-z", "UTC")
     assert daily["totals"] == found["totals"]  # the day's sums, kept apart, agree
 
     # A deleted thread's calls are gone from every report.
     shared = ["--store", store_url] if store_url else []
-    gone = sessiond_cli("--home", str(home), *shared, "delete", "--yes", thread_id)
-    assert gone.returncode == 0, gone.stderr
+    for deleted in (child["thread"]["threadId"], thread_id):
+        gone = sessiond_cli("--home", str(home), *shared, "delete", "--yes", deleted)
+        assert gone.returncode == 0, gone.stderr
     for report in ("daily", "session", "blocks"):
         assert usage(home, store_url, report)["rows"] == []

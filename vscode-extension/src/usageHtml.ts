@@ -5,8 +5,8 @@ import type { UsagePart, UsageReportResult, UsageTotals } from "./protocol.gener
 
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"];
 const CHART_HEIGHT = 180;
-const BAR_WIDTH = 22;
-const BAR_GAP = 8;
+const BAR_WIDTH = 26;
+const BAR_GAP = 18; // room for a day's label (MM-DD) under its bar
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -70,8 +70,10 @@ export function chartSvg(report: UsageReportResult): { svg: string; models: stri
 export function usageHtml(byModel: UsageReportResult, projects: UsageReportResult, csp: { nonce: string; cspSource: string }): string {
   const { svg, models } = chartSvg(byModel);
   const legend = models
-    .map((model, i) => `<li><span class="swatch" style="background:${PALETTE[i % PALETTE.length]}"></span>${escapeHtml(model)}</li>`)
+    .map((model, i) => `<li><span class="swatch c${i % PALETTE.length}"></span>${escapeHtml(model)}</li>`)
     .join("");
+  // The legend's colours as classes of the nonce'd stylesheet: the policy allows no style attribute.
+  const swatches = PALETTE.map((color, i) => `.c${i} { background: ${color}; }`).join("\n");
   const rows = byProject(projects)
     .map((part) => `<tr><td class="project">${escapeHtml(part.name)}</td><td>${tokens(part.inputTokens)}</td><td>${tokens(part.outputTokens)}</td>` +
       `<td>${tokens(part.cacheReadTokens)}</td><td>${tokens(part.cacheWriteTokens)}</td><td>${tokens(part.totalTokens)}</td><td>${usageUsd(part)}</td></tr>`)
@@ -94,6 +96,7 @@ table { border-collapse: collapse; margin-top: 4px; }
 th, td { padding: 3px 10px; text-align: right; border-bottom: 1px solid var(--vscode-panel-border, #8884); }
 th:first-child, td.project { text-align: left; }
 th { color: var(--vscode-descriptionForeground); font-weight: normal; }
+${swatches}
 </style></head><body>
 <h2>Tokens per day, by model</h2>
 <p id="summary">${tokens(total.totalTokens)} tokens in ${tokens(total.calls)} model calls · ${usageUsd(total)} · days in ${escapeHtml(byModel.timezone)}</p>

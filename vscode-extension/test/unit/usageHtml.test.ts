@@ -48,6 +48,8 @@ describe("the usage view", () => {
     const html = usageHtml(byModel, projects, { nonce: "n0nce", cspSource: "vscode-resource:" });
     assert.ok(html.includes("<td class=\"project\">/work/&#60;shop&#62;</td>"));
     assert.ok(!html.includes("<script"), "the page runs nothing");
+    assert.ok(!/ style="/.test(html), "no style attribute: the policy would drop it");
+    assert.match(html, /<span class="swatch c1"><\/span>mystery-model/);
     assert.match(html, /default-src 'none'/);
   });
 });
