@@ -904,6 +904,7 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
       assert.ok(projects.includes(shop), `its project: ${projects.join(", ")}`);
     });
     assert.match(await frame.locator("#summary").innerText(), /tokens in \d+ model calls · \$/);
+    await runCommand(page, "Notifications: Clear All Notifications"); // the earlier steps' toasts
     await screenshot("15-usage");
   });
 });
