@@ -109,14 +109,10 @@ class ThreadSummary:
         # Not fields: neither a listing row, nor a snapshot's summary, nor the wire keeps them.
         self.usage_rows: list[UsageRow] = []
         """The cost items folded in since the index last took them (`take_usage`)."""
-        self.usage_whole = False
-        """The summary was folded from the file's first item: its index rows replace the
-        thread's stored usage rows instead of adding to them."""
 
-    def take_usage(self) -> tuple[bool, list[UsageRow]]:
-        """The usage rows to write, and whether they replace the thread's; then none."""
-        found = self.usage_whole, self.usage_rows
-        self.usage_rows, self.usage_whole = [], False
+    def take_usage(self) -> list[UsageRow]:
+        """The usage rows to write; then none."""
+        found, self.usage_rows = self.usage_rows, []
         return found
 
     def apply(self, item: dict[str, Any]) -> None:
@@ -219,7 +215,6 @@ def summarize(
     thread_id: str, items: list[dict[str, Any]], *, archived: bool = False
 ) -> ThreadSummary:
     summary = ThreadSummary(threadId=thread_id, archived=archived)
-    summary.usage_whole = True
     for item in items:
         summary.apply(item)
     return summary

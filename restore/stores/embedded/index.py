@@ -122,7 +122,7 @@ CREATE INDEX threads_by_previous ON threads (previousThreadId)
     WHERE previousThreadId IS NOT NULL;
 -- One row per model call (a `cost` item), for `sessiond usage` (restore/usage): written
 -- with its thread's row, gone with it. A call's seq is its item: written twice, it is
--- the same call (a file rewritten from its start drops its thread's rows first).
+-- the same call.
 CREATE TABLE usage (
     threadId TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -261,12 +261,12 @@ _USAGE_INSERT = (
 
 def _write_usage(conn: sqlite3.Connection, summaries: Sequence[ThreadSummary]) -> None:
     """The model calls the summaries folded in since they were last written (inside the
-    caller's transaction): keyed by seq, so writing one twice changes nothing; a summary
-    folded from the file's start replaces what its thread had."""
+    caller's transaction), keyed by seq: a call written again (a file read again from its
+    start, a row another process wrote first) changes nothing. Never a delete here: a
+    summary read from the file may be older than rows a writer elsewhere has written
+    since; a thread's rows go with its row (the trigger)."""
     for summary in summaries:
-        whole, rows = summary.take_usage()
-        if whole:
-            conn.execute("DELETE FROM usage WHERE threadId = ?", (summary.threadId,))
+        rows = summary.take_usage()
         if rows:
             thread_id = summary.threadId
             conn.executemany(_USAGE_INSERT, [(thread_id, *row) for row in rows])
