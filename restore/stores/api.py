@@ -449,6 +449,14 @@ class UsageThread(NamedTuple):
 Usage = tuple[list[UsageEntry], dict[str, UsageThread]]
 
 
+class UsageSource(Protocol):
+    """What a usage report asks: `Index.usage`, or what answers it apart."""
+
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage: ...
+
+
 def usage_thread(
     thread_id: str,
     title: str | None,
@@ -678,6 +686,11 @@ class Index(Protocol):
         1: each distinct millisecond) and, with `threads`, per thread, with the threads
         they are of (without: every entry's `threadId` is '', and no threads). Answered
         from what the store keeps per call, never by reading the threads' records again."""
+        ...
+
+    def usage_apart(self) -> UsageSource | None:
+        """What answers `usage` off the store's thread (a connection of its own: a long
+        report never holds a record), or None: ask `usage` on the store's thread."""
         ...
 
     def with_prefix(self, prefix: str, limit: int) -> Rows:

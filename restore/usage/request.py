@@ -12,14 +12,14 @@ from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.clock import now
-from restore.stores.api import Index
+from restore.stores.api import UsageSource
 from restore.usage.report import BYS, GRAIN_MS, REPORTS, WEEKDAYS, report, window
 
 _DATE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
 
 def usage_report(
-    index: Index,
+    index: UsageSource,
     kind: str,
     *,
     by: str | None = None,

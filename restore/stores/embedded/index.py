@@ -990,39 +990,13 @@ class ThreadIndex:
         """The model calls in [since_ms, until_ms), summed per model and `grain_ms` of
         time (and per thread, with `threads`), and the threads they are of
         (api.Index.usage). A quarter hour of every thread's: `usage_quarters`, as kept."""
-        conn = self._db()
-        if grain_ms == QUARTER_MS and not threads:
-            where, params = usage_window("quarter", _quarter(since_ms), _quarter(until_ms))
-            found = conn.execute(
-                "SELECT '', firstMs, lastMs, model, input, output, cacheRead, cacheWrite, usd, "
-                "unpriced, calls FROM usage_quarters"
-                + (" WHERE " + " AND ".join(where) if where else ""),
-                params,
-            )
-            return [UsageEntry(*row) for row in found], {}
-        where, params = usage_window("atMs", since_ms, until_ms)
-        thread = "threadId" if threads else "''"
-        entries = [UsageEntry(*row) for row in conn.execute(
-            f"SELECT {thread}, min(atMs), max(atMs), model, sum(input), sum(output), "
-            "sum(cacheRead), sum(cacheWrite), sum(usd), sum(1 - priced), count(*) FROM usage "
-            f"{' WHERE ' + ' AND '.join(where) if where else ''} "
-            f"GROUP BY {'threadId, ' if threads else ''}atMs / ?, model",
-            [*params, max(1, grain_ms)],
-        )]  # fmt: skip
-        if not threads:
-            return entries, {}
-        ids = sorted({entry.threadId for entry in entries})
-        named: dict[str, UsageThread] = {}
-        for start in range(0, len(ids), CHILD_COUNT_BATCH):
-            batch = ids[start : start + CHILD_COUNT_BATCH]
-            for row in conn.execute(
-                "SELECT threadId, title, cwd, workspaceFolder, origin, parentThreadId "
-                f"FROM threads WHERE threadId IN ({', '.join('?' * len(batch))})",
-                batch,
-            ):
-                origin = decoded(orjson.loads, row[4]) if row[4] else None
-                named[row[0]] = usage_thread(row[0], row[1], row[2], row[3], origin, row[5])
-        return entries, named
+        return usage_of(self._db(), since_ms, until_ms, grain_ms, threads=threads)
+
+    def usage_apart(self) -> UsageBeside | None:
+        """A connection of its own to the index file, for a reader thread (WAL: it and
+        the store's writes do not wait for each other); None for an index in memory,
+        which only its one connection reaches."""
+        return None if self._in_memory else UsageBeside(self.path)
 
     @_typed
     def count(self) -> int:
@@ -1057,6 +1031,72 @@ class ThreadIndex:
         """Close the connection; a later call opens (and reconciles) again."""
         with self._open_lock:
             self._close()
+
+
+def usage_of(
+    conn: sqlite3.Connection,
+    since_ms: int | None,
+    until_ms: int | None,
+    grain_ms: int,
+    *,
+    threads: bool,
+) -> Usage:
+    """ThreadIndex.usage's query, on `conn`."""
+    if grain_ms == QUARTER_MS and not threads:
+        where, params = usage_window("quarter", _quarter(since_ms), _quarter(until_ms))
+        found = conn.execute(
+            "SELECT '', firstMs, lastMs, model, input, output, cacheRead, cacheWrite, usd, "
+            "unpriced, calls FROM usage_quarters"
+            + (" WHERE " + " AND ".join(where) if where else ""),
+            params,
+        )
+        return [UsageEntry(*row) for row in found], {}
+    where, params = usage_window("atMs", since_ms, until_ms)
+    thread = "threadId" if threads else "''"
+    entries = [UsageEntry(*row) for row in conn.execute(
+        f"SELECT {thread}, min(atMs), max(atMs), model, sum(input), sum(output), "
+        "sum(cacheRead), sum(cacheWrite), sum(usd), sum(1 - priced), count(*) FROM usage "
+        f"{' WHERE ' + ' AND '.join(where) if where else ''} "
+        f"GROUP BY {'threadId, ' if threads else ''}atMs / ?, model",
+        [*params, max(1, grain_ms)],
+    )]  # fmt: skip
+    if not threads:
+        return entries, {}
+    ids = sorted({entry.threadId for entry in entries})
+    named: dict[str, UsageThread] = {}
+    for start in range(0, len(ids), CHILD_COUNT_BATCH):
+        batch = ids[start : start + CHILD_COUNT_BATCH]
+        for row in conn.execute(
+            "SELECT threadId, title, cwd, workspaceFolder, origin, parentThreadId "
+            f"FROM threads WHERE threadId IN ({', '.join('?' * len(batch))})",
+            batch,
+        ):
+            origin = decoded(orjson.loads, row[4]) if row[4] else None
+            named[row[0]] = usage_thread(row[0], row[1], row[2], row[3], origin, row[5])
+    return entries, named
+
+
+class UsageBeside:
+    """`usage` over a connection of its own, opened for the one report and closed after
+    it; SQLite's failures typed as the store's are (a storage failure naming the index)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage:
+        import sqlite3
+
+        try:
+            conn = connect_beside(self._path)
+            try:
+                return usage_of(conn, since_ms, until_ms, grain_ms, threads=threads)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            where = str(self._path)
+            raise storage_failure(f"{where}: {exc}", path=where) from exc
 
 
 def connect_beside(path: Path) -> sqlite3.Connection:

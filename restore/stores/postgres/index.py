@@ -93,6 +93,10 @@ class SharedIndex:
                     named[row[0]] = usage_thread(*row)
         return entries, named
 
+    def usage_apart(self) -> SharedIndex:
+        """Itself: its queries take a connection of the read pool, from any thread."""
+        return self
+
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
         with self._store.db.read() as conn:
             return rows.child_counts(conn, thread_ids)
