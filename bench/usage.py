@@ -14,7 +14,7 @@ the extension keeps current); then each round times, from spawn to exit, in turn
 - `sessiond usage daily --json` (this checkout, its bytecode written by the first, untimed
   run, as an install has it), which answers from the index, and
 - `ccusage daily --json --offline` (the pinned ccusage, tests/agents: a native binary,
-  several threads), which parses the transcripts (it wrote no cache file in these runs).
+  several threads), which parses the transcripts (a traced run wrote no cache file).
 Wall time and CPU time (user + system of every thread: the steadier on a loaded
 machine), medians of `--runs` rounds and their ratios; the target (issue 38): sessiond
 ≥ 20x faster. Both answers are checked to have the same token totals first.
