@@ -417,6 +417,84 @@ class ThreadSearchResult(Result):
     )
 
 
+class UsageReportParams(Params):
+    """Tokens and cost of every thread, as ccusage reports them (docs/usage.md)."""
+
+    report: Literal["daily", "weekly", "monthly", "session", "blocks"] = Field(
+        "daily",
+        description="What a row is: a day, a week, a month (in `timezone`), a session (a "
+        "top-level thread with its sub-agents' calls) or a 5-hour billing block.",
+    )
+    by: Literal["model", "agent", "project"] | None = Field(
+        None, description="Break each row down by model, agent or project (`breakdown`)."
+    )
+    since: str | None = Field(
+        None, max_length=10, description="From this day on (YYYY-MM-DD or YYYYMMDD, in `timezone`)."
+    )
+    until: str | None = Field(
+        None, max_length=10, description="Up to this day, inclusive (same forms)."
+    )
+    timezone: str | None = Field(
+        None,
+        max_length=64,
+        description="The IANA zone days are counted in; the server's own when omitted.",
+    )
+    startOfWeek: Literal[
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"
+    ] = Field("monday", description="`weekly`: the day a week starts on.")
+
+
+class UsageTotals(WireModel):
+    inputTokens: int = Field(description="Input tokens neither read from nor written to a cache.")
+    outputTokens: int = Field(description="Output tokens.")
+    cacheReadTokens: int = Field(description="Input tokens read from the cache.")
+    cacheWriteTokens: int = Field(description="Input tokens written to the cache.")
+    totalTokens: int = Field(description="The four added up.")
+    usd: float | None = Field(
+        description="What the priced calls cost (genai-prices); null when no call was "
+        "priced: unpriced, never $0."
+    )
+    calls: int = Field(description="Model calls counted.")
+    unpricedCalls: int = Field(
+        description="Calls whose model the price list does not know: their tokens count, "
+        "their cost is not in `usd`."
+    )
+
+
+class UsagePart(UsageTotals):
+    name: str = Field(description="The model, agent or project.")
+
+
+class UsageRow(UsageTotals):
+    key: str = Field(
+        description="The day (YYYY-MM-DD), the week's first day, the month (YYYY-MM), the "
+        "session's thread id, or the block's start (ISO 8601 UTC)."
+    )
+    models: list[str] = Field(description="The models called.")
+    firstAt: str = Field(description="The first call counted (ISO 8601 UTC).")
+    lastAt: str = Field(description="The last call counted (ISO 8601 UTC).")
+    breakdown: list[UsagePart] | None = Field(None, description="With `by`: each part's totals.")
+    threadId: str | None = Field(None, description="`session`: the top-level thread.")
+    title: str | None = Field(None, description="`session`: its title.")
+    project: str | None = Field(None, description="`session`: its workspace folder or cwd.")
+    agent: str | None = Field(None, description="`session`: the agent it is from.")
+    startAt: str | None = Field(None, description="`blocks`: the block's start (a UTC hour).")
+    endAt: str | None = Field(None, description="`blocks`: its start plus five hours.")
+    active: bool | None = Field(
+        None, description="`blocks`: its last call is under five hours old and it has not ended."
+    )
+
+
+class UsageReportResult(Result):
+    report: str = Field(description="The report asked for.")
+    timezone: str = Field(description="The zone days were counted in.")
+    by: str | None = Field(description="The breakdown asked for.")
+    since: str | None = Field(description="The first day counted (YYYY-MM-DD), if bounded.")
+    until: str | None = Field(description="The last day counted, if bounded.")
+    rows: list[UsageRow] = Field(description="Oldest first (sessions: by their last call).")
+    totals: UsageTotals = Field(description="Every row added up.")
+
+
 class ThreadReadParams(ThreadIdParams):
     """One page: forward with `afterSeq` (the default, from the start), back with `beforeSeq`
     (the `limit` items just before it); items come in ascending seq either way. A page costs
@@ -1015,6 +1093,7 @@ METHODS: dict[str, tuple[type[BaseModel] | None, type[BaseModel] | None]] = {
     "thread/list": (ThreadListParams, ThreadListResult),
     "thread/read": (ThreadReadParams, ThreadReadResult),
     "thread/search": (ThreadSearchParams, ThreadSearchResult),
+    "usage/report": (UsageReportParams, UsageReportResult),
     "thread/readBlob": (ThreadReadBlobParams, ThreadReadBlobResult),
     "thread/export": (ThreadExportParams, ThreadExportResult),
     "thread/resume": (ThreadResumeParams, RestoreReport),
@@ -1066,6 +1145,9 @@ SUMMARIES: dict[str, str] = {
     "thread/search": "Full-text search over every thread's messages, tool calls, edited "
     "paths, todos and titles (its own, ACP and imported threads): hits best first with a "
     "snippet and highlights, filtered before paging.",
+    "usage/report": "Tokens and cost per day, week, month, session or 5-hour billing block "
+    "over every thread (imported agents' too), optionally by model, agent or project, as "
+    "ccusage counts them; answered from the index (no record read again).",
     "thread/readBlob": "A file's content before or after one of the thread's recorded edits "
     "(for a diff), read through the `file_edit` item that names it: a seq that is not such "
     "an item of this thread, or a sha it does not name, is Unauthorized; content larger than "

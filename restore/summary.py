@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
+from datetime import UTC, datetime
 from typing import Any
 
 from protocol.names import SERVER_ITEM_TYPES
@@ -104,6 +105,16 @@ class ThreadSummary:
     lastSeq: int = 0
     latestSessionId: str | None = None
 
+    def __post_init__(self) -> None:
+        # Not fields: neither a listing row, nor a snapshot's summary, nor the wire keeps them.
+        self.usage_rows: list[UsageRow] = []
+        """The cost items folded in since the index last took them (`take_usage`)."""
+
+    def take_usage(self) -> list[UsageRow]:
+        """The usage rows to write; then none."""
+        found, self.usage_rows = self.usage_rows, []
+        return found
+
     def apply(self, item: dict[str, Any]) -> None:
         """Fold one stored item into the row (items must come in seq order)."""
         ts = item.get("ts")
@@ -145,6 +156,9 @@ class ThreadSummary:
             self.preview = make_preview(item.get("content"))
         elif kind == "cost" and isinstance(item.get("usd"), int | float):
             self.costUsd = round(self.costUsd + float(item["usd"]), 10)
+            row = usage_row(item)
+            if row is not None:
+                self.usage_rows.append(row)
         if kind not in BOOKKEEPING_TYPES:
             self.itemCount += 1
 
@@ -166,6 +180,35 @@ class ThreadSummary:
 THREAD_INFO_FIELDS = tuple(
     f.name for f in fields(ThreadSummary) if f.name not in ("lastSeq", "latestSessionId")
 )
+
+
+UsageRow = tuple[int, int, str, int, int, int, int, float, bool]
+"""One model call as the usage report counts it (restore/usage): seq, epoch milliseconds,
+model, fresh input tokens (neither read from nor written to a cache), output tokens, cache
+reads, cache writes, USD, priced."""
+
+
+def usage_row(item: dict[str, Any]) -> UsageRow | None:
+    """A `cost` item as a usage row; None when it has no seq or time to place it by."""
+    seq, ts = item.get("seq"), item.get("ts")
+    if not isinstance(seq, int) or not isinstance(ts, str):
+        return None
+    try:
+        at = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    if at.tzinfo is None:  # the envelope's ts is UTC (restore/clock.py)
+        at = at.replace(tzinfo=UTC)
+    read, write = _count(item, "cacheReadTokens"), _count(item, "cacheWriteTokens")
+    priced = item.get("priced") is not False
+    return (seq, int(at.timestamp() * 1000), str(item.get("model") or "unknown"),
+            max(0, _count(item, "inputTokens") - read - write), _count(item, "outputTokens"),
+            read, write, float(item.get("usd") or 0.0) if priced else 0.0, priced)  # fmt: skip
+
+
+def _count(item: dict[str, Any], key: str) -> int:
+    value = item.get(key)
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def summarize(

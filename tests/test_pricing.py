@@ -50,6 +50,27 @@ def test_every_call_costs_what_the_library_says(
                                  abs=1e-9)  # fmt: skip
 
 
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5-20250929", "claude-opus-4-8"])
+def test_a_cache_write_kept_for_an_hour_costs_what_the_library_says(model: str) -> None:
+    """Claude Code's replies split their cache writes by lifetime; an hour's costs twice
+    the input price, not the 5-minute write's 1.25x (what ccusage charges too)."""
+    at = pricing._moment(DAY)
+    for hour in (0, 400, 1000):
+        usage = Usage(input_tokens=1400, cache_write_tokens=1000, cache_write_1h_tokens=hour,
+                      cache_read_tokens=300, output_tokens=50)  # fmt: skip
+        expected = float(calc_price(usage, model, provider_id="anthropic",
+                                    genai_request_timestamp=at).total_price)  # fmt: skip
+        ours = pricing.usd(model, fresh=100, cache_write=1000, cache_read=300, output=50,
+                           cache_write_1h=hour, provider="anthropic", at=DAY)  # fmt: skip
+        assert ours == pytest.approx(expected, rel=1e-9)
+    five_minutes, hour = (
+        pricing.usd(model, fresh=0, cache_write=10**6, cache_read=0, output=0,
+                    cache_write_1h=n, provider="anthropic", at=DAY)
+        for n in (0, 10**6)
+    )  # fmt: skip
+    assert five_minutes is not None and hour is not None and hour > five_minutes
+
+
 @pytest.mark.parametrize("model", ["claude-opus-4-9", "gpt-6.2-sol", "gpt-5.5-2099-01-01",
                                    "", "my-local-model"])  # fmt: skip
 def test_a_model_the_list_does_not_know_is_unpriced_not_guessed(model: str) -> None:

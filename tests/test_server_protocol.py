@@ -123,7 +123,7 @@ def test_every_request_the_protocol_names_is_served(spawn: Spawn) -> None:
             continue
         # Bad params on purpose: the handler's validation answers, nothing is changed.
         with pytest.raises(RpcError) as refused:
-            server.request(method, {"threadId": 7, "cwd": 7, "limit": "many"})
+            server.request(method, {"threadId": 7, "cwd": 7, "limit": "many", "report": 7})
         kinds[method] = refused.value.kind
     assert kinds and set(kinds.values()) == {"InvalidParams"}
 

@@ -224,6 +224,12 @@ def test_an_earlier_release_opens_and_keeps_working(
     assert server.shutdown() == 0, server.stderr_path.read_text()[-4000:]
     assert first["threadId"] in sessiond.searched("three")
 
+    # What it cost, as the index rebuilt for its schema (9: a row per model call) or the
+    # column migration 008 added to every stored item tells it: the first thread's call.
+    costs = json.loads(sessiond.cli("usage", "session", "--json", "--timezone", "UTC"))
+    (row,) = [row for row in costs["rows"] if row["threadId"] == first["threadId"]]
+    assert row["calls"] >= 1 and row["outputTokens"] >= 300, row
+
     # The transcripts grew: importing again adds their new lines to the threads the old
     # release made, once (a fixture whose release could not import is imported now).
     imported = {i["agent"]: i for i in manifest["imports"]}

@@ -257,14 +257,16 @@ class SourceParser:
         """Whose price list the current model is on (the agent's `PROVIDER` by default)."""
         return self.PROVIDER
 
-    def cost(self, *, fresh: int, cache_write: int, cache_read: int, output: int) -> None:
-        """Tokens of one model call (USD when the model's price is known)."""
+    def cost(self, *, fresh: int, cache_write: int, cache_read: int, output: int,
+             cache_write_1h: int = 0) -> None:  # fmt: skip
+        """Tokens of one model call (USD when the model's price is known); `cache_write_1h`:
+        how many of its cache writes were kept for an hour (their own price)."""
         if fresh + cache_write + cache_read + output <= 0:
             return
         model = self.state["model"] or "unknown"
         priced = pricing.usd(model, fresh=fresh, cache_write=cache_write, cache_read=cache_read,
                              output=output, provider=self.price_source(),
-                             at=self.state["lastTs"])  # fmt: skip
+                             at=self.state["lastTs"], cache_write_1h=cache_write_1h)  # fmt: skip
         self.emit({
             "type": "cost", "model": model, "inputTokens": fresh + cache_write + cache_read,
             "outputTokens": output, "usd": priced or 0.0, "priced": priced is not None,

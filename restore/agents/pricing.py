@@ -34,6 +34,9 @@ class Rates:
     cache_read: float
     output: float
     per_call: float
+    cache_write_1h: float = 0.0
+    """A cache write kept for an hour (Anthropic's `ephemeral_1h`: twice the input price,
+    not the 5-minute write's 1.25x); the 5-minute rate where the list has no other."""
 
 
 @dataclass(frozen=True)
@@ -46,11 +49,16 @@ class ModelRates:
     tiers: tuple[Rates, ...]
     """`len(thresholds) + 1` entries: the base rates first."""
 
-    def usd(self, *, fresh: int, cache_write: int, cache_read: int, output: int) -> float:
+    def usd(
+        self, *, fresh: int, cache_write: int, cache_read: int, output: int, cache_write_1h: int = 0
+    ) -> float:
+        """`cache_write_1h`: how many of the `cache_write` tokens were written for an hour."""
         tier = self.tiers[bisect.bisect_left(self.thresholds, fresh + cache_write + cache_read)]
+        hour = min(max(0, cache_write_1h), cache_write)
         total = (
             fresh * tier.fresh
-            + cache_write * tier.cache_write
+            + (cache_write - hour) * tier.cache_write
+            + hour * tier.cache_write_1h
             + cache_read * tier.cache_read
             + output * tier.output
             + tier.per_call
@@ -67,18 +75,21 @@ def usd(
     output: int,
     provider: str | None = None,
     at: str | None = None,
+    cache_write_1h: int = 0,
 ) -> float | None:
     """The cost of one call's tokens, or None when the price list does not know the model.
 
     `fresh` is input that was neither read from nor written to a cache; `at` the call's ISO
     timestamp (prices that changed on a date apply from it); `provider` whose price list
     the model is on (an agent's price source: its parser's PROVIDER; None lets the library
-    find it).
+    find it); `cache_write_1h` how many of the cache writes were kept for an hour (Claude
+    Code's `cache_creation.ephemeral_1h_input_tokens`), priced at their own rate.
     """
     rates = rates_of(model, provider, (at or _today())[:10])
     if rates is None:
         return None
-    return rates.usd(fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output)
+    return rates.usd(fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output,
+                     cache_write_1h=cache_write_1h)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=512)
@@ -113,12 +124,19 @@ def rates_of(model: str, provider: str | None, day: str) -> ModelRates | None:
         n = start + 1 if start else min(1_000_000, thresholds[0] if thresholds else 1_000_000)
         n = max(n, 1)
         fresh = price(input_tokens=n)
+        write = (price(input_tokens=n, cache_write_tokens=n) - per_call) / n
+        try:
+            hour = (price(input_tokens=n, cache_write_tokens=n, cache_write_1h_tokens=n)
+                    - per_call) / n  # fmt: skip
+        except (LookupError, ValueError, TypeError):  # no such price: the 5-minute one
+            hour = write
         tiers.append(Rates(
             fresh=(fresh - per_call) / n,
-            cache_write=(price(input_tokens=n, cache_write_tokens=n) - per_call) / n,
+            cache_write=write,
             cache_read=(price(input_tokens=n, cache_read_tokens=n) - per_call) / n,
             output=(price(input_tokens=n, output_tokens=n) - fresh) / n,
             per_call=per_call,
+            cache_write_1h=hour,
         ))  # fmt: skip
     return ModelRates(info.id, tuple(thresholds), tuple(tiers))
 

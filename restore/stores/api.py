@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import orjson
 
@@ -415,6 +415,77 @@ JSON_FIELDS = ("forkedFrom", "origin")
 MAX_LIMIT = 200
 
 
+class UsageEntry(NamedTuple):
+    """Model calls of one thread and model, summed over a stretch of time (`sessiond
+    usage`, restore/usage): the tokens as restore/summary.py `usage_row` counts them."""
+
+    threadId: str
+    firstMs: int
+    """The first call's time, epoch milliseconds; `lastMs` the last's."""
+    lastMs: int
+    model: str
+    inputTokens: int
+    outputTokens: int
+    cacheReadTokens: int
+    cacheWriteTokens: int
+    usd: float
+    unpriced: int
+    """Calls whose model the price list does not know (their USD is not in `usd`)."""
+    calls: int
+
+
+class UsageThread(NamedTuple):
+    """What a usage report says of a thread: its project, agent and parent."""
+
+    threadId: str
+    title: str | None
+    project: str | None
+    """The workspace folder, else the cwd."""
+    agent: str
+    """The agent whose session it was imported from (`origin.agent`), else `sessiond`."""
+    parentThreadId: str | None
+
+
+Usage = tuple[list[UsageEntry], dict[str, UsageThread]]
+
+
+class UsageSource(Protocol):
+    """What a usage report asks: `Index.usage`, or what answers it apart."""
+
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage: ...
+
+
+def usage_thread(
+    thread_id: str,
+    title: str | None,
+    cwd: str | None,
+    workspace_folder: str | None,
+    origin: Any,
+    parent: str | None,
+) -> UsageThread:
+    """A thread's row as a usage report names it (both stores)."""
+    agent = origin.get("agent") if isinstance(origin, dict) else None
+    return UsageThread(thread_id, title, workspace_folder or cwd,
+                       agent if isinstance(agent, str) else "sessiond", parent)  # fmt: skip
+
+
+def usage_window(
+    column: str, since_ms: int | None, until_ms: int | None, mark: str = "?"
+) -> tuple[list[str], list[Any]]:
+    """The conditions of a usage query on the call's time in `column`, and their parameters
+    (`mark`: the driver's placeholder)."""
+    where, params = [], []
+    if since_ms is not None:
+        where.append(f"{column} >= {mark}")
+        params.append(since_ms)
+    if until_ms is not None:
+        where.append(f"{column} < {mark}")
+        params.append(until_ms)
+    return where, params
+
+
 def summary_of(row: Sequence[Any], *, json_text: bool = False) -> ThreadSummary:
     """A row of ROW_FIELDS (then the child count, when the query selected it) as a summary.
     `json_text`: the JSON fields are text to decode (SQLite; psycopg decodes jsonb)."""
@@ -606,6 +677,21 @@ class Index(Protocol):
         ...
 
     def count(self) -> int: ...
+
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage:
+        """The model calls recorded in [since_ms, until_ms) (epoch milliseconds, None: no
+        bound), summed per model and `grain_ms` of time (calls in one grain are one entry;
+        1: each distinct millisecond) and, with `threads`, per thread, with the threads
+        they are of (without: every entry's `threadId` is '', and no threads). Answered
+        from what the store keeps per call, never by reading the threads' records again."""
+        ...
+
+    def usage_apart(self) -> UsageSource | None:
+        """What answers `usage` off the store's thread (a connection of its own: a long
+        report never holds a record), or None: ask `usage` on the store's thread."""
+        ...
 
     def with_prefix(self, prefix: str, limit: int) -> Rows:
         """The threads whose id starts with `prefix` (canonical: restore/ids.py `id_prefix`),

@@ -254,6 +254,12 @@ def _mcp_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentPar
     )
 
 
+def _usage_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    from server.cli.usage import arguments
+
+    arguments(parser, common)
+
+
 def _client_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     from server.cli.client import add_arguments
 
@@ -310,6 +316,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         'search every thread: words, "a phrase", prefix*, -word',
         _search_arguments,
         "server.cli.search:search",
+    ),
+    Subcommand(
+        "usage",
+        "tokens and cost per day, week, month, session or 5-hour block, for every agent",
+        _usage_arguments,
+        "server.cli.usage:usage",
     ),
     Subcommand(
         "import",

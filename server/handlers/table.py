@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from server.handlers import edits, export, handshake, subscriptions, threads
+from server.handlers import edits, export, handshake, subscriptions, threads, usage
 from server.handlers.context import Context, Handler, Serving
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ HANDLERS: dict[str, Handler] = {
     "thread/list": threads.thread_list,
     "thread/read": threads.thread_read,
     "thread/search": threads.thread_search,
+    "usage/report": usage.usage_report,
     "thread/readBlob": threads.thread_read_blob,
     "thread/export": export.thread_export,
     "thread/resume": threads.thread_resume,

@@ -36,8 +36,12 @@ PACKAGES = {
     "claude-agent-acp": "@agentclientprotocol/claude-agent-acp",
     "codex-acp": "@agentclientprotocol/codex-acp",
     "pi-acp": "pi-acp",
+    "ccusage": "ccusage",
 }
 """The command each package installs, and the package."""
+PINNED_ONLY = {"ccusage"}
+"""Installed at the lockfile's version even for @latest: not an agent, and ccusage's newer
+releases (20.0.26) ship no linux-x64 binary."""
 SCRIPTED = ["@anthropic-ai/claude-code", "opencode-ai"]
 """The install scripts that are run: each links its platform binary (from an optional
 dependency of the same version) in place of a stub that only prints an error."""
@@ -108,7 +112,9 @@ def _install_latest() -> Path:
     target = CACHE / "latest"
     target.mkdir(parents=True, exist_ok=True)
     (target / "package.json").write_text(json.dumps({"name": "latest", "private": True}))
-    specs = [f"{name}@latest" for name in PACKAGES.values()]
+    pins = pinned()
+    specs = [f"{name}@{pins[name] if name in PINNED_ONLY else 'latest'}"
+             for name in PACKAGES.values()]  # fmt: skip
     _npm(["install", "--ignore-scripts", "--no-save", *specs, f"{NODE22}@22"], target)
     _npm(["rebuild", *SCRIPTED], target)
     _unlink_node(target / "node_modules" / ".bin")

@@ -54,6 +54,8 @@ class Usage:
     output_tokens: int = 60
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """Of the cache writes, those kept for an hour (Anthropic's split; the rest 5 minutes)."""
 
 
 @dataclass(frozen=True)
@@ -373,6 +375,13 @@ def _sse(event: str | None, data: dict[str, Any]) -> bytes:
     return f"{head}data: {json.dumps(data)}\n\n".encode()
 
 
+def cache_split(usage: Usage) -> dict[str, int]:
+    """The API's split of the cache writes by lifetime (5 minutes unless said otherwise)."""
+    hour = min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
+    return {"ephemeral_5m_input_tokens": usage.cache_write_tokens - hour,
+            "ephemeral_1h_input_tokens": hour}  # fmt: skip
+
+
 def anthropic_events(request: Request, reply: Reply) -> Iterator[bytes]:
     usage = reply.usage
     start_usage = {
@@ -380,6 +389,9 @@ def anthropic_events(request: Request, reply: Reply) -> Iterator[bytes]:
         "output_tokens": 1,
         "cache_read_input_tokens": usage.cache_read_tokens,
         "cache_creation_input_tokens": usage.cache_write_tokens,
+        # As the API splits them: Claude Code writes zeros for a missing split, and
+        # ccusage counts the split.
+        "cache_creation": cache_split(usage),
     }
     message = {"id": _id("msg_"), "type": "message", "role": "assistant",
                "model": request.model or "claude-sonnet-4-5", "content": [],
@@ -429,7 +441,8 @@ def anthropic_message(request: Request, reply: Reply) -> dict[str, Any]:
             "stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                       "cache_read_input_tokens": usage.cache_read_tokens,
-                      "cache_creation_input_tokens": usage.cache_write_tokens}}  # fmt: skip
+                      "cache_creation_input_tokens": usage.cache_write_tokens,
+                      "cache_creation": cache_split(usage)}}  # fmt: skip
 
 
 def openai_events(request: Request, reply: Reply) -> Iterator[bytes]:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from restore.home.caches import KEEP_ASIDE
+from restore.stores.embedded.index import ThreadIndex
 from tests.faults.helpers import Spawn, list_all, record, sessiond, start
 from tests.support.import_fixtures import Fixture
 from tests.support.rpc_client import REPO, ServerProcess
@@ -232,16 +233,17 @@ def test_an_index_damaged_under_a_running_server_heals_without_a_failed_request(
     world.check_cli()
 
 
-@pytest.mark.parametrize("version", [6, 7])
+@pytest.mark.parametrize("version", [6, 7, 8])
 def test_an_earlier_release_s_index_is_rebuilt_from_the_files_not_set_aside(
     world: World, home: Path, version: int
 ) -> None:
-    """Schema 6 (with the triggers that bricked it) and 7 (before session keys): older, not
-    damaged, so rebuilt from the thread files without a copy kept, every answer right."""
+    """Schema 6 (with the triggers that bricked it), 7 (before session keys) and 8 (before
+    the usage tables): older, not damaged, so rebuilt from the thread files without a copy
+    kept, every answer right."""
     index = home / "index.sqlite3"
     previous_release(index)
-    if version == 7:
-        _sql(index, "PRAGMA user_version = 7;")
+    if version > 6:
+        _sql(index, f"PRAGMA user_version = {version};")
     before = os.stat(index).st_ino
     said = world.check_cli()
     server = world.server()
@@ -253,7 +255,7 @@ def test_an_earlier_release_s_index_is_rebuilt_from_the_files_not_set_aside(
     assert "set aside" not in said
     conn = sqlite3.connect(index)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == ThreadIndex.SCHEMA_VERSION
     finally:
         conn.close()
 

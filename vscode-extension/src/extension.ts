@@ -13,6 +13,7 @@ import { type OpenAt, SessionController } from "./sessions";
 import { type HitRow, matchedWords, ThreadSearch } from "./threadSearch";
 import { BLOB_SCHEME, BlobDocuments } from "./transcript/blobs";
 import { TranscriptPanels } from "./transcript/panel";
+import { UsagePanel } from "./usagePanel";
 import { CostStatusItem, DOCUMENT_SCHEME, ReadOnlyDocuments, TodosTreeProvider } from "./views";
 
 export interface SessiondExtensionApi {
@@ -302,6 +303,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Sessio
     "sessiond.showRestoreReport",
     guarded("show the restore report", (threadId?: string) => sessions.showRestoreReport(typeof threadId === "string" ? threadId : undefined)),
   );
+  const usage = new UsagePanel(client);
+  context.subscriptions.push(usage);
+  register("sessiond.showUsage", guarded("show usage", () => usage.show()));
   register(
     "sessiond.restartServer",
     guarded("restart the server", async () => {

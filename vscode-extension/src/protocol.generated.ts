@@ -2425,6 +2425,224 @@ export interface ThreadUpdatedNotification {
   deleted?: boolean;
   [k: string]: unknown;
 }
+export interface UsagePart {
+  /**
+   * Input tokens neither read from nor written to a cache.
+   */
+  inputTokens: number;
+  /**
+   * Output tokens.
+   */
+  outputTokens: number;
+  /**
+   * Input tokens read from the cache.
+   */
+  cacheReadTokens: number;
+  /**
+   * Input tokens written to the cache.
+   */
+  cacheWriteTokens: number;
+  /**
+   * The four added up.
+   */
+  totalTokens: number;
+  /**
+   * What the priced calls cost (genai-prices); null when no call was priced: unpriced, never $0.
+   */
+  usd: number | null;
+  /**
+   * Model calls counted.
+   */
+  calls: number;
+  /**
+   * Calls whose model the price list does not know: their tokens count, their cost is not in `usd`.
+   */
+  unpricedCalls: number;
+  /**
+   * The model, agent or project.
+   */
+  name: string;
+  [k: string]: unknown;
+}
+/**
+ * Tokens and cost of every thread, as ccusage reports them (docs/usage.md).
+ */
+export interface UsageReportParams {
+  /**
+   * What a row is: a day, a week, a month (in `timezone`), a session (a top-level thread with its sub-agents' calls) or a 5-hour billing block.
+   */
+  report?: "daily" | "weekly" | "monthly" | "session" | "blocks";
+  /**
+   * Break each row down by model, agent or project (`breakdown`).
+   */
+  by?: ("model" | "agent" | "project") | null;
+  /**
+   * From this day on (YYYY-MM-DD or YYYYMMDD, in `timezone`).
+   */
+  since?: string | null;
+  /**
+   * Up to this day, inclusive (same forms).
+   */
+  until?: string | null;
+  /**
+   * The IANA zone days are counted in; the server's own when omitted.
+   */
+  timezone?: string | null;
+  /**
+   * `weekly`: the day a week starts on.
+   */
+  startOfWeek?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
+  [k: string]: unknown;
+}
+export interface UsageReportResult {
+  /**
+   * The report asked for.
+   */
+  report: string;
+  /**
+   * The zone days were counted in.
+   */
+  timezone: string;
+  /**
+   * The breakdown asked for.
+   */
+  by: string | null;
+  /**
+   * The first day counted (YYYY-MM-DD), if bounded.
+   */
+  since: string | null;
+  /**
+   * The last day counted, if bounded.
+   */
+  until: string | null;
+  /**
+   * Oldest first (sessions: by their last call).
+   */
+  rows: UsageRow[];
+  /**
+   * Every row added up.
+   */
+  totals: UsageTotals;
+  [k: string]: unknown;
+}
+export interface UsageRow {
+  /**
+   * Input tokens neither read from nor written to a cache.
+   */
+  inputTokens: number;
+  /**
+   * Output tokens.
+   */
+  outputTokens: number;
+  /**
+   * Input tokens read from the cache.
+   */
+  cacheReadTokens: number;
+  /**
+   * Input tokens written to the cache.
+   */
+  cacheWriteTokens: number;
+  /**
+   * The four added up.
+   */
+  totalTokens: number;
+  /**
+   * What the priced calls cost (genai-prices); null when no call was priced: unpriced, never $0.
+   */
+  usd: number | null;
+  /**
+   * Model calls counted.
+   */
+  calls: number;
+  /**
+   * Calls whose model the price list does not know: their tokens count, their cost is not in `usd`.
+   */
+  unpricedCalls: number;
+  /**
+   * The day (YYYY-MM-DD), the week's first day, the month (YYYY-MM), the session's thread id, or the block's start (ISO 8601 UTC).
+   */
+  key: string;
+  /**
+   * The models called.
+   */
+  models: string[];
+  /**
+   * The first call counted (ISO 8601 UTC).
+   */
+  firstAt: string;
+  /**
+   * The last call counted (ISO 8601 UTC).
+   */
+  lastAt: string;
+  /**
+   * With `by`: each part's totals.
+   */
+  breakdown?: UsagePart[] | null;
+  /**
+   * `session`: the top-level thread.
+   */
+  threadId?: string | null;
+  /**
+   * `session`: its title.
+   */
+  title?: string | null;
+  /**
+   * `session`: its workspace folder or cwd.
+   */
+  project?: string | null;
+  /**
+   * `session`: the agent it is from.
+   */
+  agent?: string | null;
+  /**
+   * `blocks`: the block's start (a UTC hour).
+   */
+  startAt?: string | null;
+  /**
+   * `blocks`: its start plus five hours.
+   */
+  endAt?: string | null;
+  /**
+   * `blocks`: its last call is under five hours old and it has not ended.
+   */
+  active?: boolean | null;
+  [k: string]: unknown;
+}
+export interface UsageTotals {
+  /**
+   * Input tokens neither read from nor written to a cache.
+   */
+  inputTokens: number;
+  /**
+   * Output tokens.
+   */
+  outputTokens: number;
+  /**
+   * Input tokens read from the cache.
+   */
+  cacheReadTokens: number;
+  /**
+   * Input tokens written to the cache.
+   */
+  cacheWriteTokens: number;
+  /**
+   * The four added up.
+   */
+  totalTokens: number;
+  /**
+   * What the priced calls cost (genai-prices); null when no call was priced: unpriced, never $0.
+   */
+  usd: number | null;
+  /**
+   * Model calls counted.
+   */
+  calls: number;
+  /**
+   * Calls whose model the price list does not know: their tokens count, their cost is not in `usd`.
+   */
+  unpricedCalls: number;
+  [k: string]: unknown;
+}
 
 export interface ProtocolRequests {
   "initialize": { params: InitializeParams; result: InitializeResult };
@@ -2434,6 +2652,7 @@ export interface ProtocolRequests {
   "thread/list": { params: ThreadListParams; result: ThreadListResult };
   "thread/read": { params: ThreadReadParams; result: ThreadReadResult };
   "thread/search": { params: ThreadSearchParams; result: ThreadSearchResult };
+  "usage/report": { params: UsageReportParams; result: UsageReportResult };
   "thread/readBlob": { params: ThreadReadBlobParams; result: ThreadReadBlobResult };
   "thread/export": { params: ThreadExportParams; result: ThreadExportResult };
   "thread/resume": { params: ThreadResumeParams; result: RestoreReport };

@@ -47,6 +47,8 @@ KNOWN_TOOLS = (
 """Tools whose effect is known; any other is recorded as a side effect and reported
 unmapped (MCP tools, `mcp__server__tool`, are side effects by design)."""
 RECENT_MESSAGES = 32
+HOUR = "ephemeral_1h_input_tokens"
+"""Where a reply's usage state keeps the cache writes it saw kept for an hour."""
 COMMAND_CHARS = 2_000
 LEDGER_MODELS = 64
 """Models whose running totals are followed (`cost-state`): a session uses a handful; the
@@ -374,7 +376,14 @@ class ClaudeCodeParser(SourceParser):
             if message_id is not None:
                 self.state["recent"] = [*self.state["recent"], message_id][-RECENT_MESSAGES:]
         grown = {k: max(0, counts[k] - tracked["seen"][k]) for k in keys}
+        # The cache writes kept for an hour (`cache_creation`'s split), priced apart; a
+        # state saved before this was read has none seen.
+        split = usage.get("cache_creation")
+        hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+        hour = hour if isinstance(hour, int) and hour > 0 else 0
+        grown_hour = max(0, hour - tracked["seen"].get(HOUR, 0))
         tracked["seen"] = {k: max(counts[k], tracked["seen"][k]) for k in keys}
+        tracked["seen"][HOUR] = max(hour, tracked["seen"].get(HOUR, 0))
         ledger = self.state.setdefault("ledger", _no_ledger(blind=True))  # older states
         model = self.state["model"] or "unknown"
         if model in ledger["counted"] or len(ledger["counted"]) < LEDGER_MODELS:
@@ -386,6 +395,7 @@ class ClaudeCodeParser(SourceParser):
             cache_write=grown["cache_creation_input_tokens"],
             cache_read=grown["cache_read_input_tokens"],
             output=grown["output_tokens"],
+            cache_write_1h=grown_hour,
         )
 
     def _cost_state(self, record: dict[str, Any]) -> None:

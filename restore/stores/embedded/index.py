@@ -44,10 +44,15 @@ from restore.stores.api import (
     Listing,
     Progress,
     Rows,
+    Usage,
+    UsageEntry,
+    UsageThread,
     decode_cursor,
     encode_cursor,
     storage_failure,
     summary_of,
+    usage_thread,
+    usage_window,
 )
 from restore.stores.embedded import marks
 from restore.stores.embedded.jsonl import LineMark
@@ -115,6 +120,66 @@ CREATE INDEX threads_by_key ON threads (sessionKey, archived, updatedAt, threadI
     WHERE sessionKey IS NOT NULL;
 CREATE INDEX threads_by_previous ON threads (previousThreadId)
     WHERE previousThreadId IS NOT NULL;
+-- One row per model call (a `cost` item), for `sessiond usage` (restore/usage): written
+-- with its thread's row, gone with it. A call's seq is its item: written twice, it is
+-- the same call.
+CREATE TABLE usage (
+    threadId TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    atMs INTEGER NOT NULL,    -- the call's time, epoch milliseconds
+    model TEXT NOT NULL,
+    input INTEGER NOT NULL,   -- fresh input: neither read from nor written to a cache
+    output INTEGER NOT NULL,
+    cacheRead INTEGER NOT NULL,
+    cacheWrite INTEGER NOT NULL,
+    usd REAL NOT NULL,
+    priced INTEGER NOT NULL,
+    PRIMARY KEY (threadId, seq)
+) WITHOUT ROWID;
+CREATE INDEX usage_by_time ON usage (atMs, model);
+CREATE TRIGGER usage_gone AFTER DELETE ON threads BEGIN
+    DELETE FROM usage WHERE threadId = old.threadId;
+END;
+-- Every thread's calls summed per quarter hour (atMs / 900000) and model, kept by the
+-- triggers below: what a report by day, week or month reads (every time zone's offset
+-- is a multiple of 15 minutes), a few rows a day instead of every call.
+CREATE TABLE usage_quarters (
+    quarter INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    input INTEGER NOT NULL,
+    output INTEGER NOT NULL,
+    cacheRead INTEGER NOT NULL,
+    cacheWrite INTEGER NOT NULL,
+    usd REAL NOT NULL,
+    unpriced INTEGER NOT NULL,
+    calls INTEGER NOT NULL,
+    firstMs INTEGER NOT NULL,
+    lastMs INTEGER NOT NULL,
+    PRIMARY KEY (quarter, model)
+) WITHOUT ROWID;
+CREATE TRIGGER usage_in AFTER INSERT ON usage BEGIN
+    INSERT INTO usage_quarters VALUES (new.atMs / 900000, new.model, new.input, new.output,
+        new.cacheRead, new.cacheWrite, new.usd, 1 - new.priced, 1, new.atMs, new.atMs)
+    ON CONFLICT (quarter, model) DO UPDATE SET input = input + excluded.input,
+        output = output + excluded.output, cacheRead = cacheRead + excluded.cacheRead,
+        cacheWrite = cacheWrite + excluded.cacheWrite, usd = usd + excluded.usd,
+        unpriced = unpriced + excluded.unpriced, calls = calls + 1,
+        firstMs = min(firstMs, excluded.firstMs), lastMs = max(lastMs, excluded.lastMs);
+END;
+CREATE TRIGGER usage_out AFTER DELETE ON usage BEGIN
+    UPDATE usage_quarters SET input = input - old.input, output = output - old.output,
+        cacheRead = cacheRead - old.cacheRead, cacheWrite = cacheWrite - old.cacheWrite,
+        usd = usd - old.usd, unpriced = unpriced - (1 - old.priced), calls = calls - 1,
+        firstMs = coalesce((SELECT min(atMs) FROM usage WHERE model = old.model
+            AND atMs / 900000 = old.atMs / 900000
+            AND atMs BETWEEN old.atMs - 900000 AND old.atMs + 900000), 0),
+        lastMs = coalesce((SELECT max(atMs) FROM usage WHERE model = old.model
+            AND atMs / 900000 = old.atMs / 900000
+            AND atMs BETWEEN old.atMs - 900000 AND old.atMs + 900000), 0)
+    WHERE quarter = old.atMs / 900000 AND model = old.model;
+    DELETE FROM usage_quarters WHERE quarter = old.atMs / 900000 AND model = old.model
+        AND calls <= 0;
+END;
 -- What the last open saw: the boot it ran in and each shard directory's mtime.
 CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
 """
@@ -179,6 +244,34 @@ def _row_values(
     return (*values, str(path), mark.end, stat.st_mtime_ns, mark.start, mark.sha)
 
 
+QUARTER_MS = 900_000
+"""The grain `usage_quarters` sums calls in (restore/usage/report.py GRAIN_MS)."""
+
+
+def _quarter(ms: int | None) -> int | None:
+    """The first quarter hour at or after `ms` (report windows start on one)."""
+    return None if ms is None else -(-ms // QUARTER_MS)
+
+
+_USAGE_INSERT = (
+    "INSERT INTO usage (threadId, seq, atMs, model, input, output, cacheRead, cacheWrite, "
+    "usd, priced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (threadId, seq) DO NOTHING"
+)
+
+
+def _write_usage(conn: sqlite3.Connection, summaries: Sequence[ThreadSummary]) -> None:
+    """The model calls the summaries folded in since they were last written (inside the
+    caller's transaction), keyed by seq: a call written again (a file read again from its
+    start, a row another process wrote first) changes nothing. Never a delete here: a
+    summary read from the file may be older than rows a writer elsewhere has written
+    since; a thread's rows go with its row (the trigger)."""
+    for summary in summaries:
+        rows = summary.take_usage()
+        if rows:
+            thread_id = summary.threadId
+            conn.executemany(_USAGE_INSERT, [(thread_id, *row) for row in rows])
+
+
 P = ParamSpec("P")
 T = TypeVar("T")
 Params = list[Any]
@@ -229,9 +322,10 @@ class ThreadIndex:
     locked so a background rebuild and a first request cannot both open the db.
     """
 
-    SCHEMA_VERSION = 8  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
+    SCHEMA_VERSION = 9  # 2: costUsd, 3: origin, 4: lastLineStart/lastLineSha, 5: parents, 6: meta
     # 7: the search triggers of search version 2 (an UPSERT after a search no longer fails)
     # 8: session keys and reset links (sessionKey, previousThreadId, nextThreadId, resetReason)
+    # 9: usage (one row per model call) and usage_quarters (their sums), restore/usage
     """An index of another version is rebuilt from the thread files (they hold every
     field), like a corrupt one: that is its migration."""
 
@@ -495,6 +589,7 @@ class ThreadIndex:
                 if path not in live
             ]
             self._write_live(conn, live)
+            self._live_usage(conn, live)
             self._refresh(conn, files, _UPSERT, progress)
             self._remember(conn, seen)
         finally:
@@ -611,15 +706,29 @@ class ThreadIndex:
     def _write_live(self, conn: sqlite3.Connection, live: dict[str, Indexed]) -> None:
         if not live:
             return
-        rows = []
+        rows, summaries = [], []
         for path, (summary, mark) in live.items():
             try:
                 rows.append(_row_values(summary, Path(path), os.stat(path), mark))
             except FileNotFoundError:
                 continue
+            summaries.append(summary)
         with conn:
             conn.execute("BEGIN")
             conn.executemany(_UPSERT, rows)
+            _write_usage(conn, summaries)
+
+    def _live_usage(self, conn: sqlite3.Connection, live: dict[str, Indexed]) -> None:
+        """A fresh index's usage rows of the files this process writes: their writers
+        hold only the calls since their row was last written, so the files are read for
+        the rest (what a writer appends meanwhile is written with its next row)."""
+        for path in live:
+            archived = self._layout.archived_dir in Path(path).parents
+            found = self._read_summary(Path(path), archived, None)
+            if found is not None:
+                with conn:
+                    conn.execute("BEGIN")
+                    _write_usage(conn, [found[0]])
 
     def _chosen_files(
         self, shards: set[str] | None = None
@@ -646,10 +755,11 @@ class ThreadIndex:
         for start in range(0, total, _BATCH):
             batch = files[start : start + _BATCH]
             rows = list(self._summarized(conn, batch))
-            written = {path for _, path in rows}
+            written = {path for _, path, _ in rows}
             with conn:
                 conn.execute("BEGIN")
-                conn.executemany(upsert_sql, [values for values, _ in rows])
+                conn.executemany(upsert_sql, [values for values, _, _ in rows])
+                _write_usage(conn, [summary for _, _, summary in rows])
                 # A file that changed into something unreadable no longer vouches for its row.
                 conn.executemany(
                     "DELETE FROM threads WHERE path = ?",
@@ -662,7 +772,7 @@ class ThreadIndex:
 
     def _summarized(
         self, conn: sqlite3.Connection, files: list[tuple[Path, bool, LineMark | None]]
-    ) -> Iterator[tuple[tuple[Any, ...], str]]:
+    ) -> Iterator[tuple[tuple[Any, ...], str, ThreadSummary]]:
         for path, archived, mark in files:
             try:
                 stat = path.stat()  # before reading: an append during the read shows as a change
@@ -678,7 +788,7 @@ class ThreadIndex:
             found = self._read_summary(path, archived, since)
             if found is not None:
                 summary, covered = found
-                yield _row_values(summary, path, stat, covered), str(path)
+                yield _row_values(summary, path, stat, covered), str(path), summary
 
     @property
     def is_open(self) -> bool:
@@ -720,16 +830,18 @@ class ThreadIndex:
     @_typed
     def upsert_many(self, rows: list[tuple[ThreadSummary, Path, LineMark | None]]) -> None:
         """Several writers' rows in one transaction (the service batches record traffic)."""
-        values = []
+        values, summaries = [], []
         for summary, path, mark in rows:
             try:
                 values.append(_row_values(summary, path, path.stat(), mark))
             except FileNotFoundError:
                 continue  # moved or deleted since: its next row (or reconcile) says where
+            summaries.append(summary)
         conn = self._db()
         with conn:
             conn.execute("BEGIN")
             conn.executemany(_UPSERT, values)
+            _write_usage(conn, summaries)
 
     @_typed
     def refresh(self, rows: list[tuple[ThreadSummary, Path, os.stat_result]]) -> None:
@@ -742,6 +854,7 @@ class ThreadIndex:
                 _UPSERT_IF_NOT_NEWER,
                 [_row_values(summary, path, stat, None) for summary, path, stat in rows],
             )
+            _write_usage(conn, [summary for summary, _, _ in rows])
 
     @_typed
     def remove(self, thread_id: str) -> None:
@@ -871,6 +984,21 @@ class ThreadIndex:
         )
 
     @_typed
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage:
+        """The model calls in [since_ms, until_ms), summed per model and `grain_ms` of
+        time (and per thread, with `threads`), and the threads they are of
+        (api.Index.usage). A quarter hour of every thread's: `usage_quarters`, as kept."""
+        return usage_of(self._db(), since_ms, until_ms, grain_ms, threads=threads)
+
+    def usage_apart(self) -> UsageBeside | None:
+        """A connection of its own to the index file, for a reader thread (WAL: it and
+        the store's writes do not wait for each other); None for an index in memory,
+        which only its one connection reaches."""
+        return None if self._in_memory else UsageBeside(self.path)
+
+    @_typed
     def count(self) -> int:
         return int(self._db().execute("SELECT count(*) FROM threads").fetchone()[0])
 
@@ -903,6 +1031,72 @@ class ThreadIndex:
         """Close the connection; a later call opens (and reconciles) again."""
         with self._open_lock:
             self._close()
+
+
+def usage_of(
+    conn: sqlite3.Connection,
+    since_ms: int | None,
+    until_ms: int | None,
+    grain_ms: int,
+    *,
+    threads: bool,
+) -> Usage:
+    """ThreadIndex.usage's query, on `conn`."""
+    if grain_ms == QUARTER_MS and not threads:
+        where, params = usage_window("quarter", _quarter(since_ms), _quarter(until_ms))
+        found = conn.execute(
+            "SELECT '', firstMs, lastMs, model, input, output, cacheRead, cacheWrite, usd, "
+            "unpriced, calls FROM usage_quarters"
+            + (" WHERE " + " AND ".join(where) if where else ""),
+            params,
+        )
+        return [UsageEntry(*row) for row in found], {}
+    where, params = usage_window("atMs", since_ms, until_ms)
+    thread = "threadId" if threads else "''"
+    entries = [UsageEntry(*row) for row in conn.execute(
+        f"SELECT {thread}, min(atMs), max(atMs), model, sum(input), sum(output), "
+        "sum(cacheRead), sum(cacheWrite), sum(usd), sum(1 - priced), count(*) FROM usage "
+        f"{' WHERE ' + ' AND '.join(where) if where else ''} "
+        f"GROUP BY {'threadId, ' if threads else ''}atMs / ?, model",
+        [*params, max(1, grain_ms)],
+    )]  # fmt: skip
+    if not threads:
+        return entries, {}
+    ids = sorted({entry.threadId for entry in entries})
+    named: dict[str, UsageThread] = {}
+    for start in range(0, len(ids), CHILD_COUNT_BATCH):
+        batch = ids[start : start + CHILD_COUNT_BATCH]
+        for row in conn.execute(
+            "SELECT threadId, title, cwd, workspaceFolder, origin, parentThreadId "
+            f"FROM threads WHERE threadId IN ({', '.join('?' * len(batch))})",
+            batch,
+        ):
+            origin = decoded(orjson.loads, row[4]) if row[4] else None
+            named[row[0]] = usage_thread(row[0], row[1], row[2], row[3], origin, row[5])
+    return entries, named
+
+
+class UsageBeside:
+    """`usage` over a connection of its own, opened for the one report and closed after
+    it; SQLite's failures typed as the store's are (a storage failure naming the index)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage:
+        import sqlite3
+
+        try:
+            conn = connect_beside(self._path)
+            try:
+                return usage_of(conn, since_ms, until_ms, grain_ms, threads=threads)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            where = str(self._path)
+            raise storage_failure(f"{where}: {exc}", path=where) from exc
 
 
 def connect_beside(path: Path) -> sqlite3.Connection:

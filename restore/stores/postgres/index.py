@@ -10,7 +10,17 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from restore.stores.api import KeyThreads, Listing, Progress, Rows
+from restore.stores.api import (
+    KeyThreads,
+    Listing,
+    Progress,
+    Rows,
+    Usage,
+    UsageEntry,
+    UsageThread,
+    usage_thread,
+    usage_window,
+)
 from restore.stores.postgres import rows
 from restore.summary import ThreadSummary
 
@@ -18,6 +28,7 @@ if TYPE_CHECKING:
     from restore.stores.postgres.store import PostgresStore
 
 REPO_CACHE_SECONDS = 30.0
+NO_THREAD = "''"  # a usage entry of every thread's calls
 
 
 class SharedIndex:
@@ -44,6 +55,47 @@ class SharedIndex:
     def with_prefix(self, prefix: str, limit: int) -> Rows:
         with self._store.db.read() as conn:
             return rows.with_prefix(conn, prefix, limit)
+
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage:
+        """Summed from the items' generated `usage` column (migration 008), under the
+        items' row policies."""
+        ms = "(usage->>'ms')::bigint"
+        where, params = usage_window(ms, since_ms, until_ms, "%s")
+        condition = " AND ".join(["usage IS NOT NULL", *where])
+        with self._store.db.read() as conn:
+            found = conn.execute(
+                f"SELECT {'thread_id::text' if threads else NO_THREAD}, min({ms}), max({ms}), "
+                "usage->>'model', "
+                "sum((usage->>'input')::bigint), sum((usage->>'output')::bigint), "
+                "sum((usage->>'read')::bigint), sum((usage->>'write')::bigint), "
+                "sum((usage->>'usd')::double precision), "
+                "count(*) FILTER (WHERE usage->'priced' = 'false'::jsonb), count(*) "
+                f"FROM sessiond_items WHERE {condition} "
+                f"GROUP BY {'thread_id, ' if threads else ''}{ms} / %s, usage->>'model'",
+                [*params, max(1, grain_ms)],
+            ).fetchall()
+            entries = [
+                UsageEntry(row[0], int(row[1]), int(row[2]), row[3], int(row[4]), int(row[5]),
+                           int(row[6]), int(row[7]), float(row[8]), int(row[9]), int(row[10]))
+                for row in found
+            ]  # fmt: skip
+            ids = sorted({entry.threadId for entry in entries}) if threads else []
+            named: dict[str, UsageThread] = {}
+            if ids:
+                for row in conn.execute(
+                    "SELECT thread_id::text, title, cwd, workspace_folder, origin, "
+                    "parent_thread_id::text FROM sessiond_threads "
+                    "WHERE thread_id = ANY(%s::uuid[])",
+                    (ids,),
+                ).fetchall():
+                    named[row[0]] = usage_thread(*row)
+        return entries, named
+
+    def usage_apart(self) -> SharedIndex:
+        """Itself: its queries take a connection of the read pool, from any thread."""
+        return self
 
     def child_counts(self, thread_ids: Sequence[str]) -> dict[str, int]:
         with self._store.db.read() as conn:

@@ -46,6 +46,8 @@ import {
   treeOutline,
   treeRow,
   treeRows,
+  runCommand,
+  usageFrame,
   visibleEntries,
   webviewHostMarks,
 } from "./workbench.mjs";
@@ -83,6 +85,7 @@ const README_MEDIA = {
   "03-drift-modal": "drift.png",
   "06-drift-banner": "drift-banner.png",
   "14-resume-in-claude-code": "resume-in-agent.png",
+  "15-usage": "usage.png",
 };
 
 const stack = [];
@@ -887,6 +890,22 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
     await eventually(async () => assert.equal(existsSync(agentLog) ? readFileSync(agentLog, "utf8") : "", `${shop} --resume ${CLAUDE_SESSION}\n`), 30_000);
     await eventually(async () => assert.ok((await page.locator(".part.panel").innerText()).includes("Claude Code"), "the terminal is shown"));
     await screenshot("14-resume-in-claude-code");
+  });
+
+  step("Show Usage: each day's tokens by model as a chart, and a table by project, from the server's index", async () => {
+    await runCommand(page, "sessiond: Show Usage");
+    await eventually(async () => assert.equal(await activeTab(page), "sessiond Usage"));
+    const frame = await usageFrame(page);
+    await eventually(async () => {
+      const models = await frame.locator("ul.legend li").allInnerTexts();
+      assert.ok(models.includes("claude-sonnet-4-5-20250929"), `the imported session's model: ${models.join(", ")}`);
+      assert.ok((await frame.locator("svg rect.bar").count()) > 0, "a bar for its day");
+      const projects = await frame.locator("#projects td.project").allInnerTexts();
+      assert.ok(projects.includes(shop), `its project: ${projects.join(", ")}`);
+    });
+    assert.match(await frame.locator("#summary").innerText(), /tokens in \d+ model calls · \$/);
+    await runCommand(page, "Notifications: Clear All Notifications"); // the earlier steps' toasts
+    await screenshot("15-usage");
   });
 });
 

@@ -241,6 +241,16 @@ export function visibleEntries(frame) {
   );
 }
 
+/** The usage view's webview frame: it runs no script, so it is found by its table. */
+export async function usageFrame(page, timeoutMs = 30_000) {
+  return eventually(async () => {
+    for (const frame of page.frames()) {
+      if ((await frame.locator("table#projects").count().catch(() => 0)) > 0) return frame;
+    }
+    throw new Error(`no usage webview among ${page.frames().length} frames`);
+  }, timeoutMs);
+}
+
 /** Runs a command from the command palette by its title, as a person types it. */
 export async function runCommand(page, title) {
   await page.keyboard.press("F1");
