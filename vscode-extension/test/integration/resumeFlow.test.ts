@@ -133,13 +133,13 @@ describe("resuming a thread from the Threads view", () => {
       return rendered.includes("  feature/login") ? rendered : undefined;
     });
     assert.equal(lines[1], "  feature/login", "the newest branch group comes first");
-    assert.match(lines[2]!, /^ {4}the login form rejects valid passwords — just now · \$0\.42$/);
+    assert.match(lines[2]!, /^ {4}fix login — just now · \$0\.42$/, "a fork keeps its thread's title");
   });
 
   it("Continue here resumes the original thread in the workspace as it is now", async () => {
     vscodeStub.messages = [];
     vscodeStub.answers.push(() => "Continue here");
-    await vscodeStub.commands.get("sessiond.resumeThread")!(await findThreadNode(extension.api.threads, "fix login"));
+    await vscodeStub.commands.get("sessiond.resumeThread")!(await findThreadNode(extension.api.threads, "fix login", recordedThreadId));
     assert.equal(vscodeStub.messages[0]?.modal, true);
     const active = extension.api.sessions.active;
     assert.equal(active?.thread.threadId, recordedThreadId);
@@ -157,15 +157,17 @@ describe("resuming a thread from the Threads view", () => {
   });
 
   it("Archive removes the thread from the view; Show Archived lists it, marked archived", async () => {
-    await vscodeStub.commands.get("sessiond.archiveThread")!(await findThreadNode(extension.api.threads, "fix login"));
+    await vscodeStub.commands.get("sessiond.archiveThread")!(await findThreadNode(extension.api.threads, "fix login", recordedThreadId));
+    // Its fork (same title, on feature/login) stays: only the original leaves the main group.
     await waitFor("the archived thread to leave the tree", async () =>
-      (await renderTree(extension.api.threads)).some((line) => line.includes("fix login")) ? undefined : true,
+      (await renderTree(extension.api.threads)).filter((line) => line.includes("fix login")).length === 1 || undefined,
     );
+    await assert.rejects(findThreadNode(extension.api.threads, "fix login", recordedThreadId));
     assert.ok(!vscodeStub.messages.some((m) => m.severity === "error"), JSON.stringify(vscodeStub.messages));
     await vscodeStub.commands.get("sessiond.toggleArchived")!();
     const archived = await renderTree(extension.api.threads);
     assert.ok(archived.some((line) => /^ {4}fix login — /.test(line)), archived.join("\n"));
-    const row = extension.api.threads.getTreeItem(await findThreadNode(extension.api.threads, "fix login"));
+    const row = extension.api.threads.getTreeItem(await findThreadNode(extension.api.threads, "fix login", recordedThreadId));
     assert.equal((row.iconPath as { id: string }).id, "archive", "marked archived");
     assert.equal(archived.filter((line) => line.startsWith("    ")).length, 1, "only archived threads are listed");
   });

@@ -159,10 +159,17 @@ export async function renderTree(provider: ThreadsTreeProvider): Promise<string[
 }
 
 /** The tree node of the thread shown with this label, as the tree hands it to commands. */
-export async function findThreadNode(provider: ThreadsTreeProvider, label: string): Promise<ThreadsNode> {
+/** The row of the thread labelled `label` (or, when `threadId` is given, of that thread among
+ * those so labelled: a fork keeps its thread's title). */
+export async function findThreadNode(provider: ThreadsTreeProvider, label: string, threadId?: string): Promise<ThreadsNode> {
   const search = async (node: ThreadsNode | undefined): Promise<ThreadsNode | undefined> => {
     for (const child of await provider.getChildren(node)) {
-      if (child.kind === "thread" && provider.getTreeItem(child).label === label) return child;
+      if (
+        child.kind === "thread" &&
+        provider.getTreeItem(child).label === label &&
+        (threadId === undefined || child.thread.threadId === threadId)
+      )
+        return child;
       const found = await search(child);
       if (found) return found;
     }
