@@ -1626,9 +1626,9 @@ export interface SearchHit {
    */
   seq: number;
   /**
-   * What matched: a `user` or `assistant` message, a `tool` call (title, command), an `edit`ed file's path, the `todo` list, the thread's `title`.
+   * What matched: a `user` or `assistant` message, a `tool` call (title, command, arguments), a tool's `output` (a message of role `tool`, an operation with its result, its call's text searched with it), an `edit`ed file's path, the `todo` list, the thread's `title`.
    */
-  role: "user" | "assistant" | "tool" | "edit" | "todo" | "title";
+  role: "user" | "assistant" | "tool" | "output" | "edit" | "todo" | "title";
   /**
    * When the record was stored (ISO 8601 UTC).
    */
@@ -2200,7 +2200,7 @@ export interface ThreadSearchParams {
   /**
    * Only hits of this kind (see SearchHit.role).
    */
-  role?: ("user" | "assistant" | "tool" | "edit" | "todo" | "title") | null;
+  role?: ("user" | "assistant" | "tool" | "output" | "edit" | "todo" | "title") | null;
   /**
    * Only records at or after this ISO 8601 time.
    */
