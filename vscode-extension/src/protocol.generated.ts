@@ -1040,6 +1040,10 @@ export interface OperationItem {
    */
   command?: string | null;
   /**
+   * The call's arguments as the agent gave them, any JSON (on `started`; an import keeps their strings' first 2,000 characters): searched with the call, as `result` is with its output.
+   */
+  input?: unknown;
+  /**
    * A shell command's exit code, when known.
    */
   exitCode?: number | null;
