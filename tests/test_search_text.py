@@ -46,6 +46,7 @@ RECORDS: list[dict[str, Any]] = [
     {**OPERATION, "state": "committed", "result": "Traceback: KeyError 'zorp'"},
     {**OPERATION, "state": "committed", "result": {"stdout": "ok", "exit": 0}},
     {**OPERATION, "state": "committed", "result": ""},
+    {**OPERATION, "state": "committed", "result": " \n\t "},
     {**OPERATION, "state": "committed", "result": None, "title": "t"},
     {
         **OPERATION,

@@ -78,18 +78,21 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
           FROM sessiond_search_parts(sessiond_search_json(line))) AS s
 $$;
 
+-- One pass over the parts: whether there is text (as sessiond_search_text decides) and output.
 CREATE FUNCTION sessiond_search_role(line text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN sessiond_search_text(line) IS NULL THEN NULL
-                WHEN j->>'type' = 'message' AND j->>'role' = 'tool' THEN 'output'
-                WHEN j->>'type' = 'message' THEN j->>'role'
-                WHEN j->>'type' = 'operation' AND EXISTS (
-                    SELECT 1 FROM sessiond_search_parts(j) WHERE g >= 3) THEN 'output'
-                WHEN j->>'type' = 'operation' THEN 'tool'
-                WHEN j->>'type' = 'file_edit' THEN 'edit'
-                WHEN j->>'type' = 'todos' THEN 'todo'
+    SELECT CASE WHEN p.t IS NULL OR btrim(p.t, E' \t\n\r\f\v') = '' THEN NULL
+                WHEN x.j->>'type' = 'message' AND x.j->>'role' = 'tool' THEN 'output'
+                WHEN x.j->>'type' = 'message' THEN x.j->>'role'
+                WHEN x.j->>'type' = 'operation' AND p.output THEN 'output'
+                WHEN x.j->>'type' = 'operation' THEN 'tool'
+                WHEN x.j->>'type' = 'file_edit' THEN 'edit'
+                WHEN x.j->>'type' = 'todos' THEN 'todo'
                 ELSE 'title' END
-    FROM (SELECT sessiond_search_json(line) AS j) AS s
+    FROM (SELECT sessiond_search_json(line) AS j) AS x
+    CROSS JOIN LATERAL (SELECT string_agg(part, E'\n' ORDER BY g, k) AS t,
+                               bool_or(g >= 3) AS output
+                        FROM sessiond_search_parts(x.j)) AS p
 $$;
 
 CREATE FUNCTION sessiond_search_vector(line text) RETURNS tsvector
