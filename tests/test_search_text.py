@@ -111,7 +111,7 @@ def test_tool_output_and_arguments_are_searchable_as_their_roles() -> None:
     assert searchable(RECORDS[5]) == ("tool", "ls\nls\nlist it")
     assert searchable(RECORDS[8]) == ("output", "Traceback: KeyError 'zorp'")
     assert searchable(RECORDS[10]) is None
-    acp = searchable(RECORDS[12])
+    acp = searchable(RECORDS[13])
     assert acp == ("output", "Read file\n/x\nline one\nshown")
 
 
