@@ -1,6 +1,7 @@
 """The searchable text of a record is the same on both stores: restore/search/text.py in
 Python (the embedded store indexes it) and `sessiond_search_text`/`sessiond_search_role`
-in SQL (PostgreSQL's generated columns, migration 009), held to each other here over the
+in SQL (PostgreSQL's generated columns, migration 009; the vector is the text's), held to
+each other here over the
 records every source writes and over random tool arguments and results, in a real
 PostgreSQL database."""
 
@@ -92,9 +93,14 @@ def conn(postgres: pg_cluster.Cluster) -> Iterator[psycopg.Connection]:
 def in_sql(conn: psycopg.Connection, item: dict[str, Any]) -> tuple[str, str] | None:
     line = orjson.dumps(item).decode()
     row = conn.execute(
-        "SELECT sessiond_search_role(%s), sessiond_search_text(%s)", (line, line)
+        "SELECT sessiond_search_role(%s), sessiond_search_text(%s), "
+        "sessiond_search_vector(%s) IS NOT DISTINCT FROM to_tsvector('simple', translate("
+        "sessiond_search_text(%s), '!\"#$%%&''()*+,-./:;<=>?@[\\]^_`{|}~', "
+        "'                                '))",
+        (line, line, line, line),
     ).fetchone()
     assert row is not None
+    assert row[2], "the vector is the text's, made as migration 004 made it"
     return None if row[1] is None else (row[0], row[1])
 
 

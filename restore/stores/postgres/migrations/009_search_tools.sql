@@ -7,6 +7,8 @@
 -- content. Arguments and results are any JSON: their text is their strings in the order
 -- `jsonb_path_query(value, 'strict $.**')` walks them. An operation with output is a hit
 -- of role `output`, a message of role `tool` too; still at most 100,000 characters a record.
+-- `search_role` is now set by the record's kind even where it has no text to search (no
+-- `search_vector`, so never a hit).
 --
 -- The search columns are made again over the new functions: every record a database holds
 -- is indexed again by this migration (it rewrites sessiond_items, as 004 did).
@@ -78,29 +80,35 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
           FROM sessiond_search_parts(sessiond_search_json(line))) AS s
 $$;
 
--- One pass over the parts: whether there is text (as sessiond_search_text decides) and output.
+-- The role by the record's kind alone, without its text (a record with none has no vector,
+-- so it is never a hit, whatever its role): only an operation looks at its parts, and only
+-- at its output's (the planner drops the other branches). A record's columns cost two
+-- passes over its parts, not three.
 CREATE FUNCTION sessiond_search_role(line text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN p.t IS NULL OR btrim(p.t, E' \t\n\r\f\v') = '' THEN NULL
-                WHEN x.j->>'type' = 'message' AND x.j->>'role' = 'tool' THEN 'output'
-                WHEN x.j->>'type' = 'message' THEN x.j->>'role'
-                WHEN x.j->>'type' = 'operation' AND p.output THEN 'output'
+    SELECT CASE WHEN x.j->>'type' = 'message' AND x.j->>'role' = 'tool' THEN 'output'
+                WHEN x.j->>'type' = 'message' AND x.j->>'role' IN ('user', 'assistant')
+                THEN x.j->>'role'
+                WHEN x.j->>'type' = 'operation' AND EXISTS (
+                    SELECT 1 FROM sessiond_search_parts(x.j) AS p WHERE p.g >= 3) THEN 'output'
                 WHEN x.j->>'type' = 'operation' THEN 'tool'
                 WHEN x.j->>'type' = 'file_edit' THEN 'edit'
                 WHEN x.j->>'type' = 'todos' THEN 'todo'
-                ELSE 'title' END
+                WHEN x.j->>'type' IN ('thread_title', 'session_meta') THEN 'title' END
     FROM (SELECT sessiond_search_json(line) AS j) AS x
-    CROSS JOIN LATERAL (SELECT string_agg(part, E'\n' ORDER BY g, k) AS t,
-                               bool_or(g >= 3) AS output
-                        FROM sessiond_search_parts(x.j)) AS p
 $$;
 
+-- sessiond_search_text's text, computed here rather than called: a pinned function called
+-- from a pinned function cost a record's vector twice the text's own work.
 CREATE FUNCTION sessiond_search_vector(line text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT to_tsvector('pg_catalog.simple'::regconfig,
-                       translate(sessiond_search_text(line),
+                       translate(left(s.t, 100000),
                                  '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~',
                                  '                                '))
+    FROM (SELECT string_agg(part, E'\n' ORDER BY g, k) AS t
+          FROM sessiond_search_parts(sessiond_search_json(line))) AS s
+    WHERE btrim(s.t, E' \t\n\r\f\v') <> ''
 $$;
 
 -- The functions the columns and the search call pin their search_path, as in 004: whatever
