@@ -156,6 +156,24 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
+def _recorded(n: int) -> dict[str, Any]:
+    """The `n`th record: an assistant's message, a tool call (its command and arguments),
+    its output, in turn, as an agent's turn records them; each holds `parser`."""
+    text = f"the parser returned {n} tokens from src/module_{n % 97}.py"
+    item: dict[str, Any] = {"id": str(uuid.uuid4())}
+    if n % 3 == 0:
+        return {**item, "type": "message", "role": "assistant", "content": text}
+    call = {**item, "type": "operation", "operationId": f"call-{n // 3}", "tool": "shell",
+            "effect": "side_effect"}  # fmt: skip
+    if n % 3 == 1:
+        command = f"pytest -q tests/test_parser_{n % 53}.py"
+        return {**call, "state": "started", "command": command,
+                "input": {"command": command, "description": f"check that {text}"}}  # fmt: skip
+    lines = [f"tests/test_parser_{n % 53}.py::test_case_{k} PASSED" for k in range(12)]
+    return {**call, "state": "committed", "resultPersisted": True,
+            "result": "\n".join([*lines, text, "12 passed in 0.31s"])}  # fmt: skip
+
+
 def recording(directory: Path, records: int, searching: bool, durability: str = "group") -> float:
     """Items per second of one server under `durability` (group commit, or none: the CPU's
     cost alone); `searching`: its search index exists (the listing rows' triggers mark
@@ -175,10 +193,8 @@ def recording(directory: Path, records: int, searching: bool, durability: str = 
         window, searches = [], []
         began = time.perf_counter()
         for n in range(records):
-            thread_id, session_id = sessions[n % THREADS]
-            text = f"the parser returned {n} tokens from src/module_{n % 97}.py"
-            item = {"type": "message", "id": str(uuid.uuid4()), "role": "assistant",
-                    "content": text}  # fmt: skip
+            thread_id, session_id = sessions[n // 3 % THREADS]  # a call, its output: one thread
+            item = _recorded(n)
             window.append(server.send("thread/record", {
                 "threadId": thread_id, "sessionId": session_id, "items": [item]}))  # fmt: skip
             if searching and n % SEARCH_EVERY == SEARCH_EVERY - 1:
@@ -189,7 +205,8 @@ def recording(directory: Path, records: int, searching: bool, durability: str = 
             future.result(timeout=600)
         elapsed = time.perf_counter() - began
         if searching:  # the last records are findable: indexing kept up
-            last = server.request("thread/search", {"query": f'"returned {records - 1} tokens"'})
+            said = max(n for n in range(records) if n % 3 == 0)  # a message: always indexed
+            last = server.request("thread/search", {"query": f'"returned {said} tokens"'})
             assert len(last["hits"]) == 1, last
     finally:
         server.close()

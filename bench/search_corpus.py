@@ -3,7 +3,9 @@ directly (docs/storage.md's format, as bench/listing.py does): fast, determinist
 
 Each thread is a run of turns in one of `FOLDERS` workspaces: a user's request (a bug,
 a file, an error message), the assistant's answers in English prose with code words,
-paths and commands, tool calls (`operation` started with a title and a command), edits
+paths and commands, tool calls (`operation` started with a title, a command and its
+arguments as an agent gives them, then committed with its output: matched lines, test
+results, a traceback now and then, 80-2,000 characters as an import keeps them), edits
 (`file_edit` paths), now and then the todo list. Words follow a Zipf law over a
 vocabulary of English words and identifiers, as text does, so a common word is in a large
 share of records and a rare one in a handful. `NEEDLES` are planted: a word in exactly
@@ -109,6 +111,20 @@ class _Text:
             text += "\n\n```\n" + self.rng.choice(_ERRORS) + "\n```"
         return text
 
+    def output(self) -> str:
+        """What a command printed, as an import keeps it (a preview of 2,000 characters at
+        most): matched lines or test results, an error now and then."""
+        lines = []
+        for _ in range(self.rng.randint(1, 18)):
+            where = f"{self.path()}:{self.rng.randint(1, 900)}"
+            if self.rng.random() < 0.5:
+                lines.append(f"{where}: {' '.join(self.words(self.rng.randint(3, 12)))}")
+            else:
+                lines.append(f"{where}::test_{'_'.join(self.words(2))} PASSED")
+        if self.rng.random() < 0.3:
+            lines.append(self.rng.choice(_ERRORS))
+        return "\n".join(lines)[:2000]
+
     def command(self) -> str:
         template = self.rng.choice(_COMMANDS)
         return template.format(f=self.path(), m=self.rng.choice(self.modules),
@@ -168,9 +184,13 @@ def write_corpus(layout: Layout, threads: int, messages: int, seed: int = 24) ->
             if not user and k % 4 == 2:
                 operation = str(uuid.UUID(int=rng.getrandbits(128), version=4))
                 command = text.command()
+                given = {"command": command, "description": text.sentence()}
                 lines.append(stamp("operation", operationId=operation, tool="shell",
                                    effect="side_effect", state="started", command=command,
-                                   title=f"Run {command.split()[0]}"))  # fmt: skip
+                                   title=f"Run {command.split()[0]}", input=given))  # fmt: skip
+                lines.append(stamp("operation", operationId=operation, tool="shell",
+                                   effect="side_effect", state="committed",
+                                   resultPersisted=True, result=text.output()))  # fmt: skip
                 lines.append(stamp("file_edit", path=f"{folder}/{text.path()}",
                                    beforeSha=None, afterSha=None))  # fmt: skip
             if k % 40 == 5:

@@ -112,6 +112,12 @@ class OperationItem(ItemBase):
     command: str | None = Field(
         None, description="A shell tool's command line, as the agent ran it (on `started`)."
     )
+    input: Any = Field(
+        None,
+        description="The call's arguments as the agent gave them, any JSON (on `started`; an "
+        "import keeps their strings' first 2,000 characters): searched with the call, as "
+        "`result` is with its output.",
+    )
     exitCode: int | None = Field(None, description="A shell command's exit code, when known.")
     childThreadId: str | None = Field(
         None,

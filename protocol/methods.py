@@ -363,7 +363,7 @@ class ThreadSearchParams(Params):
         description="Only threads from this agent (`origin.agent`); `sessiond` for threads "
         "recorded over this protocol.",
     )
-    role: Literal["user", "assistant", "tool", "edit", "todo", "title"] | None = Field(
+    role: Literal["user", "assistant", "tool", "output", "edit", "todo", "title"] | None = Field(
         None, description="Only hits of this kind (see SearchHit.role)."
     )
     since: str | None = Field(
@@ -382,9 +382,11 @@ class ThreadSearchParams(Params):
 class SearchHit(WireModel):
     threadId: str = Field(description="The thread the record is in.")
     seq: int = Field(description="The record's seq: `thread/read {afterSeq: seq - 1}` shows it.")
-    role: Literal["user", "assistant", "tool", "edit", "todo", "title"] = Field(
+    role: Literal["user", "assistant", "tool", "output", "edit", "todo", "title"] = Field(
         description="What matched: a `user` or `assistant` message, a `tool` call (title, "
-        "command), an `edit`ed file's path, the `todo` list, the thread's `title`."
+        "command, arguments), a tool's `output` (a message of role `tool`, an operation "
+        "with its result, its call's text searched with it), an `edit`ed file's path, the "
+        "`todo` list, the thread's `title`."
     )
     ts: str = Field(description="When the record was stored (ISO 8601 UTC).")
     snippet: str = Field(

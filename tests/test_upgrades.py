@@ -220,6 +220,15 @@ def test_an_earlier_release_opens_and_keeps_working(
     record("ocelot three")
     assert newest() == first["threadId"]
     assert first["threadId"] in found("three")
+    # A tool's output recorded now is found as output (an index or a database of a
+    # release that searched no tool output learns to).
+    output = {"type": "operation", "id": str(uuid.uuid4()), "operationId": "op-new",
+              "tool": "shell", "effect": "read", "state": "committed",
+              "resultPersisted": True, "result": "FAILED test_ocelot_margay"}  # fmt: skip
+    server.request("thread/record", {"threadId": first["threadId"], "sessionId": session,
+                                     "items": [output]})  # fmt: skip
+    hits = server.request("thread/search", {"query": "margay", "role": "output"})["hits"]
+    assert [h["threadId"] for h in hits] == [first["threadId"]], hits
     server.request("thread/close", {"threadId": first["threadId"], "sessionId": session})
     assert server.shutdown() == 0, server.stderr_path.read_text()[-4000:]
     assert first["threadId"] in sessiond.searched("three")

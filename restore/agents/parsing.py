@@ -16,11 +16,15 @@ import orjson
 
 from restore.agents import pricing
 from restore.ids import sha256_of
+from restore.search.text import bounded
 
 MESSAGE_CHARS = 1_000_000
 """A message longer than this is cut (and says so): one pasted log must not bloat a thread."""
 RESULT_CHARS = 2_000
 """Tool results are kept as a preview; the source transcript still has them in full."""
+INPUT_CHARS = 2_000
+"""A tool call's arguments are kept as a preview too (their strings, the first this many
+characters in all): searchable, and shown; the source transcript has them in full."""
 TITLE_CHARS = 120
 CHILD = "_child"
 """An item's field naming the sub-agent thread it belongs to (see `in_child`); the importer
@@ -56,6 +60,16 @@ def truncate(text: str, limit: int) -> str:
 def digest(value: Any) -> str:
     """A stable digest of tool arguments, for the operation ledger."""
     return sha256_of(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+
+
+def called(arguments: Any) -> dict[str, Any]:
+    """A started tool call's fields for its arguments: their digest (the operation ledger)
+    and the arguments as the agent gave them, bounded (`INPUT_CHARS`), which search
+    indexes (restore/search/text.py)."""
+    fields: dict[str, Any] = {"argsDigest": digest(arguments)}
+    if arguments not in (None, "", {}, []):
+        fields["input"] = bounded(arguments, INPUT_CHARS)
+    return fields
 
 
 def sha_of_text(text: str) -> str:

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from restore.search.text import MAX_TEXT, bounded
+
 CHUNKS = {
     "user_message_chunk": ("assistant", False),  # from AGENT: its words, not the person's
     "agent_message_chunk": ("assistant", False),
@@ -127,6 +129,8 @@ class _Tool:
     state: str | None = None
     parent: str | None = None
     """The operation of the call that started this one's sub-agent, if any."""
+    recorded_input: Any = None
+    """The `rawInput` an operation item of this call carries already (for search)."""
 
 
 def sha_of(data: bytes) -> str:
@@ -539,6 +543,13 @@ class ThreadRecorder:
         digest = None
         if raw_input is not None:
             digest = sha_of(json.dumps(raw_input, sort_keys=True, default=str).encode())
+        # The call's arguments and output on its operation items too, bounded as search
+        # indexes a record (restore/search/text.py); the raw updates beside hold them whole.
+        given = None
+        if raw_input is not None and raw_input != tool.recorded_input:
+            tool.recorded_input = raw_input
+            given = bounded(raw_input, MAX_TEXT)
+        output = tool.fields.get("rawOutput") if state in ("committed", "failed") else None
         out.items.append(
             _clean(
                 {
@@ -554,6 +565,8 @@ class ThreadRecorder:
                     "toolCallId": tool_call_id,
                     "parentOperationId": tool.parent,
                     "title": tool.fields.get("title"),
+                    "rawInput": given,
+                    "rawOutput": None if output is None else bounded(output, MAX_TEXT),
                     "status": tool.fields.get("status"),
                     "locations": tool.fields.get("locations"),
                     "content": _content_summary(tool.fields.get("content"), out.blobs),

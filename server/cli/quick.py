@@ -99,7 +99,11 @@ SUBCOMMANDS: dict[str, tuple[dict[str, Option], dict[str, Any]]] = {
             "--cwd": ("cwd", VALUE, None),
             "--workspace-folder": ("workspace_folder", VALUE, None),
             "--agent": ("agent", VALUE, SEARCH_AGENTS),
-            "--role": ("role", VALUE, ("user", "assistant", "tool", "edit", "todo", "title")),
+            "--role": (
+                "role",
+                VALUE,
+                ("user", "assistant", "tool", "output", "edit", "todo", "title"),
+            ),
             "--since": ("since", VALUE, None),
             "--until": ("until", VALUE, None),
             "--archived": ("archived", FLAG, None),

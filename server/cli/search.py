@@ -46,7 +46,9 @@ def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) 
     parser.add_argument("--cwd", help="only threads started in this directory")
     parser.add_argument("--workspace-folder", help="only threads in or under this folder")
     parser.add_argument("--agent", choices=SEARCH_AGENTS)
-    parser.add_argument("--role", choices=("user", "assistant", "tool", "edit", "todo", "title"))
+    parser.add_argument(
+        "--role", choices=("user", "assistant", "tool", "output", "edit", "todo", "title")
+    )
     parser.add_argument(
         "--since",
         help="only records this recent: 30m, 12h, 7d, 2w (that long ago), or an ISO 8601 "

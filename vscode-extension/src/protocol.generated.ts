@@ -1040,6 +1040,10 @@ export interface OperationItem {
    */
   command?: string | null;
   /**
+   * The call's arguments as the agent gave them, any JSON (on `started`; an import keeps their strings' first 2,000 characters): searched with the call, as `result` is with its output.
+   */
+  input?: unknown;
+  /**
    * A shell command's exit code, when known.
    */
   exitCode?: number | null;
@@ -1626,9 +1630,9 @@ export interface SearchHit {
    */
   seq: number;
   /**
-   * What matched: a `user` or `assistant` message, a `tool` call (title, command), an `edit`ed file's path, the `todo` list, the thread's `title`.
+   * What matched: a `user` or `assistant` message, a `tool` call (title, command, arguments), a tool's `output` (a message of role `tool`, an operation with its result, its call's text searched with it), an `edit`ed file's path, the `todo` list, the thread's `title`.
    */
-  role: "user" | "assistant" | "tool" | "edit" | "todo" | "title";
+  role: "user" | "assistant" | "tool" | "output" | "edit" | "todo" | "title";
   /**
    * When the record was stored (ISO 8601 UTC).
    */
@@ -2249,7 +2253,7 @@ export interface ThreadSearchParams {
   /**
    * Only hits of this kind (see SearchHit.role).
    */
-  role?: ("user" | "assistant" | "tool" | "edit" | "todo" | "title") | null;
+  role?: ("user" | "assistant" | "tool" | "output" | "edit" | "todo" | "title") | null;
   /**
    * Only records at or after this ISO 8601 time.
    */

@@ -33,6 +33,7 @@ const ROLE: Record<SearchHit["role"], string> = {
   user: "user message",
   assistant: "agent message",
   tool: "tool call",
+  output: "tool output",
   edit: "edited file",
   todo: "todo",
   title: "title",

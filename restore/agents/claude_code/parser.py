@@ -24,7 +24,7 @@ from restore.agents.identity import thread_id_for
 from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
-    digest,
+    called,
     text_of,
     title_from,
     truncate,
@@ -295,7 +295,7 @@ class ClaudeCodeParser(SourceParser):
             kept = ("file_path", "run_in_background")
             self.state["calls"][block["id"]] = {k: arguments[k] for k in kept if k in arguments}
         self.operation(block["id"], tool, effect_of(tool), state="started",
-                       argsDigest=digest(arguments), **extra)  # fmt: skip
+                       **called(arguments), **extra)  # fmt: skip
 
     def _tool_result(self, block: dict[str, Any], outcome: Any) -> None:
         call_id = str(block.get("tool_use_id") or f"L{self._line}")

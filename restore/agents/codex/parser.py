@@ -28,7 +28,7 @@ from restore.agents.identity import thread_id_for
 from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
-    digest,
+    called,
     text_of,
     title_from,
     truncate,
@@ -426,7 +426,7 @@ class CodexParser(SourceParser):
         if tool == "update_plan" and isinstance(arguments.get("plan"), list):
             pending["plan"] = arguments["plan"]  # the plan once Codex accepted it
         self.operation(call_id, tool, effect_of(tool), state="started",
-                       argsDigest=digest(arguments), **extra)  # fmt: skip
+                       **{**called(arguments), **extra})  # fmt: skip
 
     def _output(self, item: dict[str, Any]) -> None:
         if not item.get("call_id") and item.get("name"):
@@ -587,7 +587,7 @@ class CodexParser(SourceParser):
         if parent:
             extra["parentOperationId"] = parent
         self.operation(op_id, tool, effect_of(tool), state="failed" if failed else "committed",
-                       argsDigest=digest(args), resultPersisted=True,
+                       **called(args), resultPersisted=True,
                        result=truncate(result, RESULT_CHARS), **extra)  # fmt: skip
         return op_id
 

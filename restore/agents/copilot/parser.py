@@ -30,7 +30,7 @@ import posixpath
 from typing import Any, ClassVar
 
 from restore.agents.identity import thread_id_for
-from restore.agents.parsing import SourceParser, digest, title_from, truncate
+from restore.agents.parsing import SourceParser, called, title_from, truncate
 
 AGENT = "copilot"
 READ_TOOLS = frozenset({"view", "grep", "glob", "read_bash", "list_bash", "read_agent",
@@ -188,7 +188,7 @@ class CopilotParser(SourceParser):
             extra["path"] = self._path(arguments["path"])
         self.state["calls"][call_id] = {"tool": tool, "arguments": arguments}
         self.operation(call_id, tool, effect_of(tool), state="started",
-                       argsDigest=digest(arguments), **extra)  # fmt: skip
+                       **called(arguments), **extra)  # fmt: skip
 
     def _complete(self, data: dict[str, Any]) -> None:
         call_id = str(data.get("toolCallId") or self._key)

@@ -36,7 +36,7 @@ from restore.agents.identity import thread_id_for
 from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
-    digest,
+    called,
     normalize_ts,
     title_from,
     truncate,
@@ -328,7 +328,7 @@ class GeminiParser(SourceParser):
             elif tool in EDIT_TOOLS and isinstance(arguments.get("file_path"), str):
                 extra["path"] = self._path(arguments["file_path"])
             self.operation(call_id, tool, effect_of(tool), state="started",
-                           argsDigest=digest(arguments), **extra)  # fmt: skip
+                           **called(arguments), **extra)  # fmt: skip
             stage = 1
         status = call.get("status")
         if stage == 1 and status in FINAL:

@@ -28,7 +28,7 @@ from restore.agents.identity import thread_id_for
 from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
-    digest,
+    called,
     title_from,
     truncate,
 )
@@ -242,7 +242,7 @@ class OpenCodeParser(SourceParser):
         elif tool in EDIT_TOOLS and isinstance(arguments.get("filePath"), str):
             extra["path"] = self._path(arguments["filePath"])
         self.operation(call_id, tool, effect, state="started",
-                       argsDigest=digest(arguments), **extra)  # fmt: skip
+                       **called(arguments), **extra)  # fmt: skip
         final = status.get("status")
         if final not in FINAL:
             return  # pending or running: its outcome comes with a later read

@@ -21,7 +21,7 @@ import posixpath
 import re
 from typing import Any, ClassVar
 
-from restore.agents.parsing import SourceParser, digest, text_of, title_from, truncate
+from restore.agents.parsing import SourceParser, called, text_of, title_from, truncate
 
 AGENT = "pi"
 READ_TOOLS = frozenset({"read", "grep", "find", "ls"})
@@ -179,7 +179,7 @@ class PiParser(SourceParser):
             extra["path"] = self._path(arguments["path"])
         self.state["calls"][call_id] = {"tool": tool, "arguments": arguments}
         self.operation(call_id, tool, effect_of(tool), state="started",
-                       argsDigest=digest(arguments), **extra)  # fmt: skip
+                       **called(arguments), **extra)  # fmt: skip
 
     def _result(self, message: dict[str, Any]) -> None:
         call_id = str(message.get("toolCallId") or self._key)

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from restore.agents.identity import thread_id_for
 from restore.agents.parsing import (
     SourceParser,
-    digest,
+    called,
     text_of,
     title_from,
     truncate,
@@ -196,7 +196,7 @@ class QwenCodeParser(SourceParser):
             extra["path"] = self._path(arguments["file_path"])
         self.state["calls"][call_id] = {"tool": tool, "todos": arguments.get("todos")}
         self.operation(call_id, tool, effect_of(tool), state="started",
-                       argsDigest=digest(arguments), **extra)  # fmt: skip
+                       **called(arguments), **extra)  # fmt: skip
 
     def _tool_result(self, record: dict[str, Any]) -> None:
         outcome = _dict(record.get("toolCallResult"))

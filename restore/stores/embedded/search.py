@@ -89,10 +89,13 @@ class IndexFile(Protocol):
     def connect_beside(self) -> sqlite3.Connection: ...
 
 
-SEARCH_VERSION = 2
+SEARCH_VERSION = 3
 """1: triggers that wrote `INSERT OR IGNORE`, which an UPSERT on the listing rows turns
 into a UNIQUE failure (SQLite applies the outer statement's conflict policy inside a
-trigger): the second write to a thread after a search failed. 2: no conflict possible."""
+trigger): the second write to a thread after a search failed. 2: no conflict possible.
+3: tool output and tool calls' arguments are documents too (restore/search/text.py).
+Tables of another version are dropped and built again by the first search (the documents
+of an earlier version lack what this one indexes)."""
 _BATCH_SECONDS = 0.1  # one write transaction at most this long: other processes' rows wait
 _BATCH_THREADS = 200
 
@@ -316,7 +319,7 @@ class ThreadSearch:
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
             ).fetchone()  # another process may have created them meanwhile
             current = found and conn.execute("SELECT version FROM search_meta").fetchone()
-            built = bool(current != (SEARCH_VERSION,)) and not upgrade_in_place(conn)
+            built = bool(current != (SEARCH_VERSION,))
             if built:
                 for statement in _statements(_DROP + _SCHEMA):
                     conn.execute(statement)
@@ -568,22 +571,6 @@ class ThreadSearch:
             ).fetchone()
             is not None
         )
-
-
-def upgrade_in_place(conn: sqlite3.Connection) -> bool:
-    """Bring the search tables an earlier version made to this one's, keeping their
-    documents, inside the caller's transaction: True if there were such tables (version 1:
-    only its triggers differ). The listing index calls it when it opens an index of the
-    previous schema, before any row is written through the old triggers."""
-    found = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_meta'"
-    ).fetchone()
-    if not found or conn.execute("SELECT version FROM search_meta").fetchone() != (1,):
-        return False
-    for statement in _statements(_DROP_TRIGGERS + _TRIGGERS):
-        conn.execute(statement)
-    conn.execute("UPDATE search_meta SET version = ?", (SEARCH_VERSION,))
-    return True
 
 
 def drop_tables(conn: sqlite3.Connection) -> None:
