@@ -20,7 +20,7 @@ from tests.support.rpc_client import ServerProcess
 from tests.test_cli import sessiond
 from tests.test_no_warmup import loaded
 
-TOOLS = {"search_sessions", "read_session", "list_sessions", "resume_command"}
+TOOLS = {"search_sessions", "read_session", "list_sessions", "resume_command", "usage"}
 
 
 def plant(
@@ -89,6 +89,30 @@ def test_an_agent_sees_the_threads_of_its_folder_unless_told_otherwise(
         assert "flamingo budget" in mcp.text("read_session", thread=other)
     with McpProcess(home, tmp_path, ["--folder", str(theirs)]) as mcp:
         assert set(ids_in(mcp.text("search_sessions", query="flamingo"))) == {other}
+
+
+def test_usage_counts_the_scopes_sessions_only(home: Path, tmp_path: Path) -> None:
+    """The usage tool reports what `sessiond usage` does, for the folders the agent sees:
+    another folder's sessions are neither counted nor named."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    service = open_service(Settings(home, None))
+    for cwd, tokens, usd in ((ours, 1000, 0.25), (ours / "sub", 500, 0.5), (theirs, 7000, 4.0)):
+        cwd.mkdir(parents=True)
+        started = service.start(cwd=str(cwd), workspace_folder=None)
+        cost = {"type": "cost", "id": str(uuid.uuid4()), "model": "claude-sonnet-4-5",
+                "inputTokens": tokens, "outputTokens": 10, "usd": usd}  # fmt: skip
+        service.record(started.summary.threadId, started.session_id, [cost])
+    service.close_all()
+    service.store.close()
+    with McpProcess(home, ours) as mcp:
+        text = mcp.text("usage", report="monthly", by="project", timezone="UTC")
+        assert "1,500" in text and "$0.7500" in text, text
+        assert str(theirs) not in text and "7,000" not in text and "$4." not in text
+        text, error = mcp.call("usage", report="hourly")
+        assert error and "daily" in text, text
+    with McpProcess(home, tmp_path, ["--all-folders"]) as mcp:
+        text = mcp.text("usage", report="monthly", timezone="UTC")
+        assert "8,500" in text and "$4.75" in text, text
 
 
 def test_started_in_the_root_directory_it_answers_only_how_to_configure_it(

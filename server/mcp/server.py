@@ -53,7 +53,7 @@ Folder = Annotated[
 
 
 def build(tools: Tools) -> MCPServer:
-    """The server with its four tools, each a call on the one service thread."""
+    """The server with its five tools, each a call on the one service thread."""
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiond-mcp")
     server = MCPServer(
         "sessiond", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
@@ -81,7 +81,7 @@ def build(tools: Tools) -> MCPServer:
             Field(description=f"only sessions of this agent: {', '.join(AGENTS)}"),
         ] = None,
         role: Annotated[
-            Literal["user", "assistant", "tool", "edit", "todo", "title"] | None,
+            Literal["user", "assistant", "tool", "output", "edit", "todo", "title"] | None,
             Field(description="only records of this kind"),
         ] = None,
         since: Annotated[
@@ -146,7 +146,30 @@ def build(tools: Tools) -> MCPServer:
         imported one), and whether its workspace changed since."""
         return await call(lambda: tools.resume_command(thread))
 
-    for tool in (search_sessions, read_session, list_sessions, resume_command):
+    async def usage(
+        report: Annotated[
+            Literal["daily", "weekly", "monthly", "session", "blocks"],
+            Field(description="per day, week, month, session, or 5-hour billing block"),
+        ] = "daily",
+        by: Annotated[
+            Literal["model", "agent", "project"] | None,
+            Field(description="each row broken down by this"),
+        ] = None,
+        since: Annotated[
+            str | None, Field(description="from this day on: YYYY-MM-DD (or YYYYMMDD)")
+        ] = None,
+        until: Annotated[str | None, Field(description="up to this day: YYYY-MM-DD")] = None,
+        timezone: Annotated[
+            str | None, Field(description="the days' time zone (IANA); default the machine's")
+        ] = None,
+    ) -> str:
+        """Tokens (input, output, cache read and write) and cost in USD of the past agent
+        sessions of this workspace, per day, week, month, session or 5-hour block."""
+        return await call(
+            lambda: tools.usage(report, by=by, since=since, until=until, timezone=timezone)
+        )
+
+    for tool in (search_sessions, read_session, list_sessions, resume_command, usage):
         # the docstring on one line: a model reads it, not a person in an editor
         server.add_tool(tool, description=" ".join((tool.__doc__ or "").split()),
                         annotations=READ_ONLY, structured_output=False)  # fmt: skip

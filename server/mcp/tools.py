@@ -25,6 +25,7 @@ from restore.engine.environment import canonical
 from restore.render import styles
 from restore.render.transcript import render
 from restore.service import ThreadService
+from restore.stores.api import Usage, UsageSource
 from restore.summary import ThreadSummary
 from server.cli.options import CommandError
 from server.cli.search import resume_command as search_resume_command
@@ -366,11 +367,52 @@ class Tools:
             )
         return row
 
+    # --- usage ----------------------------------------------------------------------------
+
+    def usage(
+        self,
+        report: str = "daily",
+        *,
+        by: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        timezone: str | None = None,
+    ) -> str:
+        """Tokens and cost of the scope's sessions (restore/usage, as `sessiond usage`
+        reports them), as the table the command prints."""
+        from restore.usage.request import usage_report
+        from server.cli.usage import table
+
+        index = self.service.store.index
+        index.ensure_ready()
+        source = index if self.scope.everything else _ScopedUsage(index, self.scope)
+        found = usage_report(source, report, by=by, since=since, until=until, timezone=timezone)
+        return f"usage of {self.scope.described()}:\n" + table(found)
+
     def _row(self, thread_id: str) -> ThreadSummary | None:
         index = self.service.store.index
         index.ensure_ready()
         row = index.get(thread_id)
         return row if row is not None and self.scope.holds(row) else None
+
+
+class _ScopedUsage:
+    """The store's summed model calls of the scope's threads only (by each thread's project:
+    its workspace folder, else its cwd), so a report names no other folder's sessions."""
+
+    def __init__(self, index: UsageSource, scope: Scope) -> None:
+        self._index, self._scope = index, scope
+
+    def usage(
+        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
+    ) -> Usage:
+        entries, rows = self._index.usage(since_ms, until_ms, grain_ms, threads=True)
+        ours = {
+            thread_id: row
+            for thread_id, row in rows.items()
+            if any(_inside(row.project or "", folder) for folder in self._scope.folders)
+        }
+        return [entry for entry in entries if entry.threadId in ours], ours
 
 
 def _marked(snippet: str, highlights: list[list[int]]) -> str:
