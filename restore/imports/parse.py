@@ -249,7 +249,7 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
         left = os.fstat(handle.fileno()).st_size - offset
         if redact is not None and 0 < left <= PREPASS_BYTES:
             rest = handle.read(left)  # what is there now: more may come, read line by line
-            if not redact.possible(rest):
+            if not redact.possible_item(rest):
                 clean_to = offset + len(rest)
             del rest
             handle.seek(offset)

@@ -437,7 +437,7 @@ class Redactor:
         changed (most items: no copy). TooCostly past the value's budget."""
         if allowed is None:
             try:
-                allowed = self.possible(orjson.dumps(value))
+                allowed = self.possible_item(orjson.dumps(value))
             except orjson.JSONEncodeError:  # a lone surrogate: the keywords alone decide
                 allowed = self._every
             if not allowed:
@@ -476,10 +476,19 @@ class Redactor:
             raw = orjson.dumps(item)
         elif isinstance(raw, str):
             raw = raw.encode("utf-8", "surrogatepass")
-        allowed = self.possible(raw)
+        allowed = self.possible_item(raw)
         if not allowed:
             return item
         return self._object(item, allowed, None, budget or Budget(), top=True)
+
+    def possible_item(self, raw: bytes) -> Collection[int]:
+        """`possible` for an item's JSON (what `item` asks first): where a PEM block's head
+        is in `raw` but no rule can match a string of it, asked again with a list's strings
+        read as the lines they were (a private key one line an entry: `_across_lines`)."""
+        allowed = self.possible(raw)
+        if not allowed and b"PRIVATE KEY" in raw:
+            allowed = self.possible(_BETWEEN_STRINGS.sub(rb"\\n", raw))
+        return allowed
 
     def _value(self, value: Any, allowed: Collection[int], context: Context, budget: Budget) -> Any:
         if isinstance(value, str):
@@ -488,6 +497,7 @@ class Redactor:
             return self._object(value, allowed, context, budget)
         if isinstance(value, list):
             changed = [self._value(entry, allowed, context, budget) for entry in value]
+            changed = self._across_lines(changed, budget)
             return value if all(a is b for a, b in zip(changed, value, strict=True)) else changed
         if context is not None and isinstance(value, int | float) and not isinstance(value, bool):
             shown = orjson.dumps(value).decode()
@@ -495,6 +505,54 @@ class Redactor:
                 redacted = self._string(shown, allowed, context, budget)
                 return value if redacted is shown else redacted
         return value
+
+    def _across_lines(self, entries: list[Any], budget: Budget) -> list[Any]:
+        """A secret split over the strings of a list (a tool's output as `lines`: a private
+        key one line an entry) that no entry holds whole: the entries joined as the lines
+        they were, scanned, and each entry's part of a match replaced (a search document
+        or an export joining them again would otherwise hold the secret)."""
+        at = [i for i, entry in enumerate(entries) if isinstance(entry, str)]
+        if len(at) < 2:
+            return entries
+        parts = [_encode(entries[i]) for i in at]
+        data = b"\n".join(parts)
+        if len(data) < MIN_TEXT:
+            return entries
+        text = _decode(data)
+        try:
+            allowed = self.possible(orjson.dumps(text))
+        except orjson.JSONEncodeError:
+            allowed = self._every
+        if not allowed:
+            return entries
+        starts, offset = [], 0
+        for part in parts:
+            starts.append(offset)
+            offset += len(part) + 1
+        spanning = [hit for hit in self._hits(data, self._chosen(text, allowed), budget)
+                    if sum(1 for a, b in zip(starts, parts, strict=True)
+                           if a < hit[1] and a + len(b) > hit[0]) > 1]  # fmt: skip
+        if not spanning:
+            return entries
+        cuts: dict[int, list[tuple[int, int, bytes]]] = {}
+        for start, end, _, kind, secret in _settle(spanning):
+            self.counts[kind] += 1
+            if budget.collect is not None:
+                budget.collect.append((kind, secret))
+            shown = self.placeholder(kind, secret).encode()
+            for n, (a, part) in enumerate(zip(starts, parts, strict=True)):
+                if a < end and a + len(part) > start:
+                    cuts.setdefault(n, []).append((max(start, a) - a, min(end, a + len(part)) - a,
+                                                   shown))  # fmt: skip
+        result = list(entries)
+        for n, spans in cuts.items():
+            part, out, last = parts[n], [], 0
+            for begin, finish, shown in sorted(spans):
+                out += [part[last:begin], shown]
+                last = finish
+            out.append(part[last:])
+            result[at[n]] = _decode(b"".join(out))
+        return result
 
     def _object(
         self,
@@ -649,6 +707,10 @@ class Redactor:
             return data
         redacted = self.text(text)
         return data if redacted is text else redacted.encode("utf-8")
+
+
+_BETWEEN_STRINGS = re.compile(rb'"\s*,\s*"')
+"""Where one string of a JSON list ends and the next begins (whatever the spacing)."""
 
 
 def _looks_like_json(text: str) -> bool:

@@ -183,7 +183,7 @@ def _redaction(
     if not large and not redactor.ready:
         return None, False
     raws = [] if large else [orjson.dumps(item) for item in items]
-    if not large and not any(map(redactor.possible, raws)):
+    if not large and not any(map(redactor.possible_item, raws)):
         return None, True
 
     def redact() -> list[Any]:

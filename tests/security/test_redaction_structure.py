@@ -101,6 +101,22 @@ def test_sessiond_field_names_inside_tool_output_are_looked_at_and_so_are_keys(
     assert key.startswith("[secret:jwt:") and value == {"state": "active"}
 
 
+def test_a_private_key_split_over_a_lists_lines_is_redacted_in_each(
+    spawn: Spawn, home: Path, tmp_path: Path
+) -> None:
+    """A tool's output as `lines`, a private key one line an entry: no entry holds it whole,
+    so each passed the rules, and the search index, which joins them, held the key again."""
+    key = SECRETS["private-key"][0]
+    lines = ["rotate this:", *key.splitlines(), "done"]
+    stored = _recorded(spawn, tmp_path, [_operation({"lines": lines})])
+    (operation,) = [item for item in stored if item["type"] == "operation"]
+    kept = operation["result"]["lines"]
+    assert len(kept) == len(lines) and kept[0] == "rotate this:" and kept[-1] == "done"
+    assert all(entry.startswith("[secret:private-key:") for entry in kept[1:-1]), kept
+    body = key.splitlines()[1].encode()  # a line of the key's body, anywhere in the home
+    assert body not in data_dir_bytes(home)
+
+
 def test_a_codex_sub_agents_nickname_is_redacted_in_the_thread_and_the_import_ledger(
     home: Path, tmp_path: Path
 ) -> None:

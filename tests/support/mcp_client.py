@@ -73,9 +73,10 @@ class McpProcess:
     def _line(self) -> bytes:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
+        poller = select.poll()  # not select(): the suite's descriptors pass 1024
+        poller.register(fd, select.POLLIN)
         while b"\n" not in self._buffer:
-            ready, _, _ = select.select([fd], [], [], HANG_GUARD)
-            if not ready:
+            if not poller.poll(HANG_GUARD * 1000):
                 raise TimeoutError(f"sessiond mcp said nothing in {HANG_GUARD}s: {self.stderr()}")
             chunk = os.read(fd, 1 << 20)
             if not chunk:
