@@ -227,7 +227,7 @@ def test_nothing_connects_before_the_first_request_and_the_schema_comes_with_it(
         assert sessiond_backends() >= 1
         assert conn.execute(tables).fetchone() == (True,)
         versions = conn.execute("SELECT version FROM sessiond_migrations").fetchall()
-        assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,)]
+        assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,)]
 
 
 def test_a_database_of_schema_1_is_migrated_and_its_threads_stay_top_level(
@@ -263,7 +263,7 @@ def test_a_database_of_schema_1_is_migrated_and_its_threads_stay_top_level(
     )  # fmt: skip
     with psycopg.connect(store_url) as conn:
         versions = conn.execute("SELECT version FROM sessiond_migrations ORDER BY 1").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,)]
     [hit] = server.request("thread/search", {"query": "narwhal"})["hits"]
     assert (hit["threadId"], hit["seq"], hit["snippet"]) == (thread_id, 1, "an old narwhal")
 

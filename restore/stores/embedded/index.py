@@ -56,7 +56,7 @@ from restore.stores.api import (
 )
 from restore.stores.embedded import marks
 from restore.stores.embedded.jsonl import LineMark
-from restore.summary import ThreadSummary
+from restore.summary import ThreadSummary, UsageRow, usage_row
 
 if TYPE_CHECKING:
     import sqlite3
@@ -257,6 +257,34 @@ _USAGE_INSERT = (
     "INSERT INTO usage (threadId, seq, atMs, model, input, output, cacheRead, cacheWrite, "
     "usd, priced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (threadId, seq) DO NOTHING"
 )
+
+
+def _usage_rows_in(path: Path) -> list[UsageRow]:
+    """The usage rows of a thread file's cost items, a line at a time: only a line that
+    names `cost` is parsed (a live thread may be large; reading it whole to summarize it
+    held the file and its items at once: tests/security/test_ws_memory.py)."""
+    rows: list[UsageRow] = []
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as lines:
+            for line in lines:
+                if b'"cost"' not in line:
+                    continue
+                try:
+                    item = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue  # a torn tail or a bad line: the summary skips it too
+                if (
+                    isinstance(item, dict)
+                    and item.get("type") == "cost"
+                    and isinstance(item.get("usd"), int | float)
+                ):  # as summary.apply
+                    row = usage_row(item)
+                    if row is not None:
+                        rows.append(row)
+    except OSError:
+        return []
+    return rows
 
 
 def _write_usage(conn: sqlite3.Connection, summaries: Sequence[ThreadSummary]) -> None:
@@ -723,12 +751,11 @@ class ThreadIndex:
         hold only the calls since their row was last written, so the files are read for
         the rest (what a writer appends meanwhile is written with its next row)."""
         for path in live:
-            archived = self._layout.archived_dir in Path(path).parents
-            found = self._read_summary(Path(path), archived, None)
-            if found is not None:
+            rows = _usage_rows_in(Path(path))
+            if rows:
                 with conn:
                     conn.execute("BEGIN")
-                    _write_usage(conn, [found[0]])
+                    conn.executemany(_USAGE_INSERT, [(Path(path).stem, *row) for row in rows])
 
     def _chosen_files(
         self, shards: set[str] | None = None
