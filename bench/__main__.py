@@ -11,8 +11,9 @@ sync limit, peak memory vs the floor, the PostgreSQL store beside the embedded o
 (bench/stores.py), the ACP front door vs talking to the agent directly, a follower's
 latency on either store (bench/follow.py), search over 1M messages beside `rg` and `grep -r`
 (bench/search.py), `search_sessions` through MCP beside it (bench/mcp.py), importing 10k
-Codex sessions beside Codex's own first-start indexing, and Codex beside the in-process
-calls. With `--update-docs` the report replaces the generated block
+Codex sessions beside Codex's own first-start indexing, 10k sessions of every agent's store
+recorded by its real CLI beside the agent's own listing (bench/agents_import.py), and
+Codex beside the in-process calls. With `--update-docs` the report replaces the generated block
 in docs/benchmarks.md.
 `--quick` uses small sizes (a smoke run, not for publishing).
 """
@@ -29,6 +30,7 @@ from typing import Any
 
 from bench import (
     acp,
+    agents_import,
     codex_peer,
     follow,
     import_,
@@ -124,6 +126,7 @@ def main() -> None:
     )
     through_mcp = mcp.run(1000, 50_000, 20) if args.quick else mcp.run(10_000, 1_000_000, 100)
     imported = import_.run(1000 if args.quick else 10_000, 1 if args.quick else 3, CODEX_TIMEOUT)
+    agents = agents_import.run(1000 if args.quick else 10_000, 1)
     peers = codex_section(sizes, 3 if args.quick else 7, list_rows, resume_rows)
     picture = chart(list_rows, resume_rows)
     elapsed = time.perf_counter() - began
@@ -142,6 +145,7 @@ def main() -> None:
         "", "### Search", "", search.render(searched),
         "", "### Search through MCP beside JSON-RPC", "", mcp.render(through_mcp),
         "", "### Import", "", import_.render(imported),
+        "", "### Every agent's store: import and listing", "", agents_import.render(agents),
         "", "### Peers (sessiond in-process, Codex over its pipe)", "", peers,
         "", picture,
     ])  # fmt: skip

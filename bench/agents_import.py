@@ -213,15 +213,16 @@ def measure(spec: Spec, sessions: int, runs: int, tmp: Path, bins: Path) -> dict
     agent, model = record_template(spec, tmp / spec.flag / "agent", bins)
     try:
         store = spec.store(agent)
+        # Not measured: the first import of a user compiles the redaction rules once (a
+        # few seconds, cached); whichever agent came first would pay for all. Warmed on
+        # the one template session, before it is copied.
+        timed([sys.executable, "-m", "server.cli", "--home", str(tmp / "warm-up"), "import",
+               spec.flag, "--from", str(store), "--json"], sessiond_env(), REPO)  # fmt: skip
         if spec.flag in ("opencode", "kilo"):
             count = replicate_database(store / f"{spec.flag}.db", sessions)
         else:
             count = replicate_files(store, sessions)
         row: dict[str, Any] = {"agent": spec.flag, "sessions": count}
-        # Not measured: the first import of a user compiles the redaction rules once (a
-        # few seconds, cached); whichever agent came first would pay for all.
-        timed([sys.executable, "-m", "server.cli", "--home", str(tmp / "warm-up"), "import",
-               spec.flag, "--from", str(store), "--json"], sessiond_env(), REPO)  # fmt: skip
         imports, lists, own = [], [], []
         for run in range(runs):
             home = tmp / spec.flag / f"home-{run}"
@@ -238,8 +239,9 @@ def measure(spec: Spec, sessions: int, runs: int, tmp: Path, bins: Path) -> dict
                 env = agent.env()
                 if spec.flag == "pi":
                     env["PATH"] = f"{install.node22(bins)}:{env['PATH']}"
-                seconds, _ = timed(spec.listing(agent), env, agent.repo)
+                seconds, listed = timed(spec.listing(agent), env, agent.repo)
                 own.append(seconds)
+                row["own_list_lines"] = len(listed.splitlines())
         row["import_s"] = statistics.median(imports)
         row["sessions_per_s"] = count / row["import_s"]
         row["list_ms"] = statistics.median(lists) * 1000
@@ -265,22 +267,26 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def run(sessions: int, runs: int, agents: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every agent of `agents` (default: all) at `sessions` each, one after the other."""
+    bins = install.bin_dir()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="sessiond-bench-agents-") as tmp:
+        for spec in SPECS:
+            if agents is None or spec.flag in agents:
+                rows.append(measure(spec, sessions, runs, Path(tmp), bins))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+                shutil.rmtree(Path(tmp) / spec.flag, ignore_errors=True)  # ~1 GiB each
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--agents", default=",".join(spec.flag for spec in SPECS))
     args = parser.parse_args()
-    bins = install.bin_dir(fetch=False)
-    wanted = args.agents.split(",")
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="sessiond-bench-agents-") as tmp:
-        for spec in SPECS:
-            if spec.flag in wanted:
-                rows.append(measure(spec, args.sessions, args.runs, Path(tmp), bins))
-                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(render(rows))
+    print(render(run(args.sessions, args.runs, args.agents.split(","))))
 
 
 if __name__ == "__main__":

@@ -120,6 +120,13 @@ class SourceParser:
     """Bytes every source line that names a sub-agent it started holds (`spawns`): the
     importer decodes only those lines when it looks for a sub-agent's tool call."""
 
+    def read_of(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        """What `handle` reads of `record` when that is a few fields of a large record it
+        keeps nothing else of (a record type it only counts): all the redactor need look
+        at before the record is fed (the rest is never stored, so never redacted). None:
+        the whole record."""
+        return None
+
     @classmethod
     def spawns(cls, record: dict[str, Any]) -> list[tuple[str, str]]:
         """(the sub-agent's key, the tool call that started it) for each sub-agent this

@@ -268,8 +268,9 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
                 continue
             record, reason, fixed = decode(data, offset)
             if redact is not None and record is not None and offset + len(data) > clean_to:
+                read = parser.read_of(record)
                 try:
-                    record = redact.item(record, data)
+                    record = redact.item(record, data) if read is None else redact.item(read)
                 except TooCostly:  # skipped like a bad line, said: never stored unlooked-at
                     record, reason = None, "too_costly"
             if reason is not None and not data.endswith(b"\n"):

@@ -330,6 +330,30 @@ def test_an_imported_transcripts_secrets_are_redacted_and_the_transcript_is_left
     assert leaks(session.path.read_bytes()) == list(SECRETS)  # the agent's own file: untouched
 
 
+def test_what_is_read_of_a_record_the_parser_only_counts_is_redacted_too(
+    home: Path, tmp_path: Path
+) -> None:
+    """Of Claude Code's attachments the redactor looks only at what the parser reads (their
+    bulk is never stored): a secret in the branch name one of them carries, which becomes
+    the thread's branch, is still redacted, and so is one in the bulk."""
+    projects = tmp_path / "projects"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    session = ClaudeSession(projects, repo, "main")
+    session.user("check the tests")
+    token = SECRETS["github-pat"][0]
+    session.raw({"type": "attachment", "attachment": {"type": "prompt_snapshot",
+                 "content": SECRETS["private-key"][1]}, "cwd": str(repo),
+                 "gitBranch": f"fix/{token}", "sessionId": session.session_id,
+                 "timestamp": "2026-12-02T08:00:00.000Z"})  # fmt: skip
+    session.save()
+    done = sessiond(home, "import", "claude", "--from", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    listed = sessiond(home, "list", "--json")
+    assert leaks(data_dir_bytes(home) + listed.stdout.encode()) == []
+    assert "fix/[secret:github-pat:" in listed.stdout
+
+
 # --- sessiond doctor --redact ---------------------------------------------------------------
 
 

@@ -117,6 +117,13 @@ def edited_contents(tool: str, result: dict[str, Any]) -> tuple[str | None, str 
     return original, after, after is not None
 
 
+READ_WHOLE = frozenset({"user", "assistant", "cost-state", "system", "summary", "custom-title",
+                        "ai-title"})  # fmt: skip
+"""Record types `handle` maps from more than their top-level fields."""
+READ_OF_ANY = ("type", "subtype", "timestamp", "cwd", "gitBranch", "sessionId", "permissionMode")
+"""What `handle` reads of any record."""
+
+
 class ClaudeCodeParser(SourceParser):
     AGENT = AGENT
     PROVIDER = "anthropic"
@@ -223,6 +230,19 @@ class ClaudeCodeParser(SourceParser):
             if kind == "attachment" and isinstance(record.get("attachment"), dict):
                 detail = record["attachment"].get("type")
             self.unmapped("record", f"{kind}:{detail}" if detail else kind)
+
+    def read_of(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        """A record `handle` only counts (an attachment, Claude Code's API request shapes:
+        two thirds of a session's bytes, most of it the system prompt and tool schemas):
+        the fields `handle` reads of it."""
+        kind = record.get("type")
+        if kind in READ_WHOLE:
+            return None
+        read = {field: record[field] for field in READ_OF_ANY if field in record}
+        attachment = record.get("attachment")
+        if isinstance(attachment, dict) and "type" in attachment:
+            read["attachment"] = {"type": attachment["type"]}
+        return read
 
     def _sidechain(self, record: dict[str, Any]) -> bool:
         """A sidechain line inside a main transcript (older versions wrote sub-agents

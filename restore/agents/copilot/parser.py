@@ -75,6 +75,16 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+READ_WHOLE = frozenset({
+    "session.start", "session.resume", "user.message", "assistant.message",
+    "tool.execution_complete", "session.usage_record", "session.model_change",
+    "subagent.started", "todos",
+})  # fmt: skip
+"""Event types `_event` maps from their data: the rest it reads only the type of."""
+READ_OF_ANY = ("type", "timestamp", "agentId")
+"""What `handle` (and the importer, the timestamp) reads of any event."""
+
+
 class CopilotParser(SourceParser):
     AGENT = AGENT
     PROVIDER = None  # your own key's provider: the model is found by name
@@ -105,6 +115,13 @@ class CopilotParser(SourceParser):
         finally:
             if isinstance(child, str) and child:
                 self._in(None)
+
+    def read_of(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        """An event `_event` only counts (the system prompt, ~70% of a session's bytes; the
+        run's totals): its type, time and agent, all `handle` reads of it."""
+        if record.get("type") in READ_WHOLE:
+            return None
+        return {field: record[field] for field in READ_OF_ANY if field in record}
 
     def _in(self, child: str | None) -> None:
         """Swap what is per conversation (the model, the turn) between the session's and a
