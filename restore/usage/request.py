@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import re
 from datetime import date, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.clock import now
-from restore.stores.api import UsageSource
 from restore.usage.report import BYS, GRAIN_MS, REPORTS, WEEKDAYS, report, window
+
+if TYPE_CHECKING:
+    from restore.usage.entries import UsageSource
 
 _DATE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
