@@ -57,14 +57,14 @@ def usage_report(
 def time_zone(name: str | None) -> tuple[tzinfo, str]:
     """The zone a report's days are in: `name` (IANA), else the machine's (`TZ`, then
     /etc/localtime), else UTC."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     if name is None:
         name = os.environ.get("TZ") or _local_name()
     if name in ("UTC", "Z", ""):
         from datetime import UTC
 
         return UTC, "UTC"
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # here: UTC needs none of it
+
     try:
         return ZoneInfo(name.removeprefix(":")), name.removeprefix(":")
     except (ZoneInfoNotFoundError, ValueError):

@@ -61,10 +61,10 @@ def usage(config: ServerConfig, args: argparse.Namespace) -> int:
             found = usage_report(store.index, args.report, **options)
         finally:
             store.close()
-    if args.json:
-        from server.cli.terminal import print_json
+    if args.json:  # terminal.print_json's line, without the terminal's modules
+        import orjson
 
-        print_json(found)
+        sys.stdout.buffer.write(orjson.dumps(found) + b"\n")
     else:
         sys.stdout.write(table(found))
     return 0
