@@ -1,18 +1,21 @@
 """Usage reports: `sessiond usage daily` against `ccusage daily` on the same transcripts.
 
-    python -m bench.usage [--sessions 10000] [--runs 5] [--replies 10] [--result-bytes 120]
+    python -m bench.usage [--sessions 10000] [--runs 5] [--replies 40] [--result-bytes 2000]
 
-Half the sessions are Claude Code transcripts written as Claude Code 2.1 writes them (a
-user prompt, then `--replies` replies, each an assistant line with its usage — the cache
-split included — and a tool call answered by a tool result of `--result-bytes`; the shape
-tests/compat/test_usage_ccusage.py's real runs wrote), spread over 60 days and 20
-projects, two models; the other half Codex rollouts (bench.import_'s, which `codex
-app-server` accepts: 12 turns, with token counts as Codex writes them: the running total
-and the call's own). sessiond imports them once (untimed: an import is what `--follow` or
-the extension keeps current); then each round times, from spawn to exit, in turn
-(reversed every other round so the machine's load weighs on both alike):
-- `sessiond usage daily --json` (this checkout, its bytecode written by the first, untimed
-  run, as an install has it), which answers from the index, and
+Half the sessions are Claude Code transcripts written as Claude Code 2.x writes them (a
+user prompt, then `--replies` replies, each streamed as two `assistant` lines sharing its
+message id and usage, the cache split included — a text block, then a tool call — and the
+tool's output of `--result-bytes` on the next `user` line twice, in its `tool_result` block
+and in `toolUseResult`: docs/import.md), spread over 60 days and 20 projects, two models;
+the other half Codex rollouts (bench.import_'s, which `codex app-server` accepts: 12
+turns, with token counts as Codex writes them: the running total and the call's own).
+Real sessions have dozens to hundreds of calls and outputs of kilobytes: the defaults are
+the small end of that. sessiond is this checkout's wheel installed in a fresh virtual
+environment, bytecode compiled (bench/install.py: what a person runs), and imports them
+once (untimed: an import is what `--follow` or the extension keeps current); then each
+round times, from spawn to exit, in turn (reversed every other round so the machine's load
+weighs on both alike):
+- `sessiond usage daily --json`, which answers from the index, and
 - `ccusage daily --json --offline` (the pinned ccusage, tests/agents: a native binary,
   several threads), which parses the transcripts (a traced run wrote no cache file).
 Wall time and CPU time (user + system of every thread: the steadier on a loaded
