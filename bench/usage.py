@@ -1,18 +1,21 @@
 """Usage reports: `sessiond usage daily` against `ccusage daily` on the same transcripts.
 
-    python -m bench.usage [--sessions 10000] [--runs 5] [--replies 10] [--result-bytes 120]
+    python -m bench.usage [--sessions 10000] [--runs 5] [--replies 40] [--result-bytes 2000]
 
-Half the sessions are Claude Code transcripts written as Claude Code 2.1 writes them (a
-user prompt, then `--replies` replies, each an assistant line with its usage — the cache
-split included — and a tool call answered by a tool result of `--result-bytes`; the shape
-tests/compat/test_usage_ccusage.py's real runs wrote), spread over 60 days and 20
-projects, two models; the other half Codex rollouts (bench.import_'s, which `codex
-app-server` accepts: 12 turns, with token counts as Codex writes them: the running total
-and the call's own). sessiond imports them once (untimed: an import is what `--follow` or
-the extension keeps current); then each round times, from spawn to exit, in turn
-(reversed every other round so the machine's load weighs on both alike):
-- `sessiond usage daily --json` (this checkout, its bytecode written by the first, untimed
-  run, as an install has it), which answers from the index, and
+Half the sessions are Claude Code transcripts written as Claude Code 2.x writes them (a
+user prompt, then `--replies` replies, each streamed as two `assistant` lines sharing its
+message id and usage, the cache split included — a text block, then a tool call — and the
+tool's output of `--result-bytes` on the next `user` line twice, in its `tool_result` block
+and in `toolUseResult`: docs/import.md), spread over 60 days and 20 projects, two models;
+the other half Codex rollouts (bench.import_'s, which `codex app-server` accepts: 12
+turns, with token counts as Codex writes them: the running total and the call's own).
+Real sessions have dozens to hundreds of calls and outputs of kilobytes: the defaults are
+the small end of that. sessiond is this checkout's wheel installed in a fresh virtual
+environment, bytecode compiled (bench/install.py: what a person runs), and imports them
+once (untimed: an import is what `--follow` or the extension keeps current); then each
+round times, from spawn to exit, in turn (reversed every other round so the machine's load
+weighs on both alike):
+- `sessiond usage daily --json`, which answers from the index, and
 - `ccusage daily --json --offline` (the pinned ccusage, tests/agents: a native binary,
   several threads), which parses the transcripts (a traced run wrote no cache file).
 Wall time and CPU time (user + system of every thread: the steadier on a loaded
@@ -27,7 +30,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -38,15 +40,15 @@ from typing import Any
 import orjson
 
 from bench import import_
-from bench.startup import REPO
 
 EPOCH = datetime(2026, 9, 1, tzinfo=UTC)
-REPLIES = 10
+REPLIES = 40
+RESULT_BYTES = 2000
 MODELS = ("claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805")
 
 
 def write_claude(
-    projects: Path, sessions: int, replies: int = REPLIES, result_bytes: int = 120
+    projects: Path, sessions: int, replies: int = REPLIES, result_bytes: int = RESULT_BYTES
 ) -> int:
     """`sessions` Claude Code transcripts under `projects`; returns the line count."""
     lines = 0
@@ -92,13 +94,24 @@ def claude_session(n: int, replies: int, result_bytes: int) -> tuple[str, str, b
                  "output_tokens": 120 + 7 * reply, "service_tier": "standard",
                  "cache_creation": {"ephemeral_1h_input_tokens": 0,
                                     "ephemeral_5m_input_tokens": written}}  # fmt: skip
-        message = {"model": model, "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message",
-                   "role": "assistant", "stop_reason": "tool_use", "usage": usage,
-                   "content": [{"type": "tool_use", "id": call, "name": "Bash",
-                                "input": {"command": "make test"}}]}  # fmt: skip
-        entry("assistant", message, requestId=f"req_{uuid.uuid4().hex[:20]}")
+        message_id, request = f"msg_{uuid.uuid4().hex[:24]}", f"req_{uuid.uuid4().hex[:20]}"
+        # Claude Code writes each content block of a reply as a line of its own, every one
+        # with the reply's id and usage (counted once: by message id and request id).
+        blocks = [{"type": "text", "text": f"Running the tests again ({reply}): " + "the "
+                   "failure is in the fixture's teardown, so the next step is to read it."},
+                  {"type": "tool_use", "id": call, "name": "Bash",
+                   "input": {"command": "python -m pytest tests/test_module.py -x -q",
+                             "description": "Run the module's tests"}}]  # fmt: skip
+        for block in blocks:
+            message = {"model": model, "id": message_id, "type": "message",
+                       "role": "assistant", "stop_reason": None, "usage": usage,
+                       "content": [block]}  # fmt: skip
+            entry("assistant", message, requestId=request)
         result = {"type": "tool_result", "tool_use_id": call, "content": output}
-        entry("user", {"role": "user", "content": [result]})
+        # ...and a tool's output twice: in the result block and in `toolUseResult`.
+        entry("user", {"role": "user", "content": [result]},
+              toolUseResult={"stdout": output, "stderr": "", "interrupted": False,
+                             "isImage": False})  # fmt: skip
     return session_id, cwd, b"".join(out)
 
 
@@ -143,28 +156,26 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, dict[str,
 
 
 def run(
-    sessions: int, runs: int, replies: int = REPLIES, result_bytes: int = 120
+    sessions: int, runs: int, replies: int = REPLIES, result_bytes: int = RESULT_BYTES
 ) -> dict[str, Any]:
+    from bench.install import install_venv, installed_env
     from tests.agents.install import bin_dir
 
     ccusage = bin_dir() / "ccusage"
     with tempfile.TemporaryDirectory(prefix="sessiond-bench-usage-") as tmp:
         root = Path(tmp)
+        sessiond = str(install_venv(root / "install"))  # what a person runs: bytecode, no .pth
         user, home = root / "user", root / "sessiond"
         claude, codex_home = user / ".claude", user / ".codex"
         lines = write_claude(claude / "projects", sessions // 2, replies, result_bytes)
         size = sum(path.stat().st_size for path in user.rglob("*.jsonl"))
         lines += write_codex(codex_home, sessions - sessions // 2)
-        # Bytecode kept (in a folder of the bench's): an installed sessiond has it.
-        env = {**os.environ, "PYTHONPATH": str(REPO), "TZ": "UTC",
-               "PYTHONPYCACHEPREFIX": str(root / "pycache")}  # fmt: skip
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env = installed_env({"TZ": "UTC"})
         for agent, source in (("claude", claude / "projects"), ("codex", codex_home / "sessions")):
-            subprocess.run([sys.executable, "-m", "server.cli", "--home", str(home), "import",
-                            agent, "--from", str(source)], env=env, check=True,
-                           capture_output=True)  # fmt: skip
-        ours_argv = [sys.executable, "-m", "server.cli", "--home", str(home), "usage", "daily",
-                     "--json", "--timezone", "UTC"]  # fmt: skip
+            subprocess.run([sessiond, "--home", str(home), "import", agent, "--from",
+                            str(source)], env=env, check=True, capture_output=True)  # fmt: skip
+        ours_argv = [sessiond, "--home", str(home), "usage", "daily", "--json", "--timezone",
+                     "UTC"]  # fmt: skip
         theirs_argv = [str(ccusage), "daily", "--json", "--offline", "--timezone", "UTC"]
         theirs_env = {**env, "HOME": str(user), "CLAUDE_CONFIG_DIR": str(claude),
                       "CODEX_HOME": str(codex_home), "LOG_LEVEL": "0"}  # fmt: skip
@@ -218,7 +229,9 @@ def main() -> None:
     parser.add_argument(
         "--replies", type=int, default=REPLIES, help="model calls per Claude Code session"
     )
-    parser.add_argument("--result-bytes", type=int, default=120, help="each tool result's length")
+    parser.add_argument(
+        "--result-bytes", type=int, default=RESULT_BYTES, help="each tool result's length"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = run(args.sessions, args.runs, args.replies, args.result_bytes)

@@ -24,7 +24,8 @@ OPTIONS = sorted(
     | {"--version", "-h", "--help", "--hom", "--jso", "-qj", "--", "--stdio=1", "--limit=7"}
 )
 VALUES = ["x", "/a b", "", "5", "-1", "0.5", "nan", "fsync", "strict", "off", "codex", "user",
-          "list", "serve", THREAD, "--", "-", "a=b", "--home=/h", "--cwd=-x"]  # fmt: skip
+          "list", "serve", THREAD, "--", "-", "a=b", "--home=/h", "--cwd=-x", "daily", "blocks",
+          "model", "sunday", "UTC", "2026-11-30", "--by=agent", "-zUTC"]  # fmt: skip
 TOKENS = st.sampled_from([*quick.SUBCOMMANDS, "import", "doctor", "client", *OPTIONS, *VALUES])
 
 
@@ -62,6 +63,11 @@ HOT = [
     ["acp", "--", "claude-agent-acp"],
     ["--home", "/h", "acp", "--", "gemini", "--experimental-acp"],
     ["--redaction", "strict", "acp", "--", "codex-acp", "--home", "x"],
+    ["usage"],
+    ["usage", "daily", "--json"],
+    ["--home", "/h", "usage", "session", "--by", "project", "--since", "2026-11-01"],
+    ["usage", "weekly", "-z", "Europe/Berlin", "--start-of-week", "sunday", "--until", "20261130"],
+    ["usage", "--by=model", "--timezone", "UTC", "--json"],
 ]
 
 
@@ -77,7 +83,8 @@ def test_the_lines_editors_and_people_type_are_read_quickly(argv: list[str]) -> 
     [["--help"], ["list", "--jso"], ["list", "--json", "-q"], ["show"], ["list", "--limit", "x"],
      ["serve", "--durability", "fast"], ["--hom", "/h", "list"], ["doctor"], ["--version"],
      ["list", "--limit", "201"], ["search", "flaky", "-slow"], ["show", "0b1c", "--all",
-     "--json"], ["search", "--json", "flaky"]],
+     "--json"], ["search", "--json", "flaky"], ["usage", "hourly"], ["usage", "daily", "weekly"],
+     ["usage", "--json", "daily"], ["usage", "-zUTC"], ["usage", "--by", "day"]],
     ids=" ".join,
 )  # fmt: skip
 def test_anything_else_is_left_to_argparse(argv: list[str]) -> None:

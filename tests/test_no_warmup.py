@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -162,6 +163,16 @@ NOT_FOR_A_COMMAND = (  # the registry allowed: a search hit says how to resume i
     "watchfiles",
 )
 
+NOT_FOR_A_USAGE_REPORT = (  # the index file answers (restore/usage/index_file.py)
+    *NOT_FOR_A_COMMAND,
+    "restore.stores",  # the store interface, its backends and their dataclasses
+    "restore.home.state",
+    "restore.engine",
+    "restore.service",
+    "logging.handlers",
+    "pathlib",
+)
+
 
 NOT_FOR_AN_ACP_INITIALIZE = (
     "argparse",
@@ -263,6 +274,20 @@ def test_list_show_and_search_import_only_what_their_answer_needs(
         modules = imported("--home", str(home), *args)
         assert denied(modules, NOT_FOR_A_COMMAND) == [], args
         assert "restore.stores.embedded.index" in modules, args
+
+
+def test_a_usage_report_imports_no_store(spawn: Spawn, home: Path, tmp_path: Path) -> None:
+    """`sessiond usage` over an index that needs no catching up (its shard directories an
+    hour old, as a store open recorded them) reads the index file alone."""
+    _a_thread(spawn, tmp_path)
+    hour_ago = time.time() - 3600
+    for shard in (home / "threads").iterdir():
+        os.utime(shard, (hour_ago, hour_ago))
+    imported("--home", str(home), "list")  # a store open: it records them
+    for args in (["usage"], ["usage", "session", "--by", "project", "--json"]):
+        modules = imported("--home", str(home), *args)
+        assert denied(modules, NOT_FOR_A_USAGE_REPORT) == [], args
+        assert "restore.usage.index_file" in modules, args
 
 
 def test_an_acp_editor_s_initialize_imports_no_store(tmp_path: Path, home: Path) -> None:

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -38,6 +38,7 @@ from restore.engine.subsystems import ThreadState
 from restore.search.cancel import Cancel
 from restore.search.query import Query
 from restore.summary import ThreadSummary
+from restore.usage.entries import Usage, UsageSource
 
 if TYPE_CHECKING:
     from restore.redaction.engine import Redactor
@@ -413,77 +414,6 @@ ROW_FIELDS = (
 (`childCount` is counted by the query, never stored)."""
 JSON_FIELDS = ("forkedFrom", "origin")
 MAX_LIMIT = 200
-
-
-class UsageEntry(NamedTuple):
-    """Model calls of one thread and model, summed over a stretch of time (`sessiond
-    usage`, restore/usage): the tokens as restore/summary.py `usage_row` counts them."""
-
-    threadId: str
-    firstMs: int
-    """The first call's time, epoch milliseconds; `lastMs` the last's."""
-    lastMs: int
-    model: str
-    inputTokens: int
-    outputTokens: int
-    cacheReadTokens: int
-    cacheWriteTokens: int
-    usd: float
-    unpriced: int
-    """Calls whose model the price list does not know (their USD is not in `usd`)."""
-    calls: int
-
-
-class UsageThread(NamedTuple):
-    """What a usage report says of a thread: its project, agent and parent."""
-
-    threadId: str
-    title: str | None
-    project: str | None
-    """The workspace folder, else the cwd."""
-    agent: str
-    """The agent whose session it was imported from (`origin.agent`), else `sessiond`."""
-    parentThreadId: str | None
-
-
-Usage = tuple[list[UsageEntry], dict[str, UsageThread]]
-
-
-class UsageSource(Protocol):
-    """What a usage report asks: `Index.usage`, or what answers it apart."""
-
-    def usage(
-        self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
-    ) -> Usage: ...
-
-
-def usage_thread(
-    thread_id: str,
-    title: str | None,
-    cwd: str | None,
-    workspace_folder: str | None,
-    origin: Any,
-    parent: str | None,
-) -> UsageThread:
-    """A thread's row as a usage report names it (both stores)."""
-    agent = origin.get("agent") if isinstance(origin, dict) else None
-    return UsageThread(thread_id, title, workspace_folder or cwd,
-                       agent if isinstance(agent, str) else "sessiond", parent)  # fmt: skip
-
-
-def usage_window(
-    column: str, since_ms: int | None, until_ms: int | None, mark: str = "?"
-) -> tuple[list[str], list[Any]]:
-    """The conditions of a usage query on the call's time in `column`, and their parameters
-    (`mark`: the driver's placeholder)."""
-    where, params = [], []
-    if since_ms is not None:
-        where.append(f"{column} >= {mark}")
-        params.append(since_ms)
-    if until_ms is not None:
-        where.append(f"{column} < {mark}")
-        params.append(until_ms)
-    return where, params
 
 
 def summary_of(row: Sequence[Any], *, json_text: bool = False) -> ThreadSummary:

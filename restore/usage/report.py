@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any, Literal
 
-from restore.stores.api import UsageEntry, UsageThread
+from restore.usage.entries import UsageEntry, UsageThread
 
 Report = Literal["daily", "weekly", "monthly", "session", "blocks"]
 By = Literal["model", "agent", "project"]

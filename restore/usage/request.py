@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import re
 from datetime import date, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.clock import now
-from restore.stores.api import UsageSource
 from restore.usage.report import BYS, GRAIN_MS, REPORTS, WEEKDAYS, report, window
+
+if TYPE_CHECKING:
+    from restore.usage.entries import UsageSource
 
 _DATE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
@@ -55,14 +57,14 @@ def usage_report(
 def time_zone(name: str | None) -> tuple[tzinfo, str]:
     """The zone a report's days are in: `name` (IANA), else the machine's (`TZ`, then
     /etc/localtime), else UTC."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     if name is None:
         name = os.environ.get("TZ") or _local_name()
     if name in ("UTC", "Z", ""):
         from datetime import UTC
 
         return UTC, "UTC"
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # here: UTC needs none of it
+
     try:
         return ZoneInfo(name.removeprefix(":")), name.removeprefix(":")
     except (ZoneInfoNotFoundError, ValueError):

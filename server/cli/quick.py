@@ -1,7 +1,7 @@
 """The command lines people and editors type most, read without argparse.
 
 `sessiond serve --stdio` is every editor window's spawn and `sessiond acp -- AGENT` every
-ACP editor's; `list`, `show` and `search` are what a person types. Building argparse's
+ACP editor's; `list`, `show`, `search` and `usage` are what a person types. Building argparse's
 parser tree and importing what it needs (argparse, gettext, shutil and the compressors
 shutil loads for its help formatter) cost more than the rest of `sessiond --version`
 (docs/benchmarks.md, "Opening a window from spawn"). Here those command lines are read
@@ -27,9 +27,10 @@ if TYPE_CHECKING:
     """(dest, kind, convert)."""
 
 FLAG, VALUE, APPEND = "flag", "value", "append"
-POSITIONAL, WORDS, REMAINDER = "positional", "words", "rest"
-"""One argument; any number of them, right after the subcommand's name (argparse's `*`);
-everything from there on (argparse's REMAINDER)."""
+POSITIONAL, OPTIONAL, WORDS, REMAINDER = "positional", "optional", "words", "rest"
+"""One argument; one or none, right after the subcommand's name (argparse's `?`); any
+number of them, right after the subcommand's name (argparse's `*`); everything from there
+on (argparse's REMAINDER)."""
 
 COMMON: dict[str, Option] = {
     "--home": ("home", VALUE, None),
@@ -124,6 +125,31 @@ SUBCOMMANDS: dict[str, tuple[dict[str, Option], dict[str, Any]]] = {
         },
     ),
     "acp": ({"": ("agent", REMAINDER, None)}, {"agent": []}),
+    "usage": (  # restore/usage/report.py's REPORTS, BYS and WEEKDAYS (not imported: datetime)
+        {
+            "": ("report", OPTIONAL, ("daily", "weekly", "monthly", "session", "blocks")),
+            "--by": ("by", VALUE, ("model", "agent", "project")),
+            "--since": ("since", VALUE, None),
+            "--until": ("until", VALUE, None),
+            "--timezone": ("timezone", VALUE, None),
+            "-z": ("timezone", VALUE, None),
+            "--start-of-week": (
+                "start_of_week",
+                VALUE,
+                ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+            ),
+            "--json": ("json", FLAG, None),
+        },
+        {
+            "report": "daily",
+            "by": None,
+            "since": None,
+            "until": None,
+            "timezone": None,
+            "start_of_week": "monday",
+            "json": False,
+        },
+    ),
 }
 """The hot subcommands: their options (the positional under ""), and every dest's value
 when the line does not give it."""
@@ -172,6 +198,11 @@ def parse(argv: list[str], default: str = "serve") -> Arguments | None:
                 if not words_open:
                     return None
                 values[dest] = [*values[dest], token]
+            elif kind == OPTIONAL:  # argparse's `?`: only first, and only one of its choices
+                if not words_open or dest in given or _converted(token, rest[2]) is None:
+                    return None
+                values[dest] = token
+                words_open = False
             else:
                 values[dest] = token
             given.add(dest)

@@ -1,26 +1,29 @@
 """`sessiond usage daily|weekly|monthly|session|blocks`: tokens and cost of every agent's
-threads from the index (restore/service/usage.py), as a table or `--json` (the
-`usage/report` result). A price the list does not know is shown as `unpriced`, never $0;
-a row with some unpriced calls shows its priced USD with a `+`."""
+threads from the index (restore/usage/), as a table or `--json` (the `usage/report`
+result). A price the list does not know is shown as `unpriced`, never $0; a row with some
+unpriced calls shows its priced USD with a `+`.
+
+A spawn's cost is its imports: when the embedded index needs no catching up, the report is
+read from its file alone (restore/usage/index_file.py), and the store, its
+interface and the home's checks are imported only when it does (tests/test_no_warmup.py)."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from restore.home.state import open_home
-from restore.stores import Settings, open_store
-from restore.usage.report import BYS, REPORTS, WEEKDAYS
 from restore.usage.request import usage_report
-from server.cli.terminal import clip, print_json, safe
-from server.config import ServerConfig
 
 if TYPE_CHECKING:
     import argparse
 
+    from server.config import ServerConfig
+
 
 def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
+    """argparse's table (server/cli/quick.py reads the same lines without argparse)."""
+    from restore.usage.report import BYS, REPORTS, WEEKDAYS
+
     parser.add_argument("report", choices=REPORTS, nargs="?", default="daily",
                         help="a row: a day, week, month, session or 5-hour block")  # fmt: skip
     parser.add_argument("--by", choices=BYS, help="rows broken down by model, agent or project")
@@ -34,18 +37,34 @@ def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) 
 
 
 def usage(config: ServerConfig, args: argparse.Namespace) -> int:
-    # The store alone, not the thread service: a report opens no session, and a spawn
-    # should not wait for their modules (bench/usage.py).
-    home = open_home(Path(config.home))
-    store = open_store(Settings(home.path, config.store), read_only=home.read_only is not None)
-    try:
-        found = usage_report(store.index, args.report, by=args.by, since=args.since,
-                             until=args.until, timezone=args.timezone,
-                             start_of_week=args.start_of_week)  # fmt: skip
-    finally:
-        store.close()
-    if args.json:
-        print_json(found)
+    options = {"by": args.by, "since": args.since, "until": args.until,
+               "timezone": args.timezone, "start_of_week": args.start_of_week}  # fmt: skip
+    index = None
+    if not config.store:
+        from restore.usage.index_file import caught_up
+
+        index = caught_up(config.home)
+    if index is not None:
+        try:
+            found = usage_report(index, args.report, **options)
+        finally:
+            index.close()
+    else:  # the store, which catches its index up (not the thread service: no session)
+        from pathlib import Path
+
+        from restore.home.state import open_home
+        from restore.stores import Settings, open_store
+
+        home = open_home(Path(config.home))
+        store = open_store(Settings(home.path, config.store), read_only=home.read_only is not None)
+        try:
+            found = usage_report(store.index, args.report, **options)
+        finally:
+            store.close()
+    if args.json:  # terminal.print_json's line, without the terminal's modules
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(found) + b"\n")
     else:
         sys.stdout.write(table(found))
     return 0
@@ -56,6 +75,8 @@ COLUMNS = ("input", "output", "cache read", "cache write", "total", "USD")
 
 def table(found: dict[str, Any]) -> str:
     """The report as a plain table: one line a row (and one per breakdown part), totals."""
+    from server.cli.terminal import clip, safe
+
     head = {"session": "session", "blocks": "block (UTC)"}.get(found["report"], found["report"])
     lines: list[list[str]] = [[head, "models", *COLUMNS]]
     for row in found["rows"]:
@@ -75,6 +96,8 @@ def table(found: dict[str, Any]) -> str:
 
 
 def _label(report: str, row: dict[str, Any]) -> str:
+    from server.cli.terminal import clip, safe
+
     if report == "session":
         title = safe(row.get("title") or "", one_line=True)
         return f"{row['key'][:8]} {clip(title, 30)}".rstrip()

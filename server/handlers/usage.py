@@ -11,7 +11,7 @@ from server.handlers.context import Context
 
 
 async def usage_report(ctx: Context, params: Any) -> dict[str, Any]:
-    from restore.stores.api import UsageSource
+    from restore.usage.entries import UsageSource
     from restore.usage.request import usage_report
 
     progress = ctx.progress("Indexing threads")

@@ -25,8 +25,8 @@ from restore.engine.environment import canonical
 from restore.render import styles
 from restore.render.transcript import render
 from restore.service import ThreadService
-from restore.stores.api import Usage, UsageSource
 from restore.summary import ThreadSummary
+from restore.usage.entries import Usage, UsageSource
 from server.cli.options import CommandError
 from server.cli.search import resume_command as search_resume_command
 from server.cli.search import when

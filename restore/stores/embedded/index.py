@@ -44,19 +44,16 @@ from restore.stores.api import (
     Listing,
     Progress,
     Rows,
-    Usage,
-    UsageEntry,
-    UsageThread,
     decode_cursor,
     encode_cursor,
     storage_failure,
     summary_of,
-    usage_thread,
-    usage_window,
 )
 from restore.stores.embedded import marks
 from restore.stores.embedded.jsonl import LineMark
 from restore.summary import ThreadSummary, UsageRow, usage_row
+from restore.usage.entries import Usage
+from restore.usage.index_file import RACY_NS, boot_id, usage_of
 
 if TYPE_CHECKING:
     import sqlite3
@@ -183,20 +180,6 @@ END;
 -- What the last open saw: the boot it ran in and each shard directory's mtime.
 CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
 """
-RACY_NS = 2_000_000_000
-"""A shard directory changed this recently is not trusted to show the next change by its
-mtime (a coarse clock tick could hide it): it is read again at the next open."""
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
-
-
-def _boot_id() -> str | None:
-    """This boot's id (Linux); None where there is none (then every open compares every file)."""
-    try:
-        return BOOT_ID.read_text().strip() or None
-    except OSError:
-        return None
-
-
 CHILD_COUNT_BATCH = 500  # ids per query (SQLite binds at most 999 by default)
 # How many children a listed row has (what `thread/list {parentThreadId}` would list).
 _CHILD_COUNT = (
@@ -242,15 +225,6 @@ def _row_values(
     if mark is None:
         return (*values, str(path), stat.st_size, stat.st_mtime_ns, None, None)
     return (*values, str(path), mark.end, stat.st_mtime_ns, mark.start, mark.sha)
-
-
-QUARTER_MS = 900_000
-"""The grain `usage_quarters` sums calls in (restore/usage/report.py GRAIN_MS)."""
-
-
-def _quarter(ms: int | None) -> int | None:
-    """The first quarter hour at or after `ms` (report windows start on one)."""
-    return None if ms is None else -(-ms // QUARTER_MS)
 
 
 _USAGE_INSERT = (
@@ -630,7 +604,7 @@ class ThreadIndex:
     def _seen(self) -> tuple[str | None, dict[str, int]]:
         """The boot and the shard directories' mtimes, taken before the files are read: a
         change made during the read shows as a change at the next open."""
-        boot = _boot_id()
+        boot = boot_id()
         now = time.time_ns()
         times = self._layout.shard_times()
         return boot, {key: (-1 if ns > now - RACY_NS else ns) for key, ns in times.items()}
@@ -1058,49 +1032,6 @@ class ThreadIndex:
         """Close the connection; a later call opens (and reconciles) again."""
         with self._open_lock:
             self._close()
-
-
-def usage_of(
-    conn: sqlite3.Connection,
-    since_ms: int | None,
-    until_ms: int | None,
-    grain_ms: int,
-    *,
-    threads: bool,
-) -> Usage:
-    """ThreadIndex.usage's query, on `conn`."""
-    if grain_ms == QUARTER_MS and not threads:
-        where, params = usage_window("quarter", _quarter(since_ms), _quarter(until_ms))
-        found = conn.execute(
-            "SELECT '', firstMs, lastMs, model, input, output, cacheRead, cacheWrite, usd, "
-            "unpriced, calls FROM usage_quarters"
-            + (" WHERE " + " AND ".join(where) if where else ""),
-            params,
-        )
-        return [UsageEntry(*row) for row in found], {}
-    where, params = usage_window("atMs", since_ms, until_ms)
-    thread = "threadId" if threads else "''"
-    entries = [UsageEntry(*row) for row in conn.execute(
-        f"SELECT {thread}, min(atMs), max(atMs), model, sum(input), sum(output), "
-        "sum(cacheRead), sum(cacheWrite), sum(usd), sum(1 - priced), count(*) FROM usage "
-        f"{' WHERE ' + ' AND '.join(where) if where else ''} "
-        f"GROUP BY {'threadId, ' if threads else ''}atMs / ?, model",
-        [*params, max(1, grain_ms)],
-    )]  # fmt: skip
-    if not threads:
-        return entries, {}
-    ids = sorted({entry.threadId for entry in entries})
-    named: dict[str, UsageThread] = {}
-    for start in range(0, len(ids), CHILD_COUNT_BATCH):
-        batch = ids[start : start + CHILD_COUNT_BATCH]
-        for row in conn.execute(
-            "SELECT threadId, title, cwd, workspaceFolder, origin, parentThreadId "
-            f"FROM threads WHERE threadId IN ({', '.join('?' * len(batch))})",
-            batch,
-        ):
-            origin = decoded(orjson.loads, row[4]) if row[4] else None
-            named[row[0]] = usage_thread(row[0], row[1], row[2], row[3], origin, row[5])
-    return entries, named
 
 
 class UsageBeside:

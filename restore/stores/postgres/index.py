@@ -15,14 +15,10 @@ from restore.stores.api import (
     Listing,
     Progress,
     Rows,
-    Usage,
-    UsageEntry,
-    UsageThread,
-    usage_thread,
-    usage_window,
 )
 from restore.stores.postgres import rows
 from restore.summary import ThreadSummary
+from restore.usage.entries import Usage, UsageEntry, UsageThread, usage_thread, usage_window
 
 if TYPE_CHECKING:
     from restore.stores.postgres.store import PostgresStore
