@@ -15,9 +15,10 @@ from protocol.errors import ErrorKind, ProtocolError
 from restore.home.layout import Layout
 from restore.ids import validate_thread_id
 from restore.stores.api import Durability
-from restore.stores.embedded.jsonl import parse_bytes
+from restore.stores.embedded.files import MARK_AHEAD_BYTES
+from restore.stores.embedded.jsonl import LineMark, parse_bytes
 from restore.stores.embedded.store import EmbeddedStore
-from tests.support.items import make_store, named, session_meta
+from tests.support.items import make_store, message, named, session_meta
 
 
 def test_lines_carry_the_documented_envelope_in_order(tmp_path: Path) -> None:
@@ -168,6 +169,34 @@ def test_a_parked_writer_lets_its_file_go_and_takes_it_back_to_append(tmp_path: 
     other.close()  # closed parked: nothing left open, nothing held
     assert open_descriptors(other.path) == 0
     store.open_writer(second).close()
+    store.close()
+
+
+def test_a_long_last_lines_mark_is_the_files_and_a_parked_writer_takes_its_file_back(
+    tmp_path: Path,
+) -> None:
+    """A line past MARK_AHEAD_BYTES is hashed as it is written, from the bytes written (not
+    read back on the store thread): its mark is still the file's own, so derived state
+    verifies against it and a parked writer reopens its file by it, then appends on."""
+    store = parking_store(tmp_path)
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    writer = store.create(first, "s1", session_meta(first))
+    other = store.create(second, "s2", session_meta(second))
+    writer.append([message("x" * MARK_AHEAD_BYTES, item_id="long")], "s1")
+    mark = writer.mark()
+    assert mark is not None and mark.end - mark.start > MARK_AHEAD_BYTES
+    fd = os.open(writer.path, os.O_RDONLY)
+    try:
+        assert mark == LineMark.of(fd, mark.start, mark.end) and mark.holds(fd)
+    finally:
+        os.close(fd)
+    other.append([named("b")], "s2")  # the long line's writer parked, its mark kept
+    assert writer.parked
+    writer.append([named("a")], "s1")  # reopened: the file proved by that mark
+    assert [i["id"] for i in store.read(first)[0].items][1:] == ["long", "a"]
+    assert writer.mark() != mark  # the short line's mark, read from the file
+    writer.close()
+    other.close()
     store.close()
 
 
