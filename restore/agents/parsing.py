@@ -8,7 +8,9 @@ and a thread holds exactly one source file (its identity is the thread's own).
 
 from __future__ import annotations
 
+import posixpath
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -49,6 +51,10 @@ def normalize_ts(value: Any) -> str | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+COMMAND_CHARS = 2_000
+"""The longest command a started call keeps beside its arguments."""
 
 
 def truncate(text: str, limit: int) -> str:
@@ -208,6 +214,24 @@ class SourceParser:
             self.unmapped_seen[key] = [1, self._line]
         else:
             seen[0] += 1
+
+    def in_cwd(self, path: str) -> str:
+        """A path the agent named, from the session's cwd (`state["cwd"]`; as it is
+        without one)."""
+        cwd = self.state.get("cwd")
+        return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path
+
+    def call_fields(
+        self, tool: str, arguments: dict[str, Any], shells: Collection[str],
+        edits: Collection[str], path_key: str,
+    ) -> dict[str, Any]:  # fmt: skip
+        """What a started call records beside its arguments: a shell's `command` (cut to
+        COMMAND_CHARS), an edit's `path` (its argument `path_key`, from the cwd)."""
+        if tool in shells and isinstance(arguments.get("command"), str):
+            return {"command": truncate(arguments["command"], COMMAND_CHARS)}
+        if tool in edits and isinstance(arguments.get(path_key), str):
+            return {"path": self.in_cwd(arguments[path_key])}
+        return {}
 
     # --- building items -------------------------------------------------------------------
 

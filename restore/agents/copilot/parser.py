@@ -26,7 +26,6 @@ mapping is docs/import.md's.
 
 from __future__ import annotations
 
-import posixpath
 from typing import Any, ClassVar
 
 from restore.agents.identity import thread_id_for
@@ -47,7 +46,6 @@ KNOWN_TOOLS = READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | {
 database: its todo list, tables the agent makes); another is a side effect, reported."""
 TODO_STATUS = {"done": "completed", "in_progress": "in_progress", "pending": "pending",
                "blocked": "pending"}  # fmt: skip
-COMMAND_CHARS = 2_000
 TRACKED_CHARS = 32_768
 TRACKED_FILES = 32
 DATETIME = "<current_datetime>"
@@ -198,11 +196,7 @@ class CopilotParser(SourceParser):
         arguments = _dict(request.get("arguments"))
         if tool not in KNOWN_TOOLS:
             self.unmapped("tool", tool)
-        extra: dict[str, Any] = {}
-        if tool == SHELL_TOOL and isinstance(arguments.get("command"), str):
-            extra["command"] = truncate(arguments["command"], COMMAND_CHARS)
-        elif tool in EDIT_TOOLS and isinstance(arguments.get("path"), str):
-            extra["path"] = self._path(arguments["path"])
+        extra = self.call_fields(tool, arguments, (SHELL_TOOL,), EDIT_TOOLS, "path")
         self.state["calls"][call_id] = {"tool": tool, "arguments": arguments}
         self.operation(call_id, tool, effect_of(tool), state="started",
                        **called(arguments), **extra)  # fmt: skip
@@ -237,7 +231,7 @@ class CopilotParser(SourceParser):
         path = arguments.get("path")
         if not isinstance(path, str) or not path:
             return
-        path = self._path(path)
+        path = self.in_cwd(path)
         files = self.state["files"]
         diff = result.get("detailedContent") if isinstance(result.get("detailedContent"),
                                                            str) else None  # fmt: skip
@@ -300,7 +294,3 @@ class CopilotParser(SourceParser):
         self.todos([(str(r.get("id") or n), str(r.get("title") or ""),
                      TODO_STATUS.get(str(r.get("status")), "pending"))
                     for n, r in enumerate(rows, 1)])  # fmt: skip
-
-    def _path(self, path: str) -> str:
-        cwd = self.state["cwd"]
-        return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path

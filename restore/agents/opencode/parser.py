@@ -20,7 +20,6 @@ price in its config or models.dev) rides along as `agentUsd`.
 
 from __future__ import annotations
 
-import posixpath
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -45,7 +44,6 @@ KNOWN_TOOLS = READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | SHELL_TOOLS | SUBAGEN
 """Tools whose effect is known; any other (an MCP tool, a plugin's) is recorded as a side
 effect and reported unmapped."""
 FINAL = {"completed": False, "error": True}
-COMMAND_CHARS = 2_000
 TRACKED_CHARS = 32_768
 """Files the session wrote whose contents are followed (to know an edit's before and
 after): up to this size each, a bounded number of them (TRACKED_FILES)."""
@@ -236,11 +234,7 @@ class OpenCodeParser(SourceParser):
         effect = self.effect_of(tool)
         if tool not in self.KNOWN_TOOLS:
             self.unmapped("tool", tool)
-        extra: dict[str, Any] = {}
-        if tool in SHELL_TOOLS and isinstance(arguments.get("command"), str):
-            extra["command"] = truncate(arguments["command"], COMMAND_CHARS)
-        elif tool in EDIT_TOOLS and isinstance(arguments.get("filePath"), str):
-            extra["path"] = self._path(arguments["filePath"])
+        extra = self.call_fields(tool, arguments, SHELL_TOOLS, EDIT_TOOLS, "filePath")
         self.operation(call_id, tool, effect, state="started",
                        **called(arguments), **extra)  # fmt: skip
         final = status.get("status")
@@ -276,7 +270,7 @@ class OpenCodeParser(SourceParser):
         path = arguments.get("filePath") or metadata.get("filepath")
         if not isinstance(path, str) or not path:
             return
-        path = self._path(path)
+        path = self.in_cwd(path)
         files = self.state["files"]
         diff = metadata.get("diff") if isinstance(metadata.get("diff"), str) else None
         if tool == "write" and isinstance(arguments.get("content"), str):
@@ -328,7 +322,3 @@ class OpenCodeParser(SourceParser):
             return
         self.todos([(str(n), str(r.get("content") or ""), r.get("status"))
                     for n, r in enumerate(rows, 1)])  # fmt: skip
-
-    def _path(self, path: str) -> str:
-        cwd = self.state["cwd"]
-        return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path

@@ -17,7 +17,6 @@ and marks where each one starts. The mapping is docs/import.md's.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from typing import Any, ClassVar
 
@@ -30,7 +29,6 @@ SHELL_TOOLS = frozenset({"bash", "powershell"})
 KNOWN_TOOLS = READ_TOOLS | EDIT_TOOLS | SHELL_TOOLS
 """Pi's built-in tools (read, bash, edit, write, and the optional grep, find, ls); an
 extension's or MCP tool is a side effect, and reported unmapped."""
-COMMAND_CHARS = 2_000
 TRACKED_CHARS = 32_768
 TRACKED_FILES = 32
 _EXIT = re.compile(r"Command exited with code (-?\d+)\s*$")
@@ -172,11 +170,7 @@ class PiParser(SourceParser):
         arguments = _dict(block.get("arguments"))
         if tool not in KNOWN_TOOLS:
             self.unmapped("tool", tool)
-        extra: dict[str, Any] = {}
-        if tool in SHELL_TOOLS and isinstance(arguments.get("command"), str):
-            extra["command"] = truncate(arguments["command"], COMMAND_CHARS)
-        elif tool in EDIT_TOOLS and isinstance(arguments.get("path"), str):
-            extra["path"] = self._path(arguments["path"])
+        extra = self.call_fields(tool, arguments, SHELL_TOOLS, EDIT_TOOLS, "path")
         self.state["calls"][call_id] = {"tool": tool, "arguments": arguments}
         self.operation(call_id, tool, effect_of(tool), state="started",
                        **called(arguments), **extra)  # fmt: skip
@@ -206,7 +200,7 @@ class PiParser(SourceParser):
         path = arguments.get("path")
         if not isinstance(path, str) or not path:
             return
-        path = self._path(path)
+        path = self.in_cwd(path)
         files = self.state["files"]
         if tool == "write" and isinstance(arguments.get("content"), str):
             after = arguments["content"]
@@ -263,7 +257,3 @@ class PiParser(SourceParser):
         total = _dict(usage.get("cost")).get("total")
         if len(self._out) > before and isinstance(total, int | float):
             self._out[-1]["agentUsd"] = float(total)
-
-    def _path(self, path: str) -> str:
-        cwd = self.state["cwd"]
-        return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path

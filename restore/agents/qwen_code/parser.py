@@ -25,7 +25,6 @@ parent's call (`toolUseId`). The mapping is docs/import.md's.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from typing import Any, ClassVar
 
@@ -35,7 +34,6 @@ from restore.agents.parsing import (
     called,
     text_of,
     title_from,
-    truncate,
 )
 
 AGENT = "qwen-code"
@@ -60,7 +58,6 @@ KNOWN_TOOLS = READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | {
 """The tools Qwen Code 0.24 registers (its ToolNames), by what they may change; another (an
 MCP tool, a newer tool) is a side effect, and reported unmapped."""
 FINAL = {"success": False, "error": True, "cancelled": True}
-COMMAND_CHARS = 2_000
 _TASK_ID = re.compile(r"task_id: (\S+)")
 
 
@@ -189,11 +186,7 @@ class QwenCodeParser(SourceParser):
         arguments = _dict(call.get("args"))
         if tool not in KNOWN_TOOLS:
             self.unmapped("tool", tool)
-        extra: dict[str, Any] = {}
-        if tool == SHELL_TOOL and isinstance(arguments.get("command"), str):
-            extra["command"] = truncate(arguments["command"], COMMAND_CHARS)
-        elif tool in EDIT_TOOLS and isinstance(arguments.get("file_path"), str):
-            extra["path"] = self._path(arguments["file_path"])
+        extra = self.call_fields(tool, arguments, (SHELL_TOOL,), EDIT_TOOLS, "file_path")
         self.state["calls"][call_id] = {"tool": tool, "todos": arguments.get("todos")}
         self.operation(call_id, tool, effect_of(tool), state="started",
                        **called(arguments), **extra)  # fmt: skip
@@ -249,7 +242,7 @@ class QwenCodeParser(SourceParser):
         after = diff.get("newContent")
         before = diff.get("originalContent")
         known = isinstance(after, str) and isinstance(before, str)
-        self.file_edit(self._path(path), call_id, None if created else before,
+        self.file_edit(self.in_cwd(path), call_id, None if created else before,
                        after if known else None, known, kind=tool)  # fmt: skip
 
     # --- system records ---------------------------------------------------------------------
@@ -301,10 +294,6 @@ class QwenCodeParser(SourceParser):
         read = min(count[1], count[0])
         self.cost(fresh=count[0] - read, cache_write=0, cache_read=read,
                   output=count[2] + count[3])  # fmt: skip
-
-    def _path(self, path: str) -> str:
-        cwd = self.state["cwd"]
-        return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path
 
 
 def _dict(value: Any) -> dict[str, Any]:
