@@ -25,6 +25,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Leftovers(), PLUGIN)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`scripts/test` runs `-n 3 --dist loadgroup`), every test that
+    uses the run's PostgreSQL cluster runs on one worker, one after another: some stop and
+    restart that cluster (test_postgres.py, faults/test_crash_loop.py, test_leftovers.py),
+    which another worker's database would not survive."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if "postgres" in getattr(item, "fixturenames", ()) or (
+            callspec is not None and "postgres" in callspec.id
+        ):
+            item.add_marker(pytest.mark.xdist_group("postgres"))
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     path = tmp_path / "home"

@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,6 +48,8 @@ from tests.support.only_loopback import Attempt, Network
 from tests.support.processes import command_line
 
 RUN_ENV = "SESSIOND_TEST_RUN"
+WORKER_KEY = "sessiond_leftovers"
+"""Where an xdist worker hands its guard's findings to the controller (`workeroutput`)."""
 TEST_ENV = "SESSIOND_TEST_NODE"
 NETWORK_ENV = "SESSIOND_TEST_NETWORK"
 PLUGIN = "sessiond-leftovers"
@@ -129,6 +132,12 @@ def postgres_of(root: str | None, table: dict[int, Process]) -> set[int]:
     return {postmaster, *descendants(table, postmaster)} if postmaster in table else set()
 
 
+def _xdist_controller(config: pytest.Config) -> bool:
+    """This process hands the tests to pytest-xdist's workers (`-n N`, N > 0)."""
+    workers = getattr(config.option, "numprocesses", None)
+    return bool(workers) and not hasattr(config, "workerinput")
+
+
 class Leftovers:
     """The session's guard: its state, its hooks, and the checks a test may run itself."""
 
@@ -140,8 +149,11 @@ class Leftovers:
         self.subreaper = False
         self.at_start: set[tuple[int, int]] = set()
         self.first_seen: dict[tuple[int, int], str] = {}
-        self.attempts: list[Attempt] = []
+        self.attempts: list[Attempt | str] = []  # str: a worker's, as it reported it
         self.left: list[str] = []
+        self.disabled = False
+        self.worker_network = True
+        """Under xdist, the controller's: every worker ran in a network of its own."""
 
     # --- the checks -----------------------------------------------------------------------
 
@@ -205,6 +217,11 @@ class Leftovers:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
+        if _xdist_controller(config):
+            # With `-n N` the workers run the tests, each its own guard (marker, subreaper,
+            # network namespace); the controller starts only them, and they end with it.
+            self.disabled = True
+            return
         os.environ[RUN_ENV] = self.run
         libc = ctypes.CDLL(None, use_errno=True)
         self.subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
@@ -218,6 +235,8 @@ class Leftovers:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        if self.disabled:
+            return (yield)
         os.environ[TEST_ENV] = item.nodeid
         if self.network is not None:
             self.network.test = item.nodeid
@@ -235,6 +254,12 @@ class Leftovers:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """After every fixture's teardown (the runner's own sessionfinish tears down the
         session's fixtures before this one runs)."""
+        if self.disabled:  # the workers' findings, sent with each one's end
+            if (self.left or self.attempts or self.network_error) and (
+                session.exitstatus == pytest.ExitCode.OK
+            ):
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
         deadline = time.monotonic() + GRACE
         while (left := self.of_the_run()) and time.monotonic() < deadline:
             self.reap_adopted()
@@ -245,6 +270,24 @@ class Leftovers:
         failed = self.left or self.attempts or self.network_error
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        output = getattr(session.config, "workeroutput", None)
+        if output is not None:  # an xdist worker: its controller reports and fails the run
+            output[WORKER_KEY] = {"left": self.left, "attempts": [str(a) for a in self.attempts],
+                                  "network_error": self.network_error,
+                                  "subreaper": self.subreaper,
+                                  "network": self.network is not None}  # fmt: skip
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """xdist's controller: what a worker's guard found."""
+        found = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+        if not found:
+            return
+        self.left += found["left"]
+        self.attempts += found["attempts"]
+        self.network_error = self.network_error or found["network_error"]
+        self.subreaper = found["subreaper"]
+        self.worker_network = self.worker_network and found["network"]
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         write = terminalreporter.write_line
@@ -261,7 +304,7 @@ class Leftovers:
             write(f"could not give the run a network of its own: {self.network_error}; "
                   f"{NETWORK_ENV}=host runs without it (then nothing proves the run kept "
                   "to 127.0.0.1)")  # fmt: skip
-        elif self.network is None:
+        elif self.network is None and not (self.disabled and self.worker_network):
             write(f"{NETWORK_ENV}=host: this run had the machine's network", yellow=True)
         if not self.subreaper:
             write("not a child subreaper here: a double-forked process without the run's "
