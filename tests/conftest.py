@@ -25,17 +25,27 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Leftovers(), PLUGIN)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`scripts/test` runs `-n 3 --dist loadgroup`), every test that
-    uses the run's PostgreSQL cluster runs on one worker, one after another: some stop and
-    restart that cluster (test_postgres.py, faults/test_crash_loop.py, test_leftovers.py),
-    which another worker's database would not survive."""
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        if "postgres" in getattr(item, "fixturenames", ()) or (
-            callspec is not None and "postgres" in callspec.id
-        ):
-            item.add_marker(pytest.mark.xdist_group("postgres"))
+SHARD_ENV = "SESSIOND_TEST_SHARD"
+"""`postgres`: only the tests that use the run's PostgreSQL cluster; `rest`: the others.
+scripts/test runs the two at once, the first in one process (some of its tests stop and
+restart the cluster, which no other test's database would survive), the second on
+pytest-xdist's workers."""
+
+
+def uses_the_cluster(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return "postgres" in getattr(item, "fixturenames", ()) or (
+        callspec is not None and "postgres" in callspec.id
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    shard = os.environ.get(SHARD_ENV)
+    if shard not in ("postgres", "rest"):
+        return
+    keep = [item for item in items if uses_the_cluster(item) == (shard == "postgres")]
+    config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+    items[:] = keep
 
 
 @pytest.fixture
