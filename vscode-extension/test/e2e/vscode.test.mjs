@@ -868,7 +868,7 @@ describe("sessiond in VS Code (code-server + Chromium)", { timeout: 15 * 60_000 
       const said = (await transcriptEntries(frame)).map((entry) => entry.text);
       assert.ok(said.includes("You add a dark mode toggle"), said.join("\n"));
       assert.ok(said.includes("Claude Code The toggle goes in the header; the theme is a CSS variable."), "the agent's words, under its name");
-      assert.ok(said.some((text) => /^✓ TodoWrite done Result/.test(text)), "its tool call, with the result collapsed");
+      assert.ok(said.some((text) => /^✓ TodoWrite done Arguments Result/.test(text)), `its tool call, with its arguments and result collapsed: ${said.join("\n")}`);
     });
     assert.match(await frame.locator("#notice").innerText(), /A Claude Code session, shown read-only: Resume in Claude Code \(in the title bar\) continues it there\./);
     await eventually(async () =>
