@@ -301,3 +301,106 @@ def test_an_acp_editor_s_initialize_imports_no_store(tmp_path: Path, home: Path)
                        stdin=json.dumps(hello).encode() + b"\n")  # fmt: skip
     assert denied(modules, NOT_FOR_AN_ACP_INITIALIZE) == []
     assert "server.acp.proxy" in modules
+
+
+# --- a stdio spawn's `initialize`, answered before the server is imported ------------------
+NOT_BEFORE_AN_EARLY_ANSWER = (
+    *NOT_BEFORE_INITIALIZE,
+    "asyncio",  # the server's event loop, and with it ssl, socket, subprocess, concurrent
+    "orjson",  # which imports dataclasses, inspect, uuid and datetime as it loads
+    "dataclasses",
+    "inspect",
+    "pydantic",
+    "sqlite3",
+    "server.app",
+    "server.rpc.dispatch",
+    "restore.stores",
+)
+FIRST_WRITE = """
+import os, sys
+real_write = os.write
+def write(fd, data):  # the modules loaded when the first answer is written
+    if fd == 1 and not hasattr(write, "modules"):
+        write.modules = sorted(sys.modules)
+        sys.stderr.write("MODULES " + " ".join(write.modules) + "\\n")
+        sys.stderr.flush()
+    return real_write(fd, data)
+os.write = write
+sys.argv = ["sessiond", "serve", "--stdio"]
+from server.cli.main import main
+sys.exit(main())
+"""
+
+
+def _initialize_line(request_id: int, folders: list[str]) -> bytes:
+    params = {"workspaceFolders": [{"path": path} for path in folders], "clientInfo": {"name": "t"}}
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
+    return json.dumps(message).encode() + b"\n"
+
+
+def _served(stdin: bytes, home: Path, code: str | None = None) -> tuple[list[Any], str]:
+    """A real `sessiond serve --stdio` given `stdin` then end of input: its answers in order
+    and its stderr."""
+    argv = ["-c", code] if code else ["-m", "server.cli", "serve", "--stdio"]
+    done = subprocess.run(
+        [sys.executable, *argv], input=stdin, capture_output=True, cwd=REPO, timeout=HANG_GUARD,
+        env={**os.environ, "PYTHONPATH": str(REPO), "SESSIOND_HOME": str(home)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return [json.loads(line) for line in done.stdout.splitlines()], done.stderr.decode()
+
+
+def test_a_stdio_spawn_answers_initialize_before_it_imports_the_server(
+    home: Path, tmp_path: Path
+) -> None:
+    """An editor window waits for this answer: it is written before asyncio, orjson and the
+    server are imported (server/transport/early.py), and it is the answer the server gives."""
+    answers, stderr = _served(_initialize_line(1, [str(tmp_path)]), home, FIRST_WRITE)
+    modules = next(line for line in stderr.splitlines() if line.startswith("MODULES "))
+    assert denied(modules.split()[1:], NOT_BEFORE_AN_EARLY_ANSWER) == []
+    assert "server.handlers.handshake" in modules  # the test sees what it asserts
+    # A first line that is not a message leaves every byte to the server itself, which
+    # answers `initialize` after it as it always has: the same answer.
+    late, _ = _served(b"hello\n" + _initialize_line(1, [str(tmp_path)]), home)
+    assert late[0]["error"]["data"]["kind"] == "ParseError"
+    assert answers[0] == late[1] and answers[0]["result"]["serverInfo"]["name"] == "sessiond"
+
+
+def test_requests_right_behind_an_early_initialize_are_all_answered(
+    home: Path, tmp_path: Path
+) -> None:
+    """A script pipes its requests at once: the ones read with `initialize` and the ones
+    still in the pipe are the server's, each answered, on the folders `initialize` named."""
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    start = {"jsonrpc": "2.0", "id": 2, "method": "thread/start", "params": {"cwd": str(folder)}}
+    listing = {"jsonrpc": "2.0", "id": 3, "method": "thread/list",
+               "params": {"workspaceFolder": str(folder)}}  # fmt: skip
+    again = {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {}}
+    stdin = _initialize_line(1, [str(folder)]) + b"".join(
+        json.dumps(message).encode() + b"\n" for message in (start, listing, again)
+    )
+    answers, _ = _served(stdin, home)
+    by_id = {answer["id"]: answer for answer in answers if "id" in answer}
+    assert sorted(by_id) == [1, 2, 3, 4]
+    thread_id = by_id[2]["result"]["thread"]["threadId"]
+    assert [t["threadId"] for t in by_id[3]["result"]["threads"]] == [thread_id]
+    assert by_id[4]["error"]["message"] == "initialize was already called"
+
+
+def test_an_early_initialize_keeps_the_clients_framing_and_refuses_what_the_server_refuses(
+    home: Path,
+) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": "a", "method": "initialize", "params": {}})
+    framed = f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli", "serve", "--stdio"], input=framed,
+        capture_output=True, cwd=REPO, timeout=HANG_GUARD,
+        env={**os.environ, "PYTHONPATH": str(REPO), "SESSIOND_HOME": str(home)},
+    )  # fmt: skip
+    assert done.stdout.startswith(b"Content-Length: ")
+    assert json.loads(done.stdout.split(b"\r\n\r\n", 1)[1])["id"] == "a"
+    # A bad folder list is the server's to refuse, with the error it always gave.
+    bad = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"workspaceFolders": 3}}
+    answers, _ = _served(json.dumps(bad).encode() + b"\n", home)
+    assert answers[0]["error"]["data"]["kind"] == "InvalidParams"

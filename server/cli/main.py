@@ -554,9 +554,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(config: ServerConfig, args: argparse.Namespace) -> int:
     """`sessiond serve`: stdio (the default), WebSocket (`--ws`), or both."""
-    from server.app import SessiondServer
-    from server.transport.stdio import run_stdio
-
     if args.durability:
         config.durability = args.durability
     if args.max_frame:
@@ -579,6 +576,7 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
     if args.ws:
         from pathlib import Path
 
+        from server.app import SessiondServer
         from server.transport import ws
 
         # Standalone, a server is for the directory it was started in (else no discovery
@@ -604,8 +602,17 @@ def serve(config: ServerConfig, args: argparse.Namespace) -> int:
             linger=args.linger,
             claim=claim,
         )
-    _greet_a_terminal()
-    return run_stdio(SessiondServer(config))
+    opening = None
+    if sys.stdin.isatty():
+        _greet_a_terminal()
+    elif not config.follow:  # a watcher starts with the server, not after a first message
+        from server.transport.early import answer_initialize
+
+        opening = answer_initialize(config)  # before the server's modules: a window waits
+    from server.app import SessiondServer
+    from server.transport.stdio import run_stdio
+
+    return run_stdio(SessiondServer(config), opening)
 
 
 GREETING = (

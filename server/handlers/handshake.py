@@ -1,18 +1,26 @@
 """The handshake: `initialize` (answered from memory), the folders a client opens, and
-`shutdown` (its sessions end, with their SessionEnd hooks)."""
+`shutdown` (its sessions end, with their SessionEnd hooks).
+
+Light to import: a stdio spawn answers its first `initialize` with `accept` and `answer`
+before the server's modules are loaded (server/transport/early.py)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ErrorKind, ProtocolError
 from protocol.names import CLIENT_NAME_MAX, PRINTABLE
 from restore.engine import SUBSYSTEM_NAMES
 from server import __version__
-from server.handlers.context import Context
 from server.rpc.framing import Framing
+
+TYPE_CHECKING = False  # as typing's, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from server.config import ServerConfig
+    from server.handlers.context import Context
 
 SERVER_NAME = "sessiond"
 SERVER_VERSION = __version__
@@ -55,6 +63,11 @@ def _client_info(raw: Any) -> dict[str, Any] | None:
     return raw
 
 
+def accept(params: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """An `initialize`'s workspace folders and client info, checked (ProtocolError)."""
+    return _folders(params.get("workspaceFolders") or []), _client_info(params.get("clientInfo"))
+
+
 def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Answered from memory (no warmup: docs/architecture.md).
 
@@ -62,10 +75,14 @@ def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     (a script piping requests) may send its first requests right behind it."""
     if ctx.connection.initialized:
         raise ProtocolError(ErrorKind.INVALID_REQUEST, "initialize was already called")
-    ctx.connection.workspace_folders = _folders(params.get("workspaceFolders") or [])
-    ctx.connection.client_info = _client_info(params.get("clientInfo"))
+    ctx.connection.workspace_folders, ctx.connection.client_info = accept(params)
     ctx.connection.initialized = True
     ctx.server.workspace_changed()
+    return answer(ctx.server.config)
+
+
+def answer(config: ServerConfig) -> dict[str, Any]:
+    """`initialize`'s result: what this server is and does."""
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
@@ -73,8 +90,8 @@ def initialize(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             "subsystems": list(SUBSYSTEM_NAMES),
             "lifecycleSources": list(LIFECYCLE_SOURCES),
             "framing": [str(framing) for framing in Framing],
-            "durability": ctx.server.config.durability,
-            "maxFrameBytes": ctx.server.config.max_frame,
+            "durability": config.durability,
+            "maxFrameBytes": config.max_frame,
             "maxItemsPerRecord": 1000,
         },
     }

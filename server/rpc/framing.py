@@ -13,8 +13,7 @@ huge message costs no memory and the stream stays in sync for the next one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from enum import StrEnum
+from enum import StrEnum  # loaded by `re` already
 
 from server.config import DEFAULT_MAX_FRAME
 
@@ -28,27 +27,60 @@ class Framing(StrEnum):
     LINES = "newline"
 
 
-@dataclass(frozen=True)
-class Frame:
-    body: bytes
+class _Event:
+    """A decoded event: immutable, equal by value. Plain classes, not dataclasses: every
+    stdio spawn imports this module before its first answer (server/transport/early.py),
+    and `dataclasses` (with `inspect`) costs more than the rest of that answer."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Event)
+            and type(other) is type(self)
+            and other._values() == self._values()
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._values()))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({shown})"
 
 
-@dataclass(frozen=True)
-class FrameTooLarge:
-    size: int
-    limit: int
+class Frame(_Event):
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
 
 
-@dataclass(frozen=True)
-class BadHeader:
-    header: bytes
+class FrameTooLarge(_Event):
+    __slots__ = ("limit", "size")
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
 
 
-@dataclass(frozen=True)
-class NotAMessage:
+class BadHeader(_Event):
+    __slots__ = ("header",)
+
+    def __init__(self, header: bytes) -> None:
+        self.header = header
+
+
+class NotAMessage(_Event):
     """A first line that is neither JSON nor a header (its first 200 bytes)."""
 
-    line: bytes
+    __slots__ = ("line",)
+
+    def __init__(self, line: bytes) -> None:
+        self.line = line
 
 
 Event = Frame | FrameTooLarge | BadHeader | NotAMessage

@@ -10,7 +10,8 @@ import sys
 from typing import BinaryIO
 
 from server.app import SessiondServer
-from server.rpc.framing import FrameDecoder
+from server.rpc.framing import Event, FrameDecoder
+from server.transport.early import Opening
 from server.transport.pipes import BatchedOutput, read_input
 
 logger = logging.getLogger("sessiond.stdio")
@@ -18,9 +19,14 @@ DRAIN_SECONDS = 30.0
 
 
 async def serve_stdio(
-    server: SessiondServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+    server: SessiondServer,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    opening: Opening | None = None,
 ) -> int:
-    """Serve one client until `exit`, end of input or a signal; return the exit code."""
+    """Serve one client until `exit`, end of input or a signal; return the exit code.
+    `opening`: what was read (and perhaps answered) before the server started
+    (server/transport/early.py)."""
     stdin = stdin or sys.stdin.buffer
     out = stdout or sys.stdout.buffer
     loop = asyncio.get_running_loop()
@@ -38,16 +44,30 @@ async def serve_stdio(
     output = BatchedOutput(out, stop_now)
 
     connection = server.connect(output.write)
-    decoder = FrameDecoder(server.config.max_frame)
+    decoder = opening.decoder if opening else FrameDecoder(server.config.max_frame)
+    if opening and opening.answered:  # as the handshake's `initialize` would have left it
+        connection.framing = decoder.framing
+        connection.workspace_folders = opening.folders
+        connection.client_info = opening.client_info
+        connection.initialized = True
+        server.workspace_changed()
 
-    def feed(chunk: bytes) -> None:
-        for event in decoder.feed(chunk):
+    def handle(events: list[Event]) -> None:
+        for event in events:
             connection.handle_event(event, decoder.framing)
             if connection.exit_requested:
                 ended.set()
                 return
 
-    await read_input(stdin, feed, ended)
+    def feed(chunk: bytes) -> None:
+        handle(decoder.feed(chunk))
+
+    if opening:
+        handle(opening.events)
+        if opening.ended:
+            ended.set()
+    if not ended.is_set():
+        await read_input(stdin, feed, ended)
     await ended.wait()
     pending = [f for f in list(connection.in_flight.values()) if not f.done()]
     if pending and not stop.is_set():
@@ -67,8 +87,8 @@ async def serve_stdio(
     return 0
 
 
-def run_stdio(server: SessiondServer) -> int:
+def run_stdio(server: SessiondServer, opening: Opening | None = None) -> int:
     try:
-        return asyncio.run(serve_stdio(server))
+        return asyncio.run(serve_stdio(server, opening=opening))
     finally:
         server.close()
