@@ -6,10 +6,11 @@ Shares no timing or protocol code with bench/journeys.py (only the rollout write
 the offline Codex config of bench/codex_peer.py make the data): its own install of this
 checkout's wheel, its own data dir of `--threads` Codex rollouts imported with `sessiond
 import codex`, the same rollouts under a CODEX_HOME for Codex's app-server (first start
-and first list of each untimed, and sessiond's index then opened once more, at rest). Each round spawns sessiond (`sessiond serve --stdio`,
-newline JSON: `initialize` with N workspace folders, then `thread/list` of 50) and Codex
-(`codex app-server`: `initialize`, `initialized`, `thread/list` of 50), alternating, and
-takes the time from spawn to the list's answer line, read with `os.read` on the pipe.
+and first list of each untimed, and sessiond's index then opened once more, at rest).
+Each round spawns sessiond (`sessiond serve --stdio`, newline JSON: `initialize` with N
+workspace folders, then `thread/list` of 50) and Codex (`codex app-server`: `initialize`,
+`initialized`, `thread/list` of 50), alternating, and takes the time from spawn to the
+list's answer line, read with `os.read` on the pipe.
 docs/benchmarks.md ("Opening a window from spawn") reports it beside the bench.
 """
 

@@ -302,3 +302,35 @@ def test_an_imported_file_is_passed_whole_and_a_secret_in_its_last_line_is_still
     held.write_bytes(body + codex_peer.message_lines(ts, "user", planted))
     items = json.dumps(_parse_codex(held, redactor))
     assert secret not in items and "[secret:github-pat:" in items
+
+
+def test_the_translated_rules_are_kept_privately_and_a_writable_or_damaged_copy_is_not_used(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """gitleaks' patterns translated from Go's syntax are kept (a process's first record
+    paid ~70 ms for it): the kept copy gives the same rules, and one another user could have
+    written — weaker rules, say — is never read."""
+    from restore.redaction import rules
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    fresh = rules.load(rules.GITLEAKS)
+    folder = tmp_path / "sessiond"
+    (kept,) = folder.glob("rules-*.json")
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert rules.load(rules.GITLEAKS) == fresh  # read from the kept copy
+    assert len(fresh.rules) > 150
+    weaker = orjson.loads(kept.read_bytes())
+    weaker["rules"] = weaker["rules"][:1]
+    kept.write_bytes(orjson.dumps(weaker))
+    assert len(rules.load(rules.GITLEAKS).rules) == 1  # the test sees the copy is read
+    os.chmod(kept, 0o646)  # another user could have written it: never read, made again
+    assert rules.load(rules.GITLEAKS) == fresh
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    kept.write_bytes(b'{"rules": [{"kind": 1}]')  # damaged: translated again
+    assert rules.load(rules.GITLEAKS) == fresh
+    own = tmp_path / "own.toml"  # another file (or this module changed): another copy
+    own.write_text('[[rules]]\nid = "x"\nregex = """x[[:digit:]]{4}"""\n')
+    assert [rule.regex for rule in rules.load(own).rules] == ["x[0-9]{4}"]
+    assert len(list(folder.glob("rules-*.json"))) == 2

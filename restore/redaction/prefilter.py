@@ -47,7 +47,6 @@ import hashlib
 import importlib
 import os
 import re
-import secrets
 import threading
 import warnings
 from collections.abc import Sequence
@@ -55,6 +54,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import hyperscan
+
+from restore.redaction import cache
 
 sre: Any = importlib.import_module("re._parser")  # Python's own parse: what `re` will run
 C: Any = importlib.import_module("re._constants")  # its opcodes
@@ -378,30 +379,6 @@ def _compile(expressions: list[bytes], ids: list[int]) -> tuple[bytes, frozenset
     return hyperscan.dumpb(database), frozenset(rest)
 
 
-def cache_dir() -> Path:
-    """Where compiled databases are kept between processes: the user's own cache
-    (`$XDG_CACHE_HOME/sessiond`, else `~/.cache/sessiond`), 0700."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "sessiond"
-
-
-def _private(path: Path) -> bool:
-    """Ours, and writable by no one else: a database is code for Hyperscan to run."""
-    info = path.stat(follow_symlinks=False)
-    return info.st_uid == os.getuid() and not info.st_mode & 0o022
-
-
-KEPT = 8
-"""Databases kept in the cache (a home's own patterns make its own): the newest."""
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
 _COMPILED: dict[str, tuple[bytes, frozenset[int]]] = {}
 """Databases this process compiled or loaded, by digest (a forked parse worker has them)."""
 _COMPILING = threading.Lock()
@@ -523,34 +500,22 @@ def compiled(rules: Rules) -> tuple[bytes, frozenset[int]]:
     with _COMPILING:
         if key in _COMPILED:
             return _COMPILED[key]
-        folder = cache_dir()
-        path = folder / f"redaction-{key[:32]}.hsdb"
-        try:
-            if _private(folder) and _private(path):
-                data = path.read_bytes()
+        name = f"redaction-{key[:32]}.hsdb"
+        data = cache.read(name)
+        if data is not None:
+            try:
                 head, _, database = data.partition(b"\n")
                 rest = frozenset(int(i) for i in head.split(b",") if i)
                 hyperscan.loadb(database, hyperscan.HS_MODE_BLOCK)  # it loads
                 _COMPILED[key] = database, rest
                 return _COMPILED[key]
-        except (OSError, ValueError, hyperscan.error):
-            pass
+            except (ValueError, hyperscan.error):
+                pass
         expressions, ids, untranslated = _expressions(rules)
         database, refused = _compile(expressions, ids)
         _COMPILED[key] = database, frozenset(untranslated) | refused
-        try:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if _private(folder):
-                made = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
-                fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-                with os.fdopen(fd, "wb") as handle:
-                    head = ",".join(map(str, sorted(_COMPILED[key][1]))).encode()
-                    handle.write(head + b"\n" + database)
-                os.replace(made, path)  # whole or not at all, for a concurrent reader
-                for old in sorted(folder.glob("redaction-*.hsdb"), key=_mtime)[:-KEPT]:
-                    old.unlink(missing_ok=True)
-        except OSError:
-            pass  # no cache: the next process compiles again
+        head = ",".join(map(str, sorted(_COMPILED[key][1]))).encode()
+        cache.write(name, head + b"\n" + database, "redaction-*.hsdb")
         return _COMPILED[key]
 
 

@@ -17,6 +17,7 @@ kinds there are and why this rule set (docs/benchmarks.md, the measurement).
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import re
 import tomllib
@@ -27,9 +28,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import orjson
 import re2
 import regex
 from regex import Pattern as PartialPattern
+
+from restore.redaction import cache as kept_files
 
 HERE = Path(__file__).parent
 GITLEAKS = HERE / "gitleaks.toml"
@@ -244,42 +248,85 @@ def _compile(pattern: str) -> re.Pattern[str]:
         return re.compile(pattern)
 
 
-def _allow(entry: dict[str, Any]) -> Allow | None:
-    """One TOML allowlist; None for one bound to paths (an item has none to match)."""
+def _allow(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """One TOML allowlist, translated; None for one bound to paths (an item has none to
+    match)."""
     if entry.get("paths") or entry.get("commits"):
         return None
-    return Allow(
-        tuple(_compile(go_to_python(regex)) for regex in entry.get("regexes", ())),
-        str(entry.get("regexTarget", "secret")),
-        tuple(word.lower() for word in entry.get("stopwords", ())),
-        tuple(str(regex) for regex in entry.get("regexes", ())),
-    )
+    sources = [str(regex) for regex in entry.get("regexes", ())]
+    return {
+        "regexes": [go_to_python(regex) for regex in sources],
+        "target": str(entry.get("regexTarget", "secret")),
+        "stopwords": [word.lower() for word in entry.get("stopwords", ())],
+        "sources": sources,
+    }
 
 
-def load(path: Path) -> RuleSet:
-    """A gitleaks-format rule file, compiled; rules bound to a file path left out."""
-    config = tomllib.loads(path.read_text())
+def _translated(config: dict[str, Any]) -> dict[str, Any]:
+    """A gitleaks-format rule file's rules as data, their patterns in Python's syntax;
+    rules bound to a file path left out."""
     rules = []
     for entry in config.get("rules", ()):
         if "regex" not in entry or entry.get("path"):
             continue
-        allows = tuple(a for e in entry.get("allowlists", ()) if (a := _allow(e)) is not None)
-        rules.append(
-            Rule(
-                kind=str(entry["id"]),
-                regex=go_to_python(entry["regex"]),
-                source=str(entry["regex"]),
-                keywords=tuple(word.lower() for word in entry.get("keywords", ())),
-                entropy=float(entry.get("entropy", 0.0)),
-                secret_group=int(entry.get("secretGroup", 0)),
-                allows=allows,
-                generic=entry["id"] in GENERIC_KINDS,
-                require_digit=bool(entry.get("requireDigit", entry["id"].startswith("generic"))),
-            )
-        )
+        rules.append({
+            "kind": str(entry["id"]),
+            "regex": go_to_python(entry["regex"]),
+            "source": str(entry["regex"]),
+            "keywords": [word.lower() for word in entry.get("keywords", ())],
+            "entropy": float(entry.get("entropy", 0.0)),
+            "secret_group": int(entry.get("secretGroup", 0)),
+            "allows": [a for e in entry.get("allowlists", ()) if (a := _allow(e)) is not None],
+            "generic": entry["id"] in GENERIC_KINDS,
+            "require_digit": bool(entry.get("requireDigit", entry["id"].startswith("generic"))),
+        })  # fmt: skip
     top = config.get("allowlist")
-    global_allow = (_allow(top) if top else None) or Allow()
-    return RuleSet(tuple(rules), global_allow)
+    return {"rules": rules, "allow": _allow(top) if top else None}
+
+
+def _allow_of(data: dict[str, Any]) -> Allow:
+    return Allow(
+        tuple(_compile(regex) for regex in data["regexes"]),
+        data["target"],
+        tuple(data["stopwords"]),
+        tuple(data["sources"]),
+    )
+
+
+def _rule_set(data: dict[str, Any]) -> RuleSet:
+    rules = tuple(
+        Rule(
+            **{
+                **rule,
+                "keywords": tuple(rule["keywords"]),
+                "allows": tuple(_allow_of(a) for a in rule["allows"]),
+            }
+        )
+        for rule in data["rules"]
+    )
+    return RuleSet(rules, _allow_of(data["allow"]) if data["allow"] else Allow())
+
+
+_SOURCE = hashlib.sha256(Path(__file__).read_bytes()).digest()
+"""This module's digest: its translation made the cached rules."""
+
+
+def load(path: Path) -> RuleSet:
+    """A gitleaks-format rule file, compiled. Translating gitleaks' ~200 patterns from Go's
+    syntax cost ~70 ms, paid by every process's first record (a window's first resume, each
+    import, each ACP session): the translation is kept in the user's cache (cache.py),
+    named by the digest of the file and this module."""
+    text = path.read_bytes()
+    digest = hashlib.sha256(_SOURCE + b"\0" + text).hexdigest()
+    name = f"rules-{digest[:32]}.json"
+    if (kept := kept_files.read(name)) is not None:
+        try:
+            return _rule_set(orjson.loads(kept))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, re.error):
+            pass  # damaged: translated again, and kept again
+    data = _translated(tomllib.loads(text.decode()))
+    kept_files.write(name, orjson.dumps(data), "rules-*.json")
+    return _rule_set(data)
 
 
 @cache
