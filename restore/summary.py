@@ -154,7 +154,7 @@ class ThreadSummary:
                 self.title = one_line(item["title"])
         elif kind == "message" and not self.preview and item.get("role") == "user":
             self.preview = make_preview(item.get("content"))
-        elif kind == "cost" and isinstance(item.get("usd"), int | float):
+        elif counted_cost(item):
             self.costUsd = round(self.costUsd + float(item["usd"]), 10)
             row = usage_row(item)
             if row is not None:
@@ -186,6 +186,11 @@ UsageRow = tuple[int, int, str, int, int, int, int, float, bool]
 """One model call as the usage report counts it (restore/usage): seq, epoch milliseconds,
 model, fresh input tokens (neither read from nor written to a cache), output tokens, cache
 reads, cache writes, USD, priced."""
+
+
+def counted_cost(item: dict[str, Any]) -> bool:
+    """A `cost` item whose `usd` is a number: what a thread's cost and usage count."""
+    return item.get("type") == "cost" and isinstance(item.get("usd"), int | float)
 
 
 def usage_row(item: dict[str, Any]) -> UsageRow | None:

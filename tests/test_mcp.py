@@ -92,27 +92,34 @@ def test_an_agent_sees_the_threads_of_its_folder_unless_told_otherwise(
 
 
 def test_usage_counts_the_scopes_sessions_only(home: Path, tmp_path: Path) -> None:
-    """The usage tool reports what `sessiond usage` does, for the folders the agent sees:
-    another folder's sessions are neither counted nor named."""
-    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    """The usage tool reports what `sessiond usage` does, for the threads the agent's
+    listing shows: another folder's sessions are neither counted nor named, and one run
+    inside the folder from a window opened elsewhere is counted as it is listed."""
+    ours, theirs, elsewhere = tmp_path / "ours", tmp_path / "theirs", tmp_path / "elsewhere"
     service = open_service(Settings(home, None))
-    for cwd, tokens, usd in ((ours, 1000, 0.25), (ours / "sub", 500, 0.5), (theirs, 7000, 4.0)):
+    for cwd, folder, tokens, usd in (
+        (ours, None, 1000, 0.25),
+        (ours / "sub", None, 500, 0.5),
+        (theirs, None, 7000, 4.0),
+        (ours / "deep", elsewhere, 2000, 1.0),
+    ):
         cwd.mkdir(parents=True)
-        started = service.start(cwd=str(cwd), workspace_folder=None)
+        started = service.start(cwd=str(cwd), workspace_folder=folder and str(folder))
         cost = {"type": "cost", "id": str(uuid.uuid4()), "model": "claude-sonnet-4-5",
                 "inputTokens": tokens, "outputTokens": 10, "usd": usd}  # fmt: skip
         service.record(started.summary.threadId, started.session_id, [cost])
     service.close_all()
     service.store.close()
     with McpProcess(home, ours) as mcp:
+        assert mcp.text("list_sessions").count(str(ours / "deep")) == 1
         text = mcp.text("usage", report="monthly", by="project", timezone="UTC")
-        assert "1,500" in text and "$0.7500" in text, text
+        assert "3,500" in text and "$1.75" in text, text
         assert str(theirs) not in text and "7,000" not in text and "$4." not in text
         text, error = mcp.call("usage", report="hourly")
         assert error and "daily" in text, text
     with McpProcess(home, tmp_path, ["--all-folders"]) as mcp:
         text = mcp.text("usage", report="monthly", timezone="UTC")
-        assert "8,500" in text and "$4.75" in text, text
+        assert "10,500" in text and "$5.75" in text, text
 
 
 def test_started_in_the_root_directory_it_answers_only_how_to_configure_it(

@@ -38,6 +38,9 @@ class UsageThread(NamedTuple):
     agent: str
     """The agent whose session it was imported from (`origin.agent`), else `sessiond`."""
     parentThreadId: str | None
+    workspaceFolder: str | None = None
+    cwd: str | None = None
+    """Where it ran: what scopes a report as a listing is scoped (server/mcp/tools.py)."""
 
 
 Usage = tuple[list[UsageEntry], dict[str, UsageThread]]
@@ -62,7 +65,8 @@ def usage_thread(
     """A thread's row as a usage report names it (both stores)."""
     agent = origin.get("agent") if isinstance(origin, dict) else None
     return UsageThread(thread_id, title, workspace_folder or cwd,
-                       agent if isinstance(agent, str) else "sessiond", parent)  # fmt: skip
+                       agent if isinstance(agent, str) else "sessiond", parent,
+                       workspace_folder, cwd)  # fmt: skip
 
 
 def usage_window(

@@ -26,7 +26,7 @@ from restore.render import styles
 from restore.render.transcript import render
 from restore.service import ThreadService
 from restore.summary import ThreadSummary
-from restore.usage.entries import Usage, UsageSource
+from restore.usage.entries import Usage, UsageSource, UsageThread
 from server.cli.options import CommandError
 from server.cli.search import resume_command as search_resume_command
 from server.cli.search import when
@@ -82,7 +82,8 @@ class Scope:
     def everything(self) -> bool:
         return not self.folders
 
-    def holds(self, row: ThreadSummary) -> bool:
+    def holds(self, row: ThreadSummary | UsageThread) -> bool:
+        """A thread of the scope: opened on one of its folders, or run inside one."""
         if self.everything:
             return True
         return any(
@@ -397,8 +398,8 @@ class Tools:
 
 
 class _ScopedUsage:
-    """The store's summed model calls of the scope's threads only (by each thread's project:
-    its workspace folder, else its cwd), so a report names no other folder's sessions."""
+    """The store's summed model calls of the scope's threads only (the threads `search` and
+    `list` would show), so a report names no other folder's sessions."""
 
     def __init__(self, index: UsageSource, scope: Scope) -> None:
         self._index, self._scope = index, scope
@@ -407,11 +408,7 @@ class _ScopedUsage:
         self, since_ms: int | None, until_ms: int | None, grain_ms: int, *, threads: bool
     ) -> Usage:
         entries, rows = self._index.usage(since_ms, until_ms, grain_ms, threads=True)
-        ours = {
-            thread_id: row
-            for thread_id, row in rows.items()
-            if any(_inside(row.project or "", folder) for folder in self._scope.folders)
-        }
+        ours = {thread_id: row for thread_id, row in rows.items() if self._scope.holds(row)}
         return [entry for entry in entries if entry.threadId in ours], ours
 
 

@@ -51,7 +51,7 @@ from restore.stores.api import (
 )
 from restore.stores.embedded import marks
 from restore.stores.embedded.jsonl import LineMark
-from restore.summary import ThreadSummary, UsageRow, usage_row
+from restore.summary import ThreadSummary, UsageRow, counted_cost, usage_row
 from restore.usage.entries import Usage
 from restore.usage.index_file import RACY_NS, boot_id, usage_of
 
@@ -248,11 +248,7 @@ def _usage_rows_in(path: Path) -> list[UsageRow]:
                     item = orjson.loads(line)
                 except orjson.JSONDecodeError:
                     continue  # a torn tail or a bad line: the summary skips it too
-                if (
-                    isinstance(item, dict)
-                    and item.get("type") == "cost"
-                    and isinstance(item.get("usd"), int | float)
-                ):  # as summary.apply
+                if isinstance(item, dict) and counted_cost(item):
                     row = usage_row(item)
                     if row is not None:
                         rows.append(row)
