@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 from restore.engine import SUBSYSTEM_NAMES
+from restore.engine.outcome import Outcome, RestoreContext
 from restore.engine.subsystems import (
     attribution,
     cost,
@@ -44,36 +45,7 @@ RESTORE_ORDER: tuple[ModuleType, ...] = (
 if tuple(module.NAME for module in RESTORE_ORDER) != SUBSYSTEM_NAMES:  # the same, said twice
     raise ImportError("restore.engine.SUBSYSTEM_NAMES is not the restore order")
 
-
-@dataclass
-class Outcome:
-    """What a validator decided: `restored`, `invalidated`, `empty` or `error`, and why."""
-
-    status: str
-    state: Any
-    reason: str | None = None
-
-
-class RestoreContext(Protocol):
-    """What validators may ask about the world; the engine implements it with real I/O."""
-
-    recorded: dict[str, Any]
-    current: dict[str, Any]
-    drift: list[dict[str, Any]]
-    available_models: list[str] | None
-    results: dict[str, Outcome]
-    subagents: list[dict[str, Any]]
-    """The sub-agent threads this one started, each `{threadId, title, cost}` (`cost`: that
-    thread's cost state with its own sub-agents', None when it is missing)."""
-
-    def file_sha(self, path: str) -> str | None: ...
-
-    def read_text(self, path: str) -> str | None: ...
-
-    def why_unreadable(self, path: str) -> str | None:
-        """Why `file_sha`/`read_text` gave None for a path that may exist: outside the
-        workspace, not a regular file, too large. None: it simply is not there."""
-        ...
+__all__ = ["RESTORE_ORDER", "Outcome", "RestoreContext", "ThreadState", "Validator"]
 
 
 @dataclass

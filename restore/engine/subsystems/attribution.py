@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "attribution"
 
 
@@ -33,8 +35,6 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     history = ctx.results.get("file_history")
     checked = history.state["files"] if history else []
     # A file sessiond may not read (outside the workspace, not a regular file) is unknown,

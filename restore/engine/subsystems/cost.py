@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "cost"
 TOKENS = ("inputTokens", "outputTokens")
 
@@ -138,8 +140,6 @@ def _merge(by_model: dict[str, dict[str, Any]], rows: dict[str, dict[str, Any]])
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     restored = with_subagents(state, getattr(ctx, "subagents", None) or [])
     status = "restored" if restored["byModel"] or restored.get("subagents") else "empty"
     missing = restored.get("subagents", {}).get("missing")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "file_history"
 FIELDS = ("path", "beforeSha", "afterSha", "author", "operationId", "turnId", "seq")
 
@@ -31,8 +33,6 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     files = []
     for path, edit in state["latest"].items():
         current = ctx.file_sha(path)  # None too for a path outside the workspace

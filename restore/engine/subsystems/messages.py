@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "messages"
 
 
@@ -65,8 +67,6 @@ def newest(state: dict[str, Any], limit: int) -> list[int]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     summary = {
         "boundarySeq": state["boundarySeq"],
         "boundaryType": state["boundaryType"],

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "model_override"
 
 
@@ -21,8 +23,6 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     if not state:
         return Outcome("empty", state)
     available = ctx.available_models

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "operations"
 APPLY_EDIT_TOOL = "fs/applyEdit"
 RANK = {"planned": 0, "started": 1, "committed": 2, "failed": 2}
@@ -89,8 +91,6 @@ def classify(op: dict[str, Any], ctx: Any) -> tuple[str, str | None]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     pending = []
     for op in state["open"].values():
         recovery, decided_by = classify(op, ctx)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "permissions"
 DANGEROUS_APPROVAL = frozenset(
     {"bypass", "bypassPermissions", "never", "yolo", "dangerously-skip-permissions"}
@@ -50,8 +52,6 @@ def downgrade(state: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     if not state:
         return Outcome("empty", state)
     restored, changes = downgrade(state)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
 from restore.ids import sha256_of
 
 NAME = "prompt_sections"
@@ -34,8 +35,6 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     sections = []
     stale = []
     for section in state["sections"].values():

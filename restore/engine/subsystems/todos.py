@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "todos"
 
 
@@ -18,6 +20,4 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     return Outcome("restored" if state["items"] else "empty", state)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "verifier"
 FIELDS = ("name", "passed", "total", "headSha", "seq")
 
@@ -32,8 +34,6 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     head = ctx.current.get("headSha")
     history = ctx.results.get("file_history")
     diverged = any(f.get("diverged") for f in (history.state["files"] if history else []))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from restore.engine.outcome import Outcome
+
 NAME = "worktree"
 FIELDS = ("cwd", "repoRoot", "repoId", "branch", "headSha", "worktree")
 
@@ -22,8 +24,6 @@ def reduce(state: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate(state: dict[str, Any], ctx: Any) -> Any:
-    from restore.engine.subsystems import Outcome
-
     if not state:
         return Outcome("empty", state)
     blocking = [d["field"] for d in ctx.drift if d["severity"] == "block"]
