@@ -20,7 +20,7 @@ from tests.support.processes import alive
 from tests.support.rpc_client import ServerProcess
 from tests.support.wait import eventually
 
-CHILD_MODULE = b"restore.stores.embedded.search_child"
+CHILD_MODULE = b"restore.stores.embedded.search_child_main"
 
 
 def search_processes(server: ServerProcess) -> list[int]:
