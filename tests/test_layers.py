@@ -145,6 +145,18 @@ def test_no_import_circle_among_the_agents_and_the_importer() -> None:
     assert "restore.agents.api" in graph["restore.agents.registry"]  # the walk sees them
 
 
+def test_no_import_circle_in_protocol_nor_restore_but_the_one_left() -> None:
+    """Each module can be read knowing only what it imports. Broken: the subsystems and
+    their package (restore/engine/outcome.py), the search and its process
+    (search_child_main.py), the PostgreSQL store and its parts (restore/stores/postgres/
+    host.py). Left, and named here so that a new circle fails and this one's end is seen:
+    the thread service and `thread/continue`'s module, which takes the service itself."""
+    assert cycles(import_graph("protocol")) == []
+    assert cycles(import_graph("restore")) == [
+        ["restore.service", "restore.service.continuation", "restore.service.threads"]
+    ]
+
+
 def test_the_circle_finder_finds_a_circle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]

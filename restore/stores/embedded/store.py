@@ -33,11 +33,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+import restore.stores.api as api
 from protocol.errors import ErrorKind, ProtocolError, storage_error
 from restore.home.files import private_dirs, sync_filesystem, write_atomically
 from restore.home.layout import Layout
 from restore.ids import validate_thread_id
-from restore.stores import api
 from restore.stores.api import (
     FLUSH_SECONDS,
     Announce,

@@ -21,7 +21,7 @@ from restore.summary import ThreadSummary
 from restore.usage.entries import Usage, UsageEntry, UsageThread, usage_thread, usage_window
 
 if TYPE_CHECKING:
-    from restore.stores.postgres.store import PostgresStore
+    from restore.stores.postgres.host import StoreHost
 
 REPO_CACHE_SECONDS = 30.0
 NO_THREAD = "''"  # a usage entry of every thread's calls
@@ -31,7 +31,7 @@ class SharedIndex:
     files_read = 0  # no files: `sessiond/debug` reports it beside the embedded index's
     is_open = True  # a query away, whenever asked
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: StoreHost) -> None:
         self._store = store
         self._repos: dict[str, tuple[float, tuple[str, str] | None]] = {}
 

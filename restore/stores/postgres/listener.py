@@ -22,7 +22,7 @@ from restore.stores.postgres.connection import BACKOFF_FIRST, BACKOFF_MAX
 from restore.stores.postgres.rows import ROW_COLUMNS
 
 if TYPE_CHECKING:
-    from restore.stores.postgres.store import PostgresStore
+    from restore.stores.postgres.host import StoreHost
 
 logger = logging.getLogger("sessiond.postgres")
 LISTEN_WAIT = 0.5  # seconds a listener waits for a notification before checking for stop
@@ -33,7 +33,7 @@ CATCH_UP_MARGIN = 60.0  # seconds: other machines' clocks stamp `updated_at`
 class Listener(threading.Thread):
     """LISTEN on the store's channel; reconnect with backoff when the connection drops."""
 
-    def __init__(self, store: PostgresStore, announce: Announce) -> None:
+    def __init__(self, store: StoreHost, announce: Announce) -> None:
         super().__init__(name="sessiond-listen", daemon=True)
         self._store = store
         self._announce = announce

@@ -15,7 +15,7 @@ from restore.stores.api import ANSWER_OVERHEAD, Item, Page, too_large
 from restore.stores.postgres.rows import is_archived
 
 if TYPE_CHECKING:
-    from restore.stores.postgres.store import PostgresStore
+    from restore.stores.postgres.host import StoreHost
 
 _PAGE = (
     "SELECT seq, size, CASE WHEN running <= %s THEN line END FROM ("
@@ -29,7 +29,7 @@ _PAGE = (
 class SharedPages:
     """Rows have no bad lines to report: `skippedLines` is always empty."""
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: StoreHost) -> None:
         self._store = store
 
     def read(

@@ -36,7 +36,7 @@ from restore.stores.api import (
 from restore.stores.postgres.rows import ROW_COLUMNS
 
 if TYPE_CHECKING:
-    from restore.stores.postgres.store import PostgresStore
+    from restore.stores.postgres.host import StoreHost
 
 _THREAD_COLUMNS: LiteralString = ", ".join(f"t.{c}" for c in ROW_COLUMNS.split(", "))
 _PAGE_COLUMNS: LiteralString = ", ".join(
@@ -53,7 +53,7 @@ class SharedSearch:
     """The read pool's connections, and a repository lookup that is a cache any thread
     may fill: on the search thread."""
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: StoreHost) -> None:
         self._store = store
 
     def run_apart(self) -> None:
@@ -84,7 +84,7 @@ class SharedSearch:
                 '(t.cwd COLLATE "C" >= %s AND t.cwd COLLATE "C" < %s)'
             )
             params += [filters.workspace_folder, filters.workspace_folder, base + "/", base + "0"]
-            repo = self._store.index.repo_of(filters.workspace_folder)
+            repo = self._store.repo_of(filters.workspace_folder)
             if repo is not None:
                 repo_id, inside = repo
                 if inside:

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import psycopg
 
+import restore.stores.api as api
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import is_sha256, sha256_of, validate_thread_id
 from restore.keys import lock_name
 from restore.redaction.settings import RedactorSlot
-from restore.stores import api
 from restore.stores.api import (
     Announce,
     Checkpoint,
@@ -469,6 +469,9 @@ class PostgresStore:
     def transcript_path(self, thread_id: str) -> str | None:
         """No file to point a hook at: the thread is rows (`sessiond show ID` prints it)."""
         return None
+
+    def repo_of(self, folder: str) -> tuple[str, str] | None:
+        return self.index.repo_of(folder)
 
     def exists(self, thread_id: str) -> bool:
         with self.db.read() as conn:

@@ -9,18 +9,38 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import sha256_of
 from restore.stores.api import AppendResult, Checkpoint, Item, ThreadFile, encode_line, stamp
+from restore.stores.postgres.host import StoreHost
 from restore.stores.postgres.rows import Repo, repo_binding
 from restore.summary import ThreadSummary
 
-if TYPE_CHECKING:
-    from restore.stores.postgres.store import PostgresStore
+
+class WriterHost(StoreHost, Protocol):
+    """What a writer asks of its store beyond the parts' interface: its lock taken again,
+    its lines written with the thread's row, its lock let go."""
+
+    def writer_rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]: ...
+
+    def relock(self, writer: PostgresWriter) -> None: ...
+
+    def write(
+        self,
+        writer: PostgresWriter,
+        stored: list[Item],
+        lines: list[str],
+        summary: ThreadSummary,
+        repo: Repo,
+        defer: bool,
+        event: str = "updated",
+    ) -> None: ...
+
+    def release(self, writer: PostgresWriter) -> None: ...
 
 
 def lock_key(thread_id: str) -> int:
@@ -86,7 +106,7 @@ class PostgresWriter:
 
     def __init__(
         self,
-        store: PostgresStore,
+        store: WriterHost,
         thread_id: str,
         summary: ThreadSummary,
         repo: Repo,
