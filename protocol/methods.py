@@ -749,6 +749,23 @@ class PendingOperation(WireModel):
         "idempotent), `needs_review` (a side effect may have happened: never re-run "
         "automatically), `committed_result_missing` (done; recover the result, do not re-run)."
     )
+    effect: Literal["read", "idempotent", "side_effect"] | None = Field(
+        default=None,
+        description="What the call does to the world, as recorded (it decides "
+        "`safe_to_retry`).",  # fmt: skip
+    )
+    argsDigest: str | None = Field(
+        default=None,
+        description="The digest of its arguments, as recorded: a retry with "
+        "other arguments is another call.",  # fmt: skip
+    )
+    seq: int | None = Field(default=None, description="The seq of its last recorded state.")
+    decidedBy: str | None = Field(
+        default=None,
+        description="How `recovery` was decided when not by the state alone "
+        "(an edit: by the file's hash against the edit's two sides).",  # fmt: skip
+    )
+    path: str | None = Field(default=None, description="The file an edit call writes.")
 
 
 class Recovery(WireModel):

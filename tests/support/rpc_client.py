@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.wait import HANG_GUARD
+from tests.support.wire_check import WireChecked
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,8 +32,9 @@ class RpcError(Exception):
         self.kind = self.data.get("kind")
 
 
-class ServerProcess:
-    """`sessiond serve --stdio` as a subprocess; `framing` is "headers" or "lines"."""
+class ServerProcess(WireChecked):
+    """`sessiond serve --stdio` as a subprocess; `framing` is "headers" or "lines". Each
+    answer and notification is held to the protocol (tests/support/wire_check.py)."""
 
     def __init__(
         self,
@@ -46,6 +48,7 @@ class ServerProcess:
     ) -> None:
         """`prefix` runs the server through another command (tests/support/confine.py);
         `code` is the checkout whose sessiond runs (a benchmark's baseline: another one)."""
+        super().__init__()
         self.home = home
         self.framing = framing
         full_env = {**os.environ, "SESSIOND_DURABILITY": "fsync", **(env or {})}
@@ -99,6 +102,7 @@ class ServerProcess:
         try:
             while (message := self._read_message()) is not None:
                 with self._lock:
+                    self.received(message)
                     if "method" in message:
                         self.notifications.append(message)
                     elif message.get("id") is None:
@@ -139,6 +143,7 @@ class ServerProcess:
 
     def request_async(self, method: str, params: Any = None) -> int:
         msg_id = next(self._ids)
+        self.sent(msg_id, method)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
@@ -153,6 +158,7 @@ class ServerProcess:
                     raise ConnectionError(f"server exited: {self.stderr()}")
                 if not self._lock.wait(timeout=max(0.0, deadline - time.monotonic())):
                     raise TimeoutError(f"no answer to request {msg_id}")
+            self.check_wire()
             return self.responses.pop(msg_id)
 
     def request(self, method: str, params: Any = None) -> Any:

@@ -20,6 +20,7 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.support.rpc_client import HANG_GUARD, REPO, RpcError
+from tests.support.wire_check import WireChecked
 
 
 def server_env(durability: str = "none", extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -73,10 +74,12 @@ class WsServerProcess:
         self._stderr.close()
 
 
-class WsClient:
-    """One connection: requests matched by id, notifications collected in arrival order."""
+class WsClient(WireChecked):
+    """One connection: requests matched by id, notifications collected in arrival order,
+    each answer and notification held to the protocol (tests/support/wire_check.py)."""
 
     def __init__(self, ws: ClientConnection) -> None:
+        super().__init__()
         self.ws = ws
         self._ids = itertools.count(1)
         self._waiting: dict[Any, asyncio.Future[dict[str, Any]]] = {}
@@ -118,6 +121,7 @@ class WsClient:
             async for frame in self.ws:
                 message = orjson.loads(frame)
                 self.arrivals.append(message.get("method") or str(message.get("id")))
+                self.received(message)
                 if "method" in message:
                     self.notifications.append(message)
                     self._arrived.set()
@@ -142,11 +146,13 @@ class WsClient:
         msg_id = next(self._ids)
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[msg_id] = answer
+        self.sent(msg_id, method)
         await self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
         return answer
 
     async def request(self, method: str, params: Any = None) -> Any:
         reply = await asyncio.wait_for(await self.start_request(method, params), HANG_GUARD)
+        self.check_wire()
         if "error" in reply:
             raise RpcError(reply["error"])
         return reply["result"]

@@ -1070,6 +1070,26 @@ export interface PendingOperation {
    * What to do: `not_started` (safe to run), `safe_to_retry` (read-only or idempotent), `needs_review` (a side effect may have happened: never re-run automatically), `committed_result_missing` (done; recover the result, do not re-run).
    */
   recovery: "not_started" | "safe_to_retry" | "needs_review" | "committed_result_missing";
+  /**
+   * What the call does to the world, as recorded (it decides `safe_to_retry`).
+   */
+  effect?: ("read" | "idempotent" | "side_effect") | null;
+  /**
+   * The digest of its arguments, as recorded: a retry with other arguments is another call.
+   */
+  argsDigest?: string | null;
+  /**
+   * The seq of its last recorded state.
+   */
+  seq?: number | null;
+  /**
+   * How `recovery` was decided when not by the state alone (an edit: by the file's hash against the edit's two sides).
+   */
+  decidedBy?: string | null;
+  /**
+   * The file an edit call writes.
+   */
+  path?: string | null;
   [k: string]: unknown;
 }
 /**
