@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore import clock
@@ -37,7 +37,58 @@ from restore.summary import ThreadSummary
 
 if TYPE_CHECKING:
     from restore.service.resume import Report
-    from restore.service.threads import ThreadService
+    from restore.service.sessions import Sessions, StartedThread
+    from restore.session_policy import SettingsFile
+    from restore.stores.api import Item, Store
+
+
+class Service(Protocol):
+    """What `thread/continue` asks of the thread service (restore/service/threads.py, which
+    calls `continue_key` with itself): by this interface, so this module does not import
+    the service that imports it."""
+
+    sessions: Sessions
+    store: Store
+
+    @property
+    def session_settings(self) -> SettingsFile: ...
+
+    def resume(
+        self,
+        thread_id: str,
+        *,
+        cwd: str | None,
+        accept_drift: bool,
+        message_limit: int,
+        available_models: list[str] | None = None,
+        owner: str = LOCAL_OWNER,
+        trusted_folders: Sequence[str] = (),
+        max_bytes: int = 8 * 1024 * 1024,
+    ) -> Report: ...
+
+    def start(
+        self,
+        *,
+        cwd: str,
+        workspace_folder: str | None,
+        title: str | None = None,
+        model: str | None = None,
+        permissions: dict[str, Any] | None = None,
+        client: dict[str, Any] | None = None,
+        owner: str = LOCAL_OWNER,
+        trusted_folders: Sequence[str] = (),
+        session_key: str | None = None,
+        replaces: tuple[str, str] | None = None,
+    ) -> StartedThread: ...
+
+    def close(
+        self, thread_id: str, session_id: str, owner: str = LOCAL_OWNER, *, reason: str = "close"
+    ) -> None: ...
+
+    def append_bookkeeping(
+        self, thread_id: str, items: list[Item], *, flush: bool = True
+    ) -> ThreadSummary: ...
+
 
 logger = logging.getLogger("sessiond.threads")
 
@@ -97,7 +148,7 @@ class Continued:
         }
 
 
-def continue_key(service: ThreadService, ask: ContinueAsk) -> Continued:
+def continue_key(service: Service, ask: ContinueAsk) -> Continued:
     key = validate_key(ask.key)
     service.sessions.writable()
     settings = service.session_settings.current()
@@ -132,7 +183,7 @@ def continue_key(service: ThreadService, ask: ContinueAsk) -> Continued:
 
 
 def _resume(
-    service: ThreadService,
+    service: Service,
     ask: ContinueAsk,
     current: ThreadSummary,
     wire: dict[str, Any],
@@ -162,7 +213,7 @@ def _resume(
 
 
 def _reset(
-    service: ThreadService,
+    service: Service,
     ask: ContinueAsk,
     key: str,
     current: ThreadSummary,
@@ -193,7 +244,7 @@ def _reset(
 
 
 def _start(
-    service: ThreadService,
+    service: Service,
     ask: ContinueAsk,
     key: str,
     previous: str | None,
@@ -239,14 +290,14 @@ def _start(
     )
 
 
-def _state_of(service: ThreadService, thread_id: str) -> ThreadState:
+def _state_of(service: Service, thread_id: str) -> ThreadState:
     """The replaced thread's state, read (it is not open here)."""
     contents, _ = service.store.read(thread_id)
     return ThreadState().apply_all(contents.items)
 
 
 def _link(
-    service: ThreadService, old_id: str, new: ThreadSummary, *, flush: bool = True
+    service: Service, old_id: str, new: ThreadSummary, *, flush: bool = True
 ) -> ThreadSummary | None:
     """The replaced thread's `thread_successor` item (its row's `nextThreadId`); its new row,
     or None when it cannot be written now (another process writes that thread: the next

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import restore.service.ledger as ledger
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.subsystems import ThreadState
 from restore.faults import crash_point
@@ -19,7 +20,6 @@ from restore.home.layout import Layout
 from restore.home.state import Home
 from restore.ids import validate_thread_id
 from restore.keys import validate_key
-from restore.service import ledger
 from restore.service.listing import Lists
 from restore.service.search import Searches
 from restore.service.sessions import (
