@@ -157,6 +157,27 @@ def test_no_import_circle_in_protocol_nor_restore() -> None:
     assert "restore.service.continuation" in graph["restore.service.threads"]  # it sees it
 
 
+FLOORS = {
+    "server.rpc": ("server.rpc", "server.config", "server.worker"),
+    "server.transport": ("server.transport", "server.rpc", "server.config",
+                         "server.handlers.handshake"),
+}  # fmt: skip
+"""The server's lowest floors and all they may reach of it: JSON-RPC knows no transport and
+no application; a transport knows the application only as `Served`
+(server/transport/served.py), and the handshake's answer (server/transport/early.py)."""
+
+
+def test_the_servers_lowest_floors_reach_nothing_above_them() -> None:
+    upward = [
+        (importer, imported)
+        for floor, allowed in FLOORS.items()
+        for importer, imported in imports(floor.replace(".", "/"))
+        if under(imported, "server") and imported != "server.handlers"
+        and not any(under(imported, name) for name in allowed)
+    ]  # fmt: skip
+    assert upward == []
+
+
 def test_the_circle_finder_finds_a_circle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]

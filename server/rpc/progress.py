@@ -35,7 +35,7 @@ def reporter(
             state["begun"] = True
             send({"kind": "begin", "title": title, "percentage": percentage, "message": message})
         if done >= total:
-            from server.cli.terminal import plural
+            from restore.render.text import plural
 
             state["ended"] = True
             send({"kind": "end", "message": f"{plural(total, noun)} {verb}"})

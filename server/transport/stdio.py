@@ -9,17 +9,17 @@ import signal
 import sys
 from typing import BinaryIO
 
-from server.app import SessiondServer
 from server.rpc.framing import Event, FrameDecoder
 from server.transport.early import Opening
 from server.transport.pipes import BatchedOutput, read_input
+from server.transport.served import Served
 
 logger = logging.getLogger("sessiond.stdio")
 DRAIN_SECONDS = 30.0
 
 
 async def serve_stdio(
-    server: SessiondServer,
+    server: Served,
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
     opening: Opening | None = None,
@@ -87,7 +87,7 @@ async def serve_stdio(
     return 0
 
 
-def run_stdio(server: SessiondServer, opening: Opening | None = None) -> int:
+def run_stdio(server: Served, opening: Opening | None = None) -> int:
     try:
         return asyncio.run(serve_stdio(server, opening=opening))
     finally:

@@ -47,13 +47,13 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from restore.home.state import open_home
-from server.app import SessiondServer
 from server.rpc.framing import FrameTooLarge
 from server.rpc.refusals import RateLimitedLog
 from server.transport import peers, proof
 from server.transport.discovery import LockFile, checked_servers_dir, live_servers
 from server.transport.linger import Linger
 from server.transport.outbox import Outbox, OutboxBudget
+from server.transport.served import Served
 
 if TYPE_CHECKING:
     from server.rpc.dispatch import SessiondProtocol
@@ -182,7 +182,7 @@ class WebSocketTransport:
     """The listening socket, its token and lock file, and one task per client."""
 
     def __init__(
-        self, server: SessiondServer, host: str, port: int, folders: list[str] | None = None
+        self, server: Served, host: str, port: int, folders: list[str] | None = None
     ) -> None:
         self.server = server
         self.host = host
@@ -475,7 +475,7 @@ def _dropped_notice(reason: str, queued: int) -> bytes:
 
 
 async def serve_ws(
-    server: SessiondServer,
+    server: Served,
     host: str,
     port: int,
     *,
@@ -543,7 +543,7 @@ Claim = Callable[[], AbstractAsyncContextManager[dict[str, Any] | None]]
 
 
 def run(
-    server: SessiondServer,
+    server: Served,
     address: str,
     *,
     with_stdio: bool,
