@@ -137,6 +137,12 @@ def sha_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (a field a peer left out or
+    sent as something else)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _clean(item: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in item.items() if value is not None}
 
@@ -428,7 +434,7 @@ class ThreadRecorder:
 
     def permission(self, request: dict[str, Any], result: Any, error: Any = None) -> Recorded:
         """The user's answer to `session/request_permission` (an error: not answered)."""
-        tool_call = request.get("toolCall") if isinstance(request.get("toolCall"), dict) else {}
+        tool_call = _object(request.get("toolCall"))
         tool_call_id = tool_call.get("toolCallId")
         tool = self._tools.get(tool_call_id) if isinstance(tool_call_id, str) else None
         if tool is None and isinstance(tool_call_id, str):
@@ -799,7 +805,9 @@ def recover(items: list[dict[str, Any]], next_scope: str) -> Recorded:
         for item in items:
             kind = item.get("type")
             if kind == "file_edit" and item.get("turnId") == turn:
-                recorder._edits.add((item.get("path"), item.get("afterSha")))
+                path, after = item.get("path"), item.get("afterSha")
+                if isinstance(path, str):
+                    recorder._edits.add((path, after if isinstance(after, str) else None))
             call_id = item.get("toolCallId")
             asked = kind == "permission_decision" and item.get("turnId") == turn
             if asked and isinstance(call_id, str) and call_id not in recorder._tools:
@@ -830,7 +838,7 @@ def _ords_taken(items: list[dict[str, Any]], turn: str) -> int:
     prefix, highest = f"{turn}:", -1
     for item in items:
         item_id = item.get("id")
-        update = item.get("update") if isinstance(item.get("update"), dict) else {}
+        update = _object(item.get("update"))
         made = item.get("synthesized") and update.get("sessionUpdate") == "tool_call_update"
         if not isinstance(item_id, str) or not item_id.startswith(prefix) or made:
             continue
@@ -877,8 +885,8 @@ def replay(items: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 def _as_agents_words(update: dict[str, Any]) -> dict[str, Any]:
     """A `user_message_chunk` AGENT sent (outside a load) is its own words: a replay shows
     it as the agent's, marked, never as the person's."""
-    meta = update.get("_meta") if isinstance(update.get("_meta"), dict) else {}
-    sessiond = meta.get("sessiond") if isinstance(meta.get("sessiond"), dict) else {}
+    meta = _object(update.get("_meta"))
+    sessiond = _object(meta.get("sessiond"))
     marked = {**meta, "sessiond": {**sessiond, "sentAs": "user_message_chunk"}}
     return {**update, "sessionUpdate": "agent_message_chunk", "_meta": marked}
 
