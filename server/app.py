@@ -142,8 +142,7 @@ class SessiondServer:
         return self._service
 
     def settings(self) -> Settings:
-        config = self.config
-        return compose.settings(config.home, config.store, config.durability, config.redact)
+        return self.config.store_settings(durability=self.config.durability)
 
     @property
     def store(self) -> Store:

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # as typing's, without importing typing
+if TYPE_CHECKING:
+    from restore.stores import Settings
+
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 """The largest message accepted (`--max-frame`; server/rpc/framing.py enforces it)."""
 DURABILITIES = ("fsync", "group", "none")
@@ -94,3 +98,19 @@ class ServerConfig:
         one_of("SESSIOND_DURABILITY", self.durability, DURABILITIES)
         if self.redact is not None:
             one_of("SESSIOND_REDACT", self.redact, REDACTIONS)
+
+    def store_settings(
+        self, *, durability: str = "fsync", home: str | None = None, shared: bool = True
+    ) -> Settings:
+        """Where threads are kept and how, from these settings: what the server, `sessiond
+        acp`, `sessiond mcp` and every command open their store with. `durability`: a
+        command's writes are fsync'ed whatever a server was started with (the server and
+        the ACP proxy pass theirs); `home`: another data directory; `shared` False: its
+        embedded store even when a `postgresql://` URL is configured (`doctor`)."""
+        from pathlib import Path
+
+        from restore.stores import Settings
+        from restore.stores.api import Durability
+
+        store = self.store if shared else None
+        return Settings(Path(home or self.home), store, Durability(durability), self.redact)

@@ -55,7 +55,11 @@ class EditorOutput:
 
 
 async def serve(
-    home: Path, argv: list[str], store: str | None = None, watchdog: Watchdog | None = None
+    home: Path,
+    argv: list[str],
+    store: str | None = None,
+    watchdog: Watchdog | None = None,
+    redaction: str | None = None,
 ) -> int:
     """Proxy the editor on stdin/stdout to AGENT until either side ends."""
     from server.transport.pipes import read_input
@@ -63,7 +67,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
     output = EditorOutput(sys.stdout.fileno(), ended.set)
-    proxy = AcpProxy(home, argv, output.write, store, watchdog)
+    proxy = AcpProxy(home, argv, output.write, store, watchdog, redaction)
     output.before_flush = proxy._write_batches
     try:
         await proxy.start_agent()
@@ -93,11 +97,13 @@ async def serve(
     return 0
 
 
-def main(home: Path, argv: list[str], store: str | None = None) -> int:
+def main(
+    home: Path, argv: list[str], store: str | None = None, redaction: str | None = None
+) -> int:
     if not argv:
         print(
             "sessiond acp: name the agent to run: sessiond acp -- AGENT [ARGS...]", file=sys.stderr
         )
         return 2
     watchdog = Watchdog.start() if os.name == "posix" else None  # server/processes/watchdog.py
-    return asyncio.run(serve(home, argv, store, watchdog))
+    return asyncio.run(serve(home, argv, store, watchdog, redaction))

@@ -138,8 +138,12 @@ class AcpProxy(LocalSessions, Recording, Subagents):
         write_editor: Callable[[bytes], None],
         store: str | None = None,
         watchdog: Watchdog | None = None,
+        redaction: str | None = None,
     ):
         self.home = home
+        self.redaction = redaction
+        """off | default | strict (`--redaction`); None: SESSIOND_REDACT, else the home's
+        redaction.toml."""
         self.watchdog = watchdog
         self.store_url = store
         """A `postgresql://` URL (`--store`, SESSIOND_STORE): record into the shared store."""
@@ -191,7 +195,7 @@ class AcpProxy(LocalSessions, Recording, Subagents):
         session method that needs it; a shared store connects with its first request."""
         if self._service is None:
             self._service = compose.thread_service(
-                compose.settings(self.home, self.store_url, "group")
+                compose.settings(self.home, self.store_url, "group", self.redaction)
             )
         return self._service
 

@@ -39,15 +39,9 @@ def _label(info: dict[str, object]) -> str:
     return str(info["title"] or info["preview"] or "(no messages yet)")
 
 
-def _settings(config: ServerConfig, home: Path | None = None, store: str | None = None) -> Settings:
-    """The configured store (embedded, or the shared database): every command writes with
-    fsync durability, whatever a server was started with."""
-    return Settings(home or Path(config.home), store, redaction=config.redact)
-
-
 def _service(config: ServerConfig) -> ThreadService:
     """The thread service on the configured store (embedded, or the shared database)."""
-    return open_service(_settings(config, store=config.store))
+    return open_service(config.store_settings())
 
 
 def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
@@ -234,7 +228,8 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
     if args.repair and home.read_only is not None:
         raise home.refuse_write()
     progress = _progress_bar if sys.stderr.isatty() else None
-    store = open_store(_settings(config, home.path), read_only=home.read_only is not None)
+    store = open_store(config.store_settings(home=str(home.path), shared=False),
+                       read_only=home.read_only is not None)  # fmt: skip
     try:
         report = store.check(progress, repair=args.repair, rebuild_index=args.rebuild_index)
     finally:
@@ -289,7 +284,7 @@ def _doctor_redact(config: ServerConfig, *, apply: bool) -> int:
         raise home.refuse_write()
     progress = _progress_bar if sys.stderr.isatty() else None
     store = open_store(
-        _settings(config, home.path, config.store),
+        config.store_settings(home=str(home.path)),
         read_only=not config.store and home.read_only is not None,
     )
     try:
@@ -338,9 +333,11 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
     to = args.to
     home = open_home(Path(config.home))
     source_url = None if is_shared(to) else config.store
-    source = open_store(_settings(config, home.path, source_url))
+    source = open_store(Settings(home.path, source_url, redaction=config.redact))
     target_home = home.path if is_shared(to) else open_home(Path(to)).path
-    target = open_store(_settings(config, target_home, to if is_shared(to) else None))
+    target = open_store(
+        Settings(target_home, to if is_shared(to) else None, redaction=config.redact)
+    )
     progress = (lambda done, total: _progress_bar("Copying threads", done, total)) if (
         sys.stderr.isatty()
     ) else None  # fmt: skip

@@ -28,9 +28,8 @@ from server.config import ServerConfig
 def _service(config: ServerConfig) -> ThreadService:
     """The configured store (embedded, or the shared database), as every command opens it."""
     from restore.service import open_service
-    from restore.stores import Settings
 
-    return open_service(Settings(Path(config.home), config.store, redaction=config.redact))
+    return open_service(config.store_settings())
 
 
 def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:

@@ -519,7 +519,6 @@ def main(argv: list[str] | None = None) -> int:
         config.store = args.store
     if getattr(args, "redaction", None):
         config.redact = args.redaction
-        os.environ["SESSIOND_REDACT"] = args.redaction  # `sessiond acp` reads it there
     if refusal := _password_on_the_command_line(args):
         print(f"sessiond: {refusal}", file=sys.stderr)
         return USAGE_ERROR
@@ -637,4 +636,4 @@ def acp(config: ServerConfig, args: argparse.Namespace) -> int:
     from server.acp import process as front_door
 
     agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
-    return front_door.main(Path(config.home), agent, config.store)
+    return front_door.main(Path(config.home), agent, config.store, config.redact)

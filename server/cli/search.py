@@ -15,12 +15,10 @@ import shlex
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protocol.agents import SEARCH_AGENTS
 from restore.service import open_service
-from restore.stores import Settings
 from restore.stores.api import ts_at
 from server.cli.options import CommandError, limit
 from server.cli.terminal import clip, print_json, relative_time, safe
@@ -121,7 +119,7 @@ def search(config: ServerConfig, args: argparse.Namespace) -> int:
         for option in ("home", "store")
         if getattr(args, option, None)
     )
-    service = open_service(Settings(Path(config.home), config.store))
+    service = open_service(config.store_settings())
     interactive = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:

@@ -53,10 +53,12 @@ def usage(config: ServerConfig, args: argparse.Namespace) -> int:
         from pathlib import Path
 
         from restore.home.state import open_home
-        from restore.stores import Settings, open_store
+        from restore.stores import open_store
 
         home = open_home(Path(config.home))
-        store = open_store(Settings(home.path, config.store), read_only=home.read_only is not None)
+        store = open_store(
+            config.store_settings(home=str(home.path)), read_only=home.read_only is not None
+        )
         try:
             found = usage_report(store.index, args.report, **options)
         finally:

@@ -15,7 +15,6 @@ import os
 import shlex
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -189,7 +188,6 @@ def main(config: ServerConfig, args: argparse.Namespace) -> int:
     """`sessiond mcp` (server/cli/main.py lists it): the scope from `--folder`,
     `--all-folders` or the working directory, on the configured store."""
     from restore.service import open_service
-    from restore.stores import Settings
 
     if args.folder and args.all_folders:
         raise CommandError("--folder narrows what --all-folders widens: give one of them")
@@ -199,5 +197,5 @@ def main(config: ServerConfig, args: argparse.Namespace) -> int:
         for option in ("home", "store")
         if getattr(args, option, None)
     )
-    service = open_service(Settings(Path(config.home), config.store, redaction=config.redact))
+    service = open_service(config.store_settings())
     return run(Tools(service, scope, where))
