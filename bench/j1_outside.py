@@ -67,51 +67,50 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def sessiond_once(command: Path, home: Path, folders: list[Path]) -> tuple[float, float, int]:
-    """(ms to `initialize`'s answer, ms to the first page, threads on it), from spawn."""
+def _opened(
+    argv: list[str], env: dict[str, str], cwd: Path, messages: list[dict[str, object]]
+) -> tuple[float, float, dict[str, object]]:
+    """Spawn `argv`; send `messages[0]` (initialize, id 1), then the rest once it is
+    answered (a list, id 2, last): (ms to the first answer, ms to the list's, the list)."""
     spawned = time.perf_counter()
-    proc = subprocess.Popen(
-        [str(command), "--home", str(home), "serve", "--stdio"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=installed_env(), cwd=home.parent,
-    )  # fmt: skip
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, cwd=cwd)  # fmt: skip
     buffer = bytearray()
     try:
-        params = {"workspaceFolders": [{"path": str(f)} for f in folders]}
-        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+        _send(proc, messages[0])
         _answer_of(proc, 1, buffer)
         initialized = time.perf_counter()
-        _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "thread/list", "params": {"limit": 50}})
+        for message in messages[1:]:
+            _send(proc, message)
         page = _answer_of(proc, 2, buffer)
         listed = time.perf_counter()
     finally:
         _end(proc)
-    threads = page["result"]["threads"]  # type: ignore[index]
-    return (initialized - spawned) * 1000, (listed - spawned) * 1000, len(threads)
+    return (initialized - spawned) * 1000, (listed - spawned) * 1000, page
+
+
+def sessiond_once(command: Path, home: Path, folders: list[Path]) -> tuple[float, float, int]:
+    """(ms to `initialize`'s answer, ms to the first page, threads on it), from spawn."""
+    params = {"workspaceFolders": [{"path": str(f)} for f in folders]}
+    init, listed, page = _opened(
+        [str(command), "--home", str(home), "serve", "--stdio"], installed_env(), home.parent,
+        [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+         {"jsonrpc": "2.0", "id": 2, "method": "thread/list", "params": {"limit": 50}}],
+    )  # fmt: skip
+    return init, listed, len(page["result"]["threads"])  # type: ignore[index]
 
 
 def codex_once(codex_home: Path) -> tuple[float, float, int]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "CODEX_API_KEY")}
     env.update(CODEX_HOME=str(codex_home), RUST_LOG="warn")
-    spawned = time.perf_counter()
-    proc = subprocess.Popen(
-        [codex_peer.executable() or "codex", "app-server"], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=codex_home.parent,
+    client = {"name": "j1_outside", "version": "0"}
+    init, listed, page = _opened(
+        [codex_peer.executable() or "codex", "app-server"], env, codex_home.parent,
+        [{"id": 1, "method": "initialize", "params": {"clientInfo": client}},
+         {"method": "initialized"},
+         {"id": 2, "method": "thread/list", "params": {"limit": 50}}],
     )  # fmt: skip
-    buffer = bytearray()
-    try:
-        client = {"name": "j1_outside", "version": "0"}
-        _send(proc, {"id": 1, "method": "initialize", "params": {"clientInfo": client}})
-        _answer_of(proc, 1, buffer)
-        initialized = time.perf_counter()
-        _send(proc, {"method": "initialized"})
-        _send(proc, {"id": 2, "method": "thread/list", "params": {"limit": 50}})
-        page = _answer_of(proc, 2, buffer)
-        listed = time.perf_counter()
-    finally:
-        _end(proc)
-    threads = page["result"]["data"]  # type: ignore[index]
-    return (initialized - spawned) * 1000, (listed - spawned) * 1000, len(threads)
+    return init, listed, len(page["result"]["data"])  # type: ignore[index]
 
 
 def main() -> None:
