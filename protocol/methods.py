@@ -145,6 +145,11 @@ class ThreadOrigin(WireModel):
         description="A sub-agent's session: the parent's tool call that started it (its "
         "`operationId` in the parent thread), when the agent recorded it.",
     )
+    forkedFromSessionId: str | None = Field(
+        None,
+        description="Imports: the session (in that agent's store) this one was forked from "
+        "(`pi --fork`); the thread's `forkedFrom` names that session's thread.",
+    )
 
 
 class ThreadInfo(WireModel):

@@ -1571,6 +1571,10 @@ export interface ThreadOrigin {
    * A sub-agent's session: the parent's tool call that started it (its `operationId` in the parent thread), when the agent recorded it.
    */
   parentToolCallId?: string | null;
+  /**
+   * Imports: the session (in that agent's store) this one was forked from (`pi --fork`); the thread's `forkedFrom` names that session's thread.
+   */
+  forkedFromSessionId?: string | null;
   [k: string]: unknown;
 }
 export interface SessionRef {
