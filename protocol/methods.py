@@ -756,19 +756,18 @@ class PendingOperation(WireModel):
     )
     effect: Literal["read", "idempotent", "side_effect"] | None = Field(
         default=None,
-        description="What the call does to the world, as recorded (it decides "
-        "`safe_to_retry`).",  # fmt: skip
+        description="What the call does to the world, as recorded (it decides `safe_to_retry`).",
     )
     argsDigest: str | None = Field(
         default=None,
         description="The digest of its arguments, as recorded: a retry with "
-        "other arguments is another call.",  # fmt: skip
+        "other arguments is another call.",
     )
     seq: int | None = Field(default=None, description="The seq of its last recorded state.")
     decidedBy: str | None = Field(
         default=None,
         description="How `recovery` was decided when not by the state alone "
-        "(an edit: by the file's hash against the edit's two sides).",  # fmt: skip
+        "(an edit: by the file's hash against the edit's two sides).",
     )
     path: str | None = Field(default=None, description="The file an edit call writes.")
 
