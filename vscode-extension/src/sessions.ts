@@ -74,6 +74,17 @@ export class SessionController {
     // The open session stays open until a new one replaces it (showRestored): a Cancel, a
     // refusal (ThreadBusy) or a failure leaves the user where they were.
     if (this.active?.thread.threadId === thread.threadId) await this.closeActive();
+    // Its panel is made while the server restores the thread (VS Code loads the webview
+    // meanwhile); closed again if the resume shows nothing in it.
+    const prepared = this.transcripts.prepare(thread);
+    try {
+      return await this.resumeShown(thread, requestedAt);
+    } finally {
+      prepared.discard();
+    }
+  }
+
+  private async resumeShown(thread: ThreadInfo, requestedAt: number): Promise<RestoreReport | undefined> {
     const report = await this.client.request("thread/resume", { threadId: thread.threadId });
     if (report.readOnly) {
       // No session can open on a read-only data directory; the drift modal would not help.

@@ -105,8 +105,12 @@ export class TranscriptPanel {
     return this.window.loadedItems();
   }
 
+  /** Whether anything was ever shown in it (a panel made ahead of its content may not be). */
+  opened = false;
+
   /** Shows `source` from its newest item (or its seq); resolves once the page is sent. */
   open(source: TranscriptSource): Promise<void> {
+    this.opened = true;
     this.source = source;
     this.panel.title = threadLabel(source.thread);
     return this.enqueue(() => this.first());
@@ -417,19 +421,41 @@ export class TranscriptPanels {
     if (panel) {
       panel.reveal();
     } else {
-      panel = new TranscriptPanel(this.client, this.extensionUri, this.blobs, source, (gone) => {
-        this.panels.delete(gone.thread.threadId);
-        if (this.active === gone) this.setActive(undefined);
-      });
-      const created = panel;
-      created.panel.onDidChangeViewState(({ webviewPanel }) => {
-        if (webviewPanel.active) this.setActive(created);
-        else if (this.active === created) this.setActive(undefined);
-      });
-      this.panels.set(source.thread.threadId, panel);
+      panel = this.create(source);
     }
+    const opening = panel.open(source); // its source (handoff, report) first: `active` tells it
     this.setActive(panel);
-    await panel.open(source);
+    await opening;
+    return panel;
+  }
+
+  /**
+   * The thread's panel made now, empty, while what it will show is still on its way (a
+   * resume): VS Code loads a new webview's host page meanwhile (0.1–0.4 s, most of a
+   * window's first transcript). `discard` closes it again unless something was shown in it
+   * (the resume was refused, cancelled, or went elsewhere).
+   */
+  prepare(thread: ThreadInfo): { discard(): void } {
+    if (this.panels.has(thread.threadId)) return { discard: () => undefined };
+    const panel = this.create({ thread });
+    this.setActive(panel);
+    return {
+      discard: () => {
+        if (!panel.opened) panel.dispose();
+      },
+    };
+  }
+
+  private create(source: TranscriptSource): TranscriptPanel {
+    const panel = new TranscriptPanel(this.client, this.extensionUri, this.blobs, source, (gone) => {
+      this.panels.delete(gone.thread.threadId);
+      if (this.active === gone) this.setActive(undefined);
+    });
+    panel.panel.onDidChangeViewState(({ webviewPanel }) => {
+      if (webviewPanel.active) this.setActive(panel);
+      else if (this.active === panel) this.setActive(undefined);
+    });
+    this.panels.set(source.thread.threadId, panel);
     return panel;
   }
 
