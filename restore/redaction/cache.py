@@ -56,9 +56,13 @@ def write(name: str, data: bytes, kind: str) -> None:
             return
         made = folder / f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
         fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(made, folder / name)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(made, folder / name)
+        except OSError:
+            made.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+            raise
         for old in sorted(folder.glob(kind), key=_mtime)[:-KEPT]:
             old.unlink(missing_ok=True)
     except OSError:
