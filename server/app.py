@@ -265,6 +265,9 @@ class SessiondServer:
         where its cost held every other client's request (docs/security.md)."""
         return self._redacting[1 if large else 0].submit(work)
 
+    def opened_service(self) -> ThreadService | None:
+        return self._service
+
     def redactor(self) -> Redactor | None:
         """The store's redactor, if the store is open (None: redaction is off, or no
         store yet: it redacts on its own, in `stamp`)."""

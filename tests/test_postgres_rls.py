@@ -419,7 +419,7 @@ def test_a_database_of_schema_5_upgraded_by_its_owner_needs_no_new_grant_for_cha
         assert upgraded.returncode == 0, upgraded.stderr
         with psycopg.connect(store_url, autocommit=True) as conn:
             versions = conn.execute("SELECT version FROM sessiond_migrations ORDER BY 1")
-            assert [v for (v,) in versions] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+            assert [v for (v,) in versions] == [m.version for m in schema.available()]
         ana = server_as(tmp_path, "ana", roles["ana"])
         laptop = server_as(tmp_path, "ana-laptop", roles["ana"])
         try:

@@ -19,7 +19,16 @@ from restore.engine.environment import ENVIRONMENT_FIELDS
 from restore.engine.subsystems import ThreadState
 from restore.home.state import Home
 from restore.ids import validate_thread_id
-from restore.stores.api import EVERY_ITEMS, AppendResult, Item, Snapshot, Store, Writer, derived
+from restore.stores.api import (
+    EVERY_ITEMS,
+    AppendResult,
+    Item,
+    Snapshot,
+    Staged,
+    Store,
+    Writer,
+    derived,
+)
 from restore.summary import ThreadSummary
 
 LOCAL_OWNER = "local"
@@ -129,11 +138,13 @@ class Sessions:
         minted: bool = False,
         defer_sync: bool = False,
         redacted: bool = False,
+        staged: Staged | None = None,
     ) -> AppendResult:
         """The one write path of an open session: the store, live state, snapshot."""
         result = session.writer.append(
-            items, session_id, minted=minted, defer_sync=defer_sync, redacted=redacted
-        )
+            items, session_id, minted=minted, defer_sync=defer_sync, redacted=redacted,
+            staged=staged,
+        )  # fmt: skip
         for line in result.stored:
             session.state.apply(line)
         if result.stored and session.state.seq - session.snapshot_seq >= EVERY_ITEMS:

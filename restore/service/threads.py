@@ -31,7 +31,7 @@ from restore.service.sessions import (
     new_id,
     session_meta,
 )
-from restore.stores.api import AppendResult, Item, Store
+from restore.stores.api import AppendResult, Item, Staged, Store
 from restore.summary import ThreadSummary
 
 if TYPE_CHECKING:
@@ -285,6 +285,19 @@ class ThreadService(Lists, Searches):
 
     # --- writing -----------------------------------------------------------------------
 
+    def stage(
+        self, thread_id: str, session_id: str, items: list[Item], owner: str, *, redacted: bool
+    ) -> Staged | None:
+        """Off the store thread, before `record`: a large record's lines written ahead
+        where the store does that (`Writer.stage`). Only reads the open session: whatever
+        it finds wrong (no such session, another owner) `record` says, on the store thread,
+        where the operation ledger may also drop a repeated operation: the staged lines no
+        longer fit then, and the append writes the items itself."""
+        session = self.sessions.open.get(thread_id)
+        if session is None or session.session_id != session_id or session.owner != owner:
+            return None
+        return session.writer.stage(items, session_id, redacted=redacted)
+
     def record(
         self,
         thread_id: str,
@@ -294,6 +307,7 @@ class ThreadService(Lists, Searches):
         *,
         defer_sync: bool = False,
         redacted: bool = False,
+        staged: Staged | None = None,
     ) -> tuple[AppendResult, ThreadSummary]:
         """Append client items. With `defer_sync` (group commit) the items are written but
         not yet durable: acknowledge them only after the next `begin_commit`'s work.
@@ -301,7 +315,7 @@ class ThreadService(Lists, Searches):
         session = self.sessions.lease(thread_id, session_id, owner)
         items, no_ops = ledger.check(session, items)
         result = self.sessions.append(
-            session, items, session_id, defer_sync=defer_sync, redacted=redacted
+            session, items, session_id, defer_sync=defer_sync, redacted=redacted, staged=staged
         )
         crash_point("record.before_ack")  # written (durable unless deferred), not answered
         if no_ops:

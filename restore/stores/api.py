@@ -110,6 +110,32 @@ class Stamped:
     last_seq: int
 
 
+STAGE_BYTES = 256 << 10
+"""A record whose lines pass this many characters is written ahead (`Writer.stage`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """Lines written ahead of their append (`Writer.stage`), stamped after `base_seq`:
+    the append places them only if the thread still ends there."""
+
+    base_seq: int
+    stamped: Stamped
+    lines: list[str]
+    rows: list[str]
+    """Where the store holds each line meanwhile (PostgreSQL: `sessiond_staged` ids)."""
+
+    def fits(self, last_seq: int, items: list[Item], known: dict[str, int]) -> bool:
+        """Whether these are still the lines `items` would be stamped as now."""
+        stored = self.stamped.stored
+        return (
+            self.base_seq == last_seq
+            and len(items) == len(stored)
+            and all(str(a["id"]) == str(b["id"]) for a, b in zip(items, stored, strict=True))
+            and not any(str(item["id"]) in known for item in stored)
+        )
+
+
 def stamp(
     items: Iterable[Item],
     session_id: str,
@@ -535,13 +561,23 @@ class Writer(Protocol):
         defer_sync: bool = False,
         keep_ts: bool = False,
         redacted: bool = False,
+        staged: Staged | None = None,
     ) -> AppendResult:
         """Stamp and write the items whose id is new; durable on return, unless
         `defer_sync` (group commit: durable after the store's next `begin_commit`) or the
         writer was opened with `durable=False` (after the store's next `sync`). `minted`:
         fresh server ids, which cannot repeat (no need to load the thread's id set).
         `redacted`: made from records the store's redactor already ran over (an import
-        redacts each source record as it is read), so `stamp` does not run it again."""
+        redacts each source record as it is read), so `stamp` does not run it again.
+        `staged`: what `stage` wrote ahead for these very items; used when nothing was
+        appended since (else the items are written as if it were None)."""
+        ...
+
+    def stage(self, items: list[Item], session_id: str, *, redacted: bool) -> Staged | None:
+        """Off the store thread, before the append of `items`: their lines written ahead
+        where that spares the append's connection their bytes (the PostgreSQL store, for
+        a record past `STAGE_BYTES`); None where the append writes them at no one else's
+        cost (a file of its own: the embedded store)."""
         ...
 
     def seq_of(self, item_id: str) -> int | None: ...

@@ -53,6 +53,9 @@ class Serving(Host, Protocol):
     def run_redaction(self, work: Callable[[], T], *, large: bool) -> asyncio.Future[T]:
         """`work()` (a record's redaction) on a redaction thread, never the store thread."""
 
+    def opened_service(self) -> ThreadService | None:
+        """The service if a request opened it already; never opens it (any thread)."""
+
     def redactor(self) -> Redactor | None:
         """The open store's redactor (None: off, or no store yet: it redacts in `stamp`)."""
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from restore.service.search import Asked
     from restore.service.threads import StartedThread
-    from restore.stores.api import AppendResult, Page, Progress
+    from restore.stores.api import AppendResult, Page, Progress, Staged
     from restore.summary import ThreadSummary
 
 
@@ -142,20 +142,58 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
         }
 
     redacting, redacted = _redaction(ctx, items)
-    return ctx.server.worker.submit(
-        lambda: ctx.service.record(
+    staging = _staging(ctx, params, items, redacting, redacted)
+
+    def record() -> tuple[AppendResult, ThreadSummary]:
+        ready, staged = (
+            staging.result() if staging is not None
+            else (items if redacting is None else redacting.result(), None)
+        )  # fmt: skip
+        return ctx.service.record(
             params.threadId,
             params.sessionId,
-            items if redacting is None else redacting.result(),
+            ready,
             ctx.connection.owner,
             defer_sync=group,
             redacted=redacted,
-        ),
+            staged=staged,
+        )
+
+    return ctx.server.worker.submit(
+        record,
         durable=group,
         then=recorded,
         next_turn=True,
-        after=redacting,
+        after=staging or redacting,
     )
+
+
+def _staging(
+    ctx: Context,
+    params: Any,
+    items: list[dict[str, Any]],
+    redacting: asyncio.Future[list[Any]] | None,
+    redacted: bool,
+) -> asyncio.Future[tuple[list[Any], Staged | None]] | None:
+    """A record past `STAGE_BYTES`, once redacted, written ahead by the store where that
+    spares the store thread its bytes (the PostgreSQL store: `Writer.stage`), on the large
+    records' redaction thread: after its redaction there, which it waits for in order."""
+    from restore.stores.api import STAGE_BYTES
+
+    service = ctx.server.opened_service()
+    if service is None or (service.store.redactor is not None and not redacted):
+        return None  # no store open yet: the record opens it, on the store thread
+    if not _larger_than(items, STAGE_BYTES):
+        return None
+
+    def stage() -> tuple[list[Any], Staged | None]:
+        ready = items if redacting is None else redacting.result()
+        staged = service.stage(
+            params.threadId, params.sessionId, ready, ctx.connection.owner, redacted=redacted
+        )
+        return ready, staged
+
+    return ctx.server.run_redaction(stage, large=True)
 
 
 INLINE_BYTES = 64 << 10

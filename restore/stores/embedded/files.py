@@ -40,6 +40,7 @@ from restore.stores.api import (
     Checkpoint,
     Durability,
     Item,
+    Staged,
     ThreadFile,
     encode_line,
     stamp,
@@ -363,6 +364,7 @@ class ThreadWriter:
         defer_sync: bool = False,
         keep_ts: bool = False,
         redacted: bool = False,
+        staged: Staged | None = None,
     ) -> AppendResult:
         """Stamp and write items not seen before; acknowledge only once durable.
 
@@ -403,6 +405,11 @@ class ThreadWriter:
         return AppendResult(
             min(seqs, default=None), max(seqs, default=None), stamped.duplicates, stamped.stored
         )
+
+    def stage(self, items: list[Item], session_id: str, *, redacted: bool) -> Staged | None:
+        """Nothing written ahead: a thread's file is its own, so its append holds no one
+        else's (the store thread's time for a 16 MiB record is a file write)."""
+        return None
 
     def check_linked(self) -> None:
         """StorageError if its file or the data directory was deleted under it: one

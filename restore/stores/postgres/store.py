@@ -45,6 +45,7 @@ from restore.stores.api import (
     Item,
     RedactionReport,
     Snapshot,
+    Staged,
     StepProgress,
     ThreadFile,
     decode_snapshot,
@@ -52,6 +53,7 @@ from restore.stores.api import (
     missing_records,
     summary_of,
 )
+from restore.stores.postgres import staging
 from restore.stores.postgres.channels import NOTIFY
 from restore.stores.postgres.connection import Connections, storage_error
 from restore.stores.postgres.index import SharedIndex
@@ -67,6 +69,7 @@ from restore.stores.postgres.rows import (
     summaries_of,
 )
 from restore.stores.postgres.search import SharedSearch
+from restore.stores.postgres.staging import Stager
 from restore.stores.postgres.writer import Pending, PostgresWriter, try_lock, unlock
 from restore.summary import ThreadSummary
 
@@ -112,6 +115,7 @@ class PostgresStore:
         self.index = SharedIndex(self)
         self.pages = SharedPages(self)
         self.search = SharedSearch(self)
+        self._stager = Stager(self.db)
 
     @property
     def read_only(self) -> bool:
@@ -122,6 +126,10 @@ class PostgresStore:
         return None  # other processes' changes come by LISTEN/NOTIFY (`watch`)
 
     # --- connections ---------------------------------------------------------------------
+
+    def stage_lines(self, lines: list[str]) -> list[str]:
+        """Off the store thread: lines written ahead of their append (staging.py)."""
+        return self._stager.stage(lines)
 
     def writer_rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         conn = self.db.writer()
@@ -141,22 +149,36 @@ class PostgresStore:
         repo: Repo,
         defer: bool,
         event: str = "updated",
+        *,
+        staged: Staged | None = None,
+        unused: Sequence[str] = (),
     ) -> None:
-        """Insert the rows and the thread's new listing row; commit unless deferred."""
+        """Insert the rows and the thread's new listing row; commit unless deferred.
+        `staged`: the lines were written ahead (staging.py), moved here, not sent again;
+        `unused`: rows written ahead for lines written here after all, deleted."""
         conn = self.db.writer()
         try:
             if not self.db.in_tx:
                 conn.execute("BEGIN")
                 self.db.in_tx = True
             with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO sessiond_items (thread_id, seq, item_id, line) "
-                    "VALUES (%s, %s, %s, %s)",
-                    [
-                        (writer.thread_id, line["seq"], line["id"], text)
-                        for line, text in zip(stored, lines, strict=True)
-                    ],
-                )
+                if staged is not None:
+                    for line, row in zip(stored, staged.rows, strict=True):
+                        cur.execute(staging.PLACE, (writer.thread_id, line["seq"], line["id"], row))
+                        if cur.rowcount != 1:  # deleted under us: the append fails whole
+                            raise psycopg.DataError(f"staged line {line['id']!r} is gone")
+                    unused = staged.rows
+                else:
+                    cur.executemany(
+                        "INSERT INTO sessiond_items (thread_id, seq, item_id, line) "
+                        "VALUES (%s, %s, %s, %s)",
+                        [
+                            (writer.thread_id, line["seq"], line["id"], text)
+                            for line, text in zip(stored, lines, strict=True)
+                        ],
+                    )
+                if unused:
+                    cur.execute(staging.FORGET, (list(unused),))
             previous = self._pending.get(writer.thread_id)
             self._pending[writer.thread_id] = Pending(
                 writer, previous.event if previous else event, row_values(summary, repo)
@@ -785,6 +807,7 @@ class PostgresStore:
             self._watcher = None
         with suppress(ProtocolError):
             self._commit()
+        self._stager.close()
         self.db.close()  # the writer connection's end releases every advisory lock
 
     # --- for the modules beside this one ----------------------------------------------------

@@ -7,7 +7,7 @@ connection, so a lost connection can never leave a write going on without its lo
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -15,7 +15,16 @@ import psycopg
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import sha256_of
-from restore.stores.api import AppendResult, Checkpoint, Item, ThreadFile, encode_line, stamp
+from restore.stores.api import (
+    STAGE_BYTES,
+    AppendResult,
+    Checkpoint,
+    Item,
+    Staged,
+    ThreadFile,
+    encode_line,
+    stamp,
+)
 from restore.stores.postgres.host import StoreHost
 from restore.stores.postgres.rows import Repo, repo_binding
 from restore.summary import ThreadSummary
@@ -38,7 +47,12 @@ class WriterHost(StoreHost, Protocol):
         repo: Repo,
         defer: bool,
         event: str = "updated",
+        *,
+        staged: Staged | None = None,
+        unused: Sequence[str] = (),
     ) -> None: ...
+
+    def stage_lines(self, lines: list[str]) -> list[str]: ...
 
     def release(self, writer: PostgresWriter) -> None: ...
 
@@ -183,6 +197,7 @@ class PostgresWriter:
         defer_sync: bool = False,
         keep_ts: bool = False,
         redacted: bool = False,
+        staged: Staged | None = None,
     ) -> AppendResult:
         if self._closed:
             raise ProtocolError(ErrorKind.STALE_SESSION, "thread writer is closed")
@@ -192,19 +207,27 @@ class PostgresWriter:
         if self.needs_revalidation():
             self._store.relock(self)
         known = {} if minted and self.seq_of_id is None else self._known_ids()
-        stamped = stamp(
-            items, session_id, self.last_seq, known, keep_ts=keep_ts,
-            redactor=None if redacted else self._store.redactor,
-        )  # fmt: skip
-        if stamped.stored:
+        items = list(items)
+        placed = staged if staged is not None and staged.fits(self.last_seq, items, known) else None
+        if placed is not None:
+            stamped, lines = placed.stamped, placed.lines
+        else:
+            stamped = stamp(
+                items, session_id, self.last_seq, known, keep_ts=keep_ts,
+                redactor=None if redacted else self._store.redactor,
+            )  # fmt: skip
             lines = [encode_line(line)[:-1].decode() for line in stamped.stored]
+        if stamped.stored:
             repo = self.repo
             for line in stamped.stored:
                 repo = repo_binding(line) or repo
             summary = ThreadSummary(**asdict(self.summary))
             for line in stamped.stored:
                 summary.apply(line)
-            self._store.write(self, stamped.stored, lines, summary, repo, defer_sync)
+            self._store.write(
+                self, stamped.stored, lines, summary, repo, defer_sync,
+                staged=placed, unused=staged.rows if staged is not None and placed is None else (),
+            )  # fmt: skip
             # Counted only once written (and, without defer_sync, committed).
             self.summary, self.repo, self.last_seq = summary, repo, stamped.last_seq
             self.last_line = lines[-1]
@@ -215,6 +238,32 @@ class PostgresWriter:
             stamped.duplicates,
             stamped.stored,
         )
+
+    def stage(self, items: list[Item], session_id: str, *, redacted: bool) -> Staged | None:
+        """Off the store thread (a record's redaction thread): a large record's lines sent
+        ahead on the store's staging connection, with their search columns, so that the
+        append moves them without this connection carrying their bytes (migration 010).
+        Reads this writer's state without changing it: `append` places the lines only if
+        the thread still ends where they were stamped (`Staged.fits`). None: too small to
+        be worth it, a duplicate among them, or staging failed (the append then writes
+        them itself, and says what went wrong if it goes wrong again)."""
+        if self._closed or self.needs_revalidation():
+            return None
+        base = self.last_seq
+        stamped = stamp(
+            items, session_id, base, self.seq_of_id or {},
+            redactor=None if redacted else self._store.redactor,
+        )  # fmt: skip
+        if stamped.duplicates or not stamped.stored:
+            return None
+        lines = [encode_line(line)[:-1].decode() for line in stamped.stored]
+        if sum(map(len, lines)) < STAGE_BYTES:
+            return None
+        try:
+            rows = self._store.stage_lines(lines)
+        except ProtocolError:
+            return None
+        return Staged(base, stamped, lines, rows)
 
     def close(self) -> None:
         if not self._closed:
