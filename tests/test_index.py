@@ -700,35 +700,3 @@ def test_a_probe_holds_a_bounded_number_of_dead_marks(layout: Layout) -> None:
     assert sorted(found.thread_ids) == left
     found.clear()
     assert sorted(p.name for p in layout.writers_dir.iterdir()) == sorted(found.alive)
-
-
-def test_the_store_thread_never_checkpoints_and_the_wal_stays_bounded(layout: Layout) -> None:
-    """SQLite checkpoints in the commit that takes the WAL past 1,000 pages: 5-15 ms of a
-    request's time on the store thread, every few hundred index writes (most of
-    `thread/continue`'s p99: restore/stores/embedded/checkpoint.py). The store's connection
-    never does (`wal_autocheckpoint` 0); a connection of its own does, on a thread, so the
-    WAL is copied back and started over as SQLite's own checkpoints would have."""
-    from restore.stores.embedded.checkpoint import WRITES
-
-    write_thread(layout, at=1, messages=("hello",))
-    index = open_index(layout)
-    assert index.connection().execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
-    path = layout.thread_path(write_thread(layout, at=2, messages=("again",)))
-    summary = summary_of(path, False)
-    wal = layout.index_path.with_name(layout.index_path.name + "-wal")
-    sizes = []
-    for round_ in range(8):
-        for n in range(WRITES):
-            index.upsert(dataclasses.replace(summary, title=f"{round_}-{n} " + "x" * 3000), path)
-        index.checkpoints.wait()
-        sizes.append(wal.stat().st_size)
-    assert index.checkpoints.done >= 8
-    # Each round wrote ~WRITES rows of 3 KB (~2.4 MB of WAL, more with its pages): a WAL
-    # that was never started over would hold all eight rounds; this one holds about two.
-    assert max(sizes) < 3 * sizes[0], sizes
-    other = sqlite3.connect(layout.index_path)
-    try:
-        assert other.execute("SELECT count(*) FROM threads").fetchone() == (2,)
-    finally:
-        other.close()
-    index.close()

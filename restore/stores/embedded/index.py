@@ -50,7 +50,6 @@ from restore.stores.api import (
     summary_of,
 )
 from restore.stores.embedded import marks
-from restore.stores.embedded.checkpoint import WRITES, Checkpointer
 from restore.stores.embedded.jsonl import LineMark
 from restore.summary import ThreadSummary, UsageRow, counted_cost, usage_row
 from restore.usage.entries import Usage
@@ -347,7 +346,6 @@ class ThreadIndex:
         self._file: tuple[int, int] | None = None  # the index file it is open on
         self._seed = True  # an index in memory starts from the file's rows (not once damaged)
         self._open_lock = threading.Lock()
-        self.checkpoints = Checkpointer(layout.index_path, active=not in_memory)
 
     # -- opening, rebuild, reconcile -------------------------------------------------------
 
@@ -384,7 +382,7 @@ class ThreadIndex:
                 self._rebuild(path, progress)
                 found.clear()
                 conn = self._configured(self._connect(path))
-                self._conn, self._file = self._own(conn), self._identity(conn, path)
+                self._conn, self._file = conn, self._identity(conn, path)
             return "rebuilt"
 
     def _opened(self, path: Path, progress: Progress | None) -> bool:
@@ -395,14 +393,8 @@ class ThreadIndex:
             conn = self._catch_up(conn, path, progress)
         except _Corrupt:
             return False
-        self._conn, self._file = self._own(conn), identity
+        self._conn, self._file = conn, identity
         return True
-
-    def _own(self, conn: sqlite3.Connection) -> sqlite3.Connection:
-        """The store's connection: its commits never checkpoint (checkpoint.py)."""
-        conn.execute("PRAGMA wal_autocheckpoint = 0")
-        self.checkpoints.wrote(WRITES)  # what opening (a reconcile) wrote
-        return conn
 
     @contextlib.contextmanager
     def _building(self) -> Iterator[None]:
@@ -847,7 +839,6 @@ class ThreadIndex:
             conn.execute("BEGIN")
             conn.executemany(_UPSERT, values)
             _write_usage(conn, summaries)
-        self.checkpoints.wrote()
 
     @_typed
     def refresh(self, rows: list[tuple[ThreadSummary, Path, os.stat_result]]) -> None:
@@ -861,7 +852,6 @@ class ThreadIndex:
                 [_row_values(summary, path, stat, None) for summary, path, stat in rows],
             )
             _write_usage(conn, [summary for summary, _, _ in rows])
-        self.checkpoints.wrote()
 
     @_typed
     def remove(self, thread_id: str) -> None:
@@ -869,7 +859,6 @@ class ThreadIndex:
         with conn:
             conn.execute("BEGIN")
             conn.execute("DELETE FROM threads WHERE threadId = ?", (thread_id,))
-        self.checkpoints.wrote()
 
     @_typed
     def get(self, thread_id: str) -> ThreadSummary | None:
@@ -1039,7 +1028,6 @@ class ThreadIndex:
         """Close the connection; a later call opens (and reconciles) again."""
         with self._open_lock:
             self._close()
-        self.checkpoints.wait()
 
 
 class UsageBeside:
