@@ -34,7 +34,7 @@ from bench.rpc import PipelinedServer
 from restore.home.layout import Layout
 from restore.service import Settings, open_service
 from restore.stores import open_store
-from restore.stores.api import encode_line
+from restore.stores.records import encode_line
 from restore.summary import summarize
 from tests.support import pg_cluster
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.home.layout import Layout
-from restore.stores.api import encode_cursor
+from restore.stores.cursors import encode_cursor
 from restore.stores.embedded import marks
 from restore.stores.embedded.files import ThreadStore
 from restore.stores.embedded.index import Indexed, ThreadIndex

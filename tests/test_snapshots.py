@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from restore.engine.subsystems import ThreadState
 from restore.service import Settings, ThreadService, open_service
-from restore.stores.api import EVERY_ITEMS, Durability
+from restore.stores.api import Durability
 from restore.stores.embedded import snapshots
+from restore.stores.snapshots import EVERY_ITEMS
 
 op_ids = st.sampled_from(["a", "b", "c"])
 item_strategy = st.one_of(

@@ -54,7 +54,8 @@ from restore.imports.parse import Facts, Flush, Parsed, parse
 from restore.imports.plan import EMPTY_SHA, FILE_BYTES, Planned, Planner, from_start, unreadable
 from restore.imports.results import FileResult, ImportSummary
 from restore.service.threads import ThreadService
-from restore.stores.api import Item, Progress, SkippedLine, Writer, encode_line
+from restore.stores.api import Progress, SkippedLine, Writer
+from restore.stores.records import Item, encode_line
 
 if TYPE_CHECKING:
     from restore.imports.pool import ParsePool, Ticket

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from restore.service.resume import Report
     from restore.service.sessions import Sessions, StartedThread
     from restore.session_policy import SettingsFile
-    from restore.stores.api import Item, Store
+    from restore.stores.api import Store
+    from restore.stores.records import Item
 
 
 class Service(Protocol):

@@ -10,7 +10,7 @@ import copy
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.subsystems import operations
 from restore.service.sessions import OpenSession
-from restore.stores.api import Item
+from restore.stores.records import Item
 
 
 def check(session: OpenSession, items: list[Item]) -> tuple[list[Item], int]:

@@ -25,7 +25,8 @@ from restore.engine.subsystems import cost as cost_subsystem
 from restore.engine.subsystems import messages as messages_subsystem
 from restore.ids import validate_thread_id
 from restore.service.sessions import OpenSession, Sessions, new_id, session_meta
-from restore.stores.api import Pages, Snapshot, Store, ThreadFile, Writer
+from restore.stores.api import Pages, Store, ThreadFile, Writer
+from restore.stores.snapshots import Snapshot
 from restore.summary import ThreadSummary, summarize
 
 MAX_SUBAGENTS = 500  # sub-agent threads one resume reads for the cost line, at most

@@ -18,7 +18,8 @@ from restore.search import query as search_query
 from restore.search.cancel import Cancel
 from restore.search.snippets import snippets
 from restore.search.text import ROLES
-from restore.stores.api import Progress, SearchFilters, Store, ts_at
+from restore.stores.api import Progress, SearchFilters, Store
+from restore.stores.records import ts_at
 from restore.summary import ThreadSummary
 
 AGENTS = ("sessiond", *AGENT_IDS, "acp")

@@ -19,16 +19,9 @@ from restore.engine.environment import ENVIRONMENT_FIELDS
 from restore.engine.subsystems import ThreadState
 from restore.home.state import Home
 from restore.ids import validate_thread_id
-from restore.stores.api import (
-    EVERY_ITEMS,
-    AppendResult,
-    Item,
-    Snapshot,
-    Staged,
-    Store,
-    Writer,
-    derived,
-)
+from restore.stores.api import AppendResult, Store, Writer, derived
+from restore.stores.records import Item, Staged
+from restore.stores.snapshots import EVERY_ITEMS, Snapshot
 from restore.summary import ThreadSummary
 
 LOCAL_OWNER = "local"

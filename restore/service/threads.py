@@ -31,7 +31,8 @@ from restore.service.sessions import (
     new_id,
     session_meta,
 )
-from restore.stores.api import AppendResult, Item, Staged, Store
+from restore.stores.api import AppendResult, Store
+from restore.stores.records import Item, Staged
 from restore.summary import ThreadSummary
 
 if TYPE_CHECKING:

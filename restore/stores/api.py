@@ -10,22 +10,20 @@ filters before paging, snapshots, archive and delete, content-addressed blobs. O
 suite runs against each (tests/test_stores.py), and the type checker holds each backend to
 these Protocols (`_conforms` at the end of each backend's store module).
 
-What is here besides the Protocols is what both stores must do identically: the record
-envelope (`stamp`, `encode_line`, the timestamp format), the snapshot codec, listing rows
-and cursors, the cut of a page that is too large, and the typed error a storage failure
-reaches a client as. Nothing here does I/O.
+What is here besides the Protocols is what a caller gets back from a store (the value
+types), the cut of a page that is too large, and the typed error a storage failure reaches
+a client as. What both stores must also do identically lives beside it: the record
+envelope (records.py), snapshots (snapshots.py), listing rows and cursors (cursors.py).
+Nothing here does I/O.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from protocol.errors import ErrorKind, ProtocolError
-from restore import clock
-from restore.engine.subsystems import ThreadState
 from restore.search.cancel import Cancel
 from restore.search.query import Query
+from restore.stores.records import Item, Staged
+from restore.stores.snapshots import Checkpoint, Snapshot
 from restore.summary import ThreadSummary
 from restore.usage.entries import Usage, UsageSource
 
@@ -45,8 +43,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("sessiond.threads")
 
-Item = dict[str, Any]
-"""One record: a JSON object with at least `type` and `id` (stored: `v, seq, ts, ...`)."""
 Progress = Callable[[int, int], None]
 """(done, total) of a long step: an index rebuild, an import, a copy."""
 StepProgress = Callable[[str, int, int], None]
@@ -67,120 +63,6 @@ FLUSH_SECONDS = 0.5
 """How long a store may hold listing rows back (the embedded store batches them: one SQLite
 transaction per record would cost more than the record). A host calls `Store.flush` this
 long after a burst of writes pauses, so other processes list them within about a second."""
-
-
-# --- the record envelope -------------------------------------------------------------------
-
-FORMAT_VERSION = 1
-
-
-def now_ts() -> str:
-    """Fixed-width UTC timestamp with microseconds, so timestamps sort as text."""
-    # isoformat is about twice as fast as strftime, and this runs for every append.
-    now = datetime.now(UTC) if clock.TEST_CLOCK is None else clock.now()
-    return now.isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-def ts_at(seconds: float) -> str:
-    """`now_ts`'s format for a `time.time()` value."""
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-def encode_line(item: Item) -> bytes:
-    """An item as its stored line. What the encoder refuses (nested past its 255 levels,
-    say, from a path that did not check) is InvalidParams naming the item, not a crash."""
-    try:
-        return orjson.dumps(item) + b"\n"
-    except orjson.JSONEncodeError as exc:
-        raise ProtocolError(
-            ErrorKind.INVALID_PARAMS,
-            f"item {item.get('id')!r} cannot be stored: {exc}",
-            id=item.get("id"),
-        ) from None
-
-
-@dataclass(frozen=True)
-class Stamped:
-    """Items stamped for appending: the new lines, every item's seq, how many repeated."""
-
-    stored: list[Item]
-    seqs: list[int]
-    new_ids: dict[str, int]
-    duplicates: int
-    last_seq: int
-
-
-STAGE_BYTES = 256 << 10
-"""A record whose lines pass this many characters is written ahead (`Writer.stage`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Staged:
-    """Lines written ahead of their append (`Writer.stage`), stamped after `base_seq`:
-    the append places them only if the thread still ends there."""
-
-    base_seq: int
-    stamped: Stamped
-    lines: list[str]
-    rows: list[str]
-    """Where the store holds each line meanwhile (PostgreSQL: `sessiond_staged` ids)."""
-
-    def fits(self, last_seq: int, items: list[Item], known: dict[str, int]) -> bool:
-        """Whether these are still the lines `items` would be stamped as now."""
-        stored = self.stamped.stored
-        return (
-            self.base_seq == last_seq
-            and len(items) == len(stored)
-            and all(str(a["id"]) == str(b["id"]) for a, b in zip(items, stored, strict=True))
-            and not any(str(item["id"]) in known for item in stored)
-        )
-
-
-def stamp(
-    items: Iterable[Item],
-    session_id: str,
-    last_seq: int,
-    known_ids: dict[str, int],
-    *,
-    keep_ts: bool = False,
-    redactor: Redactor | None = None,
-) -> Stamped:
-    """The store envelope (`v, seq, ts, type, sessionId, id`, in that order) on every item
-    whose id is new; a repeated id (also within `items`) keeps its original seq. Both
-    stores stamp here. With `keep_ts` an item's own `ts` is kept (an import dates its
-    items by the source transcript, not by now). With a `redactor` every new line's
-    secrets are replaced before anything else sees it: what is stored, indexed, answered
-    and snapshotted from here on is the redacted line (restore/redaction)."""
-    seqs: list[int] = []
-    stored: list[Item] = []
-    new_ids: dict[str, int] = {}
-    duplicates = 0
-    ts = now_ts()
-    for item in items:
-        item_id = str(item["id"])
-        known = known_ids.get(item_id) or new_ids.get(item_id)
-        if known is not None:
-            duplicates += 1
-            seqs.append(known)
-            continue
-        last_seq += 1
-        line = {
-            "v": FORMAT_VERSION,
-            "seq": last_seq,
-            "ts": item["ts"] if keep_ts and isinstance(item.get("ts"), str) else ts,
-            "type": item["type"],
-            "sessionId": session_id,
-            "id": item_id,
-        }
-        for key, value in item.items():  # a loop, not update(genexpr): 1.5x faster here
-            if key not in line:
-                line[key] = value
-        if redactor is not None:
-            line = redactor.item(line)
-        new_ids[item_id] = last_seq
-        seqs.append(last_seq)
-        stored.append(line)
-    return Stamped(stored, seqs, new_ids, duplicates, last_seq)
 
 
 # --- what stores hand back -----------------------------------------------------------------
@@ -237,82 +119,11 @@ class ThreadFile:
 
 
 @dataclass(frozen=True)
-class Checkpoint:
-    """A verified position in a thread: everything before `offset` is covered.
-
-    The last line before it is identified by its start and sha256, so a snapshot taken
-    from a thread that was later rewritten or truncated is detected as stale. (PostgreSQL
-    counts in seqs: `offset`, `lines` and `line_start` are the last seq there.)
-    """
-
-    offset: int
-    seq: int
-    lines: int
-    line_start: int
-    line_sha: str
-    summary: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class AppendResult:
     first_seq: int | None
     last_seq: int | None
     duplicates: int
     stored: list[Item]
-
-
-SNAPSHOT_VERSION = 2  # 2: messages keep no bodies (resume reads the newest from the store)
-EVERY_ITEMS = 1000
-"""A snapshot is written after this many items since the last one, and on close."""
-
-
-@dataclass
-class Snapshot:
-    """A derived, deletable checkpoint of every subsystem's state at some seq: resume reads
-    it plus the items after it. A missing, unreadable or stale one costs a full replay,
-    which gives the same state (property-tested)."""
-
-    checkpoint: Checkpoint
-    state: ThreadState
-    skipped: list[dict[str, Any]]
-    bom: bool
-    closed_session_id: str | None
-    """Set when the snapshot was taken by a clean close of that session."""
-
-
-def encode_snapshot(thread_id: str, snapshot: Snapshot) -> bytes:
-    return orjson.dumps(
-        {
-            "v": SNAPSHOT_VERSION,
-            "threadId": thread_id,
-            "checkpoint": asdict(snapshot.checkpoint),
-            "state": snapshot.state.to_json(),
-            "skipped": snapshot.skipped,
-            "bom": snapshot.bom,
-            "closedSessionId": snapshot.closed_session_id,
-        }
-    )
-
-
-def decode_snapshot(thread_id: str, data: bytes) -> tuple[Snapshot | None, str | None]:
-    """A snapshot from its stored bytes (a file, or a row), or None and why not."""
-    try:
-        body = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        return None, f"corrupt: {type(exc).__name__}"
-    try:
-        if body["v"] != SNAPSHOT_VERSION or body["threadId"] != thread_id:
-            return None, "corrupt: other version or thread"
-        snapshot = Snapshot(
-            checkpoint=Checkpoint(**body["checkpoint"]),
-            state=ThreadState.from_json(body["state"]),
-            skipped=list(body["skipped"]),
-            bom=bool(body["bom"]),
-            closed_session_id=body.get("closedSessionId"),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        return None, f"corrupt: {type(exc).__name__}: {exc}"
-    return snapshot, None
 
 
 ANSWER_OVERHEAD = 512
@@ -411,100 +222,6 @@ class RedactionReport:
     """`recovered/` copies (the embedded store's torn tails) that held a secret."""
     counts: dict[str, int] = field(default_factory=dict)
     """Secrets by kind."""
-
-
-def missing_records(thread_id: str, items: list[Item], present: dict[str, int]) -> list[Item]:
-    """What a copy of a thread lacks of `items` (`Store.import_thread`), by item id
-    (`present`: the copy's item ids and their seqs). The copies diverged, InvalidParams,
-    when a record it lacks would land at or before its last seq: nothing is written."""
-    last = max(present.values(), default=0)
-    new = [item for item in items if str(item["id"]) not in present]
-    if any(item["seq"] <= last for item in new):
-        raise ProtocolError(
-            ErrorKind.INVALID_PARAMS,
-            "the copies diverged: other records at the same seqs",
-            threadId=thread_id,
-        )
-    return new
-
-
-# --- listing rows and cursors (both indexes) -----------------------------------------------
-
-ROW_FIELDS = (
-    "threadId", "title", "preview", "cwd", "workspaceFolder", "branch", "headSha",
-    "createdAt", "updatedAt", "itemCount", "archived", "forkedFrom", "costUsd", "origin",
-    "parentThreadId", "parentOperationId", "lastSeq", "latestSessionId",
-    "sessionKey", "previousThreadId", "nextThreadId", "resetReason",
-)  # fmt: skip
-"""Every ThreadSummary field a listing row keeps, in the order both stores select them
-(`childCount` is counted by the query, never stored)."""
-JSON_FIELDS = ("forkedFrom", "origin")
-MAX_LIMIT = 200
-
-
-def summary_of(row: Sequence[Any], *, json_text: bool = False) -> ThreadSummary:
-    """A row of ROW_FIELDS (then the child count, when the query selected it) as a summary.
-    `json_text`: the JSON fields are text to decode (SQLite; psycopg decodes jsonb)."""
-    fields = dict(zip(ROW_FIELDS, row[: len(ROW_FIELDS)], strict=True))
-    if len(row) > len(ROW_FIELDS):
-        fields["childCount"] = row[len(ROW_FIELDS)]
-    fields["updatedAt"] = fields["updatedAt"] or None  # stored '' when unknown: keyset order
-    fields["archived"] = bool(fields["archived"])
-    if json_text:
-        for name in JSON_FIELDS:
-            if fields[name] is not None:
-                fields[name] = orjson.loads(fields[name])
-    return ThreadSummary(**fields)
-
-
-def encode_search_cursor(key: Sequence[Any]) -> str:
-    """Opaque keyset cursor of a search page (each backend's own key: rank, ts, position)."""
-    return base64.urlsafe_b64encode(orjson.dumps(list(key))).decode().rstrip("=")
-
-
-_INT64 = (-(1 << 63), (1 << 63) - 1)
-"""What SQLite and PostgreSQL store as an integer: a cursor's numbers are in it, or forged."""
-
-
-def decode_search_cursor(cursor: str, kinds: Sequence[type]) -> list[Any]:
-    """Inverse of `encode_search_cursor`, checked against the backend's key `kinds`."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        key = orjson.loads(base64.b64decode(padded, altchars=b"-_", validate=True))
-    except (binascii.Error, ValueError, TypeError):
-        key = None
-    valid = isinstance(key, list) and len(key) == len(kinds)
-    if valid:
-        for value, kind in zip(key, kinds, strict=True):
-            if type(value) is int and not _INT64[0] <= value <= _INT64[1]:
-                valid = False  # no database takes it: a forged cursor (issue 34)
-            elif kind is float and type(value) is int:
-                continue
-            valid = valid and type(value) is kind
-    if not valid:
-        raise ProtocolError(
-            ErrorKind.INVALID_PARAMS, "malformed thread/search cursor", field="cursor"
-        )
-    return list(key)
-
-
-def encode_cursor(updated_at: str, thread_id: str) -> str:
-    """Opaque keyset cursor: the (updatedAt, threadId) of the last row of a page."""
-    return base64.urlsafe_b64encode(orjson.dumps([updated_at, thread_id])).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[str, str]:
-    """Inverse of `encode_cursor`; anything else is the client's mistake (InvalidParams)."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        key = orjson.loads(base64.b64decode(padded, altchars=b"-_", validate=True))
-    except (binascii.Error, ValueError, TypeError):
-        key = None
-    if not (isinstance(key, list) and len(key) == 2 and all(isinstance(k, str) for k in key)):
-        raise ProtocolError(
-            ErrorKind.INVALID_PARAMS, "malformed thread/list cursor", field="cursor"
-        )
-    return key[0], key[1]
 
 
 # --- failures --------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.agents import SEARCH_AGENTS
 from restore.service import open_service
-from restore.stores.api import ts_at
+from restore.stores.records import ts_at
 from server.cli.options import CommandError, limit
 from server.cli.terminal import clip, print_json, relative_time, safe
 from server.config import ServerConfig

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
     from restore.service.search import Asked
     from restore.service.threads import StartedThread
-    from restore.stores.api import AppendResult, Page, Progress, Staged
+    from restore.stores.api import AppendResult, Page, Progress
+    from restore.stores.records import Staged
     from restore.summary import ThreadSummary
 
 
@@ -178,7 +179,7 @@ def _staging(
     """A record past `STAGE_BYTES`, once redacted, written ahead by the store where that
     spares the store thread its bytes (the PostgreSQL store: `Writer.stage`), on the large
     records' redaction thread: after its redaction there, which it waits for in order."""
-    from restore.stores.api import STAGE_BYTES
+    from restore.stores.records import STAGE_BYTES
 
     service = ctx.server.opened_service()
     if service is None or (service.store.redactor is not None and not redacted):

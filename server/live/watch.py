@@ -63,7 +63,7 @@ class Watcher:
         are caught up once the watcher is in place, so a start deferred past the caller's
         answer misses nothing."""
         if self._task is None and self.host.loop is not None:
-            from restore.stores.api import ts_at
+            from restore.stores.records import ts_at
 
             # One instant for both: a thread created after the caller began looking (before
             # the deferred start) is announced as started, not as updated.

@@ -35,20 +35,12 @@ from restore.home.files import fsync_dir, private_dirs, read_regular, write_new
 from restore.home.layout import Layout
 from restore.ids import sha256_of, validate_thread_id
 from restore.redaction.settings import RedactorSlot
-from restore.stores.api import (
-    AppendResult,
-    Checkpoint,
-    Durability,
-    Item,
-    Staged,
-    ThreadFile,
-    encode_line,
-    stamp,
-    storage_failure,
-)
+from restore.stores.api import AppendResult, Durability, ThreadFile, storage_failure
 from restore.stores.embedded.claims import Claims
 from restore.stores.embedded.index import Indexed
 from restore.stores.embedded.jsonl import LineMark, parse_bytes
+from restore.stores.records import Item, Staged, encode_line, stamp
+from restore.stores.snapshots import Checkpoint
 from restore.summary import ThreadSummary, summarize
 
 logger = logging.getLogger("sessiond.store")

@@ -36,17 +36,13 @@ from restore.home.files import create_file, not_regular, private_dirs
 from restore.home.layout import Layout
 from restore.ids import prefix_end
 from restore.keys import key_range
-from restore.stores.api import (
+from restore.stores.api import KeyThreads, Listing, Progress, Rows, storage_failure
+from restore.stores.cursors import (
     JSON_FIELDS,
     MAX_LIMIT,
     ROW_FIELDS,
-    KeyThreads,
-    Listing,
-    Progress,
-    Rows,
     decode_cursor,
     encode_cursor,
-    storage_failure,
     summary_of,
 )
 from restore.stores.embedded import marks

@@ -31,7 +31,7 @@ import orjson
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.home.layout import Layout
 from restore.ids import validate_thread_id
-from restore.stores.api import ANSWER_OVERHEAD, Item, Page, too_large
+from restore.stores.api import ANSWER_OVERHEAD, Page, too_large
 from restore.stores.embedded.files import open_thread_file, thread_file_error
 from restore.stores.embedded.lines import Line, scan
 from restore.stores.embedded.offsets import (
@@ -41,6 +41,7 @@ from restore.stores.embedded.offsets import (
     Unordered,
     WrongMap,
 )
+from restore.stores.records import Item
 
 _NO_SEQ_ABOVE = 1 << 62  # a seq (and a byte budget) no thread reaches
 

@@ -23,9 +23,10 @@ import orjson
 from restore.home.files import read_regular, write_atomically
 from restore.home.layout import Layout
 from restore.redaction.engine import Redactor
-from restore.stores.api import RedactionReport, StepProgress, encode_line
+from restore.stores.api import RedactionReport, StepProgress
 from restore.stores.embedded import blobs
 from restore.stores.embedded.claims import Claims
+from restore.stores.records import encode_line
 
 
 def _redact_lines(redactor: Redactor, data: bytes) -> bytes:

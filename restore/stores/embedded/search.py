@@ -51,16 +51,12 @@ from restore.home.caches import REBUILD_HINT, content_fault, decoded, set_aside
 from restore.search.cancel import Cancel, Cancelled
 from restore.search.query import Query
 from restore.search.text import searchable
-from restore.stores.api import (
+from restore.stores.api import Progress, SearchFilters, SearchHit, SearchPage, storage_failure
+from restore.stores.cursors import (
     MAX_LIMIT,
     ROW_FIELDS,
-    Progress,
-    SearchFilters,
-    SearchHit,
-    SearchPage,
     decode_search_cursor,
     encode_search_cursor,
-    storage_failure,
     summary_of,
 )
 from restore.stores.embedded.files import open_thread_file

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from restore.home.files import private_dirs, read_regular, write_atomically
 from restore.home.layout import Layout
-from restore.stores.api import Snapshot, decode_snapshot, encode_snapshot
+from restore.stores.snapshots import Snapshot, decode_snapshot, encode_snapshot
 
 
 def load(layout: Layout, thread_id: str) -> tuple[Snapshot | None, str | None]:

@@ -43,13 +43,9 @@ from restore.stores.api import (
     Announce,
     DoctorReport,
     Durability,
-    Item,
     RedactionReport,
-    Snapshot,
     StepProgress,
     derived,
-    encode_line,
-    missing_records,
 )
 from restore.stores.embedded import blobs, claims, keylocks, marks, snapshots
 from restore.stores.embedded.commit import GroupCommit
@@ -59,6 +55,8 @@ from restore.stores.embedded.index import Indexed, ThreadIndex
 from restore.stores.embedded.jsonl import LineMark, parse_bytes
 from restore.stores.embedded.pages import ThreadPages
 from restore.stores.embedded.search import ThreadSearch
+from restore.stores.records import Item, encode_line, missing_records
+from restore.stores.snapshots import Snapshot
 from restore.summary import ThreadSummary
 
 Row = tuple[ThreadSummary, Path, LineMark | None]

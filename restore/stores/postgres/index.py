@@ -10,12 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from restore.stores.api import (
-    KeyThreads,
-    Listing,
-    Progress,
-    Rows,
-)
+from restore.stores.api import KeyThreads, Listing, Progress, Rows
 from restore.stores.postgres import rows
 from restore.summary import ThreadSummary
 from restore.usage.entries import Usage, UsageEntry, UsageThread, usage_thread, usage_window

@@ -16,7 +16,8 @@ import psycopg
 
 from protocol.errors import ProtocolError
 from restore.ids import validate_thread_id
-from restore.stores.api import Announce, summary_of
+from restore.stores.api import Announce
+from restore.stores.cursors import summary_of
 from restore.stores.postgres import channels
 from restore.stores.postgres.connection import BACKOFF_FIRST, BACKOFF_MAX
 from restore.stores.postgres.rows import ROW_COLUMNS

@@ -11,8 +11,9 @@ import orjson
 
 from protocol.errors import ProtocolError
 from restore.ids import validate_thread_id
-from restore.stores.api import ANSWER_OVERHEAD, Item, Page, too_large
+from restore.stores.api import ANSWER_OVERHEAD, Page, too_large
 from restore.stores.postgres.rows import is_archived
+from restore.stores.records import Item
 
 if TYPE_CHECKING:
     from restore.stores.postgres.host import StoreHost

@@ -19,21 +19,15 @@ from psycopg.types.json import Jsonb
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import validate_thread_id
 from restore.keys import key_range
-from restore.stores.api import (
-    MAX_LIMIT,
-    Item,
-    KeyThreads,
-    Listing,
-    decode_cursor,
-    encode_cursor,
-    summary_of,
-)
+from restore.stores.api import KeyThreads, Listing
+from restore.stores.cursors import MAX_LIMIT, decode_cursor, encode_cursor, summary_of
+from restore.stores.records import Item
 from restore.summary import ThreadSummary
 
 Repo = tuple[str | None, str | None]
 """(repoId, the thread's cwd inside the repository)."""
 
-# The ThreadSummary fields of api.ROW_FIELDS, in that order.
+# The ThreadSummary fields of cursors.ROW_FIELDS, in that order.
 ROW_COLUMNS = (
     "thread_id::text, title, preview, cwd, workspace_folder, branch, head_sha, created_at, "
     "updated_at, item_count, archived, forked_from, cost_usd, origin, "

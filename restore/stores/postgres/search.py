@@ -23,16 +23,8 @@ import psycopg
 from restore.faults import pause_point
 from restore.search.cancel import Cancel, Cancelled
 from restore.search.query import Query
-from restore.stores.api import (
-    MAX_LIMIT,
-    Progress,
-    SearchFilters,
-    SearchHit,
-    SearchPage,
-    decode_search_cursor,
-    encode_search_cursor,
-    summary_of,
-)
+from restore.stores.api import Progress, SearchFilters, SearchHit, SearchPage
+from restore.stores.cursors import MAX_LIMIT, decode_search_cursor, encode_search_cursor, summary_of
 from restore.stores.postgres.rows import ROW_COLUMNS
 
 if TYPE_CHECKING:

@@ -39,20 +39,13 @@ from restore.keys import lock_name
 from restore.redaction.settings import RedactorSlot
 from restore.stores.api import (
     Announce,
-    Checkpoint,
     DoctorReport,
     Durability,
-    Item,
     RedactionReport,
-    Snapshot,
-    Staged,
     StepProgress,
     ThreadFile,
-    decode_snapshot,
-    encode_snapshot,
-    missing_records,
-    summary_of,
 )
+from restore.stores.cursors import summary_of
 from restore.stores.postgres import staging
 from restore.stores.postgres.channels import NOTIFY
 from restore.stores.postgres.connection import Connections, storage_error
@@ -71,6 +64,8 @@ from restore.stores.postgres.rows import (
 from restore.stores.postgres.search import SharedSearch
 from restore.stores.postgres.staging import Stager
 from restore.stores.postgres.writer import Pending, PostgresWriter, try_lock, unlock
+from restore.stores.records import Item, Staged, missing_records
+from restore.stores.snapshots import Checkpoint, Snapshot, decode_snapshot, encode_snapshot
 from restore.summary import ThreadSummary
 
 logger = logging.getLogger("sessiond.postgres")

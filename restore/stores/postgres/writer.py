@@ -15,18 +15,11 @@ import psycopg
 
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import sha256_of
-from restore.stores.api import (
-    STAGE_BYTES,
-    AppendResult,
-    Checkpoint,
-    Item,
-    Staged,
-    ThreadFile,
-    encode_line,
-    stamp,
-)
+from restore.stores.api import AppendResult, ThreadFile
 from restore.stores.postgres.host import StoreHost
 from restore.stores.postgres.rows import Repo, repo_binding
+from restore.stores.records import STAGE_BYTES, Item, Staged, encode_line, stamp
+from restore.stores.snapshots import Checkpoint
 from restore.summary import ThreadSummary
 
 
