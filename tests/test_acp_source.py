@@ -1,4 +1,4 @@
-"""restore/sources/acp.py: ACP messages in, sessiond items out — pure, deterministic ids.
+"""restore/sources/acp/: ACP messages in, sessiond items out — pure, deterministic ids.
 
 The items are checked against sessiond's own item models and the proxy's answers against
 the official ACP SDK's schema models, so neither side can drift from its contract."""

@@ -9,7 +9,7 @@ editor's or a restarted AGENT's); a native sub-agent session AGENT announces is 
 thread of its own, named to the editor by its thread id (server/acp/subagents.py).
 Recording is a side effect of forwarding (server/acp/recording.py): each `session/update`
 is appended to the thread (written, not yet synced) before it is forwarded; the items it
-implies come from `restore.sources.acp`, a pure module. What either side sends is checked
+implies come from `restore.sources.acp`, a pure package. What either side sends is checked
 as it arrives (server/acp/checks.py): a line that is not a JSON object, nests too deep or
 has params of the wrong shape is answered or refused there.
 
