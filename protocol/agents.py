@@ -72,5 +72,7 @@ def by_flag(flag: str) -> AgentInfo | None:
 
 def to_json() -> dict[str, dict[str, str]]:
     """The table as protocol/schema.json carries it (`agents`), for clients."""
-    return {agent.id: {"name": agent.name, "flag": agent.flag, "install": agent.install}
-            for agent in AGENTS}  # fmt: skip
+    return {
+        agent.id: {"name": agent.name, "flag": agent.flag, "install": agent.install}
+        for agent in AGENTS
+    }

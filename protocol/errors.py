@@ -175,6 +175,8 @@ def invalid_params(errors: list[Any], within: list[str] | None = None) -> Protoc
         return ProtocolError(ErrorKind.INVALID_PARAMS, "invalid params")
     first = problems[0]
     return ProtocolError(
-        ErrorKind.INVALID_PARAMS, f"invalid params: {first['loc']}: {first['msg']}",
-        errors=problems, **({"field": first["loc"]} if within else {}),
-    )  # fmt: skip
+        ErrorKind.INVALID_PARAMS,
+        f"invalid params: {first['loc']}: {first['msg']}",
+        errors=problems,
+        **({"field": first["loc"]} if within else {}),
+    )

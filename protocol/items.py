@@ -335,8 +335,9 @@ class ImportCheckpointItem(ItemBase):
     lines: int = Field(description="Lines of the source read so far.")
     lineStart: int = Field(description="Where the last line read starts.")
     headSha: str = Field(description="sha256 of the source's first min(offset, 4096) bytes.")
-    tailSha: str = Field(description="sha256 of the last line read (rewrites are detected by "
-                         "these two).")  # fmt: skip
+    tailSha: str = Field(
+        description="sha256 of the last line read (rewrites are detected by these two)."
+    )
     size: int = Field(description="The source's size when it was read.")
     mtimeNs: int = Field(description="The source's modification time when it was read.")
     parser: dict[str, Any] = Field(description="The parser's state, to continue from here.")

@@ -80,8 +80,11 @@ def resolved_folders(folders: Iterable[str]) -> list[tuple[str, str]]:
     """Each usable folder as the client named it, with its resolved path: resolved once for
     many `folder_among` calls (a page of 50 threads and 20 folders: 20 realpaths, not
     1,000)."""
-    return [(folder, os.path.realpath(folder)) for folder in folders
-            if folder and "\0" not in folder and os.path.isabs(folder)]  # fmt: skip
+    return [
+        (folder, os.path.realpath(folder))
+        for folder in folders
+        if folder and "\0" not in folder and os.path.isabs(folder)
+    ]
 
 
 def folder_among(path: str, folders: Iterable[tuple[str, str]]) -> str | None:

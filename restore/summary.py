@@ -206,9 +206,17 @@ def usage_row(item: dict[str, Any]) -> UsageRow | None:
         at = at.replace(tzinfo=UTC)
     read, write = _count(item, "cacheReadTokens"), _count(item, "cacheWriteTokens")
     priced = item.get("priced") is not False
-    return (seq, int(at.timestamp() * 1000), str(item.get("model") or "unknown"),
-            max(0, _count(item, "inputTokens") - read - write), _count(item, "outputTokens"),
-            read, write, float(item.get("usd") or 0.0) if priced else 0.0, priced)  # fmt: skip
+    return (
+        seq,
+        int(at.timestamp() * 1000),
+        str(item.get("model") or "unknown"),
+        max(0, _count(item, "inputTokens") - read - write),
+        _count(item, "outputTokens"),
+        read,
+        write,
+        float(item.get("usd") or 0.0) if priced else 0.0,
+        priced,
+    )
 
 
 def _count(item: dict[str, Any], key: str) -> int:

@@ -170,8 +170,10 @@ class SessiondServer:
             thread_id, summary.lastSeq if summary is not None else None
         )
         if event == "started" and summary is not None:
-            self.announce_threads([thread_notice(summary.thread_info(), started=True)],
-                                  parents=[summary.parentThreadId])  # fmt: skip
+            self.announce_threads(
+                [thread_notice(summary.thread_info(), started=True)],
+                parents=[summary.parentThreadId],
+            )
         elif event == "deleted":
             self.broadcast(*thread_notice({"threadId": thread_id}, deleted=True))
         elif summary is not None:
@@ -316,8 +318,11 @@ class SessiondServer:
         `thread/updated` for each of `parents` (a thread whose sub-agents just changed:
         started, archived, deleted) with its new count, then `then()`. The counts are read
         on the worker, after every job queued before, so notices keep their order."""
-        infos = [p["thread"] for _, p in notices
-                 if "childCount" in p["thread"] and p["thread"]["childCount"] is None]  # fmt: skip
+        infos = [
+            p["thread"]
+            for _, p in notices
+            if "childCount" in p["thread"] and p["thread"]["childCount"] is None
+        ]
         wanted = [parent for parent in parents if parent]
 
         def count() -> list[dict[str, Any]]:

@@ -29,8 +29,9 @@ def parse_follow(value: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
     unknown = [name for name in names if name not in AGENT_FLAGS]
     if unknown:
-        raise ValueError(f"cannot follow {', '.join(unknown)} (choose from "
-                         f"{', '.join(AGENT_FLAGS)})")  # fmt: skip
+        raise ValueError(
+            f"cannot follow {', '.join(unknown)} (choose from {', '.join(AGENT_FLAGS)})"
+        )
     return names
 
 

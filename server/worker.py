@@ -107,8 +107,14 @@ class StoreWorker:
         before it, so a plain handler's job joins the queue one turn later too.
         """
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        job = _Job(functools.partial(work, *args) if args else work, future, durable, then,
-                   LANE.get(), after)  # fmt: skip
+        job = _Job(
+            functools.partial(work, *args) if args else work,
+            future,
+            durable,
+            then,
+            LANE.get(),
+            after,
+        )
         if after is not None and not after.done():
             after.add_done_callback(lambda _: self._kick(future.get_loop()))
         if next_turn:
@@ -304,9 +310,10 @@ class Batched:
         self._executor.submit(self._run, batch, loop)
 
     def _run(
-        self, batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]],
+        self,
+        batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]],
         loop: asyncio.AbstractEventLoop,
-    ) -> None:  # fmt: skip
+    ) -> None:
         outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
         for work, future in batch:
             if future.cancelled():

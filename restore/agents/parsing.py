@@ -157,10 +157,18 @@ class SourceParser:
 
     def initial(self) -> dict[str, Any]:
         return {
-            "sessionId": None, "cwd": None, "branch": None, "commit": None, "created": None,
-            "lastTs": None, "titles": {}, "model": None, "permissions": None, "turn": None,
+            "sessionId": None,
+            "cwd": None,
+            "branch": None,
+            "commit": None,
+            "created": None,
+            "lastTs": None,
+            "titles": {},
+            "model": None,
+            "permissions": None,
+            "turn": None,
             "pending": {},
-        }  # fmt: skip
+        }
 
     def restored(self, state: dict[str, Any]) -> dict[str, Any]:
         """A saved state, with what was added to `initial` since an earlier release saved
@@ -222,9 +230,13 @@ class SourceParser:
         return posixpath.normpath(posixpath.join(cwd, path)) if cwd else path
 
     def call_fields(
-        self, tool: str, arguments: dict[str, Any], shells: Collection[str],
-        edits: Collection[str], path_key: str,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        shells: Collection[str],
+        edits: Collection[str],
+        path_key: str,
+    ) -> dict[str, Any]:
         """What a started call records beside its arguments: a shell's `command` (cut to
         COMMAND_CHARS), an edit's `path` (its argument `path_key`, from the cwd)."""
         if tool in shells and isinstance(arguments.get("command"), str):
@@ -256,8 +268,9 @@ class SourceParser:
         self._child = child
 
     def message(self, role: str, text: str, **extra: Any) -> None:
-        self.emit({"type": "message", "role": role, "content": truncate(text, MESSAGE_CHARS),
-                   **extra})  # fmt: skip
+        self.emit(
+            {"type": "message", "role": role, "content": truncate(text, MESSAGE_CHARS), **extra}
+        )
 
     def model(self, model: Any) -> None:
         if isinstance(model, str) and model and model != self.state["model"]:
@@ -271,49 +284,85 @@ class SourceParser:
             self.emit({"type": "permissions", "approvalMode": approval, "sandbox": sandbox})
 
     def operation(self, call_id: str, tool: str, effect: str, **fields: Any) -> None:
-        self.emit({"type": "operation", "operationId": call_id, "tool": tool, "effect": effect,
-                   **fields})  # fmt: skip
+        self.emit(
+            {"type": "operation", "operationId": call_id, "tool": tool, "effect": effect, **fields}
+        )
 
-    def result(self, call_id: str, tool: str, effect: str, text: str, failed: bool,
-               **extra: Any) -> None:  # fmt: skip
+    def result(
+        self, call_id: str, tool: str, effect: str, text: str, failed: bool, **extra: Any
+    ) -> None:
         """A tool call's outcome: committed with its (previewed) result, or failed."""
-        self.operation(call_id, tool, effect, state="failed" if failed else "committed",
-                       resultPersisted=True, result=truncate(text, RESULT_CHARS),
-                       **extra)  # fmt: skip
+        self.operation(
+            call_id,
+            tool,
+            effect,
+            state="failed" if failed else "committed",
+            resultPersisted=True,
+            result=truncate(text, RESULT_CHARS),
+            **extra,
+        )
 
     def todos(self, entries: list[tuple[str, str, Any]]) -> None:
         """(id, content, status) triples; the whole list, as the agent last wrote it."""
         items = [{"id": i, "content": c, "status": todo_status(s)} for i, c, s in entries]
         self.emit({"type": "todos", "items": items})
 
-    def file_edit(self, path: str, call_id: str, before: str | None, after: str | None,
-                  known: bool, **extra: Any) -> None:  # fmt: skip
+    def file_edit(
+        self,
+        path: str,
+        call_id: str,
+        before: str | None,
+        after: str | None,
+        known: bool,
+        **extra: Any,
+    ) -> None:
         """One file the agent changed. Without its contents (`known` false) the shas are
         unknown, and file_history says so instead of calling the file diverged. `extra`:
         what else the source tells of the edit (its kind, its diff)."""
-        self.emit({
-            "type": "file_edit", "path": path, "author": "agent", "operationId": call_id,
-            "beforeSha": sha_of_text(before) if known and before is not None else None,
-            "afterSha": sha_of_text(after) if known and after is not None else None,
-            "contentKnown": known, **extra,
-        })  # fmt: skip
+        self.emit(
+            {
+                "type": "file_edit",
+                "path": path,
+                "author": "agent",
+                "operationId": call_id,
+                "beforeSha": sha_of_text(before) if known and before is not None else None,
+                "afterSha": sha_of_text(after) if known and after is not None else None,
+                "contentKnown": known,
+                **extra,
+            }
+        )
 
     def price_source(self) -> str | None:
         """Whose price list the current model is on (the agent's `PROVIDER` by default)."""
         return self.PROVIDER
 
-    def cost(self, *, fresh: int, cache_write: int, cache_read: int, output: int,
-             cache_write_1h: int = 0) -> None:  # fmt: skip
+    def cost(
+        self, *, fresh: int, cache_write: int, cache_read: int, output: int, cache_write_1h: int = 0
+    ) -> None:
         """Tokens of one model call (USD when the model's price is known); `cache_write_1h`:
         how many of its cache writes were kept for an hour (their own price)."""
         if fresh + cache_write + cache_read + output <= 0:
             return
         model = self.state["model"] or "unknown"
-        priced = pricing.usd(model, fresh=fresh, cache_write=cache_write, cache_read=cache_read,
-                             output=output, provider=self.price_source(),
-                             at=self.state["lastTs"], cache_write_1h=cache_write_1h)  # fmt: skip
-        self.emit({
-            "type": "cost", "model": model, "inputTokens": fresh + cache_write + cache_read,
-            "outputTokens": output, "usd": priced or 0.0, "priced": priced is not None,
-            "cacheReadTokens": cache_read, "cacheWriteTokens": cache_write,
-        })  # fmt: skip
+        priced = pricing.usd(
+            model,
+            fresh=fresh,
+            cache_write=cache_write,
+            cache_read=cache_read,
+            output=output,
+            provider=self.price_source(),
+            at=self.state["lastTs"],
+            cache_write_1h=cache_write_1h,
+        )
+        self.emit(
+            {
+                "type": "cost",
+                "model": model,
+                "inputTokens": fresh + cache_write + cache_read,
+                "outputTokens": output,
+                "usd": priced or 0.0,
+                "priced": priced is not None,
+                "cacheReadTokens": cache_read,
+                "cacheWriteTokens": cache_write,
+            }
+        )

@@ -88,8 +88,13 @@ def usd(
     rates = rates_of(model, provider, (at or _today())[:10])
     if rates is None:
         return None
-    return rates.usd(fresh=fresh, cache_write=cache_write, cache_read=cache_read, output=output,
-                     cache_write_1h=cache_write_1h)  # fmt: skip
+    return rates.usd(
+        fresh=fresh,
+        cache_write=cache_write,
+        cache_read=cache_read,
+        output=output,
+        cache_write_1h=cache_write_1h,
+    )
 
 
 @functools.lru_cache(maxsize=512)
@@ -106,12 +111,14 @@ def rates_of(model: str, provider: str | None, day: str) -> ModelRates | None:
         prices = info.get_prices(_moment(day))
     except (LookupError, ValueError):
         return None
-    thresholds = sorted({
-        tier.start
-        for value in vars(prices).values()
-        if isinstance(value, types.TieredPrices)
-        for tier in value.tiers
-    })  # fmt: skip
+    thresholds = sorted(
+        {
+            tier.start
+            for value in vars(prices).values()
+            if isinstance(value, types.TieredPrices)
+            for tier in value.tiers
+        }
+    )
 
     def price(**tokens: int) -> float:
         return float(prices.calc_price(Usage(**tokens))["total_price"])
@@ -126,18 +133,21 @@ def rates_of(model: str, provider: str | None, day: str) -> ModelRates | None:
         fresh = price(input_tokens=n)
         write = (price(input_tokens=n, cache_write_tokens=n) - per_call) / n
         try:
-            hour = (price(input_tokens=n, cache_write_tokens=n, cache_write_1h_tokens=n)
-                    - per_call) / n  # fmt: skip
+            hour = (
+                price(input_tokens=n, cache_write_tokens=n, cache_write_1h_tokens=n) - per_call
+            ) / n
         except (LookupError, ValueError, TypeError):  # no such price: the 5-minute one
             hour = write
-        tiers.append(Rates(
-            fresh=(fresh - per_call) / n,
-            cache_write=write,
-            cache_read=(price(input_tokens=n, cache_read_tokens=n) - per_call) / n,
-            output=(price(input_tokens=n, output_tokens=n) - fresh) / n,
-            per_call=per_call,
-            cache_write_1h=hour,
-        ))  # fmt: skip
+        tiers.append(
+            Rates(
+                fresh=(fresh - per_call) / n,
+                cache_write=write,
+                cache_read=(price(input_tokens=n, cache_read_tokens=n) - per_call) / n,
+                output=(price(input_tokens=n, output_tokens=n) - fresh) / n,
+                per_call=per_call,
+                cache_write_1h=hour,
+            )
+        )
     return ModelRates(info.id, tuple(thresholds), tuple(tiers))
 
 

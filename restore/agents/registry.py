@@ -15,8 +15,16 @@ import importlib
 from protocol.agents import AGENT_FLAGS, AGENT_IDS, AGENTS, by_flag, by_id
 from restore.agents.api import Agent
 
-__all__ = ["AGENT_FLAGS", "AGENT_IDS", "all_agents", "by_flag", "get", "handoff_command",
-           "imported", "named"]  # fmt: skip
+__all__ = [
+    "AGENT_FLAGS",
+    "AGENT_IDS",
+    "all_agents",
+    "by_flag",
+    "get",
+    "handoff_command",
+    "imported",
+    "named",
+]
 
 
 @functools.cache

@@ -47,8 +47,16 @@ _FILTER_KEYS = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "fa
 _OVERRIDE_PREFIXES = ("GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
 HARDENING_VERSION = (2, 31)
 """The first git that reads GIT_CONFIG_COUNT; an older one is not run on untrusted folders."""
-_ENVIRONMENT_DROPPED = ("GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_DIR",
-                        "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_PARAMETERS")  # fmt: skip
+_ENVIRONMENT_DROPPED = (
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_CONFIG_PARAMETERS",
+)
 
 
 @dataclass

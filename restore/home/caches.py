@@ -33,12 +33,24 @@ SQLITE_FILES = ("", "-wal", "-shm")
 REBUILD_HINT = "run `sessiond doctor --rebuild-index` to build it again from the thread files"
 """The mend a message names when a cache cannot be repaired on the spot."""
 
-_CONTENT_ERRORS = ("SQLITE_NOTADB", "SQLITE_CORRUPT", "SQLITE_CONSTRAINT", "SQLITE_MISMATCH",
-                   "SQLITE_FORMAT")  # fmt: skip
+_CONTENT_ERRORS = (
+    "SQLITE_NOTADB",
+    "SQLITE_CORRUPT",
+    "SQLITE_CONSTRAINT",
+    "SQLITE_MISMATCH",
+    "SQLITE_FORMAT",
+)
 """What SQLite says when the file is not what this version wrote: not a database,
 damaged pages, a constraint its triggers break, a value of another type."""
-_SCHEMA_ERRORS = ("no such table", "no such column", "has no column named", "no such index",
-                  "columns but", "malformed", "vtable constructor failed")  # fmt: skip
+_SCHEMA_ERRORS = (
+    "no such table",
+    "no such column",
+    "has no column named",
+    "no such index",
+    "columns but",
+    "malformed",
+    "vtable constructor failed",
+)
 """SQLite's generic SQL error (SQLITE_ERROR) says the schema is another version's only
 with these words: the same error code also answers a statement this version got wrong
 (a full-text query's syntax error), which no rebuild would mend."""
@@ -86,8 +98,12 @@ def set_aside(path: Path, why: str) -> Path | None:
                 moved = moved or suffix == ""
     if not moved:
         return None
-    logger.warning("%s was damaged (%s): set aside as %s; rebuilding it from the thread "
-                   "files", path, why, aside.name)  # fmt: skip
+    logger.warning(
+        "%s was damaged (%s): set aside as %s; rebuilding it from the thread files",
+        path,
+        why,
+        aside.name,
+    )
     _prune(path)
     return aside
 

@@ -312,8 +312,9 @@ class Importer:
                     path, known = sources[position]
                     assert isinstance(path, Path), "a database store has no pool"
                     # The ledger knows the session of a file it has seen (no read for it).
-                    session_id = (known.sessionId if known is not None else
-                                  self.files.session_id(path)) or str(path)  # fmt: skip
+                    session_id = (
+                        known.sessionId if known is not None else self.files.session_id(path)
+                    ) or str(path)
                     if sessions[session_id]:
                         break
                     position += 1
@@ -398,12 +399,21 @@ class Importer:
                 return FileResult(source, "empty", reason="no records, only blank lines")
             # Junk in the agent's folder (no line of it a record): reported, not a thread
             # of "(no messages yet)" to delete by hand. Read again whole if it grows.
-            return FileResult(source, "empty", skipped=result.skipped,
-                              reason="not a session: no line of it could be read")  # fmt: skip
+            return FileResult(
+                source,
+                "empty",
+                skipped=result.skipped,
+                reason="not a session: no line of it could be read",
+            )
         if writer is None and not parsed.items and self.files.skip_itemless:
             children.close()
-            return FileResult(source, "empty", reason="no conversation yet",
-                              skipped=result.skipped, unmapped=result.unmapped)  # fmt: skip
+            return FileResult(
+                source,
+                "empty",
+                reason="no conversation yet",
+                skipped=result.skipped,
+                unmapped=result.unmapped,
+            )
         if writer is None and parsed.facts.cwd is None and self.live:
             children.close()
             return FileResult(source, "deferred", reason="no line says where it runs yet")
@@ -412,11 +422,20 @@ class Importer:
         if writer is not None and read_nothing:
             result.status = "unchanged"  # touched, or only a torn tail: nothing to add
         checkpoint = SourceCheckpoint(
-            source=source, agent=self.agent.id, sessionId=session_id, revision=revision,
-            threadId=thread_id, offset=parsed.offset, lines=parsed.lines,
-            lineStart=parsed.line_start, headSha=parsed.head_sha, size=planned.size,
-            tailSha=parsed.tail_sha, mtimeNs=planned.mtime_ns, parser=self._redacted(parsed.state),
-        )  # fmt: skip
+            source=source,
+            agent=self.agent.id,
+            sessionId=session_id,
+            revision=revision,
+            threadId=thread_id,
+            offset=parsed.offset,
+            lines=parsed.lines,
+            lineStart=parsed.line_start,
+            headSha=parsed.head_sha,
+            size=planned.size,
+            tailSha=parsed.tail_sha,
+            mtimeNs=planned.mtime_ns,
+            parser=self._redacted(parsed.state),
+        )
         if writer is None:  # a new thread, whole: one write, one sync
             closing = self._closing(parsed.facts.title, parsed.facts, result, checkpoint)
             writer, added, refused = self._create(
@@ -440,8 +459,10 @@ class Importer:
         result.children = children.close()
         if self._unstorable:
             left_out, self._unstorable = self._unstorable, []
-            note = (f"{len(left_out)} item(s) nested deeper than a thread holds were left out "
-                    f"({', '.join(left_out[:5])})")  # fmt: skip
+            note = (
+                f"{len(left_out)} item(s) nested deeper than a thread holds were left out "
+                f"({', '.join(left_out[:5])})"
+            )
             result.reason = f"{result.reason}; {note}" if result.reason else note
         return result
 
@@ -500,8 +521,9 @@ class Importer:
             except ProtocolError as exc:
                 if exc.kind is not ErrorKind.THREAD_BUSY:
                     raise
-                children.results[child] = FileResult(planned.source, "busy", thread_id,
-                                                     reason=exc.message)  # fmt: skip
+                children.results[child] = FileResult(
+                    planned.source, "busy", thread_id, reason=exc.message
+                )
                 return
             result = FileResult(planned.source, "updated", thread_id)
         if writer is None:
@@ -509,11 +531,17 @@ class Importer:
             stamps = [i["ts"] for i in items if isinstance(i.get("ts"), str)]
             call = known.get("toolCallId")
             child_facts = Facts(
-                facts.cwd, facts.branch, facts.commit, stamps[0] if stamps else facts.created,
-                stamps[-1] if stamps else facts.last_ts, title,
-                {"sessionId": planned.session_id, "toolCallId": call if isinstance(
-                    call, str) else None},
-            )  # fmt: skip
+                facts.cwd,
+                facts.branch,
+                facts.commit,
+                stamps[0] if stamps else facts.created,
+                stamps[-1] if stamps else facts.last_ts,
+                title,
+                {
+                    "sessionId": planned.session_id,
+                    "toolCallId": call if isinstance(call, str) else None,
+                },
+            )
             writer, added, reason = self._create(
                 thread_id, planned.revision, child, planned.source, child_facts, items
             )
@@ -536,12 +564,22 @@ class Importer:
         items: list[Item] = []
         stamp = {"ts": facts.last_ts} if facts.last_ts else {}
         if facts.title and facts.title != title:
-            items.append({"type": "thread_title", "id": f"title:{checkpoint.offset}",
-                          "title": facts.title, **stamp})  # fmt: skip
+            items.append(
+                {
+                    "type": "thread_title",
+                    "id": f"title:{checkpoint.offset}",
+                    "title": facts.title,
+                    **stamp,
+                }
+            )
         marker = checkpoint.to_item()
-        marker.update(skipped=result.skipped[:SKIPPED_KEPT], skippedCount=len(result.skipped),
-                      repairedLines=result.repaired, unmapped=result.unmapped,
-                      **stamp)  # fmt: skip
+        marker.update(
+            skipped=result.skipped[:SKIPPED_KEPT],
+            skippedCount=len(result.skipped),
+            repairedLines=result.repaired,
+            unmapped=result.unmapped,
+            **stamp,
+        )
         return [*items, marker]
 
     def _append(
@@ -592,8 +630,12 @@ class Importer:
             environment["branch"] = facts.branch
         if facts.commit:
             environment["headSha"] = facts.commit
-        origin = {"agent": self.agent.id, "sessionId": session_id, "path": source,
-                  "revision": revision}  # fmt: skip
+        origin = {
+            "agent": self.agent.id,
+            "sessionId": session_id,
+            "path": source,
+            "revision": revision,
+        }
         link = self._parent_link(Path(source), session_id, facts.parent)
         if link is not None:
             origin.update(parentSessionId=link.session_id, parentToolCallId=link.tool_call_id)
@@ -719,10 +761,22 @@ class Importer:
                 if exc.kind is not ErrorKind.THREAD_BUSY:
                     raise
                 return FileResult(source, "busy", thread_id, reason=exc.message)
-        start = (known or from_start(source, self.agent.id, session.id, 1, thread_id)) if (
-            exists) else None  # fmt: skip
-        planned = Planned(source, session.changes, session.updated * 1_000_000, session.id, 1,
-                          thread_id, start, writer, "updated" if exists else "created")  # fmt: skip
+        start = (
+            (known or from_start(source, self.agent.id, session.id, 1, thread_id))
+            if (exists)
+            else None
+        )
+        planned = Planned(
+            source,
+            session.changes,
+            session.updated * 1_000_000,
+            session.id,
+            1,
+            thread_id,
+            start,
+            writer,
+            "updated" if exists else "created",
+        )
         try:
             return self._read(planned, [self._parse_session(session)])
         finally:
@@ -746,8 +800,20 @@ class Importer:
             except (TypeError, ValueError, RecursionError):
                 line = SkippedLine(records, 0, "mapping_failed", key[:80]).to_wire()
                 skipped.append(line)
-        return Parsed(items, Facts.of(parser), parser.state, records, skipped, 0, records,
-                      records, 0, EMPTY_SHA, EMPTY_SHA, parser.unmapped_seen)  # fmt: skip
+        return Parsed(
+            items,
+            Facts.of(parser),
+            parser.state,
+            records,
+            skipped,
+            0,
+            records,
+            records,
+            0,
+            EMPTY_SHA,
+            EMPTY_SHA,
+            parser.unmapped_seen,
+        )
 
     def _newest_thread(self, session: str) -> str:
         """A session's newest revision's thread (revision 1's id when it is not imported

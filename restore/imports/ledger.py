@@ -52,8 +52,11 @@ class SourceCheckpoint:
     def to_item(self) -> dict[str, Any]:
         """The checkpoint as a thread item. Its fields as they are, not `asdict`'s deep
         copy: the item is written at once, and nothing changes the parser state after."""
-        return {"type": "import_checkpoint", "id": f"ckpt:{self.offset}",
-                **{name: getattr(self, name) for name in _COLUMNS}}  # fmt: skip
+        return {
+            "type": "import_checkpoint",
+            "id": f"ckpt:{self.offset}",
+            **{name: getattr(self, name) for name in _COLUMNS},
+        }
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> SourceCheckpoint | None:
@@ -65,9 +68,10 @@ class SourceCheckpoint:
 
 _COLUMNS = tuple(f.name for f in fields(SourceCheckpoint))
 _SCHEMA = f"""
-CREATE TABLE sources ({", ".join(f"{c} {'TEXT PRIMARY KEY' if c == 'source' else ''}"
-                                 for c in _COLUMNS)});
-"""  # fmt: skip
+CREATE TABLE sources ({
+    ", ".join(f"{c} {'TEXT PRIMARY KEY' if c == 'source' else ''}" for c in _COLUMNS)
+});
+"""
 
 
 P = ParamSpec("P")

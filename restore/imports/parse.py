@@ -190,10 +190,17 @@ class Facts:
     def of(cls, parser: SourceParser) -> Facts:
         state = parser.state
         parent, children, fork = state.get("parent"), state.get("children"), state.get("fork")
-        return cls(state["cwd"], state["branch"], state["commit"], state["created"],
-                   parser.last_ts, parser.title, parent if isinstance(parent, dict) else None,
-                   children if isinstance(children, dict) else None,
-                   fork if isinstance(fork, dict) else None)  # fmt: skip
+        return cls(
+            state["cwd"],
+            state["branch"],
+            state["commit"],
+            state["created"],
+            parser.last_ts,
+            parser.title,
+            parent if isinstance(parent, dict) else None,
+            children if isinstance(children, dict) else None,
+            fork if isinstance(fork, dict) else None,
+        )
 
 
 @dataclass
@@ -306,9 +313,19 @@ def parse(start: ParseStart) -> Iterator[Flush | Parsed]:
         pending += parser.feed(lines, record, record.get("timestamp"), key=key)
     tail = sha256_of(last_line) if last_line is not None else last_sha or start.tail_sha
     yield Parsed(
-        pending, Facts.of(parser), parser.state, records, skipped, repaired, offset, lines,
-        line_start, tail, head, parser.unmapped_seen,
-    )  # fmt: skip
+        pending,
+        Facts.of(parser),
+        parser.state,
+        records,
+        skipped,
+        repaired,
+        offset,
+        lines,
+        line_start,
+        tail,
+        head,
+        parser.unmapped_seen,
+    )
 
 
 def parse_document(start: ParseStart) -> Parsed:
@@ -323,19 +340,53 @@ def parse_document(start: ParseStart) -> Parsed:
         data = handle.read(LINE_BYTES + 1)  # one document is one record: a line's budget
     if len(data) > LINE_BYTES:
         skipped = [_skipped(1, 0, data[:HEAD_BYTES], "too_long", start.redactor)]
-        return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, start.offset,
-                      start.lines, start.line_start, start.tail_sha,
-                      head_sha(start.path, start.offset), parser.unmapped_seen)  # fmt: skip
+        return Parsed(
+            [],
+            Facts.of(parser),
+            parser.state,
+            0,
+            skipped,
+            0,
+            start.offset,
+            start.lines,
+            start.line_start,
+            start.tail_sha,
+            head_sha(start.path, start.offset),
+            parser.unmapped_seen,
+        )
     if start.offset > 0:  # read whole already (the checkpoint's head and tail still match)
-        return Parsed([], Facts.of(parser), parser.state, 0, [], 0, start.offset, start.lines,
-                      start.line_start, start.tail_sha, head_sha(start.path, start.offset),
-                      parser.unmapped_seen)  # fmt: skip
+        return Parsed(
+            [],
+            Facts.of(parser),
+            parser.state,
+            0,
+            [],
+            0,
+            start.offset,
+            start.lines,
+            start.line_start,
+            start.tail_sha,
+            head_sha(start.path, start.offset),
+            parser.unmapped_seen,
+        )
     document, reason, repaired = decode(data, 0)
     messages = document.pop("messages", None) if document is not None else None
     if document is None:  # blank, or not one JSON object
         skipped = [_skipped(1, 0, data, reason, start.redactor)] if reason else []
-        return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, 0, 0, 0,
-                      start.tail_sha, head_sha(start.path, 0), parser.unmapped_seen)  # fmt: skip
+        return Parsed(
+            [],
+            Facts.of(parser),
+            parser.state,
+            0,
+            skipped,
+            0,
+            0,
+            0,
+            0,
+            start.tail_sha,
+            head_sha(start.path, 0),
+            parser.unmapped_seen,
+        )
     messages = messages if isinstance(messages, list) else []
     records = [document, *(m for m in messages if isinstance(m, dict))]
     if start.redactor is not None:
@@ -343,9 +394,20 @@ def parse_document(start: ParseStart) -> Parsed:
             records = [start.redactor.item(record) for record in records]
         except TooCostly:
             skipped = [_skipped(1, 0, data[:HEAD_BYTES], "too_costly", start.redactor)]
-            return Parsed([], Facts.of(parser), parser.state, 0, skipped, 0, 0, 0, 0,
-                          start.tail_sha, head_sha(start.path, 0),
-                          parser.unmapped_seen)  # fmt: skip
+            return Parsed(
+                [],
+                Facts.of(parser),
+                parser.state,
+                0,
+                skipped,
+                0,
+                0,
+                0,
+                0,
+                start.tail_sha,
+                head_sha(start.path, 0),
+                parser.unmapped_seen,
+            )
     items: list[dict[str, Any]] = []
     failed = []
     for line_no, record in enumerate(records, 1):
@@ -353,9 +415,20 @@ def parse_document(start: ParseStart) -> Parsed:
             items += parser.feed(line_no, record, record.get("timestamp"))
         except (TypeError, ValueError, RecursionError):  # as in `parse`: skipped, said
             failed.append(_skipped(line_no, 0, b"a record of the document", "mapping_failed", None))
-    return Parsed(items, Facts.of(parser), parser.state, len(records), failed, int(repaired),
-                  len(data), len(records), 0, sha256_of(data), head_sha(start.path, len(data)),
-                  parser.unmapped_seen)  # fmt: skip
+    return Parsed(
+        items,
+        Facts.of(parser),
+        parser.state,
+        len(records),
+        failed,
+        int(repaired),
+        len(data),
+        len(records),
+        0,
+        sha256_of(data),
+        head_sha(start.path, len(data)),
+        parser.unmapped_seen,
+    )
 
 
 def parse_whole(start: ParseStart) -> list[Flush | Parsed]:

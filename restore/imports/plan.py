@@ -111,8 +111,18 @@ class Planner:
                 if exc.kind is not ErrorKind.THREAD_BUSY:
                     raise
                 return FileResult(source, "busy", thread_id, reason=exc.message)
-        return Planned(source, stat.st_size, stat.st_mtime_ns, session_id, revision, thread_id,
-                       start, writer, status, self.files.note(path, session_id))  # fmt: skip
+        return Planned(
+            source,
+            stat.st_size,
+            stat.st_mtime_ns,
+            session_id,
+            revision,
+            thread_id,
+            start,
+            writer,
+            status,
+            self.files.note(path, session_id),
+        )
 
     def _not_a_session(self, path: Path, size: int) -> FileResult:
         """A file too long to be a session not yet written whole (the agent puts its id
@@ -145,14 +155,18 @@ class Planner:
     def parse_start(self, planned: Planned) -> ParseStart:
         start = planned.start
         return ParseStart(
-            path=planned.source, parser=self.agent.parser,
-            offset=start.offset if start else 0, lines=start.lines if start else 0,
+            path=planned.source,
+            parser=self.agent.parser,
+            offset=start.offset if start else 0,
+            lines=start.lines if start else 0,
             line_start=start.lineStart if start else 0,
             tail_sha=start.tailSha if start else EMPTY_SHA,
             state=start.parser if start and start.parser else None,
-            fallback_ts=_iso(planned.mtime_ns / 1e9), writing=planned.writer is not None,
-            redactor=self.store.redactor, trailer=self.files.trailer(Path(planned.source)),
-        )  # fmt: skip
+            fallback_ts=_iso(planned.mtime_ns / 1e9),
+            writing=planned.writer is not None,
+            redactor=self.store.redactor,
+            trailer=self.files.trailer(Path(planned.source)),
+        )
 
     # --- planning ------------------------------------------------------------------------
 
@@ -215,14 +229,16 @@ def from_start(
     source: str, agent: str, session_id: str, revision: int, thread_id: str
 ) -> SourceCheckpoint:
     """A checkpoint before the first byte: continuing from it reads the whole file."""
-    return SourceCheckpoint(source, agent, session_id, revision, thread_id, 0, 0, 0, EMPTY_SHA,
-                            EMPTY_SHA, -1, -1, {})  # fmt: skip
+    return SourceCheckpoint(
+        source, agent, session_id, revision, thread_id, 0, 0, 0, EMPTY_SHA, EMPTY_SHA, -1, -1, {}
+    )
 
 
 def unreadable(planned: Planned, exc: OSError) -> FileResult:
     why = "a symbolic link: not followed" if exc.errno == errno.ELOOP else exc.strerror
-    return FileResult(planned.source, "unreadable", planned.thread_id,
-                      reason=f"not read: {why or exc}")  # fmt: skip
+    return FileResult(
+        planned.source, "unreadable", planned.thread_id, reason=f"not read: {why or exc}"
+    )
 
 
 def _iso(seconds: float) -> str:

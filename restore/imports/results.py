@@ -82,10 +82,15 @@ class ImportSummary:
         self.repairedLines += result.repaired
         merge_unmapped(self.unmapped, result.path, result.unmapped)
         if result.reason or result.skipped or result.repaired:
-            self.problems.append({
-                "path": result.path, "status": result.status, "reason": result.reason,
-                "skipped": result.skipped, "repaired": result.repaired,
-            })  # fmt: skip
+            self.problems.append(
+                {
+                    "path": result.path,
+                    "status": result.status,
+                    "reason": result.reason,
+                    "skipped": result.skipped,
+                    "repaired": result.repaired,
+                }
+            )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -74,16 +74,53 @@ short value under a secret-named key is looked at with its name)."""
 PLACEHOLDER = re.compile(r"\[secret:([a-z0-9-]+):([0-9a-f]{4})\]")
 STRUCTURAL = frozenset(
     {
-        "v", "seq", "ts", "type", "sessionId", "id", "threadId", "operationId",
-        "parentOperationId", "turnId", "toolCallId", "beforeSha", "afterSha", "sha",
-        "sha256", "role", "status", "state", "effect", "event", "source", "reason",
-        "targetSessionId", "resumedFrom", "scope", "kind", "sessionUpdate",
+        "v",
+        "seq",
+        "ts",
+        "type",
+        "sessionId",
+        "id",
+        "threadId",
+        "operationId",
+        "parentOperationId",
+        "turnId",
+        "toolCallId",
+        "beforeSha",
+        "afterSha",
+        "sha",
+        "sha256",
+        "role",
+        "status",
+        "state",
+        "effect",
+        "event",
+        "source",
+        "reason",
+        "targetSessionId",
+        "resumedFrom",
+        "scope",
+        "kind",
+        "sessionUpdate",
         # the same in the agents' transcripts an import reads (Claude Code, Codex, Gemini)
-        "timestamp", "uuid", "parentUuid", "leafUuid", "requestId", "messageId",
-        "session_id", "thread_id", "turn_id", "call_id", "tool_use_id", "tool_call_id",
-        "created_at", "createdAt", "updatedAt", "startTime", "lastUpdated",
+        "timestamp",
+        "uuid",
+        "parentUuid",
+        "leafUuid",
+        "requestId",
+        "messageId",
+        "session_id",
+        "thread_id",
+        "turn_id",
+        "call_id",
+        "tool_use_id",
+        "tool_call_id",
+        "created_at",
+        "createdAt",
+        "updatedAt",
+        "startTime",
+        "lastUpdated",
     }
-)  # fmt: skip
+)
 """Keys whose values are ids, hashes, timestamps and enumerations (sessiond's, and the
 agents' transcripts'): never a secret, and what the stores and subsystems key on. Skipped
 at an item's top level only, and only a scalar (a string, a number)."""
@@ -291,8 +328,10 @@ class Redactor:
             return []
         begin = max(0, since - self._longest + 1)
         if Keywords is not None:
-            return [(len(text), word) for word in self._long_words().present(
-                _encode(text[begin:].lower()))]  # fmt: skip
+            return [
+                (len(text), word)
+                for word in self._long_words().present(_encode(text[begin:].lower()))
+            ]
         found = []
         for end, word in self._keywords.iter(text[begin:].lower()):
             if begin + end + 1 > since:
@@ -529,9 +568,14 @@ class Redactor:
         for part in parts:
             starts.append(offset)
             offset += len(part) + 1
-        spanning = [hit for hit in self._hits(data, self._chosen(text, allowed), budget)
-                    if sum(1 for a, b in zip(starts, parts, strict=True)
-                           if a < hit[1] and a + len(b) > hit[0]) > 1]  # fmt: skip
+        spanning = [
+            hit
+            for hit in self._hits(data, self._chosen(text, allowed), budget)
+            if sum(
+                1 for a, b in zip(starts, parts, strict=True) if a < hit[1] and a + len(b) > hit[0]
+            )
+            > 1
+        ]
         if not spanning:
             return entries
         cuts: dict[int, list[tuple[int, int, bytes]]] = {}
@@ -542,8 +586,9 @@ class Redactor:
             shown = self.placeholder(kind, secret).encode()
             for n, (a, part) in enumerate(zip(starts, parts, strict=True)):
                 if a < end and a + len(part) > start:
-                    cuts.setdefault(n, []).append((max(start, a) - a, min(end, a + len(part)) - a,
-                                                   shown))  # fmt: skip
+                    cuts.setdefault(n, []).append(
+                        (max(start, a) - a, min(end, a + len(part)) - a, shown)
+                    )
         result = list(entries)
         for n, spans in cuts.items():
             part, out, last = parts[n], [], 0
@@ -595,10 +640,19 @@ class Redactor:
         value (`KEYED`): what looks at a value under this key with its name."""
         found = self._names.get(key)
         if found is None:
-            found = () if self._keywords is None else tuple(sorted({
-                index for _, word in self._keywords.iter(key.lower())
-                for index in self._by_keyword[word]
-            }))  # fmt: skip
+            found = (
+                ()
+                if self._keywords is None
+                else tuple(
+                    sorted(
+                        {
+                            index
+                            for _, word in self._keywords.iter(key.lower())
+                            for index in self._by_keyword[word]
+                        }
+                    )
+                )
+            )
             if len(self._names) >= 4096:
                 self._names.clear()  # keys are few in practice; a flood of them is bounded
             self._names[key] = found
@@ -694,8 +748,7 @@ class Redactor:
             for offset in (first, second):
                 inside_start, inside_end = max(start, offset), min(end, offset + len(data))
                 if inside_start < inside_end:  # the part of the match that is the value's
-                    hits.append((inside_start - offset, inside_end - offset, generic, kind,
-                                 secret))  # fmt: skip
+                    hits.append((inside_start - offset, inside_end - offset, generic, kind, secret))
         return hits
 
     def data(self, data: bytes) -> bytes:

@@ -60,8 +60,16 @@ from restore.redaction import cache
 sre: Any = importlib.import_module("re._parser")  # Python's own parse: what `re` will run
 C: Any = importlib.import_module("re._constants")  # its opcodes
 
-SHORT_ESCAPES = {0x22: ord('"'), 0x5C: ord("\\"), 0x2F: ord("/"), 0x08: ord("b"),
-                 0x0C: ord("f"), 0x0A: ord("n"), 0x0D: ord("r"), 0x09: ord("t")}  # fmt: skip
+SHORT_ESCAPES = {
+    0x22: ord('"'),
+    0x5C: ord("\\"),
+    0x2F: ord("/"),
+    0x08: ord("b"),
+    0x0C: ord("f"),
+    0x0A: ord("n"),
+    0x0D: ord("r"),
+    0x09: ord("t"),
+}
 """The characters JSON may write as a backslash and one letter (which letter)."""
 ASCII = frozenset(range(128))
 CONTROLS = frozenset(range(0x20))
@@ -494,8 +502,9 @@ def compiled(rules: Rules) -> tuple[bytes, frozenset[int]]:
     the default rules) and cached."""
     digest = hashlib.sha256(str(getattr(hyperscan, "__version__", "")).encode() + b"\0" + _SOURCE)
     for pattern, keywords in rules:
-        digest.update(b"%s\0%s\0" % (pattern.encode("utf-8", "surrogatepass"),
-                                      "\0".join(keywords).encode()))  # fmt: skip
+        digest.update(
+            b"%s\0%s\0" % (pattern.encode("utf-8", "surrogatepass"), "\0".join(keywords).encode())
+        )
     key = digest.hexdigest()
     with _COMPILING:
         if key in _COMPILED:

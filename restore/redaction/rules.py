@@ -281,17 +281,19 @@ def _translated(config: dict[str, Any]) -> dict[str, Any]:
     for entry in config.get("rules", ()):
         if "regex" not in entry or entry.get("path"):
             continue
-        rules.append({
-            "kind": str(entry["id"]),
-            "regex": go_to_python(entry["regex"]),
-            "source": str(entry["regex"]),
-            "keywords": [word.lower() for word in entry.get("keywords", ())],
-            "entropy": float(entry.get("entropy", 0.0)),
-            "secret_group": int(entry.get("secretGroup", 0)),
-            "allows": [a for e in entry.get("allowlists", ()) if (a := _allow(e)) is not None],
-            "generic": entry["id"] in GENERIC_KINDS,
-            "require_digit": bool(entry.get("requireDigit", entry["id"].startswith("generic"))),
-        })  # fmt: skip
+        rules.append(
+            {
+                "kind": str(entry["id"]),
+                "regex": go_to_python(entry["regex"]),
+                "source": str(entry["regex"]),
+                "keywords": [word.lower() for word in entry.get("keywords", ())],
+                "entropy": float(entry.get("entropy", 0.0)),
+                "secret_group": int(entry.get("secretGroup", 0)),
+                "allows": [a for e in entry.get("allowlists", ()) if (a := _allow(e)) is not None],
+                "generic": entry["id"] in GENERIC_KINDS,
+                "require_digit": bool(entry.get("requireDigit", entry["id"].startswith("generic"))),
+            }
+        )
     top = config.get("allowlist")
     return {"rules": rules, "allow": _allow(top) if top else None}
 

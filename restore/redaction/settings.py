@@ -54,8 +54,11 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-KNOWN = {"mode": "off | default | strict", "allow": "a list of regexes",
-         "patterns": "[[patterns]] tables of kind and regex"}  # fmt: skip
+KNOWN = {
+    "mode": "off | default | strict",
+    "allow": "a list of regexes",
+    "patterns": "[[patterns]] tables of kind and regex",
+}
 PATTERN_KEYS = ("kind", "regex")
 
 

@@ -55,8 +55,9 @@ def raw_items(
     that could not be read added to `skipped` (kept in the file, never hidden)."""
     after = 0
     while True:
-        page = service.store.pages.read(thread_id, after=after, limit=PAGE_ITEMS,
-                                        max_bytes=PAGE_BYTES)  # fmt: skip
+        page = service.store.pages.read(
+            thread_id, after=after, limit=PAGE_ITEMS, max_bytes=PAGE_BYTES
+        )
         if skipped is not None:
             skipped += page.skipped
         yield from page.raw
@@ -92,9 +93,15 @@ def children(service: ThreadService, thread_id: str) -> list[ThreadSummary]:
     found: list[ThreadSummary] = []
     cursor = None
     while True:
-        page, cursor = service.list(cwd=None, workspace_folder=None, archived=False,
-                                    search=None, cursor=cursor, limit=200,
-                                    parent_thread_id=thread_id)  # fmt: skip
+        page, cursor = service.list(
+            cwd=None,
+            workspace_folder=None,
+            archived=False,
+            search=None,
+            cursor=cursor,
+            limit=200,
+            parent_thread_id=thread_id,
+        )
         found += page
         if cursor is None:
             return found
@@ -156,8 +163,9 @@ def edit_diff(service: ThreadService) -> Callable[[dict[str, Any]], str | None]:
         if before is None or after is None:
             return None
         path = str(item.get("path") or "file").lstrip("/")
-        lines = difflib.unified_diff(before.splitlines(), after.splitlines(),
-                                     f"a/{path}", f"b/{path}", lineterm="")  # fmt: skip
+        lines = difflib.unified_diff(
+            before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", lineterm=""
+        )
         return "\n".join(lines) or None
 
     return diff
@@ -186,8 +194,14 @@ def transcript(
                 nested[key] = lambda first=first, then=thunk: _chain(first, then)  # type: ignore[misc]
             else:
                 nested[key] = thunk
-    yield from render(items(service, thread_id, skipped), style, nested, everything=everything,
-                      diff=diff, tally=tally)  # fmt: skip
+    yield from render(
+        items(service, thread_id, skipped),
+        style,
+        nested,
+        everything=everything,
+        diff=diff,
+        tally=tally,
+    )
 
 
 def _chain(first: Nested, then: Nested) -> Iterator[str]:
@@ -208,8 +222,9 @@ def _sub_agent(
         opening, closing = style.sub_agent(f"sub-agent thread {child.threadId}: {label(child)}")
         yield opening
         own = Tally()
-        yield from transcript(service, child.threadId, style, own, everything=everything,
-                              diff=diff, depth=depth + 1)  # fmt: skip
+        yield from transcript(
+            service, child.threadId, style, own, everything=everything, diff=diff, depth=depth + 1
+        )
         tally.absorb(own)
         if closing is not None:
             yield closing
@@ -229,8 +244,9 @@ def write(
     summary = summary_of(service, thread_id)
     if fmt == "json":
         if passphrase is not None:
-            raise ProtocolError(ErrorKind.INVALID_PARAMS, "a passphrase encrypts HTML only",
-                                field="passphrase")  # fmt: skip
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS, "a passphrase encrypts HTML only", field="passphrase"
+            )
         return write_json(service, summary, out)
     banner = drift_banner(drift(service, thread_id))
     tally = Tally()
@@ -238,8 +254,12 @@ def write(
     facts = [f"thread {summary.threadId}"]
     if summary.archived:
         facts.append("archived")
-    for name, value in (("in", summary.cwd), ("branch", summary.branch),
-                        ("from", summary.createdAt), ("to", summary.updatedAt)):  # fmt: skip
+    for name, value in (
+        ("in", summary.cwd),
+        ("branch", summary.branch),
+        ("from", summary.createdAt),
+        ("to", summary.updatedAt),
+    ):
         if value:
             facts.append(f"{name} {value}")
     if summary.parentThreadId:
@@ -252,8 +272,16 @@ def write(
     else:
         from restore.render import page
 
-        page.write(out, heading, facts, banner, REDACTED, body,
-                   lambda: footer(tally, summary.itemCount), passphrase)  # fmt: skip
+        page.write(
+            out,
+            heading,
+            facts,
+            banner,
+            REDACTED,
+            body,
+            lambda: footer(tally, summary.itemCount),
+            passphrase,
+        )
     return Exported(thread_id, summary.itemCount)
 
 

@@ -181,8 +181,12 @@ def _write_encrypted(out: IO[bytes], inner: Iterator[str], passphrase: bytes) ->
 
     salt = os.urandom(16)
     aead = AESGCM(derive_key(passphrase, salt))
-    meta = {"salt": base64.b64encode(salt).decode(), "iterations": ITERATIONS,
-            "cipher": "AES-256-GCM", "kdf": "PBKDF2-HMAC-SHA256"}  # fmt: skip
+    meta = {
+        "salt": base64.b64encode(salt).decode(),
+        "iterations": ITERATIONS,
+        "cipher": "AES-256-GCM",
+        "kdf": "PBKDF2-HMAC-SHA256",
+    }
     out.write(_head("Encrypted transcript · sessiond").encode())
     out.write(
         b'<form id="lock"><h1>Encrypted transcript</h1><p>This sessiond export is encrypted. '
@@ -229,8 +233,9 @@ def decrypt(document: bytes, passphrase: bytes) -> str:
         raise ValueError("not an encrypted sessiond export")
     meta = json.loads(found.group(1))
     aead = AESGCM(derive_key(passphrase, base64.b64decode(meta["salt"]), meta["iterations"]))
-    pieces = re.findall(rb'<script type="application/octet-stream" class="piece">(.*?)</script>',
-                        document)  # fmt: skip
+    pieces = re.findall(
+        rb'<script type="application/octet-stream" class="piece">(.*?)</script>', document
+    )
     out = []
     for index, piece in enumerate(pieces):
         sealed = base64.b64decode(piece)

@@ -161,8 +161,9 @@ class Html:
         rows = []
         for row in safe(diff).split("\n"):
             kind = {"+": "add", "-": "del", "@": "hunk"}.get(row[:1], "")
-            rows.append(f'<span class="{kind}">{html.escape(row)}</span>' if kind else
-                        html.escape(row))  # fmt: skip
+            rows.append(
+                f'<span class="{kind}">{html.escape(row)}</span>' if kind else html.escape(row)
+            )
         body = "\n".join(rows)
         return f'<details class="e edit"><summary>{_h(line)}</summary><pre>{body}</pre></details>\n'
 

@@ -73,7 +73,10 @@ class Tally:
             self.sub_unpriced += unpriced
         else:
             self.spent, self.costs, self.unpriced = (
-                self.spent + usd, self.costs + 1, self.unpriced + unpriced)  # fmt: skip
+                self.spent + usd,
+                self.costs + 1,
+                self.unpriced + unpriced,
+            )
 
     def absorb(self, child: Tally) -> None:
         """A sub-agent's transcript drawn: what it (and its own sub-agents) spent is spent
@@ -127,8 +130,11 @@ def result_text(item: dict[str, Any]) -> str | None:
 
 
 def _cost(item: dict[str, Any], total: float) -> str:
-    price = (f"${float(item.get('usd') or 0):.4f}" if item.get("priced", True) is not False
-             else "unpriced (no known price for this model)")  # fmt: skip
+    price = (
+        f"${float(item.get('usd') or 0):.4f}"
+        if item.get("priced", True) is not False
+        else "unpriced (no known price for this model)"
+    )
     return (
         f"$ {_field(item, 'model')}: {item.get('inputTokens', 0)} in, "
         f"{item.get('outputTokens', 0)} out tokens, {price} (thread so far ${total:.4f})"
@@ -192,11 +198,16 @@ def render(
             yield style.edit(line, diff(item) if diff is not None else None)
         elif kind == "todos":
             entries = item.get("items") or []
-            yield style.todos([
-                (TODO_MARKS.get(str(entry.get("status")), "[?]"), str(entry.get("content") or ""))
-                for entry in (entries if isinstance(entries, list) else [])
-                if isinstance(entry, dict)
-            ])  # fmt: skip
+            yield style.todos(
+                [
+                    (
+                        TODO_MARKS.get(str(entry.get("status")), "[?]"),
+                        str(entry.get("content") or ""),
+                    )
+                    for entry in (entries if isinstance(entries, list) else [])
+                    if isinstance(entry, dict)
+                ]
+            )
         elif kind == "lifecycle":
             yield _lifecycle(style, item)
         elif kind == "compact_boundary":

@@ -154,8 +154,7 @@ def continue_key(service: Service, ask: ContinueAsk) -> Continued:
     service.sessions.writable()
     settings = service.session_settings.current()
     client_name = (ask.client or {}).get("name")
-    policy = settings.policy(key, client_name if isinstance(client_name, str) else None,
-                             ask.policy)  # fmt: skip
+    policy = settings.policy(key, client_name if isinstance(client_name, str) else None, ask.policy)
     if settings.zone is not None:
         zone, zone_name = settings.zone, settings.zone_name or "UTC"
     else:
@@ -195,8 +194,15 @@ def _resume(
     written, no hook), else a session opened as `thread/resume` opens one."""
     held = service.sessions.open.get(current.threadId)
     if held is not None and held.owner == ask.owner:
-        return Continued("resume", held.writer.summary, held.session_id, False, wire,
-                         last_activity=last, changed=changed)  # fmt: skip
+        return Continued(
+            "resume",
+            held.writer.summary,
+            held.session_id,
+            False,
+            wire,
+            last_activity=last,
+            changed=changed,
+        )
     report = service.resume(
         current.threadId,
         cwd=ask.cwd,
@@ -209,8 +215,16 @@ def _resume(
     )
     opened = report["session"]["sessionId"]
     summary = service.sessions.open[current.threadId].writer.summary if opened else current
-    return Continued("resume", summary, opened, opened is not None, wire, last_activity=last,
-                     report=report, changed=changed)  # fmt: skip
+    return Continued(
+        "resume",
+        summary,
+        opened,
+        opened is not None,
+        wire,
+        last_activity=last,
+        report=report,
+        changed=changed,
+    )
 
 
 def _reset(
@@ -238,10 +252,18 @@ def _reset(
         service.close(old_id, held.session_id, ask.owner, reason="reset")
         ended = held.session_id
     return Continued(
-        "reset", summary, session_id, True, wire, reset_reason=reason,
-        previous_thread_id=old_id, last_activity=last, carried=carried,
-        ended_session_id=ended, changed=[*changed, *([linked] if linked else [])],
-    )  # fmt: skip
+        "reset",
+        summary,
+        session_id,
+        True,
+        wire,
+        reset_reason=reason,
+        previous_thread_id=old_id,
+        last_activity=last,
+        carried=carried,
+        ended_session_id=ended,
+        changed=[*changed, *([linked] if linked else [])],
+    )
 
 
 def _start(
@@ -313,9 +335,13 @@ def _link(
     try:
         return service.append_bookkeeping(old_id, [item], flush=flush)
     except ProtocolError as exc:
-        if exc.kind not in (ErrorKind.THREAD_BUSY, ErrorKind.THREAD_NOT_FOUND,
-                            ErrorKind.UNAUTHORIZED):  # fmt: skip
+        if exc.kind not in (
+            ErrorKind.THREAD_BUSY,
+            ErrorKind.THREAD_NOT_FOUND,
+            ErrorKind.UNAUTHORIZED,
+        ):
             raise
-        logger.info("thread %s: its successor %s is not recorded yet: %s", old_id,
-                    new.threadId, exc.message)  # fmt: skip
+        logger.info(
+            "thread %s: its successor %s is not recorded yet: %s", old_id, new.threadId, exc.message
+        )
         return None

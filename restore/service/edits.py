@@ -44,11 +44,18 @@ def apply_edit(
         # A retry of a finished edit (rare): its shas are in the thread file.
         items, _ = service.store.read(session.writer.thread_id)
         edit = next(
-            (i for i in reversed(items.items)
-             if i.get("type") == "file_edit" and i.get("operationId") == operation_id), {},
-        )  # fmt: skip
-        return {"outcome": "already_applied", "beforeSha": edit.get("beforeSha"),
-                "afterSha": edit.get("afterSha", after_sha)}  # fmt: skip
+            (
+                i
+                for i in reversed(items.items)
+                if i.get("type") == "file_edit" and i.get("operationId") == operation_id
+            ),
+            {},
+        )
+        return {
+            "outcome": "already_applied",
+            "beforeSha": edit.get("beforeSha"),
+            "afterSha": edit.get("afterSha", after_sha),
+        }
     open_op = operations["open"].get(operation_id)
     current = read_regular(target)  # refuses a FIFO, a device, a directory
     current_sha = None if current is None else sha256_of(current)
@@ -69,12 +76,23 @@ def apply_edit(
             service.store.put_blob(current)
         service.store.put_blob(after)
         digest = sha256_of(f"{target}\0{after_sha}".encode())
-        service.append(session, [{
-            "type": "operation", "id": str(uuid.uuid4()), "operationId": operation_id,
-            "tool": APPLY_EDIT_TOOL, "argsDigest": digest, "effect": "side_effect",
-            "state": "started", "path": str(target), "beforeSha": before_sha,
-            "afterSha": after_sha,
-        }])  # fmt: skip
+        service.append(
+            session,
+            [
+                {
+                    "type": "operation",
+                    "id": str(uuid.uuid4()),
+                    "operationId": operation_id,
+                    "tool": APPLY_EDIT_TOOL,
+                    "argsDigest": digest,
+                    "effect": "side_effect",
+                    "state": "started",
+                    "path": str(target),
+                    "beforeSha": before_sha,
+                    "afterSha": after_sha,
+                }
+            ],
+        )
     crash_point("apply_edit.before_write")
     replace_regular(target, after)
     crash_point("apply_edit.after_write")
@@ -90,13 +108,32 @@ def _record_commit(
     before_sha: str | None,
     after_sha: str | None,
 ) -> None:
-    service.append(session, [
-        {"type": "operation", "id": str(uuid.uuid4()), "operationId": operation_id,
-         "tool": APPLY_EDIT_TOOL, "effect": "side_effect", "state": "committed",
-         "resultPersisted": True, "path": path, "beforeSha": before_sha, "afterSha": after_sha},
-        {"type": "file_edit", "id": str(uuid.uuid4()), "path": path, "beforeSha": before_sha,
-         "afterSha": after_sha, "author": "agent", "operationId": operation_id},
-    ])  # fmt: skip
+    service.append(
+        session,
+        [
+            {
+                "type": "operation",
+                "id": str(uuid.uuid4()),
+                "operationId": operation_id,
+                "tool": APPLY_EDIT_TOOL,
+                "effect": "side_effect",
+                "state": "committed",
+                "resultPersisted": True,
+                "path": path,
+                "beforeSha": before_sha,
+                "afterSha": after_sha,
+            },
+            {
+                "type": "file_edit",
+                "id": str(uuid.uuid4()),
+                "path": path,
+                "beforeSha": before_sha,
+                "afterSha": after_sha,
+                "author": "agent",
+                "operationId": operation_id,
+            },
+        ],
+    )
 
 
 def rewind(
@@ -139,15 +176,32 @@ def rewind(
                 remove_regular(plan["target"])
             else:
                 replace_regular(plan["target"], plan["content"])
-            items.append({"type": "file_edit", "id": str(uuid.uuid4()), "path": plan["path"],
-                          "beforeSha": current, "afterSha": plan["sha"], "author": "agent",
-                          "operationId": f"rewind:{to_turn_id}"})  # fmt: skip
+            items.append(
+                {
+                    "type": "file_edit",
+                    "id": str(uuid.uuid4()),
+                    "path": plan["path"],
+                    "beforeSha": current,
+                    "afterSha": plan["sha"],
+                    "author": "agent",
+                    "operationId": f"rewind:{to_turn_id}",
+                }
+            )
             restored.append({"path": plan["path"], "sha": plan["sha"]})
         if items:
             service.append(session, items)
     if conversation:
-        service.append(session, [{"type": "rewind_boundary", "id": str(uuid.uuid4()),
-                                  "toSeq": cut, "toTurnId": to_turn_id}])  # fmt: skip
+        service.append(
+            session,
+            [
+                {
+                    "type": "rewind_boundary",
+                    "id": str(uuid.uuid4()),
+                    "toSeq": cut,
+                    "toTurnId": to_turn_id,
+                }
+            ],
+        )
     return {"toSeq": cut, "files": restored, "conversation": conversation}
 
 

@@ -49,8 +49,12 @@ class Lists:
         `session_key`: the threads whose key starts with it (sub-agents' too)."""
         if parent_thread_id is not None:
             parent_thread_id = validate_thread_id(parent_thread_id)
-        filters = (("cwd", cwd), ("workspaceFolder", workspace_folder), ("search", search),
-                   ("sessionKey", session_key))  # fmt: skip
+        filters = (
+            ("cwd", cwd),
+            ("workspaceFolder", workspace_folder),
+            ("search", search),
+            ("sessionKey", session_key),
+        )
         for name, value in filters:
             if value is not None and "\0" in value:  # PostgreSQL text cannot hold one
                 raise ProtocolError(

@@ -70,8 +70,15 @@ class Loaded:
             problem = writer.base_rejected or problem
         skipped += [line.to_wire() for line in tail.skipped]
         state.apply_all(tail.items)
-        return cls(state, skipped, bom, len(tail.items), tail.torn_tail_offset is not None,
-                   writer.base is not None, problem)  # fmt: skip
+        return cls(
+            state,
+            skipped,
+            bom,
+            len(tail.items),
+            tail.torn_tail_offset is not None,
+            writer.base is not None,
+            problem,
+        )
 
     def recovery(self) -> dict[str, Any]:
         return {
@@ -289,11 +296,13 @@ def subagent_costs(
             continue
         child = ThreadState().apply_all(contents.items)
         grandchildren = subagent_costs(store, child, seen)
-        found.append({
-            "threadId": child_id,
-            "title": summarize(child_id, contents.items).title,
-            "cost": cost_subsystem.with_subagents(child.states["cost"], grandchildren),
-        })  # fmt: skip
+        found.append(
+            {
+                "threadId": child_id,
+                "title": summarize(child_id, contents.items).title,
+                "cost": cost_subsystem.with_subagents(child.states["cost"], grandchildren),
+            }
+        )
     return found
 
 

@@ -105,12 +105,21 @@ class Searches:
         """A page of hits: `ask`, then `find`, on the calling thread (a command, a test);
         once more when the search set a damaged index aside (`asked_again`)."""
         for attempt in (1, 2):
-            asked = self.ask(text, cwd=cwd, workspace_folder=workspace_folder, agent=agent,
-                             role=role, since=since, until=until, archived=archived,
-                             index_progress=index_progress)  # fmt: skip
+            asked = self.ask(
+                text,
+                cwd=cwd,
+                workspace_folder=workspace_folder,
+                agent=agent,
+                role=role,
+                since=since,
+                until=until,
+                archived=archived,
+                index_progress=index_progress,
+            )
             try:
-                return self.find(asked, cursor=cursor, limit=limit, progress=progress,
-                                 budget=budget)  # fmt: skip
+                return self.find(
+                    asked, cursor=cursor, limit=limit, progress=progress, budget=budget
+                )
             except ProtocolError as exc:
                 if attempt == 2 or not asked_again(exc):
                     raise
@@ -168,9 +177,15 @@ class Searches:
         when `asked.beside_store`, on a thread of its own (one search at a time).
         `cancel`: its client left; it stops (`Cancelled`) wherever it is. The snippets have
         a budget of their own (restore/search/snippets.py): past it, `partial`."""
-        page = self.store.search.search(asked.query, asked.filters, cursor=cursor, limit=limit,
-                                        progress=progress, budget=budget,
-                                        cancel=cancel)  # fmt: skip
+        page = self.store.search.search(
+            asked.query,
+            asked.filters,
+            cursor=cursor,
+            limit=limit,
+            progress=progress,
+            budget=budget,
+            cancel=cancel,
+        )
         if page.hits:
             pause_point("search-snippets")  # tests: a search with hits held under way
         missing = [hit.text for hit in page.hits if hit.shown is None]

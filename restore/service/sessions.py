@@ -135,9 +135,13 @@ class Sessions:
     ) -> AppendResult:
         """The one write path of an open session: the store, live state, snapshot."""
         result = session.writer.append(
-            items, session_id, minted=minted, defer_sync=defer_sync, redacted=redacted,
+            items,
+            session_id,
+            minted=minted,
+            defer_sync=defer_sync,
+            redacted=redacted,
             staged=staged,
-        )  # fmt: skip
+        )
         for line in result.stored:
             session.state.apply(line)
         if result.stored and session.state.seq - session.snapshot_seq >= EVERY_ITEMS:

@@ -165,8 +165,9 @@ class ThreadService(Lists, Searches):
         within `max_bytes`."""
         from restore.service.resume import Ask, resume  # not needed by a list (issue 26)
 
-        ask = Ask(cwd, accept_drift, message_limit, available_models, owner, trusted_folders,
-                  max_bytes)  # fmt: skip
+        ask = Ask(
+            cwd, accept_drift, message_limit, available_models, owner, trusted_folders, max_bytes
+        )
         return resume(self.sessions, self.pages, thread_id, ask)
 
     def preview(

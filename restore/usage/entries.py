@@ -64,9 +64,15 @@ def usage_thread(
 ) -> UsageThread:
     """A thread's row as a usage report names it (both stores)."""
     agent = origin.get("agent") if isinstance(origin, dict) else None
-    return UsageThread(thread_id, title, workspace_folder or cwd,
-                       agent if isinstance(agent, str) else "sessiond", parent,
-                       workspace_folder, cwd)  # fmt: skip
+    return UsageThread(
+        thread_id,
+        title,
+        workspace_folder or cwd,
+        agent if isinstance(agent, str) else "sessiond",
+        parent,
+        workspace_folder,
+        cwd,
+    )
 
 
 def usage_window(

@@ -169,13 +169,16 @@ def usage_of(
         return [UsageEntry(*row) for row in found], {}
     where, params = usage_window("atMs", since_ms, until_ms)
     thread = "threadId" if threads else "''"
-    entries = [UsageEntry(*row) for row in conn.execute(
-        f"SELECT {thread}, min(atMs), max(atMs), model, sum(input), sum(output), "
-        "sum(cacheRead), sum(cacheWrite), sum(usd), sum(1 - priced), count(*) FROM usage "
-        f"{' WHERE ' + ' AND '.join(where) if where else ''} "
-        f"GROUP BY {'threadId, ' if threads else ''}atMs / ?, model",
-        [*params, max(1, grain_ms)],
-    )]  # fmt: skip
+    entries = [
+        UsageEntry(*row)
+        for row in conn.execute(
+            f"SELECT {thread}, min(atMs), max(atMs), model, sum(input), sum(output), "
+            "sum(cacheRead), sum(cacheWrite), sum(usd), sum(1 - priced), count(*) FROM usage "
+            f"{' WHERE ' + ' AND '.join(where) if where else ''} "
+            f"GROUP BY {'threadId, ' if threads else ''}atMs / ?, model",
+            [*params, max(1, grain_ms)],
+        )
+    ]
     if not threads:
         return entries, {}
     from restore.home.caches import decoded

@@ -65,13 +65,14 @@ class Totals:
             "outputTokens": self.outputTokens,
             "cacheReadTokens": self.cacheReadTokens,
             "cacheWriteTokens": self.cacheWriteTokens,
-            "totalTokens": self.inputTokens + self.outputTokens + self.cacheReadTokens
+            "totalTokens": self.inputTokens
+            + self.outputTokens
+            + self.cacheReadTokens
             + self.cacheWriteTokens,
-            "usd": None if self.calls and self.unpricedCalls == self.calls
-            else round(self.usd, 10),
+            "usd": None if self.calls and self.unpricedCalls == self.calls else round(self.usd, 10),
             "calls": self.calls,
             "unpricedCalls": self.unpricedCalls,
-        }  # fmt: skip
+        }
 
 
 @dataclass
@@ -99,8 +100,9 @@ class Row:
                  "models": sorted(self.models),
                  "firstAt": _iso(self.first_ms), "lastAt": _iso(self.last_ms)}  # fmt: skip
         if self.parts:
-            found["breakdown"] = [{"name": name, **totals.wire()}
-                                  for name, totals in sorted(self.parts.items())]  # fmt: skip
+            found["breakdown"] = [
+                {"name": name, **totals.wire()} for name, totals in sorted(self.parts.items())
+            ]
         return found
 
 
@@ -110,8 +112,10 @@ def window(since: date | None, until: date | None, zone: tzinfo) -> tuple[int | 
     def ms(day: date) -> int:
         return int(datetime(day.year, day.month, day.day, tzinfo=zone).timestamp() * 1000)
 
-    return (None if since is None else ms(since),
-            None if until is None else ms(until + timedelta(days=1)))  # fmt: skip
+    return (
+        None if since is None else ms(since),
+        None if until is None else ms(until + timedelta(days=1)),
+    )
 
 
 def report(
@@ -137,8 +141,13 @@ def report(
     total = Totals()
     for entry in entries:
         total.add(entry)
-    return {"report": kind, "timezone": zone_name, "by": by,
-            "rows": [row.wire() for row in rows], "totals": total.wire()}  # fmt: skip
+    return {
+        "report": kind,
+        "timezone": zone_name,
+        "by": by,
+        "rows": [row.wire() for row in rows],
+        "totals": total.wire(),
+    }
 
 
 def _part_of(by: By | None, threads: dict[str, UsageThread]) -> Any:
@@ -179,12 +188,15 @@ def _sessions(
         row = rows.get(root)
         if row is None:
             thread = threads.get(root)
-            row = rows[root] = Row(root, extra={
-                "threadId": root,
-                "title": thread.title if thread else None,
-                "project": thread.project if thread else None,
-                "agent": thread.agent if thread else None,
-            })  # fmt: skip
+            row = rows[root] = Row(
+                root,
+                extra={
+                    "threadId": root,
+                    "title": thread.title if thread else None,
+                    "project": thread.project if thread else None,
+                    "agent": thread.agent if thread else None,
+                },
+            )
         row.add(entry, part(entry))
     return sorted(rows.values(), key=lambda row: (row.last_ms, row.key))
 

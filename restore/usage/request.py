@@ -45,12 +45,20 @@ def usage_report(
     per_thread = kind == "session" or by in ("agent", "project")
     grain = 1 if kind == "blocks" else GRAIN_MS
     entries, threads = index.usage(since_ms, until_ms, grain, threads=per_thread)
-    found = report(kind, entries, threads, zone=zone, zone_name=zone_name,
-                   by=by,
-                   start_of_week=start_of_week,
-                   now_ms=int(now().timestamp() * 1000))  # fmt: skip
-    found.update(since=None if first is None else first.isoformat(),
-                 until=None if last is None else last.isoformat())  # fmt: skip
+    found = report(
+        kind,
+        entries,
+        threads,
+        zone=zone,
+        zone_name=zone_name,
+        by=by,
+        start_of_week=start_of_week,
+        now_ms=int(now().timestamp() * 1000),
+    )
+    found.update(
+        since=None if first is None else first.isoformat(),
+        until=None if last is None else last.isoformat(),
+    )
     return found
 
 
@@ -95,5 +103,6 @@ def _date(name: str, value: str | None) -> date | None:
 
 
 def _invalid(name: str, wanted: str) -> ProtocolError:
-    return ProtocolError(ErrorKind.INVALID_PARAMS, f"invalid params: {name}: must be {wanted}",
-                         field=name)  # fmt: skip
+    return ProtocolError(
+        ErrorKind.INVALID_PARAMS, f"invalid params: {name}: must be {wanted}", field=name
+    )

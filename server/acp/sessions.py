@@ -589,8 +589,7 @@ class LocalSessions:
                 await self._agent_session_ready(live)  # (a load reaches it in the background)
         if live is not None and live.agent_session is not None and method is not None:
             try:
-                await self._call(method, {"sessionId": live.agent_session,
-                                          "title": title.strip()})  # fmt: skip
+                await self._call(method, {"sessionId": live.agent_session, "title": title.strip()})
                 forwarded = method
             except (AgentRefused, AgentGone) as exc:
                 logger.info("AGENT did not rename session %s: %s", live.agent_session, exc)

@@ -125,8 +125,11 @@ async def connect_first(
 
     for record in servers:
         if record.get("proof") != proof.PROOF_NAME:
-            logger.info("not using the server on port %s: it gives no proof of its token "
-                        "(an older sessiond)", record.get("port"))  # fmt: skip
+            logger.info(
+                "not using the server on port %s: it gives no proof of its token "
+                "(an older sessiond)",
+                record.get("port"),
+            )
             continue
         try:
             opened = Client.open(record, folders=folders, directory=servers_dir(home))

@@ -182,13 +182,16 @@ def show_thread(config: ServerConfig, args: argparse.Namespace) -> int:
         for line in _chain_lines(summary):
             print(line)
         tally, unread = Tally(), list[dict[str, Any]]()
-        for chunk in transcript(service, thread_id, styles.Text(), tally, everything=args.all,
-                                skipped=unread):  # fmt: skip
+        for chunk in transcript(
+            service, thread_id, styles.Text(), tally, everything=args.all, skipped=unread
+        ):
             print(chunk)
         print(footer(tally, summary.itemCount))
         for bad in unread:
-            print(f"skipped line {bad['lineNo']} ({bad['reason']}) at byte "
-                  f"{bad['byteOffset']}", file=sys.stderr)  # fmt: skip
+            print(
+                f"skipped line {bad['lineNo']} ({bad['reason']}) at byte {bad['byteOffset']}",
+                file=sys.stderr,
+            )
     finally:
         service.close_all()
     return 0
@@ -228,8 +231,10 @@ def doctor(config: ServerConfig, args: argparse.Namespace) -> int:
     if args.repair and home.read_only is not None:
         raise home.refuse_write()
     progress = _progress_bar if sys.stderr.isatty() else None
-    store = open_store(config.store_settings(home=str(home.path), shared=False),
-                       read_only=home.read_only is not None)  # fmt: skip
+    store = open_store(
+        config.store_settings(home=str(home.path), shared=False),
+        read_only=home.read_only is not None,
+    )
     try:
         report = store.check(progress, repair=args.repair, rebuild_index=args.rebuild_index)
     finally:
@@ -268,12 +273,15 @@ def _print_retention(home: Path, *, read_only: bool) -> None:
 
     for risk in at_risk_all(Layout(home).import_ledger_path, read_only=read_only):
         days = risk.retention.seconds / 86_400
-        print(safe(
-            f"{risk.agent.name}: {risk.retention.setting} deletes {risk.retention.what} "
-            f"older than {days:g} days; {plural(risk.waiting, 'session')} not imported yet"
-            f" ({risk.soon} within {SOON / 86_400:g} days of it): `sessiond import "
-            f"{risk.agent.flag}` (or `serve --follow {risk.agent.flag}`) keeps them",
-            one_line=True))  # fmt: skip
+        print(
+            safe(
+                f"{risk.agent.name}: {risk.retention.setting} deletes {risk.retention.what} "
+                f"older than {days:g} days; {plural(risk.waiting, 'session')} not imported yet"
+                f" ({risk.soon} within {SOON / 86_400:g} days of it): `sessiond import "
+                f"{risk.agent.flag}` (or `serve --follow {risk.agent.flag}`) keeps them",
+                one_line=True,
+            )
+        )
 
 
 def _doctor_redact(config: ServerConfig, *, apply: bool) -> int:
@@ -338,9 +346,11 @@ def migrate(config: ServerConfig, args: argparse.Namespace) -> int:
     target = open_store(
         Settings(target_home, to if is_shared(to) else None, redaction=config.redact)
     )
-    progress = (lambda done, total: _progress_bar("Copying threads", done, total)) if (
-        sys.stderr.isatty()
-    ) else None  # fmt: skip
+    progress = (
+        (lambda done, total: _progress_bar("Copying threads", done, total))
+        if (sys.stderr.isatty())
+        else None
+    )
     try:
         report = copy_threads(source, target, progress)
     finally:
@@ -367,8 +377,10 @@ def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
 
         return import_export(config, args)
     if args.file:
-        raise CommandError(f"FILE is for `sessiond import sessiond FILE`; {args.agent}'s "
-                           "sessions are read from --from DIR")  # fmt: skip
+        raise CommandError(
+            f"FILE is for `sessiond import sessiond FILE`; {args.agent}'s "
+            "sessions are read from --from DIR"
+        )
     agent = named(args.agent)
     home = open_home(Path(config.home))
     if home.read_only is not None:  # its ledger (imports.sqlite3) is kept there, any store
@@ -379,8 +391,7 @@ def import_sessions(config: ServerConfig, args: argparse.Namespace) -> int:
     try:
         if not importer.root.is_dir():
             where = safe(str(importer.root), one_line=True)
-            print(f"sessiond: no {agent.id} sessions: {where} is not a directory",
-                  file=sys.stderr)  # fmt: skip
+            print(f"sessiond: no {agent.id} sessions: {where} is not a directory", file=sys.stderr)
             return 2
         bar = _progress_bar if sys.stderr.isatty() else None
         progress = (
@@ -416,8 +427,10 @@ def _print_unmapped(agent: str, unmapped: dict[str, dict[str, Any]]) -> None:
     to look, so it is never dropped silently."""
     if not unmapped:
         return
-    print(f"{agent}: {plural(len(unmapped), 'kind')} of record or tool not mapped "
-          "(kept in the source transcript; docs/import.md):")  # fmt: skip
+    print(
+        f"{agent}: {plural(len(unmapped), 'kind')} of record or tool not mapped "
+        "(kept in the source transcript; docs/import.md):"
+    )
     for key, entry in sorted(unmapped.items(), key=lambda kv: -kv[1]["count"]):
         where = safe(entry["example"], one_line=True)
         print(f"  {key}: {plural(entry['count'], 'time')}, e.g. {where}")
@@ -428,8 +441,10 @@ def _print_problem(problem: dict[str, Any]) -> None:
     if problem["reason"]:
         print(f"{path}: {problem['status']}: {safe(str(problem['reason']), one_line=True)}")
     for line in problem["skipped"]:
-        print(f"{path}: line {line['lineNo']} skipped ({line['reason']}) at byte "
-              f"{line['byteOffset']}: {line['preview']!r}")  # fmt: skip
+        print(
+            f"{path}: line {line['lineNo']} skipped ({line['reason']}) at byte "
+            f"{line['byteOffset']}: {line['preview']!r}"
+        )
     if problem["repaired"]:
         print(f"{path}: {problem['repaired']} line(s) kept with invalid UTF-8 replaced")
 

@@ -35,34 +35,41 @@ def _service(config: ServerConfig) -> ThreadService:
 def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
     parser.add_argument("thread_id", metavar="ID", nargs="?", help=THREAD_ID_HELP)
     parser.add_argument(
-        "--format", choices=document.FORMATS, default=None,
+        "--format",
+        choices=document.FORMATS,
+        default=None,
         help="md (Markdown), json (the protocol's items, lossless: `sessiond import sessiond "
         "FILE` takes it back) or html (one self-contained page); default md, html with --all",
-    )  # fmt: skip
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     parser.add_argument(
-        "--all", metavar="DIR",
+        "--all",
+        metavar="DIR",
         help="every thread, one file each under DIR/<folder>/, with DIR/index.html listing "
         "them by folder and date",
-    )  # fmt: skip
+    )
     # Refused by name (argparse would take `--passphrase X` for `--passphrase-file X`)
     parser.add_argument("--passphrase", help=argparse.SUPPRESS)
     secret = parser.add_mutually_exclusive_group()
     secret.add_argument(
-        "--passphrase-file", metavar="FILE",
+        "--passphrase-file",
+        metavar="FILE",
         help="html: encrypt with the passphrase in FILE (its first line); the page asks for "
         "it and decrypts in the browser (AES-GCM, PBKDF2)",
-    )  # fmt: skip
+    )
     secret.add_argument(
-        "--encrypt", action="store_true",
+        "--encrypt",
+        action="store_true",
         help="html: encrypt, asking for the passphrase on the terminal",
-    )  # fmt: skip
+    )
 
 
 def _passphrase(args: argparse.Namespace) -> bytes | None:
     if args.passphrase is not None:
-        raise CommandError("a passphrase is never taken on the command line (every local "
-                           "user reads argv): use --passphrase-file FILE or --encrypt")  # fmt: skip
+        raise CommandError(
+            "a passphrase is never taken on the command line (every local "
+            "user reads argv): use --passphrase-file FILE or --encrypt"
+        )
     if args.passphrase_file:
         try:
             text = Path(args.passphrase_file).read_text(encoding="utf-8")
@@ -113,8 +120,10 @@ def export(config: ServerConfig, args: argparse.Namespace) -> int:
             return _export_all(service, Path(args.all), fmt, passphrase)
         thread_id = service.thread_id_of(args.thread_id)
         if args.output:
-            _write_file(Path(args.output), lambda out: document.write(
-                service, thread_id, fmt, out, passphrase=passphrase))  # fmt: skip
+            _write_file(
+                Path(args.output),
+                lambda out: document.write(service, thread_id, fmt, out, passphrase=passphrase),
+            )
         else:
             out = sys.stdout.buffer
             document.write(service, thread_id, fmt, out, passphrase=passphrase)
@@ -130,8 +139,14 @@ def _every_thread(service: ThreadService) -> list[ThreadSummary]:
     for archived in (False, True):
         cursor = None
         while True:
-            page, cursor = service.list(cwd=None, workspace_folder=None, archived=archived,
-                                        search=None, cursor=cursor, limit=200)  # fmt: skip
+            page, cursor = service.list(
+                cwd=None,
+                workspace_folder=None,
+                archived=archived,
+                search=None,
+                cursor=cursor,
+                limit=200,
+            )
             rows += page
             if cursor is None:
                 break
@@ -162,8 +177,12 @@ def _export_all(
             name += f"-{document.safe_name(document.label(row))[:40]}"
         relative = f"{document.safe_name(folder)}/{name}.{fmt}"
         try:
-            _write_file(root / relative, lambda out, row=row: document.write(  # type: ignore[misc]
-                service, row.threadId, fmt, out, passphrase=passphrase))  # fmt: skip
+            _write_file(
+                root / relative,
+                lambda out, row=row: document.write(  # type: ignore[misc]
+                    service, row.threadId, fmt, out, passphrase=passphrase
+                ),
+            )
         except ProtocolError as exc:  # one thread gone or unreadable: the others still go
             failed.append(f"{row.threadId}: not exported: {exc.kind}: {exc.message}")
             continue
@@ -197,8 +216,10 @@ def _export_all(
     parts.append("</body></html>\n")
     _write_file(root / "index.html", lambda out: out.write("".join(parts).encode()))
     done = sum(len(entries) for entries in written.values())
-    print(f"{plural(done, 'thread')} written under {safe(str(root), one_line=True)}, "
-          "listed in index.html")  # fmt: skip
+    print(
+        f"{plural(done, 'thread')} written under {safe(str(root), one_line=True)}, "
+        "listed in index.html"
+    )
     for line in failed:
         print(safe(line, one_line=True), file=sys.stderr)
     return 1 if failed else 0
@@ -216,8 +237,10 @@ def import_export(config: ServerConfig, args: argparse.Namespace) -> int:
             raise service.home.refuse_write("nothing can be imported into it")
         for done in take_back(service, Path(args.file)):
             if done.copied:
-                print(f"thread {done.original_id} is stored already: imported as a copy, "
-                      f"thread {done.thread_id} ({plural(done.items, 'item')})")  # fmt: skip
+                print(
+                    f"thread {done.original_id} is stored already: imported as a copy, "
+                    f"thread {done.thread_id} ({plural(done.items, 'item')})"
+                )
             else:
                 print(f"imported thread {done.thread_id} ({plural(done.items, 'item')})")
     finally:

@@ -31,8 +31,9 @@ def _row(summary: ThreadSummary) -> str:
 
 def _confirmed(service: ThreadService, thread_ids: list[str]) -> bool:
     """Asked on the terminal, naming each thread: anything but y or yes keeps them."""
-    print(f"delete {plural(len(thread_ids), 'thread')} for good (there is no undo)?",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"delete {plural(len(thread_ids), 'thread')} for good (there is no undo)?", file=sys.stderr
+    )
     for thread_id in thread_ids:
         row = service.index.get(thread_id)
         print(f"  {_row(row) if row else thread_id}", file=sys.stderr)

@@ -33,8 +33,13 @@ RECOVERY_ADVICE = {  # as the editor's restore report says it (vscode-extension/
     "committed_result_missing": "done, but its result was not saved: do not run it again; "
     "recover the result",
 }
-DRIFT_NAMES = {"cwd": "directory", "repo": "repository", "branch": "branch", "head": "HEAD",
-               "worktree": "worktree"}  # fmt: skip
+DRIFT_NAMES = {
+    "cwd": "directory",
+    "repo": "repository",
+    "branch": "branch",
+    "head": "HEAD",
+    "worktree": "worktree",
+}
 
 
 def _shown(value: Any) -> str:
@@ -74,8 +79,9 @@ def summary(report: dict[str, Any], typed: str) -> list[str]:
         lines.append(safe(f"ready: the workspace is as recorded, {where}", one_line=True))
     else:
         state = "needs review" if blocked else "ready, with a warning"
-        lines.append(safe(f"{state}: the workspace changed since it was recorded in {where}:",
-                          one_line=True))  # fmt: skip
+        lines.append(
+            safe(f"{state}: the workspace changed since it was recorded in {where}:", one_line=True)
+        )
         for entry in drift:
             name = DRIFT_NAMES.get(entry["field"], entry["field"])
             how = "blocks: a resume asks first" if entry["severity"] == "block" else "warning"
@@ -125,8 +131,10 @@ def _next_step(report: dict[str, Any], typed: str, blocked: bool) -> list[str]:
         return ["continue it in its agent:", INDENT + safe(command, one_line=True)]
     origin = report["thread"].get("origin") or {}
     if imported(origin.get("agent")) and blocked:
-        return [f"the agent's own resume is offered once the workspace matches: "
-                f"sessiond resume {typed} --accept-drift to have it anyway"]  # fmt: skip
+        return [
+            f"the agent's own resume is offered once the workspace matches: "
+            f"sessiond resume {typed} --accept-drift to have it anyway"
+        ]
     if origin.get("agent") == "acp":
         how = [
             f"the transcript: sessiond show {typed}",

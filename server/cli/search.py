@@ -147,9 +147,18 @@ def search(config: ServerConfig, args: argparse.Namespace) -> int:
     for hit in found.hits:
         info = hit.thread.thread_info()
         if args.json:
-            print_json({"threadId": info["threadId"], "seq": hit.seq, "role": hit.role,
-                        "ts": hit.ts, "snippet": hit.snippet, "highlights": hit.highlights,
-                        "thread": info, "resume": resume_command(info, flags)})  # fmt: skip
+            print_json(
+                {
+                    "threadId": info["threadId"],
+                    "seq": hit.seq,
+                    "role": hit.role,
+                    "ts": hit.ts,
+                    "snippet": hit.snippet,
+                    "highlights": hit.highlights,
+                    "thread": info,
+                    "resume": resume_command(info, flags),
+                }
+            )
             continue
         label = str(info["title"] or info["preview"] or "(untitled)")
         print(

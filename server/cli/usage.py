@@ -24,21 +24,39 @@ def arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) 
     """argparse's table (server/cli/quick.py reads the same lines without argparse)."""
     from restore.usage.report import BYS, REPORTS, WEEKDAYS
 
-    parser.add_argument("report", choices=REPORTS, nargs="?", default="daily",
-                        help="a row: a day, week, month, session or 5-hour block")  # fmt: skip
+    parser.add_argument(
+        "report",
+        choices=REPORTS,
+        nargs="?",
+        default="daily",
+        help="a row: a day, week, month, session or 5-hour block",
+    )
     parser.add_argument("--by", choices=BYS, help="rows broken down by model, agent or project")
     parser.add_argument("--since", metavar="DATE", help="from this day (YYYY-MM-DD or YYYYMMDD)")
     parser.add_argument("--until", metavar="DATE", help="up to this day, inclusive")
-    parser.add_argument("--timezone", "-z", metavar="ZONE",
-                        help="the IANA zone of the days (default: this machine's)")  # fmt: skip
-    parser.add_argument("--start-of-week", choices=WEEKDAYS, default="monday",
-                        help="weekly: a week's first day (default monday, as ccusage)")  # fmt: skip
+    parser.add_argument(
+        "--timezone",
+        "-z",
+        metavar="ZONE",
+        help="the IANA zone of the days (default: this machine's)",
+    )
+    parser.add_argument(
+        "--start-of-week",
+        choices=WEEKDAYS,
+        default="monday",
+        help="weekly: a week's first day (default monday, as ccusage)",
+    )
     parser.add_argument("--json", action="store_true", help="the report as one JSON object")
 
 
 def usage(config: ServerConfig, args: argparse.Namespace) -> int:
-    options = {"by": args.by, "since": args.since, "until": args.until,
-               "timezone": args.timezone, "start_of_week": args.start_of_week}  # fmt: skip
+    options = {
+        "by": args.by,
+        "since": args.since,
+        "until": args.until,
+        "timezone": args.timezone,
+        "start_of_week": args.start_of_week,
+    }
     index = None
     if not config.store:
         from restore.usage.index_file import caught_up
@@ -82,8 +100,9 @@ def table(found: dict[str, Any]) -> str:
     head = {"session": "session", "blocks": "block (UTC)"}.get(found["report"], found["report"])
     lines: list[list[str]] = [[head, "models", *COLUMNS]]
     for row in found["rows"]:
-        lines.append([_label(found["report"], row), clip(", ".join(row["models"]), 30),
-                      *_numbers(row)])  # fmt: skip
+        lines.append(
+            [_label(found["report"], row), clip(", ".join(row["models"]), 30), *_numbers(row)]
+        )
         for part in row.get("breakdown", []):
             lines.append(["  " + clip(safe(part["name"], one_line=True), 40), "", *_numbers(part)])
     lines.append(["total", "", *_numbers(found["totals"])])
@@ -115,6 +134,7 @@ def _numbers(totals: dict[str, Any]) -> list[str]:
         shown = "unpriced"
     else:  # cents, or four places under a dollar (a day of a few calls is not $0.00)
         shown = (f"${usd:,.2f}" if usd >= 1 else f"${usd:.4f}") + (
-            "+" if totals["unpricedCalls"] else "")  # fmt: skip
+            "+" if totals["unpricedCalls"] else ""
+        )
     names = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "totalTokens")
     return [f"{totals[name]:,}" for name in names] + [shown]

@@ -73,16 +73,32 @@ async def _write(ctx: Context, thread_id: str, fmt: str, passphrase: str | None)
     await ctx.server.run_reader(prepare)
     path = spool / uuid.uuid4().hex
     config = ctx.server.config
-    argv = [sys.executable, "-m", "server.cli", "export", thread_id, "--format", fmt,
-            "-o", str(path), "--home", str(config.home)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "server.cli",
+        "export",
+        thread_id,
+        "--format",
+        fmt,
+        "-o",
+        str(path),
+        "--home",
+        str(config.home),
+    ]
     if passphrase is not None:
         argv += ["--passphrase-file", "/dev/stdin"]
     env = dict(os.environ)
     if config.store:
         env["SESSIOND_STORE"] = config.store  # never in argv: it may hold a password
     child = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, env=env, preexec_fn=die_with_parent())  # fmt: skip
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        preexec_fn=die_with_parent(),
+    )
     try:
         _, stderr = await child.communicate((passphrase or "").encode() + b"\n")
     except asyncio.CancelledError:
@@ -114,11 +130,15 @@ async def thread_export(ctx: Context, params: Any) -> dict[str, Any]:
 
     thread_id = validate_thread_id(params.threadId)
     if params.passphrase is not None and params.format != "html":
-        raise ProtocolError(ErrorKind.INVALID_PARAMS, "a passphrase encrypts html only: "
-                            "ask for format html", field="passphrase")  # fmt: skip
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS,
+            "a passphrase encrypts html only: ask for format html",
+            field="passphrase",
+        )
     if params.passphrase is not None and "\n" in params.passphrase:
-        raise ProtocolError(ErrorKind.INVALID_PARAMS, "a passphrase is one line",
-                            field="passphrase")  # fmt: skip
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS, "a passphrase is one line", field="passphrase"
+        )
     if params.cursor is None:
         from restore.render.document import label, safe_name
 
@@ -127,8 +147,9 @@ async def thread_export(ctx: Context, params: Any) -> dict[str, Any]:
             store.flush()  # rows this server holds back, so the child lists sub-agents
             row = store.index.get(thread_id)
             if row is None and not store.exists(thread_id):
-                raise ProtocolError(ErrorKind.THREAD_NOT_FOUND, "no such thread",
-                                    threadId=thread_id)  # fmt: skip
+                raise ProtocolError(
+                    ErrorKind.THREAD_NOT_FOUND, "no such thread", threadId=thread_id
+                )
             return row
 
         row = await ctx.server.run_in_worker(known)
@@ -141,17 +162,23 @@ async def thread_export(ctx: Context, params: Any) -> dict[str, Any]:
 
         found = re.fullmatch(CURSOR, params.cursor)
         if found is None:
-            raise ProtocolError(ErrorKind.INVALID_PARAMS, "not a cursor of thread/export: "
-                                "pass nextCursor as it came", field="cursor")  # fmt: skip
+            raise ProtocolError(
+                ErrorKind.INVALID_PARAMS,
+                "not a cursor of thread/export: pass nextCursor as it came",
+                field="cursor",
+            )
         export_id, offset, name = found.group(1), int(found.group(2)), found.group(3)
         path = _spool_dir(ctx) / export_id
     budget = max(128, ctx.server.config.max_frame // 8)
     try:
         data, size = await ctx.server.run_reader(lambda: _part(path, offset, budget))
     except FileNotFoundError:
-        raise ProtocolError(ErrorKind.INVALID_PARAMS, "this export is gone (read to its end, "
-                            "or left unread for an hour): start again without a cursor",
-                            field="cursor") from None  # fmt: skip
+        raise ProtocolError(
+            ErrorKind.INVALID_PARAMS,
+            "this export is gone (read to its end, "
+            "or left unread for an hour): start again without a cursor",
+            field="cursor",
+        ) from None
     end = offset + len(data)
     if end >= size:
         await ctx.server.run_reader(lambda: path.unlink(missing_ok=True))

@@ -91,8 +91,15 @@ async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
     # says null (not counted): a client may keep it, and a kept 0 would hide sub-agents
     # started later (the extension lists a thread's children unless a listing said 0).
     notice = thread_notice({**info, "childCount": 0}, started=True)
-    await _session_opened(ctx, info, started.session_id, notice, [info["parentThreadId"]],
-                          source="startup", cwd=params.cwd)  # fmt: skip
+    await _session_opened(
+        ctx,
+        info,
+        started.session_id,
+        notice,
+        [info["parentThreadId"]],
+        source="startup",
+        cwd=params.cwd,
+    )
     return {"thread": info, "sessionId": started.session_id}
 
 
@@ -147,9 +154,10 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 
     def record() -> tuple[AppendResult, ThreadSummary]:
         ready, staged = (
-            staging.result() if staging is not None
+            staging.result()
+            if staging is not None
             else (items if redacting is None else redacting.result(), None)
-        )  # fmt: skip
+        )
         return ctx.service.record(
             params.threadId,
             params.sessionId,
@@ -330,15 +338,22 @@ async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -
     cancel = Cancel()
 
     def find() -> dict[str, Any]:
-        found = ctx.service.find(asked, cursor=params.cursor, limit=params.limit,
-                                 progress=searching, cancel=cancel)  # fmt: skip
+        found = ctx.service.find(
+            asked, cursor=params.cursor, limit=params.limit, progress=searching, cancel=cancel
+        )
         filed = _filer(ctx)
         hits = [
-            {"threadId": hit.thread.threadId, "seq": hit.seq, "role": hit.role, "ts": hit.ts,
-             "snippet": hit.snippet, "highlights": hit.highlights,
-             "thread": filed(hit.thread.thread_info())}
+            {
+                "threadId": hit.thread.threadId,
+                "seq": hit.seq,
+                "role": hit.role,
+                "ts": hit.ts,
+                "snippet": hit.snippet,
+                "highlights": hit.highlights,
+                "thread": filed(hit.thread.thread_info()),
+            }
             for hit in found.hits
-        ]  # fmt: skip
+        ]
         return {"hits": hits, "nextCursor": found.next_cursor, "partial": found.partial}
 
     try:
@@ -384,8 +399,9 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
 
     def read(key: PageKey) -> Page:
         pause_point("thread-read")  # on a reader thread (tests/test_read_fairness.py)
-        return pages.read(key.thread_id, after=key.after, before=key.before, limit=key.limit,
-                          max_bytes=max_frame)  # fmt: skip
+        return pages.read(
+            key.thread_id, after=key.after, before=key.before, limit=key.limit, max_bytes=max_frame
+        )
 
     def still_or_again(key: PageKey, ahead: Page | None) -> Page:
         return (
@@ -491,23 +507,39 @@ async def thread_continue(ctx: Context, params: Any) -> dict[str, Any]:
     info = done.thread.thread_info()
     hooks = ctx.server.hooks
     if done.ended_session_id is not None:
-        hooks.session_ended(ctx.connection, thread_id=done.previous_thread_id or "",
-                            session_id=done.ended_session_id, reason="reset",
-                            reset_reason=done.reset_reason)  # fmt: skip
+        hooks.session_ended(
+            ctx.connection,
+            thread_id=done.previous_thread_id or "",
+            session_id=done.ended_session_id,
+            reason="reset",
+            reset_reason=done.reset_reason,
+        )
     if done.session_opened and done.session_id is not None:
         if done.reason == "resume":
             report = done.report or {}
             await _session_opened(
-                ctx, info, done.session_id, thread_notice(dict(info)), [], source="resume",
+                ctx,
+                info,
+                done.session_id,
+                thread_notice(dict(info)),
+                [],
+                source="resume",
                 cwd=report.get("environment", {}).get("current", {}).get("cwd"),
                 previous_session_id=report.get("session", {}).get("resumedFrom"),
-            )  # fmt: skip
+            )
         else:  # a new thread: no sub-agents yet
             notice = thread_notice({**info, "childCount": 0}, started=True)
-            await _session_opened(ctx, info, done.session_id, notice, [],
-                                  source=done.reason, cwd=params.cwd,
-                                  reset_reason=done.reset_reason,
-                                  previous_thread_id=done.previous_thread_id)  # fmt: skip
+            await _session_opened(
+                ctx,
+                info,
+                done.session_id,
+                notice,
+                [],
+                source=done.reason,
+                cwd=params.cwd,
+                reset_reason=done.reset_reason,
+                previous_thread_id=done.previous_thread_id,
+            )
     return done.answer()
 
 
@@ -523,9 +555,16 @@ async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
     )
     info = started.summary.thread_info()
     notice = thread_notice({**info, "childCount": 0}, started=True)  # it has no sub-agents
-    await _session_opened(ctx, info, started.session_id, notice, [],  # a startup with forkedFrom
-                          source="startup", cwd=info.get("cwd"),
-                          forked_from=info.get("forkedFrom"))  # fmt: skip
+    await _session_opened(
+        ctx,
+        info,
+        started.session_id,
+        notice,
+        [],  # a startup with forkedFrom
+        source="startup",
+        cwd=info.get("cwd"),
+        forked_from=info.get("forkedFrom"),
+    )
     return {"thread": info, "sessionId": started.session_id}
 
 
@@ -533,8 +572,9 @@ async def _set_archived(ctx: Context, thread_id: str, archived: bool) -> dict[st
     summary = await ctx.server.run_in_worker(
         ctx.service.archive, thread_id, archived, ctx.connection.owner
     )
-    await ctx.server.announce_threads([thread_notice(summary.thread_info())],
-                                      parents=[summary.parentThreadId])  # fmt: skip
+    await ctx.server.announce_threads(
+        [thread_notice(summary.thread_info())], parents=[summary.parentThreadId]
+    )
     return {}
 
 

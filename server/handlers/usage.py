@@ -23,9 +23,15 @@ async def usage_report(ctx: Context, params: Any) -> dict[str, Any]:
         return store.index.usage_apart()
 
     def answer(source: UsageSource) -> dict[str, Any]:
-        return usage_report(source, params.report, by=params.by, since=params.since,
-                            until=params.until, timezone=params.timezone,
-                            start_of_week=params.startOfWeek)  # fmt: skip
+        return usage_report(
+            source,
+            params.report,
+            by=params.by,
+            since=params.since,
+            until=params.until,
+            timezone=params.timezone,
+            start_of_week=params.startOfWeek,
+        )
 
     apart = await ctx.server.run_in_worker(prepare)
     if apart is None:  # an index in memory: only the store's thread reaches it

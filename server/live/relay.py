@@ -150,8 +150,9 @@ class Relay:
         loop = self._host.loop
         if loop is None:
             return
-        state.reading = loop.create_task(self._catch_up(thread_id, state),
-                                         name=f"sessiond-relay-{thread_id}")  # fmt: skip
+        state.reading = loop.create_task(
+            self._catch_up(thread_id, state), name=f"sessiond-relay-{thread_id}"
+        )
 
     def _retry_later(self, thread_id: str, state: _Followed) -> None:
         state.stale = True
@@ -171,8 +172,9 @@ class Relay:
                 assert after is not None
                 self.reads += 1
                 try:
-                    read = partial(pages.after, thread_id, after, limit=PAGE_ITEMS,
-                                   max_bytes=max_frame)  # fmt: skip
+                    read = partial(
+                        pages.after, thread_id, after, limit=PAGE_ITEMS, max_bytes=max_frame
+                    )
                     rows, more = await host.run_reader(read)
                 except ProtocolError as exc:
                     if exc.kind is not ErrorKind.PAYLOAD_TOO_LARGE:
@@ -184,8 +186,12 @@ class Relay:
                     # No message can carry it (thread/read cannot either): its followers
                     # see the gap in seqs; the rest goes on.
                     seq = int(exc.details["seq"])
-                    logger.warning("following %s: item seq %d (%d bytes) fits in no message; "
-                                   "not sent", thread_id, seq, exc.details["size"])  # fmt: skip
+                    logger.warning(
+                        "following %s: item seq %d (%d bytes) fits in no message; not sent",
+                        thread_id,
+                        seq,
+                        exc.details["size"],
+                    )
                     state.last, state.stale = seq, True
                     continue
                 state.retry = 0.0

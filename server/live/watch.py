@@ -94,8 +94,9 @@ class Watcher:
         roots = [importer.root for importer in self.importers if importer.root.is_dir()]
         for importer in self.importers:
             if not importer.root.is_dir():
-                logger.warning("not following %s: %s is not a directory", importer.agent.id,
-                               importer.root)  # fmt: skip
+                logger.warning(
+                    "not following %s: %s is not a directory", importer.agent.id, importer.root
+                )
         for directory in threads:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         watched = [*threads, *roots]
@@ -150,9 +151,13 @@ class Watcher:
         for importer in self.importers:
             sources = await self.host.run_in_worker(importer.scan)
             assert self.host.loop is not None
-            progress = reporter(self.host.loop, self.host.broadcast,
-                                f"Importing {importer.agent.name} sessions", "session",
-                                "imported")  # fmt: skip
+            progress = reporter(
+                self.host.loop,
+                self.host.broadcast,
+                f"Importing {importer.agent.name} sessions",
+                "session",
+                "imported",
+            )
             progress(0, len(sources))
             for start in range(0, len(sources), CHUNK):
                 batch = sources[start : start + CHUNK]
@@ -170,8 +175,9 @@ class Watcher:
         results = [*results, *(child for result in results for child in result.children)]
         for result in results:
             if result.not_read:  # a followed store has no summary: the log says it
-                logger.warning("not imported: %s: %s: %s", result.path, result.status,
-                               result.reason)  # fmt: skip
+                logger.warning(
+                    "not imported: %s: %s: %s", result.path, result.status, result.reason
+                )
             if result.changed and result.summary is not None:
                 started = result.status != "updated"
                 notices.append(thread_notice(result.summary.thread_info(), started=started))

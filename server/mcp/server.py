@@ -170,8 +170,12 @@ def build(tools: Tools) -> MCPServer:
 
     for tool in (search_sessions, read_session, list_sessions, resume_command, usage):
         # the docstring on one line: a model reads it, not a person in an editor
-        server.add_tool(tool, description=" ".join((tool.__doc__ or "").split()),
-                        annotations=READ_ONLY, structured_output=False)  # fmt: skip
+        server.add_tool(
+            tool,
+            description=" ".join((tool.__doc__ or "").split()),
+            annotations=READ_ONLY,
+            structured_output=False,
+        )
     return server
 
 

@@ -174,8 +174,12 @@ def _agent(row: ThreadSummary) -> str:
 
 
 def _row_line(row: ThreadSummary) -> str:
-    facts = [row.threadId, (row.updatedAt or row.createdAt or "")[:19] + "Z", _agent(row),
-             f"{row.itemCount} item{'' if row.itemCount == 1 else 's'}"]  # fmt: skip
+    facts = [
+        row.threadId,
+        (row.updatedAt or row.createdAt or "")[:19] + "Z",
+        _agent(row),
+        f"{row.itemCount} item{'' if row.itemCount == 1 else 's'}",
+    ]
     if row.branch:
         facts.append(f"branch {row.branch}")
     if row.cwd:
@@ -229,9 +233,17 @@ class Tools:
 
         def page(where: str | None, inner: str | None, wanted: int) -> tuple[list[Any], str | None]:
             nonlocal partial
-            found = self.service.search(query, workspace_folder=where, agent=agent, role=role,
-                                        since=since_at, until=until_at, archived=archived,
-                                        cursor=inner, limit=wanted)  # fmt: skip
+            found = self.service.search(
+                query,
+                workspace_folder=where,
+                agent=agent,
+                role=role,
+                since=since_at,
+                until=until_at,
+                archived=archived,
+                cursor=inner,
+                limit=wanted,
+            )
             partial = partial or found.partial
             return list(found.hits), found.next_cursor
 
@@ -239,8 +251,9 @@ class Tools:
         where = folder or self.scope.described()
         several = folder is None and len(self.scope.folders) > 1
         order = "best first, a folder at a time" if several else "best first"
-        lines = [f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r} in {where}"
-                 f" ({order}):"]  # fmt: skip
+        lines = [
+            f"{len(hits)} hit{'s' if len(hits) != 1 else ''} for {query!r} in {where} ({order}):"
+        ]
         for number, hit in enumerate(hits, 1):
             info = hit.thread.thread_info()
             snippet = _marked(hit.snippet, hit.highlights)
@@ -270,9 +283,14 @@ class Tools:
         def page(
             where: str | None, inner: str | None, wanted: int
         ) -> tuple[list[ThreadSummary], str | None]:
-            rows, following = self.service.list(cwd=None, workspace_folder=where,
-                                                archived=archived, search=text, cursor=inner,
-                                                limit=wanted)  # fmt: skip
+            rows, following = self.service.list(
+                cwd=None,
+                workspace_folder=where,
+                archived=archived,
+                search=text,
+                cursor=inner,
+                limit=wanted,
+            )
             return list(rows), following
 
         rows, following = _paged(self.scope.narrowed(folder), cursor, limit, page)
@@ -311,8 +329,9 @@ class Tools:
         lines += list(render(items, styles.Text()))
         if page.skipped:
             lines.append(f"({len(page.skipped)} unreadable lines skipped)")
-        lines.append(_more("read_session", None if page.next_seq is None
-                           else str(page.next_seq), "items"))  # fmt: skip
+        lines.append(
+            _more("read_session", None if page.next_seq is None else str(page.next_seq), "items")
+        )
         return "\n".join(lines)
 
     # --- resume_command -------------------------------------------------------------------
@@ -325,13 +344,16 @@ class Tools:
 
         row = self._thread(thread)
         try:
-            report = self.service.preview(row.threadId, cwd=None, accept_drift=False,
-                                          message_limit=1)  # fmt: skip
+            report = self.service.preview(
+                row.threadId, cwd=None, accept_drift=False, message_limit=1
+            )
         except ProtocolError as exc:
             if exc.kind is not ErrorKind.THREAD_ARCHIVED:
                 raise
-            return (f"thread {row.threadId} is archived: `sessiond{self.where_flags} unarchive "
-                    f"{row.threadId}` brings it back, then it can be resumed")  # fmt: skip
+            return (
+                f"thread {row.threadId} is archived: `sessiond{self.where_flags} unarchive "
+                f"{row.threadId}` brings it back, then it can be resumed"
+            )
         command = search_resume_command(row.thread_info(), self.where_flags)
         handoff = report.get("handoff")
         if handoff:
@@ -353,11 +375,15 @@ class Tools:
                 if len(ours) == 1:
                     thread_id = ours[0]
                 elif not ours:
-                    raise Refused(f"no thread in {self.scope.described()} has an id starting "
-                                  f"with {text.strip()[:40]}") from None  # fmt: skip
+                    raise Refused(
+                        f"no thread in {self.scope.described()} has an id starting "
+                        f"with {text.strip()[:40]}"
+                    ) from None
                 else:
-                    raise Refused(f"{text.strip()[:40]} is the start of {len(ours)} thread "
-                                  f"ids: {', '.join(ours)}; give more of it") from None  # fmt: skip
+                    raise Refused(
+                        f"{text.strip()[:40]} is the start of {len(ours)} thread "
+                        f"ids: {', '.join(ours)}; give more of it"
+                    ) from None
             else:
                 raise
         row = self._row(thread_id)

@@ -506,8 +506,11 @@ async def serve_ws(
         transport.linger = Linger(loop, linger, expire)
 
         def home_lost() -> None:  # nobody's to restart: it leaves, and a window spawns anew
-            print(f"sessiond: the data directory {server.config.home} was deleted: exiting",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"sessiond: the data directory {server.config.home} was deleted: exiting",
+                file=sys.stderr,
+                flush=True,
+            )
             transport.withdraw()
             stop.set()
 
@@ -518,8 +521,11 @@ async def serve_ws(
         async with claim() as running:
             if running is not None:
                 where = f"port {running.get('port')}, pid {running.get('pid')}"
-                print(f"sessiond: already running ({where}): not starting another",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    f"sessiond: already running ({where}): not starting another",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return 0
             await transport.start()
     if transport.linger is not None:

@@ -31,19 +31,38 @@ from restore.agents.parsing import (
 )
 
 AGENT = "claude-code"
-READ_TOOLS = frozenset({
-    "Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "NotebookRead", "TodoRead",
-    "BashOutput", "ListMcpResourcesTool", "ReadMcpResourceTool", "Skill", "TaskList", "TaskGet",
-})  # fmt: skip
+READ_TOOLS = frozenset(
+    {
+        "Read",
+        "Glob",
+        "Grep",
+        "LS",
+        "WebFetch",
+        "WebSearch",
+        "NotebookRead",
+        "TodoRead",
+        "BashOutput",
+        "ListMcpResourcesTool",
+        "ReadMcpResourceTool",
+        "Skill",
+        "TaskList",
+        "TaskGet",
+    }
+)
 IDEMPOTENT_TOOLS = frozenset({"TodoWrite", "ExitPlanMode", "TaskUpdate", "ToolSearch"})
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit"})
 TASK_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TaskList", "TaskGet"})
 SUBAGENT_TOOLS = frozenset({"Agent", "Task"})  # `Task` until 2.0, `Agent` since
 SHELL_TOOLS = frozenset({"Bash"})
 KNOWN_TOOLS = (
-    READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | TASK_TOOLS | SUBAGENT_TOOLS | SHELL_TOOLS
+    READ_TOOLS
+    | IDEMPOTENT_TOOLS
+    | EDIT_TOOLS
+    | TASK_TOOLS
+    | SUBAGENT_TOOLS
+    | SHELL_TOOLS
     | {"NotebookEdit", "KillShell", "KillBash", "TaskStop", "EnterPlanMode"}
-)  # fmt: skip
+)
 """Tools whose effect is known; any other is recorded as a side effect and reported
 unmapped (MCP tools, `mcp__server__tool`, are side effects by design)."""
 RECENT_MESSAGES = 32
@@ -106,19 +125,22 @@ def edited_contents(tool: str, result: dict[str, Any]) -> tuple[str | None, str 
         return None, None, False
     after: str | None = original
     if tool == "Edit":
-        after = _replace(original, result.get("oldString"), result.get("newString"),
-                         result.get("replaceAll"))  # fmt: skip
+        after = _replace(
+            original, result.get("oldString"), result.get("newString"), result.get("replaceAll")
+        )
     else:
         for edit in result.get("edits") or []:
             if after is None or not isinstance(edit, dict):
                 break
-            after = _replace(after, edit.get("old_string"), edit.get("new_string"),
-                             edit.get("replace_all"))  # fmt: skip
+            after = _replace(
+                after, edit.get("old_string"), edit.get("new_string"), edit.get("replace_all")
+            )
     return original, after, after is not None
 
 
-READ_WHOLE = frozenset({"user", "assistant", "cost-state", "system", "summary", "custom-title",
-                        "ai-title"})  # fmt: skip
+READ_WHOLE = frozenset(
+    {"user", "assistant", "cost-state", "system", "summary", "custom-title", "ai-title"}
+)
 """Record types `handle` maps from more than their top-level fields."""
 READ_OF_ANY = ("type", "subtype", "timestamp", "cwd", "gitBranch", "sessionId", "permissionMode")
 """What `handle` reads of any record."""
@@ -128,9 +150,16 @@ class ClaudeCodeParser(SourceParser):
     AGENT = AGENT
     PROVIDER = "anthropic"
     TITLE_ORDER: ClassVar[tuple[str, ...]] = ("custom", "ai", "summary", "first")
-    MAPPED: ClassVar[frozenset[str]] = frozenset({
-        "user", "assistant", "summary", "custom-title", "ai-title", "permission-mode",
-    })  # fmt: skip
+    MAPPED: ClassVar[frozenset[str]] = frozenset(
+        {
+            "user",
+            "assistant",
+            "summary",
+            "custom-title",
+            "ai-title",
+            "permission-mode",
+        }
+    )
     IGNORED: ClassVar[dict[str, str]] = {
         # What Claude Code keeps for itself: none of it is conversation, state to restore,
         # or anything a resume needs (the conversation is in the user/assistant lines).
@@ -184,9 +213,16 @@ class ClaudeCodeParser(SourceParser):
         return found
 
     def initial(self) -> dict[str, Any]:
-        return {**super().initial(), "usage": {"id": None, "seen": {}}, "recent": [],
-                "tasks": [], "calls": {}, "parent": None, "conversation": False,
-                "ledger": _no_ledger()}  # fmt: skip
+        return {
+            **super().initial(),
+            "usage": {"id": None, "seen": {}},
+            "recent": [],
+            "tasks": [],
+            "calls": {},
+            "parent": None,
+            "conversation": False,
+            "ledger": _no_ledger(),
+        }
 
     def restored(self, state: dict[str, Any]) -> dict[str, Any]:
         """A state saved before Claude Code's totals were read: the replies it counted are
@@ -210,8 +246,11 @@ class ClaudeCodeParser(SourceParser):
             if record.get("isSidechain") is True and isinstance(agent_id, str) and agent_id:
                 # A sub-agent's own transcript: its sidechain lines are this thread's
                 # conversation, and the session they name is the parent's.
-                state["parent"] = {"sessionId": record.get("sessionId"), "toolCallId": None,
-                                   "agentId": agent_id}  # fmt: skip
+                state["parent"] = {
+                    "sessionId": record.get("sessionId"),
+                    "toolCallId": None,
+                    "agentId": agent_id,
+                }
         if kind == "user":
             self._user(record)
         elif kind == "assistant":
@@ -314,8 +353,9 @@ class ClaudeCodeParser(SourceParser):
         elif tool in EDIT_TOOLS or tool in SHELL_TOOLS:
             kept = ("file_path", "run_in_background")
             self.state["calls"][block["id"]] = {k: arguments[k] for k in kept if k in arguments}
-        self.operation(block["id"], tool, effect_of(tool), state="started",
-                       **called(arguments), **extra)  # fmt: skip
+        self.operation(
+            block["id"], tool, effect_of(tool), state="started", **called(arguments), **extra
+        )
 
     def _tool_result(self, block: dict[str, Any], outcome: Any) -> None:
         call_id = str(block.get("tool_use_id") or f"L{self._line}")
@@ -335,8 +375,15 @@ class ClaudeCodeParser(SourceParser):
             child = subagent_session_id(agent_id)
             extra.update(childSessionId=child, childThreadId=thread_id_for(AGENT, child, 1))
         outcome_state = "failed" if failed else "committed"
-        self.operation(call_id, tool, effect_of(tool), state=outcome_state, resultPersisted=True,
-                       result=truncate(text, RESULT_CHARS), **extra)  # fmt: skip
+        self.operation(
+            call_id,
+            tool,
+            effect_of(tool),
+            state=outcome_state,
+            resultPersisted=True,
+            result=truncate(text, RESULT_CHARS),
+            **extra,
+        )
         path = result.get("filePath", arguments.get("file_path"))
         if tool in EDIT_TOOLS and not failed and isinstance(path, str):
             before, after, known = edited_contents(tool, result)
@@ -345,8 +392,12 @@ class ClaudeCodeParser(SourceParser):
             self._tasks(tool, arguments, result)
         elif tool == "TodoWrite" and not failed and isinstance(arguments.get("todos"), list):
             todos = [t for t in arguments["todos"] if isinstance(t, dict)]
-            self.todos([(str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
-                        for n, t in enumerate(todos, 1)])  # fmt: skip
+            self.todos(
+                [
+                    (str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
+                    for n, t in enumerate(todos, 1)
+                ]
+            )
 
     def _tasks(self, tool: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
         """The task list after a Task tool's result, emitted as the whole list when it
@@ -371,8 +422,14 @@ class ClaudeCodeParser(SourceParser):
                         task["status"] = status
         elif tool == "TaskList" and isinstance(result.get("tasks"), list):
             listed = [t for t in result["tasks"] if isinstance(t, dict) and t.get("id") is not None]
-            tasks = [{"id": str(t["id"]), "content": str(t.get("subject") or ""),
-                      "status": t.get("status")} for t in listed]  # fmt: skip
+            tasks = [
+                {
+                    "id": str(t["id"]),
+                    "content": str(t.get("subject") or ""),
+                    "status": t.get("status"),
+                }
+                for t in listed
+            ]
         tasks.sort(key=_task_order)
         if tasks != self.state["tasks"]:
             self.state["tasks"] = tasks
@@ -384,8 +441,12 @@ class ClaudeCodeParser(SourceParser):
         usage = message.get("usage")
         if not isinstance(usage, dict):
             return
-        keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-                "output_tokens")  # fmt: skip
+        keys = (
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "output_tokens",
+        )
         counts = {k: v if isinstance(v := usage.get(k), int) and v > 0 else 0 for k in keys}
         tracked = self.state["usage"]
         message_id = message.get("id")
@@ -437,8 +498,11 @@ class ClaudeCodeParser(SourceParser):
         reported = {model: _ledger_row(row) for model, row in rows[:LEDGER_MODELS]}
         ledger = self.state.setdefault("ledger", _no_ledger(blind=True))
         if ledger.get("blind"):  # imported before totals were read: they are the baseline
-            self.state["ledger"] = {**_no_ledger(), "start": record.get("startTime"),
-                                    "reported": reported}  # fmt: skip
+            self.state["ledger"] = {
+                **_no_ledger(),
+                "start": record.get("startTime"),
+                "reported": reported,
+            }
             return
         before = ledger["reported"]
         same = ledger["start"] is not None and ledger["start"] == record.get("startTime")
@@ -448,26 +512,45 @@ class ClaudeCodeParser(SourceParser):
         )
         left: dict[str, list[int]] = {}
         for model, row in reported.items():
-            grew = [b - a for a, b in zip(before.get(model, [0] * 4) if same else [0] * 4, row,
-                                          strict=True)]  # fmt: skip
+            grew = [
+                b - a
+                for a, b in zip(before.get(model, [0] * 4) if same else [0] * 4, row, strict=True)
+            ]
             counted = ledger["counted"].get(model, [0] * 4)
             fresh, write, read, output = (max(0, g - c) for g, c in zip(grew, counted, strict=True))
             left[model] = [max(0, c - g) for g, c in zip(grew, counted, strict=True)]
             if fresh + write + read + output:
                 self._reported(model, fresh, write, read, output)
-        self.state["ledger"] = {"start": record.get("startTime"), "reported": reported,
-                                "counted": left if same else {}}  # fmt: skip
+        self.state["ledger"] = {
+            "start": record.get("startTime"),
+            "reported": reported,
+            "counted": left if same else {},
+        }
 
     def _reported(self, model: str, fresh: int, write: int, read: int, output: int) -> None:
         """Tokens the agent's totals hold beyond this transcript's replies, priced as one
         call (a compaction is one)."""
-        priced = pricing.usd(model, fresh=fresh, cache_write=write, cache_read=read, output=output,
-                             provider=self.PROVIDER, at=self.state["lastTs"])  # fmt: skip
-        self.emit({
-            "type": "cost_reported", "model": model, "inputTokens": fresh + write + read,
-            "outputTokens": output, "cacheReadTokens": read, "cacheWriteTokens": write,
-            "usd": priced or 0.0, "priced": priced is not None,
-        })  # fmt: skip
+        priced = pricing.usd(
+            model,
+            fresh=fresh,
+            cache_write=write,
+            cache_read=read,
+            output=output,
+            provider=self.PROVIDER,
+            at=self.state["lastTs"],
+        )
+        self.emit(
+            {
+                "type": "cost_reported",
+                "model": model,
+                "inputTokens": fresh + write + read,
+                "outputTokens": output,
+                "cacheReadTokens": read,
+                "cacheWriteTokens": write,
+                "usd": priced or 0.0,
+                "priced": priced is not None,
+            }
+        )
 
 
 def _no_ledger(*, blind: bool = False) -> dict[str, Any]:

@@ -32,20 +32,49 @@ from restore.agents.identity import thread_id_for
 from restore.agents.parsing import SourceParser, called, title_from, truncate
 
 AGENT = "copilot"
-READ_TOOLS = frozenset({"view", "grep", "glob", "read_bash", "list_bash", "read_agent",
-                        "list_agents", "fetch_copilot_cli_documentation", "session_store_sql",
-                        "skill", "web_fetch", "web_search"})  # fmt: skip
+READ_TOOLS = frozenset(
+    {
+        "view",
+        "grep",
+        "glob",
+        "read_bash",
+        "list_bash",
+        "read_agent",
+        "list_agents",
+        "fetch_copilot_cli_documentation",
+        "session_store_sql",
+        "skill",
+        "web_fetch",
+        "web_search",
+    }
+)
 IDEMPOTENT_TOOLS = frozenset({"update_todo", "report_intent", "exit_plan_mode"})
 EDIT_TOOLS = frozenset({"create", "edit"})
 SHELL_TOOL = "bash"
 SUBAGENT_TOOL = "task"
-KNOWN_TOOLS = READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | {
-    SHELL_TOOL, SUBAGENT_TOOL, "stop_bash", "write_bash", "write_agent", "sql",
-    "store_memory", "apply_patch"}  # fmt: skip
+KNOWN_TOOLS = (
+    READ_TOOLS
+    | IDEMPOTENT_TOOLS
+    | EDIT_TOOLS
+    | {
+        SHELL_TOOL,
+        SUBAGENT_TOOL,
+        "stop_bash",
+        "write_bash",
+        "write_agent",
+        "sql",
+        "store_memory",
+        "apply_patch",
+    }
+)
 """The tools Copilot CLI 1.0 offers, by what they may change (`sql` writes the session's own
 database: its todo list, tables the agent makes); another is a side effect, reported."""
-TODO_STATUS = {"done": "completed", "in_progress": "in_progress", "pending": "pending",
-               "blocked": "pending"}  # fmt: skip
+TODO_STATUS = {
+    "done": "completed",
+    "in_progress": "in_progress",
+    "pending": "pending",
+    "blocked": "pending",
+}
 TRACKED_CHARS = 32_768
 TRACKED_FILES = 32
 DATETIME = "<current_datetime>"
@@ -73,11 +102,19 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-READ_WHOLE = frozenset({
-    "session.start", "session.resume", "user.message", "assistant.message",
-    "tool.execution_complete", "session.usage_record", "session.model_change",
-    "subagent.started", "todos",
-})  # fmt: skip
+READ_WHOLE = frozenset(
+    {
+        "session.start",
+        "session.resume",
+        "user.message",
+        "assistant.message",
+        "tool.execution_complete",
+        "session.usage_record",
+        "session.model_change",
+        "subagent.started",
+        "todos",
+    }
+)
 """Event types `_event` maps from their data: the rest it reads only the type of."""
 READ_OF_ANY = ("type", "timestamp", "agentId")
 """What `handle` (and the importer, the timestamp) reads of any event."""
@@ -99,8 +136,7 @@ class CopilotParser(SourceParser):
     }
 
     def initial(self) -> dict[str, Any]:
-        return {**super().initial(), "children": {}, "streams": {}, "calls": {},
-                "files": {}}  # fmt: skip
+        return {**super().initial(), "children": {}, "streams": {}, "calls": {}, "files": {}}
 
     def handle(self, record: dict[str, Any]) -> None:
         kind = str(record.get("type"))
@@ -198,8 +234,9 @@ class CopilotParser(SourceParser):
             self.unmapped("tool", tool)
         extra = self.call_fields(tool, arguments, (SHELL_TOOL,), EDIT_TOOLS, "path")
         self.state["calls"][call_id] = {"tool": tool, "arguments": arguments}
-        self.operation(call_id, tool, effect_of(tool), state="started",
-                       **called(arguments), **extra)  # fmt: skip
+        self.operation(
+            call_id, tool, effect_of(tool), state="started", **called(arguments), **extra
+        )
 
     def _complete(self, data: dict[str, Any]) -> None:
         call_id = str(data.get("toolCallId") or self._key)
@@ -216,16 +253,23 @@ class CopilotParser(SourceParser):
             extra["exitCode"] = code
             failed = failed or code != 0  # Copilot says `success: true` whatever the exit
         elif tool == SUBAGENT_TOOL:
-            child = next((c for c, known in self.state["children"].items()
-                          if known.get("toolCallId") == call_id), None)  # fmt: skip
+            child = next(
+                (
+                    c
+                    for c, known in self.state["children"].items()
+                    if known.get("toolCallId") == call_id
+                ),
+                None,
+            )
             if child is not None:
                 extra.update(childSessionId=child, childThreadId=thread_id_for(AGENT, child, 1))
         self.result(call_id, tool, effect_of(tool), text, failed, **extra)
         if not failed and tool in EDIT_TOOLS:
             self._edit(call_id, tool, arguments, result)
 
-    def _edit(self, call_id: str, tool: str, arguments: dict[str, Any],
-              result: dict[str, Any]) -> None:  # fmt: skip
+    def _edit(
+        self, call_id: str, tool: str, arguments: dict[str, Any], result: dict[str, Any]
+    ) -> None:
         """create: the whole file (it did not exist); edit: one string replaced, known when
         the session wrote the file before, else only Copilot's diff."""
         path = arguments.get("path")
@@ -233,8 +277,11 @@ class CopilotParser(SourceParser):
             return
         path = self.in_cwd(path)
         files = self.state["files"]
-        diff = result.get("detailedContent") if isinstance(result.get("detailedContent"),
-                                                           str) else None  # fmt: skip
+        diff = (
+            result.get("detailedContent")
+            if isinstance(result.get("detailedContent"), str)
+            else None
+        )
         if tool == "create" and isinstance(arguments.get("file_text"), str):
             after = arguments["file_text"]
             self.file_edit(path, call_id, None, after, True, kind="create")
@@ -291,6 +338,13 @@ class CopilotParser(SourceParser):
     def _todos(self, data: dict[str, Any]) -> None:
         """The session database's `todos` table (store.py reads it after the file)."""
         rows = [r for r in data.get("todos") or [] if isinstance(r, dict)]
-        self.todos([(str(r.get("id") or n), str(r.get("title") or ""),
-                     TODO_STATUS.get(str(r.get("status")), "pending"))
-                    for n, r in enumerate(rows, 1)])  # fmt: skip
+        self.todos(
+            [
+                (
+                    str(r.get("id") or n),
+                    str(r.get("title") or ""),
+                    TODO_STATUS.get(str(r.get("status")), "pending"),
+                )
+                for n, r in enumerate(rows, 1)
+            ]
+        )

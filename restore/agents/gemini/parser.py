@@ -43,24 +43,44 @@ from restore.agents.parsing import (
 )
 
 AGENT = "gemini"
-READ_TOOLS = frozenset({
-    "read_file", "read_many_files", "list_directory", "glob", "grep_search",
-    "search_file_content", "web_fetch", "google_web_search", "get_internal_docs",
-    "list_background_processes", "read_background_output", "read_mcp_resource",
-    "list_mcp_resources", "activate_skill", "ask_user",
-})  # fmt: skip
+READ_TOOLS = frozenset(
+    {
+        "read_file",
+        "read_many_files",
+        "list_directory",
+        "glob",
+        "grep_search",
+        "search_file_content",
+        "web_fetch",
+        "google_web_search",
+        "get_internal_docs",
+        "list_background_processes",
+        "read_background_output",
+        "read_mcp_resource",
+        "list_mcp_resources",
+        "activate_skill",
+        "ask_user",
+    }
+)
 """Tools that change nothing in the workspace (`search_file_content`: grep_search's name
 before 0.2x; `ask_user` asks the person a question)."""
-IDEMPOTENT_TOOLS = frozenset({
-    "write_todos", "update_topic", "enter_plan_mode", "exit_plan_mode", "complete_task",
-})  # fmt: skip
+IDEMPOTENT_TOOLS = frozenset(
+    {
+        "write_todos",
+        "update_topic",
+        "enter_plan_mode",
+        "exit_plan_mode",
+        "complete_task",
+    }
+)
 """Safe to repeat: the todo list (the whole list each time), the narrative topic, the
 plan-mode switches, a sub-agent's final answer."""
 EDIT_TOOLS = frozenset({"write_file", "replace"})
 SHELL_TOOL = "run_shell_command"
 SUBAGENT_TOOL = "invoke_agent"
-KNOWN_TOOLS = READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | {SHELL_TOOL, SUBAGENT_TOOL,
-                                                              "save_memory"}  # fmt: skip
+KNOWN_TOOLS = (
+    READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | {SHELL_TOOL, SUBAGENT_TOOL, "save_memory"}
+)
 """Tools whose effect is known (`save_memory`: until 0.5x). Any other is recorded as a
 side effect and reported unmapped (MCP tools included: their effect is unknowable)."""
 FINAL = {"success": False, "error": True, "cancelled": True}
@@ -170,8 +190,11 @@ class GeminiParser(SourceParser):
         a parent's `gemini` message that names the sub-agent's session (`agentId`)."""
         calls = record.get("toolCalls") if record.get("type") == "gemini" else None
         named = [c for c in calls or [] if isinstance(c, dict) and c.get("name") == SUBAGENT_TOOL]
-        return [(c["agentId"], c["id"]) for c in named
-                if isinstance(c.get("agentId"), str) and isinstance(c.get("id"), str)]  # fmt: skip
+        return [
+            (c["agentId"], c["id"])
+            for c in named
+            if isinstance(c.get("agentId"), str) and isinstance(c.get("id"), str)
+        ]
 
     def initial(self) -> dict[str, Any]:
         return {**super().initial(), "kind": None, "open": {}, "compacted": None, "parent": None}
@@ -327,8 +350,9 @@ class GeminiParser(SourceParser):
                     extra["description"] = arguments["description"][:COMMAND_CHARS]
             elif tool in EDIT_TOOLS and isinstance(arguments.get("file_path"), str):
                 extra["path"] = self._path(arguments["file_path"])
-            self.operation(call_id, tool, effect_of(tool), state="started",
-                           **called(arguments), **extra)  # fmt: skip
+            self.operation(
+                call_id, tool, effect_of(tool), state="started", **called(arguments), **extra
+            )
             stage = 1
         status = call.get("status")
         if stage == 1 and status in FINAL:
@@ -336,8 +360,9 @@ class GeminiParser(SourceParser):
             stage = 2
         calls[call_id] = stage
 
-    def _outcome(self, call_id: str, tool: str, arguments: dict[str, Any], call: dict[str, Any],
-                 failed: bool) -> None:  # fmt: skip
+    def _outcome(
+        self, call_id: str, tool: str, arguments: dict[str, Any], call: dict[str, Any], failed: bool
+    ) -> None:
         text = result_text(call)
         extra: dict[str, Any] = {}
         if tool == SHELL_TOOL:
@@ -351,9 +376,15 @@ class GeminiParser(SourceParser):
         elif tool == SUBAGENT_TOOL and isinstance(call.get("agentId"), str):
             child = call["agentId"]
             extra.update(childSessionId=child, childThreadId=thread_id_for(AGENT, child, 1))
-        self.operation(call_id, tool, effect_of(tool), state="failed" if failed else "committed",
-                       resultPersisted=True, result=truncate(text, RESULT_CHARS),
-                       **extra)  # fmt: skip
+        self.operation(
+            call_id,
+            tool,
+            effect_of(tool),
+            state="failed" if failed else "committed",
+            resultPersisted=True,
+            result=truncate(text, RESULT_CHARS),
+            **extra,
+        )
         if failed:
             return
         if tool in EDIT_TOOLS:
@@ -382,8 +413,14 @@ class GeminiParser(SourceParser):
     def _tokens(self, tokens: dict[str, Any]) -> None:
         """One model call's usage metadata: `input` is the whole prompt (cached included),
         `tool` the tool-use prompt beside it; thoughts are billed as output."""
-        count = {k: v if isinstance(v := tokens.get(k), int) and v > 0 else 0
-                 for k in ("input", "cached", "output", "thoughts", "tool")}  # fmt: skip
+        count = {
+            k: v if isinstance(v := tokens.get(k), int) and v > 0 else 0
+            for k in ("input", "cached", "output", "thoughts", "tool")
+        }
         cached = min(count["cached"], count["input"])
-        self.cost(fresh=count["input"] - cached + count["tool"], cache_write=0,
-                  cache_read=cached, output=count["output"] + count["thoughts"])  # fmt: skip
+        self.cost(
+            fresh=count["input"] - cached + count["tool"],
+            cache_write=0,
+            cache_read=cached,
+            output=count["output"] + count["thoughts"],
+        )

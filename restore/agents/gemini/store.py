@@ -75,9 +75,11 @@ class GeminiFiles(FileStore):
 
     def note(self, path: Path, session_id: str) -> str | None:
         if session_id.startswith(HEADLESS):
-            return ("no header line (Gemini rewrote the file without it, as a second Gemini "
-                    "pruning the project does): its conversation is imported, but the "
-                    "session id is not in it, so no handoff to Gemini is offered")  # fmt: skip
+            return (
+                "no header line (Gemini rewrote the file without it, as a second Gemini "
+                "pruning the project does): its conversation is imported, but the "
+                "session id is not in it, so no handoff to Gemini is offered"
+            )
         return None
 
     def fallback_cwd(self, path: Path) -> str:
@@ -102,8 +104,12 @@ class GeminiFiles(FileStore):
 def _subagent(root: Path, path: Path) -> bool:
     """`<root>/<project>/chats/<parent sessionId>/<its sessionId>.jsonl`: a sub-agent's
     session (Gemini CLI's invoke_agent)."""
-    return (path.suffix == ".jsonl" and path.parent.parent.name == "chats"
-            and len(path.parents) > 3 and path.parents[3] == root)  # fmt: skip
+    return (
+        path.suffix == ".jsonl"
+        and path.parent.parent.name == "chats"
+        and len(path.parents) > 3
+        and path.parents[3] == root
+    )
 
 
 def _starts_with_a_message(path: Path) -> bool:

@@ -14,8 +14,19 @@ from restore.agents.opencode.store import OpenCodeDatabase
 
 ID = "kilo"
 KILO_READ_TOOLS = frozenset({"board_read", "kilo_local_recall"})
-KILO_TOOLS = frozenset({"background_process", "board_post", "schedule_wakeup",
-                        "cancel_wakeup", "repo_clone", "suggest"}) | KILO_READ_TOOLS  # fmt: skip
+KILO_TOOLS = (
+    frozenset(
+        {
+            "background_process",
+            "board_post",
+            "schedule_wakeup",
+            "cancel_wakeup",
+            "repo_clone",
+            "suggest",
+        }
+    )
+    | KILO_READ_TOOLS
+)
 """What Kilo 7.7 offers beyond OpenCode's tools: a shared board between agents (read, post),
 background processes, wake-ups it schedules for itself, cloning a repository."""
 

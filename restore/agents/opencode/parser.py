@@ -33,14 +33,28 @@ from restore.agents.parsing import (
 )
 
 AGENT = "opencode"
-READ_TOOLS = frozenset({"read", "glob", "grep", "list", "webfetch", "websearch", "codesearch",
-                        "lsp", "todoread", "skill", "question"})  # fmt: skip
+READ_TOOLS = frozenset(
+    {
+        "read",
+        "glob",
+        "grep",
+        "list",
+        "webfetch",
+        "websearch",
+        "codesearch",
+        "lsp",
+        "todoread",
+        "skill",
+        "question",
+    }
+)
 IDEMPOTENT_TOOLS = frozenset({"todowrite", "plan_enter", "plan_exit"})
 EDIT_TOOLS = frozenset({"write", "edit", "multiedit", "apply_patch", "patch"})
 SHELL_TOOLS = frozenset({"bash"})
 SUBAGENT_TOOLS = frozenset({"task"})
-KNOWN_TOOLS = READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | SHELL_TOOLS | SUBAGENT_TOOLS | {
-    "batch", "invalid"}  # fmt: skip
+KNOWN_TOOLS = (
+    READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | SHELL_TOOLS | SUBAGENT_TOOLS | {"batch", "invalid"}
+)
 """Tools whose effect is known; any other (an MCP tool, a plugin's) is recorded as a side
 effect and reported unmapped."""
 FINAL = {"completed": False, "error": True}
@@ -108,8 +122,14 @@ class OpenCodeParser(SourceParser):
         return "side_effect"
 
     def initial(self) -> dict[str, Any]:
-        return {**super().initial(), "parent": None, "roles": {}, "files": {},
-                "provider": None, "done": {}}  # fmt: skip
+        return {
+            **super().initial(),
+            "parent": None,
+            "roles": {},
+            "files": {},
+            "provider": None,
+            "done": {},
+        }
 
     def handle(self, record: dict[str, Any]) -> None:
         kind = record.get("type")
@@ -208,8 +228,11 @@ class OpenCodeParser(SourceParser):
         are counted apart; reasoning billed as output), and OpenCode's own price of it."""
         tokens = _dict(record.get("tokens"))
         cache = _dict(tokens.get("cache"))
-        fresh, read, write = _int(tokens.get("input")), _int(cache.get("read")), _int(
-            cache.get("write"))  # fmt: skip
+        fresh, read, write = (
+            _int(tokens.get("input")),
+            _int(cache.get("read")),
+            _int(cache.get("write")),
+        )
         output = _int(tokens.get("output")) + _int(tokens.get("reasoning"))
         before = len(self._out)
         self.cost(fresh=fresh, cache_write=write, cache_read=read, output=output)
@@ -235,8 +258,7 @@ class OpenCodeParser(SourceParser):
         if tool not in self.KNOWN_TOOLS:
             self.unmapped("tool", tool)
         extra = self.call_fields(tool, arguments, SHELL_TOOLS, EDIT_TOOLS, "filePath")
-        self.operation(call_id, tool, effect, state="started",
-                       **called(arguments), **extra)  # fmt: skip
+        self.operation(call_id, tool, effect, state="started", **called(arguments), **extra)
         final = status.get("status")
         if final not in FINAL:
             return  # pending or running: its outcome comes with a later read
@@ -252,8 +274,7 @@ class OpenCodeParser(SourceParser):
                 failed = failed or code != 0  # OpenCode says `completed` whatever the exit
         elif tool in SUBAGENT_TOOLS and isinstance(metadata.get("sessionId"), str):
             child = metadata["sessionId"]
-            outcome.update(childSessionId=child,
-                           childThreadId=thread_id_for(self.AGENT, child, 1))  # fmt: skip
+            outcome.update(childSessionId=child, childThreadId=thread_id_for(self.AGENT, child, 1))
         self.result(call_id, tool, effect, text, failed, **outcome)
         if failed:
             return
@@ -262,8 +283,9 @@ class OpenCodeParser(SourceParser):
         elif tool == "todowrite" and isinstance(arguments.get("todos"), list):
             self._todos(arguments["todos"])
 
-    def _edit(self, call_id: str, tool: str, arguments: dict[str, Any],
-              metadata: dict[str, Any]) -> None:  # fmt: skip
+    def _edit(
+        self, call_id: str, tool: str, arguments: dict[str, Any], metadata: dict[str, Any]
+    ) -> None:
         """write: the whole file (and whether it existed); edit: a string replaced, whose
         before and after are known when the session wrote the file before (else only the
         diff OpenCode shows). Other edit tools: the diff alone."""
@@ -308,8 +330,11 @@ class OpenCodeParser(SourceParser):
                 del files[next(iter(files))]
 
     def _todos(self, todos: list[Any]) -> None:
-        entries = [(str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
-                   for n, t in enumerate(todos, 1) if isinstance(t, dict)]  # fmt: skip
+        entries = [
+            (str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
+            for n, t in enumerate(todos, 1)
+            if isinstance(t, dict)
+        ]
         self.state["done"]["todos"] = [[c, str(s)] for _, c, s in entries]
         self.todos(entries)
 
@@ -320,5 +345,6 @@ class OpenCodeParser(SourceParser):
         listed = [[str(r.get("content") or ""), str(r.get("status"))] for r in rows]
         if not rows or listed == self.state["done"].get("todos"):
             return
-        self.todos([(str(n), str(r.get("content") or ""), r.get("status"))
-                    for n, r in enumerate(rows, 1)])  # fmt: skip
+        self.todos(
+            [(str(n), str(r.get("content") or ""), r.get("status")) for n, r in enumerate(rows, 1)]
+        )

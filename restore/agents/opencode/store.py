@@ -19,8 +19,15 @@ import orjson
 from restore.agents.database import DatabaseSession, DatabaseStore
 from restore.agents.opencode.parser import iso_ms
 
-SESSION_COLUMNS = ("id", "parent_id", "directory", "title", "version", "time_created",
-                   "time_updated")  # fmt: skip
+SESSION_COLUMNS = (
+    "id",
+    "parent_id",
+    "directory",
+    "title",
+    "version",
+    "time_created",
+    "time_updated",
+)
 
 
 class OpenCodeDatabase(DatabaseStore):
@@ -64,11 +71,17 @@ class OpenCodeDatabase(DatabaseStore):
         except sqlite3.DatabaseError:
             return []  # not (yet) an OpenCode database: no session table
         return [
-            DatabaseSession(database, str(row[0]), int(row[1] or 0), int(row[2] or 0),
-                            row[3] if isinstance(row[3], str) and row[3] else None,
-                            int(row[4]))
-            for row in rows if isinstance(row[0], str)
-        ]  # fmt: skip
+            DatabaseSession(
+                database,
+                str(row[0]),
+                int(row[1] or 0),
+                int(row[2] or 0),
+                row[3] if isinstance(row[3], str) and row[3] else None,
+                int(row[4]),
+            )
+            for row in rows
+            if isinstance(row[0], str)
+        ]
 
     def records(
         self, db: sqlite3.Connection, session: DatabaseSession
@@ -104,8 +117,17 @@ class OpenCodeDatabase(DatabaseStore):
             for part_id, part_created, part_data in parts.pop(message_id, []):
                 part = _decoded(part_data)
                 start = _time(part, "start") or part_created
-                yield part_id, {**part, "kind": part.get("type"), "type": "part", "id": part_id,
-                                "messageID": message_id, "timestamp": iso_ms(start)}  # fmt: skip
+                yield (
+                    part_id,
+                    {
+                        **part,
+                        "kind": part.get("type"),
+                        "type": "part",
+                        "id": part_id,
+                        "messageID": message_id,
+                        "timestamp": iso_ms(start),
+                    },
+                )
         todos = [
             {"content": content, "status": status, "priority": priority}
             for content, status, priority in db.execute(

@@ -92,8 +92,14 @@ class PiParser(SourceParser):
             self._usage(record.get("model"), _dict(record.get("usage")))
         elif kind == "compaction":
             summary = record.get("summary")
-            self.emit({"type": "compact_boundary", "summary": summary if isinstance(
-                summary, str) and summary else "Conversation compacted"})  # fmt: skip
+            self.emit(
+                {
+                    "type": "compact_boundary",
+                    "summary": summary
+                    if isinstance(summary, str) and summary
+                    else "Conversation compacted",
+                }
+            )
             self._usage(None, _dict(record.get("usage")))
         elif kind == "branch_summary":
             summary = record.get("summary")
@@ -124,8 +130,11 @@ class PiParser(SourceParser):
 
     def _branch(self, parent: str) -> None:
         """The conversation continues from an earlier entry (Pi's `/tree`): said where."""
-        self.message("system", f"Continued from an earlier point of the session ({parent}).",
-                     branchFrom=parent)  # fmt: skip
+        self.message(
+            "system",
+            f"Continued from an earlier point of the session ({parent}).",
+            branchFrom=parent,
+        )
 
     # --- messages -------------------------------------------------------------------------
 
@@ -172,8 +181,9 @@ class PiParser(SourceParser):
             self.unmapped("tool", tool)
         extra = self.call_fields(tool, arguments, SHELL_TOOLS, EDIT_TOOLS, "path")
         self.state["calls"][call_id] = {"tool": tool, "arguments": arguments}
-        self.operation(call_id, tool, effect_of(tool), state="started",
-                       **called(arguments), **extra)  # fmt: skip
+        self.operation(
+            call_id, tool, effect_of(tool), state="started", **called(arguments), **extra
+        )
 
     def _result(self, message: dict[str, Any]) -> None:
         call_id = str(message.get("toolCallId") or self._key)
@@ -192,8 +202,9 @@ class PiParser(SourceParser):
         if not failed and tool in EDIT_TOOLS:
             self._edit(call_id, tool, _dict(call.get("arguments")), _dict(message.get("details")))
 
-    def _edit(self, call_id: str, tool: str, arguments: dict[str, Any],
-              details: dict[str, Any]) -> None:  # fmt: skip
+    def _edit(
+        self, call_id: str, tool: str, arguments: dict[str, Any], details: dict[str, Any]
+    ) -> None:
         """write: the whole file; edit: its replacements (`edits [{oldText, newText}]`, or
         one `oldText`/`newText`), known when the session wrote the file before, else Pi's
         patch alone."""

@@ -12,8 +12,10 @@ from restore.agents.pi.parser import session_of
 
 
 class PiFiles(FileStore):
-    ROOT_HELP = ("$PI_CODING_AGENT_SESSION_DIR, else $PI_CODING_AGENT_DIR/sessions, "
-                 "else ~/.pi/agent/sessions")  # fmt: skip
+    ROOT_HELP = (
+        "$PI_CODING_AGENT_SESSION_DIR, else $PI_CODING_AGENT_DIR/sessions, "
+        "else ~/.pi/agent/sessions"
+    )
 
     def default_root(self) -> Path:
         if sessions := os.environ.get("PI_CODING_AGENT_SESSION_DIR"):
@@ -23,8 +25,11 @@ class PiFiles(FileStore):
 
     def is_session_file(self, root: Path, path: Path) -> bool:
         """`<root>/<encoded cwd>/<time>_<id>.jsonl`."""
-        return (path.suffix == ".jsonl" and path.parent.parent == root
-                and session_of(path.name) is not None)  # fmt: skip
+        return (
+            path.suffix == ".jsonl"
+            and path.parent.parent == root
+            and session_of(path.name) is not None
+        )
 
     def could_hold_sessions(self, root: Path, directory: Path) -> bool:
         return directory.parent == root

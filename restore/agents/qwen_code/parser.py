@@ -37,24 +37,71 @@ from restore.agents.parsing import (
 )
 
 AGENT = "qwen-code"
-READ_TOOLS = frozenset({
-    "read_file", "grep_search", "glob", "list_directory", "web_fetch", "web_search",
-    "lsp", "zoom_image", "list_agents", "get_goal", "tool_search", "read_mcp_resource",
-    "task_list", "cron_list", "skill", "ask_user_question",
-})  # fmt: skip
-IDEMPOTENT_TOOLS = frozenset({"todo_write", "exit_plan_mode", "enter_plan_mode", "task_update",
-                              "update_goal", "report_findings", "record_artifact",
-                              "record_source"})  # fmt: skip
+READ_TOOLS = frozenset(
+    {
+        "read_file",
+        "grep_search",
+        "glob",
+        "list_directory",
+        "web_fetch",
+        "web_search",
+        "lsp",
+        "zoom_image",
+        "list_agents",
+        "get_goal",
+        "tool_search",
+        "read_mcp_resource",
+        "task_list",
+        "cron_list",
+        "skill",
+        "ask_user_question",
+    }
+)
+IDEMPOTENT_TOOLS = frozenset(
+    {
+        "todo_write",
+        "exit_plan_mode",
+        "enter_plan_mode",
+        "task_update",
+        "update_goal",
+        "report_findings",
+        "record_artifact",
+        "record_source",
+    }
+)
 EDIT_TOOLS = frozenset({"write_file", "edit", "notebook_edit"})
 SHELL_TOOL = "run_shell_command"
 SUBAGENT_TOOL = "agent"
-KNOWN_TOOLS = READ_TOOLS | IDEMPOTENT_TOOLS | EDIT_TOOLS | {
-    SHELL_TOOL, SUBAGENT_TOOL, "save_memory", "send_message", "task_stop", "task_create",
-    "cron_create", "cron_delete", "loop_wakeup", "monitor", "tool_call", "exec",
-    "enter_worktree", "exit_worktree", "create_sub_session", "image_gen", "workflow",
-    "artifact", "structured_output", "team_create", "team_delete", "team_plan_approval",
-    "request_shutdown",
-}  # fmt: skip
+KNOWN_TOOLS = (
+    READ_TOOLS
+    | IDEMPOTENT_TOOLS
+    | EDIT_TOOLS
+    | {
+        SHELL_TOOL,
+        SUBAGENT_TOOL,
+        "save_memory",
+        "send_message",
+        "task_stop",
+        "task_create",
+        "cron_create",
+        "cron_delete",
+        "loop_wakeup",
+        "monitor",
+        "tool_call",
+        "exec",
+        "enter_worktree",
+        "exit_worktree",
+        "create_sub_session",
+        "image_gen",
+        "workflow",
+        "artifact",
+        "structured_output",
+        "team_create",
+        "team_delete",
+        "team_plan_approval",
+        "request_shutdown",
+    }
+)
 """The tools Qwen Code 0.24 registers (its ToolNames), by what they may change; another (an
 MCP tool, a newer tool) is a side effect, and reported unmapped."""
 FINAL = {"success": False, "error": True, "cancelled": True}
@@ -121,8 +168,11 @@ class QwenCodeParser(SourceParser):
             state["sidechain"] = True
             if state["parent"] is None:
                 parent = record.get("sessionId")
-                state["parent"] = {"sessionId": parent if isinstance(parent, str) else None,
-                                   "toolCallId": None, "agentId": agent_id}  # fmt: skip
+                state["parent"] = {
+                    "sessionId": parent if isinstance(parent, str) else None,
+                    "toolCallId": None,
+                    "agentId": agent_id,
+                }
         kind = record.get("type")
         if kind == "user":
             self._user(record)
@@ -188,8 +238,9 @@ class QwenCodeParser(SourceParser):
             self.unmapped("tool", tool)
         extra = self.call_fields(tool, arguments, (SHELL_TOOL,), EDIT_TOOLS, "file_path")
         self.state["calls"][call_id] = {"tool": tool, "todos": arguments.get("todos")}
-        self.operation(call_id, tool, effect_of(tool), state="started",
-                       **called(arguments), **extra)  # fmt: skip
+        self.operation(
+            call_id, tool, effect_of(tool), state="started", **called(arguments), **extra
+        )
 
     def _tool_result(self, record: dict[str, Any]) -> None:
         outcome = _dict(record.get("toolCallResult"))
@@ -216,8 +267,11 @@ class QwenCodeParser(SourceParser):
         elif tool == SUBAGENT_TOOL and not failed:
             launched = _TASK_ID.search(text)
             name = display.get("subagentName") if isinstance(display, dict) else None
-            agent_id = launched.group(1) if launched else (
-                f"{name}-{call_id}" if isinstance(name, str) else None)  # fmt: skip
+            agent_id = (
+                launched.group(1)
+                if launched
+                else (f"{name}-{call_id}" if isinstance(name, str) else None)
+            )
             if agent_id:
                 child = subagent_session_id(agent_id)
                 extra.update(childSessionId=child, childThreadId=thread_id_for(AGENT, child, 1))
@@ -230,8 +284,13 @@ class QwenCodeParser(SourceParser):
             todos = display.get("todos") if isinstance(display, dict) else None
             todos = todos if isinstance(todos, list) else call.get("todos")
             if isinstance(todos, list):
-                self.todos([(str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
-                            for n, t in enumerate(todos, 1) if isinstance(t, dict)])  # fmt: skip
+                self.todos(
+                    [
+                        (str(t.get("id") or n), str(t.get("content") or ""), t.get("status"))
+                        for n, t in enumerate(todos, 1)
+                        if isinstance(t, dict)
+                    ]
+                )
 
     def _edit(self, call_id: str, tool: str, diff: dict[str, Any], *, created: bool) -> None:
         """The FileDiff Qwen shows: the file before (`originalContent`, empty for a file
@@ -242,8 +301,14 @@ class QwenCodeParser(SourceParser):
         after = diff.get("newContent")
         before = diff.get("originalContent")
         known = isinstance(after, str) and isinstance(before, str)
-        self.file_edit(self.in_cwd(path), call_id, None if created else before,
-                       after if known else None, known, kind=tool)  # fmt: skip
+        self.file_edit(
+            self.in_cwd(path),
+            call_id,
+            None if created else before,
+            after if known else None,
+            known,
+            kind=tool,
+        )
 
     # --- system records ---------------------------------------------------------------------
 
@@ -263,8 +328,14 @@ class QwenCodeParser(SourceParser):
                 self.state["titles"]["custom"] = title_from(title)
         elif subtype == "chat_compression":
             summary = payload.get("summary") or payload.get("compressedHistorySummary")
-            self.emit({"type": "compact_boundary", "summary": summary if isinstance(
-                summary, str) and summary else "Conversation compressed"})  # fmt: skip
+            self.emit(
+                {
+                    "type": "compact_boundary",
+                    "summary": summary
+                    if isinstance(summary, str) and summary
+                    else "Conversation compressed",
+                }
+            )
         elif subtype == "session_model":
             self.model(payload.get("model") or payload.get("modelId"))
         else:
@@ -289,11 +360,12 @@ class QwenCodeParser(SourceParser):
     def _tokens(self, prompt: Any, cached: Any, output: Any, thoughts: Any) -> None:
         """Gemini's counts: the prompt includes what the cache served; thoughts are billed
         as output."""
-        count = [v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
-                 for v in (prompt, cached, output, thoughts)]  # fmt: skip
+        count = [
+            v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+            for v in (prompt, cached, output, thoughts)
+        ]
         read = min(count[1], count[0])
-        self.cost(fresh=count[0] - read, cache_write=0, cache_read=read,
-                  output=count[2] + count[3])  # fmt: skip
+        self.cost(fresh=count[0] - read, cache_write=0, cache_read=read, output=count[2] + count[3])
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -15,8 +15,11 @@ class QwenCodeFiles(FileStore):
     ROOT_HELP = "$QWEN_RUNTIME_DIR/projects, else $QWEN_HOME/projects, else ~/.qwen/projects"
 
     def default_root(self) -> Path:
-        base = (os.environ.get("QWEN_RUNTIME_DIR") or os.environ.get("QWEN_HOME")
-                or Path.home() / ".qwen")  # fmt: skip
+        base = (
+            os.environ.get("QWEN_RUNTIME_DIR")
+            or os.environ.get("QWEN_HOME")
+            or Path.home() / ".qwen"
+        )
         return Path(base) / "projects"
 
     def retention(self) -> Retention | None:
@@ -27,8 +30,11 @@ class QwenCodeFiles(FileStore):
         days = general.get("cleanupPeriodDays", 30) if isinstance(general, dict) else 30
         if not isinstance(days, int | float) or isinstance(days, bool) or days < 0:
             days = 30
-        return Retention(f"general.cleanupPeriodDays = {days:g} ({path})", days * 86_400.0,
-                         what="sub-agents' transcripts")  # fmt: skip
+        return Retention(
+            f"general.cleanupPeriodDays = {days:g} ({path})",
+            days * 86_400.0,
+            what="sub-agents' transcripts",
+        )
 
     def retained(self, root: Path, path: Path) -> bool:
         return path.parent.parent.name == "subagents"

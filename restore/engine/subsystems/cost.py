@@ -28,8 +28,7 @@ TOKENS = ("inputTokens", "outputTokens")
 
 
 def initial() -> dict[str, Any]:
-    return {"inputTokens": 0, "outputTokens": 0, "usd": 0.0, "byModel": {},
-            "subagentThreads": []}  # fmt: skip
+    return {"inputTokens": 0, "outputTokens": 0, "usd": 0.0, "byModel": {}, "subagentThreads": []}
 
 
 def _add(target: dict[str, Any], item: dict[str, Any]) -> None:
@@ -94,8 +93,14 @@ def _subagents_line(
     subagents: list[dict[str, Any]], per_model: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     """The sub-agents' line; their costs per model are added to `per_model`."""
-    line: dict[str, Any] = {"threads": len(subagents), "inputTokens": 0, "outputTokens": 0,
-                            "usd": 0.0, "missing": 0, "items": []}  # fmt: skip
+    line: dict[str, Any] = {
+        "threads": len(subagents),
+        "inputTokens": 0,
+        "outputTokens": 0,
+        "usd": 0.0,
+        "missing": 0,
+        "items": [],
+    }
     for child in subagents:
         cost = child.get("cost")
         entry = {"threadId": child["threadId"], "title": child.get("title")}

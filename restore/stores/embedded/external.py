@@ -105,5 +105,6 @@ class ExternalThreads:
             return None
         # The items themselves reach followers through the relay (server/live/relay.py), read
         # after the last one each was sent; this says the row changed, and to what.
-        return ExternalChange(thread_id, tail.summary.thread_info(),
-                              (tail.summary, path, stat), whole)  # fmt: skip
+        return ExternalChange(
+            thread_id, tail.summary.thread_info(), (tail.summary, path, stat), whole
+        )

@@ -665,8 +665,9 @@ class ThreadStore:
             repaired.skipped = found.skipped
             repaired.bom = found.bom
             repaired.torn_tail_offset = found.torn_tail_offset
-            writer = ThreadWriter(thread_id, path, fd, repaired, self._durability(durable),
-                                  archived, base, store=self)  # fmt: skip
+            writer = ThreadWriter(
+                thread_id, path, fd, repaired, self._durability(durable), archived, base, store=self
+            )
             writer.base_rejected = rejected
             return writer
         except BaseException:

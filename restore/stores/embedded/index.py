@@ -475,8 +475,11 @@ class ThreadIndex:
         with self._open_lock:
             self._close()
             if self._in_memory:
-                logger.warning("the thread index in memory was damaged (%s): rebuilding it "
-                               "from the thread files", fault)  # fmt: skip
+                logger.warning(
+                    "the thread index in memory was damaged (%s): rebuilding it "
+                    "from the thread files",
+                    fault,
+                )
                 self._seed = False
             else:
                 set_aside(self._layout.index_path, fault)
@@ -650,8 +653,11 @@ class ThreadIndex:
             before: dict[str, int] = decoded(orjson.loads, stored["shards"])
             now = seen[1]
             # -1: changed too recently to be trusted last time, so read again now.
-            moved = [key for key in before.keys() | now.keys()
-                     if before.get(key, -1) == -1 or before.get(key) != now.get(key)]  # fmt: skip
+            moved = [
+                key
+                for key in before.keys() | now.keys()
+                if before.get(key, -1) == -1 or before.get(key) != now.get(key)
+            ]
             shards = {key.partition("/")[2] for key in moved}
             shards.update(thread_id[:2] for thread_id in found.thread_ids)
             if shards:
@@ -673,9 +679,13 @@ class ThreadIndex:
         if shards is None:
             rows = conn.execute(columns).fetchall()
         else:  # by the primary key: a shard is its threads' first two characters
-            rows = [row for shard in sorted(shards)
-                    for row in conn.execute(f"{columns} WHERE threadId >= ? AND threadId < ?",
-                                            (shard, shard + "\U0010ffff"))]  # fmt: skip
+            rows = [
+                row
+                for shard in sorted(shards)
+                for row in conn.execute(
+                    f"{columns} WHERE threadId >= ? AND threadId < ?", (shard, shard + "\U0010ffff")
+                )
+            ]
         stored = {row[0]: row[1:] for row in rows}
         on_disk = self._chosen_files(shards)
         present = {path for path, _, _ in on_disk}

@@ -92,8 +92,9 @@ class ThreadPages:
         with _OpenFile(self.layout, thread_id) as (fd, path):
             try:
                 stat = os.fstat(fd)
-                result = self._read(thread_id, path, fd, stat.st_size, after, before, limit,
-                                    max_bytes)  # fmt: skip
+                result = self._read(
+                    thread_id, path, fd, stat.st_size, after, before, limit, max_bytes
+                )
             except OSError as exc:
                 raise thread_file_error(exc, thread_id, path) from exc
         result.source = (stat.st_dev, stat.st_ino, stat.st_size)

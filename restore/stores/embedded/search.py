@@ -237,9 +237,15 @@ class ThreadSearch:
             from restore.stores.embedded.search_child import SearchChildGone
 
             try:
-                return self._child.search(query, filters, cursor=cursor, limit=limit,
-                                          progress=progress, budget=budget,
-                                          cancel=cancel)  # fmt: skip
+                return self._child.search(
+                    query,
+                    filters,
+                    cursor=cursor,
+                    limit=limit,
+                    progress=progress,
+                    budget=budget,
+                    cancel=cancel,
+                )
             except SearchChildGone as exc:  # this one here; the next starts it again
                 logger.warning("%s; searching in the server's own process", exc)
         pause_point("thread-search")  # beside the store thread (tests/test_search_server.py)
@@ -257,8 +263,9 @@ class ThreadSearch:
                 if cancel is not None and cancel.cancelled and not isinstance(exc, Cancelled):
                     raise Cancelled("the client cancelled the search") from exc  # interrupted
                 if isinstance(exc, OSError) and conn is None:  # the index file gone meanwhile
-                    raise storage_failure(f"{where}: {exc.strerror or exc}", path=where,
-                                          retryable=True) from exc  # fmt: skip
+                    raise storage_failure(
+                        f"{where}: {exc.strerror or exc}", path=where, retryable=True
+                    ) from exc
                 fault = content_fault(exc)
                 if fault is not None and attempt == 1 and conn is not None:
                     self._start_over(conn, fault)
@@ -280,8 +287,11 @@ class ThreadSearch:
         on the listing index rebuilt from the files (the service's `search`, the server's
         handler)."""
         where = str(self._index.path)
-        logger.warning("the search index in %s was damaged (%s): building it again from the "
-                       "thread files", where, fault)  # fmt: skip
+        logger.warning(
+            "the search index in %s was damaged (%s): building it again from the thread files",
+            where,
+            fault,
+        )
         try:
             drop_tables(conn)
         except Exception as exc:
@@ -477,13 +487,19 @@ class ThreadSearch:
                 window = self._window(conn, match, top)
             floor, ids = window
             wanted = limit - len(hits)
-            rows = self._ranked(conn, match, where, params, (floor, top, ids if recent else None),
-                                key, wanted + 1)  # fmt: skip
+            rows = self._ranked(
+                conn, match, where, params, (floor, top, ids if recent else None), key, wanted + 1
+            )
             hits += [
-                SearchHit(decoded(summary_of, row[:n], json_text=True), row[n], row[n + 1],
-                          row[n + 2], row[n + 3])
+                SearchHit(
+                    decoded(summary_of, row[:n], json_text=True),
+                    row[n],
+                    row[n + 1],
+                    row[n + 2],
+                    row[n + 3],
+                )
                 for row in rows[:wanted]
-            ]  # fmt: skip
+            ]
             if len(rows) > wanted:  # the page is full, and this window holds more
                 last = rows[wanted - 1]
                 key = [last[n + 5], last[n + 2], last[n + 4]]

@@ -78,13 +78,22 @@ def serve(requests: Connection, answers: Connection, index_path: Path) -> None:
             told = _Told(requests, number)
             answer: tuple[Any, ...]
             try:
-                page = search.search(query, filters, cursor=cursor, limit=limit,
-                                     progress=progress, budget=budget, cancel=told)  # fmt: skip
+                page = search.search(
+                    query,
+                    filters,
+                    cursor=cursor,
+                    limit=limit,
+                    progress=progress,
+                    budget=budget,
+                    cancel=told,
+                )
                 if page.hits:
                     pause_point("search-snippets")  # tests: a search with hits held under way
                 shown, out_of_time = snippets([hit.text for hit in page.hits], query, cancel=told)
-                page.hits = [replace(hit, text="", shown=snippet)
-                             for hit, snippet in zip(page.hits, shown, strict=True)]  # fmt: skip
+                page.hits = [
+                    replace(hit, text="", shown=snippet)
+                    for hit, snippet in zip(page.hits, shown, strict=True)
+                ]
                 page.partial = page.partial or out_of_time
                 answer = ("page", page)
             except ProtocolError as exc:
@@ -101,8 +110,11 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is its server's to act on
     logging.basicConfig(level=logging.WARNING, format="sessiond-search: %(message)s")
     with contextlib.suppress(BrokenPipeError):
-        serve(Connection(int(down), writable=False), Connection(int(up), readable=False),
-              Path(index_path))  # fmt: skip
+        serve(
+            Connection(int(down), writable=False),
+            Connection(int(up), readable=False),
+            Path(index_path),
+        )
 
 
 if __name__ == "__main__":

@@ -98,8 +98,9 @@ class EmbeddedStore(ThreadStore):
     ) -> None:
         super().__init__(layout, durability, read_only=read_only)
         self.where = str(layout.home)
-        self.index = ThreadIndex(layout, self.read_summary, in_memory=read_only,
-                                 live=self._live_rows)  # fmt: skip
+        self.index = ThreadIndex(
+            layout, self.read_summary, in_memory=read_only, live=self._live_rows
+        )
         self.pages = ThreadPages(layout)
         self.search = ThreadSearch(self.index)
         self.group_commit = GroupCommit()
@@ -158,8 +159,9 @@ class EmbeddedStore(ThreadStore):
     def _park_one(self, keep: ThreadWriter) -> bool:
         """Park the least recently used idle writer (else the least recently used, synced
         first); False when none could go (the bound is then exceeded until next time)."""
-        candidates = [w for w in itertools.islice(self._open.values(), PARK_CANDIDATES)
-                      if w is not keep]  # fmt: skip
+        candidates = [
+            w for w in itertools.islice(self._open.values(), PARK_CANDIDATES) if w is not keep
+        ]
         idle = [w for w in candidates if w.idle]
         for victim in idle[:1] or candidates[:1]:
             if victim.park():
@@ -262,8 +264,13 @@ class EmbeddedStore(ThreadStore):
 
         self.search.close()  # the index file may be replaced: a later search opens the new one
         self.index.close()
-        return run_doctor(self.layout, progress, repair=repair, read_only=self.read_only,
-                          rebuild_index=rebuild_index)  # fmt: skip
+        return run_doctor(
+            self.layout,
+            progress,
+            repair=repair,
+            read_only=self.read_only,
+            rebuild_index=rebuild_index,
+        )
 
     def redact_existing(
         self, progress: StepProgress | None = None, *, apply: bool = False

@@ -81,8 +81,12 @@ def storage_error(exc: BaseException, where: str, redact: Redactor) -> ProtocolE
 
         return ProtocolError(ErrorKind.UNAUTHORIZED, message, retryable=False)
     retryable = isinstance(exc, psycopg.OperationalError | PoolTimeout) or sqlstate in (
-        "40001", "40P01", "57P01", "57P02", "57P03",
-    )  # fmt: skip
+        "40001",
+        "40P01",
+        "57P01",
+        "57P02",
+        "57P03",
+    )
     full = sqlstate == "53100"  # disk_full
     return storage_failure(message, full=full, retryable=True if full else retryable)
 

@@ -68,10 +68,21 @@ class SharedIndex:
                 [*params, max(1, grain_ms)],
             ).fetchall()
             entries = [
-                UsageEntry(row[0], int(row[1]), int(row[2]), row[3], int(row[4]), int(row[5]),
-                           int(row[6]), int(row[7]), float(row[8]), int(row[9]), int(row[10]))
+                UsageEntry(
+                    row[0],
+                    int(row[1]),
+                    int(row[2]),
+                    row[3],
+                    int(row[4]),
+                    int(row[5]),
+                    int(row[6]),
+                    int(row[7]),
+                    float(row[8]),
+                    int(row[9]),
+                    int(row[10]),
+                )
                 for row in found
-            ]  # fmt: skip
+            ]
             ids = sorted({entry.threadId for entry in entries}) if threads else []
             named: dict[str, UsageThread] = {}
             if ids:

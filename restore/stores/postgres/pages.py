@@ -59,8 +59,7 @@ class SharedPages:
         """The items after seq `after`, ascending, each with its seq, cut like a forward
         page (count and bytes); True when more follow. For followers of a thread another
         machine writes (server/live/relay.py): a thread that is gone has nothing after."""
-        return self._rows(validate_thread_id(thread_id), after, False, limit, max_bytes,
-                          known=True)  # fmt: skip
+        return self._rows(validate_thread_id(thread_id), after, False, limit, max_bytes, known=True)
 
     def last_seq(self, thread_id: str) -> int:
         """The seq of the thread's last item (0 when it has none); ThreadNotFound if none

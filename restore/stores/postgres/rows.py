@@ -54,14 +54,30 @@ UPDATE_ROW = (
 def row_values(summary: ThreadSummary, repo: Repo) -> tuple[Any, ...]:
     """`UPDATE_ROW`'s parameters."""
     return (
-        summary.title, summary.preview, summary.cwd, summary.workspaceFolder, summary.branch,
-        summary.headSha, repo[0], repo[1], summary.createdAt, summary.updatedAt or "",
-        summary.itemCount, Jsonb(summary.forkedFrom) if summary.forkedFrom else None,
-        summary.costUsd, Jsonb(summary.origin) if summary.origin else None,
-        _uuid_or_none(summary.parentThreadId), summary.parentOperationId, summary.lastSeq,
-        summary.latestSessionId, summary.sessionKey, _uuid_or_none(summary.previousThreadId),
-        _uuid_or_none(summary.nextThreadId), summary.resetReason, summary.threadId,
-    )  # fmt: skip
+        summary.title,
+        summary.preview,
+        summary.cwd,
+        summary.workspaceFolder,
+        summary.branch,
+        summary.headSha,
+        repo[0],
+        repo[1],
+        summary.createdAt,
+        summary.updatedAt or "",
+        summary.itemCount,
+        Jsonb(summary.forkedFrom) if summary.forkedFrom else None,
+        summary.costUsd,
+        Jsonb(summary.origin) if summary.origin else None,
+        _uuid_or_none(summary.parentThreadId),
+        summary.parentOperationId,
+        summary.lastSeq,
+        summary.latestSessionId,
+        summary.sessionKey,
+        _uuid_or_none(summary.previousThreadId),
+        _uuid_or_none(summary.nextThreadId),
+        summary.resetReason,
+        summary.threadId,
+    )
 
 
 def _uuid_or_none(value: str | None) -> str | None:

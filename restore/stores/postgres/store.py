@@ -327,8 +327,9 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise self._fail(exc) from None
         summary = ThreadSummary(threadId=thread_id)
-        writer = PostgresWriter(self, thread_id, summary, (None, None), None, ThreadFile(), None,
-                                durable=durable)  # fmt: skip
+        writer = PostgresWriter(
+            self, thread_id, summary, (None, None), None, ThreadFile(), None, durable=durable
+        )
         self._writers[thread_id] = writer
         try:
             try:
@@ -387,8 +388,9 @@ class PostgresStore:
         except BaseException:
             self._unlock_quietly(thread_id)
             raise
-        writer = PostgresWriter(self, thread_id, row, repo, last_line, contents, base,
-                                durable=durable)  # fmt: skip
+        writer = PostgresWriter(
+            self, thread_id, row, repo, last_line, contents, base, durable=durable
+        )
         writer.base_rejected = rejected
         self._writers[thread_id] = writer
         return writer
@@ -657,9 +659,11 @@ class PostgresStore:
                     cur.executemany(
                         "INSERT INTO sessiond_items (thread_id, seq, item_id, line) "
                         "VALUES (%s, %s, %s, %s)",
-                        [(thread_id, i["seq"], str(i["id"]), orjson.dumps(i).decode())
-                         for i in new],
-                    )  # fmt: skip
+                        [
+                            (thread_id, i["seq"], str(i["id"]), orjson.dumps(i).decode())
+                            for i in new
+                        ],
+                    )
                 self._row_from_lines(conn, thread_id, archived)
                 conn.execute(
                     "UPDATE sessiond_threads SET archived = %s WHERE thread_id = %s",

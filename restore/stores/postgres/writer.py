@@ -206,9 +206,13 @@ class PostgresWriter:
             stamped, lines = placed.stamped, placed.lines
         else:
             stamped = stamp(
-                items, session_id, self.last_seq, known, keep_ts=keep_ts,
+                items,
+                session_id,
+                self.last_seq,
+                known,
+                keep_ts=keep_ts,
                 redactor=None if redacted else self._store.redactor,
-            )  # fmt: skip
+            )
             lines = [encode_line(line)[:-1].decode() for line in stamped.stored]
         if stamped.stored:
             repo = self.repo
@@ -218,9 +222,15 @@ class PostgresWriter:
             for line in stamped.stored:
                 summary.apply(line)
             self._store.write(
-                self, stamped.stored, lines, summary, repo, defer_sync,
-                staged=placed, unused=staged.rows if staged is not None and placed is None else (),
-            )  # fmt: skip
+                self,
+                stamped.stored,
+                lines,
+                summary,
+                repo,
+                defer_sync,
+                staged=placed,
+                unused=staged.rows if staged is not None and placed is None else (),
+            )
             # Counted only once written (and, without defer_sync, committed).
             self.summary, self.repo, self.last_seq = summary, repo, stamped.last_seq
             self.last_line = lines[-1]
@@ -244,9 +254,12 @@ class PostgresWriter:
             return None
         base = self.last_seq
         stamped = stamp(
-            items, session_id, base, self.seq_of_id or {},
+            items,
+            session_id,
+            base,
+            self.seq_of_id or {},
             redactor=None if redacted else self._store.redactor,
-        )  # fmt: skip
+        )
         if stamped.duplicates or not stamped.stored:
             return None
         lines = [encode_line(line)[:-1].decode() for line in stamped.stored]
