@@ -22,7 +22,7 @@ import orjson
 
 from restore.home.layout import Layout
 from restore.service import Settings, ThreadService, open_service
-from restore.stores.api import Durability
+from restore.stores.api import Durability, ListFilters
 from restore.stores.embedded.jsonl import parse_bytes
 from restore.summary import summarize
 
@@ -62,8 +62,7 @@ def naive_scan(layout: Layout, folder: str) -> list[str]:
 
 
 def indexed(service: ThreadService, folder: str) -> list[str]:
-    threads, _ = service.list(cwd=None, workspace_folder=folder, archived=False, search=None,
-                              cursor=None, limit=PAGE)  # fmt: skip
+    threads, _ = service.list(ListFilters(workspace_folder=folder, limit=PAGE))
     return [t.threadId for t in threads]
 
 

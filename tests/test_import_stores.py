@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from restore.stores import Settings, open_store
-from restore.stores.api import Store
+from restore.stores.api import ListFilters, Store
 from restore.summary import ThreadSummary
 from tests.conftest import git
 from tests.support.import_fixtures import Fixture, build
@@ -47,7 +47,7 @@ def rows(store: Store) -> dict[str, ThreadSummary]:
     parents: list[str | None] = [None]
     while parents:
         parent = parents.pop()
-        page, _ = store.index.list(limit=200, parent_thread_id=parent)
+        page, _ = store.index.list(ListFilters(limit=200, parent_thread_id=parent))
         assert len(page) < 200
         for row in page:
             found[row.threadId] = row

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.home.layout import Layout
+from restore.stores.api import ListFilters
 from restore.stores.cursors import encode_cursor
 from restore.stores.embedded import marks
 from restore.stores.embedded.files import ThreadStore
@@ -102,7 +103,7 @@ def all_pages(index: ThreadIndex, limit: int, **filters: Any) -> list[list[Threa
     pages: list[list[ThreadSummary]] = []
     cursor = None
     while True:
-        page, cursor = index.list(cursor=cursor, limit=limit, **filters)
+        page, cursor = index.list(ListFilters(cursor=cursor, limit=limit, **filters))
         pages.append(page)
         if cursor is None:
             return pages
@@ -136,15 +137,15 @@ def test_list_is_newest_first_and_filters_by_cwd_workspace_archived_and_search(
     index = open_index(layout)
 
     assert ids(index.list()[0]) == [backup, other, sibling, sub, old]
-    assert ids(index.list(cwd="/w/a")[0]) == [old]
-    assert ids(index.list(workspace_folder="/w/a")[0]) == [other, sub, old]
-    assert ids(index.list(workspace_folder="/w/ab")[0]) == [sibling]
-    assert ids(index.list(archived=True)[0]) == [gone]
-    assert ids(index.list(archived=True, cwd="/w/a")[0]) == [gone]
-    assert ids(index.list(search="bug")[0]) == [other, sibling, old]
-    assert ids(index.list(search="über")[0]) == [other]
-    assert ids(index.list(search="STRASSE")[0]) == [sub]
-    assert ids(index.list(search="bug", workspace_folder="/w/a")[0]) == [other, old]
+    assert ids(index.list(ListFilters(cwd="/w/a"))[0]) == [old]
+    assert ids(index.list(ListFilters(workspace_folder="/w/a"))[0]) == [other, sub, old]
+    assert ids(index.list(ListFilters(workspace_folder="/w/ab"))[0]) == [sibling]
+    assert ids(index.list(ListFilters(archived=True))[0]) == [gone]
+    assert ids(index.list(ListFilters(archived=True, cwd="/w/a"))[0]) == [gone]
+    assert ids(index.list(ListFilters(search="bug"))[0]) == [other, sibling, old]
+    assert ids(index.list(ListFilters(search="über"))[0]) == [other]
+    assert ids(index.list(ListFilters(search="STRASSE"))[0]) == [sub]
+    assert ids(index.list(ListFilters(search="bug", workspace_folder="/w/a"))[0]) == [other, old]
 
 
 def test_search_treats_like_wildcards_literally(layout: Layout) -> None:
@@ -152,8 +153,8 @@ def test_search_treats_like_wildcards_literally(layout: Layout) -> None:
     underscore = write_thread(layout, at=2, messages=("snake_case",))
     write_thread(layout, at=3, messages=("plain text",))
     index = open_index(layout)
-    assert ids(index.list(search="%")[0]) == [percent]
-    assert ids(index.list(search="_")[0]) == [underscore]
+    assert ids(index.list(ListFilters(search="%"))[0]) == [percent]
+    assert ids(index.list(ListFilters(search="_"))[0]) == [underscore]
 
 
 def test_workspace_folder_does_not_treat_wildcards_in_the_folder_as_patterns(
@@ -162,8 +163,8 @@ def test_workspace_folder_does_not_treat_wildcards_in_the_folder_as_patterns(
     write_thread(layout, at=1, cwd="/w/ax/sub", workspace=None)
     inside = write_thread(layout, at=2, cwd="/w/a_/sub", workspace=None)
     index = open_index(layout)
-    assert ids(index.list(workspace_folder="/w/a_")[0]) == [inside]
-    assert index.list(workspace_folder="/w/a%")[0] == []
+    assert ids(index.list(ListFilters(workspace_folder="/w/a_"))[0]) == [inside]
+    assert index.list(ListFilters(workspace_folder="/w/a%"))[0] == []
 
 
 def test_five_matches_among_500_page_as_2_2_1_and_the_last_has_no_cursor(
@@ -178,7 +179,7 @@ def test_five_matches_among_500_page_as_2_2_1_and_the_last_has_no_cursor(
 
     assert [len(p) for p in pages] == [2, 2, 1]
     assert [t for p in pages for t in ids(p)] == wanted[::-1]
-    assert index.list(cwd="/w/target", limit=5)[1] is None
+    assert index.list(ListFilters(cwd="/w/target", limit=5))[1] is None
 
 
 def test_exactly_full_last_page_has_no_cursor(layout: Layout) -> None:
@@ -264,15 +265,15 @@ def test_pages_concatenate_to_the_filtered_ordered_list(
 def test_cursor_is_stable_when_a_newer_thread_is_inserted_between_pages(layout: Layout) -> None:
     threads = [write_thread(layout, at=n * 10) for n in range(1, 6)]
     index = open_index(layout)
-    first, cursor = index.list(limit=2)
+    first, cursor = index.list(ListFilters(limit=2))
     newer = write_thread(layout, at=1000)
     index.upsert(summary_of(layout.thread_path(newer), False), layout.thread_path(newer))
     rest = []
     while cursor is not None:
-        page, cursor = index.list(limit=2, cursor=cursor)
+        page, cursor = index.list(ListFilters(limit=2, cursor=cursor))
         rest += page
     assert ids(first) + ids(rest) == threads[::-1]
-    assert ids(index.list(limit=1)[0]) == [newer]
+    assert ids(index.list(ListFilters(limit=1))[0]) == [newer]
 
 
 def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
@@ -312,14 +313,14 @@ def test_rows_round_trip_every_summary_field(layout: Layout) -> None:
     index.upsert(full, path)
     # The child count is the listing's (no column): a row read alone has none.
     assert index.get(thread_id) == dataclasses.replace(full, childCount=None)
-    assert index.list(archived=True, parent_thread_id=full.parentThreadId)[0] == [full]
-    assert index.list(archived=True)[0] == [full]  # its parent is not here: at the top
+    assert index.list(ListFilters(archived=True, parent_thread_id=full.parentThreadId))[0] == [full]
+    assert index.list(ListFilters(archived=True))[0] == [full]  # its parent is not here: at the top
     parent = ThreadSummary(threadId=full.parentThreadId, archived=True, updatedAt="2026-01-01")
     parent_path = layout.thread_path(full.parentThreadId)
     parent_path.parent.mkdir(parents=True, exist_ok=True)
     parent_path.write_bytes(b"")
     index.upsert(parent, parent_path)
-    listed = index.list(archived=True)[0]  # a child is listed under its parent only
+    listed = index.list(ListFilters(archived=True))[0]  # a child is listed under its parent only
     assert [row.threadId for row in listed] == [full.parentThreadId]
     index.remove(full.parentThreadId)
     index.remove(thread_id)
@@ -345,7 +346,7 @@ def built(layout: Layout) -> list[str]:
     for n in range(3):
         write_thread(layout, at=n, archived=n == 0)
     index = open_index(layout)
-    listed = ids(index.list()[0]) + ids(index.list(archived=True)[0])
+    listed = ids(index.list()[0]) + ids(index.list(ListFilters(archived=True))[0])
     index.close()
     return listed
 
@@ -355,7 +356,7 @@ def test_deleted_index_is_rebuilt_with_the_same_threads(layout: Layout) -> None:
     layout.index_path.unlink()
     index = ThreadIndex(layout, read_summary)
     assert index.ensure_ready() == "rebuilt"
-    assert ids(index.list()[0]) + ids(index.list(archived=True)[0]) == listed
+    assert ids(index.list()[0]) + ids(index.list(ListFilters(archived=True))[0]) == listed
 
 
 def test_garbage_index_is_kept_aside_and_rebuilt(layout: Layout) -> None:
@@ -364,7 +365,7 @@ def test_garbage_index_is_kept_aside_and_rebuilt(layout: Layout) -> None:
     layout.index_path.write_bytes(garbage)
     index = ThreadIndex(layout, read_summary)
     assert index.ensure_ready() == "rebuilt"
-    assert ids(index.list()[0]) + ids(index.list(archived=True)[0]) == listed
+    assert ids(index.list()[0]) + ids(index.list(ListFilters(archived=True))[0]) == listed
     aside = list(layout.home.glob("index.sqlite3.corrupt-*"))
     assert [p.read_bytes() for p in aside] == [garbage]
 
@@ -377,7 +378,7 @@ def test_wrong_schema_is_rebuilt(layout: Layout, damage: str) -> None:
     conn.close()
     index = ThreadIndex(layout, read_summary)
     assert index.ensure_ready() == "rebuilt"
-    assert ids(index.list()[0]) + ids(index.list(archived=True)[0]) == listed
+    assert ids(index.list()[0]) + ids(index.list(ListFilters(archived=True))[0]) == listed
     assert index.ensure_ready() == "ready"
 
 
@@ -422,7 +423,7 @@ def test_reconcile_follows_a_thread_moved_to_archived(layout: Layout) -> None:
     live.rename(archived)
     index = open_index(layout)
     assert index.list()[0] == []
-    assert ids(index.list(archived=True)[0]) == [thread_id]
+    assert ids(index.list(ListFilters(archived=True))[0]) == [thread_id]
 
 
 def test_reconcile_rereads_only_changed_files(layout: Layout) -> None:
@@ -452,7 +453,7 @@ def test_reconcile_rereads_only_changed_files(layout: Layout) -> None:
 def test_malformed_cursor_is_invalid_params(layout: Layout, cursor: str) -> None:
     write_thread(layout, at=1)
     with pytest.raises(ProtocolError) as raised:
-        open_index(layout).list(cursor=cursor)
+        open_index(layout).list(ListFilters(cursor=cursor))
     assert raised.value.kind == ErrorKind.INVALID_PARAMS
 
 
@@ -460,9 +461,9 @@ def test_limit_is_clamped(layout: Layout) -> None:
     for n in range(3):
         write_thread(layout, at=n)
     index = open_index(layout)
-    page, cursor = index.list(limit=0)
+    page, cursor = index.list(ListFilters(limit=0))
     assert len(page) == 1 and cursor is not None
-    assert len(index.list(limit=10_000)[0]) == 3
+    assert len(index.list(ListFilters(limit=10_000))[0]) == 3
 
 
 def test_filtered_pages_use_an_index_not_a_table_scan(layout: Layout) -> None:
@@ -472,7 +473,7 @@ def test_filtered_pages_use_an_index_not_a_table_scan(layout: Layout) -> None:
     with sqlite3.connect(layout.index_path) as conn:
         for f in ({}, {"cwd": "/w/a"}, {"archived": True}, {"workspace_folder": "/w"}):
             query = {"cwd": None, "workspace_folder": None, "archived": False, "search": None}
-            sql, params = index._list_query(**(query | f), cursor=cursor, limit=50)
+            sql, params = index._list_query(ListFilters(**(query | f), cursor=cursor), 50)
             plan = " ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
             assert "USING INDEX" in plan and "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
     conn.close()
@@ -548,7 +549,7 @@ def test_an_index_of_the_version_before_sub_agents_is_rebuilt_with_them(layout: 
     assert reopened.ensure_ready() == "rebuilt"
     (top,) = reopened.list()[0]
     assert (top.threadId, top.childCount) == (parent, 1)
-    assert ids(reopened.list(parent_thread_id=parent)[0]) == [child]
+    assert ids(reopened.list(ListFilters(parent_thread_id=parent))[0]) == [child]
     reopened.close()
 
 
@@ -624,7 +625,7 @@ def test_files_created_or_removed_behind_the_index_are_found_by_their_shard(
     new = write_thread(layout, at=40)  # a copied-in file, say: no writer, no mark
 
     index, read = counting_index(layout)
-    listed = ids(index.list(limit=100)[0])
+    listed = ids(index.list(ListFilters(limit=100))[0])
     assert read == [layout.thread_path(new)]
     assert sorted(listed) == sorted([*kept, new])
 
@@ -653,7 +654,7 @@ def test_an_index_damaged_after_its_open_is_rebuilt_on_use(layout: Layout) -> No
         f.seek(4096)
         f.write(os.urandom(layout.index_path.stat().st_size - 4096))
     index = ThreadIndex(layout, read_summary)
-    assert ids(index.list()[0]) + ids(index.list(archived=True)[0]) == listed
+    assert ids(index.list()[0]) + ids(index.list(ListFilters(archived=True))[0]) == listed
     assert list(layout.home.glob("index.sqlite3.corrupt-*"))
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.service import Settings, ThreadService, open_service
-from restore.stores.api import Durability
+from restore.stores.api import Durability, ListFilters
 from tests.conftest import BOTH_STORES
 from tests.support.items import message, named
 
@@ -161,18 +161,17 @@ def test_list_filters_before_paging_newest_first(services: Services, tmp_path: P
     listing = services()
     found, cursor = [], None
     while True:
-        page, cursor = listing.list(cwd=None, workspace_folder=str(inside), archived=False,
-                                    search=None, cursor=cursor, limit=2)  # fmt: skip
+        page, cursor = listing.list(
+            ListFilters(workspace_folder=str(inside), cursor=cursor, limit=2)
+        )
         assert page, "a page came back empty while more results existed"
         found += [summary.threadId for summary in page]
         if cursor is None:
             break
     assert found == wanted[::-1]
-    hits, _ = listing.list(cwd=None, workspace_folder=None, archived=False, search="WANTED 3",
-                           cursor=None, limit=50)  # fmt: skip
+    hits, _ = listing.list(ListFilters(search="WANTED 3"))
     assert [s.threadId for s in hits] == [wanted[3]]
-    exact, _ = listing.list(cwd=str(inside / "sub"), workspace_folder=None, archived=False,
-                            search=None, cursor=None, limit=50)  # fmt: skip
+    exact, _ = listing.list(ListFilters(cwd=str(inside / "sub")))
     assert {s.threadId for s in exact} == {wanted[n] for n in (1, 3, 5)}
 
 
@@ -217,8 +216,7 @@ def test_archive_hides_and_refuses_resume_delete_removes_everything(
     assert archived.archived is True and archived.itemCount == 1
 
     def listed(archived: bool) -> list[str]:
-        page, _ = services().list(cwd=None, workspace_folder=None, archived=archived,
-                                  search=None, cursor=None, limit=50)  # fmt: skip
+        page, _ = services().list(ListFilters(archived=archived))
         return [s.threadId for s in page]
 
     assert listed(False) == [] and listed(True) == [tid]

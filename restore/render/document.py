@@ -23,6 +23,7 @@ from restore.render import styles
 from restore.render.text import safe
 from restore.render.transcript import Nested, Style, Tally, footer, render
 from restore.service import ThreadService
+from restore.stores.api import ListFilters
 from restore.summary import ThreadSummary
 
 Format = Literal["md", "json", "html"]
@@ -94,13 +95,7 @@ def children(service: ThreadService, thread_id: str) -> list[ThreadSummary]:
     cursor = None
     while True:
         page, cursor = service.list(
-            cwd=None,
-            workspace_folder=None,
-            archived=False,
-            search=None,
-            cursor=cursor,
-            limit=200,
-            parent_thread_id=thread_id,
+            ListFilters(cursor=cursor, limit=200, parent_thread_id=thread_id)
         )
         found += page
         if cursor is None:

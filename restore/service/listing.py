@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.engine.environment import canonical
 from restore.ids import id_prefix, validate_thread_id
-from restore.stores.api import ExternalChange, Listing, Progress, Store
+from restore.stores.api import ExternalChange, ListFilters, Listing, Progress, Store
 from restore.summary import ThreadSummary
 
 logger = logging.getLogger("sessiond.threads")
@@ -32,47 +33,30 @@ class Lists:
 
     store: Store
 
-    def list(
-        self,
-        *,
-        cwd: str | None,
-        workspace_folder: str | None,
-        archived: bool,
-        search: str | None,
-        cursor: str | None,
-        limit: int,
-        progress: Progress | None = None,
-        parent_thread_id: str | None = None,
-        session_key: str | None = None,
-    ) -> Listing:
+    def list(self, filters: ListFilters, progress: Progress | None = None) -> Listing:
         """A page of top-level threads, or of `parent_thread_id`'s children (sub-agents);
         `session_key`: the threads whose key starts with it (sub-agents' too)."""
-        if parent_thread_id is not None:
-            parent_thread_id = validate_thread_id(parent_thread_id)
-        filters = (
-            ("cwd", cwd),
-            ("workspaceFolder", workspace_folder),
-            ("search", search),
-            ("sessionKey", session_key),
+        texts = (
+            ("cwd", filters.cwd),
+            ("workspaceFolder", filters.workspace_folder),
+            ("search", filters.search),
+            ("sessionKey", filters.session_key),
         )
-        for name, value in filters:
+        for name, value in texts:
             if value is not None and "\0" in value:  # PostgreSQL text cannot hold one
                 raise ProtocolError(
                     ErrorKind.INVALID_PARAMS, f"{name} must not contain NUL", field=name
                 )
+        parent = filters.parent_thread_id
+        checked = replace(
+            filters,
+            cwd=canonical(filters.cwd) if filters.cwd is not None else None,  # stored so
+            parent_thread_id=validate_thread_id(parent) if parent is not None else None,
+        )
         index = self.store.index
         index.ensure_ready(progress)
         self.store.flush()
-        return index.list(
-            cwd=canonical(cwd) if cwd is not None else None,  # cwds are stored canonical
-            workspace_folder=workspace_folder,
-            archived=archived,
-            search=search,
-            cursor=cursor,
-            limit=limit,
-            parent_thread_id=parent_thread_id,
-            session_key=session_key,
-        )
+        return index.list(checked)
 
     def with_prefix(self, text: str, limit: int = CANDIDATES) -> Rows:
         """The threads whose id starts with what a person typed (restore/ids.py

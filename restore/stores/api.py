@@ -251,6 +251,25 @@ def derived(what: str, work: Callable[..., Any], *args: Any) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class ListFilters:
+    """What a listing asks for, the one spelling every caller and both indexes use: the
+    filters, applied before paging, and the page (a keyset `cursor`, at most `limit`)."""
+
+    cwd: str | None = None
+    workspace_folder: str | None = None
+    archived: bool = False
+    search: str | None = None
+    cursor: str | None = None
+    limit: int = 50
+    parent_thread_id: str | None = None
+    session_key: str | None = None
+
+
+FIRST_PAGE = ListFilters()
+"""The newest top-level unarchived threads, one page of the default size."""
+
+
 # --- the interface ---------------------------------------------------------------------------
 
 
@@ -331,21 +350,10 @@ class Index(Protocol):
 
     def get(self, thread_id: str) -> ThreadSummary | None: ...
 
-    def list(
-        self,
-        *,
-        cwd: str | None = None,
-        workspace_folder: str | None = None,
-        archived: bool = False,
-        search: str | None = None,
-        cursor: str | None = None,
-        limit: int = 50,
-        parent_thread_id: str | None = None,
-        session_key: str | None = None,
-    ) -> Listing:
-        """Top-level threads (no parent), or the children of `parent_thread_id`; each
-        row with its `childCount`. `session_key`: only threads whose key starts with it
-        (restore/keys.py `key_range`), sub-agents' too."""
+    def list(self, filters: ListFilters = FIRST_PAGE) -> Listing:
+        """Top-level threads (no parent), or the children of `filters.parent_thread_id`;
+        each row with its `childCount`. `session_key`: only threads whose key starts with
+        it (restore/keys.py `key_range`), sub-agents' too."""
         ...
 
     def key_threads(self, key: str) -> KeyThreads:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
+from restore.stores.api import ListFilters
 from server.acp.agent import AgentGone, AgentRefused
 from server.acp.checks import (
     cursor_of,
@@ -81,12 +82,7 @@ class LocalSessions:
                 ErrorKind.INVALID_PARAMS, f"cwd must be an absolute path, not {cwd!r}", field="cwd"
             )
         summaries, next_cursor = self.service.list(
-            cwd=cwd,
-            workspace_folder=None,
-            archived=False,
-            search=None,
-            cursor=cursor_of(params),
-            limit=LIST_PAGE,
+            ListFilters(cwd=cwd, cursor=cursor_of(params), limit=LIST_PAGE)
         )
         infos = [s.thread_info() for s in summaries]
         result: dict[str, Any] = {

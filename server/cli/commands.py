@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from restore.home.state import Home, open_home
 from restore.service import ThreadService, open_service
 from restore.stores import Settings, is_shared, open_store
+from restore.stores.api import ListFilters
 from server.cli.main import CommandError
 from server.cli.terminal import clip, plural, print_json, relative_time, safe, table
 from server.config import ServerConfig
@@ -48,13 +49,14 @@ def list_threads(config: ServerConfig, args: argparse.Namespace) -> int:
     service = _service(config)
     try:
         threads, _ = service.list(
-            cwd=args.cwd,
-            workspace_folder=args.workspace_folder,
-            archived=args.archived,
-            search=args.search,
-            cursor=None,
-            limit=args.limit,
-            session_key=args.key,
+            ListFilters(
+                cwd=args.cwd,
+                workspace_folder=args.workspace_folder,
+                archived=args.archived,
+                search=args.search,
+                limit=args.limit,
+                session_key=args.key,
+            )
         )
         infos = _with_children([thread.thread_info() for thread in threads], service)
         if not (args.json or args.quiet):  # the wire's rows as they are, else the chains

@@ -20,6 +20,7 @@ from typing import IO
 from restore.render import document
 from restore.render.text import plural, safe
 from restore.service import ThreadService
+from restore.stores.api import ListFilters
 from restore.summary import ThreadSummary
 from server.cli.options import THREAD_ID_HELP, CommandError
 from server.config import ServerConfig
@@ -139,14 +140,7 @@ def _every_thread(service: ThreadService) -> list[ThreadSummary]:
     for archived in (False, True):
         cursor = None
         while True:
-            page, cursor = service.list(
-                cwd=None,
-                workspace_folder=None,
-                archived=archived,
-                search=None,
-                cursor=cursor,
-                limit=200,
-            )
+            page, cursor = service.list(ListFilters(archived=archived, cursor=cursor, limit=200))
             rows += page
             if cursor is None:
                 break

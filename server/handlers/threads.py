@@ -277,17 +277,19 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
     progress = ctx.progress("Indexing threads")
 
     def page() -> tuple[list[dict[str, Any]], str | None]:
-        summaries, cursor = ctx.service.list(
+        from restore.stores.api import ListFilters
+
+        filters = ListFilters(
             cwd=params.cwd,
             workspace_folder=params.workspaceFolder,
             archived=params.archived,
             search=params.search,
             cursor=params.cursor,
             limit=params.limit,
-            progress=progress,
             parent_thread_id=params.parentThreadId,
             session_key=params.sessionKey,
         )
+        summaries, cursor = ctx.service.list(filters, progress)
         filed = _filer(ctx)
         return [filed(summary.thread_info()) for summary in summaries], cursor
 

@@ -25,6 +25,7 @@ from restore.engine.environment import canonical
 from restore.render import styles
 from restore.render.transcript import render
 from restore.service import ThreadService
+from restore.stores.api import ListFilters
 from restore.summary import ThreadSummary
 from restore.usage.entries import Usage, UsageSource, UsageThread
 from server.cli.options import CommandError
@@ -284,12 +285,13 @@ class Tools:
             where: str | None, inner: str | None, wanted: int
         ) -> tuple[list[ThreadSummary], str | None]:
             rows, following = self.service.list(
-                cwd=None,
-                workspace_folder=where,
-                archived=archived,
-                search=text,
-                cursor=inner,
-                limit=wanted,
+                ListFilters(
+                    workspace_folder=where,
+                    archived=archived,
+                    search=text,
+                    cursor=inner,
+                    limit=wanted,
+                )
             )
             return list(rows), following
 

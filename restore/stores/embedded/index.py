@@ -36,7 +36,15 @@ from restore.home.files import create_file, not_regular, private_dirs
 from restore.home.layout import Layout
 from restore.ids import prefix_end
 from restore.keys import key_range
-from restore.stores.api import KeyThreads, Listing, Progress, Rows, storage_failure
+from restore.stores.api import (
+    FIRST_PAGE,
+    KeyThreads,
+    ListFilters,
+    Listing,
+    Progress,
+    Rows,
+    storage_failure,
+)
 from restore.stores.cursors import (
     JSON_FIELDS,
     MAX_LIMIT,
@@ -876,32 +884,12 @@ class ThreadIndex:
         return None if row is None else _summary(row)
 
     @_typed
-    def list(
-        self,
-        *,
-        cwd: str | None = None,
-        workspace_folder: str | None = None,
-        archived: bool = False,
-        search: str | None = None,
-        cursor: str | None = None,
-        limit: int = 50,
-        parent_thread_id: str | None = None,
-        session_key: str | None = None,
-    ) -> Listing:
+    def list(self, filters: ListFilters = FIRST_PAGE) -> Listing:
         """One page, newest first; filters apply before paging; nextCursor only if more exist.
         Top-level threads only, or the children of `parent_thread_id`; with `session_key`
         (a prefix) sub-agents' threads too."""
-        limit = max(1, min(MAX_LIMIT, limit))
-        sql, params = self._list_query(
-            cwd=cwd,
-            workspace_folder=workspace_folder,
-            archived=archived,
-            search=search,
-            cursor=cursor,
-            limit=limit,
-            parent_thread_id=parent_thread_id,
-            session_key=session_key,
-        )
+        limit = max(1, min(MAX_LIMIT, filters.limit))
+        sql, params = self._list_query(filters, limit)
         rows = self._db().execute(sql, params).fetchall()
         page = [_summary(row) for row in rows[:limit]]
         if len(rows) <= limit:
@@ -910,20 +898,12 @@ class ThreadIndex:
         return page, encode_cursor(last.updatedAt or "", last.threadId)
 
     @staticmethod
-    def _list_query(
-        *,
-        cwd: str | None,
-        workspace_folder: str | None,
-        archived: bool,
-        search: str | None,
-        cursor: str | None,
-        limit: int,
-        parent_thread_id: str | None = None,
-        session_key: str | None = None,
-    ) -> tuple[str, Params]:
+    def _list_query(filters: ListFilters, limit: int) -> tuple[str, Params]:
         """The page's SQL: every filter in WHERE, keyset after the cursor, one row past `limit`."""
+        cwd, workspace_folder, search = filters.cwd, filters.workspace_folder, filters.search
+        session_key, parent_thread_id = filters.session_key, filters.parent_thread_id
         where = ["archived = ?"]
-        params: Params = [int(archived)]
+        params: Params = [int(filters.archived)]
         if session_key is not None:  # a prefix: a range of threads_by_key
             low, high = key_range(session_key)
             where.append("sessionKey IS NOT NULL AND sessionKey >= ?")
@@ -952,9 +932,9 @@ class ThreadIndex:
         if search:
             where.append("(contains(title, ?) OR contains(preview, ?))")
             params += [search.casefold()] * 2
-        if cursor is not None:
+        if filters.cursor is not None:
             where.append("(updatedAt, threadId) < (?, ?)")
-            params += decode_cursor(cursor)
+            params += decode_cursor(filters.cursor)
         sql = (
             f"SELECT {', '.join(_FIELDS)}, {_CHILD_COUNT} FROM threads "
             f"WHERE {' AND '.join(where)} ORDER BY updatedAt DESC, threadId DESC LIMIT ?"

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from restore.stores.api import KeyThreads, Listing, Progress, Rows
+from restore.stores.api import FIRST_PAGE, KeyThreads, ListFilters, Listing, Progress, Rows
 from restore.stores.postgres import rows
 from restore.summary import ThreadSummary
 from restore.usage.entries import Usage, UsageEntry, UsageThread, usage_thread, usage_window
@@ -103,32 +103,11 @@ class SharedIndex:
         with self._store.db.read() as conn:
             return rows.child_counts(conn, thread_ids)
 
-    def list(
-        self,
-        *,
-        cwd: str | None = None,
-        workspace_folder: str | None = None,
-        archived: bool = False,
-        search: str | None = None,
-        cursor: str | None = None,
-        limit: int = 50,
-        parent_thread_id: str | None = None,
-        session_key: str | None = None,
-    ) -> Listing:
-        repo = self.repo_of(workspace_folder) if workspace_folder else None
+    def list(self, filters: ListFilters = FIRST_PAGE) -> Listing:
+        folder = filters.workspace_folder
+        repo = self.repo_of(folder) if folder else None
         with self._store.db.read() as conn:
-            return rows.listing(
-                conn,
-                cwd=cwd,
-                workspace_folder=workspace_folder,
-                archived=archived,
-                search=search,
-                cursor=cursor,
-                limit=limit,
-                repo=repo,
-                parent_thread_id=parent_thread_id,
-                session_key=session_key,
-            )
+            return rows.listing(conn, filters, repo=repo)
 
     def key_threads(self, key: str) -> KeyThreads:
         with self._store.db.read() as conn:

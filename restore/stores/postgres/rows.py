@@ -19,7 +19,7 @@ from psycopg.types.json import Jsonb
 from protocol.errors import ErrorKind, ProtocolError, thread_not_found
 from restore.ids import validate_thread_id
 from restore.keys import key_range
-from restore.stores.api import KeyThreads, Listing
+from restore.stores.api import KeyThreads, ListFilters, Listing
 from restore.stores.cursors import MAX_LIMIT, decode_cursor, encode_cursor, summary_of
 from restore.stores.records import Item
 from restore.summary import ThreadSummary
@@ -139,17 +139,7 @@ def child_counts(conn: psycopg.Connection, thread_ids: Sequence[str]) -> dict[st
 
 
 def listing(
-    conn: psycopg.Connection,
-    *,
-    cwd: str | None,
-    workspace_folder: str | None,
-    archived: bool,
-    search: str | None,
-    cursor: str | None,
-    limit: int,
-    repo: tuple[str, str] | None = None,
-    parent_thread_id: str | None = None,
-    session_key: str | None = None,
+    conn: psycopg.Connection, filters: ListFilters, *, repo: tuple[str, str] | None = None
 ) -> Listing:
     """One page, newest first, every filter applied before paging (keyset cursor):
     top-level threads, or the children of `parent_thread_id`.
@@ -157,9 +147,12 @@ def listing(
     `repo` (repoId, path of the folder inside the repository) widens a workspace-folder
     filter to that repository's threads from every machine, wherever it is checked out.
     """
-    limit = max(1, min(MAX_LIMIT, limit))
+    limit = max(1, min(MAX_LIMIT, filters.limit))
+    cwd, workspace_folder, search = filters.cwd, filters.workspace_folder, filters.search
+    session_key, parent_thread_id = filters.session_key, filters.parent_thread_id
+    cursor = filters.cursor
     where: list[LiteralString] = ["archived = %s"]
-    params: list[Any] = [archived]
+    params: list[Any] = [filters.archived]
     if session_key is not None:  # a prefix: a range of sessiond_threads_by_key
         low, high = key_range(session_key)
         where.append('session_key IS NOT NULL AND session_key COLLATE "C" >= %s')
