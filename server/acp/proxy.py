@@ -54,7 +54,6 @@ import contextlib
 import itertools
 import logging
 import os
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -63,7 +62,6 @@ import orjson
 
 from protocol import json_text
 from protocol.errors import ErrorKind, ProtocolError
-from restore.sources import acp as source
 from server import compose
 from server.acp.agent import AgentGone, AgentProcess, AgentRefused, EditorGone
 from server.acp.checks import (
@@ -75,22 +73,21 @@ from server.acp.checks import (
     mcp_servers_of,
     params_of,
     preview,
-    session_id_of,
     too_deep,
 )
+from server.acp.from_agent import FromAgent
 from server.acp.ordering import Lane
+from server.acp.prompts import Prompts
 from server.acp.recording import Recording
-from server.acp.sessions import LocalSessions, busy_notice
+from server.acp.sessions import LocalSessions
 from server.acp.state import (
-    MAX_QUEUED,
     Downstream,
     Live,
     Upstream,
-    accept_drift,
     error_object,
     new_scope,
 )
-from server.acp.subagents import ANNOUNCES, Subagents
+from server.acp.subagents import Subagents
 from server.index_flush import IndexFlush
 from server.processes.watchdog import Watchdog
 
@@ -104,31 +101,14 @@ T = TypeVar("T")
 
 logger = logging.getLogger("sessiond.acp")
 
-VERSION = "0.1.0"
 STOP_GRACE = 2.0
 """Seconds AGENT gets to exit after its input closes before its process group is killed."""
-MAX_BEFORE_BYTES = 16 * 1024 * 1024
-"""A file larger than this is not read for its `file_edit` before-blob."""
-REPLAY_LIMIT = 100_000
-REPLAY_TEXT = 4096
-"""Chunks (and characters of each) kept of AGENT's own replay to compare with the record."""
-EARLY_LIMIT = (256, 4 * 1024 * 1024)
-"""Updates (count, bytes) kept while AGENT's answer to a `session/new` is on its way; the
-oldest go first beyond that (an agent streaming for a session nobody opened)."""
-DRIFT_CONTINUE = "continue-here"
-DRIFT_CANCEL = "cancel"
-DRIFT_OPTIONS = [
-    {"optionId": DRIFT_CONTINUE, "name": "Continue here", "kind": "allow_once"},
-    {"optionId": DRIFT_CANCEL, "name": "Cancel: send nothing", "kind": "reject_once"},
-]
-"""Two kinds every editor renders (allow_once, reject_once). No "fork here": the editor's
-session id is the thread id, and a fork is another thread the editor never asked for."""
 
 
 # --- the proxy -----------------------------------------------------------------------------
 
 
-class AcpProxy(LocalSessions, Recording, Subagents):
+class AcpProxy(LocalSessions, Prompts, FromAgent, Recording, Subagents):
     """Both directions of one editor ↔ AGENT connection, and the threads it records."""
 
     def __init__(
@@ -510,218 +490,6 @@ class AcpProxy(LocalSessions, Recording, Subagents):
                 return self.live.get(thread_id)
         return None
 
-    # --- prompts --------------------------------------------------------------------------
-
-    def _steered(self, live: Live, params: dict[str, Any]) -> None:
-        """The person's words sent into a running turn (`_session/steering`): recorded
-        before AGENT sees them, as a prompt's are. Not when the editor asked AGENT to hand
-        them back while no turn runs (`idleBehavior: promptRequired`): its `session/prompt`
-        with them follows."""
-        prompt = params.get("prompt")
-        if not isinstance(prompt, list) or not prompt or live.held is not None:
-            return
-        meta = params.get("_meta")
-        steering = meta.get("steering") if isinstance(meta, dict) else None
-        handed_back = isinstance(steering, dict) and steering.get("idleBehavior") == (
-            "promptRequired"
-        )
-        if handed_back and live.recorder.turn_id is None:
-            return
-        self._release_held(live)  # the agent's message open until now ends here
-        self._record(live, live.recorder.steer(prompt))
-
-    def _prompt(self, message: dict[str, Any]) -> Awaitable[None] | None:
-        try:
-            params = params_of(message)
-            thread_id = session_id_of(params)
-            if not isinstance(params.get("prompt"), list):
-                raise ProtocolError(
-                    ErrorKind.INVALID_PARAMS,
-                    "prompt must be an array of content blocks",
-                    field="prompt",
-                )
-        except ProtocolError as exc:
-            self._answer_error(message["id"], exc)
-            return None
-        live = self.live.get(thread_id)
-        if live is not None and live.recorder.turn_id is not None:
-            if len(live.queued) >= MAX_QUEUED:
-                refused = ProtocolError(
-                    ErrorKind.OVERLOADED,
-                    f"{MAX_QUEUED} prompts already wait for the running turn to end; "
-                    "send this one after an answer arrives",
-                    limit=MAX_QUEUED,
-                )
-                self._answer_error(message["id"], refused)
-                return None
-            live.queued.append(message)  # a turn runs: this one is sent when it ends
-            return None
-        ready = (
-            live is not None
-            and live.pending is None
-            and live.ready_for_agent()
-            and self.agent is not None
-            and (live.starting is None or live.starting.done())
-        )
-        if ready and live is not None:
-            self._send_prompt(live, message)  # the common path: no task, no wait
-            return None
-        return self._answering(message, self._prompt_when_ready(message, thread_id))
-
-    async def _prompt_when_ready(
-        self, message: dict[str, Any], thread_id: str
-    ) -> dict[str, Any] | None:
-        """A prompt that has to wait: its thread opened (sessiond restarted under the
-        editor), confirmed (recorded elsewhere), written (the first prompt of a new
-        session), AGENT started or its session reached, or SessionStart hooks done."""
-        params = message["params"]
-        live = self.live.get(thread_id)
-        if live is None:
-            if thread_id in self.closed:
-                raise ProtocolError(
-                    ErrorKind.STALE_SESSION,
-                    f"session {thread_id} was closed: load or resume it to continue",
-                    threadId=thread_id,
-                )
-            accept = accept_drift(params)
-            live, _, _ = await self._open_waiting(thread_id, None, params, accept=accept)
-        if live.held is not None and live.held.busy is not None:
-            del self.live[thread_id]  # let go now? then it opens; else still held
-            live, _, _ = await self._open_waiting(
-                thread_id, live.held.cwd, params, accept=accept_drift(params)
-            )
-            if live.held is not None and live.held.busy is not None:
-                self._notice(thread_id, f"Not sent: {busy_notice(live.held.busy)}", "busy")
-                return {"stopReason": "refusal", "_meta": {"sessiond": {"notSent": "busy"}}}
-        if live.held is not None:
-            if not await self._confirm_drift(live):
-                return {"stopReason": "refusal", "_meta": {"sessiond": {"notSent": "drift"}}}
-            live = self.live[thread_id]
-        if live.pending is not None:
-            self._write_thread(live)
-        await self._agent_session_ready(live)
-        if live.starting is not None and not live.starting.done():
-            # Its SessionStart hooks' context belongs in this prompt (each hook is bounded
-            # by its own timeout; a failed or timed-out hook adds nothing). Later editor
-            # messages wait too: order.
-            await asyncio.wait({live.starting})
-        self._send_prompt(live, message)
-        return None
-
-    def _send_prompt(self, live: Live, message: dict[str, Any]) -> None:
-        params = message.get("params") or {}
-        prompt: list[Any] = params["prompt"] if isinstance(params.get("prompt"), list) else []
-        turn_id = str(uuid.uuid4())
-        context = self._take_context(live)
-        live.unrecorded = None
-        self._release_held(live)  # AGENT's words between turns come before the prompt
-        message_id = params.get("messageId")
-        message_id = message_id if isinstance(message_id, str) else None
-        self._record(live, live.recorder.begin_turn(turn_id, prompt, context, message_id))
-        leading = [live.prime] if live.prime is not None else []
-        if context is not None:
-            leading.append(context["block"])
-        if leading:
-            message = {**message, "params": {**params, "prompt": [*leading, *prompt]}}
-        sections = context["sections"] if context is not None else None
-        reached = None
-        if live.reached_via is not None:
-            reached = {"upstream": live.reached_via, "primed": live.prime is not None}
-            live.reached_via = None
-        self._forward(message, turn_id=turn_id, context_sections=sections, reached=reached)
-
-    def _take_context(self, live: Live) -> dict[str, Any] | None:
-        """The hook context AGENT has not been sent yet, taken: exactly once per hook run
-        (a later run's context replaces one never sent)."""
-        run, live.starting = live.starting, None
-        if run is not None and not run.done():
-            live.starting = run  # (a prompt waits for the run first) left for the next one
-        elif run is not None and not run.cancelled() and run.result():
-            added = [(a.section, a.content) for a in run.result() or []]
-            live.context = source.context_block(added) or live.context
-        context, live.context = live.context, None
-        if context is not None:
-            live.context_sent = context
-        return context
-
-    # --- the person decides where a drifted session continues ------------------------------
-
-    async def _confirm_drift(self, live: Live) -> bool:
-        """Ask, in the prompt's turn (where every editor shows permission requests), as a
-        tool call of its own: continue here, or send nothing. Continuing opens the thread
-        with the drift accepted (a `drift_accepted` item); until then nothing was written
-        and AGENT was not reached."""
-        assert live.held is not None
-        held = live.held
-        summary = source.drift_summary(held.environment)
-        call_id = f"sessiond-drift-{next(self._ids)}"
-        text = (
-            f"{summary}. Continue this session here, or send nothing? Nothing has been sent "
-            "to the agent yet."
-        )
-        question = {  # no `kind`: editors then show it as a permission ("Permission: ...")
-            "toolCallId": call_id,
-            "title": f"Continue this session here? {summary}",
-            "status": "pending",
-            "content": [{"type": "content", "content": {"type": "text", "text": text}}],
-        }
-        mark = {"_meta": {"sessiond": {"notice": "drift"}}}
-        self._notify(live.thread_id, {"sessionUpdate": "tool_call", **question, **mark})
-        try:
-            answer = await self._ask_editor(
-                "session/request_permission",
-                {"sessionId": live.thread_id, "toolCall": question, "options": DRIFT_OPTIONS},
-            )
-        except EditorGone:
-            return False
-        outcome = answer.get("outcome") if isinstance(answer, dict) else None
-        outcome = outcome if isinstance(outcome, dict) else {}
-        allowed = outcome.get("outcome") == "selected" and outcome.get("optionId") == DRIFT_CONTINUE
-        status = "completed" if allowed else "failed"
-        done = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}
-        self._notify(live.thread_id, {**done, **mark})
-        if not allowed:
-            self._notice(
-                live.thread_id,
-                f"Not sent: {summary}. The session stays as it was recorded; send another "
-                "message to be asked again, or start a new session here.",
-                "drift",
-            )
-            return False
-        self._open_thread(live.thread_id, held.cwd, {"mcpServers": live.mcp_servers}, accept=True)
-        return True
-
-    async def _ask_editor(self, method: str, params: dict[str, Any]) -> Any:
-        """A request of the proxy's own to the editor; its answer, or EditorGone."""
-        if self.stopping:
-            raise EditorGone(method)
-        request_id = next(self._ids)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._asked[request_id] = future
-        self._send_editor({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        return await future
-
-    def _notify(self, thread_id: str, update: dict[str, Any]) -> None:
-        self._send_editor(
-            {
-                "jsonrpc": "2.0",
-                "method": "session/update",
-                "params": {"sessionId": thread_id, "update": update},
-            }
-        )
-
-    def _notice(self, thread_id: str, text: str, kind: str) -> None:
-        """A message from sessiond itself, shown as an agent message (what every editor
-        renders), marked `_meta.sessiond.notice`; never recorded, never replayed."""
-        self._notify(
-            thread_id,
-            {
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": f"\n\n[sessiond] {text}\n\n"},
-                "_meta": {"sessiond": {"notice": kind}},
-            },
-        )
-
     # --- the editor answers ---------------------------------------------------------------
 
     def _editor_answered(self, message: dict[str, Any]) -> None:
@@ -754,251 +522,6 @@ class AcpProxy(LocalSessions, Recording, Subagents):
         if request is not None and request.agent is self.agent:
             error = {"jsonrpc": "2.0", "id": request.agent_id, "error": exc.to_error_object()}
             request.agent.send(error)
-
-    # --- AGENT → editor -------------------------------------------------------------------
-
-    def _from_agent(self, message: Any) -> Awaitable[None] | None:
-        if isinstance(message, tuple):
-            return self._after_agent_gone(message[1])
-        if "method" in message:
-            if message["method"] == "session/update" and "id" not in message:
-                self._agent_update(message)
-            elif "id" in message:
-                self._agent_request(message)
-            else:
-                self._send_editor(self._to_editor_session(message)[0])
-            return None
-        request = self.upstream.pop(message.get("id"), None)
-        if request is None:
-            return None
-        held = request.release_hold
-        if held is not None:  # its replay is over: later updates count, once no load is left
-            self.loading[held] -= 1
-            if self.loading[held] <= 0:
-                del self.loading[held]
-                self.replayed[held] = self.replaying.pop(held, [])
-        if request.future is not None:
-            if request.future.done():
-                return None
-            if "error" in message:
-                request.future.set_exception(AgentRefused(message["error"]))
-            else:
-                request.future.set_result(message.get("result"))
-            return None
-        finish = ANSWER_FINISHERS.get(request.method)
-        if finish is not None:
-            return finish(self, request, message)
-        self._answer_editor(request, message)
-        return None
-
-    def _answer_editor(self, request: Upstream, message: dict[str, Any]) -> None:
-        self._send_editor({**message, "id": request.editor_id})
-
-    def _to_editor_session(self, message: dict[str, Any]) -> tuple[dict[str, Any], Live | None]:
-        """The message with the thread id in place of AGENT's session id."""
-        params = message.get("params")
-        if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
-            return message, None
-        thread_id = self.by_agent.get(params["sessionId"])
-        if thread_id is None:
-            return message, None
-        live = self.live.get(thread_id)
-        return {**message, "params": {**params, "sessionId": thread_id}}, live
-
-    def _agent_update(self, message: dict[str, Any]) -> None:
-        """Written (not yet synced) before it is forwarded: once the editor shows it, a
-        crash of this process cannot lose it."""
-        params: Any = message.get("params")
-        agent_session = params.get("sessionId") if isinstance(params, dict) else None
-        replay = self.replaying.get(agent_session)  # type: ignore[arg-type]
-        if replay is not None:  # AGENT replaying its own history: the editor has sessiond's
-            said = source.replay_texts(params.get("update") or {})
-            if said is not None and len(replay) < REPLAY_LIMIT:
-                replay.append((said[0], said[1][:REPLAY_TEXT]))
-            return
-        mapped, live = self._to_editor_session(message)
-        if live is None:
-            if self._opening > 0 and agent_session not in self.by_agent:
-                self._keep_early(message)  # its session/new answer is still on its way
-                return
-            self._send_editor(message)
-            return
-        update = mapped["params"].get("update")
-        if isinstance(update, dict) and update.get("sessionUpdate") in ANNOUNCES:
-            mapped = {**mapped, "params": self._subagent_announced(live, mapped["params"])}
-        elif isinstance(update, dict) and update.get("sessionUpdate") == "session_message":
-            named = self._sessions_named(update, to_editor=True)
-            mapped = {**mapped, "params": {**mapped["params"], "update": named}}
-        self._pass_update(live, mapped)
-
-    def _keep_early(self, message: dict[str, Any]) -> None:
-        size = len(orjson.dumps(message))
-        self._early.append((message, size))
-        self._early_bytes += size
-        count, limit = EARLY_LIMIT
-        while len(self._early) > count or self._early_bytes > limit:
-            _, dropped = self._early.popleft()
-            self._early_bytes -= dropped
-            self._early_dropped += 1
-            if self._early_dropped & (self._early_dropped - 1) == 0:  # 1, 2, 4, 8, ...
-                logger.warning(
-                    "AGENT sent %d updates for no session it has answered yet; the oldest "
-                    "are dropped (at most %d updates or %d bytes wait)",
-                    self._early_dropped,
-                    count,
-                    limit,
-                )
-
-    def _agent_request(self, message: dict[str, Any]) -> None:
-        mapped, live = self._to_editor_session(message)
-        params = mapped.get("params")
-        before = None
-        if (
-            live is not None
-            and live.session_id is not None
-            and message["method"] == "fs/write_text_file"
-            and isinstance(params, dict)
-        ):
-            session = self.service.session_for(live.thread_id, live.session_id, self.owner)
-            before = _read_before(session.state.states["worktree"], params.get("path"))
-        request_id = next(self._ids)
-        assert self.agent is not None
-        self.downstream[request_id] = Downstream(
-            message["method"],
-            self.agent,
-            message["id"],
-            params,
-            live.thread_id if live else None,
-            before,
-        )
-        self._send_editor({**mapped, "id": request_id})
-
-    def _adopt(self, agent_session: str, thread_id: str) -> None:
-        """AGENT's session is now the thread's: updates that came early go out now."""
-        self.by_agent[agent_session] = thread_id
-        early, self._early = self._early, collections.deque()
-        self._early_bytes = 0
-        for message, size in early:
-            session = (message.get("params") or {}).get("sessionId")
-            if session == agent_session or (self._opening == 0 and session not in self.by_agent):
-                self._agent_update(message)
-            else:
-                self._early.append((message, size))
-                self._early_bytes += size
-
-    # --- answers finished on their way back -----------------------------------------------
-
-    def _initialized(self, request: Upstream, message: dict[str, Any]) -> None:
-        result = message.get("result")
-        if isinstance(result, dict):
-            self.agent_capabilities = dict(result.get("agentCapabilities") or {})
-            message = {**message, "result": source.advertise(result, VERSION)}
-        self._answer_editor(request, message)
-
-    def _session_created(self, request: Upstream, message: dict[str, Any]) -> None:
-        """AGENT made a session: the editor gets a thread id for it. The thread is written
-        at the session's first prompt (`_write_thread`): a chat opened and left without a
-        prompt leaves no thread behind. Until then its items wait (bounded)."""
-        self._opening -= 1
-        result = message.get("result")
-        agent_session = result.get("sessionId") if isinstance(result, dict) else None
-        params = request.params if isinstance(request.params, dict) else {}
-        if not isinstance(agent_session, str) or not isinstance(params.get("cwd"), str):
-            self._answer_editor(request, message)
-            self._adopt_none()
-            return
-        if agent_session in self.by_agent:
-            taken = self.by_agent[agent_session]
-            logger.error("AGENT answered session/new with its session %s again", agent_session)
-            error = ProtocolError(
-                ErrorKind.INTERNAL_ERROR,
-                f"the agent answered session/new with its session {agent_session}, which is "
-                f"session {taken} here already: not recorded twice",
-                agentSessionId=agent_session,
-            )
-            self._answer_error(request.editor_id, error)
-            self._adopt_none()
-            return
-        assert isinstance(result, dict)
-        thread_id = str(uuid.uuid4())
-        live = Live(
-            thread_id,
-            None,
-            source.ThreadRecorder(new_scope()),
-            params["cwd"],
-            params.get("mcpServers") or [],
-            agent_session,
-            pending=source.Recorded(),
-        )
-        self.live[thread_id] = live
-        recorded = live.recorder.agent_session(agent_session, "new", self.argv, result)
-        self._record(live, recorded.add(live.recorder.session_state(result)))
-        self._answer_editor(request, {**message, "result": {**result, "sessionId": thread_id}})
-        self._adopt(agent_session, thread_id)
-
-    def _adopt_none(self) -> None:
-        if self._opening == 0:
-            early, self._early = self._early, collections.deque()
-            self._early_bytes = 0
-            for message, _ in early:
-                self._send_editor(message)
-
-    async def _turn_ended(self, request: Upstream, message: dict[str, Any]) -> None:
-        """The prompt's answer: the turn's end is recorded and synced (group durability:
-        one fdatasync for everything the turn wrote) before the editor hears it. A turn
-        part of which could not be recorded ends in an error saying so, not as if it were
-        (durable before shown)."""
-        live = self.live.get(request.thread_id or "")
-        result = message.get("result")
-        if live is not None:
-            self._release_held(live)  # the turn's last words, before its answer
-            for child in self._children_of(live.thread_id):
-                self._child_settled(child)  # and its sub-agents'
-        if live is not None and live.recorder.turn_id == request.turn_id:
-            ended_ok = result if isinstance(result, dict) else {}
-            error = message.get("error")
-            ended = live.recorder.end_turn(
-                new_scope(),
-                stop_reason=ended_ok.get("stopReason"),
-                usage=ended_ok.get("usage"),
-                error=str(error.get("message")) if isinstance(error, dict) else None,
-            )
-            if error is None:
-                live.prime = None  # AGENT has the history now
-            self._record(live, ended)
-            self._show(live, ended)
-            failed = await self._sync()
-            if failed is not None:
-                self._unrecorded(live, failed)
-            self._flush_index_soon()
-            if live.unrecorded is not None and isinstance(result, dict):
-                lost, live.unrecorded = live.unrecorded, None
-                refusal = ProtocolError(
-                    lost.kind,
-                    f"sessiond could not record this turn ({lost}): the agent finished it, "
-                    "but a later load will not show all of it",
-                    agentResult=result,
-                )
-                self._answer_error(request.editor_id, refusal)
-                return
-        if isinstance(result, dict) and (request.context_sections or request.reached):
-            meta = dict(result.get("_meta") or {})
-            added = dict(meta.get("sessiond") or {})
-            if request.context_sections:
-                added["context"] = request.context_sections
-            if request.reached:
-                added.update(request.reached)
-            meta["sessiond"] = added
-            message = {**message, "result": {**result, "_meta": meta}}
-        self._answer_editor(request, message)
-        if live is not None:
-            self._send_queued(live)
-
-    def _send_queued(self, live: Live) -> None:
-        """The prompt the editor queued behind the turn that just ended, on its way (not
-        once the editor is gone: it would start AGENT again for nobody)."""
-        if live.queued and live.recorder.turn_id is None and not self.stopping:
-            self.editor_lane.push(live.queued.pop(0))
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -1106,29 +629,6 @@ OWN_METHODS: dict[str, Callable[[AcpProxy, dict[str, Any]], Coroutine[Any, Any, 
     RENAME_METHOD: AcpProxy.session_rename,
 }
 """The ACP methods sessiond answers itself; everything else goes to AGENT."""
-
-ANSWER_FINISHERS: dict[
-    str, Callable[[AcpProxy, Upstream, dict[str, Any]], Awaitable[None] | None]
-] = {
-    "initialize": AcpProxy._initialized,
-    "session/new": AcpProxy._session_created,
-    "session/prompt": AcpProxy._turn_ended,
-}
-"""AGENT's answers sessiond completes before the editor gets them."""
-
-
-def _read_before(worktree: dict[str, Any], path: Any) -> bytes | None:
-    """A file's content before the editor writes it, for its `file_edit` before-blob.
-
-    Only read, never written: a regular file of bounded size inside the thread's workspace,
-    as restore/access.py decides for every client-named path. Anything else has no
-    before-blob (the write itself is the editor's to allow or refuse)."""
-    from restore.access import Scope, read_regular
-
-    try:
-        return read_regular(Scope.of_thread(worktree).resolve(path), MAX_BEFORE_BYTES)
-    except (ProtocolError, OSError):
-        return None
 
 
 def _conforms(proxy: AcpProxy) -> tuple[Host, Client]:
