@@ -75,17 +75,23 @@ export class SessionController {
     // refusal (ThreadBusy) or a failure leaves the user where they were.
     if (this.active?.thread.threadId === thread.threadId) await this.closeActive();
     // Its panel is made while the server restores the thread (VS Code loads the webview
-    // meanwhile); closed again if the resume shows nothing in it.
+    // meanwhile); closed again if the resume shows nothing in it, and before any question
+    // the resume asks (no empty transcript behind the drift modal, none left after Cancel).
     const prepared = this.transcripts.prepare(thread);
     try {
-      return await this.resumeShown(thread, requestedAt);
+      return await this.resumeShown(thread, requestedAt, prepared);
     } finally {
       prepared.discard();
     }
   }
 
-  private async resumeShown(thread: ThreadInfo, requestedAt: number): Promise<RestoreReport | undefined> {
+  private async resumeShown(
+    thread: ThreadInfo,
+    requestedAt: number,
+    prepared: { discard(): void },
+  ): Promise<RestoreReport | undefined> {
     const report = await this.client.request("thread/resume", { threadId: thread.threadId });
+    if (report.status !== "ready" || report.readOnly) prepared.discard();
     if (report.readOnly) {
       // No session can open on a read-only data directory; the drift modal would not help.
       const { path, reason } = report.readOnly;

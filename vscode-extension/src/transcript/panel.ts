@@ -439,9 +439,11 @@ export class TranscriptPanels {
     if (this.panels.has(thread.threadId)) return { discard: () => undefined };
     const panel = this.create({ thread });
     this.setActive(panel);
+    let discarded = false;
     return {
       discard: () => {
-        if (!panel.opened) panel.dispose();
+        if (!panel.opened && !discarded) panel.dispose();
+        discarded = true;
       },
     };
   }
