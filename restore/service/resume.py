@@ -171,13 +171,7 @@ def preview(sessions: Sessions, pages: Pages, thread_id: str, ask: Ask) -> Repor
     origin = store.read_origin(thread_id)
     if origin is not None and imported(origin.get("agent")):
         return _resume_mirror(sessions, pages, thread_id, origin, ask)
-    contents, archived = store.read(thread_id)
-    if archived:
-        raise ProtocolError(
-            ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
-        )
-    state = ThreadState().apply_all(contents.items)
-    summary = summarize(thread_id, contents.items)
+    contents, state, summary = _read_whole(store, thread_id)
     snapshot, _ = store.load_snapshot(thread_id)
     clean = snapshot is not None and snapshot.closed_session_id == summary.latestSessionId
     current = probe(cwd_of(ask.cwd, state.states["worktree"]), ask.trusted_folders)
@@ -204,6 +198,17 @@ def preview(sessions: Sessions, pages: Pages, thread_id: str, ask: Ask) -> Repor
     )
 
 
+def _read_whole(store: Store, thread_id: str) -> tuple[ThreadFile, ThreadState, ThreadSummary]:
+    """An unarchived thread read in full, its state replayed and its row summarized, for a
+    resume that takes no lock (a preview, an imported thread's)."""
+    contents, archived = store.read(thread_id)
+    if archived:
+        raise ProtocolError(
+            ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
+        )
+    return contents, ThreadState().apply_all(contents.items), summarize(thread_id, contents.items)
+
+
 def _resume_mirror(
     sessions: Sessions, pages: Pages, thread_id: str, origin: dict[str, Any], ask: Ask
 ) -> Report:
@@ -214,13 +219,7 @@ def _resume_mirror(
     on, and must never find it held by a reader.
     """
     store = sessions.store
-    contents, archived = store.read(thread_id)
-    if archived:
-        raise ProtocolError(
-            ErrorKind.THREAD_ARCHIVED, "unarchive the thread first", threadId=thread_id
-        )
-    state = ThreadState().apply_all(contents.items)
-    summary = summarize(thread_id, contents.items)
+    contents, state, summary = _read_whole(store, thread_id)
     recorded = state.states["worktree"]
     current = probe(cwd_of(ask.cwd, recorded))
     verdict = judge(state, current, ask.available_models, subagent_costs(store, state))
