@@ -336,57 +336,36 @@ def parse_document(start: ParseStart) -> Parsed:
     revision; one that did not has nothing new. Not valid JSON (being rewritten, or cut)
     it is not consumed, and is read again next time."""
     parser = start.parser(dict(start.state) if start.state else None, start.fallback_ts)
+
+    def unread(skipped: list[dict[str, Any]], offset: int, lines: int, at: int) -> Parsed:
+        """Nothing consumed: read again from `offset` (0: the top) next time."""
+        return Parsed(
+            [],
+            Facts.of(parser),
+            parser.state,
+            0,
+            skipped,
+            0,
+            offset,
+            lines,
+            at,
+            start.tail_sha,
+            head_sha(start.path, offset),
+            parser.unmapped_seen,
+        )
+
     with open_source(start.path) as handle:
         data = handle.read(LINE_BYTES + 1)  # one document is one record: a line's budget
     if len(data) > LINE_BYTES:
         skipped = [_skipped(1, 0, data[:HEAD_BYTES], "too_long", start.redactor)]
-        return Parsed(
-            [],
-            Facts.of(parser),
-            parser.state,
-            0,
-            skipped,
-            0,
-            start.offset,
-            start.lines,
-            start.line_start,
-            start.tail_sha,
-            head_sha(start.path, start.offset),
-            parser.unmapped_seen,
-        )
+        return unread(skipped, start.offset, start.lines, start.line_start)
     if start.offset > 0:  # read whole already (the checkpoint's head and tail still match)
-        return Parsed(
-            [],
-            Facts.of(parser),
-            parser.state,
-            0,
-            [],
-            0,
-            start.offset,
-            start.lines,
-            start.line_start,
-            start.tail_sha,
-            head_sha(start.path, start.offset),
-            parser.unmapped_seen,
-        )
+        return unread([], start.offset, start.lines, start.line_start)
     document, reason, repaired = decode(data, 0)
     messages = document.pop("messages", None) if document is not None else None
     if document is None:  # blank, or not one JSON object
         skipped = [_skipped(1, 0, data, reason, start.redactor)] if reason else []
-        return Parsed(
-            [],
-            Facts.of(parser),
-            parser.state,
-            0,
-            skipped,
-            0,
-            0,
-            0,
-            0,
-            start.tail_sha,
-            head_sha(start.path, 0),
-            parser.unmapped_seen,
-        )
+        return unread(skipped, 0, 0, 0)
     messages = messages if isinstance(messages, list) else []
     records = [document, *(m for m in messages if isinstance(m, dict))]
     if start.redactor is not None:
@@ -394,20 +373,7 @@ def parse_document(start: ParseStart) -> Parsed:
             records = [start.redactor.item(record) for record in records]
         except TooCostly:
             skipped = [_skipped(1, 0, data[:HEAD_BYTES], "too_costly", start.redactor)]
-            return Parsed(
-                [],
-                Facts.of(parser),
-                parser.state,
-                0,
-                skipped,
-                0,
-                0,
-                0,
-                0,
-                start.tail_sha,
-                head_sha(start.path, 0),
-                parser.unmapped_seen,
-            )
+            return unread(skipped, 0, 0, 0)
     items: list[dict[str, Any]] = []
     failed = []
     for line_no, record in enumerate(records, 1):
