@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.sources import acp as source
-from restore.stores.api import ListFilters
 from server.acp.agent import AgentGone, AgentRefused
 from server.acp.checks import (
     cursor_of,
@@ -81,6 +80,8 @@ class LocalSessions:
             raise ProtocolError(
                 ErrorKind.INVALID_PARAMS, f"cwd must be an absolute path, not {cwd!r}", field="cwd"
             )
+        from restore.stores.api import ListFilters  # the store's, here: not before a listing
+
         summaries, next_cursor = self.service.list(
             ListFilters(cwd=cwd, cursor=cursor_of(params), limit=LIST_PAGE)
         )
