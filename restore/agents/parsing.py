@@ -57,6 +57,17 @@ COMMAND_CHARS = 2_000
 """The longest command a started call keeps beside its arguments."""
 
 
+def effect(tool: str, read: Collection[str], idempotent: Collection[str] = ()) -> str:
+    """What a call of `tool` does, by its agent's own lists of tools: `read` (nothing),
+    `idempotent` (the same again if repeated), else `side_effect` (a shell, an edit, a
+    sub-agent, an MCP tool: assume the worst)."""
+    if tool in read:
+        return "read"
+    if tool in idempotent:
+        return "idempotent"
+    return "side_effect"
+
+
 def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text

@@ -25,6 +25,7 @@ from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
     called,
+    effect,
     text_of,
     title_from,
     truncate,
@@ -77,11 +78,7 @@ _EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (\d+)")
 
 
 def effect_of(tool: str) -> str:
-    if tool in READ_TOOLS:
-        return "read"
-    if tool in IDEMPOTENT_TOOLS:
-        return "idempotent"
-    return "side_effect"  # Bash, edits, sub-agents, MCP tools: assume the worst
+    return effect(tool, READ_TOOLS, IDEMPOTENT_TOOLS)
 
 
 def spawned_agent(text: str, outcome: dict[str, Any]) -> str | None:

@@ -29,6 +29,7 @@ from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
     called,
+    effect,
     text_of,
     title_from,
     truncate,
@@ -82,11 +83,7 @@ _PATCH = re.compile(r"\*\*\* Begin Patch\n.*?\*\*\* End Patch", re.DOTALL)
 
 
 def effect_of(tool: str) -> str:
-    if tool in READ_TOOLS:
-        return "read"
-    if tool in IDEMPOTENT_TOOLS:
-        return "idempotent"
-    return "side_effect"  # shell, apply_patch, exec, MCP tools: assume the worst
+    return effect(tool, READ_TOOLS, IDEMPOTENT_TOOLS)
 
 
 def handoff(session_id: str) -> list[str]:

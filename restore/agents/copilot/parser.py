@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from restore.agents.identity import thread_id_for
-from restore.agents.parsing import SourceParser, called, title_from, truncate
+from restore.agents.parsing import SourceParser, called, effect, title_from, truncate
 
 AGENT = "copilot"
 READ_TOOLS = frozenset(
@@ -81,11 +81,7 @@ DATETIME = "<current_datetime>"
 
 
 def effect_of(tool: str) -> str:
-    if tool in READ_TOOLS:
-        return "read"
-    if tool in IDEMPOTENT_TOOLS:
-        return "idempotent"
-    return "side_effect"
+    return effect(tool, READ_TOOLS, IDEMPOTENT_TOOLS)
 
 
 def handoff(session_id: str) -> list[str]:

@@ -37,6 +37,7 @@ from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
     called,
+    effect,
     normalize_ts,
     title_from,
     truncate,
@@ -105,11 +106,7 @@ two): the first workspace directory is the one Gemini CLI was started in."""
 
 
 def effect_of(tool: str) -> str:
-    if tool in READ_TOOLS:
-        return "read"
-    if tool in IDEMPOTENT_TOOLS:
-        return "idempotent"
-    return "side_effect"  # shell, edits, sub-agents, MCP tools: assume the worst
+    return effect(tool, READ_TOOLS, IDEMPOTENT_TOOLS)
 
 
 def handoff(session_id: str) -> list[str]:

@@ -28,6 +28,7 @@ from restore.agents.parsing import (
     RESULT_CHARS,
     SourceParser,
     called,
+    effect,
     title_from,
     truncate,
 )
@@ -115,11 +116,7 @@ class OpenCodeParser(SourceParser):
     }
 
     def effect_of(self, tool: str) -> str:
-        if tool in self.READ_TOOLS:
-            return "read"
-        if tool in self.IDEMPOTENT_TOOLS:
-            return "idempotent"
-        return "side_effect"
+        return effect(tool, self.READ_TOOLS, self.IDEMPOTENT_TOOLS)
 
     def initial(self) -> dict[str, Any]:
         return {

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from restore.agents.parsing import SourceParser, called, text_of, title_from, truncate
+from restore.agents.parsing import SourceParser, called, effect, text_of, title_from, truncate
 
 AGENT = "pi"
 READ_TOOLS = frozenset({"read", "grep", "find", "ls"})
@@ -35,7 +35,7 @@ _EXIT = re.compile(r"Command exited with code (-?\d+)\s*$")
 
 
 def effect_of(tool: str) -> str:
-    return "read" if tool in READ_TOOLS else "side_effect"
+    return effect(tool, READ_TOOLS)
 
 
 def handoff(session_id: str) -> list[str]:

@@ -32,6 +32,7 @@ from restore.agents.identity import thread_id_for
 from restore.agents.parsing import (
     SourceParser,
     called,
+    effect,
     text_of,
     title_from,
 )
@@ -109,11 +110,7 @@ _TASK_ID = re.compile(r"task_id: (\S+)")
 
 
 def effect_of(tool: str) -> str:
-    if tool in READ_TOOLS:
-        return "read"
-    if tool in IDEMPOTENT_TOOLS:
-        return "idempotent"
-    return "side_effect"
+    return effect(tool, READ_TOOLS, IDEMPOTENT_TOOLS)
 
 
 def handoff(session_id: str) -> list[str]:
