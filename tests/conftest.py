@@ -17,6 +17,8 @@ from tests.support.ws_client import WsServerProcess
 
 BOTH_STORES = pytest.mark.parametrize("store_url", ["embedded", "postgres"], indirect=True)
 """Run a test module against both stores: `pytestmark = BOTH_STORES`."""
+SHARED_STORE = pytest.mark.parametrize("store_url", ["postgres"], indirect=True)
+"""Run a test against the shared store only (what it holds exists only there)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:

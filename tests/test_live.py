@@ -259,6 +259,9 @@ def _said(text: str) -> dict[str, Any]:
 def test_a_server_does_not_announce_its_own_writes_twice(
     spawn: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:
+    """Its own starts, records, archives and deletes reach its clients once: from the
+    request, never again when its watcher sees the thread files change (a deleted thread
+    was announced deleted up to three times, a client's tree flickering)."""
     server = spawn()
     server.initialize()
     server.request("thread/list", {})
@@ -271,6 +274,11 @@ def test_a_server_does_not_announce_its_own_writes_twice(
             "items": [{"type": "message", "id": "m1", "role": "user", "content": "hello"}],
         },
     )
+    gone = server.request("thread/start", {"cwd": str(tmp_path)})
+    gone_id = gone["thread"]["threadId"]
+    server.request("thread/close", {"threadId": gone_id, "sessionId": gone["sessionId"]})
+    for method in ("thread/archive", "thread/unarchive", "thread/delete"):
+        server.request(method, {"threadId": gone_id})
     other = spawn()  # a write by another process is announced: the watcher is working
     other.initialize()
     other.request("thread/start", {"cwd": str(tmp_path), "title": "elsewhere"})
@@ -281,6 +289,7 @@ def test_a_server_does_not_announce_its_own_writes_twice(
             if n["method"] == "thread/started"
         )
     )
+    server.request("thread/list", {})  # every notice broadcast before is read by now
     mine = [
         n
         for n in server.notifications
@@ -288,6 +297,19 @@ def test_a_server_does_not_announce_its_own_writes_twice(
         and n["params"]["thread"]["threadId"] == started["thread"]["threadId"]
     ]
     assert len(mine) == 1  # from thread/start itself, not again from the watcher
+    told = [
+        (n["method"], bool(n["params"].get("deleted")))
+        for n in server.notifications
+        if n["method"] in ("thread/started", "thread/updated")
+        and n["params"]["thread"]["threadId"] == gone_id
+    ]
+    # Started; archived; unarchived; deleted: each once.
+    assert told == [
+        ("thread/started", False),
+        ("thread/updated", False),
+        ("thread/updated", False),
+        ("thread/updated", True),
+    ]
 
 
 def test_threads_another_process_starts_in_new_shard_directories_are_announced(

@@ -19,13 +19,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BOTH_STORES
+from tests.conftest import BOTH_STORES, SHARED_STORE
 from tests.faults.helpers import record, start
 from tests.support.items import message
 from tests.support.rpc_client import RpcError, ServerProcess
 from tests.support.wait import eventually
-
-pytestmark = BOTH_STORES
 
 
 def _cursor(key: list[Any]) -> str:
@@ -48,6 +46,7 @@ def _search_children(server: ServerProcess) -> set[int]:
     return found
 
 
+@BOTH_STORES
 def test_a_forged_cursor_with_a_huge_integer_is_invalid_params_and_kills_nothing(
     spawn: Any, tmp_path: Path, store_url: str | None
 ) -> None:
@@ -76,6 +75,7 @@ def test_a_forged_cursor_with_a_huge_integer_is_invalid_params_and_kills_nothing
     assert "Traceback" not in server.stderr()
 
 
+@BOTH_STORES
 def test_a_record_and_a_listing_are_answered_while_a_search_is_under_way(
     spawn: Any, tmp_path: Path
 ) -> None:
@@ -99,14 +99,13 @@ def test_a_record_and_a_listing_are_answered_while_a_search_is_under_way(
     assert during["firstSeq"] == before["firstSeq"] + 1
 
 
+@SHARED_STORE
 def test_a_listing_is_answered_while_a_search_waits_in_the_database(
-    spawn: Any, tmp_path: Path, store_url: str | None
+    spawn: Any, tmp_path: Path, store_url: str
 ) -> None:
     """PostgreSQL: the search's query waits for a lock this test holds on the items (not on
     the threads' rows). Before, the search ran on the store thread, and the listing waited
     behind it, for as long as the lock was held."""
-    if store_url is None:
-        pytest.skip("a lock in the shared store's database")
     import psycopg
 
     server = spawn()
@@ -125,6 +124,7 @@ def test_a_listing_is_answered_while_a_search_waits_in_the_database(
     assert server.response(searching)["result"]["hits"]
 
 
+@BOTH_STORES
 def test_a_cancelled_search_stops_and_holds_no_search_after_it(
     spawn: Any, tmp_path: Path, store_url: str | None
 ) -> None:
@@ -177,6 +177,7 @@ def _waiting_searches(conn: Any) -> int:
     return int(row[0])
 
 
+@BOTH_STORES
 def test_a_page_of_huge_hostile_hits_is_answered_and_says_partial_past_its_budget(
     spawn: Any, tmp_path: Path
 ) -> None:

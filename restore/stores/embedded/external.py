@@ -4,7 +4,8 @@ listing rows, kept current by reading only what grew since the last look.
 A watcher reports which thread files changed; this module says what that means for
 clients: the thread's new row, or that it is gone (followers get the appended items from
 server/live/relay.py). Changes this process made itself are recognised by the file's size (the
-store notes the size after each of its own writes) and are not reported twice.
+store notes the size after each of its own writes, and `DELETED` for a file it deleted)
+and are not reported twice.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from restore.stores.api import ExternalChange
 from restore.stores.embedded.index import ThreadIndex
 from restore.stores.embedded.jsonl import parse_bytes
 from restore.summary import ThreadSummary, summarize
+
+DELETED = -1
+"""The size noted for a thread file this process deleted: its removal is not news."""
 
 
 @dataclass
@@ -52,7 +56,8 @@ class ExternalThreads:
     def changed(self, thread_ids: Sequence[str]) -> list[ExternalChange]:
         """What other processes did to these threads, with their index rows refreshed, so
         this process's listings agree at once."""
-        changes = [c for t in thread_ids if (c := self._changed(t)) is not None]
+        once = dict.fromkeys(thread_ids)  # a move names a thread twice (both directories)
+        changes = [c for t in once if (c := self._changed(t)) is not None]
         rows = [change.row for change in changes if change.row is not None]
         if rows:
             self._index.refresh(rows)
@@ -72,8 +77,12 @@ class ExternalThreads:
         located = self._layout.locate(thread_id)
         if located is None:
             self._tails.pop(thread_id, None)
+            if self._own_sizes.get(thread_id) == DELETED:
+                return None  # announced by the delete itself
             return ExternalChange(thread_id, None)
         path, archived = located
+        if self._own_sizes.get(thread_id) == DELETED:
+            del self._own_sizes[thread_id]  # made again (an import, say): its next removal is news
         try:
             stat = os.lstat(path)
         except FileNotFoundError:

@@ -49,7 +49,7 @@ from restore.stores.api import (
 )
 from restore.stores.embedded import blobs, claims, keylocks, marks, snapshots
 from restore.stores.embedded.commit import GroupCommit
-from restore.stores.embedded.external import ExternalThreads
+from restore.stores.embedded.external import DELETED, ExternalThreads
 from restore.stores.embedded.files import ThreadStore, ThreadWriter, open_thread_file
 from restore.stores.embedded.index import Indexed, ThreadIndex
 from restore.stores.embedded.jsonl import LineMark, parse_bytes
@@ -308,7 +308,7 @@ class EmbeddedStore(ThreadStore):
         """The file, then what is derived from it (a failure there is logged: a stale
         snapshot, map or row of a missing file is ignored or dropped at its next use)."""
         super().delete(thread_id)
-        self.written_sizes.pop(thread_id, None)
+        self.written_sizes[thread_id] = DELETED
         derived("snapshot removal", snapshots.discard, self.layout, thread_id)
         derived("offset map removal", self.pages.forget, thread_id)
         if derived("index row removal", self.index.remove, thread_id):
