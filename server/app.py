@@ -75,7 +75,7 @@ class SessiondServer:
         self._service: ThreadService | None = None
         self._store: Store | None = None
         self._store_lock = threading.Lock()
-        self.worker = StoreWorker(begin_commit=self._begin_commit)
+        self.worker = StoreWorker(begin_commit=self._begin_commit, idle=self._idle)
         # Threads start on the first read, not here.
         self._readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="sessiond-read")
         self._searches = ThreadPoolExecutor(1, thread_name_prefix="sessiond-search")
@@ -183,6 +183,11 @@ class SessiondServer:
     def pages(self) -> Pages:
         """Pages of threads, for any thread (reader threads, and the service's resume)."""
         return self.store.pages
+
+    def _idle(self) -> None:
+        """On the store thread, after a pause: nothing if no request opened the store."""
+        if self._service is not None:
+            self._service.idle()
 
     def _begin_commit(self) -> Callable[[], None] | None:
         """Group commit's first step (server/worker.py). Never creates the service: the

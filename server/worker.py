@@ -20,6 +20,11 @@ its own so that no record's secrets hold another client's work): it stays queued
 does every later job of the same connection (its `lane`, `LANE` when it was submitted),
 while the jobs of other connections go ahead. Each connection's jobs still run in the order
 it sent them.
+
+Work that can wait for a pause (`idle`: the index's WAL checkpoint, whose writes and syncs
+made every ~50th `thread/continue` reset take 10 ms instead of 3) runs once no job has
+been queued for `IDLE_SECONDS`: one timer per burst, re-armed for what is left of the
+pause, never a wake-up while nothing happens.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import asyncio
 import collections
 import contextvars
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +41,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+logger = logging.getLogger("sessiond.worker")
+
+IDLE_SECONDS = 1.0
+"""How long the worker must go without a job before its `idle` work runs: longer than the
+gaps within a burst of requests, shorter than a person's pause between two."""
 
 LANE: contextvars.ContextVar[object | None] = contextvars.ContextVar("sessiond_lane", default=None)
 """The connection a request came on (server/rpc/dispatch.py sets it around each handler):
@@ -69,7 +80,14 @@ class _Job:
 class StoreWorker:
     """Runs callables on the store thread. `submit` is called on the event loop only."""
 
-    def __init__(self, begin_commit: Callable[[], Callable[[], None] | None]) -> None:
+    def __init__(
+        self,
+        begin_commit: Callable[[], Callable[[], None] | None],
+        idle: Callable[[], None] | None = None,
+    ) -> None:
+        self._idle = idle
+        self._active_at = 0.0  # the loop's time of the last job queued
+        self._idle_timer: asyncio.TimerHandle | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiond-store")
         self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiond-commit")
         self._begin_commit = begin_commit
@@ -123,10 +141,28 @@ class StoreWorker:
             self._enqueue(job)
         return future
 
-    def _enqueue(self, job: _Job) -> None:
+    def _enqueue(self, job: _Job, *, active: bool = True) -> None:
+        loop = job.future.get_loop()
+        if active and self._idle is not None:
+            self._active_at = loop.time()
+            if self._idle_timer is None:
+                self._idle_timer = loop.call_later(IDLE_SECONDS, self._pause, loop)
         self._queue.append(job)
         if not self._busy:
-            self._hand_over(job.future.get_loop())
+            self._hand_over(loop)
+
+    def _pause(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The idle timer: the `idle` work once a whole pause has passed with nothing
+        queued or running, else the timer again for the rest of the pause."""
+        left = self._active_at + IDLE_SECONDS - loop.time()
+        if left > 0 or self._busy or self._queue:
+            self._idle_timer = loop.call_later(max(left, IDLE_SECONDS / 10), self._pause, loop)
+            return
+        self._idle_timer = None
+        assert self._idle is not None
+        job = _Job(self._idle, loop.create_future(), False, None)
+        job.future.add_done_callback(_log_idle_failure)
+        self._enqueue(job, active=False)  # not activity: no timer after it
 
     def _kick(self, loop: asyncio.AbstractEventLoop) -> None:
         """A job's `after` is done: it may go now, if the thread is idle."""
@@ -256,8 +292,16 @@ class StoreWorker:
         return self._executor.submit(locked).result()
 
     def shutdown(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         self._executor.shutdown(wait=True)
         self._committer.shutdown(wait=True)
+
+
+def _log_idle_failure(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and (error := future.exception()) is not None:
+        logger.warning("idle work failed: %s", error)
 
 
 def _fail(jobs: list[_Job], error: BaseException) -> None:

@@ -260,3 +260,35 @@ def test_a_reset_while_another_process_writes_the_old_thread_links_it_later(
     _continue(other, workspace, policy=IDLE)  # the next one writes the missing link
 
     assert _row(other, old)["nextThreadId"] == new
+
+
+def test_a_reset_of_a_thread_nobody_holds_names_its_successor_right_after_the_answer(
+    spawn: Spawn, clock: Clock, workspace: Path
+) -> None:
+    """The replaced thread's successor item is written after the answer (it is derived:
+    the new thread names the one it replaces), and every client hears of it."""
+    server = _server(spawn, clock)
+    watcher = _server(spawn, clock)
+    watcher.request("thread/list", {})
+    first = _continue(server, workspace, policy=IDLE)
+    old = first["thread"]["threadId"]
+    server.request("thread/close", {"threadId": old, "sessionId": first["sessionId"]})
+    clock.set(61)
+    seen = len(server.notifications)
+    reset = _continue(server, workspace, policy=IDLE)
+    new = reset["thread"]["threadId"]
+    assert reset["reason"] == "reset" and reset["previousThreadId"] == old
+
+    def linked(client: ServerProcess, since: int = 0) -> bool:
+        return any(
+            n["params"]["thread"]["threadId"] == old
+            and n["params"]["thread"].get("nextThreadId") == new
+            for n in client.notifications[since:]
+            if n["method"] == "thread/updated"
+        )
+
+    eventually(lambda: linked(server, seen), "this server's clients told the old one's successor")
+    assert _row(server, old)["nextThreadId"] == new
+    eventually(lambda: linked(watcher), "another process's clients told it too")
+    assert _row(watcher, old)["nextThreadId"] == new
+    assert _continue(server, workspace, policy=IDLE)["thread"]["threadId"] == new

@@ -128,6 +128,10 @@ class Lists:
         write, from the host's timer). Never raises: the rows are derived."""
         self.store.flush()
 
+    def idle(self) -> None:
+        """The store's housekeeping for a pause in requests (`Store.idle`)."""
+        self.store.idle()
+
 
 def not_one(prefix: str, infos: Infos, *, more: bool = False) -> ProtocolError:
     """Why a typed prefix names no thread (ThreadNotFound) or several (InvalidId, one

@@ -131,12 +131,18 @@ class ThreadService(Lists, Searches):
             meta["resetReason"] = replaces[1]
         return self._create(meta, owner)
 
-    def continue_key(self, ask: ContinueAsk) -> Continued:
+    def continue_key(self, ask: ContinueAsk, *, link_after: bool = False) -> Continued:
         """`thread/continue`: the key's current thread goes on, or a new one replaces it
         (restore/service/continuation.py)."""
         from restore.service.continuation import continue_key
 
-        return continue_key(self, ask)
+        return continue_key(self, ask, link_after=link_after)
+
+    def link_replaced(self, old_id: str, new: ThreadSummary) -> ThreadSummary | None:
+        """A reset's successor item, after its answer (`continue_key(link_after=True)`)."""
+        from restore.service.continuation import link_replaced
+
+        return link_replaced(self, old_id, new)
 
     @property
     def session_settings(self) -> SettingsFile:
@@ -345,21 +351,23 @@ class ThreadService(Lists, Searches):
         return True
 
     def append_bookkeeping(
-        self, thread_id: str, items: list[Item], *, flush: bool = True
+        self, thread_id: str, items: list[Item], *, flush: bool = True, derived: bool = False
     ) -> ThreadSummary:
         """Server-written items (titles, lifecycle records) for a thread, open or not.
 
         Uses the open session when this process has one, else takes the lock just for
         this append (ThreadBusy if another process writes the thread). `flush` False: the
         caller writes the index rows itself right after (a reset's link: one index write
-        for the new thread's row and the replaced one's, not two).
+        for the new thread's row and the replaced one's, not two). `derived`: the items
+        can be made again from other records, so the store may skip their sync
+        (`Store.open_writer`).
         """
         thread_id = validate_thread_id(thread_id)
         self.sessions.writable()
         if (session := self.sessions.open.get(thread_id)) is not None:
             self.sessions.append(session, items, session.session_id)
             return session.writer.summary
-        writer = self.store.open_writer(thread_id)
+        writer = self.store.open_writer(thread_id, derived=derived)
         try:
             writer.append(items, writer.summary.latestSessionId or new_id())
         finally:

@@ -575,10 +575,19 @@ class Store(Protocol):
         ...
 
     def open_writer(
-        self, thread_id: str, base: Checkpoint | None = None, *, durable: bool = True
+        self,
+        thread_id: str,
+        base: Checkpoint | None = None,
+        *,
+        durable: bool = True,
+        derived: bool = False,
     ) -> Writer:
         """The thread's one writer (ThreadBusy when another process holds it), having read
-        what follows `base` (a snapshot's checkpoint, once verified) or everything."""
+        what follows `base` (a snapshot's checkpoint, once verified) or everything.
+        `derived`: what it appends can be made again from other records (a reset's link,
+        from the new thread's `previousThreadId`): a store may leave it unsynced, kept
+        through a crash but not always through a power cut (the embedded store); one
+        whose appends are transactions commits it as any other (PostgreSQL)."""
         ...
 
     def read(self, thread_id: str) -> tuple[ThreadFile, bool]:
@@ -655,6 +664,11 @@ class Store(Protocol):
     def flush(self) -> None:
         """Write listing rows the store held back (`FLUSH_SECONDS`); never raises: the
         rows are derived."""
+        ...
+
+    def idle(self) -> None:
+        """What is best done while no request waits (the host calls it after a pause:
+        server/worker.py): the embedded store checkpoints its index. Never raises."""
         ...
 
     def watch(self, announce: Announce) -> None:

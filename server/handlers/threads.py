@@ -4,6 +4,7 @@ shape the answer, tell the other clients."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from restore.stores.api import AppendResult, Page, Progress
     from restore.stores.records import Staged
     from restore.summary import ThreadSummary
+
+logger = logging.getLogger("sessiond.threads")
 
 
 def _absolute(cwd: str) -> str:
@@ -502,7 +505,9 @@ async def thread_continue(ctx: Context, params: Any) -> dict[str, Any]:
             max_bytes=ctx.server.config.max_frame // 2,  # the rest of the answer fits beside
         )
 
-    done = await ctx.server.run_in_worker(lambda: ctx.service.continue_key(ask()))
+    done = await ctx.server.run_in_worker(lambda: ctx.service.continue_key(ask(), link_after=True))
+    if done.unlinked is not None:
+        _link_after_answer(ctx, done.unlinked, done.thread)
     if done.changed:  # replaced threads now naming their successor
         notices = [thread_notice(row.thread_info()) for row in done.changed]
         await ctx.server.announce_threads(notices)
@@ -543,6 +548,29 @@ async def thread_continue(ctx: Context, params: Any) -> dict[str, Any]:
                 previous_thread_id=done.previous_thread_id,
             )
     return done.answer()
+
+
+def _link_after_answer(ctx: Context, old_id: str, new: ThreadSummary) -> None:
+    """The replaced thread's successor item, on the store thread once the reset's answer
+    has left (its flush is two loop turns on: server/transport/pipes.py), then its row to
+    every client. Nothing waits for it: a failure is logged, and the key's next
+    `thread/continue` writes the item (restore/service/continuation.py)."""
+    loop = asyncio.get_running_loop()
+
+    def announce(row: ThreadSummary | None) -> None:
+        if row is not None:
+            ctx.server.announce_threads([thread_notice(row.thread_info())])
+
+    def link() -> None:
+        job = ctx.server.worker.submit(ctx.service.link_replaced, old_id, new, then=announce)
+        job.add_done_callback(_log_link_failure)
+
+    loop.call_soon(loop.call_soon, loop.call_soon, link)
+
+
+def _log_link_failure(job: asyncio.Future[Any]) -> None:
+    if not job.cancelled() and (error := job.exception()) is not None:
+        logger.warning("a reset's successor item was not written: %s", error)
 
 
 async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:

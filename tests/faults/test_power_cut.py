@@ -38,6 +38,7 @@ from restore.stores.embedded.jsonl import parse_bytes
 from tests.faults.helpers import sessiond
 from tests.support.powercut import PowerCutDisk, power_cut_disk
 from tests.support.rpc_client import HANG_GUARD, ServerProcess
+from tests.support.wait import eventually
 
 CUTS = int(os.environ.get("SESSIOND_POWER_CUTS", "20"))
 WINDOW = 8  # records in flight at once
@@ -190,10 +191,12 @@ def test_doctor_repair_of_a_torn_first_line_leaves_a_clean_home(home: Path) -> N
 # --- sessiond on it: one cut at a chosen moment ------------------------------------------
 
 
-def _server(disk: PowerCutDisk, durability: str = "fsync") -> ServerProcess:
+def _server(
+    disk: PowerCutDisk, durability: str = "fsync", env: dict[str, str] | None = None
+) -> ServerProcess:
     """A server on the mount, booted anew (a new boot id)."""
     server = ServerProcess(
-        disk.mount, env={"SESSIOND_DURABILITY": durability}, prefix=disk.reboot()
+        disk.mount, env={"SESSIOND_DURABILITY": durability, **(env or {})}, prefix=disk.reboot()
     )
     server.initialize()
     return server
@@ -282,6 +285,45 @@ def test_a_torn_tail_copied_aside_survives_a_power_cut(disk: PowerCutDisk, tmp_p
     assert not path.read_bytes().endswith(b"torn")
     aside = list((disk.mount / "recovered").glob(f"{thread_id}.*.torn"))
     assert [p.read_bytes() for p in aside] == [b'{"v":1,"seq":2,"torn']
+
+
+def test_a_reset_s_link_lost_to_a_power_cut_is_written_again(
+    disk: PowerCutDisk, tmp_path: Path
+) -> None:
+    """A `thread/continue` reset syncs its new thread, not the replaced thread's successor
+    item (derived: the new thread names the one it replaces). Cut right after, the item is
+    gone; the key still continues the new thread, and the item is written again."""
+    clock = tmp_path / "clock"
+    clock.write_text("0")
+    env = {"SESSIOND_TEST_CLOCK": str(clock)}
+    idle = {"sessionKey": "direct:ana", "cwd": str(tmp_path),
+            "policy": {"reset": "idle", "idleMinutes": 1}}  # fmt: skip
+    server = _server(disk, "group", env)
+    try:
+        first = server.request("thread/continue", idle)
+        old = first["thread"]["threadId"]
+        server.request("thread/close", {"threadId": old, "sessionId": first["sessionId"]})
+        clock.write_text("61")
+        reset = server.request("thread/continue", idle)
+        new = reset["thread"]["threadId"]
+        assert reset["reason"] == "reset" and reset["previousThreadId"] == old
+        eventually(lambda: server.request("thread/read", {"threadId": old})["items"][-1]["type"]
+                   == "thread_successor", "the successor item written")  # fmt: skip
+        disk.cut()
+    finally:
+        server.close()
+    disk.remount()
+    server = _server(disk, "group", env)
+    try:
+        types = [i["type"] for i in server.request("thread/read", {"threadId": old})["items"]]
+        assert "thread_successor" not in types  # lost: it was never synced on its own
+        again = server.request("thread/continue", idle)
+        assert (again["reason"], again["thread"]["threadId"]) == ("resume", new)
+        items = server.request("thread/read", {"threadId": old})["items"]
+        assert items[-1]["type"] == "thread_successor" and items[-1]["nextThreadId"] == new
+        assert server.shutdown() == 0
+    finally:
+        server.close()
 
 
 # --- sessiond on it: under load, cut at random moments -------------------------------------

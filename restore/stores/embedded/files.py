@@ -632,7 +632,12 @@ class ThreadStore:
         return writer
 
     def open_writer(
-        self, thread_id: str, base: Checkpoint | None = None, *, durable: bool = True
+        self,
+        thread_id: str,
+        base: Checkpoint | None = None,
+        *,
+        durable: bool = True,
+        derived: bool = False,
     ) -> ThreadWriter:
         """Take the thread's lock (ThreadBusy if held) and repair a torn tail first.
 
@@ -666,7 +671,14 @@ class ThreadStore:
             repaired.bom = found.bom
             repaired.torn_tail_offset = found.torn_tail_offset
             writer = ThreadWriter(
-                thread_id, path, fd, repaired, self._durability(durable), archived, base, store=self
+                thread_id,
+                path,
+                fd,
+                repaired,
+                self._durability(durable and not derived),  # derived: no sync of its own
+                archived,
+                base,
+                store=self,
             )
             writer.base_rejected = rejected
             return writer

@@ -238,6 +238,9 @@ class EmbeddedStore(ThreadStore):
             for thread_id in parked:  # their marks were left unheld for this row
                 marks.clear_if_free(self.layout, thread_id)
 
+    def idle(self) -> None:
+        self.index.checkpoint()
+
     def begin_commit(self) -> Callable[[], None] | None:
         """Group commit here is one fdatasync per written file (restore/.../commit.py)."""
         return self.group_commit.begin()

@@ -255,6 +255,9 @@ class PostgresStore:
     def flush(self) -> None:
         """Nothing held back: listing rows are written in their items' transaction."""
 
+    def idle(self) -> None:
+        """Nothing to do: the database server checkpoints its own WAL."""
+
     # --- locks ---------------------------------------------------------------------------
 
     def name_holder(self, thread_id: str, holder: str) -> None:
@@ -358,10 +361,16 @@ class PostgresStore:
         return writer
 
     def open_writer(
-        self, thread_id: str, base: Checkpoint | None = None, *, durable: bool = True
+        self,
+        thread_id: str,
+        base: Checkpoint | None = None,
+        *,
+        durable: bool = True,
+        derived: bool = False,
     ) -> PostgresWriter:
         """Take the thread's lock (ThreadBusy if held anywhere) and read it: the items
-        after `base` once its last line is verified, else all of them."""
+        after `base` once its last line is verified, else all of them. `derived` changes
+        nothing: an append is a transaction, and one left uncommitted would be lost."""
         thread_id = validate_thread_id(thread_id)
         conn = self.db.writer()
         try:
