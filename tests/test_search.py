@@ -17,6 +17,7 @@ import pytest
 from protocol.errors import ErrorKind, ProtocolError
 from restore.service import Settings, ThreadService, open_service
 from restore.service.search import Results
+from restore.stores.api import SearchFilters
 from tests.conftest import BOTH_STORES
 from tests.support.items import message
 
@@ -115,26 +116,32 @@ def test_filters_apply_before_paging(services: Services, tmp_path: Path) -> None
     )  # fmt: skip
     for _ in range(3):  # more matches than one page, none of them in the folder
         thread(service, tmp_path / "noise", [message("needle " * 3)])
-    in_folder = service.search("needle", workspace_folder=str(folder), limit=1)
+    in_folder = service.search("needle", SearchFilters(workspace_folder=str(folder)), limit=1)
     assert [h.thread.threadId for h in in_folder.hits] == [inside]
     assert in_folder.next_cursor is None
     real = os.path.realpath(tmp_path / "elsewhere")
-    assert {h.thread.threadId for h in service.search("needle", cwd=real).hits} == {
+    assert {h.thread.threadId for h in service.search("needle", SearchFilters(cwd=real)).hits} == {
         outside, imported}  # fmt: skip
-    assert [h.thread.threadId for h in service.search("needle", agent="codex").hits] == [imported]
-    assert inside not in {h.thread.threadId for h in service.search("needle", agent="codex").hits}
-    assert [h.thread.threadId for h in service.search("needle", role="assistant").hits] == [inside]
+    assert [
+        h.thread.threadId for h in service.search("needle", SearchFilters(agent="codex")).hits
+    ] == [imported]
+    assert inside not in {
+        h.thread.threadId for h in service.search("needle", SearchFilters(agent="codex")).hits
+    }
+    assert [
+        h.thread.threadId for h in service.search("needle", SearchFilters(role="assistant")).hits
+    ] == [inside]
     everything = service.search("needle", limit=50).hits
     assert len(everything) == 6
     ts = sorted(h.ts for h in everything)
-    later = service.search("needle", since=ts[3], limit=50).hits
+    later = service.search("needle", SearchFilters(since=ts[3]), limit=50).hits
     assert sorted(h.ts for h in later) == ts[3:]
-    earlier = service.search("needle", until=ts[3], limit=50).hits
+    earlier = service.search("needle", SearchFilters(until=ts[3]), limit=50).hits
     assert sorted(h.ts for h in earlier) == ts[:3]
     for name, bad in [("agent", {"agent": "vim"}), ("role", {"role": "system"}),
                       ("since", {"since": "last week"}), ("cwd", {"cwd": "/a\0b"})]:  # fmt: skip
         with pytest.raises(ProtocolError) as refused:
-            service.search("needle", **bad)
+            service.search("needle", SearchFilters(**bad))
         assert refused.value.kind is ErrorKind.INVALID_PARAMS
         assert refused.value.details["field"] in (name, "workspaceFolder")
 
@@ -195,10 +202,10 @@ def test_an_acp_thread_is_found_by_its_tool_calls_titles_and_messages(
          "effect": "side_effect", "state": "started", "title": "Edit wombat.toml"},
         {"type": "thread_title", "id": "acp:t1", "title": "Wombat migration"},
     ], origin={"agent": "acp", "sessionId": "acp-1"})  # fmt: skip
-    results = service.search("wombat", agent="acp")
+    results = service.search("wombat", SearchFilters(agent="acp"))
     assert set(found(results)) == {(acp, seq) for seq in seqs}
     assert {h.role for h in results.hits} == {"user", "tool", "title"}
-    assert found(service.search("wombat", agent="sessiond")) == []
+    assert found(service.search("wombat", SearchFilters(agent="sessiond"))) == []
 
 
 def test_deleting_removes_hits_and_archiving_hides_them(services: Services, tmp_path: Path) -> None:
@@ -210,7 +217,7 @@ def test_deleting_removes_hits_and_archiving_hides_them(services: Services, tmp_
     service.archive(archived, True)
     service.delete(deleted)
     assert [h.thread.threadId for h in service.search("axolotl").hits] == [kept]
-    shown = service.search("axolotl", archived=True).hits
+    shown = service.search("axolotl", SearchFilters(archived=True)).hits
     assert [(h.thread.threadId, h.thread.archived) for h in shown] == [(archived, True)]
     service.archive(archived, False)
     assert {h.thread.threadId for h in services().search("axolotl").hits} == {kept, archived}
@@ -271,14 +278,17 @@ def test_an_import_is_findable_with_its_agent(
     service = services()
     assert service.search("rounding").hits == []
     run_import(home, "claude", fixture.claude_root, store_url)
-    claude = service.search("payment rounding", agent="claude-code")
+    claude = service.search("payment rounding", SearchFilters(agent="claude-code"))
     assert {h.snippet for h in claude.hits} >= {
         "Fix the payment rounding bug in alpha",
         "Fix the payment rounding bug in beta",
     }
     assert {h.thread.origin["agent"] for h in claude.hits} == {"claude-code"}  # type: ignore[index]
     assert any(h.role == "todo" for h in service.search("round_half_even").hits)
-    assert any(h.role == "tool" for h in service.search('"pytest q"', agent="claude-code").hits)
+    assert any(
+        h.role == "tool"
+        for h in service.search('"pytest q"', SearchFilters(agent="claude-code")).hits
+    )
     assert service.search("changelog").hits == []
     run_import(home, "codex", fixture.codex_root, store_url)
     codex = service.search("changelog")

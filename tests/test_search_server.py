@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from restore.service import Settings, open_service
+from restore.stores.api import SearchFilters
 from tests.faults.helpers import record, start
 from tests.support.items import message
 from tests.support.rpc_client import RpcError, ServerProcess
@@ -289,7 +290,7 @@ def test_pages_across_rank_windows_lose_and_repeat_nothing(
     seen: list[tuple[str, int]] = []
     cursor = None
     while True:
-        page = service.search("walrus", cwd=str(cwds[0]), cursor=cursor, limit=3)
+        page = service.search("walrus", SearchFilters(cwd=str(cwds[0])), cursor=cursor, limit=3)
         seen += [(h.thread.threadId, h.seq) for h in page.hits]
         if (cursor := page.next_cursor) is None:
             break

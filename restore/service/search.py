@@ -7,7 +7,7 @@ a hit reads the same whichever store found it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from protocol.agents import AGENT_IDS
@@ -24,6 +24,8 @@ from restore.summary import ThreadSummary
 
 AGENTS = ("sessiond", *AGENT_IDS, "acp")
 DEFAULT_BUDGET = 2.0
+NO_FILTERS = SearchFilters()
+"""A search of every unarchived thread."""
 """Seconds a search may spend indexing what is not indexed yet before it answers from
 what is (`partial`): the client waits meanwhile, and so do the searches after it."""
 
@@ -88,14 +90,8 @@ class Searches:
     def search(
         self,
         text: str,
+        filters: SearchFilters = NO_FILTERS,
         *,
-        cwd: str | None = None,
-        workspace_folder: str | None = None,
-        agent: str | None = None,
-        role: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        archived: bool = False,
         cursor: str | None = None,
         limit: int = 20,
         progress: Progress | None = None,
@@ -105,17 +101,7 @@ class Searches:
         """A page of hits: `ask`, then `find`, on the calling thread (a command, a test);
         once more when the search set a damaged index aside (`asked_again`)."""
         for attempt in (1, 2):
-            asked = self.ask(
-                text,
-                cwd=cwd,
-                workspace_folder=workspace_folder,
-                agent=agent,
-                role=role,
-                since=since,
-                until=until,
-                archived=archived,
-                index_progress=index_progress,
-            )
+            asked = self.ask(text, filters, index_progress=index_progress)
             try:
                 return self.find(
                     asked, cursor=cursor, limit=limit, progress=progress, budget=budget
@@ -128,35 +114,33 @@ class Searches:
     def ask(
         self,
         text: str,
+        filters: SearchFilters = NO_FILTERS,
         *,
-        cwd: str | None = None,
-        workspace_folder: str | None = None,
-        agent: str | None = None,
-        role: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        archived: bool = False,
         index_progress: Progress | None = None,
     ) -> Asked:
-        """The query parsed and the filters checked (InvalidParams naming what is wrong),
+        """The query parsed and the filters as asked checked (InvalidParams naming what
+        is wrong) and made canonical (the cwd resolved, the times in the stored format),
         the listing index open (`index_progress`) and this process's latest rows written,
         so its latest records are found. On the store thread: the rows are its state."""
         query = search_query.parse(text)
-        for name, value in (("cwd", cwd), ("workspaceFolder", workspace_folder)):
+        cwd, folder, agent, role = (
+            filters.cwd,
+            filters.workspace_folder,
+            filters.agent,
+            filters.role,
+        )
+        for name, value in (("cwd", cwd), ("workspaceFolder", folder)):
             if value is not None and "\0" in value:
                 raise _invalid(name, "must not contain NUL")
         if agent is not None and agent not in AGENTS:
             raise _invalid("agent", f"one of {', '.join(AGENTS)}")
         if role is not None and role not in ROLES:
             raise _invalid("role", f"one of {', '.join(ROLES)}")
-        filters = SearchFilters(
+        filters = replace(
+            filters,
             cwd=canonical(cwd) if cwd is not None else None,
-            workspace_folder=workspace_folder,
-            agent=agent,
-            role=role,
-            since=timestamp("since", since),
-            until=timestamp("until", until),
-            archived=archived,
+            since=timestamp("since", filters.since),
+            until=timestamp("until", filters.until),
         )
         self.store.index.ensure_ready(index_progress)
         self.store.flush()  # this process's latest records are searchable at once

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.agents import SEARCH_AGENTS
 from restore.service import open_service
+from restore.stores.api import SearchFilters
 from restore.stores.records import ts_at
 from server.cli.options import CommandError, limit
 from server.cli.terminal import clip, print_json, relative_time, safe
@@ -128,8 +129,7 @@ def search(config: ServerConfig, args: argparse.Namespace) -> int:
             sys.stderr.write("\n" if done >= total else "")
 
     try:
-        found = service.search(
-            query,
+        asked = SearchFilters(
             cwd=args.cwd,
             workspace_folder=args.workspace_folder,
             agent=args.agent,
@@ -137,6 +137,10 @@ def search(config: ServerConfig, args: argparse.Namespace) -> int:
             since=since,
             until=until,
             archived=args.archived,
+        )
+        found = service.search(
+            query,
+            asked,
             limit=args.limit,
             progress=progress,
             budget=None,  # a command has the index to itself: build what is missing

@@ -306,21 +306,22 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
     after the records before it: they are found); then found on the search thread when
     the store's search can run beside the store (the embedded store's), so its catch-up
     and query never hold another client's record."""
+    from restore.stores.api import SearchFilters
+
     began = time.time()
     indexing, searching = ctx.progress("Indexing threads"), ctx.progress("Indexing for search")
+    filters = SearchFilters(
+        cwd=params.cwd,
+        workspace_folder=params.workspaceFolder,
+        agent=params.agent,
+        role=params.role,
+        since=params.since,
+        until=params.until,
+        archived=params.archived,
+    )
     for attempt in (1, 2):
         asked = await ctx.server.run_in_worker(
-            lambda: ctx.service.ask(
-                params.query,
-                cwd=params.cwd,
-                workspace_folder=params.workspaceFolder,
-                agent=params.agent,
-                role=params.role,
-                since=params.since,
-                until=params.until,
-                archived=params.archived,
-                index_progress=indexing,
-            )
+            lambda: ctx.service.ask(params.query, filters, index_progress=indexing)
         )
         try:
             result = await _found(ctx, params, asked, searching)

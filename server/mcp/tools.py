@@ -25,7 +25,7 @@ from restore.engine.environment import canonical
 from restore.render import styles
 from restore.render.transcript import render
 from restore.service import ThreadService
-from restore.stores.api import ListFilters
+from restore.stores.api import ListFilters, SearchFilters
 from restore.summary import ThreadSummary
 from restore.usage.entries import Usage, UsageSource, UsageThread
 from server.cli.options import CommandError
@@ -234,14 +234,17 @@ class Tools:
 
         def page(where: str | None, inner: str | None, wanted: int) -> tuple[list[Any], str | None]:
             nonlocal partial
-            found = self.service.search(
-                query,
+            asked = SearchFilters(
                 workspace_folder=where,
                 agent=agent,
                 role=role,
                 since=since_at,
                 until=until_at,
                 archived=archived,
+            )
+            found = self.service.search(
+                query,
+                asked,
                 cursor=inner,
                 limit=wanted,
             )
