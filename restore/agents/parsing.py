@@ -68,6 +68,22 @@ def effect(tool: str, read: Collection[str], idempotent: Collection[str] = ()) -
     return "side_effect"
 
 
+TRACKED_CHARS = 32_768
+"""Files a session wrote whose contents a parser follows (to know an edit's before and
+after): up to this size each, the `TRACKED_FILES` written last."""
+TRACKED_FILES = 32
+
+
+def remember_file(files: dict[str, str], path: str, text: str | None) -> None:
+    """`path` now holds `text` (None: unknown): kept in `files` (a parser's state) if
+    small enough, the oldest let go past `TRACKED_FILES`."""
+    files.pop(path, None)
+    if text is not None and len(text) <= TRACKED_CHARS:
+        files[path] = text
+        while len(files) > TRACKED_FILES:
+            del files[next(iter(files))]
+
+
 def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text

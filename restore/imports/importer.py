@@ -654,30 +654,26 @@ class Importer:
         meta = {key: value for key, value in meta.items() if value is not None}
         items, bookkeeping = items or [], bookkeeping or []
         session = _session_of(thread_id)
+
+        def create(stored: list[Item]) -> Writer:
+            return self._store.create(
+                thread_id,
+                session,
+                meta,
+                items=[*stored, *bookkeeping],
+                keep_ts=True,  # dated by the transcript
+                redacted=True,  # its records were, as parse read them
+                durable=False,  # by the batch's `commit`
+            )
+
         try:
             try:
-                writer = self._store.create(
-                    thread_id,
-                    session,
-                    meta,
-                    items=[*items, *bookkeeping],
-                    keep_ts=True,  # dated by the transcript
-                    redacted=True,  # its records were, as parse read them
-                    durable=False,  # by the batch's `commit`
-                )
+                writer = create(items)
             except ProtocolError as exc:
                 if exc.kind is not ErrorKind.INVALID_PARAMS:
                     raise
                 items = self._storable(items)
-                writer = self._store.create(
-                    thread_id,
-                    session,
-                    meta,
-                    items=[*items, *bookkeeping],
-                    keep_ts=True,  # dated by the transcript
-                    redacted=True,  # its records were, as parse read them
-                    durable=False,  # by the batch's `commit`
-                )
+                writer = create(items)
         except ProtocolError as exc:  # another importer created it a moment ago
             if exc.kind is not ErrorKind.INVALID_ID:
                 raise

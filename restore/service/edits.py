@@ -76,28 +76,31 @@ def apply_edit(
             service.store.put_blob(current)
         service.store.put_blob(after)
         digest = sha256_of(f"{target}\0{after_sha}".encode())
-        service.append(
-            session,
-            [
-                {
-                    "type": "operation",
-                    "id": str(uuid.uuid4()),
-                    "operationId": operation_id,
-                    "tool": APPLY_EDIT_TOOL,
-                    "argsDigest": digest,
-                    "effect": "side_effect",
-                    "state": "started",
-                    "path": str(target),
-                    "beforeSha": before_sha,
-                    "afterSha": after_sha,
-                }
-            ],
-        )
+        started = _edit_operation(operation_id, "started", str(target), before_sha, after_sha)
+        service.append(session, [{**started, "argsDigest": digest}])
     crash_point("apply_edit.before_write")
     replace_regular(target, after)
     crash_point("apply_edit.after_write")
     _record_commit(service, session, operation_id, target, before_sha, after_sha)
     return {"outcome": "applied", "beforeSha": before_sha, "afterSha": after_sha}
+
+
+def _edit_operation(
+    operation_id: str, state: str, path: str, before_sha: str | None, after_sha: str | None
+) -> dict[str, Any]:
+    """`apply_edit`'s operation record in `state` (started before the write, committed
+    after it): what a resume needs to know whether the edit happened."""
+    return {
+        "type": "operation",
+        "id": str(uuid.uuid4()),
+        "operationId": operation_id,
+        "tool": APPLY_EDIT_TOOL,
+        "effect": "side_effect",
+        "state": state,
+        "path": path,
+        "beforeSha": before_sha,
+        "afterSha": after_sha,
+    }
 
 
 def _record_commit(
@@ -108,21 +111,11 @@ def _record_commit(
     before_sha: str | None,
     after_sha: str | None,
 ) -> None:
+    committed = _edit_operation(operation_id, "committed", path, before_sha, after_sha)
     service.append(
         session,
         [
-            {
-                "type": "operation",
-                "id": str(uuid.uuid4()),
-                "operationId": operation_id,
-                "tool": APPLY_EDIT_TOOL,
-                "effect": "side_effect",
-                "state": "committed",
-                "resultPersisted": True,
-                "path": path,
-                "beforeSha": before_sha,
-                "afterSha": after_sha,
-            },
+            {**committed, "resultPersisted": True},
             {
                 "type": "file_edit",
                 "id": str(uuid.uuid4()),

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from restore.agents.identity import thread_id_for
-from restore.agents.parsing import SourceParser, called, effect, title_from, truncate
+from restore.agents.parsing import SourceParser, called, effect, remember_file, title_from, truncate
 
 AGENT = "copilot"
 READ_TOOLS = frozenset(
@@ -75,8 +75,6 @@ TODO_STATUS = {
     "pending": "pending",
     "blocked": "pending",
 }
-TRACKED_CHARS = 32_768
-TRACKED_FILES = 32
 DATETIME = "<current_datetime>"
 
 
@@ -281,7 +279,7 @@ class CopilotParser(SourceParser):
         if tool == "create" and isinstance(arguments.get("file_text"), str):
             after = arguments["file_text"]
             self.file_edit(path, call_id, None, after, True, kind="create")
-            self._remember(path, after)
+            remember_file(self.state["files"], path, after)
             return
         before, after = files.get(path), None
         old, new = arguments.get("old_str"), arguments.get("new_str")
@@ -297,15 +295,7 @@ class CopilotParser(SourceParser):
         if diff:
             extra["diff"] = truncate(diff, 20_000)
         self.file_edit(path, call_id, before if known else None, after, known, **extra)
-        self._remember(path, after)
-
-    def _remember(self, path: str, text: str | None) -> None:
-        files = self.state["files"]
-        files.pop(path, None)
-        if text is not None and len(text) <= TRACKED_CHARS:
-            files[path] = text
-            while len(files) > TRACKED_FILES:
-                del files[next(iter(files))]
+        remember_file(self.state["files"], path, after)
 
     # --- model calls, sub-agents, todos ---------------------------------------------------
 

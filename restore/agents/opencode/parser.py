@@ -29,6 +29,7 @@ from restore.agents.parsing import (
     SourceParser,
     called,
     effect,
+    remember_file,
     title_from,
     truncate,
 )
@@ -59,10 +60,6 @@ KNOWN_TOOLS = (
 """Tools whose effect is known; any other (an MCP tool, a plugin's) is recorded as a side
 effect and reported unmapped."""
 FINAL = {"completed": False, "error": True}
-TRACKED_CHARS = 32_768
-"""Files the session wrote whose contents are followed (to know an edit's before and
-after): up to this size each, a bounded number of them (TRACKED_FILES)."""
-TRACKED_FILES = 32
 PROVIDERS = {"openai": "openai", "anthropic": "anthropic", "google": "google",
              "openrouter": "openrouter", "deepseek": "deepseek", "mistral": "mistral",
              "groq": "groq", "xai": "x-ai", "azure": "azure", "amazon-bedrock": "aws"}  # fmt: skip
@@ -298,7 +295,7 @@ class OpenCodeParser(SourceParser):
             before = files.get(path) if existed is not False else None
             known = existed is False or before is not None
             self.file_edit(path, call_id, before, after, known, kind="write")
-            self._remember(path, after)
+            remember_file(self.state["files"], path, after)
             return
         before = files.get(path)
         after = None
@@ -316,15 +313,7 @@ class OpenCodeParser(SourceParser):
         if diff:
             extra["diff"] = truncate(diff, RESULT_CHARS * 10)
         self.file_edit(path, call_id, before if known else None, after, known, **extra)
-        self._remember(path, after)
-
-    def _remember(self, path: str, text: str | None) -> None:
-        files = self.state["files"]
-        files.pop(path, None)
-        if text is not None and len(text) <= TRACKED_CHARS:
-            files[path] = text
-            while len(files) > TRACKED_FILES:
-                del files[next(iter(files))]
+        remember_file(self.state["files"], path, after)
 
     def _todos(self, todos: list[Any]) -> None:
         entries = [

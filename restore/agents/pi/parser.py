@@ -20,7 +20,15 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from restore.agents.parsing import SourceParser, called, effect, text_of, title_from, truncate
+from restore.agents.parsing import (
+    SourceParser,
+    called,
+    effect,
+    remember_file,
+    text_of,
+    title_from,
+    truncate,
+)
 
 AGENT = "pi"
 READ_TOOLS = frozenset({"read", "grep", "find", "ls"})
@@ -29,8 +37,6 @@ SHELL_TOOLS = frozenset({"bash", "powershell"})
 KNOWN_TOOLS = READ_TOOLS | EDIT_TOOLS | SHELL_TOOLS
 """Pi's built-in tools (read, bash, edit, write, and the optional grep, find, ls); an
 extension's or MCP tool is a side effect, and reported unmapped."""
-TRACKED_CHARS = 32_768
-TRACKED_FILES = 32
 _EXIT = re.compile(r"Command exited with code (-?\d+)\s*$")
 
 
@@ -216,7 +222,7 @@ class PiParser(SourceParser):
         if tool == "write" and isinstance(arguments.get("content"), str):
             after = arguments["content"]
             self.file_edit(path, call_id, files.get(path), after, True, kind="write")
-            self._remember(path, after)
+            remember_file(self.state["files"], path, after)
             return
         edits = arguments.get("edits")
         pairs = (
@@ -241,15 +247,7 @@ class PiParser(SourceParser):
         if isinstance(patch, str) and patch:
             extra["diff"] = truncate(patch, 20_000)
         self.file_edit(path, call_id, files.get(path) if known else None, text, known, **extra)
-        self._remember(path, text)
-
-    def _remember(self, path: str, text: str | None) -> None:
-        files = self.state["files"]
-        files.pop(path, None)
-        if text is not None and len(text) <= TRACKED_CHARS:
-            files[path] = text
-            while len(files) > TRACKED_FILES:
-                del files[next(iter(files))]
+        remember_file(self.state["files"], path, text)
 
     def _usage(self, model: Any, usage: dict[str, Any]) -> None:
         """One model call's tokens (input without the cache's, reasoning within output),

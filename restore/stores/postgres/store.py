@@ -324,11 +324,7 @@ class PostgresStore:
         """A new thread, committed at once with its `session_meta` and `items` (and
         announced); with `durable=False` at the next `sync`."""
         thread_id = validate_thread_id(thread_id)
-        conn = self.db.writer()
-        try:
-            try_lock(conn, thread_id)
-        except psycopg.Error as exc:
-            raise self._fail(exc) from None
+        conn = self._lock(thread_id)
         summary = ThreadSummary(threadId=thread_id)
         writer = PostgresWriter(
             self, thread_id, summary, (None, None), None, ThreadFile(), None, durable=durable
@@ -372,11 +368,7 @@ class PostgresStore:
         after `base` once its last line is verified, else all of them. `derived` changes
         nothing: an append is a transaction, and one left uncommitted would be lost."""
         thread_id = validate_thread_id(thread_id)
-        conn = self.db.writer()
-        try:
-            try_lock(conn, thread_id)
-        except psycopg.Error as exc:
-            raise self._fail(exc) from None
+        conn = self._lock(thread_id)
         try:
             row, repo = self._row(conn, thread_id)
             rejected = None
@@ -518,14 +510,20 @@ class PostgresStore:
 
     # --- archive and delete -----------------------------------------------------------------
 
-    @contextmanager
-    def _locked(self, thread_id: str) -> Iterator[psycopg.Connection]:
-        """The thread's lock for one short change (ThreadBusy when a writer holds it)."""
+    def _lock(self, thread_id: str) -> psycopg.Connection:
+        """The writer connection, holding the thread's lock (ThreadBusy when a writer
+        holds it, anywhere)."""
         conn = self.db.writer()
         try:
             try_lock(conn, thread_id)
         except psycopg.Error as exc:
             raise self._fail(exc) from None
+        return conn
+
+    @contextmanager
+    def _locked(self, thread_id: str) -> Iterator[psycopg.Connection]:
+        """The thread's lock for one short change (ThreadBusy when a writer holds it)."""
+        conn = self._lock(thread_id)
         try:
             yield conn
         except psycopg.Error as exc:
