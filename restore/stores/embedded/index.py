@@ -210,6 +210,18 @@ _UPSERT_IF_NOT_NEWER = (
 )
 
 
+def under_folder(folder: str, table: str = "") -> tuple[str, list[str]]:
+    """SQL: the thread (`table`, an alias with its dot, or none) is of the workspace
+    folder, or runs in it or below. "Below" is a byte range [folder/, folder0) ('0'
+    follows '/' in ASCII): exact and case-sensitive like the filesystem, with no LIKE
+    wildcards to escape. For the listing and the search alike."""
+    base = folder.rstrip("/")
+    clause = (
+        f"({table}workspaceFolder = ? OR {table}cwd = ? OR ({table}cwd >= ? AND {table}cwd < ?))"
+    )
+    return clause, [folder, folder, base + "/", base + "0"]
+
+
 def _summary(row: Sequence[Any]) -> ThreadSummary:
     """A listing row as a summary; one that cannot be decoded is the index's fault."""
     return decoded(summary_of, row, json_text=True)
@@ -935,11 +947,9 @@ class ThreadIndex:
             where.append("cwd = ?")
             params.append(cwd)
         if workspace_folder is not None:
-            # "Under the folder" as a byte range [folder/, folder0): '0' follows '/' in ASCII.
-            # Exact and case-sensitive like the filesystem, with no LIKE wildcards to escape.
-            base = workspace_folder.rstrip("/")
-            where.append("(workspaceFolder = ? OR cwd = ? OR (cwd >= ? AND cwd < ?))")
-            params += [workspace_folder, workspace_folder, base + "/", base + "0"]
+            clause, values = under_folder(workspace_folder)
+            where.append(clause)
+            params += values
         if search:
             where.append("(contains(title, ?) OR contains(preview, ?))")
             params += [search.casefold()] * 2

@@ -60,6 +60,7 @@ from restore.stores.cursors import (
     summary_of,
 )
 from restore.stores.embedded.files import open_thread_file
+from restore.stores.embedded.index import under_folder
 from restore.stores.embedded.jsonl import LineMark, parse_bytes
 
 if TYPE_CHECKING:
@@ -606,9 +607,9 @@ def _filtered(filters: SearchFilters) -> tuple[list[str], list[Any]]:
         where.append("t.cwd = ?")
         params.append(filters.cwd)
     if filters.workspace_folder is not None:
-        base = filters.workspace_folder.rstrip("/")
-        where.append("(t.workspaceFolder = ? OR t.cwd = ? OR (t.cwd >= ? AND t.cwd < ?))")
-        params += [filters.workspace_folder, filters.workspace_folder, base + "/", base + "0"]
+        clause, values = under_folder(filters.workspace_folder, "t.")
+        where.append(clause)
+        params += values
     if filters.agent is not None:
         where.append("coalesce(json_extract(t.origin, '$.agent'), 'sessiond') = ?")
         params.append(filters.agent)

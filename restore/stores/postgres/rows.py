@@ -138,6 +138,33 @@ def child_counts(conn: psycopg.Connection, thread_ids: Sequence[str]) -> dict[st
     return counts
 
 
+def under_folder(
+    folder: str, repo: tuple[str, str] | None, table: LiteralString = ""
+) -> tuple[LiteralString, list[Any]]:
+    """SQL: the thread (`table`, an alias with its dot, or none) is of the workspace
+    folder, runs in it or below (a byte range, as the embedded index has it), or, with
+    `repo` (repoId, the folder's path inside it), is of that repository's same folder on
+    any machine. For the listing and the search alike."""
+    base = folder.rstrip("/")
+    clause: LiteralString = (
+        f'{table}workspace_folder = %s OR {table}cwd COLLATE "C" = %s OR '
+        f'({table}cwd COLLATE "C" >= %s AND {table}cwd COLLATE "C" < %s)'
+    )
+    params: list[Any] = [folder, folder, base + "/", base + "0"]
+    if repo is not None:
+        repo_id, inside = repo
+        if inside:
+            clause += (
+                f' OR ({table}repo_id = %s AND ({table}repo_path COLLATE "C" = %s OR '
+                f'({table}repo_path COLLATE "C" >= %s AND {table}repo_path COLLATE "C" < %s)))'
+            )
+            params += [repo_id, inside, inside + "/", inside + "0"]
+        else:
+            clause += f" OR {table}repo_id = %s"
+            params.append(repo_id)
+    return f"({clause})", params
+
+
 def listing(
     conn: psycopg.Connection, filters: ListFilters, *, repo: tuple[str, str] | None = None
 ) -> Listing:
@@ -173,24 +200,9 @@ def listing(
         where.append('cwd COLLATE "C" = %s')
         params.append(cwd)
     if workspace_folder is not None:
-        base = workspace_folder.rstrip("/")
-        under: LiteralString = (
-            'workspace_folder = %s OR cwd COLLATE "C" = %s OR '
-            '(cwd COLLATE "C" >= %s AND cwd COLLATE "C" < %s)'
-        )
-        params += [workspace_folder, workspace_folder, base + "/", base + "0"]
-        if repo is not None:
-            repo_id, inside = repo
-            if inside:
-                under += (
-                    ' OR (repo_id = %s AND (repo_path COLLATE "C" = %s OR '
-                    '(repo_path COLLATE "C" >= %s AND repo_path COLLATE "C" < %s)))'
-                )
-                params += [repo_id, inside, inside + "/", inside + "0"]
-            else:
-                under += " OR repo_id = %s"
-                params.append(repo_id)
-        where.append(f"({under})")
+        clause, values = under_folder(workspace_folder, repo)
+        where.append(clause)
+        params += values
     if search:
         where.append(
             "(strpos(lower(coalesce(title, '')), lower(%s)) > 0 "

@@ -25,7 +25,7 @@ from restore.search.cancel import Cancel, Cancelled
 from restore.search.query import Query
 from restore.stores.api import Progress, SearchFilters, SearchHit, SearchPage
 from restore.stores.cursors import MAX_LIMIT, decode_search_cursor, encode_search_cursor, summary_of
-from restore.stores.postgres.rows import ROW_COLUMNS
+from restore.stores.postgres.rows import ROW_COLUMNS, under_folder
 
 if TYPE_CHECKING:
     from restore.stores.postgres.host import StoreHost
@@ -70,25 +70,10 @@ class SharedSearch:
             where.append('t.cwd COLLATE "C" = %s')
             params.append(filters.cwd)
         if filters.workspace_folder is not None:
-            base = filters.workspace_folder.rstrip("/")
-            under: LiteralString = (
-                't.workspace_folder = %s OR t.cwd COLLATE "C" = %s OR '
-                '(t.cwd COLLATE "C" >= %s AND t.cwd COLLATE "C" < %s)'
-            )
-            params += [filters.workspace_folder, filters.workspace_folder, base + "/", base + "0"]
             repo = self._store.repo_of(filters.workspace_folder)
-            if repo is not None:
-                repo_id, inside = repo
-                if inside:
-                    under += (
-                        ' OR (t.repo_id = %s AND (t.repo_path COLLATE "C" = %s OR '
-                        '(t.repo_path COLLATE "C" >= %s AND t.repo_path COLLATE "C" < %s)))'
-                    )
-                    params += [repo_id, inside, inside + "/", inside + "0"]
-                else:
-                    under += " OR t.repo_id = %s"
-                    params.append(repo_id)
-            where.append(f"({under})")
+            clause, values = under_folder(filters.workspace_folder, repo, "t.")
+            where.append(clause)
+            params += values
         if filters.agent is not None:
             where.append("coalesce(t.origin->>'agent', 'sessiond') = %s")
             params.append(filters.agent)
