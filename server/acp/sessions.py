@@ -288,27 +288,24 @@ class LocalSessions:
     def _resume(self, thread_id: str, cwd: str | None, accept_drift: bool) -> dict[str, Any]:
         """`ThreadService.resume`; a thread `session/delete` archived is unarchived first:
         an ACP editor has no other way to bring it back, and it named it."""
-        resume = self.service.resume
-        try:
-            return resume(
+
+        def resume() -> dict[str, Any]:
+            return self.service.resume(
                 thread_id,
                 cwd=cwd,
                 accept_drift=accept_drift,
                 message_limit=HISTORY_LIMIT,
                 owner=self.owner,
             )
+
+        try:
+            return resume()
         except ProtocolError as exc:
             if exc.kind is not ErrorKind.THREAD_ARCHIVED:
                 raise
         logger.info("session %s was deleted (archived); loading it brings it back", thread_id)
         self.service.archive(thread_id, False, self.owner)
-        return resume(
-            thread_id,
-            cwd=cwd,
-            accept_drift=accept_drift,
-            message_limit=HISTORY_LIMIT,
-            owner=self.owner,
-        )
+        return resume()
 
     def _write_thread(self, live: Live) -> None:
         """A new session's thread, written at its first prompt (or once its items before
