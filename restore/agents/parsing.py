@@ -364,13 +364,23 @@ class SourceParser:
         return self.PROVIDER
 
     def cost(
-        self, *, fresh: int, cache_write: int, cache_read: int, output: int, cache_write_1h: int = 0
+        self,
+        *,
+        fresh: int,
+        cache_write: int,
+        cache_read: int,
+        output: int,
+        cache_write_1h: int = 0,
+        model: str | None = None,
+        kind: str = "cost",
     ) -> None:
         """Tokens of one model call (USD when the model's price is known); `cache_write_1h`:
-        how many of its cache writes were kept for an hour (their own price)."""
+        how many of its cache writes were kept for an hour (their own price). `model`:
+        another than the session's current one; `kind` `cost_reported`: tokens the agent's
+        own totals hold beyond the transcript's replies, priced as one call."""
         if fresh + cache_write + cache_read + output <= 0:
             return
-        model = self.state["model"] or "unknown"
+        model = model or self.state["model"] or "unknown"
         priced = pricing.usd(
             model,
             fresh=fresh,
@@ -383,7 +393,7 @@ class SourceParser:
         )
         self.emit(
             {
-                "type": "cost",
+                "type": kind,
                 "model": model,
                 "inputTokens": fresh + cache_write + cache_read,
                 "outputTokens": output,

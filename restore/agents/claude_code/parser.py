@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from restore.agents import pricing
 from restore.agents.identity import thread_id_for
 from restore.agents.parsing import (
     RESULT_CHARS,
@@ -516,38 +515,13 @@ class ClaudeCodeParser(SourceParser):
             counted = ledger["counted"].get(model, [0] * 4)
             fresh, write, read, output = (max(0, g - c) for g, c in zip(grew, counted, strict=True))
             left[model] = [max(0, c - g) for g, c in zip(grew, counted, strict=True)]
-            if fresh + write + read + output:
-                self._reported(model, fresh, write, read, output)
+            self.cost(fresh=fresh, cache_write=write, cache_read=read, output=output,
+                      model=model, kind="cost_reported")  # fmt: skip
         self.state["ledger"] = {
             "start": record.get("startTime"),
             "reported": reported,
             "counted": left if same else {},
         }
-
-    def _reported(self, model: str, fresh: int, write: int, read: int, output: int) -> None:
-        """Tokens the agent's totals hold beyond this transcript's replies, priced as one
-        call (a compaction is one)."""
-        priced = pricing.usd(
-            model,
-            fresh=fresh,
-            cache_write=write,
-            cache_read=read,
-            output=output,
-            provider=self.PROVIDER,
-            at=self.state["lastTs"],
-        )
-        self.emit(
-            {
-                "type": "cost_reported",
-                "model": model,
-                "inputTokens": fresh + write + read,
-                "outputTokens": output,
-                "cacheReadTokens": read,
-                "cacheWriteTokens": write,
-                "usd": priced or 0.0,
-                "priced": priced is not None,
-            }
-        )
 
 
 def _no_ledger(*, blind: bool = False) -> dict[str, Any]:
