@@ -171,18 +171,42 @@ def preview(sessions: Sessions, pages: Pages, thread_id: str, ask: Ask) -> Repor
     origin = store.read_origin(thread_id)
     if origin is not None and imported(origin.get("agent")):
         return _resume_mirror(sessions, pages, thread_id, origin, ask)
-    contents, state, summary = _read_whole(store, thread_id)
+    read = _read_whole(store, thread_id)
+    _, state, summary = read
     snapshot, _ = store.load_snapshot(thread_id)
     clean = snapshot is not None and snapshot.closed_session_id == summary.latestSessionId
     current = probe(cwd_of(ask.cwd, state.states["worktree"]), ask.trusted_folders)
     verdict = judge(state, current, ask.available_models, subagent_costs(store, state))
+    reason = "user" if clean else "process_recovery"
+    return _without_session(pages, thread_id, read, verdict, current, ask, reason, None, None)
+
+
+Whole = tuple[ThreadFile, ThreadState, ThreadSummary]
+
+
+def _without_session(
+    pages: Pages,
+    thread_id: str,
+    read: Whole,
+    verdict: Judgement,
+    current: dict[str, Any],
+    ask: Ask,
+    reason: str,
+    problem: str | None,
+    read_only: dict[str, Any] | None,
+    **recovered: Any,
+) -> Report:
+    """The report of a resume that opened no session (a preview, an imported thread's):
+    the thread read whole (`_read_whole`), no snapshot used (`problem`: why not)."""
+    contents, state, summary = read
     recovery = {
         "skippedLines": [line.to_wire() for line in contents.skipped],
         "snapshotUsed": False,
-        "snapshotProblem": None,
+        "snapshotProblem": problem,
         "replayedItems": len(contents.items),
         "bomStripped": contents.bom,
         "tornTailRecovered": contents.torn_tail_offset is not None,
+        **recovered,
     }
     return report(
         not verdict.blocked or ask.accept_drift,
@@ -192,13 +216,13 @@ def preview(sessions: Sessions, pages: Pages, thread_id: str, ask: Ask) -> Repor
         current,
         summary.lastSeq,
         recovery,
-        "user" if clean else "process_recovery",
+        reason,
         newest_messages(pages, thread_id, state, ask.message_limit, ask.max_bytes),
-        None,
+        read_only,
     )
 
 
-def _read_whole(store: Store, thread_id: str) -> tuple[ThreadFile, ThreadState, ThreadSummary]:
+def _read_whole(store: Store, thread_id: str) -> Whole:
     """An unarchived thread read in full, its state replayed and its row summarized, for a
     resume that takes no lock (a preview, an imported thread's)."""
     contents, archived = store.read(thread_id)
@@ -219,7 +243,8 @@ def _resume_mirror(
     on, and must never find it held by a reader.
     """
     store = sessions.store
-    contents, state, summary = _read_whole(store, thread_id)
+    read = _read_whole(store, thread_id)
+    contents, state, _ = read
     recorded = state.states["worktree"]
     current = probe(cwd_of(ask.cwd, recorded))
     verdict = judge(state, current, ask.available_models, subagent_costs(store, state))
@@ -230,26 +255,17 @@ def _resume_mirror(
         if item.get("type") == "import_checkpoint"
         for line in item.get("skipped") or []
     ]
-    recovery = {
-        "skippedLines": [line.to_wire() for line in contents.skipped],
-        "snapshotUsed": False,
-        "snapshotProblem": "imported threads are replayed in full",
-        "replayedItems": len(contents.items),
-        "bomStripped": contents.bom,
-        "tornTailRecovered": contents.torn_tail_offset is not None,
-        "sourceSkippedLines": source_skipped,
-    }
-    answer = report(
-        ready,
-        summary,
-        {"sessionId": None, "resumedFrom": summary.latestSessionId},
+    answer = _without_session(
+        pages,
+        thread_id,
+        read,
         verdict,
         current,
-        summary.lastSeq,
-        recovery,
+        ask,
         "handoff",
-        newest_messages(pages, thread_id, state, ask.message_limit, ask.max_bytes),
+        "imported threads are replayed in full",
         read_only_home(sessions),
+        sourceSkippedLines=source_skipped,
     )
     session = str(origin.get("sessionId"))
     # A sub-agent is driven through its parent (Claude Code resumes no sidechain alone).
