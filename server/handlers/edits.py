@@ -4,13 +4,19 @@ before and after) and `thread/rewind` (files and conversation back to a turn).""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.handlers.context import Context
 
+if TYPE_CHECKING:
+    from protocol.methods import ApplyEditParams, ThreadRewindParams
+
 
 async def _in_session(
-    ctx: Context, params: Any, work: Callable[..., dict[str, Any]], **kwargs: Any
+    ctx: Context,
+    params: ApplyEditParams | ThreadRewindParams,
+    work: Callable[..., dict[str, Any]],
+    **kwargs: Any,
 ) -> dict[str, Any]:
     """Run `work(service, session, **kwargs)` on the worker for the session params name."""
 
@@ -21,7 +27,7 @@ async def _in_session(
     return await ctx.server.run_in_worker(run)
 
 
-async def fs_apply_edit(ctx: Context, params: Any) -> dict[str, Any]:
+async def fs_apply_edit(ctx: Context, params: ApplyEditParams) -> dict[str, Any]:
     from restore.service.edits import apply_edit
 
     return await _in_session(
@@ -36,7 +42,7 @@ async def fs_apply_edit(ctx: Context, params: Any) -> dict[str, Any]:
     )
 
 
-async def thread_rewind(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_rewind(ctx: Context, params: ThreadRewindParams) -> dict[str, Any]:
     from restore.service.edits import rewind
 
     return await _in_session(

@@ -16,10 +16,13 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorKind, ProtocolError
 from server.handlers.context import Context
+
+if TYPE_CHECKING:
+    from protocol.methods import ThreadExportParams
 
 SPOOL_SECONDS = 3600
 MEDIA = {"md": "text/markdown", "json": "application/json", "html": "text/html"}
@@ -125,7 +128,7 @@ def _part(path: Path, offset: int, budget: int) -> tuple[bytes, int]:
     return data, size
 
 
-async def thread_export(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_export(ctx: Context, params: ThreadExportParams) -> dict[str, Any]:
     from restore.ids import validate_thread_id
 
     thread_id = validate_thread_id(params.threadId)

@@ -4,12 +4,15 @@ recorded, by this process or any other (server/live/subscriptions.py has the fan
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.handlers.context import Context
 
+if TYPE_CHECKING:
+    from protocol.methods import ThreadIdParams
 
-async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
+
+async def thread_subscribe(ctx: Context, params: ThreadIdParams) -> dict[str, Any]:
     """Followers get what comes after the thread's last item as read now: the relay
     publishes from that seq on, whichever process or machine writes."""
     from restore.ids import validate_thread_id
@@ -31,7 +34,7 @@ async def thread_subscribe(ctx: Context, params: Any) -> dict[str, Any]:
     return {}
 
 
-async def thread_unsubscribe(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_unsubscribe(ctx: Context, params: ThreadIdParams) -> dict[str, Any]:
     from restore.ids import validate_thread_id
 
     ctx.server.subscriptions.remove(validate_thread_id(params.threadId), ctx.connection)

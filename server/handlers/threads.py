@@ -18,6 +18,24 @@ from server.host import thread_notice
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from protocol.methods import (
+        SessionParams,
+        ThreadClearParams,
+        ThreadCompactParams,
+        ThreadContinueParams,
+        ThreadForkParams,
+        ThreadIdParams,
+        ThreadListParams,
+        ThreadReadBlobParams,
+        ThreadReadParams,
+        ThreadRecordParams,
+        ThreadResolveParams,
+        ThreadResumeParams,
+        ThreadSearchParams,
+        ThreadSetTitleParams,
+        ThreadStartParams,
+    )
+    from protocol.quick_params import ListParams, ReadParams, ResumeParams
     from restore.service.search import Asked
     from restore.service.threads import StartedThread
     from restore.stores.api import AppendResult, Page, Progress
@@ -58,7 +76,7 @@ async def _session_opened(
     )
 
 
-async def thread_start(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_start(ctx: Context, params: ThreadStartParams) -> dict[str, Any]:
     from restore.access import existing_directory
 
     trusted = ctx.trusted_folders()
@@ -134,7 +152,7 @@ def _recordable(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
+def thread_record(ctx: Context, params: ThreadRecordParams) -> asyncio.Future[dict[str, Any]]:
     """Not a coroutine: this is the hot path, answered from the worker's batch directly
     (no task per record). Group commit: the batch's sync comes before the answer."""
     items = _recordable(params.items)
@@ -182,7 +200,7 @@ def thread_record(ctx: Context, params: Any) -> asyncio.Future[dict[str, Any]]:
 
 def _staging(
     ctx: Context,
-    params: Any,
+    params: ThreadRecordParams,
     items: list[dict[str, Any]],
     redacting: asyncio.Future[list[Any]] | None,
     redacted: bool,
@@ -275,7 +293,7 @@ def _larger_than(value: Any, limit: int) -> bool:
     return False
 
 
-async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_list(ctx: Context, params: ThreadListParams | ListParams) -> dict[str, Any]:
     began = time.time()
     progress = ctx.progress("Indexing threads")
 
@@ -301,7 +319,7 @@ async def thread_list(ctx: Context, params: Any) -> dict[str, Any]:
     return {"threads": threads, "nextCursor": cursor}
 
 
-async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_search(ctx: Context, params: ThreadSearchParams) -> dict[str, Any]:
     """Checked, and this process's latest rows written, on the store thread (in order
     after the records before it: they are found); then found on the search thread when
     the store's search can run beside the store (the embedded store's), so its catch-up
@@ -335,7 +353,9 @@ async def thread_search(ctx: Context, params: Any) -> dict[str, Any]:
     return result
 
 
-async def _found(ctx: Context, params: Any, asked: Asked, searching: Progress) -> dict[str, Any]:
+async def _found(
+    ctx: Context, params: ThreadSearchParams, asked: Asked, searching: Progress
+) -> dict[str, Any]:
     """The page `asked` finds: on the search thread when the store's search can run beside
     the store (the embedded store's), so its catch-up and query never hold another
     client's record."""
@@ -397,7 +417,7 @@ def _filer(ctx: Context) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return filed
 
 
-async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_read(ctx: Context, params: ThreadReadParams | ReadParams) -> dict[str, Any]:
     """Off the store thread: a long read never holds another client's record. The next
     page in the same direction is read ahead while the client takes in this one."""
     pages, max_frame = ctx.server.pages, ctx.server.config.max_frame
@@ -433,7 +453,7 @@ async def thread_read(ctx: Context, params: Any) -> dict[str, Any]:
     return {"items": items, cursor: page.next_seq, "skippedLines": page.skipped}
 
 
-async def thread_read_blob(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_read_blob(ctx: Context, params: ThreadReadBlobParams) -> dict[str, Any]:
     """Only through the edit that names the blob (restore/service/edit_blobs.py)."""
     from restore.service.edit_blobs import read_edit_blob
 
@@ -445,7 +465,7 @@ async def thread_read_blob(ctx: Context, params: Any) -> dict[str, Any]:
     )
 
 
-async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_resume(ctx: Context, params: ThreadResumeParams | ResumeParams) -> dict[str, Any]:
     if params.cwd is not None:
         _absolute(params.cwd)
     trusted = ctx.trusted_folders()
@@ -476,7 +496,7 @@ async def thread_resume(ctx: Context, params: Any) -> dict[str, Any]:
     return report
 
 
-async def thread_continue(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_continue(ctx: Context, params: ThreadContinueParams) -> dict[str, Any]:
     """A message for a session key: its thread continues, or a new one replaces it
     (restore/service/continuation.py). Then, as for start and resume: the rows told to the
     other clients, the replaced session's SessionEnd (`reset`) and the opened one's
@@ -574,7 +594,7 @@ def _log_link_failure(job: asyncio.Future[Any]) -> None:
         logger.warning("a reset's successor item was not written: %s", error)
 
 
-async def thread_fork(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_fork(ctx: Context, params: ThreadForkParams) -> dict[str, Any]:
     started = await ctx.server.run_in_worker(
         lambda: ctx.service.fork(
             params.threadId,
@@ -609,15 +629,15 @@ async def _set_archived(ctx: Context, thread_id: str, archived: bool) -> dict[st
     return {}
 
 
-async def thread_archive(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_archive(ctx: Context, params: ThreadIdParams) -> dict[str, Any]:
     return await _set_archived(ctx, params.threadId, True)
 
 
-async def thread_unarchive(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_unarchive(ctx: Context, params: ThreadIdParams) -> dict[str, Any]:
     return await _set_archived(ctx, params.threadId, False)
 
 
-async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_delete(ctx: Context, params: ThreadIdParams) -> dict[str, Any]:
     def delete() -> str | None:
         parent = ctx.service.listed_parent(params.threadId)
         ctx.service.delete(params.threadId, ctx.connection.owner)
@@ -629,14 +649,14 @@ async def thread_delete(ctx: Context, params: Any) -> dict[str, Any]:
     return {}
 
 
-async def thread_set_title(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_set_title(ctx: Context, params: ThreadSetTitleParams) -> dict[str, Any]:
     summary = await ctx.server.run_in_worker(ctx.service.set_title, params.threadId, params.title)
     info = summary.thread_info()
     await ctx.server.announce_threads([thread_notice(dict(info))])
     return {"thread": info}
 
 
-async def thread_resolve(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_resolve(ctx: Context, params: ThreadResolveParams) -> dict[str, Any]:
     from restore.service.listing import CANDIDATES
 
     def resolve() -> dict[str, Any]:
@@ -648,7 +668,7 @@ async def thread_resolve(ctx: Context, params: Any) -> dict[str, Any]:
     return await ctx.server.run_in_worker(resolve)
 
 
-async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_close(ctx: Context, params: SessionParams) -> dict[str, Any]:
     await ctx.server.run_in_worker(
         ctx.service.close, params.threadId, params.sessionId, ctx.connection.owner
     )
@@ -658,7 +678,7 @@ async def thread_close(ctx: Context, params: Any) -> dict[str, Any]:
     return {}
 
 
-async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_clear(ctx: Context, params: ThreadClearParams) -> dict[str, Any]:
     trusted = ctx.trusted_folders()
     result = await ctx.server.run_in_worker(
         lambda: ctx.service.clear(
@@ -680,7 +700,7 @@ async def thread_clear(ctx: Context, params: Any) -> dict[str, Any]:
     return result
 
 
-async def thread_compact(ctx: Context, params: Any) -> dict[str, Any]:
+async def thread_compact(ctx: Context, params: ThreadCompactParams) -> dict[str, Any]:
     result = await ctx.server.run_in_worker(
         ctx.service.compact, params.threadId, params.sessionId, params.summary, ctx.connection.owner
     )

@@ -5,12 +5,15 @@ holds another client's record."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.handlers.context import Context
 
+if TYPE_CHECKING:
+    from protocol.methods import UsageReportParams
 
-async def usage_report(ctx: Context, params: Any) -> dict[str, Any]:
+
+async def usage_report(ctx: Context, params: UsageReportParams) -> dict[str, Any]:
     from restore.usage.entries import UsageSource
     from restore.usage.request import usage_report
 
