@@ -9,7 +9,7 @@ branch and HEAD are read from the files, through `restore.access` (regular files
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ProtocolError
@@ -87,13 +87,16 @@ def _under_dotgit(cwd: str) -> bool:
     on: restore/engine/gitcli.py), or in a bare repository, where it reports no work tree
     and the probe had nothing to record either. Where there is none, asking git costs
     two processes (~5 ms, most of a resume outside a repository) to learn nothing."""
-    directory = cwd
+    return any(os.path.lexists(os.path.join(directory, ".git")) for directory in _upwards(cwd))
+
+
+def _upwards(directory: str) -> Iterator[str]:
+    """`directory`, then each of its parents up to the root."""
     while True:
-        if os.path.lexists(os.path.join(directory, ".git")):
-            return True
+        yield directory
         parent = os.path.dirname(directory)
         if parent == directory:
-            return False
+            return
         directory = parent
 
 
@@ -183,8 +186,7 @@ def _from_files(cwd: str, found: dict[str, Any], error: str) -> None:
 def _git_dir_of(cwd: str) -> tuple[str, str] | None:
     """The worktree root and git dir holding `cwd`: a `.git` directory, or a `.git` file
     (`gitdir: …`, a linked worktree) in `cwd` or the nearest parent that has one."""
-    directory = os.path.realpath(cwd)
-    while True:
+    for directory in _upwards(os.path.realpath(cwd)):
         dotgit = os.path.join(directory, ".git")
         if os.path.isdir(dotgit):
             return directory, dotgit
@@ -196,10 +198,7 @@ def _git_dir_of(cwd: str) -> tuple[str, str] | None:
             if text.startswith("gitdir: "):
                 return directory, os.path.join(directory, text[8:].strip())
             return None
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return None
-        directory = parent
+    return None
 
 
 def _common_dir(git_dir: str) -> str:
