@@ -68,3 +68,16 @@ def test_a_dot_git_of_any_kind_above_makes_git_ask(tmp_path: Path, counted_git: 
     (tmp_path / "odd" / "in").mkdir()
     probe(str(tmp_path / "odd" / "in"))
     assert _runs(counted_git) > 0
+
+
+def test_an_empty_dot_git_above_is_no_repository(tmp_path: Path) -> None:
+    """Codex's sandbox makes an empty `/tmp/.git` (a mount point keeping `.git` read-only)
+    while its command runs. Every thread under /tmp was then "in repository /tmp" and its
+    resume blocked on a drift (CI's crash loop). git takes a `.git` directory only with
+    HEAD, objects and refs in it; so does the probe: an empty one is nothing, and the
+    search goes on upwards, as git's does."""
+    outer = tmp_path / "outer"
+    (outer / ".git").mkdir(parents=True)
+    (outer / "work").mkdir()
+    found = probe(str(outer / "work"))
+    assert (found["repoRoot"], found["branch"], found.get("repoError")) == (None, None, None)

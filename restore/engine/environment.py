@@ -184,12 +184,15 @@ def _from_files(cwd: str, found: dict[str, Any], error: str) -> None:
 
 
 def _git_dir_of(cwd: str) -> tuple[str, str] | None:
-    """The worktree root and git dir holding `cwd`: a `.git` directory, or a `.git` file
-    (`gitdir: …`, a linked worktree) in `cwd` or the nearest parent that has one."""
+    """The worktree root and git dir holding `cwd`: a `.git` directory that is a git
+    directory, or a `.git` file (`gitdir: …`, a linked worktree) in `cwd` or the nearest
+    parent that has one."""
     for directory in _upwards(os.path.realpath(cwd)):
         dotgit = os.path.join(directory, ".git")
         if os.path.isdir(dotgit):
-            return directory, dotgit
+            if _is_git_dir(dotgit):
+                return directory, dotgit
+            continue  # an empty one (Codex's sandbox mounts over /tmp/.git): git looks on
         if os.path.isfile(dotgit):
             try:
                 text = (access.read_regular(dotgit, _REF_LIMIT) or b"").decode().strip()
@@ -199,6 +202,15 @@ def _git_dir_of(cwd: str) -> tuple[str, str] | None:
                 return directory, os.path.join(directory, text[8:].strip())
             return None
     return None
+
+
+def _is_git_dir(path: str) -> bool:
+    """What git's `is_git_directory` asks: a HEAD, and objects and refs (a linked
+    worktree's git dir has those in its common dir)."""
+    if not os.path.isfile(os.path.join(path, "HEAD")):
+        return False
+    common = _common_dir(path)
+    return all(os.path.isdir(os.path.join(common, name)) for name in ("objects", "refs"))
 
 
 def _common_dir(git_dir: str) -> str:
