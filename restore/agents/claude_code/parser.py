@@ -515,8 +515,14 @@ class ClaudeCodeParser(SourceParser):
             counted = ledger["counted"].get(model, [0] * 4)
             fresh, write, read, output = (max(0, g - c) for g, c in zip(grew, counted, strict=True))
             left[model] = [max(0, c - g) for g, c in zip(grew, counted, strict=True)]
-            self.cost(fresh=fresh, cache_write=write, cache_read=read, output=output,
-                      model=model, kind="cost_reported")  # fmt: skip
+            self.cost(
+                fresh=fresh,
+                cache_write=write,
+                cache_read=read,
+                output=output,
+                model=model,
+                kind="cost_reported",
+            )
         self.state["ledger"] = {
             "start": record.get("startTime"),
             "reported": reported,
