@@ -137,7 +137,14 @@ class WsClient(WireChecked):
             self._arrived.set()
 
     async def send(self, message: Any) -> None:
-        await self.ws.send(message if isinstance(message, str | bytes) else json.dumps(message))
+        """A closed connection is a ConnectionError here as in `_read` (websockets raises
+        its own ConnectionClosed on a send: the server went away between two requests)."""
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            await self.ws.send(message if isinstance(message, str | bytes) else json.dumps(message))
+        except ConnectionClosed as exc:
+            raise ConnectionError(f"connection closed: {exc}") from exc
 
     async def start_request(
         self, method: str, params: Any = None
