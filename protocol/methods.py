@@ -219,8 +219,9 @@ class ThreadInfo(WireModel):
     nextThreadId: str | None = Field(
         None,
         description="The thread that replaced this one for its key, once recorded here "
-        "(null: none, or not recorded yet while another process held this thread: the "
-        "successor's `previousThreadId` says it all the same).",
+        "(null: none, or not recorded yet: it is written just after the reset's answer, or "
+        "later while another process held this thread; the successor's `previousThreadId` "
+        "says it all the same).",
     )
     resetReason: ResetReason | None = Field(
         None, description="Why this thread replaced `previousThreadId`: `daily` or `idle`."

@@ -1530,7 +1530,7 @@ export interface ThreadInfo {
    */
   previousThreadId?: string | null;
   /**
-   * The thread that replaced this one for its key, once recorded here (null: none, or not recorded yet while another process held this thread: the successor's `previousThreadId` says it all the same).
+   * The thread that replaced this one for its key, once recorded here (null: none, or not recorded yet: it is written just after the reset's answer, or later while another process held this thread; the successor's `previousThreadId` says it all the same).
    */
   nextThreadId?: string | null;
   /**
