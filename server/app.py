@@ -31,7 +31,7 @@ from server.host import Notice, thread_notice
 from server.index_flush import IndexFlush
 from server.live.subscriptions import Subscriptions
 from server.rpc.dispatch import SessiondProtocol
-from server.worker import LANE, Batched, StoreWorker
+from server.worker import LANE, Batched, StoreWorker, log_failure
 
 if TYPE_CHECKING:
     from protocol.errors import ProtocolError
@@ -48,16 +48,6 @@ T = TypeVar("T")
 UPDATE_COALESCE_SECONDS = 0.05
 READER_THREADS = 2
 logger = logging.getLogger("sessiond")
-
-
-def _log_failure(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled() and (error := future.exception()) is not None:
-        logger.error("background index flush failed: %s", error)
-
-
-def _log_unsent(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled() and (error := future.exception()) is not None:
-        logger.error("thread notifications not sent: %s", error)
 
 
 # Collect the youngest objects every 50,000 net allocations instead of Python's 700. A
@@ -292,7 +282,9 @@ class SessiondServer:
             # its redaction does not hold the rows back.
             lane = LANE.set(None)
             try:
-                self.worker.submit(self._service.flush_index).add_done_callback(_log_failure)
+                self.worker.submit(self._service.flush_index).add_done_callback(
+                    log_failure("background index flush failed", logging.ERROR)
+                )
             finally:
                 LANE.reset(lane)
 
@@ -348,7 +340,7 @@ class SessiondServer:
                 then()
 
         sent = self.worker.submit(count, then=send)
-        sent.add_done_callback(_log_unsent)
+        sent.add_done_callback(log_failure("thread notifications not sent", logging.ERROR))
         return sent
 
     def broadcast(self, method: str, params: Any) -> None:

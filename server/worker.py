@@ -161,7 +161,7 @@ class StoreWorker:
         self._idle_timer = None
         assert self._idle is not None
         job = _Job(self._idle, loop.create_future(), False, None)
-        job.future.add_done_callback(_log_idle_failure)
+        job.future.add_done_callback(log_failure("idle work failed"))
         self._enqueue(job, active=False)  # not activity: no timer after it
 
     def _kick(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -299,9 +299,15 @@ class StoreWorker:
         self._committer.shutdown(wait=True)
 
 
-def _log_idle_failure(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled() and (error := future.exception()) is not None:
-        logger.warning("idle work failed: %s", error)
+def log_failure(what: str, level: int = logging.WARNING) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback for a job nobody awaits: its failure logged as `what`, never lost
+    (and never "exception was never retrieved")."""
+
+    def logged(future: asyncio.Future[Any]) -> None:
+        if not future.cancelled() and (error := future.exception()) is not None:
+            logger.log(level, "%s: %s", what, error)
+
+    return logged
 
 
 def _fail(jobs: list[_Job], error: BaseException) -> None:

@@ -4,7 +4,6 @@ shape the answer, tell the other clients."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from restore.faults import pause_point
 from server.handlers.context import Context
 from server.handlers.readahead import PageKey, ReadAhead
 from server.host import thread_notice
+from server.worker import log_failure
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from restore.stores.api import AppendResult, Page, Progress
     from restore.stores.records import Staged
     from restore.summary import ThreadSummary
-
-logger = logging.getLogger("sessiond.threads")
 
 
 def _absolute(cwd: str) -> str:
@@ -584,14 +582,9 @@ def _link_after_answer(ctx: Context, old_id: str, new: ThreadSummary) -> None:
 
     def link() -> None:
         job = ctx.server.worker.submit(ctx.service.link_replaced, old_id, new, then=announce)
-        job.add_done_callback(_log_link_failure)
+        job.add_done_callback(log_failure("a reset's successor item was not written"))
 
     loop.call_soon(loop.call_soon, loop.call_soon, link)
-
-
-def _log_link_failure(job: asyncio.Future[Any]) -> None:
-    if not job.cancelled() and (error := job.exception()) is not None:
-        logger.warning("a reset's successor item was not written: %s", error)
 
 
 async def thread_fork(ctx: Context, params: ThreadForkParams) -> dict[str, Any]:
