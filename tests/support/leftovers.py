@@ -192,6 +192,9 @@ class Leftovers:
             table = processes()
             if not any((now := table.get(p.pid)) and now.started == p.started
                        and now.state not in ("Z", "X") for p in left):  # fmt: skip
+                # One that died after the reaping above is a zombie of pytest's now: reap it
+                # too, or it stays listed as pytest's child.
+                self.reap_adopted()
                 return
             time.sleep(0.05)
 
