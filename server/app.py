@@ -223,10 +223,6 @@ class SessiondServer:
                 self._hooks.connection_lost(connection, released)
         self.workspace_changed()
 
-    async def name_holder(self, thread_id: str, connection: SessiondProtocol) -> None:
-        """Name the client holding a thread, so another process's ThreadBusy can say who."""
-        await self.run_in_worker(self.service.store.name_holder, thread_id, connection.owner)
-
     def workspace_folders(self) -> list[str]:
         """Every folder an initialized client opened, once each, in connection order."""
         paths = (f["path"] for c in self.connections for f in c.workspace_folders)

@@ -689,6 +689,38 @@ def test_a_writer_mark_lives_until_the_threads_row_is_written(layout: Layout) ->
     store.close()
 
 
+def test_a_writer_taking_over_a_dead_writers_mark_does_not_take_its_name(
+    layout: Layout,
+) -> None:
+    """A held mark names its holder (for other processes' ThreadBusy); a dead writer's
+    mark still says who it was. The next writer empties it as it takes it over, so until
+    it names itself a ThreadBusy says "another process", never the dead writer's client
+    (whose pid may well be alive: the server lives on, only its session ended)."""
+    from restore.stores.embedded.store import EmbeddedStore
+
+    layout.home.mkdir(mode=0o700)
+    first, second = EmbeddedStore(layout), EmbeddedStore(layout)
+    thread_id = str(uuid.uuid4())
+    meta = {"type": "session_meta", "id": str(uuid.uuid4()), "threadId": thread_id,
+            "source": "startup", "cwd": "/w/a"}  # fmt: skip
+    first.create(thread_id, "s1", meta).close()
+    mark = layout.writer_mark_path(thread_id)
+    mark.write_bytes(orjson.dumps({"holder": "ghost (connection 1)", "pid": os.getpid()}))
+    taken = second.open_writer(thread_id)
+    assert mark.read_bytes() == b""
+    with pytest.raises(ProtocolError) as busy:
+        first.open_writer(thread_id)
+    assert busy.value.details["holder"] == "another process"
+    second.name_holder(thread_id, "alpha (connection 2)")
+    with pytest.raises(ProtocolError) as busy:
+        first.open_writer(thread_id)
+    assert busy.value.details["holder"] == "alpha (connection 2)"
+    assert not (layout.locks_dir / f"{thread_id}.holder").exists()  # no file made for it
+    taken.close()
+    first.close()
+    second.close()
+
+
 def test_a_probe_holds_a_bounded_number_of_dead_marks(layout: Layout) -> None:
     """Thousands of dead writers (a server killed with its sessions open) are read again,
     but only `PROBE_HELD` of their marks are locked, a descriptor each, and removed."""

@@ -80,6 +80,24 @@ def test_a_second_writer_is_busy_and_named_until_the_first_closes(
     assert report["status"] == "ready" and report["session"]["resumedFrom"] == sid
 
 
+def test_a_session_names_its_client_as_it_opens_for_another_process_s_thread_busy(
+    services: Services, tmp_path: Path
+) -> None:
+    """Starting or resuming a session names its owner to the store in the same step (no
+    call of its own after the answer): another process's ThreadBusy says who, from the
+    first moment it can be asked."""
+    first, second = services(), services()
+    tid, sid = started(first, tmp_path, owner="alpha (connection 1, pid 7)")
+    with pytest.raises(ProtocolError) as busy:
+        second.resume(tid, cwd=str(tmp_path), accept_drift=False, message_limit=10)
+    assert busy.value.details["holder"].startswith("alpha (connection 1, pid 7)")
+    first.close(tid, sid, "alpha (connection 1, pid 7)")
+    first.resume(tid, cwd=str(tmp_path), accept_drift=False, message_limit=10, owner="beta")
+    with pytest.raises(ProtocolError) as busy:
+        second.resume(tid, cwd=str(tmp_path), accept_drift=False, message_limit=10)
+    assert busy.value.details["holder"].startswith("beta")
+
+
 def test_reads_page_both_ways_in_seq_order_and_see_only_what_is_written(
     services: Services, tmp_path: Path
 ) -> None:

@@ -142,7 +142,7 @@ def resume(sessions: Sessions, pages: Pages, thread_id: str, ask: Ask) -> Report
                 session_id, writer, ask.owner, state, loaded.skipped, loaded.bom, state.seq
             )
             sessions.append(session, new_items, session_id, minted=True)
-            sessions.open[thread_id] = session
+            sessions.register(thread_id, session)
             opened = True
         return report(
             ready,

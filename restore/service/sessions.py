@@ -10,6 +10,7 @@ a snapshot costs nothing to take.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,8 @@ from restore.stores.api import AppendResult, Store, Writer, derived
 from restore.stores.records import Item, Staged
 from restore.stores.snapshots import EVERY_ITEMS, Snapshot
 from restore.summary import ThreadSummary
+
+logger = logging.getLogger(__name__)
 
 LOCAL_OWNER = "local"
 SNAPSHOT_RETRY_ITEMS = 100
@@ -80,6 +83,18 @@ class Sessions:
         self.store = store
         self.home = home
         self.open: dict[str, OpenSession] = {}
+
+    def register(self, thread_id: str, session: OpenSession) -> None:
+        """The session holds its thread from now on. Its client is named to the store in
+        the same step, so another process's ThreadBusy names it from the answer on (the
+        local owner, a command of this machine's, has no client to name)."""
+        self.open[thread_id] = session
+        if session.owner == LOCAL_OWNER:
+            return
+        try:
+            self.store.name_holder(thread_id, session.owner)
+        except ProtocolError as exc:  # only a courtesy to other processes: the thread is ours
+            logger.warning("the holder of %s is not named: %s", thread_id, exc)
 
     def writable(self) -> None:
         """Every write starts here: a read-only home refuses it before anything happens."""

@@ -414,7 +414,7 @@ class ThreadService(Lists, Searches):
         for line in writer.loaded.items if writer.loaded else []:
             state.apply(line)
         writer.loaded = None
-        self.sessions.open[thread_id] = OpenSession(session_id, writer, owner, state)
+        self.sessions.register(thread_id, OpenSession(session_id, writer, owner, state))
         return StartedThread(writer.summary, session_id)
 
 

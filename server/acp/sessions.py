@@ -261,7 +261,6 @@ class LocalSessions:
             )
         thread_id = report["thread"]["threadId"]
         session_id = report["session"]["sessionId"]
-        self.service.store.name_holder(thread_id, self.owner)
         items = self.service.store.read(thread_id)[0].items
         scope = new_scope()
         recovered = source.recover(items, scope)
@@ -324,7 +323,6 @@ class LocalSessions:
         if pending is not None:
             self._record(live, pending)
         self._flush_index_soon()
-        self.service.store.name_holder(live.thread_id, self.owner)
         live.starting = self.hooks.session_started(
             self,
             thread_id=live.thread_id,
@@ -551,7 +549,6 @@ class LocalSessions:
             params.get("mcpServers") or live.mcp_servers,
         )
         self.live[thread_id] = fork
-        self.service.store.name_holder(thread_id, self.owner)
         self._flush_index_soon()
         return {"sessionId": thread_id, "_meta": {"sessiond": {"fork": "emulated"}}}
 

@@ -123,7 +123,6 @@ class Subagents:
             parent=parent.thread_id,
         )
         self.live[thread_id] = live
-        self.service.store.name_holder(thread_id, self.owner)
         self._record(live, live.recorder.agent_session(child, "subagent", self.argv))
         self.by_agent[child] = thread_id
         self._flush_index_soon()

@@ -65,9 +65,6 @@ class Serving(Host, Protocol):
     def announce_update(self, summary: ThreadSummary) -> None:
         """`thread/updated` after records, coalesced per thread."""
 
-    async def name_holder(self, thread_id: str, connection: SessiondProtocol) -> None:
-        """Name the client holding a thread (another process's ThreadBusy says who)."""
-
     def workspace_changed(self) -> None:
         """The set of open workspace folders changed."""
 

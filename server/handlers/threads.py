@@ -62,12 +62,12 @@ async def _session_opened(
     parents: list[str | None],
     **hook: Any,
 ) -> None:
-    """A session opened on a thread (start, resume, fork): its row soon in the index (for
-    other processes' listings), this client named as its holder, the other clients told,
-    then its SessionStart hooks (run once the answer is sent). The notice carries the
-    child count (a snapshot the answer does not: a client may keep it)."""
+    """A session opened on a thread (start, resume, fork; its client was named as the
+    holder when it opened: restore/service/sessions.py): its row soon in the index (for
+    other processes' listings), the other clients told, then its SessionStart hooks (run
+    once the answer is sent). The notice carries the child count (a snapshot the answer
+    does not: a client may keep it)."""
     ctx.server.schedule_index_flush()
-    await ctx.server.name_holder(info["threadId"], ctx.connection)
     await ctx.server.announce_threads([notice], parents=parents)
     ctx.server.hooks.session_started(
         ctx.connection, thread_id=info["threadId"], session_id=session_id, **hook

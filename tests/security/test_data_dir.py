@@ -136,11 +136,13 @@ def test_a_fifo_as_the_index_of_a_read_only_home_is_not_opened(
 def test_a_fifo_as_a_lock_holder_record_still_says_busy_at_once(
     spawn: Spawn, home: Path, tmp_path: Path
 ) -> None:
+    """Both places a holder's name is read from (its writer mark, `locks/<id>.holder`)
+    planted with a FIFO: neither read waits for a writer that never comes."""
     holder, tid = _closed_thread(spawn, tmp_path / "work")
     assert holder.request("thread/resume", {"threadId": tid})["status"] == "ready"
-    named = home / "locks" / f"{tid}.holder"
-    named.unlink(missing_ok=True)
-    os.mkfifo(named)
+    for named in (home / "writers" / tid, home / "locks" / f"{tid}.holder"):
+        named.unlink(missing_ok=True)
+        os.mkfifo(named)
     other = spawn()
     other.initialize()
     with pytest.raises(RpcError) as refused:

@@ -786,8 +786,10 @@ class ThreadStore:
     def name_holder(self, thread_id: str, holder: str) -> None:
         """Name the client holding a thread's lock, for other processes' ThreadBusy errors.
 
-        flock says only that the thread is held; the name lives in `locks/<id>.holder`,
-        replaced atomically, and is trusted only while its process is alive.
+        flock says only that the thread is held; here the name lives in
+        `locks/<id>.holder`, replaced atomically (the embedded store keeps it in the
+        thread's writer mark while it holds one: store.py), and is trusted only while its
+        process is alive.
         """
         path = self._holder_path(validate_thread_id(thread_id))
         temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
@@ -803,13 +805,17 @@ class ThreadStore:
         return self.layout.home / "locks" / f"{thread_id}.holder"
 
     def _holder(self, thread_id: str) -> str:
-        try:
-            named = orjson.loads(read_regular(self._holder_path(thread_id)))
-            pid, holder = named["pid"], str(named["holder"])
-            os.kill(pid, 0)
-        except (OSError, ValueError, TypeError, KeyError):
-            return "another process"
-        return holder
+        """Who holds the thread, as its holder named itself: in the thread's writer mark,
+        else in `locks/<id>.holder` (a parked writer's, which holds no mark)."""
+        for path in (self.layout.writer_mark_path(thread_id), self._holder_path(thread_id)):
+            try:
+                named = orjson.loads(read_regular(path))
+                pid, holder = named["pid"], str(named["holder"])
+                os.kill(pid, 0)
+            except (OSError, ValueError, TypeError, KeyError):
+                continue
+            return holder
+        return "another process"
 
     def _locate(self, thread_id: str) -> tuple[Path, bool]:
         found = self.layout.locate(thread_id)

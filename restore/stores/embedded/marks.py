@@ -12,6 +12,9 @@ in another process, whose file is read again too (its row may lag by `FLUSH_SECO
 The cost of finding crashed writers is the number of threads being written, not the
 number of threads.
 
+A held mark also names who holds the thread (`name`: the client and pid, as JSON), for
+other processes' ThreadBusy; a writer taking over a dead writer's mark empties it first.
+
 The mark's lock, not the thread file's, is what a prober takes: taking the thread's own
 lock, even for a moment, would make a writer opening it at that moment fail ThreadBusy.
 Lock files that are unlinked need an identity check (the prober may unlink the mark a
@@ -29,6 +32,8 @@ import contextlib
 import fcntl
 import os
 from dataclasses import dataclass
+
+import orjson
 
 from protocol.errors import ProtocolError
 from restore.home.files import private_dirs
@@ -52,7 +57,10 @@ def hold(layout: Layout, thread_id: str) -> int:
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+            found = os.fstat(fd)
+            if found.st_ino == os.stat(path).st_ino:
+                if found.st_size:  # a previous writer's name (`name`): not this one's
+                    os.ftruncate(fd, 0)
                 return fd
         except FileNotFoundError:
             pass  # unlinked by a prober between our open and our lock: make a new one
@@ -60,6 +68,15 @@ def hold(layout: Layout, thread_id: str) -> int:
             os.close(fd)
             raise
         os.close(fd)
+
+
+def name(fd: int, holder: str) -> None:
+    """Write who holds the mark's thread into the held mark, for other processes'
+    ThreadBusy (files.py `_holder`): no file is made for the name. Only its holder writes
+    a held mark; a reader that catches it half-written says "another process"."""
+    named = orjson.dumps({"holder": holder, "pid": os.getpid()})
+    os.pwrite(fd, named, 0)
+    os.ftruncate(fd, len(named))
 
 
 def release(layout: Layout, thread_id: str, fd: int) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import itertools
+import logging
 import os
 import resource
 import time
@@ -58,6 +59,8 @@ from restore.stores.embedded.search import ThreadSearch
 from restore.stores.records import Item, encode_line, missing_records
 from restore.stores.snapshots import Snapshot
 from restore.summary import ThreadSummary
+
+logger = logging.getLogger(__name__)
 
 Row = tuple[ThreadSummary, Path, LineMark | None]
 OPEN_LIMIT_ENV = "SESSIOND_OPEN_THREADS"
@@ -111,6 +114,7 @@ class EmbeddedStore(ThreadStore):
         self._dirty: dict[str, ThreadWriter] = {}  # open writers whose row is not written
         self._held: dict[str, Row] = {}  # rows of writers closed before their row was written
         self._marks: dict[str, int] = {}  # writer marks held, by thread (marks.py)
+        self._holders: dict[str, str] = {}  # who holds each thread this process writes
         self._open: OrderedDict[str, ThreadWriter] = OrderedDict()
         """Writers with their file open, least recently used first (`_touch`)."""
         self.open_limit = open_limit()
@@ -125,8 +129,11 @@ class EmbeddedStore(ThreadStore):
         self._touch(writer)
 
     def reopened(self, writer: ThreadWriter) -> None:
-        """A parked writer's file is open again: so is its mark."""
+        """A parked writer's file is open again: so is its mark, with its holder's name."""
         self._hold_mark(writer)
+        holder = self._holders.get(writer.thread_id)
+        if holder is not None:
+            self.name_holder(writer.thread_id, holder)
         self._touch(writer)
 
     def _hold_mark(self, writer: ThreadWriter) -> None:
@@ -171,12 +178,16 @@ class EmbeddedStore(ThreadStore):
 
     def _parked(self, writer: ThreadWriter) -> None:
         """Its mark goes with its file: removed if its row is written, else left unheld
-        until `flush` writes it (or another process's first listing reads the thread)."""
+        until `flush` writes it (or another process's first listing reads the thread).
+        Its holder's name, which the mark held, goes to `locks/<id>.holder`."""
         thread_id = writer.thread_id
         del self._open[thread_id]
         fd = self._marks.pop(thread_id, None)
         if fd is None:
             return
+        holder = self._holders.get(thread_id)
+        if holder is not None:
+            super().name_holder(thread_id, holder)
         if thread_id in self._dirty:
             os.close(fd)
         else:
@@ -186,6 +197,7 @@ class EmbeddedStore(ThreadStore):
         """Another writer wrote the thread while this one was parked: what this process
         knew of it goes (its row too: the file is read again by whoever lists it)."""
         thread_id = writer.thread_id
+        self._holders.pop(thread_id, None)
         for known in (self._writers, self._dirty, self._open):
             if known.get(thread_id) is writer:
                 del known[thread_id]
@@ -196,6 +208,7 @@ class EmbeddedStore(ThreadStore):
         writer mark is let go: removed if the row is written, else left unheld (as a dead
         writer's would be: a reader elsewhere reads the thread again) until it is."""
         thread_id = writer.thread_id
+        self._holders.pop(thread_id, None)
         if self._writers.get(thread_id) is writer:
             del self._writers[thread_id]
         if self._open.get(thread_id) is writer:
@@ -219,6 +232,21 @@ class EmbeddedStore(ThreadStore):
         """Index rows of the files this process writes, current in memory: the index never
         reads them (its first open in a process would otherwise see our own appends)."""
         return {str(w.path): (w.summary, _mark(w)) for w in self._writers.values() if not w.closed}
+
+    def name_holder(self, thread_id: str, holder: str) -> None:
+        """Kept in the thread's writer mark while this store holds it (no file made for
+        the name: marks.py `name`); a parked writer's goes to `locks/<id>.holder`."""
+        thread_id = validate_thread_id(thread_id)
+        if thread_id in self._writers:
+            self._holders[thread_id] = holder
+        fd = self._marks.get(thread_id)
+        if fd is None:
+            super().name_holder(thread_id, holder)
+            return
+        try:
+            marks.name(fd, holder)
+        except OSError as exc:  # only a courtesy to other processes: the thread is ours
+            logger.warning("cannot name the holder of %s: %s", thread_id, exc)
 
     # --- store-wide steps ----------------------------------------------------------------
 
