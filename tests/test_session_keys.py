@@ -163,10 +163,12 @@ def test_a_key_spelling_a_path_locks_a_digest_and_writes_nowhere_else(
     key = "../../../escaped/there"
     answer = server.request("thread/continue", {"sessionKey": key, "cwd": str(tmp_path / "ws")})
     assert answer["reason"] == "startup" and answer["thread"]["sessionKey"] == key
-    names = {p.name for p in (home / "locks").iterdir()}  # beside holders' names, the build's
-    assert lock_name(key) in names
-    keyed = [
-        name for name in names if not re.fullmatch(r"[0-9a-f-]{36}\.holder|index\.build", name)
-    ]
-    assert keyed == [lock_name(key)]
+    # The key is locked on a byte of one of 64 files named by numbers, never by the key:
+    # no file is made for a key (nor anything beside holders' names and the index build's).
+    names = {p.name for p in (home / "locks").iterdir()}
+    assert lock_name(key) not in names
+    assert {n for n in names if not re.fullmatch(r"[0-9a-f-]{36}\.holder|index\.build", n)} == {
+        "keys"
+    }
+    assert all(re.fullmatch(r"[0-9a-f]{2}", p.name) for p in (home / "locks" / "keys").iterdir())
     assert not (home.parent / "escaped").exists() and not (tmp_path.parent / "escaped").exists()

@@ -79,8 +79,14 @@ class Layout:
 
     @property
     def locks_dir(self) -> Path:
-        """Session keys' lock files (stores/embedded/keylocks.py), named by the key's sha256."""
+        """Holders' names of parked writers (stores/embedded/files.py), the index build's
+        lock, session keys' locks (stores/embedded/keylocks.py)."""
         return self.home / "locks"
+
+    @property
+    def key_locks_dir(self) -> Path:
+        """Session keys' locks, a byte of one of 64 files each (stores/embedded/keylocks.py)."""
+        return self.locks_dir / "keys"
 
     @property
     def claims_dir(self) -> Path:

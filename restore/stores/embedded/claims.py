@@ -39,21 +39,22 @@ from restore.home.files import private_dirs
 from restore.home.layout import Layout
 
 SHARDS = 64
-_OFD_SETLK: int | None = getattr(fcntl, "F_OFD_SETLK", None)
-_BUSY = (errno.EAGAIN, errno.EACCES)
+OFD_SETLK: int | None = getattr(fcntl, "F_OFD_SETLK", None)
+BUSY = (errno.EAGAIN, errno.EACCES)
 
 
-def _range(lock_type: int, offset: int) -> bytes:
+def byte_range(lock_type: int, offset: int) -> bytes:
     """A `struct flock` for one byte (l_pid 0, as OFD locks require), padded beyond the
     largest layout the kernel reads."""
     return struct.pack("hhqqi", lock_type, os.SEEK_SET, offset, 1, 0) + bytes(16)
 
 
-def _place(thread_id: str) -> tuple[int, int]:
-    """A thread's claim: its shard file and its byte there (62 bits: any offset may be
-    locked, the files stay empty). Two ids sharing both is a false ThreadBusy, never a
-    shared thread, at odds of 1 in 2^68."""
-    digest = hashlib.sha256(thread_id.encode()).digest()
+def place(name: str) -> tuple[int, int]:
+    """A name's lock (a thread's claim, a session key's: keylocks.py): its shard file and
+    its byte there (62 bits: any offset may be locked, the files stay empty). Two names
+    sharing both is a false ThreadBusy (a wait, for keys), never a shared thread, at odds
+    of 1 in 2^68."""
+    digest = hashlib.sha256(name.encode()).digest()
     return digest[0] % SHARDS, int.from_bytes(digest[1:9], "big") >> 2
 
 
@@ -70,15 +71,15 @@ class Claims:
         """Claim a thread; False when a writer holds it (this store's, or another's)."""
         if thread_id in self._held:
             return False
-        if _OFD_SETLK is not None:
-            shard, offset = _place(thread_id)
+        if OFD_SETLK is not None:
+            shard, offset = place(thread_id)
             fd = self._open(shard)
             try:
-                fcntl.fcntl(fd, _OFD_SETLK, _range(fcntl.F_WRLCK, offset))
+                fcntl.fcntl(fd, OFD_SETLK, byte_range(fcntl.F_WRLCK, offset))
             except OSError as exc:
                 if not self._counts.get(shard):
                     self._close(shard)
-                if exc.errno in _BUSY:
+                if exc.errno in BUSY:
                     return False
                 raise storage_error(exc, self._dir / f"{shard:02x}", "cannot claim") from exc
             self._counts[shard] = self._counts.get(shard, 0) + 1
@@ -90,9 +91,9 @@ class Claims:
         if thread_id not in self._held:
             return
         self._held.discard(thread_id)
-        if _OFD_SETLK is None:
+        if OFD_SETLK is None:
             return
-        shard, offset = _place(thread_id)
+        shard, offset = place(thread_id)
         self._counts[shard] -= 1
         if not self._counts[shard]:
             self._close(shard)  # closing drops every lock of the descriptor
@@ -100,7 +101,7 @@ class Claims:
         # Unlocking a held range of an open descriptor does not fail; if it ever did, the
         # claim would stay until the shard's last one goes: a false ThreadBusy meanwhile.
         with contextlib.suppress(OSError):
-            fcntl.fcntl(self._fds[shard], _OFD_SETLK, _range(fcntl.F_UNLCK, offset))
+            fcntl.fcntl(self._fds[shard], OFD_SETLK, byte_range(fcntl.F_UNLCK, offset))
 
     def _open(self, shard: int) -> int:
         fd = self._fds.get(shard)

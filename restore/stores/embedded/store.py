@@ -349,8 +349,9 @@ class EmbeddedStore(ThreadStore):
         return self.layout.locate(thread_id) is not None
 
     def hold_key(self, key: str) -> AbstractContextManager[None]:
-        """`locks/<sha256 of key>`'s flock (keylocks.py). Whoever starts a thread for the key
-        under it flushes its row before letting go (restore/service/continuation.py)."""
+        """The key's lock: a byte of a file in `locks/keys/` (keylocks.py). Whoever starts
+        a thread for the key under it flushes its row before letting go
+        (restore/service/continuation.py)."""
         return keylocks.held(self.layout, key)
 
     def transcript_path(self, thread_id: str) -> str | None:
