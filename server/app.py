@@ -77,6 +77,8 @@ class SessiondServer:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._index_flush = IndexFlush(self._flush_index)
         self._pending_updates: dict[str, ThreadSummary] = {}
+        self._announcing = 0
+        """Notices waiting on the worker for their counts (`announce_threads`)."""
         self.subscriptions = Subscriptions(self, config.max_frame)
         self.workspace_listeners: list[Callable[[], None]] = []
         self.home_lost_listeners: list[Callable[[], None]] = []
@@ -317,6 +319,20 @@ class SessiondServer:
             if "childCount" in p["thread"] and p["thread"]["childCount"] is None
         ]
         wanted = [parent for parent in parents if parent]
+        if not infos and not wanted and not self._announcing:
+            # Nothing to count and no notice before it still waiting for its counts: sent
+            # now, in order. A hop to the store thread would put the answer of the request
+            # that announces (a reset's, say) behind whatever the worker took up meanwhile
+            # (the file watcher's look at our own writes, a successor item: ~1 ms each).
+            sent_now: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            try:
+                self._send_notices(notices, [], then)
+            except Exception as exc:
+                sent_now.set_exception(exc)
+            else:
+                sent_now.set_result(None)
+            sent_now.add_done_callback(log_failure("thread notifications not sent", logging.ERROR))
+            return sent_now
 
         def count() -> list[dict[str, Any]]:
             if not infos and not wanted:
@@ -328,16 +344,29 @@ class SessiondServer:
                 return []
 
         def send(parent_rows: list[dict[str, Any]]) -> None:
-            for method, params in notices:
-                self.broadcast(method, params)
-            for row in parent_rows:
-                self.broadcast("thread/updated", {"thread": row})
-            if then is not None:
-                then()
+            self._send_notices(notices, parent_rows, then)
 
+        def counted(_: asyncio.Future[None]) -> None:
+            self._announcing -= 1
+
+        self._announcing += 1
         sent = self.worker.submit(count, then=send)
+        sent.add_done_callback(counted)
         sent.add_done_callback(log_failure("thread notifications not sent", logging.ERROR))
         return sent
+
+    def _send_notices(
+        self,
+        notices: list[Notice],
+        parent_rows: list[dict[str, Any]],
+        then: Callable[[], None] | None,
+    ) -> None:
+        for method, params in notices:
+            self.broadcast(method, params)
+        for row in parent_rows:
+            self.broadcast("thread/updated", {"thread": row})
+        if then is not None:
+            then()
 
     def broadcast(self, method: str, params: Any) -> None:
         for connection in self.connections:

@@ -525,8 +525,6 @@ async def thread_continue(ctx: Context, params: ThreadContinueParams) -> dict[st
         )
 
     done = await ctx.server.run_in_worker(lambda: ctx.service.continue_key(ask(), link_after=True))
-    if done.unlinked is not None:
-        _link_after_answer(ctx, done.unlinked, done.thread)
     if done.changed:  # replaced threads now naming their successor
         notices = [thread_notice(row.thread_info()) for row in done.changed]
         await ctx.server.announce_threads(notices)
@@ -566,6 +564,8 @@ async def thread_continue(ctx: Context, params: ThreadContinueParams) -> dict[st
                 reset_reason=done.reset_reason,
                 previous_thread_id=done.previous_thread_id,
             )
+    if done.unlinked is not None:  # last: nothing else this handler awaits may follow it
+        _link_after_answer(ctx, done.unlinked, done.thread)
     return done.answer()
 
 
