@@ -312,7 +312,8 @@ class SessiondServer:
         ThreadInfos carrying `childCount` where the listing knows it, then a
         `thread/updated` for each of `parents` (a thread whose sub-agents just changed:
         started, archived, deleted) with its new count, then `then()`. The counts are read
-        on the worker, after every job queued before, so notices keep their order."""
+        on the worker, after every job queued before; notices with nothing to count go at
+        once unless an earlier one still waits for its counts: either way, in order."""
         infos = [
             p["thread"]
             for _, p in notices

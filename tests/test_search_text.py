@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from restore.search.text import searchable
+from restore.stores.postgres import schema
 from restore.stores.postgres.schema import migrate
 from tests.support import pg_cluster
 
@@ -64,6 +65,10 @@ RECORDS: list[dict[str, Any]] = [
         ],
     },
     {**OPERATION, "content": "not a list", "rawInput": ["a", ["b", {"c": "d"}]]},
+    {**OPERATION, "command": "v"},  # PostgreSQL's E'\\v' is the letter: found (schema 11)
+    {**OPERATION, "command": "\v\n"},  # blank: the six ASCII spaces
+    {**OPERATION, "rawInput": "\x1f"},  # not blank, though str.isspace says space
+    {**OPERATION, "rawInput": "\u00a0"},
     {"type": "file_edit", "path": "src/a.py"},
     {"type": "todos", "items": [{"content": "do it"}, "x"]},
     {"type": "thread_title", "title": "A title"},
@@ -130,3 +135,40 @@ def test_random_arguments_and_results_have_the_same_text_in_sql(
     item = {**OPERATION, "input": inputs, "rawInput": raw, "result": result}
     item = orjson.loads(orjson.dumps(item).replace(b"\\u0000", b""))  # jsonb holds no NUL
     assert in_sql(conn, item) == searchable(item)
+
+
+def test_a_record_stored_before_schema_11_with_only_v_for_text_is_found_after_it(
+    postgres: pg_cluster.Cluster,
+) -> None:
+    """Schema 9 took the letter v for a space (PostgreSQL's E'\\v'): a tool call whose
+    whole text was "v" got no vector. Migration 011 gives the records a database holds
+    theirs, as the embedded store always had."""
+    if not postgres.running():
+        postgres.start()
+    name = pg_cluster.fresh_database(postgres.url())
+    thread_id = "0b8f6a53-5d1e-4a57-9a4e-6f1d7c2b9e11"
+    line = {"v": 1, "seq": 1, "ts": "2026-01-01T00:00:00.000000Z", **OPERATION, "command": "v"}
+    try:
+        with psycopg.connect(postgres.url(name), autocommit=True) as conn:
+            conn.execute(
+                "CREATE TABLE sessiond_migrations (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for migration in [m for m in schema.available() if m.version <= 10]:
+                conn.execute(migration.path.read_text())  # type: ignore[arg-type]
+                conn.execute("INSERT INTO sessiond_migrations (version, name) VALUES (%s, %s)",
+                             (migration.version, migration.name))  # fmt: skip
+            conn.execute("INSERT INTO sessiond_threads (thread_id, updated_at) VALUES (%s, %s)",
+                         (thread_id, line["ts"]))  # fmt: skip
+            conn.execute(
+                "INSERT INTO sessiond_items (thread_id, seq, item_id, line)"
+                " VALUES (%s, 1, 'o', %s)",
+                (thread_id, orjson.dumps(line).decode()),
+            )
+            stored = "SELECT search_role, search_vector::text FROM sessiond_items"
+            assert conn.execute(stored).fetchone() == ("tool", None)  # schema 10: not found
+            assert migrate(conn) == [11]
+            assert conn.execute(stored).fetchone() == ("tool", "'v':1")
+            assert searchable(line) == ("tool", "v")
+    finally:
+        pg_cluster.drop_database(postgres.url(), name)

@@ -26,6 +26,9 @@ ROLES = ("user", "assistant", "tool", "output", "edit", "todo", "title")
 """What a hit is: a user's or the assistant's message, a tool call (its title, command and
 arguments), a tool's output (with its call's), an edited path, the todo list, the
 thread's title."""
+BLANK = " \t\n\r\f\v"
+"""What a text with nothing to search is made of: the six ASCII spaces, as PostgreSQL's
+`btrim` is told (migration 011); not every character `str.isspace` calls space."""
 CALL_FIELDS = ("input", "rawInput")
 """An operation's arguments, as its source recorded them."""
 OUTPUT_FIELDS = ("result", "rawOutput")
@@ -130,4 +133,4 @@ def searchable(item: dict[str, Any]) -> tuple[str, str] | None:
     else:
         return None
     text = "\n".join(part for part in parts if isinstance(part, str) and part)
-    return (role, text[:MAX_TEXT]) if text.strip() else None
+    return (role, text[:MAX_TEXT]) if text.strip(BLANK) else None
