@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("sessiond.watch")
 DEBOUNCE_MS = 200  # changes are grouped at most this long: clients see them within a second
 STEP_MS = 3  # a quiet pause this long ends a batch: a follower hears of an append in ~5 ms
+LOOK_FILES = 16
+"""Changed thread files looked at in one store job (`_threads_changed`): ~0.2 ms."""
 READY_MS = 500  # how long an idle watcher waits between (empty) wake-ups
 WATCH_OPTIONS: dict[str, Any] = {"debounce": DEBOUNCE_MS, "step": STEP_MS,
                                  "rust_timeout": READY_MS, "yield_on_timeout": True,
@@ -197,17 +199,20 @@ class Watcher:
         from protocol.errors import ProtocolError
         from restore.ids import validate_thread_id
 
-        def work() -> list[ExternalChange]:
-            ids = []
-            for path in paths:
-                try:
-                    ids.append(validate_thread_id(path.stem))
-                except ProtocolError:
-                    continue  # not a thread file (a temporary, say)
-            return self.host.service.external_changes(ids)
-
+        ids = []
+        for path in paths:
+            try:
+                ids.append(validate_thread_id(path.stem))
+            except ProtocolError:
+                continue  # not a thread file (a temporary, say)
         new = frozenset(path.stem for path in added)
-        self._announce_external(await self.host.run_in_worker(work), new)
+        # A few files a job, each submitted once the one before is done: a request that
+        # arrives meanwhile runs between two, not after all (most of a batch is often
+        # this process's own writes, ~12 us a file to tell).
+        for start in range(0, len(ids), LOOK_FILES):
+            chunk = ids[start : start + LOOK_FILES]
+            changes = await self.host.run_in_worker(self.host.service.external_changes, chunk)
+            self._announce_external(changes, new)
 
     def _announce_external(
         self, changes: list[ExternalChange], added: Collection[str] = frozenset()
