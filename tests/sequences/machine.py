@@ -1,7 +1,8 @@
 """The state machine: random sequences of what a person does with sessiond, on real
 processes, held after every step to what the model (tests/sequences/model.py) says.
 
-Steps: start, record, fork, setTitle, archive, unarchive, delete, close, resume, search
+Steps: start, record, fork, setTitle, archive, unarchive, delete, close, resume, a
+folder's session key continued (`thread/continue`), search
 (the command line; the server's is checked after every step), an agent session that
 grows (Claude Code, Codex, Gemini CLI) and `sessiond import` of it, a server started with
 `--follow`, `doctor --repair`, a server restarted, killed (kill -9) idle or in the middle
@@ -199,15 +200,22 @@ class SequenceMachine(RuleBasedStateMachine):
             return self.servers[thread.session.slot], thread.session.session_id
         server = self.servers[slot]
         report = self._call(server, "thread/resume", {"threadId": thread.thread_id})
+        return server, self._opened(thread, slot, report, unanswered)
+
+    def _opened(
+        self, thread: Thread, slot: int, report: dict[str, Any], unanswered: tuple[Entry, ...]
+    ) -> str:
+        """A session opened on the thread through `slot` (its RestoreReport): it gives back
+        the conversation as recorded; the session's id."""
         assert report["status"] == "ready", report["status"]
         reason = "process_recovery" if thread.crashed else "user"
         assert report["continueReason"] == reason, (report["continueReason"], reason)
         shown = [(m["role"], text_of(m["content"])) for m in report["messages"]["items"]]
         want = [*thread.messages, *unanswered]
         assert shown == [(e.role, e.text) for e in want][-200:], (shown, want)
-        session_id = report["session"]["sessionId"]
+        session_id: str = report["session"]["sessionId"]
         thread.session, thread.crashed = Session(slot, session_id), False
-        return server, session_id
+        return session_id
 
     def _await_import(self, source: Source, server: ServerProcess) -> None:
         """A following server imports what the session grew by; the model takes it."""
@@ -389,6 +397,45 @@ class SequenceMachine(RuleBasedStateMachine):
             thread.session = Session(slot, report["session"]["sessionId"])
         else:
             self._writable(thread, self._running(via)[0])
+
+    @rule(which=st.sampled_from([0, 1]), via=slots)
+    def continue_key(self, which: int, via: int) -> None:
+        """A message for a folder's session key (`thread/continue`, policy `none`: the
+        person decides): the key's thread goes on — the session this server holds, else
+        one opened as Resume opens it, ThreadBusy while the other server holds it — or,
+        with no live thread, the key's first starts."""
+        key, cwd = f"workspace:{self.cwds[which]}#main", str(self.cwds[which])
+        current = [t for t in self.model.live() if t.key == key]
+        if len(current) > 1:
+            return  # an unarchived older one: which is current is the index's updatedAt
+        slot, server = self._running(via)
+        params = {"sessionKey": key, "cwd": cwd, "policy": {"reset": "none"}}
+        if not current:
+            answer = self._call(server, "thread/continue", params)
+            assert (answer["reason"], answer["sessionOpened"]) == ("startup", True), answer
+            thread = Thread(answer["thread"]["threadId"], None, key=key)
+            thread.session = Session(slot, answer["sessionId"])
+            self.model.threads[thread.thread_id] = thread
+            self.touched.add(thread.thread_id)
+            return
+        (thread,) = current
+        held = thread.session if thread.session and thread.session.slot in self.servers else None
+        if held is not None and held.slot != slot:
+            try:
+                server.request("thread/continue", params)
+            except RpcError as error:
+                assert error.kind == "ThreadBusy", error
+            else:
+                raise AssertionError("thread/continue of a thread another server writes")
+            return
+        answer = self._call(server, "thread/continue", params)
+        assert answer["reason"] == "resume", answer
+        assert answer["thread"]["threadId"] == thread.thread_id, (answer, thread.thread_id)
+        if held is not None:  # this server's session goes on: nothing opened
+            assert not answer["sessionOpened"] and answer["sessionId"] == held.session_id
+        else:
+            assert answer["sessionOpened"], answer
+            assert self._opened(thread, slot, answer["restore"], ()) == answer["sessionId"]
 
     @precondition(lambda self: len(self.servers) == 2 and self._held())
     @rule(pick=picks)

@@ -72,6 +72,8 @@ class Thread:
     first_title: str | None = None
     """The title it began with (its first session's): a fork cut before any rename
     takes it."""
+    key: str | None = None
+    """The session key `thread/continue` started it for (None: started otherwise)."""
 
     @property
     def messages(self) -> list[Entry]:
