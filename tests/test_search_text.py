@@ -7,6 +7,7 @@ PostgreSQL database."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -141,15 +142,26 @@ def test_a_record_stored_before_schema_11_with_only_v_for_text_is_found_after_it
     postgres: pg_cluster.Cluster,
 ) -> None:
     """Schema 9 took the letter v for a space (PostgreSQL's E'\\v'): a tool call whose
-    whole text was "v" got no vector. Migration 011 gives the records a database holds
-    theirs, as the embedded store always had."""
+    whole text was "v" got no vector. Migration 011, applied by the schema's owner (not a
+    superuser, as docs/storage.md sets roles up), gives the records a database holds
+    theirs — every role's, under `private` too — as the embedded store always had."""
     if not postgres.running():
         postgres.start()
     name = pg_cluster.fresh_database(postgres.url())
+    suffix = uuid.uuid4().hex[:8]
+    owner, ana = f"owner_{suffix}", f"ana_{suffix}"
+    user = f"{pg_cluster.SUPERUSER}@"
+    as_owner = postgres.url(name).replace(user, f"{owner}@", 1)
+    as_ana = postgres.url(name).replace(user, f"{ana}@", 1)
     thread_id = "0b8f6a53-5d1e-4a57-9a4e-6f1d7c2b9e11"
     line = {"v": 1, "seq": 1, "ts": "2026-01-01T00:00:00.000000Z", **OPERATION, "command": "v"}
+    stored = "SELECT search_role, search_vector::text FROM sessiond_items"
+    with psycopg.connect(postgres.url(name), autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{owner}" LOGIN')
+        admin.execute(f'CREATE ROLE "{ana}" LOGIN')
+        admin.execute(f'GRANT CREATE, USAGE ON SCHEMA public TO "{owner}"')
     try:
-        with psycopg.connect(postgres.url(name), autocommit=True) as conn:
+        with psycopg.connect(as_owner, autocommit=True) as conn:  # schema 10, private
             conn.execute(
                 "CREATE TABLE sessiond_migrations (version integer PRIMARY KEY,"
                 " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
@@ -158,6 +170,11 @@ def test_a_record_stored_before_schema_11_with_only_v_for_text_is_found_after_it
                 conn.execute(migration.path.read_text())  # type: ignore[arg-type]
                 conn.execute("INSERT INTO sessiond_migrations (version, name) VALUES (%s, %s)",
                              (migration.version, migration.name))  # fmt: skip
+            conn.execute("UPDATE sessiond_settings SET value = 'private' WHERE name = 'visibility'")
+            conn.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON sessiond_threads, '
+                         f'sessiond_items TO "{ana}"')  # fmt: skip
+            conn.execute(f'GRANT SELECT ON sessiond_migrations, sessiond_settings TO "{ana}"')
+        with psycopg.connect(as_ana, autocommit=True) as conn:  # ana's record
             conn.execute("INSERT INTO sessiond_threads (thread_id, updated_at) VALUES (%s, %s)",
                          (thread_id, line["ts"]))  # fmt: skip
             conn.execute(
@@ -165,10 +182,15 @@ def test_a_record_stored_before_schema_11_with_only_v_for_text_is_found_after_it
                 " VALUES (%s, 1, 'o', %s)",
                 (thread_id, orjson.dumps(line).decode()),
             )
-            stored = "SELECT search_role, search_vector::text FROM sessiond_items"
             assert conn.execute(stored).fetchone() == ("tool", None)  # schema 10: not found
+        with psycopg.connect(as_owner, autocommit=True) as conn:
+            assert conn.execute(stored).fetchall() == []  # the owner sees none of ana's
             assert migrate(conn) == [11]
+        with psycopg.connect(as_ana, autocommit=True) as conn:
             assert conn.execute(stored).fetchone() == ("tool", "'v':1")
-            assert searchable(line) == ("tool", "v")
+        assert searchable(line) == ("tool", "v")
     finally:
         pg_cluster.drop_database(postgres.url(), name)
+        with psycopg.connect(postgres.url(), autocommit=True) as admin:
+            admin.execute(f'DROP ROLE "{ana}"')
+            admin.execute(f'DROP ROLE "{owner}"')
