@@ -17,6 +17,13 @@ files, timed apart); then one request at a time, timed at the client from send t
 - **reset**: a key whose thread the policy finds stale (`idle`): a new thread, linked to
   the old one, carrying model and permissions.
 
+The set-up's own writes (the home's ~100 MB of files, then the index built from them)
+are synced before anything is timed (`os.sync`): a person's threads were written long
+before, while a home written seconds ago is still in the page cache, and the kernel's
+writeback of it (some 30 s later, in the middle of the timed calls) would hold every
+journal commit, so every sync a call makes, behind it: a measure of the set-up, not of
+the server (a reset's p99 went from ~7 ms to ~4 on this account alone).
+
 Keys are picked at random. Reported: p50 and p99 in ms, how many were timed, and the
 server's own CPU time per call of each kind (user + system, from /proc: what the call
 costs the server whatever the machine's load; the rest of its time is waiting for the
@@ -122,12 +129,14 @@ def run(
         home, cwd = Path(tmp) / "home", Path(tmp) / "chat"
         cwd.mkdir()
         names = write_home(Layout(home), keys, chain, str(cwd))
+        os.sync()  # the set-up's writes on disk before anything is timed (above)
         server = PipelinedServer(home, env={"SESSIOND_DURABILITY": durability})
         try:
             server.request("initialize", {"clientInfo": {"name": "bench"}})
             began = time.perf_counter()
             server.request("thread/list", {"limit": 1})  # the index, built from the files
             build_s = time.perf_counter() - began
+            os.sync()
             rng = random.Random(37)
             held = rng.sample(names, min(200, keys))
             never = {"reset": "none"}

@@ -16,6 +16,15 @@ _HEX_OR_HYPHEN = re.compile(r"[0-9a-f-]+")
 _GROUPS = (8, 4, 4, 4, 12)  # a UUID's hex digits between its hyphens
 
 
+_CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def is_thread_id(value: str) -> bool:
+    """`value` is a thread id as the store names its files (`validate_thread_id`'s
+    canonical form): one match, for a watcher sorting hundreds of file names at once."""
+    return _CANONICAL.fullmatch(value) is not None
+
+
 def validate_thread_id(value: object, what: str = "threadId") -> str:
     """Return the canonical UUID string, or raise InvalidId before any path is built."""
     if not isinstance(value, str) or len(value) != 36:

@@ -41,6 +41,10 @@ class Host(Protocol):
     async def run_in_worker(self, work: Callable[..., T], *args: Any) -> T:
         """`work(*args)` where store work runs, after every job queued before it."""
 
+    async def run_between_requests(self, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args)` where store work runs, once no request is being answered (soon
+        after, under a steady stream): the server's own work that no client waits for."""
+
     async def run_reader(self, work: Callable[[], T]) -> T:
         """`work()` off the store's thread: reads that need no lock and no store state."""
 

@@ -13,7 +13,7 @@ import pytest
 
 from protocol.errors import ErrorKind, ProtocolError
 from restore.home.layout import Layout
-from restore.ids import validate_thread_id
+from restore.ids import is_thread_id, validate_thread_id
 from restore.stores.api import Durability
 from restore.stores.embedded.files import MARK_AHEAD_BYTES
 from restore.stores.embedded.jsonl import LineMark, parse_bytes
@@ -271,3 +271,27 @@ def test_a_writer_owing_a_group_commit_is_synced_before_it_is_parked(tmp_path: P
     sync()
     assert [i["id"] for i in store.read(tid)[0].items][1:] == ["deferred", "next"]
     store.close()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        str(uuid.UUID(int=0)),
+        "6f1e5a70-0000-4000-8000-00000000000a",
+        "6F1E5A70-0000-4000-8000-00000000000A",  # valid, but no file of the store's is named so
+        "6f1e5a70-0000-4000-8000-00000000000a\n",
+        "6f1e5a70000040008000-00000000000a-----",
+        "{6f1e5a70-0000-4000-8000-0000000000}",
+        "x" * 36,
+        "",
+    ],
+)
+def test_a_file_name_is_a_thread_id_exactly_when_it_is_the_canonical_form(value: str) -> None:
+    """The watcher's one-match test (`is_thread_id`) takes what `validate_thread_id`
+    returns and nothing else: no thread file is skipped, no other file looked at."""
+    try:
+        canonical = validate_thread_id(value) == value
+    except ProtocolError:
+        canonical = False
+    assert is_thread_id(value) is canonical
+    assert is_thread_id(str(uuid.uuid4()))

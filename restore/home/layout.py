@@ -112,15 +112,20 @@ class Layout:
         base = self.archived_dir if archived else self.threads_dir
         return base / thread_id[:2] / f"{thread_id}.jsonl"
 
+    def thread_file(self, thread_id: str, *, archived: bool = False) -> str:
+        """`thread_path` as a string, for a stat where no path object is wanted (an import
+        asks for thousands of missing threads; a watcher looks at each file written).
+        `thread_id` must be validated already."""
+        base = "archived" if archived else "threads"
+        return f"{self.home}/{base}/{thread_id[:2]}/{thread_id}.jsonl"
+
     def locate(self, thread_id: str) -> tuple[Path, bool] | None:
         """The live or archived file of a thread and whether it is archived; None if neither."""
         thread_id = validate_thread_id(thread_id)
-        name = f"{thread_id[:2]}/{thread_id}.jsonl"
-        for archived, base in ((False, "threads"), (True, "archived")):
-            # A string and a stat first (an import asks for thousands of missing threads);
-            # a Path only for the file found.
+        for archived in (False, True):
+            # A string and a stat first; a Path only for the file found.
             try:
-                os.stat(f"{self.home}/{base}/{name}")
+                os.stat(self.thread_file(thread_id, archived=archived))
             except OSError as exc:
                 if exc.errno in _MISSING:  # as Path.exists: any other error is raised
                     continue

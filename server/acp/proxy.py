@@ -194,6 +194,9 @@ class AcpProxy(LocalSessions, Prompts, FromAgent, Recording, Subagents):
         appends); only the turn-end sync runs on a thread."""
         return work(*args)
 
+    async def run_between_requests(self, work: Callable[..., T], *args: Any) -> T:
+        return work(*args)
+
     async def run_reader(self, work: Callable[[], T]) -> T:
         return work()
 

@@ -14,6 +14,7 @@ files per job, so a long first import never holds up other requests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -106,30 +107,47 @@ class Watcher:
             return
         changes_seen = awatch(*watched, stop_event=self._stop, **WATCH_OPTIONS)
         catch_up: asyncio.Task[None] | None = None
+        # A batch is sorted with strings, not paths: it runs on the loop, between answers,
+        # and a busy server's batch is hundreds of its own writes (as paths, ~3 ms).
+        thread_dirs = frozenset(str(directory) for directory in threads)
+        under_threads = tuple(f"{directory}{os.sep}" for directory in thread_dirs)
         try:
             async for changes in changes_seen:
                 # The first (empty) yield: the threads written meanwhile are looked at and
                 # each followed store imported (WATCH_OPTIONS).
                 catch_up = catch_up or asyncio.create_task(self._catch_up())
-                added = {Path(path) for change, path in changes if change == Change.added}
-                shards = [p for p in added if p.parent in threads and p.suffix != ".jsonl"]
+                added = {path for change, path in changes if change == Change.added}
+                shards = [
+                    p
+                    for p in added
+                    if os.path.dirname(p) in thread_dirs and not p.endswith(".jsonl")
+                ]
                 if shards:  # listed on the worker, like every other file this watcher reads
                     added |= await host.run_in_worker(_files_in_new_shards, shards)
-                roots = [importer.root for importer in self.importers]
-                folders = [p for p in added if any(root in p.parents for root in roots)]
-                if folders:  # an agent's new project (or day) folder and its first session
-                    added |= await host.run_in_worker(files_in_new_folders, folders)
-                touched = sorted({Path(path) for _, path in changes} | added)
-                files = [p for p in touched if p.suffix == ".jsonl" and _under(p, threads)]
+                touched = {path for _, path in changes} | added
+                files = sorted(
+                    p for p in touched if p.endswith(".jsonl") and p.startswith(under_threads)
+                )
                 if files:
                     await self._threads_changed(files, added)
-                for importer in self.importers:
-                    mine = [p for p in touched if importer.watches(p)]
-                    if mine:
-                        await self._import(importer, mine)
+                if self.importers:
+                    await self._agents_changed(touched, added)
         finally:
             if catch_up is not None:
                 catch_up.cancel()
+
+    async def _agents_changed(self, touched: set[str], added: set[str]) -> None:
+        """The followed agents' session files in a batch, imported."""
+        roots = [importer.root for importer in self.importers]
+        new = {Path(path) for path in added}
+        folders = [p for p in new if any(root in p.parents for root in roots)]
+        if folders:  # an agent's new project (or day) folder and its first session
+            new |= await self.host.run_in_worker(files_in_new_folders, folders)
+        paths = sorted({Path(path) for path in touched} | new)
+        for importer in self.importers:
+            mine = [p for p in paths if importer.watches(p)]
+            if mine:
+                await self._import(importer, mine)
 
     def _make_importers(self) -> list[Importer]:
         if not self.follow:  # the importers' modules are most of an import's: not for this
@@ -194,24 +212,20 @@ class Watcher:
         if notices:
             self.host.announce_threads(notices, parents, then=recorded)
 
-    async def _threads_changed(self, paths: list[Path], added: set[Path]) -> None:
+    async def _threads_changed(self, paths: list[str], added: set[str]) -> None:
         """Thread files another sessiond process wrote: their new rows, to everyone."""
-        from protocol.errors import ProtocolError
-        from restore.ids import validate_thread_id
+        from restore.ids import is_thread_id
 
-        ids = []
-        for path in paths:
-            try:
-                ids.append(validate_thread_id(path.stem))
-            except ProtocolError:
-                continue  # not a thread file (a temporary, say)
-        new = frozenset(path.stem for path in added)
-        # A few files a job, each submitted once the one before is done: a request that
-        # arrives meanwhile runs between two, not after all (most of a batch is often
-        # this process's own writes, ~12 us a file to tell).
+        # Not a thread file (a temporary, say): not looked at.
+        ids = [stem for path in paths if is_thread_id(stem := _stem(path))]
+        new = frozenset(_stem(path) for path in added)
+        # A few files a job, each submitted once the one before is done and between
+        # requests: a request that arrives meanwhile runs between two, not after all (most
+        # of a batch is often this process's own writes, ~5 us a file to tell).
         for start in range(0, len(ids), LOOK_FILES):
             chunk = ids[start : start + LOOK_FILES]
-            changes = await self.host.run_in_worker(self.host.service.external_changes, chunk)
+            look = self.host.service.external_changes
+            changes = await self.host.run_between_requests(look, chunk)
             self._announce_external(changes, new)
 
     def _announce_external(
@@ -245,14 +259,16 @@ class Watcher:
             importer.close()
 
 
-def _files_in_new_shards(shards: list[Path]) -> set[Path]:
+def _files_in_new_shards(shards: list[str]) -> set[str]:
     """Thread files in shard directories created since the last batch. The watch on a new
     directory is only added once its creation is seen, so a thread file another process
     created right after its shard (the first thread of that shard) sends no event itself."""
-    found: set[Path] = set()
+    found: set[str] = set()
     for shard in shards:
-        if shard.is_dir():
-            found.update(shard.glob("*.jsonl"))
+        with contextlib.suppress(OSError):  # gone again, or not a directory
+            found.update(
+                os.path.join(shard, name) for name in os.listdir(shard) if name.endswith(".jsonl")
+            )
     return found
 
 
@@ -271,5 +287,6 @@ def files_in_new_folders(added: list[Path]) -> set[Path]:
     return found
 
 
-def _under(path: Path, directories: list[Path]) -> bool:
-    return any(directory in path.parents for directory in directories)
+def _stem(path: str) -> str:
+    """The file name without its extension (`Path.stem`, for a string)."""
+    return os.path.splitext(os.path.basename(path))[0]

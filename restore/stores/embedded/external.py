@@ -72,8 +72,22 @@ class ExternalThreads:
                     found.append(validate_thread_id(os.path.basename(path)[: -len(".jsonl")]))
         return found
 
+    def _ours(self, thread_id: str) -> bool:
+        """The live thread file is as this process last wrote it: one `lstat`, no path
+        object (most of what a busy server's watcher sees is its own writes)."""
+        own = self._own_sizes.get(thread_id)
+        if own is None or own == DELETED:
+            return False
+        try:
+            stat = os.lstat(self._layout.thread_file(thread_id))
+        except OSError:
+            return False  # archived, moved or gone: the full look says what happened
+        return S_ISREG(stat.st_mode) and stat.st_size == own
+
     def _changed(self, thread_id: str) -> ExternalChange | None:
         """What another process did to a thread file; None when nothing new (or it was us)."""
+        if self._ours(thread_id):
+            return None
         located = self._layout.locate(thread_id)
         if located is None:
             self._tails.pop(thread_id, None)
