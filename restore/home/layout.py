@@ -109,13 +109,13 @@ class Layout:
         return self.home / "imports.sqlite3"
 
     def thread_path(self, thread_id: str, *, archived: bool = False) -> Path:
-        base = self.archived_dir if archived else self.threads_dir
-        return base / thread_id[:2] / f"{thread_id}.jsonl"
+        return Path(self.thread_file(thread_id, archived=archived))
 
     def thread_file(self, thread_id: str, *, archived: bool = False) -> str:
-        """`thread_path` as a string, for a stat where no path object is wanted (an import
-        asks for thousands of missing threads; a watcher looks at each file written).
-        `thread_id` must be validated already."""
+        """Where a thread's file is (`threads_dir` or `archived_dir`, a shard of its id's
+        first two characters), as a string: for a stat where no path object is wanted (an
+        import asks for thousands of missing threads; a watcher looks at each file
+        written). `thread_id` must be validated already."""
         base = "archived" if archived else "threads"
         return f"{self.home}/{base}/{thread_id[:2]}/{thread_id}.jsonl"
 
